@@ -1,0 +1,26 @@
+# The two commands of the README: `make run` and `make test`.
+GO ?= go
+
+.PHONY: run test lint bench build fuzz
+
+# Runs the service on embedded defaults (until `vesta serve` lands: issues ten IDs).
+run:
+	$(GO) run ./cmd/vesta gen -n 10
+
+# Everything CI runs: format, vet, staticcheck, then all tests with -race.
+test:
+	scripts/test.sh
+
+lint:
+	scripts/test.sh --lint-only
+
+build:
+	$(GO) build -o bin/vesta ./cmd/vesta
+
+# Go benchmarks of the generator; see BENCHMARKS.md for the side-by-side runs.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/
+
+# Short fuzzing of every fuzz target (FUZZTIME=30s make fuzz).
+fuzz:
+	scripts/fuzz.sh

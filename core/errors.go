@@ -1,0 +1,67 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Callers test them with errors.Is; the messages of
+// returned errors add the details (the field, the value, the gap).
+var (
+	// ErrOutOfRange: a field does not fit its bits. Returned as a *RangeError.
+	ErrOutOfRange = errors.New("core: value out of range")
+
+	// ErrInvalidID: text that is not an unsigned 64-bit decimal.
+	ErrInvalidID = errors.New("core: invalid id")
+
+	// ErrUnknownName: a layout, type or method name that does not exist.
+	ErrUnknownName = errors.New("core: unknown name")
+
+	// ErrInvalidConfig: a Config field has a value the generator cannot use.
+	ErrInvalidConfig = errors.New("core: invalid config")
+
+	// ErrEndOfTime: the clock is past the last unit the layout can hold.
+	ErrEndOfTime = errors.New("core: end of time: the time field is exhausted")
+
+	// ErrBeforeEpoch: the clock reads earlier than the layout's epoch.
+	ErrBeforeEpoch = errors.New("core: clock is before the epoch")
+
+	// ErrClockBehind: at start, the clock is behind the time guard's mark by
+	// more than the generator may borrow or wait.
+	ErrClockBehind = errors.New("core: clock is behind the time guard's mark")
+
+	// ErrGuard: the time guard's store failed, so issuing cannot go past the
+	// last durable mark.
+	ErrGuard = errors.New("core: time guard store failed")
+
+	// ErrFenced: issuing was stopped from outside (see Generator.Fence),
+	// for example because a machine-ID lease was lost.
+	ErrFenced = errors.New("core: issuing is fenced")
+
+	// ErrClosed: the generator was closed.
+	ErrClosed = errors.New("core: generator closed")
+
+	// ErrInvalidCount: a batch size below 1.
+	ErrInvalidCount = errors.New("core: count must be at least 1")
+)
+
+// RangeError reports a field value that does not fit its bits.
+type RangeError struct {
+	Field string // "machine", "seq", "time", "method", "type", "version"
+	Value uint64
+	Max   uint64 // largest allowed value; the smallest is always 0
+}
+
+func (e *RangeError) Error() string {
+	return fmt.Sprintf("core: %s %d out of range 0-%d", e.Field, e.Value, e.Max)
+}
+
+// Unwrap makes errors.Is(err, ErrOutOfRange) true.
+func (e *RangeError) Unwrap() error { return ErrOutOfRange }
+
+func checkRange(field string, v, max uint64) error {
+	if v > max {
+		return &RangeError{Field: field, Value: v, Max: max}
+	}
+	return nil
+}

@@ -1,0 +1,637 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Config configures a Generator. The zero Config is valid: sorted layout,
+// max-peak, the layout's epoch, version 0, machine 0, never ahead of the
+// clock, the system clock, no time guard. DefaultConfig gives the
+// recommended values.
+type Config struct {
+	// Layout of the IDs; zero is Sorted.
+	Layout Layout
+	// Type of the IDs; zero is MaxPeak.
+	Type Type
+	// Epoch of the time field; the zero Time is the layout's own epoch.
+	Epoch time.Time
+	// Version bit, 0 or 1; zero is 0.
+	Version uint8
+	// Machine ID, 0-1023. Which range a publish mode may use is checked
+	// by the caller (package machineid); zero is machine 0.
+	Machine MachineID
+	// MaxBorrow is how far issuing may run ahead of the clock when a
+	// unit's sequence runs out, rounded down to whole units; past it,
+	// callers sleep until the clock catches up. Zero never runs ahead
+	// (Vesta's behaviour).
+	MaxBorrow time.Duration
+	// Clock; nil is a SystemClock anchored when New is called.
+	Clock Clock
+	// Guard stores the high-water mark; nil runs without a time guard, so
+	// a restart with the clock set back may re-issue IDs.
+	Guard GuardStore
+	// GuardWindow is how far ahead of the clock each reservation of the
+	// time guard reaches; zero is 3s.
+	GuardWindow time.Duration
+	// MaxStartupWait is how long New waits for the clock to pass the
+	// guard's mark; zero fails at once with ErrClockBehind.
+	MaxStartupWait time.Duration
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the recommended configuration: the zero Config
+// with a 1s MaxBorrow, a 3s GuardWindow and a 10s MaxStartupWait.
+func DefaultConfig() Config {
+	return Config{MaxBorrow: time.Second, GuardWindow: 3 * time.Second, MaxStartupWait: 10 * time.Second}
+}
+
+// Validate reports the first field that cannot be used, by name.
+func (c Config) Validate() error {
+	if c.Layout != Sorted && c.Layout != Vesta {
+		return fmt.Errorf("%w: Layout %d; want Sorted (0) or Vesta (1)", ErrInvalidConfig, c.Layout)
+	}
+	if c.Type != MaxPeak && c.Type != MinGranularity {
+		return fmt.Errorf("%w: Type %d; want MaxPeak (0) or MinGranularity (1)", ErrInvalidConfig, c.Type)
+	}
+	if _, err := NewCodec(c.Layout, c.Epoch); err != nil {
+		return fmt.Errorf("Epoch: %w", err)
+	}
+	if c.Version > 1 {
+		return fmt.Errorf("%w: Version %d; want 0 or 1", ErrInvalidConfig, c.Version)
+	}
+	if c.Machine > MaxMachine {
+		return fmt.Errorf("%w: Machine %d; want 0-%d", ErrInvalidConfig, c.Machine, MaxMachine)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"MaxBorrow", c.MaxBorrow}, {"GuardWindow", c.GuardWindow}, {"MaxStartupWait", c.MaxStartupWait}} {
+		if d.v < 0 {
+			return fmt.Errorf("%w: %s %s is negative", ErrInvalidConfig, d.name, d.v)
+		}
+	}
+	if c.MaxBorrow > 24*time.Hour {
+		return fmt.Errorf("%w: MaxBorrow %s; want at most 24h", ErrInvalidConfig, c.MaxBorrow)
+	}
+	if c.GuardWindow > 0 && c.GuardWindow < c.Type.Unit() {
+		return fmt.Errorf("%w: GuardWindow %s is shorter than one time unit (%s)", ErrInvalidConfig, c.GuardWindow, c.Type.Unit())
+	}
+	return nil
+}
+
+// closedBit marks a run's state word once the run is closed: every CAS from
+// an open state then fails, so nothing is issued after Close reads the end.
+const closedBit = 1 << 63
+
+// Generator issues IDs for one machine ID. It is safe for concurrent use;
+// IDs it issues strictly increase in the order their reservations happen.
+type Generator struct {
+	cfg     Config
+	codec   Codec
+	clock   Clock
+	sys     *SystemClock // fast path when the clock is a SystemClock
+	log     *slog.Logger
+	epochMs int64
+	unitMs  int64
+	sb      uint   // seq bits
+	seqMask uint64 // low sb bits
+	shifts  shifts
+	randMax uint64 // exclusive bound of a unit's random first seq; 1 for Vesta
+	borrow  uint64 // MaxBorrow in whole units
+	window  uint64 // GuardWindow in whole units (at least 1)
+	endPk   uint64 // first packed state past the last unit
+	maxTime uint64
+
+	fence atomic.Pointer[error] // non-nil: issuing is fenced with this cause
+	cur   atomic.Pointer[run]
+	waits atomic.Uint64 // sleeps because the sequence ran out past MaxBorrow
+
+	mu       sync.Mutex // serialises Close
+	closed   bool
+	closeErr error
+}
+
+// run is the issuing state of one machine ID.
+type run struct {
+	// state is the packed (unit<<sb | seq) of the last reserved ID, or
+	// closedBit|last once closed. limit is the first packed state the time
+	// guard has not made durable. They share a cache line: both are read
+	// on every call.
+	state atomic.Uint64
+	limit atomic.Uint64
+	_     [48]byte
+
+	base [4]uint64 // version, type, method and machine bits per method
+
+	// Issued-ID accounting: IDs come in contiguous segments of packed
+	// states, broken only when a new unit starts at a random seq. Jumps
+	// to a new segment take jumpMu, so segStart always belongs to the
+	// segment that state is in.
+	jumpMu     sync.Mutex
+	segStart   uint64
+	issuedPrev uint64
+
+	guard    GuardStore
+	guardErr atomic.Pointer[error]         // last save failed with this error
+	limitCh  atomic.Pointer[chan struct{}] // closed when limit or guardErr changes
+	kick     chan struct{}                 // asks the reserver to extend now
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+// New starts a generator. With a time guard it loads the mark; if the clock
+// is behind it by more than MaxBorrow it waits up to MaxStartupWait (or
+// until ctx ends) or fails with ErrClockBehind, naming the gap. It then makes
+// a first reservation durable before returning.
+func New(ctx context.Context, cfg Config) (*Generator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	codec, _ := NewCodec(cfg.Layout, cfg.Epoch)
+	if cfg.GuardWindow == 0 {
+		cfg.GuardWindow = 3 * time.Second
+	}
+	g := &Generator{cfg: cfg, codec: codec, clock: cfg.Clock, log: cfg.Logger}
+	if g.clock == nil {
+		g.sys = NewSystemClock()
+		g.clock = g.sys
+	} else if s, ok := g.clock.(*SystemClock); ok {
+		g.sys = s
+	}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	w := widthsOf(cfg.Type)
+	g.epochMs = codec.epochMillis()
+	g.unitMs = cfg.Type.Unit().Milliseconds()
+	g.sb = w.seqBits
+	g.seqMask = w.maxSeq()
+	g.shifts = shiftsOf(cfg.Layout, cfg.Type)
+	g.maxTime = w.maxTime()
+	g.endPk = (g.maxTime + 1) << g.sb
+	g.randMax = 1
+	if cfg.Layout == Sorted {
+		g.randMax = 1 << (w.seqBits / 2)
+	}
+	g.borrow = uint64(cfg.MaxBorrow / cfg.Type.Unit())
+	g.window = max(1, uint64(cfg.GuardWindow/cfg.Type.Unit()))
+
+	r, err := g.startRun(ctx, cfg.Machine, cfg.Guard)
+	if err != nil {
+		return nil, err
+	}
+	g.cur.Store(r)
+	return g, nil
+}
+
+// nowUnit reads the clock as whole units since the epoch. A clock past the
+// last unit reads as maxTime+1, so that issuing fails with ErrEndOfTime.
+func (g *Generator) nowUnit() (uint64, error) {
+	var ms int64
+	if g.sys != nil {
+		ms = (g.sys.baseNs + int64(time.Since(g.sys.base))) / 1e6
+	} else {
+		ms = g.clock.Now().UnixMilli()
+	}
+	ms -= g.epochMs
+	if ms < 0 {
+		return 0, fmt.Errorf("%w: clock reads %s, epoch is %s", ErrBeforeEpoch,
+			time.UnixMilli(ms+g.epochMs).UTC().Format(time.RFC3339Nano), g.codec.Epoch().Format(time.RFC3339))
+	}
+	u := uint64(ms)
+	if g.unitMs != 1 {
+		u /= 1000
+	}
+	return min(u, g.maxTime+1), nil
+}
+
+// instantOf is the start of unit u.
+func (g *Generator) instantOf(u uint64) time.Time {
+	return time.UnixMilli(g.epochMs + int64(u)*g.unitMs).UTC()
+}
+
+// unitCeil is the first unit starting at or after t (0 before the epoch).
+func (g *Generator) unitCeil(t time.Time) uint64 {
+	ms := t.UnixMilli() - g.epochMs
+	if t.Sub(time.UnixMilli(t.UnixMilli())) > 0 {
+		ms++
+	}
+	if ms <= 0 {
+		return 0
+	}
+	return (uint64(ms) + uint64(g.unitMs) - 1) / uint64(g.unitMs)
+}
+
+func (g *Generator) startRun(ctx context.Context, machine MachineID, guard GuardStore) (*run, error) {
+	r := &run{guard: guard}
+	for m := range r.base {
+		r.base[m] = uint64(g.cfg.Version)<<versionShift | uint64(g.cfg.Type)<<typeShift |
+			uint64(m)<<g.shifts.method | uint64(machine)<<g.shifts.machine
+	}
+	ch := make(chan struct{})
+	r.limitCh.Store(&ch)
+	if guard == nil {
+		r.limit.Store(g.endPk)
+		r.segStart = 1
+		return r, nil
+	}
+	mark, err := guard.Load(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: loading the mark of machine %d: %w", ErrGuard, machine, err)
+	}
+	floor := g.unitCeil(mark)
+	if floor > g.maxTime {
+		return nil, fmt.Errorf("%w: the time guard's mark %s is past the last unit", ErrEndOfTime, mark.UTC().Format(time.RFC3339Nano))
+	}
+	now, err := g.nowUnit()
+	if err != nil {
+		return nil, err
+	}
+	if floor > now+g.borrow {
+		// The clock is behind what was already issued by more than we
+		// may borrow: wait for it, or refuse.
+		ready := g.instantOf(floor - g.borrow)
+		gap := ready.Sub(g.clock.Now())
+		if gap > g.cfg.MaxStartupWait {
+			return nil, fmt.Errorf("%w: the clock reads %s, %s behind the mark %s of machine %d (max_borrow %s, max_startup_wait %s); fix the clock or wait",
+				ErrClockBehind, g.clock.Now().UTC().Format(time.RFC3339Nano), g.instantOf(floor).Sub(g.clock.Now()).Round(time.Millisecond),
+				mark.UTC().Format(time.RFC3339Nano), machine, g.cfg.MaxBorrow, g.cfg.MaxStartupWait)
+		}
+		g.log.Warn("clock is behind the time guard's mark; waiting", "machine", machine,
+			"mark", mark.UTC().Format(time.RFC3339Nano), "wait", gap.Round(time.Millisecond))
+		for {
+			if now, err = g.nowUnit(); err != nil {
+				return nil, err
+			}
+			if floor <= now+g.borrow {
+				break
+			}
+			if err := sleep(ctx, g.clock, g.instantOf(floor-g.borrow).Sub(g.clock.Now())); err != nil {
+				return nil, fmt.Errorf("%w: waiting for the clock to reach the mark %s: %w", ErrClockBehind, mark.UTC().Format(time.RFC3339Nano), err)
+			}
+		}
+	}
+	if floor > 0 {
+		r.state.Store(floor<<g.sb - 1)
+	}
+	r.segStart = r.state.Load() + 1
+	// The first reservation is durable before any ID is issued.
+	target := min(max(now, floor)+g.window, g.maxTime+1)
+	if err := guard.Save(ctx, g.instantOf(target)); err != nil {
+		return nil, fmt.Errorf("%w: saving the first reservation of machine %d: %w", ErrGuard, machine, err)
+	}
+	r.limit.Store(target << g.sb)
+	r.kick = make(chan struct{}, 1)
+	r.stop = make(chan struct{})
+	r.done = make(chan struct{})
+	go g.reserve(r)
+	return r, nil
+}
+
+// reserve keeps the durable mark ahead of issuing: every third of the window
+// (or when a caller reaches the limit) it saves now+window and then raises
+// the limit. While saves fail, issuing continues up to the last durable
+// limit, and then callers get ErrGuard.
+func (g *Generator) reserve(r *run) {
+	defer close(r.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-r.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	period := time.Duration(g.window) * g.cfg.Type.Unit() / 3
+	for {
+		kick := r.kick
+		if r.guardErr.Load() != nil {
+			kick = nil // failing: retry once a period, however many callers ask
+		}
+		select {
+		case <-r.stop:
+			return
+		case <-kick:
+		case <-g.clock.After(period):
+		}
+		now, err := g.nowUnit()
+		if err != nil {
+			continue
+		}
+		last := (r.state.Load() &^ closedBit) >> g.sb
+		target := min(max(now, last+1)+g.window, g.maxTime+1)
+		if target<<g.sb <= r.limit.Load() {
+			continue
+		}
+		err = r.guard.Save(ctx, g.instantOf(target))
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			if r.guardErr.Load() == nil {
+				g.log.Error("time guard: saving the reservation failed; issuing stops at the last durable mark",
+					"mark", g.instantOf(r.limit.Load()>>g.sb), "err", err)
+			}
+			e := fmt.Errorf("%w: %w", ErrGuard, err)
+			r.guardErr.Store(&e)
+		} else {
+			if r.guardErr.Swap(nil) != nil {
+				g.log.Info("time guard: saving works again")
+			}
+			r.limit.Store(target << g.sb)
+		}
+		next := make(chan struct{})
+		close(*r.limitCh.Swap(&next))
+	}
+}
+
+// validMethod refuses methods a generator never issues.
+func validMethod(m Method) error {
+	if m > REST {
+		return &RangeError{Field: "method", Value: uint64(m), Max: uint64(REST)}
+	}
+	return nil
+}
+
+// NextID issues one ID with method m. It blocks only when the sequence ran
+// out beyond MaxBorrow or the time guard lags; ctx bounds that wait.
+func (g *Generator) NextID(ctx context.Context, m Method) (ID, error) {
+	if err := validMethod(m); err != nil {
+		return 0, err
+	}
+	r, p, _, err := g.take(ctx, 1)
+	if err != nil {
+		return 0, err
+	}
+	return ID(r.base[m] | (p>>g.sb)<<g.shifts.time | (p&g.seqMask)<<g.shifts.seq), nil
+}
+
+// NextIDs issues n IDs with method m, in increasing order.
+func (g *Generator) NextIDs(ctx context.Context, m Method, n int) ([]ID, error) {
+	return g.AppendIDs(ctx, m, nil, n)
+}
+
+// AppendIDs appends n new IDs with method m to dst. Runs of sequence numbers
+// are reserved with one compare-and-swap each, spanning units as needed. On
+// error, dst holds the IDs issued before it.
+func (g *Generator) AppendIDs(ctx context.Context, m Method, dst []ID, n int) ([]ID, error) {
+	if err := validMethod(m); err != nil {
+		return dst, err
+	}
+	if n < 1 {
+		return dst, fmt.Errorf("%w: count %d", ErrInvalidCount, n)
+	}
+	if cap(dst)-len(dst) < n {
+		grown := make([]ID, len(dst), len(dst)+n)
+		copy(grown, dst)
+		dst = grown
+	}
+	for left := uint64(n); left > 0; {
+		r, p, cnt, err := g.take(ctx, left)
+		if err != nil {
+			return dst, err
+		}
+		left -= cnt
+		for cnt > 0 {
+			seq := p & g.seqMask
+			k := min(cnt, g.seqMask-seq+1) // the rest of this unit
+			id := r.base[m] | (p>>g.sb)<<g.shifts.time | seq<<g.shifts.seq
+			step := uint64(1) << g.shifts.seq
+			out := dst[len(dst) : len(dst)+int(k)]
+			for i := range out {
+				out[i] = ID(id)
+				id += step
+			}
+			dst = dst[:len(dst)+int(k)]
+			p += k
+			cnt -= k
+		}
+	}
+	return dst, nil
+}
+
+// take reserves up to n consecutive packed states and returns the first and
+// how many. It is the whole concurrency story: the state only grows, so no
+// packed state, hence no ID, is handed out twice.
+func (g *Generator) take(ctx context.Context, n uint64) (*run, uint64, uint64, error) {
+	for {
+		if e := g.fence.Load(); e != nil {
+			return nil, 0, 0, *e
+		}
+		r := g.cur.Load()
+		old := r.state.Load()
+		if old&closedBit != 0 {
+			if g.cur.Load() != r {
+				continue // re-keyed under us
+			}
+			return nil, 0, 0, ErrClosed
+		}
+		now, err := g.nowUnit()
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		next := old + 1 // carries into the next unit when the sequence runs out
+		start, jump := next, false
+		if now > next>>g.sb {
+			// The clock has moved past: start the new unit at a random seq.
+			start, jump = now<<g.sb|g.randSeq(), true
+		}
+		// Issue within the current unit, and up to MaxBorrow ahead of the
+		// clock; never at or past the durable mark or the end of time.
+		bound := max(now+g.borrow+1, old>>g.sb+1) << g.sb
+		bound = min(bound, g.endPk, r.limit.Load())
+		if start >= bound {
+			if err := g.wait(ctx, r, start); err != nil {
+				return nil, 0, 0, err
+			}
+			continue
+		}
+		end := min(start+n, bound)
+		if !jump {
+			if r.state.CompareAndSwap(old, end-1) {
+				return r, start, end - start, nil
+			}
+			continue
+		}
+		r.jumpMu.Lock()
+		ok := r.state.CompareAndSwap(old, end-1)
+		if ok {
+			r.issuedPrev += old - r.segStart + 1
+			r.segStart = start
+		}
+		r.jumpMu.Unlock()
+		if ok {
+			return r, start, end - start, nil
+		}
+	}
+}
+
+func (g *Generator) randSeq() uint64 {
+	if g.randMax == 1 {
+		return 0
+	}
+	return rand.Uint64N(g.randMax)
+}
+
+// wait blocks until start may be issued, or says why it never can.
+func (g *Generator) wait(ctx context.Context, r *run, start uint64) error {
+	unit := start >> g.sb
+	if start >= g.endPk {
+		return fmt.Errorf("%w: unit %d is past the last unit %d (%s)", ErrEndOfTime, unit, g.maxTime,
+			FormatInstant(g.cfg.Type, g.instantOf(g.maxTime)))
+	}
+	if start >= r.limit.Load() {
+		ch := *r.limitCh.Load()
+		if e := r.guardErr.Load(); e != nil {
+			return *e
+		}
+		if start < r.limit.Load() {
+			return nil
+		}
+		select {
+		case r.kick <- struct{}{}:
+		default:
+		}
+		select {
+		case <-ch:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("%w: waiting for the time guard: %w", ErrGuard, ctx.Err())
+		}
+	}
+	// Out of sequence beyond MaxBorrow: sleep until the clock reaches the
+	// unit that makes start issuable.
+	g.waits.Add(1)
+	d := g.instantOf(unit - g.borrow).Sub(g.clock.Now())
+	if err := sleep(ctx, g.clock, d); err != nil {
+		return fmt.Errorf("sequence exhausted, waiting for the clock: %w", err)
+	}
+	return nil
+}
+
+// Fence stops issuing: every call fails with an error wrapping ErrFenced and
+// cause, until Unfence. The lease holder (package machineid) fences when it
+// can no longer prove it holds the machine ID.
+func (g *Generator) Fence(cause error) {
+	e := fmt.Errorf("%w: %w", ErrFenced, cause)
+	g.fence.Store(&e)
+}
+
+// Unfence lets issuing resume.
+func (g *Generator) Unfence() { g.fence.Store(nil) }
+
+// Ready returns nil when the generator can issue, or why it cannot.
+func (g *Generator) Ready() error {
+	if e := g.fence.Load(); e != nil {
+		return *e
+	}
+	r := g.cur.Load()
+	if r.state.Load()&closedBit != 0 {
+		return ErrClosed
+	}
+	if e := r.guardErr.Load(); e != nil {
+		return *e
+	}
+	_, err := g.nowUnit()
+	return err
+}
+
+// Codec returns the generator's codec (layout and epoch).
+func (g *Generator) Codec() Codec { return g.codec }
+
+// Layout, Type, Version and Machine describe what the generator issues.
+func (g *Generator) Layout() Layout { return g.cfg.Layout }
+
+// Type returns the ID type issued.
+func (g *Generator) Type() Type { return g.cfg.Type }
+
+// Version returns the version bit issued.
+func (g *Generator) Version() uint8 { return g.cfg.Version }
+
+// Machine returns the machine ID issued.
+func (g *Generator) Machine() MachineID {
+	return MachineID(g.cur.Load().base[0] >> g.shifts.machine & uint64(MaxMachine))
+}
+
+// Own returns the fields Make fills in when a request leaves them out: the
+// generator's version, type and machine, and method m.
+func (g *Generator) Own(m Method) Fields {
+	return Fields{Version: uint64(g.cfg.Version), Type: uint64(g.cfg.Type), Method: uint64(m), Machine: uint64(g.Machine())}
+}
+
+// Stats are a generator's counters and gauges.
+type Stats struct {
+	Issued      uint64        // IDs issued since New
+	Waits       uint64        // sleeps because the sequence ran out beyond MaxBorrow
+	Ahead       time.Duration // how far the last issued unit is ahead of the clock
+	ClockOffset time.Duration // wall clock minus the issuing clock (SystemClock only)
+	Mark        time.Time     // the durable reservation (zero without a guard)
+	GuardFailed bool          // the last save of the mark failed
+	Fenced      bool
+}
+
+// Stats returns the current counters.
+func (g *Generator) Stats() Stats {
+	r := g.cur.Load()
+	r.jumpMu.Lock()
+	last := r.state.Load() &^ closedBit
+	issued := r.issuedPrev + last + 1 - r.segStart
+	r.jumpMu.Unlock()
+	s := Stats{Issued: issued, Waits: g.waits.Load(), Fenced: g.fence.Load() != nil}
+	if now, err := g.nowUnit(); err == nil && last>>g.sb > now {
+		s.Ahead = time.Duration(last>>g.sb-now) * g.cfg.Type.Unit()
+	}
+	if g.sys != nil {
+		s.ClockOffset = g.sys.Offset()
+	}
+	if r.guard != nil {
+		s.Mark = g.instantOf(r.limit.Load() >> g.sb)
+		s.GuardFailed = r.guardErr.Load() != nil
+	}
+	return s
+}
+
+// Close stops issuing, stops the reserver and saves the exact end of what
+// was issued as the guard's mark, so a restart need not wait out the whole
+// window. It is idempotent; later calls return the first result.
+func (g *Generator) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.closed {
+		g.closed = true
+		g.closeErr = g.closeRun(g.cur.Load())
+	}
+	return g.closeErr
+}
+
+func (g *Generator) closeRun(r *run) error {
+	var last uint64
+	for {
+		old := r.state.Load()
+		if r.state.CompareAndSwap(old, old|closedBit) {
+			last = old &^ closedBit
+			break
+		}
+	}
+	if r.guard == nil {
+		return nil
+	}
+	close(r.stop)
+	<-r.done
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	end := min(last>>g.sb+1, g.maxTime+1)
+	if err := r.guard.Save(ctx, g.instantOf(end)); err != nil {
+		// The last reservation stays: safe, only a longer wait at restart.
+		return fmt.Errorf("%w: saving the final mark: %w", ErrGuard, err)
+	}
+	return nil
+}

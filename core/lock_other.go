@@ -1,0 +1,9 @@
+//go:build !unix
+
+package core
+
+import "os"
+
+// lockFile is a no-op where flock does not exist: the mark still works, only
+// the guard against two processes sharing a directory is missing.
+func lockFile(*os.File) error { return nil }

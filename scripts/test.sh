@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The project's test command (README: `make test`; CI: .ci/run).
+# Installs what the tests need when it is missing, then lints and runs every
+# test with the race detector. No test is skipped when CI=true.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GO=${GO:-go}
+STATICCHECK_VERSION=v0.8.2 # staticcheck 2026.2.2
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+echo "== go vet"
+$GO vet ./...
+echo "== staticcheck"
+$GO run "honnef.co/go/tools/cmd/staticcheck@${STATICCHECK_VERSION}" ./...
+
+if [ "${1:-}" = "--lint-only" ]; then exit 0; fi
+
+echo "== go test -race"
+$GO test -race -count=1 -timeout 30m ./...
