@@ -20,5 +20,8 @@ $GO run "honnef.co/go/tools/cmd/staticcheck@${STATICCHECK_VERSION}" ./...
 
 if [ "${1:-}" = "--lint-only" ]; then exit 0; fi
 
+echo "== dependencies"
+scripts/deps.sh
+
 echo "== go test -race"
 $GO test -race -count=1 -timeout 30m ./...

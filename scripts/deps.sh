@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the programs the tests start for real, when they are missing:
+# redis-server (machine-ID leases) and Debian's chromium (the REST page's
+# browser test). Idempotent; run by scripts/test.sh before the tests.
+set -euo pipefail
+
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+[ ${#need[@]} -eq 0 ] && exit 0
+
+echo "== installing ${need[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q >/dev/null || true
+$sudo apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
+# The tests start their own redis-server on a free port; the package's
+# service on 6379 is not needed.
+if [ -x /usr/sbin/service ] && [[ " ${need[*]} " == *" redis-server "* ]]; then
+  $sudo service redis-server stop >/dev/null 2>&1 || true
+fi
