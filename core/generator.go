@@ -109,9 +109,11 @@ type Generator struct {
 	endPk   uint64 // first packed state past the last unit
 	maxTime uint64
 
-	fence atomic.Pointer[error] // non-nil: issuing is fenced with this cause
-	cur   atomic.Pointer[run]
-	waits atomic.Uint64 // sleeps because the sequence ran out past MaxBorrow
+	fence    atomic.Pointer[error] // non-nil: issuing is fenced with this cause
+	cur      atomic.Pointer[run]
+	waits    atomic.Uint64 // sleeps because the sequence ran out past MaxBorrow
+	rekeying atomic.Bool   // the current run is closed and its successor not yet started
+	before   atomic.Uint64 // IDs issued by runs that were re-keyed away
 
 	mu       sync.Mutex // serialises Close
 	closed   bool
@@ -432,6 +434,9 @@ func (g *Generator) take(ctx context.Context, n uint64) (*run, uint64, uint64, e
 			if g.cur.Load() != r {
 				continue // re-keyed under us
 			}
+			if g.rekeying.Load() {
+				return nil, 0, 0, errRekeying
+			}
 			return nil, 0, 0, ErrClosed
 		}
 		now, err := g.nowUnit()
@@ -525,6 +530,43 @@ func (g *Generator) Fence(cause error) {
 	g.fence.Store(&e)
 }
 
+// errRekeying is returned while Rekey has closed the old machine ID and not
+// yet started the new one (or failed to).
+var errRekeying = fmt.Errorf("%w: the machine ID is changing", ErrFenced)
+
+// Rekey moves the generator to another machine ID and time guard, as when a
+// lost lease is replaced by a lease on a different ID. The old run is closed
+// first (its exact mark saved to its guard), then the new one starts like New
+// does: it loads the new guard's mark and waits for the clock or fails with
+// ErrClockBehind. IDs issued after Rekey carry the new machine ID and none
+// of them was ever issued under it. While Rekey runs, and after it fails,
+// calls fail with ErrFenced until a Rekey succeeds.
+func (g *Generator) Rekey(ctx context.Context, machine MachineID, guard GuardStore) error {
+	if machine > MaxMachine {
+		return &RangeError{Field: "machine", Value: uint64(machine), Max: uint64(MaxMachine)}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return ErrClosed
+	}
+	old := g.cur.Load()
+	if old.state.Load()&closedBit == 0 {
+		g.rekeying.Store(true)
+		g.before.Add(old.issued())
+		if err := g.closeRun(old); err != nil {
+			g.log.Warn("rekey: saving the old machine ID's final mark failed; its last reservation stands", "err", err)
+		}
+	}
+	r, err := g.startRun(ctx, machine, guard)
+	if err != nil {
+		return err
+	}
+	g.cur.Store(r)
+	g.rekeying.Store(false)
+	return nil
+}
+
 // Unfence lets issuing resume.
 func (g *Generator) Unfence() { g.fence.Store(nil) }
 
@@ -535,6 +577,9 @@ func (g *Generator) Ready() error {
 	}
 	r := g.cur.Load()
 	if r.state.Load()&closedBit != 0 {
+		if g.rekeying.Load() {
+			return errRekeying
+		}
 		return ErrClosed
 	}
 	if e := r.guardErr.Load(); e != nil {
@@ -581,11 +626,8 @@ type Stats struct {
 // Stats returns the current counters.
 func (g *Generator) Stats() Stats {
 	r := g.cur.Load()
-	r.jumpMu.Lock()
 	last := r.state.Load() &^ closedBit
-	issued := r.issuedPrev + last + 1 - r.segStart
-	r.jumpMu.Unlock()
-	s := Stats{Issued: issued, Waits: g.waits.Load(), Fenced: g.fence.Load() != nil}
+	s := Stats{Issued: g.before.Load() + r.issued(), Waits: g.waits.Load(), Fenced: g.fence.Load() != nil}
 	if now, err := g.nowUnit(); err == nil && last>>g.sb > now {
 		s.Ahead = time.Duration(last>>g.sb-now) * g.cfg.Type.Unit()
 	}
@@ -599,6 +641,13 @@ func (g *Generator) Stats() Stats {
 	return s
 }
 
+// issued counts the IDs the run has issued.
+func (r *run) issued() uint64 {
+	r.jumpMu.Lock()
+	defer r.jumpMu.Unlock()
+	return r.issuedPrev + (r.state.Load() &^ closedBit) + 1 - r.segStart
+}
+
 // Close stops issuing, stops the reserver and saves the exact end of what
 // was issued as the guard's mark, so a restart need not wait out the whole
 // window. It is idempotent; later calls return the first result.
@@ -607,7 +656,10 @@ func (g *Generator) Close() error {
 	defer g.mu.Unlock()
 	if !g.closed {
 		g.closed = true
-		g.closeErr = g.closeRun(g.cur.Load())
+		g.rekeying.Store(false)
+		if r := g.cur.Load(); r.state.Load()&closedBit == 0 {
+			g.closeErr = g.closeRun(r)
+		}
 	}
 	return g.closeErr
 }
