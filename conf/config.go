@@ -1,0 +1,319 @@
+package conf
+
+import (
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/machineid"
+)
+
+// Config is the whole configuration. The koanf tags are the YAML keys.
+// Build one with DefaultConfig (or Load), not from the zero value: the zero
+// Config does not validate.
+type Config struct {
+	ID        IDConfig        `koanf:"id"`
+	Machine   MachineConfig   `koanf:"machine"`
+	TimeGuard TimeGuardConfig `koanf:"time_guard"`
+	Central   CentralConfig   `koanf:"central"`
+	REST      RESTConfig      `koanf:"rest"`
+	Client    ClientConfig    `koanf:"client"`
+	Log       LogConfig       `koanf:"log"`
+}
+
+// IDConfig is what the IDs look like.
+type IDConfig struct {
+	// Layout of the bits; zero is core.Sorted. YAML: sorted or vesta.
+	Layout core.Layout `koanf:"layout"`
+	// Type of the IDs; zero is core.MaxPeak. YAML: max-peak,
+	// min-granularity, 0 or 1.
+	Type core.Type `koanf:"type"`
+	// Epoch of the time field; the zero Time is the layout's own epoch.
+	// YAML: RFC 3339, or "" for the zero Time.
+	Epoch time.Time `koanf:"epoch"`
+	// Version bit, 0 or 1; zero is 0.
+	Version int `koanf:"version"`
+	// MaxBorrow is how far issuing may run ahead of the clock when a
+	// unit's sequence runs out; zero never runs ahead.
+	MaxBorrow time.Duration `koanf:"max_borrow"`
+}
+
+// MachineConfig is how an issuer gets its machine ID.
+type MachineConfig struct {
+	// Providers are tried in order: redis, k8s, iptable, static. Nil or
+	// empty does not validate.
+	Providers []string `koanf:"providers"`
+	// ID is the static provider's machine ID; nil is unset, which
+	// ResolveID turns into the mode's default (1023 for servers, 0 for
+	// embedded use, with the default ranges).
+	ID *int `koanf:"id"`
+	// IPTable maps an IP address to a machine ID (iptable provider); nil
+	// or empty is no entries.
+	IPTable map[string]int `koanf:"ip_table"`
+	// K8sOffset is added to a StatefulSet pod's ordinal (k8s provider);
+	// zero adds nothing.
+	K8sOffset int `koanf:"k8s_offset"`
+	// EmbeddedRange is where embedded issuers and the client's fallback
+	// take IDs; the zero Range does not validate.
+	EmbeddedRange machineid.Range `koanf:"embedded_range"`
+	// ServerRange is where central and REST servers take IDs; the zero
+	// Range does not validate.
+	ServerRange machineid.Range `koanf:"server_range"`
+	Redis       RedisConfig     `koanf:"redis"`
+}
+
+// RedisConfig is the Redis lease of the redis provider.
+type RedisConfig struct {
+	// Addrs: one address, Sentinel addresses or Cluster nodes, host:port
+	// each. Empty does not validate when the redis provider is used.
+	Addrs []string `koanf:"addrs"`
+	// MasterName selects Sentinel; "" is a single server or a Cluster.
+	MasterName string `koanf:"master_name"`
+	// Password; "" is none. Load fills it from PasswordFile when that is set.
+	Password Secret `koanf:"password"`
+	// PasswordFile holds the password (read by Load, trailing newline
+	// trimmed); "" is none. Setting it and Password is an error.
+	PasswordFile string `koanf:"password_file"`
+	// KeyPrefix starts every Redis key; "" does not validate when the
+	// redis provider is used.
+	KeyPrefix string `koanf:"key_prefix"`
+	// LeaseTTL is the lease's time to live; it is renewed every third of
+	// it. Below 1s does not validate.
+	LeaseTTL time.Duration `koanf:"lease_ttl"`
+	// MaxClockSkew is how far the local clock may be from Redis's TIME
+	// when leasing; zero skips the check.
+	MaxClockSkew time.Duration `koanf:"max_clock_skew"`
+}
+
+// TimeGuardConfig is the time guard's high-water mark.
+type TimeGuardConfig struct {
+	// Dir holds the file store of the mark; "" runs without one (a
+	// restart with the clock set back could re-issue IDs; warned).
+	Dir string `koanf:"dir"`
+	// Window is how far each reservation of the mark reaches ahead of
+	// the clock; below one time unit (zero included) does not validate.
+	Window time.Duration `koanf:"window"`
+	// MaxStartupWait is how long start-up waits for the clock to pass
+	// the mark; zero fails at once.
+	MaxStartupWait time.Duration `koanf:"max_startup_wait"`
+}
+
+// CentralConfig is the MessagePack-RPC server.
+type CentralConfig struct {
+	// Listen is host:port; "" turns the server off.
+	Listen string `koanf:"listen"`
+	// MaxBatch is the largest count of one Vesta.GenIDs call; zero does
+	// not validate.
+	MaxBatch int `koanf:"max_batch"`
+	// MaxRequestBytes limits one request's size; zero does not validate.
+	MaxRequestBytes int `koanf:"max_request_bytes"`
+	// MaxConns limits open connections; zero does not validate.
+	MaxConns int        `koanf:"max_conns"`
+	TLS      CentralTLS `koanf:"tls"`
+}
+
+// CentralTLS is the central server's TLS; all empty is plain TCP.
+type CentralTLS struct {
+	// Cert and Key are PEM files, both or neither.
+	Cert string `koanf:"cert"`
+	Key  string `koanf:"key"`
+	// ClientCA is a PEM file of CAs whose client certificates are
+	// required (mTLS); "" asks for none. It needs Cert.
+	ClientCA string `koanf:"client_ca"`
+}
+
+// Enabled reports whether the server speaks TLS.
+func (t CentralTLS) Enabled() bool { return t.Cert != "" }
+
+// RESTConfig is the HTTP server.
+type RESTConfig struct {
+	// Listen is host:port; "" turns the server off.
+	Listen string `koanf:"listen"`
+	// Token is the bearer token the ID endpoints require; "" requires
+	// none. Load fills it from TokenFile when that is set.
+	Token Secret `koanf:"token"`
+	// TokenFile holds the token (read by Load, trailing newline
+	// trimmed); "" is none. Setting it and Token is an error.
+	TokenFile string  `koanf:"token_file"`
+	TLS       RESTTLS `koanf:"tls"`
+}
+
+// RESTTLS is the REST server's TLS; both empty is plain HTTP.
+type RESTTLS struct {
+	// Cert and Key are PEM files, both or neither.
+	Cert string `koanf:"cert"`
+	Key  string `koanf:"key"`
+}
+
+// Enabled reports whether the server speaks TLS.
+func (t RESTTLS) Enabled() bool { return t.Cert != "" }
+
+// ClientConfig is for applications using package client, and for
+// `vesta gen --servers`.
+type ClientConfig struct {
+	// Servers are the central servers, host:port each; empty is none
+	// (embedded use).
+	Servers []string `koanf:"servers"`
+	// Timeout of one call; zero does not validate.
+	Timeout time.Duration `koanf:"timeout"`
+	// Retries on another server after a failed call; zero never retries.
+	Retries int `koanf:"retries"`
+	// Prefetch is how many IDs are kept ready; zero turns it off.
+	Prefetch int `koanf:"prefetch"`
+	// Fallback issues from an embedded generator while every server is
+	// down; false returns the error instead.
+	Fallback bool `koanf:"fallback"`
+}
+
+// LogConfig is the log output.
+type LogConfig struct {
+	// Level: debug, info, warn or error; "" does not validate.
+	Level string `koanf:"level"`
+	// Format: text or json; "" does not validate.
+	Format string `koanf:"format"`
+}
+
+// The providers machine.providers may list.
+const (
+	ProviderRedis   = "redis"
+	ProviderK8s     = "k8s"
+	ProviderIPTable = "iptable"
+	ProviderStatic  = "static"
+)
+
+// DefaultConfig returns the defaults of every key. Each call returns fresh
+// slices and maps, so a caller may change them.
+func DefaultConfig() Config {
+	return Config{
+		ID: IDConfig{Layout: core.Sorted, Type: core.MaxPeak, MaxBorrow: time.Second},
+		Machine: MachineConfig{
+			Providers:     []string{ProviderStatic},
+			IPTable:       map[string]int{},
+			K8sOffset:     924,
+			EmbeddedRange: machineid.DefaultEmbeddedRange,
+			ServerRange:   machineid.DefaultServerRange,
+			Redis: RedisConfig{
+				Addrs:        []string{"127.0.0.1:6379"},
+				KeyPrefix:    "vesta",
+				LeaseTTL:     15 * time.Second,
+				MaxClockSkew: 2 * time.Second,
+			},
+		},
+		TimeGuard: TimeGuardConfig{Dir: "./vesta-data", Window: 3 * time.Second, MaxStartupWait: 10 * time.Second},
+		Central: CentralConfig{
+			Listen: "127.0.0.1:7070", MaxBatch: 10000, MaxRequestBytes: 64 << 10, MaxConns: 10000,
+		},
+		REST:   RESTConfig{Listen: "127.0.0.1:7080"},
+		Client: ClientConfig{Servers: []string{}, Timeout: 200 * time.Millisecond, Retries: 2, Fallback: true},
+		Log:    LogConfig{Level: "info", Format: "text"},
+	}
+}
+
+// server reports whether a publish mode takes its machine ID from the
+// server range: every method but core.Embedded.
+func server(mode core.Method) bool { return mode != core.Embedded }
+
+// Range returns the machine-ID range of a publish mode: EmbeddedRange for
+// core.Embedded, ServerRange for the others.
+func (m MachineConfig) Range(mode core.Method) machineid.Range {
+	if server(mode) {
+		return m.ServerRange
+	}
+	return m.EmbeddedRange
+}
+
+// ResolveID returns the static machine ID for a publish mode: ID when set;
+// unset, the last ID of the server range for servers (1023 by default) and
+// the first of the embedded range for embedded use (0 by default). Taking
+// them from the ranges keeps the default inside a range that was moved.
+// ID must be valid (see Validate).
+func (m MachineConfig) ResolveID(mode core.Method) core.MachineID {
+	if m.ID != nil {
+		return core.MachineID(*m.ID)
+	}
+	r := m.Range(mode)
+	if r.IsZero() {
+		// Not validated; fall back to the design's fixed defaults.
+		if server(mode) {
+			return core.MaxMachine
+		}
+		return 0
+	}
+	if server(mode) {
+		return r.Last()
+	}
+	return r.First
+}
+
+// Uses reports whether Providers lists provider.
+func (m MachineConfig) Uses(provider string) bool {
+	for _, p := range m.Providers {
+		if p == provider {
+			return true
+		}
+	}
+	return false
+}
+
+// Core returns the generator's configuration for a publish mode: layout,
+// type, epoch, version, the static machine ID resolved for mode, MaxBorrow
+// and the time guard's window and start-up wait. Clock, Guard and Logger
+// are left nil for the caller. It validates c first.
+func (c Config) Core(mode core.Method) (core.Config, error) {
+	if err := c.Validate(); err != nil {
+		return core.Config{}, err
+	}
+	return core.Config{
+		Layout: c.ID.Layout, Type: c.ID.Type, Epoch: c.ID.Epoch, Version: uint8(c.ID.Version),
+		Machine: c.Machine.ResolveID(mode), MaxBorrow: c.ID.MaxBorrow,
+		GuardWindow: c.TimeGuard.Window, MaxStartupWait: c.TimeGuard.MaxStartupWait,
+	}, nil
+}
+
+// Embed returns the embedded issuer's configuration: the static machine ID
+// resolved for embedded use, the embedded range, time_guard.dir as DataDir.
+// Clock and Logger are left nil for the caller. It validates c first.
+func (c Config) Embed() (embed.Config, error) {
+	if err := c.Validate(); err != nil {
+		return embed.Config{}, err
+	}
+	return embed.Config{
+		Layout: c.ID.Layout, Type: c.ID.Type, Epoch: c.ID.Epoch, Version: uint8(c.ID.Version),
+		Machine: c.Machine.ResolveID(core.Embedded), Range: c.Machine.EmbeddedRange,
+		MaxBorrow: c.ID.MaxBorrow, DataDir: c.TimeGuard.Dir,
+		GuardWindow: c.TimeGuard.Window, MaxStartupWait: c.TimeGuard.MaxStartupWait,
+	}, nil
+}
+
+// Logger returns a logger writing to w at log.level in log.format. An
+// invalid level is info and an invalid format text (Validate reports them).
+func (c Config) Logger(w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: c.Log.SlogLevel()}
+	if strings.EqualFold(c.Log.Format, "json") {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// SlogLevel returns log.level as a slog.Level; an invalid level is info.
+func (l LogConfig) SlogLevel() slog.Level {
+	lv, _ := parseLevel(l.Level)
+	return lv
+}
+
+func parseLevel(s string) (slog.Level, bool) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, true
+	case "info":
+		return slog.LevelInfo, true
+	case "warn":
+		return slog.LevelWarn, true
+	case "error":
+		return slog.LevelError, true
+	}
+	return slog.LevelInfo, false
+}

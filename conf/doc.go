@@ -1,0 +1,26 @@
+// Package conf is vesta's configuration: one Config struct covering every
+// part (the ID layout, machine IDs, the time guard, the central and REST
+// servers, the client and logging), its defaults and its validation.
+//
+// Load reads a Config from three sources, each overriding the one before:
+// a YAML file, VESTA_* environment variables and command-line flags. Every
+// key has an environment variable: the key path in upper case joined by
+// "_" (machine.redis.lease_ttl is VESTA_MACHINE_REDIS_LEASE_TTL); lists
+// are comma-separated (VESTA_MACHINE_PROVIDERS=redis,static) and the IP
+// table is IP=ID pairs (VESTA_MACHINE_IP_TABLE=10.1.2.3=924,10.1.2.4=925).
+// Only a few keys have flags; Flags lists them and AddFlags registers them
+// on the binary's flag set.
+//
+// Nothing is silently ignored: an unknown key in the file or an unknown
+// VESTA_* variable is an error, and so is every invalid value. Load and
+// Validate report all the bad keys at once, each by its YAML path with
+// the values it allows, so a typo costs one restart, not one per key.
+//
+// Secrets (the Redis password and the REST token) may come from files
+// (machine.redis.password_file, rest.token_file), which suits container
+// secret mounts. They are held as Secret values, which print and log
+// masked, so a logged Config never shows them.
+//
+// The other packages take their own configuration structs; Config turns
+// into them (Embed, Core) so that only this package knows the file format.
+package conf

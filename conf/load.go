@@ -1,0 +1,268 @@
+package conf
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/go-viper/mapstructure/v2"
+	kmaps "github.com/knadh/koanf/maps"
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/env/v2"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/providers/posflag"
+	"github.com/knadh/koanf/v2"
+	"github.com/spf13/pflag"
+)
+
+// Options says where Load reads from.
+type Options struct {
+	// File is the YAML file read first; "" reads none. A file that is
+	// given must exist.
+	File string
+	// Env is the environment as KEY=value entries, of which the VESTA_*
+	// ones are read; nil is os.Environ() (pass an empty slice for none).
+	Env []string
+	// Flags are the parsed command-line flags, read last; nil reads none.
+	// Only flags of the flag table (Flags) that the user set apply; other
+	// flags of the set are left to the caller.
+	Flags *pflag.FlagSet
+}
+
+// Loaded is a loaded Config and where its values came from.
+type Loaded struct {
+	Config Config
+	// File is the YAML file read, or "".
+	File string
+	// Env are the VESTA_* variables applied, sorted.
+	Env []string
+	// Flags are the flags applied, without dashes, sorted.
+	Flags []string
+}
+
+// Defaults reports that nothing was given (no file, no VESTA_* variable,
+// no flag): the Config is DefaultConfig().
+func (l Loaded) Defaults() bool {
+	return l.File == "" && len(l.Env) == 0 && len(l.Flags) == 0
+}
+
+// Sources lists what was read, for a start-up log line, e.g.
+// ["file vesta.yaml", "env VESTA_ID_LAYOUT", "flag --machine"].
+func (l Loaded) Sources() []string {
+	var out []string
+	if l.File != "" {
+		out = append(out, "file "+l.File)
+	}
+	for _, e := range l.Env {
+		out = append(out, "env "+e)
+	}
+	for _, f := range l.Flags {
+		out = append(out, "flag --"+f)
+	}
+	return out
+}
+
+// Load reads DefaultConfig(), then opts.File, then the VESTA_* variables
+// of opts.Env, then the set flags of opts.Flags, each overriding the one
+// before, reads the secret files and validates the result. Every unknown
+// key and invalid value is reported at once: the error joins *KeyError
+// values (see KeyErrors) and matches ErrInvalid. A file that cannot be
+// read or parsed is reported alone.
+func Load(opts Options) (Loaded, error) {
+	schema()
+	l := &loader{origin: map[string]string{}}
+	ko := koanf.New(".")
+
+	if opts.File != "" {
+		err := ko.Load(file.Provider(opts.File), yaml.Parser(), koanf.WithMergeFunc(l.mergeFile("file "+opts.File)))
+		if err != nil {
+			if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+				return Loaded{}, fmt.Errorf("conf: config file: %w", err)
+			}
+			return Loaded{}, fmt.Errorf("%w: config file %s: %w", ErrInvalid, opts.File, err)
+		}
+	}
+
+	environ := opts.Env
+	if environ == nil {
+		environ = os.Environ()
+	}
+	err := ko.Load(env.Provider(".", env.Opt{
+		Prefix:        envPrefix,
+		TransformFunc: l.envKey,
+		EnvironFunc:   func() []string { return environ },
+	}), nil, koanf.WithMergeFunc(mergePlain))
+	if err != nil {
+		return Loaded{}, fmt.Errorf("conf: environment: %w", err)
+	}
+
+	if opts.Flags != nil {
+		err := ko.Load(posflag.ProviderWithFlag(opts.Flags, ".", nil, l.flagKey(opts.Flags)), nil,
+			koanf.WithMergeFunc(mergePlain))
+		if err != nil {
+			return Loaded{}, fmt.Errorf("conf: flags: %w", err)
+		}
+	}
+
+	cfg := DefaultConfig()
+	err = ko.UnmarshalWithConf("", &cfg, koanf.UnmarshalConf{
+		Tag: "koanf",
+		DecoderConfig: &mapstructure.DecoderConfig{
+			DecodeHook:       mapstructure.DecodeHookFuncValue(decodeHook),
+			WeaklyTypedInput: true,
+		},
+	})
+	l.decodeErrors(err)
+	l.readSecret(&cfg.Machine.Redis.Password, &cfg.Machine.Redis.PasswordFile, "machine.redis.password")
+	l.readSecret(&cfg.REST.Token, &cfg.REST.TokenFile, "rest.token")
+
+	errs := append(l.errs, KeyErrors(cfg.Validate())...)
+	// Unknown keys first (they explain the rest), then in the file's order.
+	slices.SortStableFunc(errs, func(a, b *KeyError) int {
+		if a.unknown || b.unknown {
+			return boolOrder(b.unknown) - boolOrder(a.unknown)
+		}
+		return keyPos(a.Key) - keyPos(b.Key)
+	})
+	for _, e := range errs {
+		if e.Source == "" {
+			e.Source = l.origin[e.Key]
+		}
+	}
+	if len(errs) > 0 {
+		joined := make([]error, len(errs))
+		for i, e := range errs {
+			joined[i] = e
+		}
+		return Loaded{}, errors.Join(joined...)
+	}
+	out := Loaded{Config: cfg, File: opts.File, Env: l.env, Flags: l.flags}
+	sort.Strings(out.Env)
+	sort.Strings(out.Flags)
+	return out, nil
+}
+
+// loader collects, while the sources are read, the errors and where each
+// key's value came from.
+type loader struct {
+	errs   []*KeyError
+	origin map[string]string // key -> "file F" / "env V" / "flag --F"
+	env    []string
+	flags  []string
+}
+
+func (l *loader) fail(key, source, format string, args ...any) {
+	l.errs = append(l.errs, &KeyError{Key: key, Msg: fmt.Sprintf(format, args...), Source: source})
+}
+
+// mergeFile checks the file's keys against the schema before merging: an
+// unknown key is an error (with the nearest known key) and is dropped.
+func (l *loader) mergeFile(source string) func(src, dest map[string]any) error {
+	return func(src, dest map[string]any) error {
+		l.checkKeys(src, "", reflect.TypeFor[Config](), source)
+		kmaps.Merge(src, dest)
+		return nil
+	}
+}
+
+func mergePlain(src, dest map[string]any) error {
+	kmaps.Merge(src, dest)
+	return nil
+}
+
+func (l *loader) checkKeys(m map[string]any, prefix string, t reflect.Type, source string) {
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		f, ok := sectionField(t, name)
+		if !ok {
+			var names []string
+			for _, f := range fieldsOf(t) {
+				names = append(names, f.name)
+			}
+			msg := "unknown key"
+			if s := suggest(name, names); s != "" {
+				msg += "; did you mean " + prefix + s + "?"
+			}
+			l.errs = append(l.errs, &KeyError{Key: prefix + clip(name), Msg: msg, Source: source, unknown: true})
+			delete(m, name)
+			continue
+		}
+		key := prefix + name
+		l.origin[key] = source
+		if sub, ok := m[name].(map[string]any); ok && f.section {
+			l.checkKeys(sub, key+".", f.typ, source)
+		}
+	}
+}
+
+// envKey maps VESTA_MACHINE_REDIS_LEASE_TTL to machine.redis.lease_ttl by
+// the table of known keys (keys hold "_", so the name cannot simply be
+// split); an unknown variable is an error naming it, never its value.
+func (l *loader) envKey(name, value string) (string, any) {
+	key, ok := keyByEnv[name]
+	if !ok {
+		envs := make([]string, 0, len(keyByEnv))
+		for e := range keyByEnv {
+			envs = append(envs, e)
+		}
+		slices.Sort(envs)
+		msg := "unknown environment variable"
+		if s := suggest(name, envs); s != "" {
+			msg += "; did you mean " + s + "?"
+		}
+		l.errs = append(l.errs, &KeyError{Key: clip(name), Msg: msg, unknown: true})
+		return "", nil
+	}
+	l.origin[key] = "env " + name
+	l.env = append(l.env, name)
+	return key, value
+}
+
+// flagKey maps the set flags of the flag table to their keys.
+func (l *loader) flagKey(fs *pflag.FlagSet) func(f *pflag.Flag) (string, any) {
+	return func(f *pflag.Flag) (string, any) {
+		key, ok := flagKeys[f.Name]
+		if !ok || !f.Changed {
+			return "", nil
+		}
+		l.origin[key] = "flag --" + f.Name
+		l.flags = append(l.flags, f.Name)
+		return key, posflag.FlagVal(fs, f)
+	}
+}
+
+// readSecret fills *secret from *path, when set.
+func (l *loader) readSecret(secret *Secret, path *string, key string) {
+	if *path == "" {
+		return
+	}
+	fileKey := key + "_file"
+	if *secret != "" {
+		l.fail(fileKey, "", "set together with %s; set one of them", key)
+		return
+	}
+	b, err := os.ReadFile(*path)
+	if err != nil {
+		// The error names the path, never the content.
+		l.fail(fileKey, "", "%v", err)
+		return
+	}
+	s := strings.TrimRight(string(b), "\r\n")
+	if s == "" {
+		l.fail(fileKey, "", "%q is empty", *path)
+		return
+	}
+	*secret = Secret(s)
+}
+
+func boolOrder(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

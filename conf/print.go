@@ -1,0 +1,163 @@
+package conf
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/machineid"
+)
+
+// redactedText replaces a secret wherever it would be shown.
+const redactedText = "[redacted]"
+
+// Secret is a string that is never shown: fmt (every verb), slog and text
+// encoders (encoding/json, YAML) see "[redacted]", or "" when it is empty,
+// so a Config can be logged or dumped whole. Reveal returns the value.
+type Secret string
+
+// Reveal returns the secret itself, for the one place that uses it.
+func (s Secret) Reveal() string { return string(s) }
+
+// String is "[redacted]", or "" for the empty secret.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return redactedText
+}
+
+// Format masks the secret for every verb, %#v and bad verbs included
+// (a plain string type would print itself there).
+func (s Secret) Format(f fmt.State, verb rune) {
+	fmt.Fprintf(f, fmt.FormatString(f, verb), s.String())
+}
+
+// LogValue masks the secret in slog output.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// MarshalText masks the secret in encoders.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Redacted returns a deep copy of c with every secret replaced by
+// "[redacted]", for code that prints through reflection and would bypass
+// Secret's methods.
+func (c Config) Redacted() Config {
+	r := c.clone()
+	if r.Machine.Redis.Password != "" {
+		r.Machine.Redis.Password = redactedText
+	}
+	if r.REST.Token != "" {
+		r.REST.Token = redactedText
+	}
+	return r
+}
+
+// clone copies c's slices, map and pointer, so the copy shares nothing.
+func (c Config) clone() Config {
+	c.Machine.Providers = slices.Clone(c.Machine.Providers)
+	c.Machine.IPTable = maps.Clone(c.Machine.IPTable)
+	if c.Machine.ID != nil {
+		id := *c.Machine.ID
+		c.Machine.ID = &id
+	}
+	c.Machine.Redis.Addrs = slices.Clone(c.Machine.Redis.Addrs)
+	c.Client.Servers = slices.Clone(c.Client.Servers)
+	return c
+}
+
+// LogValue logs every key, grouped by section as in the YAML file, with
+// secrets masked.
+func (c Config) LogValue() slog.Value {
+	return groupValue(reflect.ValueOf(c))
+}
+
+func groupValue(v reflect.Value) slog.Value {
+	var attrs []slog.Attr
+	for _, f := range fieldsOf(v.Type()) {
+		fv := v.FieldByIndex(f.index)
+		if f.section {
+			attrs = append(attrs, slog.Attr{Key: f.name, Value: groupValue(fv)})
+		} else {
+			attrs = append(attrs, slog.Attr{Key: f.name, Value: leafValue(fv)})
+		}
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// leafValue shows one value as it would be written in YAML or the
+// environment: names, not numbers; lists comma-separated.
+func leafValue(v reflect.Value) slog.Value {
+	switch x := v.Interface().(type) {
+	case Secret:
+		return slog.StringValue(x.String())
+	case core.Layout:
+		return slog.StringValue(x.String())
+	case core.Type:
+		return slog.StringValue(x.String())
+	case machineid.Range:
+		return slog.StringValue(x.String())
+	case time.Time:
+		if x.IsZero() {
+			return slog.StringValue("")
+		}
+		return slog.StringValue(x.Format(time.RFC3339Nano))
+	case time.Duration:
+		return slog.DurationValue(x)
+	case *int:
+		if x == nil {
+			return slog.StringValue("unset")
+		}
+		return slog.IntValue(*x)
+	case []string:
+		return slog.StringValue(strings.Join(x, ","))
+	case map[string]int:
+		pairs := make([]string, 0, len(x))
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			pairs = append(pairs, k+"="+strconv.Itoa(x[k]))
+		}
+		return slog.StringValue(strings.Join(pairs, ","))
+	case int:
+		return slog.IntValue(x)
+	case bool:
+		return slog.BoolValue(x)
+	case string:
+		return slog.StringValue(x)
+	}
+	// Every leaf type of Config is listed above; TestLeafTypes keeps it so.
+	return slog.StringValue("?")
+}
+
+// String shows every key as key=value on one line, secrets masked. It is
+// also what %v and %+v print.
+func (c Config) String() string {
+	var b strings.Builder
+	var walk func(prefix string, v slog.Value)
+	walk = func(prefix string, v slog.Value) {
+		for _, a := range v.Group() {
+			if a.Value.Kind() == slog.KindGroup {
+				walk(prefix+a.Key+".", a.Value)
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			s := a.Value.String()
+			if s == "" || strings.ContainsAny(s, " \t\n\"=") {
+				s = strconv.Quote(s)
+			}
+			b.WriteString(prefix + a.Key + "=" + s)
+		}
+	}
+	walk("", c.LogValue())
+	return b.String()
+}
+
+// GoString keeps %#v from printing the fields (and so the secrets) raw.
+func (c Config) GoString() string { return "conf.Config{" + c.String() + "}" }

@@ -1,0 +1,288 @@
+package conf
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/machineid"
+)
+
+// Limits of the numeric keys. The upper bounds are far beyond any sane
+// value; they exist to catch a typo (an extra digit or two) at start-up
+// rather than as a memory exhaustion later.
+const (
+	maxBatchLimit   = 1_000_000
+	minRequestBytes = 256 // holds any legitimate request
+	maxRequestBytes = 64 << 20
+	maxConnsLimit   = 1_000_000
+	maxRetries      = 10
+	maxBorrowLimit  = 24 * time.Hour // core.Config refuses more
+	minLeaseTTL     = time.Second
+)
+
+var knownProviders = []string{ProviderRedis, ProviderK8s, ProviderIPTable, ProviderStatic}
+
+// checker collects every bad key, so a user sees them all at once.
+type checker struct{ errs []error }
+
+func (c *checker) add(key, format string, args ...any) {
+	c.errs = append(c.errs, &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+// Validate checks every key and returns all the bad ones joined: each a
+// *KeyError naming the key by its YAML path and the allowed values (see
+// KeyErrors); the result matches ErrInvalid. It does not touch the files
+// the config names (TLS certificates, the data dir): their users report
+// those when they open them.
+func (c Config) Validate() error {
+	var ck checker
+	c.ID.validate(&ck)
+	c.Machine.validate(&ck)
+	c.TimeGuard.validate(&ck, c.ID.Type)
+	c.Central.validate(&ck)
+	c.REST.validate(&ck, c.Central.Listen)
+	c.Client.validate(&ck)
+	c.Log.validate(&ck)
+	return errors.Join(ck.errs...)
+}
+
+func (c IDConfig) validate(ck *checker) {
+	layoutOK := c.Layout == core.Sorted || c.Layout == core.Vesta
+	if !layoutOK {
+		ck.add("id.layout", "%s; want sorted or vesta", c.Layout)
+	}
+	if c.Type != core.MaxPeak && c.Type != core.MinGranularity {
+		ck.add("id.type", "%s; want max-peak, min-granularity, 0 or 1", c.Type)
+	}
+	if !c.Epoch.IsZero() && layoutOK {
+		if _, err := core.NewCodec(c.Layout, c.Epoch); err != nil {
+			ck.add("id.epoch", "%s; want an instant from 1970-01-01T00:00:00Z to before 2200-01-01T00:00:00Z in whole milliseconds, or \"\" for the layout's own epoch",
+				c.Epoch.Format(time.RFC3339Nano))
+		}
+	}
+	if c.Version != 0 && c.Version != 1 {
+		ck.add("id.version", "%d; want 0 or 1", c.Version)
+	}
+	if c.MaxBorrow < 0 || c.MaxBorrow > maxBorrowLimit {
+		ck.add("id.max_borrow", "%s; want 0 (never ahead of the clock) to %s", c.MaxBorrow, fmtDuration(maxBorrowLimit))
+	}
+}
+
+func (m MachineConfig) validate(ck *checker) {
+	if len(m.Providers) == 0 {
+		ck.add("machine.providers", "empty; want one or more of %s", strings.Join(knownProviders, ", "))
+	}
+	seen := map[string]bool{}
+	for _, p := range m.Providers {
+		switch {
+		case !slices.Contains(knownProviders, p):
+			ck.add("machine.providers", "%q; want %s", clip(p), orList(knownProviders))
+		case seen[p]:
+			ck.add("machine.providers", "%q listed twice", p)
+		}
+		seen[p] = true
+	}
+
+	// The ranges first: the IDs below are checked against them.
+	rangesOK := true
+	for _, r := range []struct {
+		key string
+		r   machineid.Range
+	}{{"machine.embedded_range", m.EmbeddedRange}, {"machine.server_range", m.ServerRange}} {
+		if r.r.IsZero() || int(r.r.First)+int(r.r.Count)-1 > int(core.MaxMachine) {
+			ck.add(r.key, "%s; want first-last within 0-%d, e.g. 0-923", r.r, core.MaxMachine)
+			rangesOK = false
+		}
+	}
+	if rangesOK && m.EmbeddedRange.Overlaps(m.ServerRange) {
+		ck.add("machine.embedded_range", "%q overlaps machine.server_range %q", m.EmbeddedRange, m.ServerRange)
+		rangesOK = false
+	}
+	// inRanges reports an ID no publish mode could use.
+	inRanges := func(id int) string {
+		if !rangesOK || m.EmbeddedRange.Contains(core.MachineID(id)) || m.ServerRange.Contains(core.MachineID(id)) {
+			return ""
+		}
+		return fmt.Sprintf("; want an ID in machine.embedded_range %s or machine.server_range %s", m.EmbeddedRange, m.ServerRange)
+	}
+
+	if m.ID != nil {
+		if id := *m.ID; id < 0 || id > int(core.MaxMachine) {
+			ck.add("machine.id", "%d; want 0-%d", id, core.MaxMachine)
+		} else if msg := inRanges(id); msg != "" {
+			ck.add("machine.id", "%d lies in no range%s", id, msg)
+		}
+	}
+
+	if len(m.IPTable) == 0 && m.Uses(ProviderIPTable) {
+		ck.add("machine.ip_table", "empty; the iptable provider (machine.providers) needs at least one entry")
+	}
+	addrs := map[netip.Addr]string{}
+	for _, ip := range slices.Sorted(maps.Keys(m.IPTable)) {
+		id := m.IPTable[ip]
+		a, err := netip.ParseAddr(ip)
+		if err != nil {
+			ck.add("machine.ip_table", "key %q; want an IP address", clip(ip))
+		} else if other, dup := addrs[a.Unmap()]; dup {
+			ck.add("machine.ip_table", "%q and %q are the same address", other, ip)
+		} else {
+			addrs[a.Unmap()] = ip
+		}
+		if id < 0 || id > int(core.MaxMachine) {
+			ck.add("machine.ip_table", "%q: %d; want 0-%d", clip(ip), id, core.MaxMachine)
+		} else if msg := inRanges(id); msg != "" {
+			ck.add("machine.ip_table", "%q: %d lies in no range%s", clip(ip), id, msg)
+		}
+	}
+
+	if m.K8sOffset < 0 || m.K8sOffset > int(core.MaxMachine) {
+		ck.add("machine.k8s_offset", "%d; want 0-%d", m.K8sOffset, core.MaxMachine)
+	}
+
+	m.Redis.validate(ck, m.Uses(ProviderRedis))
+}
+
+func (r RedisConfig) validate(ck *checker, used bool) {
+	if len(r.Addrs) == 0 && used {
+		ck.add("machine.redis.addrs", "empty; the redis provider (machine.providers) needs at least one host:port")
+	}
+	for _, a := range r.Addrs {
+		if msg := checkHostPort(a, 1); msg != "" {
+			ck.add("machine.redis.addrs", "%s", msg)
+		}
+	}
+	if r.KeyPrefix == "" && used {
+		ck.add("machine.redis.key_prefix", `""; the redis provider (machine.providers) needs a prefix, e.g. vesta`)
+	}
+	if r.LeaseTTL < minLeaseTTL {
+		ck.add("machine.redis.lease_ttl", "%s; want at least %s", r.LeaseTTL, minLeaseTTL)
+	}
+	if r.MaxClockSkew < 0 {
+		ck.add("machine.redis.max_clock_skew", "%s; want 0 (no check) or more", r.MaxClockSkew)
+	}
+}
+
+func (t TimeGuardConfig) validate(ck *checker, typ core.Type) {
+	if unit := typ.Unit(); t.Window < unit {
+		ck.add("time_guard.window", "%s; want at least one time unit of id.type %s (%s)", t.Window, typ, unit)
+	}
+	if t.MaxStartupWait < 0 {
+		ck.add("time_guard.max_startup_wait", "%s; want 0 (fail at once) or more", t.MaxStartupWait)
+	}
+}
+
+func (c CentralConfig) validate(ck *checker) {
+	if c.Listen != "" {
+		if msg := checkHostPort(c.Listen, 0); msg != "" {
+			ck.add("central.listen", `%s, or "" for off`, msg)
+		}
+	}
+	checkInt(ck, "central.max_batch", c.MaxBatch, 1, maxBatchLimit)
+	checkInt(ck, "central.max_request_bytes", c.MaxRequestBytes, minRequestBytes, maxRequestBytes)
+	checkInt(ck, "central.max_conns", c.MaxConns, 1, maxConnsLimit)
+	checkPair(ck, "central.tls", c.TLS.Cert, c.TLS.Key)
+	if c.TLS.ClientCA != "" && c.TLS.Cert == "" {
+		ck.add("central.tls.client_ca", "set without central.tls.cert; client certificates need the server's own cert and key")
+	}
+}
+
+func (r RESTConfig) validate(ck *checker, centralListen string) {
+	if r.Listen != "" {
+		if msg := checkHostPort(r.Listen, 0); msg != "" {
+			ck.add("rest.listen", `%s, or "" for off`, msg)
+		} else if r.Listen == centralListen && !strings.HasSuffix(r.Listen, ":0") {
+			ck.add("rest.listen", "%q is also central.listen; want another port", r.Listen)
+		}
+	}
+	// A token arrives in an Authorization header, which cannot carry
+	// these; one read from a file with a stray "\r" would never match.
+	if strings.IndexFunc(string(r.Token), func(c rune) bool { return unicode.IsSpace(c) || unicode.IsControl(c) }) >= 0 {
+		ck.add("rest.token", "holds whitespace or control characters (the token is not shown); want a bearer token")
+	}
+	checkPair(ck, "rest.tls", r.TLS.Cert, r.TLS.Key)
+}
+
+func (c ClientConfig) validate(ck *checker) {
+	seen := map[string]bool{}
+	for _, s := range c.Servers {
+		if msg := checkHostPort(s, 1); msg != "" {
+			ck.add("client.servers", "%s", msg)
+		} else if seen[s] {
+			ck.add("client.servers", "%q listed twice", s)
+		}
+		seen[s] = true
+	}
+	if c.Timeout <= 0 {
+		ck.add("client.timeout", "%s; want more than 0, e.g. 200ms", c.Timeout)
+	}
+	checkInt(ck, "client.retries", c.Retries, 0, maxRetries)
+	checkInt(ck, "client.prefetch", c.Prefetch, 0, maxBatchLimit)
+}
+
+func (l LogConfig) validate(ck *checker) {
+	if _, ok := parseLevel(l.Level); !ok {
+		ck.add("log.level", "%q; want debug, info, warn or error", clip(l.Level))
+	}
+	if f := strings.ToLower(l.Format); f != "text" && f != "json" {
+		ck.add("log.format", "%q; want text or json", clip(l.Format))
+	}
+}
+
+// checkHostPort returns "" for host:port with a numeric port from
+// minPort to 65535 (0 asks the system for a free port when listening),
+// and otherwise what is wrong with s.
+func checkHostPort(s string, minPort int) string {
+	_, port, err := net.SplitHostPort(s)
+	if err == nil {
+		if p, perr := strconv.Atoi(port); perr == nil && p >= minPort && p <= 65535 {
+			return ""
+		}
+	}
+	return fmt.Sprintf("%q; want host:port with a port %d-65535", clip(s), minPort)
+}
+
+func checkInt(ck *checker, key string, v, lo, hi int) {
+	if v < lo || v > hi {
+		ck.add(key, "%d; want %d-%d", v, lo, hi)
+	}
+}
+
+// checkPair checks that a TLS cert and key are given together.
+func checkPair(ck *checker, prefix, cert, key string) {
+	switch {
+	case cert != "" && key == "":
+		ck.add(prefix+".key", `""; want the key file of %s.cert (both or neither)`, prefix)
+	case cert == "" && key != "":
+		ck.add(prefix+".cert", `""; want the cert file of %s.key (both or neither)`, prefix)
+	}
+}
+
+// orList is "a, b, c or d".
+func orList(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+// fmtDuration drops the zero minutes and seconds of time.Duration's form
+// ("24h", not "24h0m0s").
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
