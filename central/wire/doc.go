@@ -1,0 +1,52 @@
+// Package wire is the MessagePack-RPC frame format of the central server,
+// shared by the server (package central) and the Go client (package client).
+//
+// # Frames
+//
+// Every frame is one MessagePack array, as in the MessagePack-RPC spec:
+//
+//	request       [0, msgid, method, params]
+//	response      [1, msgid, error, result]
+//	notification  [2, method, params]
+//
+// msgid is an unsigned integer below 2^32 chosen by the caller; the server
+// echoes it in the response, and answers requests of one connection in any
+// order. method is a string, one of the Method constants. params is an array
+// holding at most one map of named arguments; an empty array means no
+// arguments. In a response exactly one of error and result is nil. A
+// notification is never answered; since every method exists for its
+// result, the server reads and drops them.
+//
+// IDs are unsigned 64-bit integers, encoded as msgpack uint 64 when they need
+// it (any integer encoding is accepted on input). Integer arguments are
+// accepted in any msgpack integer encoding that holds a value of the field;
+// negative values, floats, strings, nil, unknown or repeated keys and
+// missing required keys are refused.
+//
+// # Methods
+//
+//	Vesta.GenID     []                       -> uint64
+//	Vesta.GenIDs    [{count}]                -> [uint64, ...] (count 1 ... max_batch)
+//	Vesta.ExpID     [{id}]                   -> Explanation map
+//	Vesta.MakeID    [{time, seq, machine?, method?, type?, version?}] -> uint64
+//	Vesta.TransTime [{time}]                 -> TransTimeResult map
+//	Vesta.Info      []                       -> Info map
+//
+// # Errors
+//
+// An error is a string that begins with a stable code, a colon and a space:
+// "invalid_argument: count 0; want 1-10000". The codes are the Code
+// constants; ParseError splits such a string back into code and message.
+//
+// # Hostile input
+//
+// Split finds where a frame ends without decoding or allocating anything,
+// checks that it is well-formed msgpack, and bounds its size and nesting
+// depth, so a header that claims four gigabytes costs nothing. Frames are
+// decoded only from complete, bounded byte slices, never from a stream:
+// the stream decoder of the codec allocates whatever a string header
+// claims. Requests are read by a small strict reader of their own, which
+// names the offending field in its errors; the codec
+// (github.com/hashicorp/go-msgpack/v2) encodes every frame and decodes
+// results for the client.
+package wire

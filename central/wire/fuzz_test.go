@@ -1,0 +1,119 @@
+package wire_test
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/vesta-go/vesta/central/wire"
+)
+
+// FuzzDecodeRequest feeds arbitrary bytes through what the server does with
+// a connection's input: Split, DecodeRequest, DecodeParams. Nothing may
+// panic, Split must agree with itself on every prefix, and a request that
+// decodes must survive a round trip through the Encoder.
+func FuzzDecodeRequest(f *testing.F) {
+	e := wire.NewEncoder()
+	for _, p := range []struct {
+		method string
+		params any
+	}{
+		{wire.MethodGenID, nil},
+		{wire.MethodGenIDs, &wire.GenIDsParams{Count: 1000}},
+		{wire.MethodExpID, &wire.ExpIDParams{ID: 1<<63 + 12345}},
+		{wire.MethodMakeID, &wire.MakeIDParams{Time: 1, Seq: 2, Machine: new(uint64)}},
+		{wire.MethodTransTime, &wire.TransTimeParams{Time: 284025600}},
+		{wire.MethodInfo, nil},
+	} {
+		frame, err := e.AppendRequest(nil, 42, p.method, p.params)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(frame)
+	}
+	f.Add([]byte{0x93, 0x02, 0xab, 'V', 'e', 's', 't', 'a', '.', 'G', 'e', 'n', 'I', 'D', 0x90})
+	f.Add([]byte{0xdb, 0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{0x91, 0x91, 0x91, 0x91, 0x91, 0x91, 0x91, 0x91, 0x91, 0x01})
+
+	f.Fuzz(func(t *testing.T, b []byte) {
+		const limit = 1024
+		n, err := wire.Split(b, limit)
+		if err == nil && n > 0 {
+			if n > len(b) || n > limit {
+				t.Fatalf("Split = %d of %d bytes", n, len(b))
+			}
+			// Every shorter prefix needs more bytes; the object alone splits whole.
+			for _, k := range []int{0, n / 2, n - 1} {
+				if m, err := wire.Split(b[:k], limit); m != 0 || err != nil {
+					t.Fatalf("prefix %d of %d: Split = %d, %v", k, n, m, err)
+				}
+			}
+			if m, err := wire.Split(b[:n], n); m != n || err != nil {
+				t.Fatalf("Split(b[:n], n) = %d, %v; want %d", m, err, n)
+			}
+			b = b[:n]
+		}
+		req, err := wire.DecodeRequest(b)
+		var we *wire.Error
+		switch {
+		case errors.As(err, &we):
+			if req.Notify || we.Code != wire.InvalidArgument {
+				t.Fatalf("answerable error %v on %+v", err, req)
+			}
+			return
+		case err != nil:
+			if !errors.Is(err, wire.ErrFrame) && !errors.Is(err, wire.ErrMalformed) &&
+				!errors.Is(err, wire.ErrTooDeep) {
+				t.Fatalf("unexpected error %v", err)
+			}
+			return
+		}
+		for _, dst := range []any{nil, new(wire.GenIDsParams), new(wire.ExpIDParams), new(wire.MakeIDParams), new(wire.TransTimeParams)} {
+			_ = wire.DecodeParams(req.Params, dst)
+		}
+		if req.Notify || len(req.Method) == wire.MaxMethodLen {
+			return
+		}
+		again, err := e.AppendRequest(nil, req.MsgID, req.Method, nil)
+		if err != nil || again[len(again)-1] != 0x90 {
+			t.Fatalf("AppendRequest: % x, %v", again, err)
+		}
+		if req.Params != nil { // [] becomes [params]
+			again = append(append(again[:len(again)-1], 0x91), req.Params...)
+		}
+		req2, err := wire.DecodeRequest(again)
+		if err != nil || req2.MsgID != req.MsgID || req2.Method != req.Method || !bytes.Equal(req2.Params, req.Params) {
+			t.Fatalf("round trip: %+v, %v; want %+v", req2, err, req)
+		}
+	})
+}
+
+// FuzzDecodeResponse: what a client does with a server's bytes.
+func FuzzDecodeResponse(f *testing.F) {
+	e := wire.NewEncoder()
+	ok, _ := e.AppendResponse(nil, 1, nil, uint64(1<<63))
+	bad, _ := e.AppendResponse(nil, 2, wire.Errorf(wire.Clock, "behind"), nil)
+	ids, _ := e.AppendResponse(nil, 3, nil, []uint64{1, 2, 3})
+	info, _ := e.AppendResponse(nil, 4, nil, wire.Info{Layout: "sorted", Epoch: "2025-01-01T00:00:00Z"})
+	for _, s := range [][]byte{ok, bad, ids, info} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if n, err := wire.Split(b, 1<<16); err != nil || n == 0 {
+			return
+		} else {
+			b = b[:n]
+		}
+		resp, err := wire.DecodeResponse(b)
+		if err != nil || resp.Error != nil {
+			return
+		}
+		var u uint64
+		var us []uint64
+		var x wire.Explanation
+		var in wire.Info
+		for _, v := range []any{&u, &us, &x, &in} {
+			_ = wire.DecodeResult(resp.Result, v)
+		}
+	})
+}

@@ -1,0 +1,224 @@
+package wire
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/vesta-go/vesta/core"
+)
+
+// Method names.
+const (
+	MethodGenID     = "Vesta.GenID"
+	MethodGenIDs    = "Vesta.GenIDs"
+	MethodExpID     = "Vesta.ExpID"
+	MethodMakeID    = "Vesta.MakeID"
+	MethodTransTime = "Vesta.TransTime"
+	MethodInfo      = "Vesta.Info"
+)
+
+var methods = [...]string{MethodGenID, MethodGenIDs, MethodExpID, MethodMakeID, MethodTransTime, MethodInfo}
+
+// Methods returns every method name, in the order above.
+func Methods() []string { return methods[:] }
+
+// GenIDsParams are the arguments of Vesta.GenIDs.
+type GenIDsParams struct {
+	Count uint64 `codec:"count"` // 1 ... the server's max_batch
+}
+
+// ExpIDParams are the arguments of Vesta.ExpID.
+type ExpIDParams struct {
+	ID uint64 `codec:"id"`
+}
+
+// MakeIDParams are the arguments of Vesta.MakeID. A nil field takes the
+// server's own value (see core.Partial).
+type MakeIDParams struct {
+	Time    uint64  `codec:"time"`
+	Seq     uint64  `codec:"seq"`
+	Machine *uint64 `codec:"machine,omitempty"`
+	Method  *uint64 `codec:"method,omitempty"`
+	Type    *uint64 `codec:"type,omitempty"`
+	Version *uint64 `codec:"version,omitempty"`
+}
+
+// MakeIDParamsOf returns the arguments that make p.
+func MakeIDParamsOf(p core.Partial) MakeIDParams {
+	return MakeIDParams{Time: p.Time, Seq: p.Seq, Machine: p.Machine, Method: p.Method, Type: p.Type, Version: p.Version}
+}
+
+// Partial returns the arguments as a core.Partial.
+func (p MakeIDParams) Partial() core.Partial {
+	return core.Partial{Time: p.Time, Seq: p.Seq, Machine: p.Machine, Method: p.Method, Type: p.Type, Version: p.Version}
+}
+
+// TransTimeParams are the arguments of Vesta.TransTime.
+type TransTimeParams struct {
+	Time uint64 `codec:"time"` // a raw time field of the server's type
+}
+
+// DecodeParams decodes the Params of a request into dst, which is one of
+// *GenIDsParams, *ExpIDParams, *MakeIDParams, *TransTimeParams, or nil for
+// methods without arguments (then only an absent or empty map passes). It
+// is strict: every key must be known and given once, required keys must be
+// present, and values must be non-negative integers. Errors are
+// InvalidArgument *Errors that name the field.
+func DecodeParams(params []byte, dst any) error {
+	var fs []field
+	switch p := dst.(type) {
+	case nil:
+	case *GenIDsParams:
+		fs = []field{{name: "count", dst: &p.Count}}
+	case *ExpIDParams:
+		fs = []field{{name: "id", dst: &p.ID}}
+	case *TransTimeParams:
+		fs = []field{{name: "time", dst: &p.Time}}
+	case *MakeIDParams:
+		fs = []field{
+			{name: "time", dst: &p.Time},
+			{name: "seq", dst: &p.Seq},
+			{name: "machine", opt: &p.Machine},
+			{name: "method", opt: &p.Method},
+			{name: "type", opt: &p.Type},
+			{name: "version", opt: &p.Version},
+		}
+	default:
+		return fmt.Errorf("wire: DecodeParams cannot decode into %T", dst)
+	}
+	return decodeFields(params, fs)
+}
+
+// field is one named argument: required (dst) or optional (opt).
+type field struct {
+	name string
+	dst  *uint64
+	opt  **uint64
+}
+
+func decodeFields(params []byte, fs []field) error {
+	if params == nil {
+		return missing(fs, 0)
+	}
+	r := reader{b: params}
+	n, err := r.mapLen()
+	if err != nil {
+		return Errorf(InvalidArgument, "params: %v", err)
+	}
+	var seen uint
+	for ; n > 0; n-- {
+		key, err := r.str()
+		if err != nil {
+			return Errorf(InvalidArgument, "params key: %v", err)
+		}
+		k := -1
+		for j := range fs {
+			if string(key) == fs[j].name {
+				k = j
+			}
+		}
+		switch {
+		case k < 0 && len(fs) == 0:
+			return Errorf(InvalidArgument, "unknown field %s: the method takes no params", quote(key))
+		case k < 0:
+			return Errorf(InvalidArgument, "unknown field %s", quote(key))
+		case seen&(1<<k) != 0:
+			return Errorf(InvalidArgument, "field %s given twice", fs[k].name)
+		}
+		seen |= 1 << k
+		v, err := r.uint()
+		if err != nil {
+			return Errorf(InvalidArgument, "%s: %v", fs[k].name, err)
+		}
+		if fs[k].dst != nil {
+			*fs[k].dst = v
+		} else {
+			*fs[k].opt = &v
+		}
+	}
+	if r.i != len(params) {
+		return Errorf(InvalidArgument, "params: trailing bytes after the map")
+	}
+	return missing(fs, seen)
+}
+
+// missing reports the first required field not in seen.
+func missing(fs []field, seen uint) error {
+	for j, f := range fs {
+		if f.dst != nil && seen&(1<<j) == 0 {
+			return Errorf(InvalidArgument, "missing field %s", f.name)
+		}
+	}
+	return nil
+}
+
+// Explanation is the result of Vesta.ExpID: an ID taken apart. Its keys
+// are those of core.Explanation's JSON form, except that the ID is a
+// number, as msgpack has unsigned 64-bit integers.
+type Explanation struct {
+	ID         uint64 `codec:"id"`
+	Version    uint64 `codec:"version"`
+	Type       uint64 `codec:"type"`
+	TypeName   string `codec:"type_name"`
+	Method     uint64 `codec:"method"`
+	MethodName string `codec:"method_name"`
+	Time       uint64 `codec:"time"`
+	Seq        uint64 `codec:"seq"`
+	Machine    uint64 `codec:"machine"`
+	Timestamp  string `codec:"timestamp"` // RFC 3339 UTC
+}
+
+// ExplanationOf returns the wire form of e.
+func ExplanationOf(e core.Explanation) Explanation {
+	return Explanation{
+		ID:         uint64(e.ID),
+		Version:    uint64(e.Version),
+		Type:       uint64(e.Type),
+		TypeName:   e.Type.String(),
+		Method:     uint64(e.Method),
+		MethodName: e.Method.String(),
+		Time:       e.Time,
+		Seq:        e.Seq,
+		Machine:    uint64(e.Machine),
+		Timestamp:  e.Timestamp(),
+	}
+}
+
+// TransTimeResult is the result of Vesta.TransTime.
+type TransTimeResult struct {
+	UnixMS    int64  `codec:"unix_ms"`   // milliseconds since 1970-01-01T00:00:00Z
+	Timestamp string `codec:"timestamp"` // RFC 3339 UTC
+}
+
+// TransTimeResultOf returns the result for instant, a time field of type t.
+func TransTimeResultOf(t core.Type, instant time.Time) TransTimeResult {
+	return TransTimeResult{UnixMS: instant.UnixMilli(), Timestamp: core.FormatInstant(t, instant)}
+}
+
+// Info is the result of Vesta.Info: what the server issues.
+type Info struct {
+	Layout   string `codec:"layout"` // "sorted" or "vesta"
+	Epoch    string `codec:"epoch"`  // RFC 3339 UTC, to the millisecond
+	Type     uint64 `codec:"type"`   // 0 max-peak, 1 min-granularity
+	Machine  uint64 `codec:"machine"`
+	Method   uint64 `codec:"method"` // 1, central
+	Version  uint64 `codec:"version"`
+	MaxBatch uint64 `codec:"max_batch"` // the largest count of Vesta.GenIDs
+}
+
+// Codec returns the codec that decodes the server's IDs, so a client can
+// explain and make IDs without a call.
+func (i Info) Codec() (core.Codec, error) {
+	layout, err := core.ParseLayout(i.Layout)
+	if err != nil {
+		return core.Codec{}, fmt.Errorf("wire: info layout: %w", err)
+	}
+	epoch, err := time.Parse(time.RFC3339Nano, i.Epoch)
+	if err != nil {
+		return core.Codec{}, fmt.Errorf("wire: info epoch: %w", err)
+	}
+	return core.NewCodec(layout, epoch)
+}
+
+// FormatEpoch formats an epoch for Info.
+func FormatEpoch(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
