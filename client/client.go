@@ -1,0 +1,489 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/embed"
+)
+
+// Sentinel errors. Callers test them with errors.Is; the messages add the
+// server and the cause.
+var (
+	// ErrConfig: a Config field the client cannot use; the message names it.
+	ErrConfig = errors.New("client: invalid config")
+
+	// ErrClosed: the client was closed.
+	ErrClosed = errors.New("client: closed")
+
+	// ErrUnavailable: no server could serve the call (every breaker was
+	// open or every attempt failed) and the fallback is off. It wraps the
+	// last attempt's error.
+	ErrUnavailable = errors.New("client: no central server available")
+
+	// ErrTimeout: a server did not answer within Config.Timeout.
+	ErrTimeout = errors.New("client: server did not answer in time")
+
+	// ErrConnection: dialling, the TLS handshake or the connection itself
+	// failed.
+	ErrConnection = errors.New("client: connection failed")
+
+	// ErrProtocol: a server sent something that is not a valid reply.
+	ErrProtocol = errors.New("client: protocol error")
+)
+
+// errCallerGone marks an attempt cut short by the caller's own context: it
+// says nothing about the server, so the breaker ignores it.
+var errCallerGone = errors.New("client: caller's context ended")
+
+// identity is what the client's IDs look like: the layout, epoch, type and
+// version of the servers (or of the fallback before any server answered),
+// and the machine that Make fills in.
+type identity struct {
+	codec    core.Codec
+	typ      core.Type
+	version  uint8
+	machine  core.MachineID
+	maxBatch int
+}
+
+func identityOf(cfg embed.Config) (identity, error) {
+	codec, err := core.NewCodec(cfg.Layout, cfg.Epoch)
+	if err != nil {
+		return identity{}, err
+	}
+	return identity{codec: codec, typ: cfg.Type, version: cfg.Version, machine: cfg.Machine, maxBatch: defaultMaxBatch}, nil
+}
+
+// sameShape reports whether IDs of a and b decode alike.
+func (a identity) sameShape(b identity) bool {
+	return a.codec.Layout() == b.codec.Layout() && a.codec.Epoch().Equal(b.codec.Epoch()) &&
+		a.typ == b.typ && a.version == b.version
+}
+
+// Client issues IDs from central servers over MessagePack-RPC, falling
+// back to an embedded generator when every server is down. It implements
+// vesta.Issuer and is safe for concurrent use.
+type Client struct {
+	cfg     Config
+	log     *slog.Logger
+	m       *metrics
+	servers []*server
+	next    atomic.Uint32 // round-robin start over servers
+	fb      *fallback     // nil without Fallback
+	pf      *prefetch     // nil without Prefetch
+
+	ident    atomic.Pointer[identity] // the first server's (or the fallback's)
+	preset   identity                 // from FallbackConfig, until ident is set
+	fallback atomic.Bool              // IDs currently come from the fallback
+
+	bg     context.Context // ends at Close; bounds background work
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // connection and prefetch goroutines
+
+	mu     sync.Mutex
+	conns  map[*conn]struct{} // open connections
+	closed bool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New validates cfg and returns a Client. It does not dial: connections
+// open on first use, so New succeeds while servers are down (calls then
+// fail over to the fallback, or fail with ErrUnavailable without it). ctx
+// is not retained.
+func New(ctx context.Context, cfg Config) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	preset, err := identityOf(cfg.FallbackConfig)
+	if err != nil {
+		if cfg.Fallback {
+			return nil, fmt.Errorf("%w: FallbackConfig: %w", ErrConfig, err)
+		}
+		preset, _ = identityOf(embed.Config{})
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Registerer: %w", ErrConfig, err)
+	}
+	c := &Client{cfg: cfg, log: cfg.Logger, m: m, preset: preset, conns: make(map[*conn]struct{})}
+	c.bg, c.cancel = context.WithCancel(context.Background())
+	for _, addr := range cfg.Servers {
+		s := &server{addr: addr, slots: make([]slot, cfg.ConnsPerServer), dial: c.dial}
+		m.breaker.WithLabelValues(addr).Set(0)
+		s.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
+			Name:    addr,
+			Timeout: cfg.BreakerTimeout,
+			ReadyToTrip: func(n gobreaker.Counts) bool {
+				return n.ConsecutiveFailures >= cfg.BreakerFailures
+			},
+			OnStateChange: c.breakerChanged,
+			IsExcluded: func(err error) bool {
+				return errors.Is(err, errCallerGone) || errors.Is(err, ErrClosed)
+			},
+			IsSuccessful: func(err error) bool { return err == nil || answered(err) },
+		})
+		c.servers = append(c.servers, s)
+	}
+	if cfg.Fallback {
+		c.fb = newFallback(cfg.FallbackConfig, c.log, c.shape, c.adopt)
+	}
+	if cfg.Prefetch > 0 {
+		c.pf = newPrefetch(cfg.Prefetch, c.fetchCentral, m.buffered)
+		c.wg.Go(func() { c.pf.run(c.bg) })
+		c.pf.mu.Lock()
+		c.pf.askLocked()
+		c.pf.mu.Unlock()
+	}
+	return c, nil
+}
+
+// breakerChanged runs under the breaker's lock: it must not call back.
+func (c *Client) breakerChanged(addr string, from, to gobreaker.State) {
+	c.m.breaker.WithLabelValues(addr).Set(breakerValue(to))
+	c.log.Info("client: breaker state", "server", addr, "from", from.String(), "to", to.String())
+}
+
+// shape reports the servers' identity once a server answered Vesta.Info.
+func (c *Client) shape() (identity, bool) {
+	if id := c.ident.Load(); id != nil {
+		return *id, true
+	}
+	return identity{}, false
+}
+
+// adopt fixes the client's identity unless one is set already.
+func (c *Client) adopt(id identity) {
+	if !c.ident.CompareAndSwap(nil, &id) {
+		if cur := c.ident.Load(); !cur.sameShape(id) {
+			c.log.Warn("client: a server issues IDs of another layout, epoch, type or version than the first one; Explain uses the first",
+				"layout", id.codec.Layout(), "epoch", id.codec.Epoch(), "type", id.typ, "version", id.version)
+		}
+	}
+}
+
+// identity is the client's identity, or the preset from FallbackConfig
+// while no server (and no fallback) has been used.
+func (c *Client) identity() identity {
+	if id := c.ident.Load(); id != nil {
+		return *id
+	}
+	return c.preset
+}
+
+// NextID issues one ID: from the prefetch buffer if it holds one, else
+// from a server, else (every server down) from the fallback.
+func (c *Client) NextID(ctx context.Context) (core.ID, error) {
+	if c.pf != nil {
+		id, ok, err := c.pf.take(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			return id, nil
+		}
+	}
+	var buf [1]core.ID
+	ids, err := c.issue(ctx, buf[:0], 1)
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+// NextIDs issues n IDs in increasing order. Counts above a server's
+// max_batch are split into several Vesta.GenIDs calls, which may reach
+// different servers (or the fallback); the result is sorted, and IDs of
+// every server and the fallback are distinct.
+func (c *Client) NextIDs(ctx context.Context, n int) ([]core.ID, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("client: NextIDs(%d): %w", n, core.ErrInvalidCount)
+	}
+	if c.pf != nil {
+		if ids := c.pf.takeN(n); ids != nil {
+			return ids, nil
+		}
+	}
+	ids, err := c.issue(ctx, make([]core.ID, 0, n), n)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.IsSorted(ids) {
+		slices.Sort(ids)
+	}
+	return ids, nil
+}
+
+// issue appends n IDs to dst from the servers, and from the fallback for
+// what they cannot give.
+func (c *Client) issue(ctx context.Context, dst []core.ID, n int) ([]core.ID, error) {
+	want := len(dst) + n
+	for len(dst) < want {
+		var err error
+		dst, err = c.central(ctx, dst, want-len(dst))
+		if err == nil {
+			continue
+		}
+		if c.fb == nil || !errors.Is(err, ErrUnavailable) {
+			return nil, err
+		}
+		is, ferr := c.fb.issuer(ctx)
+		if ferr != nil {
+			return nil, errors.Join(err, ferr)
+		}
+		k := want - len(dst)
+		if k == 1 {
+			id, ferr := is.NextID(ctx)
+			if ferr != nil {
+				return nil, c.fallbackErr(err, ferr)
+			}
+			dst = append(dst, id)
+		} else {
+			ids, ferr := is.NextIDs(ctx, k)
+			if ferr != nil {
+				return nil, c.fallbackErr(err, ferr)
+			}
+			dst = append(dst, ids...)
+		}
+		c.m.fallbackIDs.Add(float64(k))
+		if c.fallback.CompareAndSwap(false, true) {
+			c.m.mode.Set(0)
+			c.log.Warn("client: fallback mode: IDs come from the embedded generator", "cause", err)
+		}
+	}
+	return dst, nil
+}
+
+func (c *Client) fallbackErr(central, err error) error {
+	if errors.Is(err, core.ErrClosed) {
+		return ErrClosed
+	}
+	return errors.Join(central, fmt.Errorf("client: fallback: %w", err))
+}
+
+// fetchCentral fills the prefetch buffer: servers only, never the fallback.
+func (c *Client) fetchCentral(ctx context.Context, n int) ([]core.ID, error) {
+	dst := make([]core.ID, 0, n)
+	for len(dst) < n {
+		var err error
+		if dst, err = c.central(ctx, dst, n-len(dst)); err != nil {
+			return dst, err
+		}
+	}
+	return dst, nil
+}
+
+// central appends up to n IDs (at most one server's max_batch) from one
+// server, trying up to 1+Retries different servers starting at the next
+// one in turn. Servers whose breaker is open are skipped without counting
+// as an attempt. It fails with ErrUnavailable when no server gave IDs.
+func (c *Client) central(ctx context.Context, dst []core.ID, n int) ([]core.ID, error) {
+	var last error
+	start := int(c.next.Add(1) - 1)
+	for i, tries := 0, 0; i < len(c.servers) && tries <= c.cfg.Retries; i++ {
+		if err := c.live(ctx); err != nil {
+			return dst, err
+		}
+		s := c.servers[(start+i)%len(c.servers)]
+		var out []core.ID
+		_, err := s.cb.Execute(func() (struct{}, error) {
+			var err error
+			out, err = c.attempt(ctx, s, dst, n)
+			return struct{}{}, err
+		})
+		if err == nil {
+			if c.fallback.CompareAndSwap(true, false) {
+				c.m.mode.Set(1)
+				c.log.Info("client: central mode: a server answers again", "server", s.addr)
+			}
+			return out, nil
+		}
+		if rejected(err) {
+			c.m.calls.WithLabelValues(s.addr, resultRejected).Inc()
+			if last == nil {
+				last = fmt.Errorf("client: %s: %w", s.addr, err)
+			}
+			continue
+		}
+		tries++
+		switch {
+		case errors.Is(err, errCallerGone):
+			return dst, context.Cause(ctx)
+		case errors.Is(err, ErrClosed):
+			return dst, ErrClosed
+		case !retryable(err):
+			return dst, err
+		}
+		c.log.Debug("client: attempt failed", "server", s.addr, "err", err)
+		last = err
+	}
+	if err := c.live(ctx); err != nil {
+		return dst, err
+	}
+	return dst, fmt.Errorf("%w: %w", ErrUnavailable, last)
+}
+
+// live fails when the client is closed or the caller's context ended.
+func (c *Client) live(ctx context.Context) error {
+	if c.bg.Err() != nil {
+		return ErrClosed
+	}
+	return ctx.Err()
+}
+
+// attempt makes one call on s within Timeout.
+func (c *Client) attempt(ctx context.Context, s *server, dst []core.ID, n int) ([]core.ID, error) {
+	actx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	out, err := c.call(actx, s, dst, n)
+	result := resultOK
+	if err != nil {
+		result, err = c.classify(ctx, actx, s, err)
+	}
+	c.m.calls.WithLabelValues(s.addr, result).Inc()
+	return out, err
+}
+
+// call asks s for up to n IDs: Vesta.GenID for one, else Vesta.GenIDs
+// for at most the server's max_batch.
+func (c *Client) call(ctx context.Context, s *server, dst []core.ID, n int) ([]core.ID, error) {
+	cn, err := s.conn(ctx)
+	if err != nil {
+		return dst, err
+	}
+	if n == 1 {
+		var id uint64
+		if err := cn.invoke(ctx, wire.MethodGenID, nil, &id); err != nil {
+			return dst, err
+		}
+		return append(dst, core.ID(id)), nil
+	}
+	k := min(n, cn.info.maxBatch)
+	var ids []uint64
+	if err := cn.invoke(ctx, wire.MethodGenIDs, wire.GenIDsParams{Count: uint64(k)}, &ids); err != nil {
+		return dst, err
+	}
+	if len(ids) != k {
+		return dst, fmt.Errorf("%w: Vesta.GenIDs: %d IDs for a count of %d", ErrProtocol, len(ids), k)
+	}
+	for _, id := range ids {
+		dst = append(dst, core.ID(id))
+	}
+	return dst, nil
+}
+
+// classify turns an attempt's error into the error returned and the
+// metric's result label.
+func (c *Client) classify(ctx, actx context.Context, s *server, err error) (string, error) {
+	switch {
+	case c.bg.Err() != nil:
+		return resultCanceled, ErrClosed
+	case ctx.Err() != nil:
+		return resultCanceled, fmt.Errorf("%w: %w", errCallerGone, ctx.Err())
+	case actx.Err() != nil || errors.Is(err, ErrTimeout):
+		return resultTimeout, fmt.Errorf("client: %s: %w (%v)", s.addr, ErrTimeout, c.cfg.Timeout)
+	}
+	if we := (*wire.Error)(nil); errors.As(err, &we) {
+		return string(we.Code), fmt.Errorf("client: %s: %w", s.addr, err)
+	}
+	if errors.Is(err, ErrProtocol) {
+		return resultProtocol, fmt.Errorf("client: %s: %w", s.addr, err)
+	}
+	return resultNetwork, fmt.Errorf("client: %s: %w", s.addr, err)
+}
+
+// answered reports a server's refusal of the arguments: the server works,
+// so its breaker counts a success.
+func answered(err error) bool {
+	return errors.Is(err, &wire.Error{Code: wire.InvalidArgument})
+}
+
+// retryable reports whether another server may succeed: after any failure
+// of the connection, and after the error codes wire calls retryable.
+func retryable(err error) bool {
+	if we := (*wire.Error)(nil); errors.As(err, &we) {
+		return we.Code.Retryable()
+	}
+	return true
+}
+
+// Explain takes an ID apart with the servers' layout and epoch, learned
+// from Vesta.Info on first contact; before any server was reached, with
+// FallbackConfig's.
+func (c *Client) Explain(id core.ID) core.Explanation { return c.identity().codec.Explain(id) }
+
+// Make builds an ID locally with the servers' codec. Fields left nil take
+// the first server's version, type and machine and the central method
+// (before any server was reached: FallbackConfig's version, type and
+// machine).
+func (c *Client) Make(p core.Partial) (core.ID, error) {
+	id := c.identity()
+	own := core.Fields{Version: uint64(id.version), Type: uint64(id.typ), Method: uint64(core.Central), Machine: uint64(id.machine)}
+	return id.codec.Make(p.Fill(own))
+}
+
+// TransTime turns a time field of the servers' type into an instant.
+func (c *Client) TransTime(units uint64) (time.Time, error) {
+	id := c.identity()
+	return id.codec.TransTime(id.typ, units)
+}
+
+// ServerState is a server's address and breaker state, for monitoring.
+type ServerState struct {
+	Addr    string
+	Breaker gobreaker.State
+}
+
+// Servers returns the state of every server, in Config.Servers order.
+func (c *Client) Servers() []ServerState {
+	out := make([]ServerState, len(c.servers))
+	for i, s := range c.servers {
+		out[i] = ServerState{Addr: s.addr, Breaker: s.cb.State()}
+	}
+	return out
+}
+
+// InFallback reports whether the last IDs came from the fallback.
+func (c *Client) InFallback() bool { return c.fallback.Load() }
+
+// Close drops prefetched IDs, closes every connection, waits for the
+// client's goroutines and closes the fallback (saving its time guard's
+// mark). Calls in flight fail with ErrClosed. It is idempotent; later
+// calls return the first result.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		c.mu.Lock()
+		c.closed = true
+		conns := make([]*conn, 0, len(c.conns))
+		for cn := range c.conns {
+			conns = append(conns, cn)
+		}
+		c.mu.Unlock()
+		for _, cn := range conns {
+			cn.close(ErrClosed)
+		}
+		c.wg.Wait()
+		if c.fb != nil {
+			c.closeErr = c.fb.close()
+		}
+		c.m.unregister(c.cfg.Registerer)
+	})
+	return c.closeErr
+}

@@ -1,0 +1,420 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/vesta-go/vesta"
+	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/client"
+	"github.com/vesta-go/vesta/core"
+)
+
+var _ vesta.Issuer = (*client.Client)(nil)
+
+func ptr(v uint64) *uint64 { return &v }
+
+func TestIssuerMethods(t *testing.T) {
+	f := startFake(t, 1000, 1000)
+	cfg, _ := testConfig(t, f.addr)
+	cfg.FallbackConfig.Layout = core.Vesta // replaced by the server's sorted layout
+	c := newClient(t, cfg)
+	ctx := context.Background()
+
+	id, err := c.NextID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := c.Explain(id)
+	if e.Method != core.Central || e.Machine != 1000 || e.ID != id {
+		t.Fatalf("Explain(NextID) = %+v; want method central, machine 1000", e)
+	}
+	if want := f.gen.Codec().Explain(id); e != want {
+		t.Fatalf("Explain = %+v; the server's codec says %+v", e, want)
+	}
+
+	for _, n := range []int{1, 2, 999, 1000, 1001, 2500} { // max_batch 1000: split
+		ids, err := c.NextIDs(ctx, n)
+		if err != nil {
+			t.Fatalf("NextIDs(%d): %v", n, err)
+		}
+		if len(ids) != n || !slices.IsSorted(ids) || len(slices.Compact(slices.Clone(ids))) != n {
+			t.Fatalf("NextIDs(%d): %d IDs, sorted %v, unique %v", n, len(ids), slices.IsSorted(ids),
+				len(slices.Compact(slices.Clone(ids))) == n)
+		}
+		if ids[0] <= id {
+			t.Fatalf("NextIDs(%d) starts at %d, not above the earlier %d", n, ids[0], id)
+		}
+		id = ids[n-1]
+	}
+	if _, err := c.NextIDs(ctx, 0); !errors.Is(err, core.ErrInvalidCount) {
+		t.Fatalf("NextIDs(0) = %v; want ErrInvalidCount", err)
+	}
+
+	// Make fills in the server's own version, type, machine and central.
+	made, err := c.Make(core.Partial{Time: e.Time, Seq: e.Seq})
+	if err != nil || made != e.ID {
+		t.Fatalf("Make(time, seq of %d) = %d, %v", e.ID, made, err)
+	}
+	if _, err := c.Make(core.Partial{Time: 1, Seq: 1 << 20}); !errors.Is(err, core.ErrOutOfRange) {
+		t.Fatalf("Make(seq 2^20) = %v; want ErrOutOfRange", err)
+	}
+	made, err = c.Make(core.Partial{Time: 5, Seq: 6, Machine: ptr(3), Method: ptr(2)})
+	if ex := c.Explain(made); err != nil || ex.Machine != 3 || ex.Method != core.REST || ex.Time != 5 || ex.Seq != 6 {
+		t.Fatalf("Make(explicit) = %+v, %v", ex, err)
+	}
+	instant, err := c.TransTime(e.Time)
+	if err != nil || !instant.Equal(e.Instant) {
+		t.Fatalf("TransTime(%d) = %v, %v; want %v", e.Time, instant, err, e.Instant)
+	}
+}
+
+func TestExplainBeforeContactUsesFallbackConfig(t *testing.T) {
+	cfg, _ := testConfig(t, deadAddr(t))
+	cfg.FallbackConfig.Layout = core.Vesta
+	c := newClient(t, cfg)
+	codec, err := core.NewCodec(core.Vesta, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := codec.Make(core.Fields{Machine: 1022, Seq: 5, Time: 284025600, Method: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := c.Explain(id); e.Machine != 1022 || e.Seq != 5 || e.Method != core.REST {
+		t.Fatalf("Explain before contact = %+v; want FallbackConfig's vesta layout", e)
+	}
+}
+
+func TestErrorCodes(t *testing.T) {
+	tests := []struct {
+		code  wire.Code
+		retry bool
+	}{
+		{wire.Unavailable, true},
+		{wire.LeaseLost, true},
+		{wire.Clock, true},
+		{wire.InvalidArgument, false},
+		{wire.Internal, false},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.code), func(t *testing.T) {
+			bad, good := startFake(t, 1000, 100), startFake(t, 1001, 100)
+			bad.fail.Store(wire.Errorf(tt.code, "test"))
+			cfg, reg := testConfig(t, bad.addr, good.addr)
+			cfg.Fallback = false
+			c := newClient(t, cfg)
+			for range 4 { // the round-robin start visits both servers first
+				id, err := c.NextID(context.Background())
+				switch {
+				case tt.retry && err != nil:
+					t.Fatalf("NextID: %v; want a retry on the good server", err)
+				case tt.retry && c.Explain(id).Machine != 1001:
+					t.Fatalf("NextID from machine %d; want 1001", c.Explain(id).Machine)
+				case !tt.retry && err != nil && !errors.Is(err, &wire.Error{Code: tt.code}):
+					t.Fatalf("NextID: %v; want code %s", err, tt.code)
+				}
+			}
+			if got := bad.calls.Load() + good.calls.Load(); !tt.retry && got != 4 {
+				t.Fatalf("%d calls for 4 NextIDs; %s must not be retried", got, tt.code)
+			}
+			if n := gauge(t, reg, "vesta_client_calls_total", "server", bad.addr, "result", string(tt.code)); n < 1 {
+				t.Fatalf("calls_total{result=%s} = %v", tt.code, n)
+			}
+			// invalid_argument proves the server works: its breaker stays closed.
+			if st := c.Servers()[0].Breaker; tt.code == wire.InvalidArgument && st != gobreaker.StateClosed {
+				t.Fatalf("breaker after invalid_argument: %v", st)
+			}
+		})
+	}
+}
+
+// silentListener accepts connections, reads everything and never answers.
+func silentListener(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Go(func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, nc)
+			mu.Unlock()
+			wg.Go(func() { io.Copy(io.Discard, nc) })
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, nc := range conns {
+			nc.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return ln.Addr().String()
+}
+
+func TestDeadlineWhenServerNeverAnswers(t *testing.T) {
+	addr := silentListener(t)
+	cfg, reg := testConfig(t, addr)
+	cfg.Fallback = false
+	cfg.Timeout = 50 * time.Millisecond
+	c := newClient(t, cfg)
+
+	_, err := c.NextID(context.Background())
+	if !errors.Is(err, client.ErrUnavailable) || !errors.Is(err, client.ErrTimeout) {
+		t.Fatalf("NextID = %v; want ErrUnavailable wrapping ErrTimeout", err)
+	}
+	// A caller's deadline shorter than Timeout wins.
+	cfg.Timeout = time.Hour
+	cfg.Registerer = nil
+	c2 := newClient(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := c2.NextIDs(ctx, 3); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("NextIDs = %v; want the caller's DeadlineExceeded", err)
+	}
+	if n := gauge(t, reg, "vesta_client_calls_total", "server", addr, "result", "timeout"); n != 1 {
+		t.Fatalf("calls_total{result=timeout} = %v; want 1", n)
+	}
+}
+
+func TestSilentServerFailsOverAndFallsBack(t *testing.T) {
+	f := startFake(t, 1000, 100)
+	cfg, _ := testConfig(t, f.addr, silentListener(t))
+	cfg.Timeout = 50 * time.Millisecond
+	c := newClient(t, cfg)
+	var all collect
+	for range 6 { // both start points: the silent server is retried on the fake
+		id, err := c.NextID(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.add(id)
+		if e := c.Explain(id); e.Machine != 1000 {
+			t.Fatalf("ID from machine %d; want the fake's 1000", e.Machine)
+		}
+	}
+	f.silent.Store(true) // now nobody answers: the fallback serves
+	for range 6 {
+		id, err := c.NextID(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.add(id)
+		if e := c.Explain(id); e.Method != core.Embedded || e.Machine != 7 {
+			t.Fatalf("ID %+v; want the fallback's (method 0, machine 7)", e)
+		}
+	}
+	if all.dups != 0 {
+		t.Fatalf("%d duplicates", all.dups)
+	}
+}
+
+func TestFailoverUnderLoad(t *testing.T) {
+	fakes := []*fake{startFake(t, 1000, 500), startFake(t, 1001, 500), startFake(t, 1002, 500)}
+	cfg, _ := testConfig(t, fakes[0].addr, fakes[1].addr, fakes[2].addr)
+	cfg.Fallback = false // every ID must come from a live server
+	c := newClient(t, cfg)
+
+	var all collect
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	var issued sync.WaitGroup // first IDs of every worker, before the kill
+	const workers = 16
+	issued.Add(workers)
+	for w := range workers {
+		wg.Go(func() {
+			first := true
+			for i := 0; ctx.Err() == nil; i++ {
+				var ids []core.ID
+				var err error
+				if w%2 == 0 {
+					var id core.ID
+					id, err = c.NextID(ctx)
+					ids = []core.ID{id}
+				} else {
+					ids, err = c.NextIDs(ctx, 1+i%700)
+				}
+				if err != nil {
+					if ctx.Err() == nil {
+						errs <- err
+					}
+					return
+				}
+				all.add(ids...)
+				if first {
+					issued.Done()
+					first = false
+				}
+			}
+		})
+	}
+	issued.Wait()
+	before := fakes[1].calls.Load()
+	fakes[1].kill()
+	// Run on until the two survivors have answered plenty after the kill.
+	for fakes[0].calls.Load()+fakes[2].calls.Load() < 3*before+300 && len(errs) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("call lost: %v", err)
+	}
+	if all.dups != 0 {
+		t.Fatalf("%d duplicates among %d IDs", all.dups, len(all.seen))
+	}
+	if st := c.Servers()[1].Breaker; st == gobreaker.StateClosed {
+		t.Logf("breaker of the killed server: %v", st) // it may be half-open by now
+	}
+}
+
+func TestFallbackAndRecovery(t *testing.T) {
+	f := startFake(t, 1000, 100)
+	cfg, reg := testConfig(t, f.addr)
+	c := newClient(t, cfg)
+	ctx := context.Background()
+	var all collect
+
+	ids, err := c.NextIDs(ctx, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all.add(ids...)
+	if c.InFallback() || gauge(t, reg, "vesta_client_mode") != 1 {
+		t.Fatal("not in central mode at start")
+	}
+
+	f.kill()
+	for i := range 20 {
+		var got []core.ID
+		if i%2 == 0 {
+			id, err := c.NextID(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = []core.ID{id}
+		} else if got, err = c.NextIDs(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range got {
+			if e := c.Explain(id); e.Method != core.Embedded || e.Machine != 7 {
+				t.Fatalf("ID %+v after the kill; want the fallback's (method 0, machine 7)", e)
+			}
+		}
+		all.add(got...)
+	}
+	if !c.InFallback() || gauge(t, reg, "vesta_client_mode") != 0 {
+		t.Fatal("not in fallback mode")
+	}
+	if n := gauge(t, reg, "vesta_client_fallback_ids_total"); n != 110 {
+		t.Fatalf("fallback_ids_total = %v; want 110", n)
+	}
+	if st := c.Servers()[0].Breaker; st != gobreaker.StateOpen && st != gobreaker.StateHalfOpen {
+		t.Fatalf("breaker = %v; want open (or half-open)", st)
+	}
+
+	f.restart()
+	// The breaker lets a trial through 50ms after it opened; calls issue
+	// from the fallback until then and from the server after.
+	deadline, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	for c.InFallback() {
+		id, err := c.NextID(deadline)
+		if err != nil {
+			t.Fatalf("no return to central mode: %v", err)
+		}
+		all.add(id)
+		time.Sleep(5 * time.Millisecond)
+	}
+	id, err := c.NextID(ctx)
+	if err != nil || c.Explain(id).Method != core.Central {
+		t.Fatalf("NextID after recovery = %+v, %v", c.Explain(id), err)
+	}
+	all.add(id)
+	if gauge(t, reg, "vesta_client_mode") != 1 || gauge(t, reg, "vesta_client_breaker_state", "server", f.addr) != 0 {
+		t.Fatal("mode or breaker gauge not back to central/closed")
+	}
+	if all.dups != 0 {
+		t.Fatalf("%d duplicates", all.dups)
+	}
+}
+
+func TestBreakerTransitions(t *testing.T) {
+	addr := deadAddr(t)
+	cfg, reg := testConfig(t, addr)
+	cfg.Fallback = false
+	cfg.BreakerFailures = 2
+	cfg.BreakerTimeout = 30 * time.Millisecond
+	c := newClient(t, cfg)
+	ctx := context.Background()
+	state := func() float64 { return gauge(t, reg, "vesta_client_breaker_state", "server", addr) }
+
+	for range 2 {
+		if _, err := c.NextID(ctx); !errors.Is(err, client.ErrConnection) {
+			t.Fatalf("NextID = %v; want ErrConnection", err)
+		}
+	}
+	if state() != 2 {
+		t.Fatalf("breaker gauge = %v after 2 failures; want 2 (open)", state())
+	}
+	_, err := c.NextID(ctx)
+	if !errors.Is(err, client.ErrUnavailable) || !errors.Is(err, gobreaker.ErrOpenState) {
+		t.Fatalf("NextID with the breaker open = %v", err)
+	}
+	if n := gauge(t, reg, "vesta_client_calls_total", "server", addr, "result", "rejected"); n < 1 {
+		t.Fatalf("calls_total{result=rejected} = %v", n)
+	}
+	// Wait out the open period, then observe half-open through the accessor.
+	for c.Servers()[0].Breaker == gobreaker.StateOpen {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if state() != 1 {
+		t.Fatalf("breaker gauge = %v; want 1 (half-open)", state())
+	}
+	// The trial fails: open again.
+	if _, err := c.NextID(ctx); err == nil {
+		t.Fatal("NextID succeeded with no server")
+	}
+	if state() != 2 {
+		t.Fatalf("breaker gauge = %v after a failed trial; want 2", state())
+	}
+	// A server appears at the address; the next trial closes the breaker.
+	startFakeOn(t, addr, 1000, 100, nil)
+	deadline, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	for {
+		_, err := c.NextID(deadline)
+		if err == nil {
+			break
+		}
+		if deadline.Err() != nil {
+			t.Fatalf("breaker never closed: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if state() != 0 || c.Servers()[0].Breaker != gobreaker.StateClosed {
+		t.Fatalf("breaker gauge = %v after a good trial; want 0", state())
+	}
+}

@@ -1,0 +1,188 @@
+package client
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vesta-go/vesta/embed"
+)
+
+// Defaults applied to zero fields.
+const (
+	defaultTimeout         = 200 * time.Millisecond
+	defaultConnsPerServer  = 2
+	defaultBreakerFailures = 5
+	defaultBreakerTimeout  = 5 * time.Second
+	// defaultMaxBatch is the servers' own default, assumed until a
+	// server's Vesta.Info says otherwise.
+	defaultMaxBatch = 10000
+
+	maxConnsPerServer = 64
+	maxPrefetch       = 1 << 20
+)
+
+// Config configures a Client. The zero Config is not usable (it names no
+// server); start from DefaultConfig.
+type Config struct {
+	// Servers are the central servers, as host:port. At least one is
+	// required; each may appear once.
+	Servers []string
+
+	// Timeout bounds each attempt (dial, handshake and call) on one server;
+	// the caller's context deadline, when earlier, bounds it too. Zero is
+	// 200ms.
+	Timeout time.Duration
+
+	// Retries is how many more servers a call tries after the first one
+	// failed, each a different server (so at most len(Servers)-1 retries
+	// happen). Zero tries one server only; DefaultConfig sets 2.
+	Retries int
+
+	// ConnsPerServer is how many TCP connections the client keeps to each
+	// server. Calls are pipelined over them (matched by msgid), so a few
+	// carry any number of concurrent callers. Zero is 2.
+	ConnsPerServer int
+
+	// Prefetch is how many IDs the client keeps ready: when fewer than half
+	// remain, a background goroutine fetches more with Vesta.GenIDs (Leaf's
+	// double buffer), so most NextID calls return without a round trip.
+	// Prefetched IDs are central IDs only; they are dropped by Close.
+	// Zero turns prefetching off.
+	Prefetch int
+
+	// Fallback issues IDs from an embedded generator (method 0, the machine
+	// ID of FallbackConfig) when every server is down, and returns to the
+	// servers as soon as one answers again. False (the zero value) returns
+	// an error wrapping ErrUnavailable instead; DefaultConfig sets true.
+	Fallback bool
+
+	// FallbackConfig configures the embedded fallback, opened on first
+	// use. Its Machine must lie in the embedded range, must not be used by
+	// any other issuer, and its DataDir (the time guard) is required, so a
+	// restarted application cannot re-issue its own fallback IDs. Its
+	// Layout, Type, Epoch and Version are replaced by the servers' once a
+	// server has been reached (see the package documentation). Ignored
+	// when Fallback is false.
+	FallbackConfig embed.Config
+
+	// BreakerFailures is how many consecutive failed calls open a server's
+	// circuit breaker. Zero is 5.
+	BreakerFailures uint32
+
+	// BreakerTimeout is how long a breaker stays open before it lets one
+	// trial call through (half-open); a successful trial closes it. Zero
+	// is 5s.
+	BreakerTimeout time.Duration
+
+	// TLS, when not nil, wraps every connection in TLS; set Certificates
+	// for mutual TLS. A nil ServerName is taken from the server's host.
+	// Nil is plain TCP.
+	TLS *tls.Config
+
+	// DialContext opens the TCP connections; nil is a net.Dialer. Tests
+	// use it to inject faults.
+	DialContext func(ctx context.Context, network, address string) (net.Conn, error)
+
+	// Logger; nil discards.
+	Logger *slog.Logger
+
+	// Registerer receives the client's Prometheus metrics (see the package
+	// documentation); nil registers none. Two clients on one Registerer
+	// collide: wrap it with prometheus.WrapRegistererWith and a label.
+	Registerer prometheus.Registerer
+}
+
+// DefaultConfig returns the recommended configuration for servers: a 200ms
+// timeout per attempt, 2 retries on other servers, 2 connections per
+// server, no prefetch, the fallback on (machine 0, time guard in
+// ./vesta-data) and breakers that open after 5 consecutive failures for 5s.
+func DefaultConfig(servers ...string) Config {
+	return Config{
+		Servers:         append([]string(nil), servers...),
+		Timeout:         defaultTimeout,
+		Retries:         2,
+		ConnsPerServer:  defaultConnsPerServer,
+		Fallback:        true,
+		FallbackConfig:  embed.DefaultConfig(),
+		BreakerFailures: defaultBreakerFailures,
+		BreakerTimeout:  defaultBreakerTimeout,
+	}
+}
+
+// Validate reports the first field that cannot be used, by name.
+func (c Config) Validate() error {
+	if len(c.Servers) == 0 {
+		return fmt.Errorf("%w: Servers: empty; want at least one host:port", ErrConfig)
+	}
+	seen := make(map[string]bool, len(c.Servers))
+	for i, s := range c.Servers {
+		host, port, err := net.SplitHostPort(s)
+		if err != nil || host == "" {
+			return fmt.Errorf("%w: Servers[%d]: %q; want host:port", ErrConfig, i, s)
+		}
+		if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+			return fmt.Errorf("%w: Servers[%d]: %q: port %q; want 1-65535", ErrConfig, i, s, port)
+		}
+		if seen[s] {
+			return fmt.Errorf("%w: Servers[%d]: %q appears twice", ErrConfig, i, s)
+		}
+		seen[s] = true
+	}
+	switch {
+	case c.Timeout < 0:
+		return fmt.Errorf("%w: Timeout: %v; want > 0 (or 0 for %v)", ErrConfig, c.Timeout, defaultTimeout)
+	case c.Retries < 0:
+		return fmt.Errorf("%w: Retries: %d; want >= 0", ErrConfig, c.Retries)
+	case c.ConnsPerServer < 0 || c.ConnsPerServer > maxConnsPerServer:
+		return fmt.Errorf("%w: ConnsPerServer: %d; want 0-%d", ErrConfig, c.ConnsPerServer, maxConnsPerServer)
+	case c.Prefetch < 0 || c.Prefetch > maxPrefetch:
+		return fmt.Errorf("%w: Prefetch: %d; want 0-%d", ErrConfig, c.Prefetch, maxPrefetch)
+	case c.BreakerTimeout < 0:
+		return fmt.Errorf("%w: BreakerTimeout: %v; want > 0 (or 0 for %v)", ErrConfig, c.BreakerTimeout, defaultBreakerTimeout)
+	}
+	if !c.Fallback {
+		return nil
+	}
+	if err := c.FallbackConfig.Validate(); err != nil {
+		return fmt.Errorf("%w: FallbackConfig: %w", ErrConfig, err)
+	}
+	if c.FallbackConfig.DataDir == "" {
+		return fmt.Errorf("%w: FallbackConfig.DataDir: empty; the fallback needs a time guard so that a restarted application cannot re-issue its fallback IDs", ErrConfig)
+	}
+	return nil
+}
+
+// withDefaults returns a copy of c with zero fields replaced by their
+// defaults; the caller's slices are not shared.
+func (c Config) withDefaults() Config {
+	c.Servers = append([]string(nil), c.Servers...)
+	if c.Timeout == 0 {
+		c.Timeout = defaultTimeout
+	}
+	if c.ConnsPerServer == 0 {
+		c.ConnsPerServer = defaultConnsPerServer
+	}
+	if c.BreakerFailures == 0 {
+		c.BreakerFailures = defaultBreakerFailures
+	}
+	if c.BreakerTimeout == 0 {
+		c.BreakerTimeout = defaultBreakerTimeout
+	}
+	if c.TLS != nil {
+		c.TLS = c.TLS.Clone()
+	}
+	if c.DialContext == nil {
+		c.DialContext = (&net.Dialer{}).DialContext
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}

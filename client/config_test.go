@@ -1,0 +1,67 @@
+package client_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vesta-go/vesta/client"
+	"github.com/vesta-go/vesta/core"
+)
+
+func TestConfigValidate(t *testing.T) {
+	ok := client.DefaultConfig("127.0.0.1:7070", "[::1]:7070")
+	ok.FallbackConfig.DataDir = t.TempDir()
+	tests := []struct {
+		name  string
+		edit  func(*client.Config)
+		field string // "" = valid
+	}{
+		{"default", func(*client.Config) {}, ""},
+		{"zero fields take defaults", func(c *client.Config) {
+			c.Timeout, c.Retries, c.ConnsPerServer, c.BreakerFailures, c.BreakerTimeout = 0, 0, 0, 0, 0
+		}, ""},
+		{"fallback off needs no data dir", func(c *client.Config) { c.Fallback, c.FallbackConfig.DataDir = false, "" }, ""},
+		{"no servers", func(c *client.Config) { c.Servers = nil }, "Servers:"},
+		{"no port", func(c *client.Config) { c.Servers = []string{"localhost"} }, "Servers[0]"},
+		{"no host", func(c *client.Config) { c.Servers = []string{":7070"} }, "Servers[0]"},
+		{"bad port", func(c *client.Config) { c.Servers = []string{"127.0.0.1:7070", "h:99999"} }, "Servers[1]"},
+		{"port 0", func(c *client.Config) { c.Servers = []string{"h:0"} }, "Servers[0]"},
+		{"twice", func(c *client.Config) { c.Servers = []string{"h:1", "h:1"} }, "Servers[1]"},
+		{"negative timeout", func(c *client.Config) { c.Timeout = -time.Second }, "Timeout"},
+		{"negative retries", func(c *client.Config) { c.Retries = -1 }, "Retries"},
+		{"too many conns", func(c *client.Config) { c.ConnsPerServer = 1000 }, "ConnsPerServer"},
+		{"negative prefetch", func(c *client.Config) { c.Prefetch = -1 }, "Prefetch"},
+		{"huge prefetch", func(c *client.Config) { c.Prefetch = 1 << 30 }, "Prefetch"},
+		{"negative breaker timeout", func(c *client.Config) { c.BreakerTimeout = -1 }, "BreakerTimeout"},
+		{"fallback without time guard", func(c *client.Config) { c.FallbackConfig.DataDir = "" }, "FallbackConfig.DataDir"},
+		{"fallback machine in server range", func(c *client.Config) { c.FallbackConfig.Machine = 1000 }, "FallbackConfig"},
+		{"fallback bad version", func(c *client.Config) { c.FallbackConfig.Version = 2 }, "FallbackConfig"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := ok
+			cfg.Servers = append([]string(nil), ok.Servers...)
+			tt.edit(&cfg)
+			err := cfg.Validate()
+			if tt.field == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, client.ErrConfig) || !strings.Contains(err.Error(), tt.field) {
+				t.Fatalf("Validate = %v; want ErrConfig naming %s", err, tt.field)
+			}
+		})
+	}
+}
+
+func TestDefaultConfig(t *testing.T) {
+	c := client.DefaultConfig("a:1")
+	if c.Timeout != 200*time.Millisecond || c.Retries != 2 || !c.Fallback || c.Prefetch != 0 ||
+		c.FallbackConfig.DataDir == "" || c.FallbackConfig.Machine != core.MachineID(0) {
+		t.Fatalf("DefaultConfig = %+v", c)
+	}
+}

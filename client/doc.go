@@ -1,0 +1,81 @@
+// Package client is the Go client of the central server (package central):
+// it issues IDs by calling one of several servers over MessagePack-RPC and
+// keeps issuing from an embedded generator when none of them answers.
+// *Client implements vesta.Issuer, as embed.Issuer does, so an application
+// moves between embedded and central mode by configuration alone.
+//
+// # Calls
+//
+// Each server gets Config.ConnsPerServer TCP (optionally TLS or mutual TLS)
+// connections, dialled on first use. Calls are pipelined on them: each
+// carries its own msgid, a writer goroutine sends every call queued since
+// its last write in one write, and a reader goroutine hands each reply to
+// its caller, so a few connections carry any number of concurrent callers.
+// The first call on every connection is Vesta.Info, which tells the client
+// the server's layout, epoch, type, version, machine and max_batch.
+//
+// Every attempt is bounded by Config.Timeout (or the caller's deadline, if
+// earlier). An attempt that fails — connection refused or broken, timeout,
+// or a server error other than invalid_argument (unavailable:, lease_lost:,
+// clock:, internal: all describe the state of that one server) — is retried
+// on a different server, up to Config.Retries times, starting each call at
+// the next server in turn. invalid_argument: is returned at once. A reply
+// that comes after its caller gave up is dropped: the ID it carried is
+// simply never used, which costs a number but cannot duplicate one. A
+// connection that stays silent past a timeout is closed and dialled again.
+//
+// # Failover
+//
+// Each server has a circuit breaker (sony/gobreaker): Config.BreakerFailures
+// consecutive failed attempts open it, and the client stops calling that
+// server; after Config.BreakerTimeout one trial call goes through
+// (half-open), and its success closes the breaker again.
+//
+// When every breaker is open, or every attempt of a call failed, and
+// Config.Fallback is set, the call is served by an embedded generator
+// (package embed) opened on first use with Config.FallbackConfig. Its IDs
+// carry method 0 (embedded) and the fallback's machine ID from the embedded
+// range, while the servers' IDs carry method 1 (central) and machine IDs
+// from the server range, so the two can never collide. The fallback's time
+// guard (FallbackConfig.DataDir, required) keeps a restarted application
+// from re-issuing its own fallback IDs. Its machine ID must be unique to
+// this application instance, like any embedded issuer's.
+//
+// Every call still tries the servers first (open breakers reject at no
+// cost), so the first half-open trial that succeeds returns the client to
+// central mode. The fallback stays open until Close, ready for the next
+// outage. The vesta_client_mode gauge and InFallback tell the mode.
+//
+// # Layout and epoch
+//
+// Explain, Make and TransTime run locally, with the layout, epoch, type and
+// version the first server reported in Vesta.Info. Until a server has been
+// reached they use FallbackConfig's. The fallback, when it opens after a
+// server was reached, takes the servers' layout, epoch, type and version
+// instead of its own config's (and logs when they differ), so all IDs the
+// client hands out decode alike. Make fills missing fields with the first
+// server's version, type and machine and the central method.
+//
+// # Prefetch
+//
+// With Config.Prefetch > 0 the client keeps up to that many central IDs
+// ready: when fewer than half remain, one background goroutine fetches the
+// rest with Vesta.GenIDs (Leaf's double buffer), so most NextID calls make
+// no round trip. Each buffered ID is handed out once; callers that find the
+// buffer empty wait for one refill and otherwise call a server themselves.
+// Fallback IDs never enter the buffer. Prefetched IDs are issued at fetch
+// time, so with a large buffer and a slow consumer they are older than
+// their hand-out time (their time field says when the server issued them).
+//
+// # Metrics
+//
+// With Config.Registerer the client exports:
+//
+//	vesta_client_calls_total{server,result}  calls by result: ok, invalid_argument,
+//	                                         unavailable, lease_lost, clock, internal,
+//	                                         timeout, network, protocol, rejected, canceled
+//	vesta_client_breaker_state{server}       0 closed, 1 half-open, 2 open
+//	vesta_client_fallback_ids_total          IDs issued by the fallback
+//	vesta_client_mode                        1 central, 0 fallback
+//	vesta_client_prefetch_buffered           prefetched IDs ready
+package client

@@ -1,0 +1,287 @@
+package client_test
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+
+	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/client"
+	"github.com/vesta-go/vesta/core"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fake is a small MessagePack-RPC server built from package wire, for the
+// faults a real server will not produce on demand: error codes, silence,
+// a sudden death and a restart on the same address.
+type fake struct {
+	t        testing.TB
+	gen      *core.Generator
+	maxBatch int
+	addr     string
+	tls      *tls.Config
+
+	fail   atomic.Pointer[wire.Error] // answer GenID(s) with this error
+	silent atomic.Bool                // read requests, never answer
+	calls  atomic.Int64               // GenID and GenIDs requests read
+
+	mu    sync.Mutex
+	ln    net.Listener
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+// startFake serves machine's IDs (sorted layout, max-peak) on 127.0.0.1.
+func startFake(t testing.TB, machine core.MachineID, maxBatch int) *fake {
+	t.Helper()
+	return startFakeOn(t, "127.0.0.1:0", machine, maxBatch, nil)
+}
+
+// startFakeOn is startFake on addr, behind TLS when tc is not nil.
+func startFakeOn(t testing.TB, addr string, machine core.MachineID, maxBatch int, tc *tls.Config) *fake {
+	t.Helper()
+	gen, err := core.New(context.Background(), core.Config{Machine: machine, MaxBorrow: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fake{t: t, gen: gen, maxBatch: maxBatch, tls: tc, conns: map[net.Conn]struct{}{}}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.addr = ln.Addr().String()
+	f.serve(ln)
+	t.Cleanup(func() {
+		f.kill()
+		gen.Close()
+	})
+	return f
+}
+
+func (f *fake) serve(ln net.Listener) {
+	if f.tls != nil {
+		ln = tls.NewListener(ln, f.tls)
+	}
+	f.mu.Lock()
+	f.ln = ln
+	f.mu.Unlock()
+	f.wg.Go(func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			f.mu.Lock()
+			f.conns[nc] = struct{}{}
+			f.mu.Unlock()
+			f.wg.Go(func() { f.handle(nc) })
+		}
+	})
+}
+
+// kill closes the listener and every connection, as a crash would.
+func (f *fake) kill() {
+	f.mu.Lock()
+	if f.ln != nil {
+		f.ln.Close()
+		f.ln = nil
+	}
+	for nc := range f.conns {
+		nc.Close()
+		delete(f.conns, nc)
+	}
+	f.mu.Unlock()
+	f.wg.Wait()
+}
+
+// restart listens again on the same address.
+func (f *fake) restart() {
+	f.t.Helper()
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.serve(ln)
+}
+
+func (f *fake) handle(nc net.Conn) {
+	defer nc.Close()
+	r := wire.NewReader(nc, wire.DefaultMaxRequestBytes)
+	enc := wire.NewEncoder()
+	var out []byte
+	for {
+		frame, err := r.Next()
+		if err != nil {
+			return
+		}
+		req, err := wire.DecodeRequest(frame)
+		if err != nil {
+			continue
+		}
+		if f.silent.Load() {
+			if req.Method != wire.MethodInfo {
+				f.calls.Add(1)
+			}
+			continue
+		}
+		result, werr := f.answer(req)
+		out, err = enc.AppendResponse(out[:0], req.MsgID, werr, result)
+		if err != nil {
+			f.t.Error(err)
+			return
+		}
+		if _, err := nc.Write(out); err != nil {
+			return
+		}
+	}
+}
+
+func (f *fake) answer(req wire.Request) (any, *wire.Error) {
+	switch req.Method {
+	case wire.MethodInfo:
+		c := f.gen.Codec()
+		return wire.Info{
+			Layout: c.Layout().String(), Epoch: wire.FormatEpoch(c.Epoch()), Type: uint64(f.gen.Type()),
+			Machine: uint64(f.gen.Machine()), Method: uint64(core.Central), Version: uint64(f.gen.Version()),
+			MaxBatch: uint64(f.maxBatch),
+		}, nil
+	case wire.MethodGenID, wire.MethodGenIDs:
+		f.calls.Add(1)
+		if e := f.fail.Load(); e != nil {
+			return nil, e
+		}
+		if req.Method == wire.MethodGenID {
+			id, err := f.gen.NextID(context.Background(), core.Central)
+			if err != nil {
+				return nil, wire.Errorf(wire.Unavailable, "%v", err)
+			}
+			return uint64(id), nil
+		}
+		var p wire.GenIDsParams
+		if err := wire.DecodeParams(req.Params, &p); err != nil {
+			var we *wire.Error
+			errors.As(err, &we)
+			return nil, we
+		}
+		if p.Count < 1 || p.Count > uint64(f.maxBatch) {
+			return nil, wire.Errorf(wire.InvalidArgument, "count %d; want 1-%d", p.Count, f.maxBatch)
+		}
+		ids, err := f.gen.NextIDs(context.Background(), core.Central, int(p.Count))
+		if err != nil {
+			return nil, wire.Errorf(wire.Unavailable, "%v", err)
+		}
+		out := make([]uint64, len(ids))
+		for i, id := range ids {
+			out[i] = uint64(id)
+		}
+		return out, nil
+	}
+	return nil, wire.Errorf(wire.InvalidArgument, "unknown method %q", req.Method)
+}
+
+// deadAddr returns a loopback address where nothing listens.
+func deadAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// testConfig is DefaultConfig for addrs with the fallback's time guard in
+// a temporary directory, a breaker that opens after 3 failures and tries
+// again after 50ms, a generous timeout (the race detector on two shared
+// cores is slow) and a fresh registry.
+func testConfig(t testing.TB, addrs ...string) (client.Config, *prometheus.Registry) {
+	cfg := client.DefaultConfig(addrs...)
+	cfg.FallbackConfig.DataDir = t.TempDir()
+	cfg.FallbackConfig.Machine = 7
+	cfg.Timeout = 2 * time.Second
+	cfg.BreakerFailures = 3
+	cfg.BreakerTimeout = 50 * time.Millisecond
+	reg := prometheus.NewRegistry()
+	cfg.Registerer = reg
+	return cfg, reg
+}
+
+func newClient(t testing.TB, cfg client.Config) *client.Client {
+	t.Helper()
+	c, err := client.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return c
+}
+
+// gauge reads a metric of reg: name with the label pairs given.
+func gauge(t testing.TB, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
+						found = true
+					}
+				}
+				if !found {
+					continue metric
+				}
+			}
+			switch {
+			case m.Gauge != nil:
+				return m.Gauge.GetValue()
+			case m.Counter != nil:
+				return m.Counter.GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// collect checks that no ID occurs twice, across every call of a test.
+type collect struct {
+	mu   sync.Mutex
+	seen map[core.ID]bool
+	dups int
+}
+
+func (c *collect) add(ids ...core.ID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil {
+		c.seen = map[core.ID]bool{}
+	}
+	for _, id := range ids {
+		if c.seen[id] {
+			c.dups++
+		}
+		c.seen[id] = true
+	}
+}

@@ -1,0 +1,87 @@
+package client
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sony/gobreaker/v2"
+)
+
+// metrics are the client's Prometheus collectors. They always exist (so the
+// code needs no nil checks) and are registered only with a Registerer.
+type metrics struct {
+	calls       *prometheus.CounterVec // server, result
+	breaker     *prometheus.GaugeVec   // server: 0 closed, 1 half-open, 2 open
+	fallbackIDs prometheus.Counter
+	mode        prometheus.Gauge // 1 central, 0 fallback
+	buffered    prometheus.Gauge
+}
+
+// Results of calls_total besides the wire error codes: ok, timeout (the
+// attempt's deadline passed), network (dial, TLS or a broken connection),
+// rejected (the breaker was open), protocol (a malformed reply).
+const (
+	resultOK       = "ok"
+	resultTimeout  = "timeout"
+	resultNetwork  = "network"
+	resultRejected = "rejected"
+	resultProtocol = "protocol"
+	resultCanceled = "canceled"
+)
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vesta_client_calls_total",
+			Help: "Calls to central servers by server and result (ok, a wire error code, timeout, network, rejected, protocol, canceled).",
+		}, []string{"server", "result"}),
+		breaker: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "vesta_client_breaker_state",
+			Help: "Circuit breaker state per server: 0 closed, 1 half-open, 2 open.",
+		}, []string{"server"}),
+		fallbackIDs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "vesta_client_fallback_ids_total",
+			Help: "IDs issued by the embedded fallback because no server answered.",
+		}),
+		mode: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "vesta_client_mode",
+			Help: "1 while IDs come from central servers, 0 while they come from the embedded fallback.",
+		}),
+		buffered: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "vesta_client_prefetch_buffered",
+			Help: "Prefetched central IDs ready to hand out.",
+		}),
+	}
+	m.mode.Set(1)
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.calls, m.breaker, m.fallbackIDs, m.mode, m.buffered} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// unregister removes the collectors again, so a closed client leaves the
+// Registerer free for a new one.
+func (m *metrics) unregister(reg prometheus.Registerer) {
+	if reg == nil {
+		return
+	}
+	for _, c := range []prometheus.Collector{m.calls, m.breaker, m.fallbackIDs, m.mode, m.buffered} {
+		reg.Unregister(c)
+	}
+}
+
+// breakerValue maps gobreaker's states to the gauge's documented values
+// (they coincide today, but the gauge's contract must not depend on that).
+func breakerValue(s gobreaker.State) float64 {
+	switch s {
+	case gobreaker.StateHalfOpen:
+		return 1
+	case gobreaker.StateOpen:
+		return 2
+	default:
+		return 0
+	}
+}

@@ -1,0 +1,70 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sony/gobreaker/v2"
+)
+
+// server is one central server: its breaker and its connections.
+type server struct {
+	addr  string
+	cb    *gobreaker.CircuitBreaker[struct{}]
+	slots []slot
+	rr    atomic.Uint32
+	dial  func(ctx context.Context, addr string) (*conn, error)
+}
+
+// slot holds one connection of a server, dialled on first use and again
+// after it broke. Concurrent callers share one dial.
+type slot struct {
+	mu   sync.Mutex
+	c    *conn
+	dial *dialing // the dial in progress, if any
+}
+
+type dialing struct {
+	done chan struct{}
+	c    *conn
+	err  error
+}
+
+// rejected reports how the breaker rejects a call without making it.
+func rejected(err error) bool {
+	return errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests)
+}
+
+// conn returns a live connection of s, picking its slots in turn.
+func (s *server) conn(ctx context.Context) (*conn, error) {
+	sl := &s.slots[int(s.rr.Add(1)-1)%len(s.slots)]
+	sl.mu.Lock()
+	if c := sl.c; c != nil && c.alive() {
+		sl.mu.Unlock()
+		return c, nil
+	}
+	d := sl.dial
+	if d == nil {
+		d = &dialing{done: make(chan struct{})}
+		sl.dial = d
+		sl.mu.Unlock()
+		d.c, d.err = s.dial(ctx, s.addr)
+		sl.mu.Lock()
+		sl.dial = nil
+		if d.err == nil {
+			sl.c = d.c
+		}
+		sl.mu.Unlock()
+		close(d.done)
+		return d.c, d.err
+	}
+	sl.mu.Unlock()
+	select {
+	case <-d.done:
+		return d.c, d.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
