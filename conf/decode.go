@@ -256,7 +256,7 @@ func (l *loader) decodeError(de *mapstructure.DecodeError) {
 	var ue *mapstructure.UnconvertibleTypeError
 	switch {
 	case isLeaf && lf.typ == secretType:
-		msg = "want a string (the value is not shown)"
+		msg = "(value not shown); want a string"
 	case errors.As(de, &ve):
 		msg = string(ve)
 	case errors.As(de, &pe):

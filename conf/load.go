@@ -3,6 +3,7 @@ package conf
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -246,7 +247,7 @@ func (l *loader) readSecret(secret *Secret, path *string, key string) {
 		l.fail(fileKey, "", "set together with %s; set one of them", key)
 		return
 	}
-	b, err := os.ReadFile(*path)
+	b, err := readSmallFile(*path)
 	if err != nil {
 		// The error names the path, never the content.
 		l.fail(fileKey, "", "%v", err)
@@ -265,4 +266,24 @@ func boolOrder(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// maxSecretBytes bounds a secret file: a path mistyped to a large file
+// (or a device) fails instead of filling memory.
+const maxSecretBytes = 64 << 10
+
+func readSmallFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSecretBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxSecretBytes {
+		return nil, fmt.Errorf("%q is larger than %d KiB; want a file holding only the secret", path, maxSecretBytes>>10)
+	}
+	return b, nil
 }

@@ -1,0 +1,91 @@
+package conf_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vesta-go/vesta/conf"
+)
+
+// noEnv is an empty environment, so tests never read the process's.
+var noEnv = []string{}
+
+// writeFile writes content to a new file in a temporary directory.
+func writeFile(t testing.TB, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// loadYAML loads content as the config file, with env as the environment.
+func loadYAML(t testing.TB, content string, env ...string) (conf.Loaded, error) {
+	t.Helper()
+	if env == nil {
+		env = noEnv
+	}
+	return conf.Load(conf.Options{File: writeFile(t, "vesta.yaml", content), Env: env})
+}
+
+// mustLoad fails the test on a Load error.
+func mustLoad(t testing.TB, opts conf.Options) conf.Loaded {
+	t.Helper()
+	if opts.Env == nil {
+		opts.Env = noEnv
+	}
+	l, err := conf.Load(opts)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	return l
+}
+
+// nested turns the key path "a.b.c" and a value into {"a":{"b":{"c":v}}},
+// written as JSON, which is YAML too.
+func nested(t testing.TB, key string, v any) string {
+	t.Helper()
+	parts := strings.Split(key, ".")
+	for i := len(parts) - 1; i >= 0; i-- {
+		v = map[string]any{parts[i]: v}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// wantKeyErrors checks that err matches ErrInvalid and names exactly the
+// key (every joined error), with a message holding each of want.
+func wantKeyErrors(t testing.TB, err error, key string, want ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error; want one naming %s", key)
+	}
+	if !errors.Is(err, conf.ErrInvalid) {
+		t.Errorf("errors.Is(%v, ErrInvalid) = false", err)
+	}
+	kes := conf.KeyErrors(err)
+	if len(kes) == 0 {
+		t.Fatalf("no *KeyError in %v", err)
+	}
+	for _, ke := range kes {
+		if ke.Key != key {
+			t.Errorf("error names %s; want only %s: %v", ke.Key, key, err)
+		}
+		if !strings.HasPrefix(ke.Error(), "conf: "+key+": ") {
+			t.Errorf("message %q does not start with conf: %s: ", ke.Error(), key)
+		}
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not contain %q", err, w)
+		}
+	}
+}

@@ -1,0 +1,521 @@
+package conf_test
+
+import (
+	"errors"
+	"io/fs"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/v2"
+	"github.com/spf13/pflag"
+
+	"github.com/vesta-go/vesta/conf"
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/machineid"
+)
+
+func TestLoadNothing(t *testing.T) {
+	l := mustLoad(t, conf.Options{})
+	if !l.Defaults() || len(l.Sources()) != 0 {
+		t.Errorf("Defaults() = %v, Sources() = %v; want true, none", l.Defaults(), l.Sources())
+	}
+	if !reflect.DeepEqual(l.Config, conf.DefaultConfig()) {
+		t.Errorf("Config = %v; want the defaults", l.Config)
+	}
+}
+
+// The example file holds every key at its default: it cannot drift from
+// DefaultConfig or miss a key.
+func TestExampleFile(t *testing.T) {
+	const path = "../vesta.example.yaml"
+	l := mustLoad(t, conf.Options{File: path})
+	if !reflect.DeepEqual(l.Config, conf.DefaultConfig()) {
+		t.Errorf("example file:\n%v\nwant DefaultConfig():\n%v", l.Config, conf.DefaultConfig())
+	}
+	if l.Defaults() || !slices.Equal(l.Sources(), []string{"file " + path}) {
+		t.Errorf("Defaults() = %v, Sources() = %v; want false, the file", l.Defaults(), l.Sources())
+	}
+	ko := koanf.New(".")
+	if err := ko.Load(file.Provider(path), yaml.Parser()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ko.Keys(), slices.Sorted(slices.Values(conf.Keys())); !slices.Equal(got, want) {
+		t.Errorf("example keys:\n%v\nwant every key:\n%v", got, want)
+	}
+}
+
+func TestPrecedence(t *testing.T) {
+	path := writeFile(t, "vesta.yaml", `
+id:
+  layout: vesta
+  type: min-granularity
+machine:
+  id: 5
+  redis: {addrs: ["a:1", "b:2"]}
+time_guard: {window: 10ms}
+log: {level: debug}
+`)
+	env := []string{
+		"HOME=home", "VESTAX=1", // not ours: ignored
+		"VESTA_ID_TYPE=max-peak",
+		"VESTA_MACHINE_ID=6",
+		"VESTA_MACHINE_REDIS_ADDRS=c:3",
+		"VESTA_TIME_GUARD_WINDOW=2s",
+	}
+	fs := pflag.NewFlagSet("vesta", pflag.ContinueOnError)
+	conf.AddFlags(fs)
+	fs.IntP("count", "n", 1, "not a config flag")
+	if err := fs.Parse([]string{"--machine", "7", "-n", "3", "--rest-listen", ""}); err != nil {
+		t.Fatal(err)
+	}
+	l := mustLoad(t, conf.Options{File: path, Env: env, Flags: fs})
+	c := l.Config
+	if c.ID.Layout != core.Vesta {
+		t.Errorf("id.layout = %v; want vesta from the file (an unset flag must not override)", c.ID.Layout)
+	}
+	if c.ID.Type != core.MaxPeak {
+		t.Errorf("id.type = %v; want max-peak from the environment", c.ID.Type)
+	}
+	if c.Machine.ID == nil || *c.Machine.ID != 7 {
+		t.Errorf("machine.id = %v; want 7 from the flag", c.Machine.ID)
+	}
+	if !slices.Equal(c.Machine.Redis.Addrs, []string{"c:3"}) {
+		t.Errorf("machine.redis.addrs = %v; want the environment's list, not merged", c.Machine.Redis.Addrs)
+	}
+	if c.TimeGuard.Window != 2*time.Second || c.Log.Level != "debug" || c.REST.Listen != "" {
+		t.Errorf("window %v, level %q, rest.listen %q; want 2s, debug, \"\"", c.TimeGuard.Window, c.Log.Level, c.REST.Listen)
+	}
+	if c.Central.Listen != "127.0.0.1:7070" {
+		t.Errorf("central.listen = %q; want the default", c.Central.Listen)
+	}
+	want := []string{
+		"file " + path,
+		"env VESTA_ID_TYPE", "env VESTA_MACHINE_ID", "env VESTA_MACHINE_REDIS_ADDRS", "env VESTA_TIME_GUARD_WINDOW",
+		"flag --machine", "flag --rest-listen",
+	}
+	if !slices.Equal(l.Sources(), want) {
+		t.Errorf("Sources() =\n%v\nwant\n%v", l.Sources(), want)
+	}
+}
+
+func TestUnknownYAMLKey(t *testing.T) {
+	for _, tc := range []struct{ yaml, key, want string }{
+		{"idd: {layout: vesta}", "idd", "unknown key; did you mean id?"},
+		{"id: {layuot: vesta}", "id.layuot", "did you mean id.layout?"},
+		{"machine: {redis: {adrs: [a:1]}}", "machine.redis.adrs", "did you mean machine.redis.addrs?"},
+		{"central: {tls: {ca: x}}", "central.tls.ca", "unknown key"},
+		{"rest: {tls: {client_ca: x}}", "rest.tls.client_ca", "unknown key"},
+		{"something_else: 1", "something_else", "unknown key"},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			_, err := loadYAML(t, tc.yaml)
+			wantKeyErrors(t, err, tc.key, tc.want, "(file ")
+			if !errors.Is(err, conf.ErrUnknownKey) {
+				t.Errorf("errors.Is(%v, ErrUnknownKey) = false", err)
+			}
+		})
+	}
+}
+
+func TestUnknownEnv(t *testing.T) {
+	_, err := conf.Load(conf.Options{Env: []string{"VESTA_REST_TOKN=s3cret-value", "VESTA_=x"}})
+	if !errors.Is(err, conf.ErrUnknownKey) {
+		t.Fatalf("err = %v; want ErrUnknownKey", err)
+	}
+	kes := conf.KeyErrors(err)
+	if len(kes) != 2 || kes[0].Key != "VESTA_REST_TOKN" || kes[1].Key != "VESTA_" {
+		t.Fatalf("errors %v; want VESTA_REST_TOKN and VESTA_", err)
+	}
+	if !strings.Contains(err.Error(), "did you mean VESTA_REST_TOKEN?") {
+		t.Errorf("error %q lacks the suggestion", err)
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("error %q shows the value", err)
+	}
+}
+
+func TestEnvMapping(t *testing.T) {
+	for _, k := range conf.Keys() {
+		if want := "VESTA_" + strings.ToUpper(strings.ReplaceAll(k, ".", "_")); conf.EnvVar(k) != want {
+			t.Errorf("EnvVar(%s) = %s; want %s", k, conf.EnvVar(k), want)
+		}
+	}
+	l := mustLoad(t, conf.Options{Env: []string{
+		"VESTA_ID_LAYOUT=vesta",
+		"VESTA_ID_TYPE=1",
+		"VESTA_ID_EPOCH=2020-01-01T00:00:00Z",
+		"VESTA_ID_VERSION=1",
+		"VESTA_ID_MAX_BORROW=0",
+		"VESTA_MACHINE_PROVIDERS=redis, iptable,static",
+		"VESTA_MACHINE_ID=924",
+		"VESTA_MACHINE_IP_TABLE=10.1.2.3=924, 10.1.2.4=925,",
+		"VESTA_MACHINE_K8S_OFFSET=0",
+		"VESTA_MACHINE_EMBEDDED_RANGE=0-99",
+		"VESTA_MACHINE_SERVER_RANGE=900-1023",
+		"VESTA_MACHINE_REDIS_ADDRS=r1:6379,r2:6379",
+		"VESTA_MACHINE_REDIS_MASTER_NAME=mymaster",
+		"VESTA_MACHINE_REDIS_PASSWORD=pw",
+		"VESTA_MACHINE_REDIS_KEY_PREFIX=ids",
+		"VESTA_MACHINE_REDIS_LEASE_TTL=1m30s",
+		"VESTA_MACHINE_REDIS_MAX_CLOCK_SKEW=500ms",
+		"VESTA_TIME_GUARD_DIR=",
+		"VESTA_TIME_GUARD_WINDOW=5ms",
+		"VESTA_TIME_GUARD_MAX_STARTUP_WAIT=1m",
+		"VESTA_CENTRAL_LISTEN=127.0.0.1:0",
+		"VESTA_CENTRAL_MAX_BATCH=500",
+		"VESTA_CENTRAL_MAX_REQUEST_BYTES=1024",
+		"VESTA_CENTRAL_MAX_CONNS=7",
+		"VESTA_CENTRAL_TLS_CERT=c.pem",
+		"VESTA_CENTRAL_TLS_KEY=k.pem",
+		"VESTA_CENTRAL_TLS_CLIENT_CA=ca.pem",
+		"VESTA_REST_LISTEN=:8080",
+		"VESTA_REST_TOKEN=tok",
+		"VESTA_REST_TLS_CERT=c.pem",
+		"VESTA_REST_TLS_KEY=k.pem",
+		"VESTA_CLIENT_SERVERS=a:1,b:2",
+		"VESTA_CLIENT_TIMEOUT=1s",
+		"VESTA_CLIENT_RETRIES=0",
+		"VESTA_CLIENT_PREFETCH=100",
+		"VESTA_CLIENT_FALLBACK=false",
+		"VESTA_LOG_LEVEL=warn",
+		"VESTA_LOG_FORMAT=json",
+	}})
+	want := conf.Config{
+		ID: conf.IDConfig{Layout: core.Vesta, Type: core.MinGranularity,
+			Epoch: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), Version: 1},
+		Machine: conf.MachineConfig{
+			Providers: []string{"redis", "iptable", "static"}, ID: intp(924),
+			IPTable:       map[string]int{"10.1.2.3": 924, "10.1.2.4": 925},
+			EmbeddedRange: mustRange(t, "0-99"), ServerRange: mustRange(t, "900-1023"),
+			Redis: conf.RedisConfig{Addrs: []string{"r1:6379", "r2:6379"}, MasterName: "mymaster", Password: "pw",
+				KeyPrefix: "ids", LeaseTTL: 90 * time.Second, MaxClockSkew: 500 * time.Millisecond},
+		},
+		TimeGuard: conf.TimeGuardConfig{Window: 5 * time.Millisecond, MaxStartupWait: time.Minute},
+		Central: conf.CentralConfig{Listen: "127.0.0.1:0", MaxBatch: 500, MaxRequestBytes: 1024, MaxConns: 7,
+			TLS: conf.CentralTLS{Cert: "c.pem", Key: "k.pem", ClientCA: "ca.pem"}},
+		REST:   conf.RESTConfig{Listen: ":8080", Token: "tok", TLS: conf.RESTTLS{Cert: "c.pem", Key: "k.pem"}},
+		Client: conf.ClientConfig{Servers: []string{"a:1", "b:2"}, Timeout: time.Second, Prefetch: 100},
+		Log:    conf.LogConfig{Level: "warn", Format: "json"},
+	}
+	if got := l.Config; !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%v\nwant\n%v", got, want)
+	}
+	if len(l.Env) != 38 {
+		t.Errorf("%d variables applied; want 38", len(l.Env))
+	}
+}
+
+func TestEnvEmptyLists(t *testing.T) {
+	l := mustLoad(t, conf.Options{Env: []string{"VESTA_CLIENT_SERVERS=", "VESTA_MACHINE_IP_TABLE="}})
+	if s := l.Config.Client.Servers; s == nil || len(s) != 0 {
+		t.Errorf("client.servers = %#v; want empty", s)
+	}
+	if m := l.Config.Machine.IPTable; m == nil || len(m) != 0 {
+		t.Errorf("machine.ip_table = %#v; want empty", m)
+	}
+}
+
+// Values of the wrong kind, from the file or the environment, are errors
+// naming the key; mapstructure's silent conversions are refused.
+func TestDecodeInvalid(t *testing.T) {
+	for _, tc := range []struct {
+		src  string // YAML, or VAR=value for the environment
+		key  string
+		want string
+	}{
+		{"id: {layout: foo}", "id.layout", `"foo"; want sorted or vesta`},
+		{"id: {layout: 1}", "id.layout", "1; want sorted or vesta"},
+		{"id: {type: 2}", "id.type", "2; want max-peak, min-granularity, 0 or 1"},
+		{"id: {type: [0]}", "id.type", "[0]; want max-peak"},
+		{"id: {epoch: 2025-13-01}", "id.epoch", `"2025-13-01"; want an RFC 3339 instant`},
+		{"id: {epoch: 1735689600}", "id.epoch", "1735689600; want an RFC 3339 instant"},
+		{"id: {version: 1.5}", "id.version", "1.5; want an integer"},
+		{"id: {version: 18446744073709551615}", "id.version", "18446744073709551615; want an integer"},
+		{"id: {max_borrow: 5}", "id.max_borrow", "5; want a duration with a unit, such as 5s"},
+		{"id: {max_borrow: 1x}", "id.max_borrow", `"1x"; want a duration`},
+		{"VESTA_ID_MAX_BORROW=", "id.max_borrow", `""; want a duration`},
+		{"machine: {providers: {a: 1}}", "machine.providers", "want a list of strings"},
+		{"machine: {id: abc}", "machine.id", `"abc"; want an integer`},
+		{"VESTA_MACHINE_ID=", "machine.id", `""; want an integer`},
+		{"VESTA_MACHINE_ID=7x", "machine.id", `"7x"; want an integer`},
+		{"machine: {ip_table: [1, 2]}", "machine.ip_table", "want a mapping of IP address to machine ID"},
+		{`machine: {ip_table: {"10.1.2.3": abc}}`, "machine.ip_table", `item [10.1.2.3]: "abc"; want an integer`},
+		{"VESTA_MACHINE_IP_TABLE=10.1.2.3", "machine.ip_table", `"10.1.2.3"; want IP=ID pairs`},
+		{"VESTA_MACHINE_IP_TABLE=10.1.2.3=1,10.1.2.3=2", "machine.ip_table", `"10.1.2.3"; listed twice`},
+		{"VESTA_MACHINE_IP_TABLE=10.1.2.3=x", "machine.ip_table", `"x"; want an integer`},
+		{"machine: {k8s_offset: true}", "machine.k8s_offset", "true; want an integer"},
+		{"machine: {embedded_range: 5-x}", "machine.embedded_range", `"5-x"; want first-last within 0-1023`},
+		{"machine: {server_range: 1000-2000}", "machine.server_range", `"1000-2000"; want first-last`},
+		{"machine: {redis: {addrs: {a: 1}}}", "machine.redis.addrs", "want a list"},
+		{"machine: {redis: {master_name: {a: 1}}}", "machine.redis.master_name", "want a string"},
+		{"machine: {redis: {password: [hunter2, x]}}", "machine.redis.password", "(value not shown); want a string"},
+		{"machine: {redis: {password_file: {a: 1}}}", "machine.redis.password_file", "want a string"},
+		{"machine: {redis: {key_prefix: [a, b]}}", "machine.redis.key_prefix", "want a string"},
+		{"machine: {redis: {lease_ttl: 15}}", "machine.redis.lease_ttl", "15; want a duration with a unit"},
+		{"machine: {redis: {max_clock_skew: fast}}", "machine.redis.max_clock_skew", `"fast"; want a duration`},
+		{"machine: {redis: 5}", "machine.redis", "want a mapping of machine.redis.* keys"},
+		{"machine: [a]", "machine", "want a mapping of machine.* keys"},
+		{"time_guard: {dir: [a, b]}", "time_guard.dir", "want a string"},
+		{"time_guard: {window: 3}", "time_guard.window", "3; want a duration with a unit"},
+		{"time_guard: {max_startup_wait: -}", "time_guard.max_startup_wait", `"-"; want a duration`},
+		{"central: {listen: {a: 1}}", "central.listen", "want a string"},
+		{"central: {max_batch: 1e3x}", "central.max_batch", `"1e3x"; want an integer`},
+		{"VESTA_CENTRAL_MAX_REQUEST_BYTES=64KiB", "central.max_request_bytes", `"64KiB"; want an integer`},
+		{"central: {max_conns: 2.5}", "central.max_conns", "2.5; want an integer"},
+		{"central: {tls: {cert: [a, b]}}", "central.tls.cert", "want a string"},
+		{"central: {tls: {key: [a, b]}}", "central.tls.key", "want a string"},
+		{"central: {tls: {client_ca: [a, b]}}", "central.tls.client_ca", "want a string"},
+		{"rest: {listen: [a, b]}", "rest.listen", "want a string"},
+		{"rest: {token: {t: s3cret}}", "rest.token", "(value not shown); want a string"},
+		{"rest: {token_file: [a, b]}", "rest.token_file", "want a string"},
+		{"rest: {tls: {cert: [a, b]}}", "rest.tls.cert", "want a string"},
+		{"rest: {tls: {key: [a, b]}}", "rest.tls.key", "want a string"},
+		{"client: {servers: {a: 1}}", "client.servers", "want a list"},
+		{"client: {timeout: 200}", "client.timeout", "200; want a duration with a unit, such as 200s"},
+		{"client: {retries: two}", "client.retries", `"two"; want an integer`},
+		{"client: {prefetch: null}", "", ""}, // null leaves the default
+		{"client: {fallback: 1}", "client.fallback", "1; want true or false"},
+		{"client: {fallback: yes}", "client.fallback", `"yes"; want true or false`},
+		{"VESTA_CLIENT_FALLBACK=", "client.fallback", `""; want true or false`},
+		{"log: {level: [a, b]}", "log.level", "want a string"},
+		{"log: {format: {a: 1}}", "log.format", "want a string"},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			var err error
+			if v, ok := strings.CutPrefix(tc.src, "VESTA_"); ok && strings.Contains(v, "=") {
+				_, err = conf.Load(conf.Options{Env: []string{tc.src}})
+			} else {
+				_, err = loadYAML(t, tc.src)
+			}
+			if tc.key == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			wantKeyErrors(t, err, tc.key, tc.want)
+			if strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("error %q shows a secret", err)
+			}
+		})
+	}
+}
+
+// Every key rejects a value of the wrong kind, naming the key.
+func TestEveryKeyRejectsWrongKind(t *testing.T) {
+	for _, k := range conf.Keys() {
+		t.Run(k, func(t *testing.T) {
+			var v any = map[string]any{"a": map[string]any{"b": 1}}
+			if k == "machine.ip_table" {
+				v = []any{1, 2}
+			}
+			_, err := loadYAML(t, nested(t, k, v))
+			wantKeyErrors(t, err, k, "; want ")
+		})
+	}
+}
+
+func TestNullKeepsDefaults(t *testing.T) {
+	l := mustLoad(t, conf.Options{File: writeFile(t, "v.yaml", "id:\nmachine: {id: null, redis: ~}\nlog: {level: null}\n")})
+	if !reflect.DeepEqual(l.Config, conf.DefaultConfig()) {
+		t.Errorf("got %v; want the defaults", l.Config)
+	}
+}
+
+func TestLoadFileErrors(t *testing.T) {
+	_, err := conf.Load(conf.Options{File: t.TempDir() + "/missing.yaml", Env: noEnv})
+	if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, conf.ErrInvalid) {
+		t.Errorf("missing file: %v; want fs.ErrNotExist", err)
+	}
+	for _, bad := range []string{"id: [", "- a\n- b\n", "5", "id: {layout: a}\nid: {layout: b}\n"} {
+		_, err := loadYAML(t, bad)
+		if !errors.Is(err, conf.ErrInvalid) || !strings.Contains(err.Error(), "vesta.yaml") {
+			t.Errorf("%q: %v; want ErrInvalid naming the file", bad, err)
+		}
+	}
+	if _, err := loadYAML(t, ""); err != nil {
+		t.Errorf("empty file: %v", err)
+	}
+}
+
+func TestErrorSources(t *testing.T) {
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	conf.AddFlags(fs, "machine", "log-level")
+	if err := fs.Parse([]string{"--machine=5000"}); err != nil {
+		t.Fatal(err)
+	}
+	path := writeFile(t, "v.yaml", "central: {max_batch: 0}\n")
+	_, err := conf.Load(conf.Options{File: path, Flags: fs, Env: []string{"VESTA_LOG_FORMAT=xml"}})
+	for _, want := range []string{
+		"conf: machine.id: 5000; want 0-1023 (flag --machine)",
+		"conf: central.max_batch: 0; want 1-1000000 (file " + path + ")",
+		`conf: log.format: "xml"; want text or json (env VESTA_LOG_FORMAT)`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error\n%v\nlacks\n%s", err, want)
+		}
+	}
+}
+
+func TestSecretFiles(t *testing.T) {
+	pw := writeFile(t, "pw", "redis-pw\n")
+	tok := writeFile(t, "tok", "rest-token\r\n")
+	l := mustLoad(t, conf.Options{
+		File: writeFile(t, "v.yaml", "rest: {token_file: "+tok+"}\n"),
+		Env:  []string{"VESTA_MACHINE_REDIS_PASSWORD_FILE=" + pw},
+	})
+	if got := l.Config.Machine.Redis.Password.Reveal(); got != "redis-pw" {
+		t.Errorf("password = %q; want redis-pw", got)
+	}
+	if got := l.Config.REST.Token.Reveal(); got != "rest-token" {
+		t.Errorf("token = %q; want rest-token", got)
+	}
+	if err := l.Config.Validate(); err != nil {
+		t.Errorf("Validate after Load: %v", err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		env  []string
+		key  string
+		want string
+	}{
+		{"both", []string{"VESTA_REST_TOKEN=x", "VESTA_REST_TOKEN_FILE=" + tok}, "rest.token_file", "set together with rest.token"},
+		{"both password", []string{"VESTA_MACHINE_REDIS_PASSWORD=x", "VESTA_MACHINE_REDIS_PASSWORD_FILE=" + pw},
+			"machine.redis.password_file", "set together with machine.redis.password"},
+		{"missing", []string{"VESTA_REST_TOKEN_FILE=" + t.TempDir() + "/none"}, "rest.token_file", "no such file"},
+		{"empty", []string{"VESTA_MACHINE_REDIS_PASSWORD_FILE=" + writeFile(t, "e", "\n")}, "machine.redis.password_file", "is empty"},
+		{"large", []string{"VESTA_REST_TOKEN_FILE=" + writeFile(t, "big", strings.Repeat("x", 64<<10+1))}, "rest.token_file", "larger than 64 KiB"},
+		{"directory", []string{"VESTA_REST_TOKEN_FILE=" + t.TempDir()}, "rest.token_file", "is a directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := conf.Load(conf.Options{Env: tc.env})
+			wantKeyErrors(t, err, tc.key, tc.want, "(env VESTA_")
+			if strings.Contains(err.Error(), "rest-token") || strings.Contains(err.Error(), "redis-pw") {
+				t.Errorf("error %q shows a secret", err)
+			}
+		})
+	}
+}
+
+func TestFlags(t *testing.T) {
+	keys := conf.Keys()
+	seen := map[string]bool{}
+	for _, f := range conf.Flags() {
+		if !slices.Contains(keys, f.Key) || seen[f.Name] || f.Usage == "" {
+			t.Errorf("flag %+v: unknown key, duplicate name or no usage", f)
+		}
+		seen[f.Name] = true
+	}
+	want := map[string]string{
+		"machine": "machine.id", "layout": "id.layout", "type": "id.type", "epoch": "id.epoch",
+		"servers": "client.servers", "data-dir": "time_guard.dir", "central-listen": "central.listen",
+		"rest-listen": "rest.listen", "log-level": "log.level", "log-format": "log.format",
+	}
+	got := map[string]string{}
+	for _, f := range conf.Flags() {
+		got[f.Name] = f.Key
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("flag table %v; want %v", got, want)
+	}
+
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	conf.AddFlags(fs)
+	args := []string{"--machine=3", "--layout=vesta", "--type=1", "--epoch=2020-01-01T00:00:00Z",
+		"--servers=a:1,b:2", "--servers=c:3", "--data-dir=data", "--central-listen=:1", "--rest-listen=:2",
+		"--log-level=error", "--log-format=json"}
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	l := mustLoad(t, conf.Options{Flags: fs})
+	c := l.Config
+	if *c.Machine.ID != 3 || c.ID.Layout != core.Vesta || c.ID.Type != core.MinGranularity ||
+		!c.ID.Epoch.Equal(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)) ||
+		!slices.Equal(c.Client.Servers, []string{"a:1", "b:2", "c:3"}) || c.TimeGuard.Dir != "data" ||
+		c.Central.Listen != ":1" || c.REST.Listen != ":2" || c.Log.Level != "error" || c.Log.Format != "json" {
+		t.Errorf("got %v", c)
+	}
+	if len(l.Flags) != len(want) {
+		t.Errorf("flags applied %v; want all %d", l.Flags, len(want))
+	}
+
+	// Registered but unset flags change nothing, whatever their defaults.
+	fs = pflag.NewFlagSet("y", pflag.ContinueOnError)
+	conf.AddFlags(fs, "layout", "machine")
+	if l := mustLoad(t, conf.Options{Flags: fs}); !l.Defaults() || !reflect.DeepEqual(l.Config, conf.DefaultConfig()) {
+		t.Errorf("unset flags changed the config: %v", l.Config)
+	}
+
+	defer func() {
+		if recover() == nil {
+			t.Error("AddFlags with an unknown name did not panic")
+		}
+	}()
+	conf.AddFlags(pflag.NewFlagSet("z", pflag.ContinueOnError), "nope")
+}
+
+func TestResolveID(t *testing.T) {
+	m := conf.DefaultConfig().Machine
+	if got := m.ResolveID(core.Central); got != 1023 {
+		t.Errorf("server default %d; want 1023", got)
+	}
+	if got := m.ResolveID(core.REST); got != 1023 {
+		t.Errorf("REST default %d; want 1023", got)
+	}
+	if got := m.ResolveID(core.Embedded); got != 0 {
+		t.Errorf("embedded default %d; want 0", got)
+	}
+	m.EmbeddedRange, m.ServerRange = mustRange(t, "100-1023"), mustRange(t, "0-99")
+	if s, e := m.ResolveID(core.Central), m.ResolveID(core.Embedded); s != 99 || e != 100 {
+		t.Errorf("moved ranges: server %d, embedded %d; want 99, 100", s, e)
+	}
+	if r := m.Range(core.REST); r != mustRange(t, "0-99") {
+		t.Errorf("Range(REST) = %v", r)
+	}
+	m.ID = intp(7)
+	if s, e := m.ResolveID(core.Central), m.ResolveID(core.Embedded); s != 7 || e != 7 {
+		t.Errorf("set ID: %d, %d; want 7, 7", s, e)
+	}
+	if (conf.MachineConfig{}).ResolveID(core.Central) != 1023 {
+		t.Error("zero ranges: want 1023 for servers")
+	}
+}
+
+func TestCore(t *testing.T) {
+	c := conf.DefaultConfig()
+	c.ID.Layout, c.ID.Version = core.Vesta, 1
+	cc, err := c.Core(core.Central)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc.Machine != 1023 || cc.Layout != core.Vesta || cc.Version != 1 || cc.MaxBorrow != time.Second ||
+		cc.GuardWindow != 3*time.Second || cc.MaxStartupWait != 10*time.Second {
+		t.Errorf("Core = %+v", cc)
+	}
+	if err := cc.Validate(); err != nil {
+		t.Error(err)
+	}
+	c.Central.MaxBatch = 0
+	if _, err := c.Core(core.Central); !errors.Is(err, conf.ErrInvalid) {
+		t.Errorf("Core of an invalid config: %v; want ErrInvalid", err)
+	}
+}
+
+func TestDefaultConfigFresh(t *testing.T) {
+	a := conf.DefaultConfig()
+	a.Machine.Providers[0] = "redis"
+	a.Machine.IPTable["x"] = 1
+	a.Machine.Redis.Addrs[0] = "x"
+	if b := conf.DefaultConfig(); b.Machine.Providers[0] != "static" || len(b.Machine.IPTable) != 0 ||
+		b.Machine.Redis.Addrs[0] != "127.0.0.1:6379" {
+		t.Error("DefaultConfig shares its slices or maps between calls")
+	}
+	_ = machineid.DefaultServerRange
+}

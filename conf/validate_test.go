@@ -1,0 +1,236 @@
+package conf_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vesta-go/vesta/conf"
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/machineid"
+)
+
+func TestDefaultsValidate(t *testing.T) {
+	if err := conf.DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestZeroConfigInvalid(t *testing.T) {
+	err := conf.Config{}.Validate()
+	if !errors.Is(err, conf.ErrInvalid) {
+		t.Fatalf("Validate of the zero Config = %v; want ErrInvalid", err)
+	}
+}
+
+func intp(i int) *int { return &i }
+
+func mustRange(t testing.TB, s string) machineid.Range {
+	t.Helper()
+	r, err := machineid.ParseRange(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// invalidCases are invalid values of every key that has any, each changing
+// DefaultConfig() so that exactly one key is wrong.
+func invalidCases(t testing.TB) []struct {
+	key  string
+	set  func(*conf.Config)
+	want string
+} {
+	return []struct {
+		key  string
+		set  func(*conf.Config)
+		want string
+	}{
+		{"id.layout", func(c *conf.Config) { c.ID.Layout = 7 }, "layout(7); want sorted or vesta"},
+		{"id.type", func(c *conf.Config) { c.ID.Type = 2 }, "type(2); want max-peak, min-granularity, 0 or 1"},
+		{"id.epoch", func(c *conf.Config) { c.ID.Epoch = time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC) }, "1960-01-01T00:00:00Z; want"},
+		{"id.epoch", func(c *conf.Config) { c.ID.Epoch = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC) }, "2200-01-01T00:00:00Z; want"},
+		{"id.epoch", func(c *conf.Config) { c.ID.Epoch = time.Date(2025, 1, 1, 0, 0, 0, 500, time.UTC) }, "whole milliseconds"},
+		{"id.version", func(c *conf.Config) { c.ID.Version = 2 }, "2; want 0 or 1"},
+		{"id.version", func(c *conf.Config) { c.ID.Version = -1 }, "-1; want 0 or 1"},
+		{"id.max_borrow", func(c *conf.Config) { c.ID.MaxBorrow = -time.Second }, "-1s; want 0 (never ahead of the clock) to 24h"},
+		{"id.max_borrow", func(c *conf.Config) { c.ID.MaxBorrow = 25 * time.Hour }, "25h0m0s; want"},
+		{"machine.providers", func(c *conf.Config) { c.Machine.Providers = nil }, "empty; want one or more of redis, k8s, iptable, static"},
+		{"machine.providers", func(c *conf.Config) { c.Machine.Providers = []string{"etcd"} }, `"etcd"; want redis, k8s, iptable or static`},
+		{"machine.providers", func(c *conf.Config) { c.Machine.Providers = []string{"Static"} }, `"Static"; want`},
+		{"machine.providers", func(c *conf.Config) { c.Machine.Providers = []string{"static", "k8s", "static"} }, `"static" listed twice`},
+		{"machine.id", func(c *conf.Config) { c.Machine.ID = intp(-1) }, "-1; want 0-1023"},
+		{"machine.id", func(c *conf.Config) { c.Machine.ID = intp(1024) }, "1024; want 0-1023"},
+		{"machine.id", func(c *conf.Config) {
+			c.Machine.EmbeddedRange = mustRange(t, "0-99")
+			c.Machine.ID = intp(500)
+		}, "500 lies in no range; want an ID in machine.embedded_range 0-99 or machine.server_range 924-1023"},
+		{"machine.ip_table", func(c *conf.Config) { c.Machine.IPTable = map[string]int{"10.1.2": 924} }, `key "10.1.2"; want an IP address`},
+		{"machine.ip_table", func(c *conf.Config) { c.Machine.IPTable = map[string]int{"10.1.2.3": 1024} }, `"10.1.2.3": 1024; want 0-1023`},
+		{"machine.ip_table", func(c *conf.Config) { c.Machine.IPTable = map[string]int{"10.1.2.3": -5} }, `"10.1.2.3": -5; want 0-1023`},
+		{"machine.ip_table", func(c *conf.Config) { c.Machine.IPTable = map[string]int{"::1": 924, "0::1": 925} }, `"0::1" and "::1" are the same address`},
+		{"machine.ip_table", func(c *conf.Config) {
+			c.Machine.IPTable = map[string]int{"10.1.2.3": 924, "::ffff:10.1.2.3": 925}
+		}, "are the same address"},
+		{"machine.ip_table", func(c *conf.Config) { c.Machine.Providers = []string{"iptable"} }, "empty; the iptable provider"},
+		{"machine.ip_table", func(c *conf.Config) {
+			c.Machine.ServerRange = mustRange(t, "1000-1023")
+			c.Machine.IPTable = map[string]int{"10.1.2.3": 950}
+		}, `"10.1.2.3": 950 lies in no range`},
+		{"machine.k8s_offset", func(c *conf.Config) { c.Machine.K8sOffset = -1 }, "-1; want 0-1023"},
+		{"machine.k8s_offset", func(c *conf.Config) { c.Machine.K8sOffset = 1024 }, "1024; want 0-1023"},
+		{"machine.embedded_range", func(c *conf.Config) { c.Machine.EmbeddedRange = machineid.Range{} }, "empty; want first-last within 0-1023"},
+		{"machine.embedded_range", func(c *conf.Config) { c.Machine.EmbeddedRange = mustRange(t, "900-950") },
+			`"900-950" overlaps machine.server_range "924-1023"`},
+		{"machine.server_range", func(c *conf.Config) { c.Machine.ServerRange = machineid.Range{First: 1000, Count: 100} }, "want first-last within 0-1023"},
+		{"machine.redis.addrs", func(c *conf.Config) { c.Machine.Redis.Addrs = []string{"localhost"} }, `"localhost"; want host:port with a port 1-65535`},
+		{"machine.redis.addrs", func(c *conf.Config) { c.Machine.Redis.Addrs = []string{"localhost:0"} }, `"localhost:0"; want host:port`},
+		{"machine.redis.addrs", func(c *conf.Config) { c.Machine.Redis.Addrs = []string{"localhost:65536"} }, "want host:port"},
+		{"machine.redis.addrs", func(c *conf.Config) { c.Machine.Redis.Addrs = []string{"localhost:redis"} }, "want host:port"},
+		{"machine.redis.addrs", func(c *conf.Config) {
+			c.Machine.Providers = []string{"redis"}
+			c.Machine.Redis.Addrs = nil
+		}, "empty; the redis provider"},
+		{"machine.redis.key_prefix", func(c *conf.Config) {
+			c.Machine.Providers = []string{"redis", "static"}
+			c.Machine.Redis.KeyPrefix = ""
+		}, `""; the redis provider`},
+		{"machine.redis.lease_ttl", func(c *conf.Config) { c.Machine.Redis.LeaseTTL = 999 * time.Millisecond }, "999ms; want at least 1s"},
+		{"machine.redis.lease_ttl", func(c *conf.Config) { c.Machine.Redis.LeaseTTL = 0 }, "0s; want at least 1s"},
+		{"machine.redis.max_clock_skew", func(c *conf.Config) { c.Machine.Redis.MaxClockSkew = -time.Millisecond }, "-1ms; want 0 (no check) or more"},
+		{"time_guard.window", func(c *conf.Config) { c.TimeGuard.Window = 0 }, "0s; want at least one time unit of id.type max-peak (1s)"},
+		{"time_guard.window", func(c *conf.Config) { c.TimeGuard.Window = 999 * time.Millisecond }, "999ms; want at least"},
+		{"time_guard.window", func(c *conf.Config) {
+			c.ID.Type = core.MinGranularity
+			c.TimeGuard.Window = time.Microsecond
+		}, "min-granularity (1ms)"},
+		{"time_guard.max_startup_wait", func(c *conf.Config) { c.TimeGuard.MaxStartupWait = -time.Second }, "-1s; want 0 (fail at once) or more"},
+		{"central.listen", func(c *conf.Config) { c.Central.Listen = "7070" }, `"7070"; want host:port with a port 0-65535, or "" for off`},
+		{"central.listen", func(c *conf.Config) { c.Central.Listen = "127.0.0.1:-1" }, "want host:port"},
+		{"central.listen", func(c *conf.Config) { c.Central.Listen = "127.0.0.1:99999" }, "want host:port"},
+		{"central.max_batch", func(c *conf.Config) { c.Central.MaxBatch = 0 }, "0; want 1-1000000"},
+		{"central.max_batch", func(c *conf.Config) { c.Central.MaxBatch = 1_000_001 }, "1000001; want 1-1000000"},
+		{"central.max_request_bytes", func(c *conf.Config) { c.Central.MaxRequestBytes = 255 }, "255; want 256-67108864"},
+		{"central.max_request_bytes", func(c *conf.Config) { c.Central.MaxRequestBytes = 64<<20 + 1 }, "want 256-67108864"},
+		{"central.max_conns", func(c *conf.Config) { c.Central.MaxConns = 0 }, "0; want 1-1000000"},
+		{"central.tls.key", func(c *conf.Config) { c.Central.TLS.Cert = "cert.pem" }, "both or neither"},
+		{"central.tls.cert", func(c *conf.Config) { c.Central.TLS.Key = "key.pem" }, "both or neither"},
+		{"central.tls.client_ca", func(c *conf.Config) { c.Central.TLS.ClientCA = "ca.pem" }, "set without central.tls.cert"},
+		{"rest.listen", func(c *conf.Config) { c.REST.Listen = "localhost:http" }, `"localhost:http"; want host:port`},
+		{"rest.listen", func(c *conf.Config) { c.REST.Listen = c.Central.Listen }, `"127.0.0.1:7070" is also central.listen`},
+		{"rest.token", func(c *conf.Config) { c.REST.Token = "abc def" }, "whitespace or control characters"},
+		{"rest.token", func(c *conf.Config) { c.REST.Token = "abc\r" }, "(the token is not shown)"},
+		{"rest.tls.key", func(c *conf.Config) { c.REST.TLS.Cert = "cert.pem" }, "both or neither"},
+		{"rest.tls.cert", func(c *conf.Config) { c.REST.TLS.Key = "key.pem" }, "both or neither"},
+		{"client.servers", func(c *conf.Config) { c.Client.Servers = []string{"a:1", "b"} }, `"b"; want host:port with a port 1-65535`},
+		{"client.servers", func(c *conf.Config) { c.Client.Servers = []string{"a:0"} }, `"a:0"; want`},
+		{"client.servers", func(c *conf.Config) { c.Client.Servers = []string{"a:1", "a:1"} }, `"a:1" listed twice`},
+		{"client.timeout", func(c *conf.Config) { c.Client.Timeout = 0 }, "0s; want more than 0"},
+		{"client.timeout", func(c *conf.Config) { c.Client.Timeout = -time.Second }, "-1s; want more than 0"},
+		{"client.retries", func(c *conf.Config) { c.Client.Retries = -1 }, "-1; want 0-10"},
+		{"client.retries", func(c *conf.Config) { c.Client.Retries = 11 }, "11; want 0-10"},
+		{"client.prefetch", func(c *conf.Config) { c.Client.Prefetch = -1 }, "-1; want 0-1000000"},
+		{"client.prefetch", func(c *conf.Config) { c.Client.Prefetch = 1_000_001 }, "1000001; want 0-1000000"},
+		{"log.level", func(c *conf.Config) { c.Log.Level = "verbose" }, `"verbose"; want debug, info, warn or error`},
+		{"log.level", func(c *conf.Config) { c.Log.Level = "" }, `""; want`},
+		{"log.format", func(c *conf.Config) { c.Log.Format = "xml" }, `"xml"; want text or json`},
+	}
+}
+
+func TestValidateInvalid(t *testing.T) {
+	for _, tc := range invalidCases(t) {
+		t.Run(tc.key+"/"+tc.want, func(t *testing.T) {
+			c := conf.DefaultConfig()
+			tc.set(&c)
+			wantKeyErrors(t, c.Validate(), tc.key, tc.want)
+		})
+	}
+}
+
+// keysWithoutInvalidValues take any value of their type; the other keys
+// must each have a case in invalidCases.
+var keysWithoutInvalidValues = []string{
+	"machine.redis.master_name",
+	"machine.redis.password",      // any string, spaces included
+	"machine.redis.password_file", // read by Load: see TestSecretFiles
+	"time_guard.dir",              // checked when opened
+	"rest.token_file",             // read by Load: see TestSecretFiles
+	"client.fallback",
+}
+
+func TestEveryKeyValidated(t *testing.T) {
+	covered := map[string]bool{}
+	for _, tc := range invalidCases(t) {
+		covered[tc.key] = true
+	}
+	for _, k := range conf.Keys() {
+		if !covered[k] && !slices.Contains(keysWithoutInvalidValues, k) {
+			t.Errorf("key %s has no invalid case in invalidCases", k)
+		}
+	}
+}
+
+func TestValidateValid(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*conf.Config)
+	}{
+		{"vesta min-granularity", func(c *conf.Config) {
+			c.ID.Layout, c.ID.Type, c.TimeGuard.Window = core.Vesta, core.MinGranularity, time.Millisecond
+		}},
+		{"epoch", func(c *conf.Config) { c.ID.Epoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.FixedZone("x", 3600)) }},
+		{"version 1, no borrowing", func(c *conf.Config) { c.ID.Version, c.ID.MaxBorrow = 1, 0 }},
+		{"every provider", func(c *conf.Config) {
+			c.Machine.Providers = []string{"redis", "k8s", "iptable", "static"}
+			c.Machine.IPTable = map[string]int{"10.1.2.3": 924, "fd00::1": 925, "10.1.2.4": 5}
+		}},
+		{"machine IDs at the ends", func(c *conf.Config) { c.Machine.ID = intp(0); c.Machine.K8sOffset = 1023 }},
+		{"moved ranges", func(c *conf.Config) {
+			c.Machine.EmbeddedRange, c.Machine.ServerRange = mustRange(t, "100-1023"), mustRange(t, "0-99")
+		}},
+		{"servers off", func(c *conf.Config) { c.Central.Listen, c.REST.Listen = "", "" }},
+		{"port 0 twice", func(c *conf.Config) { c.Central.Listen, c.REST.Listen = "127.0.0.1:0", "127.0.0.1:0" }},
+		{"ipv6 listen", func(c *conf.Config) { c.Central.Listen, c.REST.Listen = "[::1]:7070", ":7080" }},
+		{"tls", func(c *conf.Config) {
+			c.Central.TLS = conf.CentralTLS{Cert: "c", Key: "k", ClientCA: "ca"}
+			c.REST.TLS = conf.RESTTLS{Cert: "c", Key: "k"}
+		}},
+		{"client", func(c *conf.Config) {
+			c.Client.Servers = []string{"a:1", "[::1]:7070"}
+			c.Client.Retries, c.Client.Prefetch, c.Client.Fallback = 10, 1_000_000, false
+		}},
+		{"log", func(c *conf.Config) { c.Log.Level, c.Log.Format = "DEBUG", "JSON" }},
+		{"no redis addrs without redis", func(c *conf.Config) { c.Machine.Redis.Addrs = nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := conf.DefaultConfig()
+			tc.set(&c)
+			if err := c.Validate(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestValidateReportsEveryKey(t *testing.T) {
+	c := conf.DefaultConfig()
+	c.ID.Layout = 9
+	c.Central.MaxBatch = 0
+	c.Log.Format = "xml"
+	err := c.Validate()
+	var keys []string
+	for _, ke := range conf.KeyErrors(err) {
+		keys = append(keys, ke.Key)
+	}
+	if want := []string{"id.layout", "central.max_batch", "log.format"}; !slices.Equal(keys, want) {
+		t.Fatalf("keys = %v; want %v", keys, want)
+	}
+	if got := strings.Count(err.Error(), "\n"); got != 2 {
+		t.Errorf("%d lines; want 3: %q", got+1, err)
+	}
+	if want := "conf: central.max_batch: 0; want 1-1000000"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q lacks %q", err, want)
+	}
+}
