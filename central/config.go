@@ -1,0 +1,145 @@
+package central
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vesta-go/vesta/central/wire"
+)
+
+// Defaults, used for zero Config fields.
+const (
+	DefaultMaxBatch     = 10000
+	DefaultMaxConns     = 10000
+	DefaultMaxInFlight  = 1024
+	DefaultIdleTimeout  = 5 * time.Minute
+	DefaultReadTimeout  = 10 * time.Second
+	DefaultWriteTimeout = 10 * time.Second
+)
+
+// Bounds that Validate enforces.
+const (
+	maxBatchLimit   = 1_000_000
+	minRequestBytes = 256 // holds any legitimate request
+	maxRequestBytes = 64 << 20
+	maxConnsLimit   = 1_000_000
+	maxInFlight     = 1 << 20
+)
+
+// Config configures a Server. The zero Config is valid and means the
+// defaults; the address to listen on is not here, as Serve takes a
+// listener.
+type Config struct {
+	// MaxBatch is the largest count of Vesta.GenIDs; zero is 10000.
+	MaxBatch int
+	// MaxRequestBytes bounds one request frame; a larger one closes the
+	// connection. Zero is 65536. Memory held for reading is at most this
+	// much per connection.
+	MaxRequestBytes int
+	// MaxConns bounds open connections; past it, new connections are
+	// closed as soon as they are accepted. Zero is 10000.
+	MaxConns int
+	// MaxInFlight bounds the calls of one connection that wait for the
+	// generator at once (the sequence ran out, or the time guard lags);
+	// past it, calls are answered unavailable at once. Zero is 1024.
+	MaxInFlight int
+	// IdleTimeout closes a connection that sends nothing while no call of
+	// its is waiting; zero is 5 minutes.
+	IdleTimeout time.Duration
+	// ReadTimeout bounds how long a frame may take to arrive once its first
+	// byte has, and the TLS handshake; a peer that sends half a frame and
+	// stalls is cut off. Zero is 10 seconds.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds each write of responses to a connection; a peer
+	// that does not read is cut off. Zero is 10 seconds.
+	WriteTimeout time.Duration
+	// TLS, when not nil, serves TLS with this configuration (cloned, never
+	// modified). With ClientCAs set and ClientAuth
+	// tls.RequireAndVerifyClientCert, only clients with a certificate
+	// signed by those CAs get in (mTLS). Nil serves plain TCP.
+	TLS *tls.Config
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Registerer receives the server's Prometheus metrics; nil registers
+	// none.
+	Registerer prometheus.Registerer
+}
+
+// DefaultConfig returns the defaults, spelled out.
+func DefaultConfig() Config {
+	return Config{
+		MaxBatch:        DefaultMaxBatch,
+		MaxRequestBytes: wire.DefaultMaxRequestBytes,
+		MaxConns:        DefaultMaxConns,
+		MaxInFlight:     DefaultMaxInFlight,
+		IdleTimeout:     DefaultIdleTimeout,
+		ReadTimeout:     DefaultReadTimeout,
+		WriteTimeout:    DefaultWriteTimeout,
+	}
+}
+
+// Validate reports the first field that cannot be used, by name.
+func (c Config) Validate() error {
+	ints := []struct {
+		name     string
+		v        int
+		min, max int
+	}{
+		{"MaxBatch", c.MaxBatch, 1, maxBatchLimit},
+		{"MaxRequestBytes", c.MaxRequestBytes, minRequestBytes, maxRequestBytes},
+		{"MaxConns", c.MaxConns, 1, maxConnsLimit},
+		{"MaxInFlight", c.MaxInFlight, 1, maxInFlight},
+	}
+	for _, f := range ints {
+		if f.v != 0 && (f.v < f.min || f.v > f.max) {
+			return fmt.Errorf("%w: %s %d; want 0 (default) or %d-%d", ErrInvalidConfig, f.name, f.v, f.min, f.max)
+		}
+	}
+	durations := []struct {
+		name string
+		v    time.Duration
+	}{{"IdleTimeout", c.IdleTimeout}, {"ReadTimeout", c.ReadTimeout}, {"WriteTimeout", c.WriteTimeout}}
+	for _, f := range durations {
+		if f.v < 0 {
+			return fmt.Errorf("%w: %s %v; want 0 (default) or more", ErrInvalidConfig, f.name, f.v)
+		}
+	}
+	if c.TLS != nil && len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil && c.TLS.GetConfigForClient == nil {
+		return fmt.Errorf("%w: TLS has no certificate", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	pick := func(v, def int) int {
+		if v == 0 {
+			return def
+		}
+		return v
+	}
+	pickD := func(v, def time.Duration) time.Duration {
+		if v == 0 {
+			return def
+		}
+		return v
+	}
+	c.MaxBatch = pick(c.MaxBatch, d.MaxBatch)
+	c.MaxRequestBytes = pick(c.MaxRequestBytes, d.MaxRequestBytes)
+	c.MaxConns = pick(c.MaxConns, d.MaxConns)
+	c.MaxInFlight = pick(c.MaxInFlight, d.MaxInFlight)
+	c.IdleTimeout = pickD(c.IdleTimeout, d.IdleTimeout)
+	c.ReadTimeout = pickD(c.ReadTimeout, d.ReadTimeout)
+	c.WriteTimeout = pickD(c.WriteTimeout, d.WriteTimeout)
+	if c.TLS != nil {
+		c.TLS = c.TLS.Clone()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}

@@ -1,0 +1,232 @@
+package central
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vesta-go/vesta/central/wire"
+)
+
+// readBufSize is the read buffer a connection starts with, and returns to
+// after a large frame: room for a few hundred pipelined requests.
+const readBufSize = 4096
+
+// conn serves one connection. Its goroutine (serve) reads frames and
+// answers what cannot block at once, into out; it writes out only when no
+// further complete frame is buffered, so pipelined calls are answered
+// with few writes. Calls that must wait for the generator run on
+// goroutines of their own (tracked by calls) and append their answers to
+// out themselves.
+type conn struct {
+	s      *Server
+	nc     net.Conn
+	ctx    context.Context // ends when the connection breaks or the server closes
+	cancel context.CancelFunc
+
+	draining atomic.Bool  // Shutdown: read nothing more
+	broken   atomic.Bool  // a write failed
+	waiting  atomic.Int32 // calls on goroutines of their own
+	calls    sync.WaitGroup
+
+	wmu      sync.Mutex
+	enc      *wire.Encoder
+	out      []byte
+	batching bool  // the read loop will write out soon
+	werr     error // the first write error: nothing more is written
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	ctx, cancel := context.WithCancel(s.ctx)
+	return &conn{s: s, nc: nc, ctx: ctx, cancel: cancel, enc: wire.NewEncoder()}
+}
+
+// drain makes the read loop stop reading; it then answers what it has read.
+func (c *conn) drain() {
+	c.draining.Store(true)
+	c.nc.SetReadDeadline(time.Unix(1, 0)) // wakes a blocked Read
+}
+
+func (c *conn) serve() {
+	defer c.s.done(c)
+	defer c.cancel()
+	defer c.nc.Close()
+	log := c.s.log.With("remote", c.nc.RemoteAddr().String())
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		c.nc.SetDeadline(time.Now().Add(c.s.cfg.ReadTimeout))
+		if err := tc.HandshakeContext(c.ctx); err != nil {
+			log.Debug("central: TLS handshake failed", "err", err)
+			return
+		}
+		c.nc.SetDeadline(time.Time{})
+	}
+	if err := c.readLoop(); err != nil {
+		log.Debug("central: closing connection", "err", err)
+	}
+	// Answer the calls still waiting, then close.
+	c.calls.Wait()
+	c.wmu.Lock()
+	c.flushLocked()
+	c.wmu.Unlock()
+}
+
+// readLoop reads and serves frames until the peer closes, an error, or
+// Shutdown. It returns nil when there is nothing to report.
+func (c *conn) readLoop() error {
+	cfg := &c.s.cfg
+	buf := make([]byte, readBufSize)
+	start, end := 0, 0
+	var frameSince time.Time // when the partial frame at buf[start:end] began
+	for {
+		served := false
+		for {
+			n, err := wire.Split(buf[start:end], cfg.MaxRequestBytes)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				break
+			}
+			err = c.handle(buf[start : start+n])
+			start += n
+			served = true
+			if err != nil {
+				return err
+			}
+		}
+		c.endBatch()
+		if c.broken.Load() {
+			return nil
+		}
+
+		// Make room: move a partial frame to the front, grow the buffer
+		// for a large one, or return to the small buffer after one.
+		if start == end {
+			start, end = 0, 0
+			frameSince = time.Time{}
+			if len(buf) > readBufSize {
+				buf = make([]byte, readBufSize)
+			}
+		} else {
+			if served || frameSince.IsZero() {
+				frameSince = time.Now()
+			}
+			end = copy(buf, buf[start:end])
+			start = 0
+			if end == len(buf) { // Split has checked it is below the limit
+				buf = append(buf, make([]byte, min(2*len(buf), cfg.MaxRequestBytes)-len(buf))...)
+			}
+		}
+
+		deadline := time.Now().Add(cfg.IdleTimeout)
+		if !frameSince.IsZero() {
+			deadline = frameSince.Add(cfg.ReadTimeout)
+		}
+		c.nc.SetReadDeadline(deadline)
+		if c.draining.Load() { // after setting the deadline: see drain
+			return nil
+		}
+		n, err := c.nc.Read(buf[end:])
+		end += n
+		if n > 0 || err == nil {
+			continue // an error comes back on the next Read
+		}
+		switch {
+		case c.draining.Load():
+			return nil
+		case errors.Is(err, os.ErrDeadlineExceeded) && !frameSince.IsZero():
+			return errors.New("read timeout within a frame")
+		case errors.Is(err, os.ErrDeadlineExceeded) && c.waiting.Load() > 0:
+			continue // idle, but waiting for our answers
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return errors.New("idle timeout")
+		case errors.Is(err, io.EOF) && end > 0:
+			return io.ErrUnexpectedEOF
+		case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+			return nil
+		}
+		c.cancel() // a broken connection: nobody will read the answers
+		return err
+	}
+}
+
+// handle serves one frame. It returns an error only when the connection
+// must close: a frame that cannot be answered.
+func (c *conn) handle(frame []byte) error {
+	var t0 time.Time
+	if c.s.met != nil {
+		t0 = time.Now()
+	}
+	req, err := wire.DecodeRequest(frame)
+	if err != nil {
+		var we *wire.Error
+		if errors.As(err, &we) {
+			c.respond(true, req.MsgID, methodIndex(req.Method), t0, we, nil)
+			return nil
+		}
+		return err
+	}
+	if req.Notify {
+		return nil
+	}
+	c.call(req, t0)
+	return nil
+}
+
+// respond queues the answer to a call. The read loop's answers wait for
+// its next write; others are written at once unless the read loop is about
+// to write.
+func (c *conn) respond(fromLoop bool, msgid uint32, method int, t0 time.Time, werr *wire.Error, result any) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.s.met != nil {
+		c.s.met.requests[method][codeIndex(werr)].Inc()
+		c.s.met.duration[method].Observe(time.Since(t0).Seconds())
+	}
+	if c.werr != nil {
+		return
+	}
+	var err error
+	c.out, err = c.enc.AppendResponse(c.out, msgid, werr, result)
+	if err != nil { // a result of a type the codec cannot write: a bug
+		c.s.log.Error("central: encoding a response", "err", err)
+		c.out, _ = c.enc.AppendResponse(c.out, msgid, &wire.Error{Code: wire.Internal, Message: "internal error"}, nil)
+	}
+	if fromLoop {
+		c.batching = true
+	} else if !c.batching {
+		c.flushLocked()
+	}
+}
+
+// endBatch writes what the read loop queued.
+func (c *conn) endBatch() {
+	c.wmu.Lock()
+	c.batching = false
+	c.flushLocked()
+	c.wmu.Unlock()
+}
+
+// flushLocked writes out; c.wmu is held.
+func (c *conn) flushLocked() {
+	if len(c.out) == 0 || c.werr != nil {
+		return
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
+	if _, err := c.nc.Write(c.out); err != nil {
+		c.werr = err
+		c.broken.Store(true)
+		c.cancel()
+		c.nc.Close() // wakes the read loop
+	}
+	c.out = c.out[:0]
+	if cap(c.out) > 64<<10 { // do not keep a large batch's buffer
+		c.out = nil
+	}
+}

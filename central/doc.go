@@ -1,0 +1,26 @@
+// Package central is the central ID server: it publishes one
+// core.Generator over MessagePack-RPC on TCP (optionally TLS or mutual
+// TLS), for Go services that call it through package client and for any
+// spec-compliant MessagePack-RPC client in another language. IDs it issues
+// carry method 1 (central) and the server's machine ID, from the server
+// range.
+//
+// The frames, methods, parameter and result shapes and error codes live in
+// package wire, which the client shares; the Server type's comment sums up
+// the wire format.
+//
+// A program runs it as
+//
+//	srv, err := central.NewServer(gen, cfg)
+//	go srv.Serve(ln)
+//	...
+//	srv.Shutdown(ctx) // answers every request read, then closes
+//	gen.Close()       // the caller owns the generator
+//
+// Each connection has one goroutine that reads requests and answers, at
+// once, every call that need not wait: that is every call but an issuing
+// one whose time unit has run out of sequence (or whose time guard lags),
+// which moves to a goroutine of its own so that it stalls nobody else.
+// Answers are written when no further request is buffered, so a client
+// that pipelines many calls gets their answers in few writes.
+package central

@@ -1,0 +1,279 @@
+package central_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"math/big"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/vesta-go/vesta/central"
+	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/core"
+)
+
+// TestShutdown: every call read before Shutdown is answered, even one that
+// waits for the clock; idle connections close at once; new ones are
+// refused; Shutdown returns when all is done.
+func TestShutdown(t *testing.T) {
+	gen, clock := manualGen(t)
+	srv, addr := serve(t, gen, central.Config{})
+	busy := dial(t, addr)
+	idle := dial(t, addr)
+	idle.genID()
+	exhaust(t, gen)
+	waiting := busy.send(wire.MethodGenID, nil)
+	var info wire.Info
+	busy.result(wire.MethodInfo, nil, &info) // so the GenID was read before
+
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(context.Background()) }()
+	idle.closed()
+	if nc, err := net.Dial("tcp", addr.String()); err == nil {
+		nc.Close()
+		t.Fatal("a new connection was accepted during Shutdown")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := clock.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Millisecond)
+	if resp := busy.recv(); resp.MsgID != waiting || resp.Error != nil {
+		t.Fatalf("waiting call: %+v", resp)
+	}
+	busy.closed()
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if err := srv.Serve(newListener(t)); !errors.Is(err, central.ErrServerClosed) {
+		t.Fatalf("Serve after Shutdown: %v", err)
+	}
+	srv.Close() // idempotent
+}
+
+// TestShutdownDeadline: when ctx ends first, Shutdown closes everything and
+// says so; waiting calls end unanswered.
+func TestShutdownDeadline(t *testing.T) {
+	gen, _ := manualGen(t)
+	srv, addr := serve(t, gen, central.Config{})
+	p := dial(t, addr)
+	exhaust(t, gen)
+	p.send(wire.MethodGenID, nil)
+	var info wire.Info
+	p.result(wire.MethodInfo, nil, &info)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := srv.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	p.closed()
+}
+
+func newListener(t testing.TB) net.Listener {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// pki is a CA with a server certificate for 127.0.0.1 and a client
+// certificate, made for the test.
+type pki struct {
+	pool   *x509.CertPool
+	server tls.Certificate
+	client tls.Certificate
+}
+
+func newPKI(t testing.TB) pki {
+	t.Helper()
+	key := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	caKey := key()
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "vesta test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	leaf := func(serial int64, usage x509.ExtKeyUsage) tls.Certificate {
+		k := key()
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "vesta test"},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &k.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k}
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	return pki{pool: pool, server: leaf(2, x509.ExtKeyUsageServerAuth), client: leaf(3, x509.ExtKeyUsageClientAuth)}
+}
+
+// dialTLS calls Vesta.GenID over TLS and returns the error, if any.
+func dialTLS(t *testing.T, addr net.Addr, cfg *tls.Config) error {
+	nc, err := tls.Dial("tcp", addr.String(), cfg)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	p := newPeer(t, nc)
+	p.send(wire.MethodGenID, nil)
+	resp, err := p.tryRecv()
+	if err == nil && resp.Error != nil {
+		err = resp.Error
+	}
+	return err
+}
+
+func TestTLS(t *testing.T) {
+	ca, other := newPKI(t), newPKI(t)
+	gen := newGen(t, core.Config{})
+
+	_, addr := serve(t, gen, central.Config{TLS: &tls.Config{Certificates: []tls.Certificate{ca.server}}})
+	if err := dialTLS(t, addr, &tls.Config{RootCAs: ca.pool}); err != nil {
+		t.Fatalf("TLS: %v", err)
+	}
+	if err := dialTLS(t, addr, &tls.Config{RootCAs: other.pool}); err == nil {
+		t.Fatal("TLS: a client trusted a certificate of another CA")
+	}
+	plain := dial(t, addr) // msgpack where a TLS handshake belongs
+	plain.send(wire.MethodGenID, nil)
+	plain.closed()
+
+	mtls := &tls.Config{
+		Certificates: []tls.Certificate{ca.server},
+		ClientCAs:    ca.pool,
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+	}
+	_, addr = serve(t, gen, central.Config{TLS: mtls})
+	if err := dialTLS(t, addr, &tls.Config{RootCAs: ca.pool, Certificates: []tls.Certificate{ca.client}}); err != nil {
+		t.Fatalf("mTLS with a client certificate: %v", err)
+	}
+	if err := dialTLS(t, addr, &tls.Config{RootCAs: ca.pool}); err == nil {
+		t.Fatal("mTLS: a client without a certificate was served")
+	}
+	if err := dialTLS(t, addr, &tls.Config{RootCAs: ca.pool, Certificates: []tls.Certificate{other.client}}); err == nil {
+		t.Fatal("mTLS: a client with a certificate of another CA was served")
+	}
+	if mtls.ClientAuth != tls.RequireAndVerifyClientCert || len(mtls.Certificates) != 1 {
+		t.Fatal("the server changed the caller's tls.Config")
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	gen := newGen(t, core.Config{})
+	_, addr := serve(t, gen, central.Config{Registerer: reg, MaxConns: 2})
+	// A second server on the same registry shares the metrics.
+	if _, err := central.NewServer(gen, central.Config{Registerer: reg}); err != nil {
+		t.Fatal(err)
+	}
+	p := dial(t, addr)
+	for range 3 {
+		p.genID()
+	}
+	var ids []uint64
+	p.result(wire.MethodGenIDs, &wire.GenIDsParams{Count: 10}, &ids)
+	p.call(wire.MethodGenIDs, &wire.GenIDsParams{Count: 0})
+	for _, m := range []string{"Vesta.Foo", "Vesta.Bar", "x"} {
+		p.call(m, nil)
+	}
+	dial(t, addr).genID()
+	dial(t, addr).closed() // the third of MaxConns 2
+
+	tests := []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"vesta_rpc_requests_total", map[string]string{"method": "Vesta.GenID", "code": "ok"}, 4},
+		{"vesta_rpc_requests_total", map[string]string{"method": "Vesta.GenIDs", "code": "ok"}, 1},
+		{"vesta_rpc_requests_total", map[string]string{"method": "Vesta.GenIDs", "code": "invalid_argument"}, 1},
+		{"vesta_rpc_requests_total", map[string]string{"method": "unknown", "code": "invalid_argument"}, 3},
+		{"vesta_rpc_request_duration_seconds", map[string]string{"method": "Vesta.GenID"}, 4},
+		{"vesta_ids_issued_total", map[string]string{"mode": "central"}, 14},
+		{"vesta_rpc_connections", nil, 2},
+		{"vesta_rpc_connections_rejected_total", nil, 1},
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		if got := value(families, tt.name, tt.labels); got != tt.want {
+			t.Errorf("%s%v = %v; want %v", tt.name, tt.labels, got, tt.want)
+		}
+	}
+	for _, f := range families {
+		if f.GetName() == "vesta_rpc_requests_total" {
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "method" && l.GetValue() != "unknown" && methodOK(l.GetValue()) == false {
+						t.Errorf("label value %q", l.GetValue())
+					}
+				}
+			}
+		}
+	}
+}
+
+func methodOK(m string) bool {
+	for _, k := range wire.Methods() {
+		if k == m {
+			return true
+		}
+	}
+	return false
+}
+
+// value returns the value of the metric with labels (a histogram's count).
+func value(families []*dto.MetricFamily, name string, labels map[string]string) float64 {
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
+					continue metrics
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue()
+			case m.Gauge != nil:
+				return m.Gauge.GetValue()
+			case m.Histogram != nil:
+				return float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return -1
+}

@@ -1,0 +1,113 @@
+package central
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vesta-go/vesta/central/wire"
+)
+
+// Label values. Methods outside wire.Methods() count as "unknown", so a
+// caller cannot create label values; codes are "ok" or a wire.Code.
+const (
+	labelUnknown = "unknown"
+	labelOK      = "ok"
+)
+
+// methodIndex maps a method name to its metrics slot; unknown names get
+// the last one.
+func methodIndex(m string) int {
+	for i, k := range wire.Methods() {
+		if m == k {
+			return i
+		}
+	}
+	return len(wire.Methods())
+}
+
+func codeIndex(e *wire.Error) int {
+	if e == nil {
+		return 0
+	}
+	for i, c := range wire.Codes() {
+		if e.Code == c {
+			return i + 1
+		}
+	}
+	return len(wire.Codes()) // Internal is last
+}
+
+// metrics are the server's Prometheus metrics, with every labelled child
+// resolved up front so that counting a call costs no map lookup. A nil
+// *metrics counts nothing.
+type metrics struct {
+	requests [][]prometheus.Counter // [method][code]
+	duration []prometheus.Observer  // [method]
+	conns    prometheus.Gauge
+	rejected prometheus.Counter
+	issued   prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	if reg == nil {
+		return nil, nil
+	}
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vesta_rpc_requests_total",
+		Help: "MessagePack-RPC requests answered, by method and result code (ok or an error code).",
+	}, []string{"method", "code"})
+	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "vesta_rpc_request_duration_seconds",
+		Help:    "Time from decoding a MessagePack-RPC request to queueing its response.",
+		Buckets: []float64{1e-6, 5e-6, 25e-6, 1e-4, 5e-4, 1e-3, 5e-3, 0.025, 0.1, 0.5, 1, 5},
+	}, []string{"method"})
+	conns := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "vesta_rpc_connections",
+		Help: "Open MessagePack-RPC connections.",
+	})
+	rejected := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "vesta_rpc_connections_rejected_total",
+		Help: "MessagePack-RPC connections closed on accept because MaxConns were open.",
+	})
+	issued := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vesta_ids_issued_total",
+		Help: "IDs issued, by publish mode.",
+	}, []string{"mode"})
+
+	// Two servers may share a registry (and the REST server counts its
+	// IDs under the same name): reuse what is already registered.
+	var err error
+	register := func(c prometheus.Collector) prometheus.Collector {
+		if e := reg.Register(c); e != nil {
+			var are prometheus.AlreadyRegisteredError
+			if errors.As(e, &are) {
+				return are.ExistingCollector
+			}
+			err = errors.Join(err, e)
+		}
+		return c
+	}
+	requests, _ = register(requests).(*prometheus.CounterVec)
+	duration, _ = register(duration).(*prometheus.HistogramVec)
+	conns, _ = register(conns).(prometheus.Gauge)
+	rejected, _ = register(rejected).(prometheus.Counter)
+	issued, _ = register(issued).(*prometheus.CounterVec)
+	if err == nil && (requests == nil || duration == nil || conns == nil || rejected == nil || issued == nil) {
+		err = errors.New("a metric of the same name but another kind is registered")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("central: metrics: %w", err)
+	}
+
+	m := &metrics{conns: conns, rejected: rejected, issued: issued.WithLabelValues("central")}
+	for _, name := range append(wire.Methods(), labelUnknown) {
+		row := []prometheus.Counter{requests.WithLabelValues(name, labelOK)}
+		for _, c := range wire.Codes() {
+			row = append(row, requests.WithLabelValues(name, string(c)))
+		}
+		m.requests = append(m.requests, row)
+		m.duration = append(m.duration, duration.WithLabelValues(name))
+	}
+	return m, nil
+}

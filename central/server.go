@@ -1,0 +1,272 @@
+package central
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/vesta-go/vesta/core"
+)
+
+// Server publishes a core.Generator over MessagePack-RPC.
+//
+// The wire format (see package wire for the details): over TCP, optionally
+// TLS, each side writes MessagePack arrays back to back, with no other
+// framing. A client sends requests [0, msgid, method, params] and the server
+// answers each with [1, msgid, error, result], where exactly one of error
+// and result is nil. Requests of one connection are served concurrently and
+// answered in any order, so a client may pipeline as many as it likes and
+// match answers by msgid. params is [] or [{name: value, ...}]. error is a
+// string that starts with a code: "invalid_argument: count 0; want
+// 1-10000". Notifications [2, method, params] are read and dropped.
+//
+// Methods: Vesta.GenID -> uint64; Vesta.GenIDs {count} -> [uint64...];
+// Vesta.ExpID {id} -> map; Vesta.MakeID {time, seq, machine?, method?,
+// type?, version?} -> uint64; Vesta.TransTime {time} -> map; Vesta.Info ->
+// map.
+//
+// A frame that is not MessagePack, larger than MaxRequestBytes, nested too
+// deep, or a request whose msgid cannot be read closes the connection;
+// any other bad request is answered with an invalid_argument error.
+type Server struct {
+	gen  *core.Generator
+	cfg  Config
+	log  *slog.Logger
+	met  *metrics
+	ctx  context.Context // ends on Close; calls waiting for the generator end with it
+	stop context.CancelFunc
+
+	// spawnAll serves every call on a goroutine of its own, for the
+	// benchmark that compares it with serving what cannot block inline.
+	spawnAll bool
+
+	mu        sync.Mutex
+	shutdown  bool // Shutdown or Close began: accept nothing more
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	addr      net.Addr
+	accepting sync.WaitGroup // Serve loops
+	serving   sync.WaitGroup // connections
+	closeOnce sync.Once
+
+	lastWarn atomic.Int64 // unix nanoseconds of the last MaxConns warning
+}
+
+// NewServer returns a server of gen, which it uses but does not own: close
+// gen after the server is shut down. It copies cfg, filling in defaults.
+func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
+	if gen == nil {
+		return nil, fmt.Errorf("%w: nil generator", ErrInvalidConfig)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	met, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	return &Server{
+		gen:       gen,
+		cfg:       cfg,
+		log:       cfg.Logger,
+		met:       met,
+		ctx:       ctx,
+		stop:      stop,
+		listeners: make(map[net.Listener]struct{}),
+		conns:     make(map[*conn]struct{}),
+	}, nil
+}
+
+// Serve accepts connections on ln and serves them until Shutdown or Close,
+// when it returns ErrServerClosed; it closes ln. It may be called for more
+// than one listener.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.shutdown {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.listeners[ln] = struct{}{}
+	if s.addr == nil {
+		s.addr = ln.Addr()
+	}
+	s.accepting.Add(1)
+	s.mu.Unlock()
+	defer s.accepting.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+		ln.Close()
+	}()
+
+	s.log.Info("central: serving", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil)
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.closing() {
+				return ErrServerClosed
+			}
+			if !retryable(err) {
+				return fmt.Errorf("central: accept: %w", err)
+			}
+			// Out of file descriptors and the like: wait and retry, as
+			// net/http does, instead of spinning or giving up.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log.Warn("central: accept failed; retrying", "err", err, "in", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-s.ctx.Done():
+			}
+			continue
+		}
+		backoff = 0
+		s.admit(nc)
+	}
+}
+
+// retryable reports accept errors that pass with time.
+func retryable(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.EAGAIN} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// admit starts serving nc, or closes it when MaxConns are open.
+func (s *Server) admit(nc net.Conn) {
+	s.mu.Lock()
+	if s.shutdown {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	if len(s.conns) >= s.cfg.MaxConns {
+		s.mu.Unlock()
+		nc.Close()
+		if s.met != nil {
+			s.met.rejected.Inc()
+		}
+		s.warnFull()
+		return
+	}
+	if s.cfg.TLS != nil {
+		nc = tls.Server(nc, s.cfg.TLS)
+	}
+	c := newConn(s, nc)
+	s.conns[c] = struct{}{}
+	s.serving.Add(1)
+	s.mu.Unlock()
+	if s.met != nil {
+		s.met.conns.Inc()
+	}
+	go c.serve()
+}
+
+// warnFull logs that connections are refused, at most once a minute.
+func (s *Server) warnFull() {
+	now := time.Now().UnixNano()
+	last := s.lastWarn.Load()
+	if now-last > int64(time.Minute) && s.lastWarn.CompareAndSwap(last, now) {
+		s.log.Warn("central: connection limit reached; refusing connections", "max_conns", s.cfg.MaxConns)
+	}
+}
+
+// done is called by a connection when it has closed.
+func (s *Server) done(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	if s.met != nil {
+		s.met.conns.Dec()
+	}
+	s.serving.Done()
+}
+
+func (s *Server) closing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shutdown
+}
+
+// Addr returns the address of the first listener served, or nil until
+// Serve has begun.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+// beginShutdown stops accepting and returns the open connections.
+func (s *Server) beginShutdown() []*conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shutdown = true
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	return conns
+}
+
+// Shutdown stops accepting connections and reading requests, answers every
+// request already read (waiting for calls that wait for the generator),
+// flushes the answers and closes the connections. It returns when all are
+// closed, or when ctx ends: then it closes everything at once, like Close,
+// and returns ctx's error.
+func (s *Server) Shutdown(ctx context.Context) error {
+	for _, c := range s.beginShutdown() {
+		c.drain()
+	}
+	finished := make(chan struct{})
+	go func() {
+		s.accepting.Wait()
+		s.serving.Wait()
+		close(finished)
+	}()
+	select {
+	case <-finished:
+		s.Close()
+		return nil
+	case <-ctx.Done():
+		s.Close()
+		<-finished
+		return ctx.Err()
+	}
+}
+
+// Close closes the listeners and every connection at once; calls waiting
+// for the generator end unanswered. It waits until every goroutine of the
+// server has returned. It is idempotent.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.stop()
+		for _, c := range s.beginShutdown() {
+			c.nc.Close()
+		}
+		s.accepting.Wait()
+		s.serving.Wait()
+	})
+	// A second caller waits too: closeOnce blocks until the first is done.
+	return nil
+}
