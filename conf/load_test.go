@@ -519,3 +519,37 @@ func TestDefaultConfigFresh(t *testing.T) {
 	}
 	_ = machineid.DefaultServerRange
 }
+
+func TestYAMLValues(t *testing.T) {
+	l, err := loadYAML(t, `
+id:
+  layout: VESTA
+  type: 1
+  epoch: 2020-01-01T08:00:00+08:00
+  max_borrow: 0
+machine:
+  providers: [iptable, static]
+  id: "924"
+  ip_table:
+    "10.1.2.3": 924
+    "fd00::1": 925
+  embedded_range: 5
+time_guard: {window: 1ms, max_startup_wait: 0}
+client: {servers: ["a:1"], prefetch: 10.0, fallback: false}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := l.Config
+	if c.ID.Layout != core.Vesta || c.ID.Type != core.MinGranularity || c.ID.MaxBorrow != 0 ||
+		!c.ID.Epoch.Equal(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("id: %+v", c.ID)
+	}
+	if *c.Machine.ID != 924 || !maps.Equal(c.Machine.IPTable, map[string]int{"10.1.2.3": 924, "fd00::1": 925}) ||
+		c.Machine.EmbeddedRange != mustRange(t, "5-5") {
+		t.Errorf("machine: %v", c)
+	}
+	if c.Client.Prefetch != 10 || c.Client.Fallback || c.TimeGuard.MaxStartupWait != 0 {
+		t.Errorf("client: %+v", c.Client)
+	}
+}
