@@ -125,7 +125,8 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	c := &Client{cfg: cfg, log: cfg.Logger, m: m, preset: preset, conns: make(map[*conn]struct{})}
 	c.bg, c.cancel = context.WithCancel(context.Background())
 	for _, addr := range cfg.Servers {
-		s := &server{addr: addr, slots: make([]slot, cfg.ConnsPerServer), dial: c.dial}
+		s := &server{addr: addr, slots: make([]slot, cfg.ConnsPerServer), dial: c.dial,
+			ok: m.calls.WithLabelValues(addr, resultOK)}
 		m.breaker.WithLabelValues(addr).Set(0)
 		s.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 			Name:    addr,
@@ -190,17 +191,24 @@ func (c *Client) identity() identity {
 // NextID issues one ID: from the prefetch buffer if it holds one, else
 // from a server, else (every server down) from the fallback.
 func (c *Client) NextID(ctx context.Context) (core.ID, error) {
+	var buf [1]core.ID
+	var ids []core.ID
+	var err error
 	if c.pf != nil {
-		id, ok, err := c.pf.take(ctx)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
+		id, ok, cause := c.pf.take(ctx)
+		switch {
+		case ok:
 			return id, nil
+		case ctx.Err() != nil:
+			return 0, ctx.Err()
+		case c.fb != nil && errors.Is(cause, ErrUnavailable):
+			// The refill just found no server: do not try them all again.
+			ids, err = c.fromFallback(ctx, buf[:0], 1, cause)
 		}
 	}
-	var buf [1]core.ID
-	ids, err := c.issue(ctx, buf[:0], 1)
+	if ids == nil && err == nil {
+		ids, err = c.issue(ctx, buf[:0], 1)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -243,35 +251,41 @@ func (c *Client) issue(ctx context.Context, dst []core.ID, n int) ([]core.ID, er
 		if c.fb == nil || !errors.Is(err, ErrUnavailable) {
 			return nil, err
 		}
-		is, ferr := c.fb.issuer(ctx)
-		if ferr != nil {
-			return nil, errors.Join(err, ferr)
+		return c.fromFallback(ctx, dst, want-len(dst), err)
+	}
+	return dst, nil
+}
+
+// fromFallback appends k IDs of the fallback to dst; cause is why the
+// servers could not give them.
+func (c *Client) fromFallback(ctx context.Context, dst []core.ID, k int, cause error) ([]core.ID, error) {
+	is, err := c.fb.issuer(ctx)
+	if err != nil {
+		return nil, c.fallbackErr(cause, err)
+	}
+	if k == 1 {
+		id, err := is.NextID(ctx)
+		if err != nil {
+			return nil, c.fallbackErr(cause, err)
 		}
-		k := want - len(dst)
-		if k == 1 {
-			id, ferr := is.NextID(ctx)
-			if ferr != nil {
-				return nil, c.fallbackErr(err, ferr)
-			}
-			dst = append(dst, id)
-		} else {
-			ids, ferr := is.NextIDs(ctx, k)
-			if ferr != nil {
-				return nil, c.fallbackErr(err, ferr)
-			}
-			dst = append(dst, ids...)
+		dst = append(dst, id)
+	} else {
+		ids, err := is.NextIDs(ctx, k)
+		if err != nil {
+			return nil, c.fallbackErr(cause, err)
 		}
-		c.m.fallbackIDs.Add(float64(k))
-		if c.fallback.CompareAndSwap(false, true) {
-			c.m.mode.Set(0)
-			c.log.Warn("client: fallback mode: IDs come from the embedded generator", "cause", err)
-		}
+		dst = append(dst, ids...)
+	}
+	c.m.fallbackIDs.Add(float64(k))
+	if c.fallback.CompareAndSwap(false, true) {
+		c.m.mode.Set(0)
+		c.log.Warn("client: fallback mode: IDs come from the embedded generator", "cause", cause)
 	}
 	return dst, nil
 }
 
 func (c *Client) fallbackErr(central, err error) error {
-	if errors.Is(err, core.ErrClosed) {
+	if errors.Is(err, core.ErrClosed) || errors.Is(err, ErrClosed) {
 		return ErrClosed
 	}
 	return errors.Join(central, fmt.Errorf("client: fallback: %w", err))
@@ -352,10 +366,11 @@ func (c *Client) attempt(ctx context.Context, s *server, dst []core.ID, n int) (
 	actx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	out, err := c.call(actx, s, dst, n)
-	result := resultOK
-	if err != nil {
-		result, err = c.classify(ctx, actx, s, err)
+	if err == nil {
+		s.ok.Inc()
+		return out, nil
 	}
+	result, err := c.classify(ctx, actx, s, err)
 	c.m.calls.WithLabelValues(s.addr, result).Inc()
 	return out, err
 }

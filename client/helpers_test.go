@@ -31,7 +31,7 @@ type fake struct {
 	tls      *tls.Config
 
 	fail   atomic.Pointer[wire.Error] // answer GenID(s) with this error
-	silent atomic.Bool                // read requests, never answer
+	silent atomic.Bool                // read GenID(s) requests, never answer
 	calls  atomic.Int64               // GenID and GenIDs requests read
 
 	mu    sync.Mutex
@@ -127,10 +127,8 @@ func (f *fake) handle(nc net.Conn) {
 		if err != nil {
 			continue
 		}
-		if f.silent.Load() {
-			if req.Method != wire.MethodInfo {
-				f.calls.Add(1)
-			}
+		if f.silent.Load() && req.Method != wire.MethodInfo {
+			f.calls.Add(1)
 			continue
 		}
 		result, werr := f.answer(req)

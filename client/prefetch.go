@@ -24,6 +24,7 @@ type prefetch struct {
 	ids     []core.ID     // ready IDs, taken from the front
 	filling bool          // a refill is asked for or running
 	round   chan struct{} // closed when the running refill ends
+	failed  error         // why the last refill fell short, if it did
 	stopped bool
 }
 
@@ -49,10 +50,12 @@ func (p *prefetch) run(ctx context.Context) {
 		want := p.size - len(p.ids)
 		p.mu.Unlock()
 		var got []core.ID
+		var err error
 		if want > 0 {
-			got, _ = p.fill(ctx, want) // on error, keep what came; callers go direct
+			got, err = p.fill(ctx, want) // on error, keep what came
 		}
 		p.mu.Lock()
+		p.failed = err
 		if !p.stopped {
 			p.ids = append(p.ids, got...)
 			p.gauge.Set(float64(len(p.ids)))
@@ -88,9 +91,10 @@ func (p *prefetch) askLocked() {
 }
 
 // take returns a buffered ID. When the buffer is empty it waits for one
-// refill round; if that brings nothing for this caller it reports ok=false
-// and the caller asks a server directly, so a failing refill never blocks
-// anyone longer than one round (itself bounded by the call timeouts).
+// refill round; if that brings nothing for this caller it reports ok=false,
+// with the refill's error if it failed (or the context's), and the caller
+// issues elsewhere, so a failing refill never blocks anyone longer than one
+// round (itself bounded by the call timeouts).
 func (p *prefetch) take(ctx context.Context) (id core.ID, ok bool, err error) {
 	for waited := false; ; waited = true {
 		p.mu.Lock()
@@ -104,8 +108,9 @@ func (p *prefetch) take(ctx context.Context) (id core.ID, ok bool, err error) {
 			return id, true, nil
 		}
 		if waited || p.stopped {
+			err := p.failed
 			p.mu.Unlock()
-			return 0, false, nil
+			return 0, false, err
 		}
 		round := p.round
 		p.askLocked()

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
 )
 
@@ -16,6 +17,7 @@ type server struct {
 	slots []slot
 	rr    atomic.Uint32
 	dial  func(ctx context.Context, addr string) (*conn, error)
+	ok    prometheus.Counter // calls_total{server=addr,result=ok}, looked up once
 }
 
 // slot holds one connection of a server, dialled on first use and again
