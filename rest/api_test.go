@@ -1,0 +1,145 @@
+package rest_test
+
+import (
+	"encoding/json"
+	"math/big"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/rest"
+)
+
+func TestAPIIssue(t *testing.T) {
+	gen, _ := vestaGen(t)
+	for _, c := range callers(t, newServer(t, gen, rest.Config{MaxBatch: 50})) {
+		t.Run(c.name, func(t *testing.T) {
+			r := c.do(t, req(http.MethodGet, "/v1/id", "", ""))
+			var one struct{ ID json.RawMessage }
+			decode(t, r.Body, &one)
+			if r.Status != http.StatusOK || !strings.HasPrefix(string(one.ID), `"`) {
+				t.Fatalf("/v1/id = %d %s; want 200 with the id as a JSON string", r.Status, r.Body)
+			}
+			first, err := strconv.ParseUint(strings.Trim(string(one.ID), `"`), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			r = c.do(t, req(http.MethodGet, "/v1/ids?count=50", "", ""))
+			var many struct{ IDs []string }
+			decode(t, r.Body, &many)
+			if r.Status != http.StatusOK || len(many.IDs) != 50 {
+				t.Fatalf("/v1/ids?count=50 = %d, %d ids", r.Status, len(many.IDs))
+			}
+			prev := first
+			for _, s := range many.IDs {
+				id, err := strconv.ParseUint(s, 10, 64)
+				if err != nil || id <= prev {
+					t.Fatalf("id %q after %d: not an increasing decimal", s, prev)
+				}
+				prev = id
+				if m := gen.Codec().Explain(core.ID(id)).Method; m != core.REST {
+					t.Fatalf("id %d has method %s, want rest", id, m)
+				}
+			}
+		})
+	}
+}
+
+func TestAPIExplainMakeTransTimeInfo(t *testing.T) {
+	gen, _ := vestaGen(t)
+	for _, c := range callers(t, newServer(t, gen, rest.Config{})) {
+		t.Run(c.name, func(t *testing.T) {
+			r := c.do(t, req(http.MethodGet, "/v1/ids/2610813175020394494", "", ""))
+			want := `{"id":"2610813175020394494","version":0,"type":0,"type_name":"max-peak","method":2,` +
+				`"method_name":"rest","time":284025600,"seq":5,"machine":1022,"timestamp":"2024-01-01T00:00:00Z"}`
+			if r.Status != http.StatusOK || strings.TrimSpace(r.Body) != want {
+				t.Fatalf("explain = %d %s\nwant %s", r.Status, r.Body, want)
+			}
+
+			for _, body := range []string{
+				`{"time":284025600,"seq":5}`,
+				`{"time":"284025600","seq":"5","machine":1022,"method":"rest","type":"max-peak","version":0}`,
+				` {"seq":5, "time":284025600, "machine":null} `,
+			} {
+				r = c.do(t, req(http.MethodPost, "/v1/make", "application/json; charset=utf-8", body))
+				if r.Status != http.StatusOK || strings.TrimSpace(r.Body) != `{"id":"2610813175020394494"}` {
+					t.Errorf("make %s = %d %s", body, r.Status, r.Body)
+				}
+			}
+			r = c.do(t, req(http.MethodPost, "/v1/make", "application/json",
+				`{"time":284025600000,"seq":5,"type":1}`))
+			if strings.TrimSpace(r.Body) != `{"id":"7215351455186687998"}` {
+				t.Errorf("make type 1 = %d %s", r.Status, r.Body)
+			}
+
+			r = c.do(t, req(http.MethodGet, "/v1/transtime?time=284025600", "", ""))
+			if want := `{"time":284025600,"type":0,"unix_ms":1704067200000,"timestamp":"2024-01-01T00:00:00Z"}`; strings.TrimSpace(r.Body) != want {
+				t.Errorf("transtime = %d %s, want %s", r.Status, r.Body, want)
+			}
+			r = c.do(t, req(http.MethodGet, "/v1/transtime?time=284025600123&type=min-granularity", "", ""))
+			if want := `{"time":284025600123,"type":1,"unix_ms":1704067200123,"timestamp":"2024-01-01T00:00:00.123Z"}`; strings.TrimSpace(r.Body) != want {
+				t.Errorf("transtime type 1 = %d %s, want %s", r.Status, r.Body, want)
+			}
+
+			r = c.do(t, req(http.MethodGet, "/v1/info", "", ""))
+			want = `{"layout":"vesta","epoch":"2014-12-31T16:00:00Z","type":0,"type_name":"max-peak","machine":1022,` +
+				`"method":2,"method_name":"rest","version":0,"max_batch":10000}`
+			if r.Status != http.StatusOK || strings.TrimSpace(r.Body) != want {
+				t.Errorf("info = %d %s\nwant %s", r.Status, r.Body, want)
+			}
+		})
+	}
+}
+
+// TestJSONPrecision: version-1 IDs are above 2^63, far past 2^53; they
+// must cross the JSON API as exact strings, and numbers given to make must
+// be read exactly, never through a float64.
+func TestJSONPrecision(t *testing.T) {
+	gen, _ := newGen(t, core.Config{Layout: core.Sorted, Type: core.MinGranularity, Version: 1, Machine: 1000,
+		Clock: core.NewManualClock(time.Date(2026, 3, 4, 5, 6, 7, 123e6, time.UTC))})
+	s := newServer(t, gen, rest.Config{})
+
+	r := get(t, s.Handler(), "/v1/id")
+	var issued struct{ ID string }
+	if err := json.Unmarshal([]byte(r.Body), &issued); err != nil {
+		t.Fatalf("/v1/id %s: the id is not a JSON string: %v", r.Body, err)
+	}
+	id, ok := new(big.Int).SetString(issued.ID, 10)
+	if !ok || id.Cmp(new(big.Int).Lsh(big.NewInt(1), 63)) < 0 {
+		t.Fatalf("version-1 id %q is not above 2^63", issued.ID)
+	}
+
+	r = get(t, s.Handler(), "/v1/ids/"+issued.ID)
+	var e struct {
+		ID                                        string
+		Version, Type, Method, Machine, Time, Seq json.Number
+	}
+	decode(t, r.Body, &e)
+	if e.ID != issued.ID || e.Version != "1" || e.Machine != "1000" || e.Method != "2" {
+		t.Fatalf("explain %s = %s", issued.ID, r.Body)
+	}
+	// The fields back through make, as JSON numbers, give the same ID.
+	body := `{"version":` + string(e.Version) + `,"type":` + string(e.Type) + `,"method":` + string(e.Method) +
+		`,"machine":` + string(e.Machine) + `,"time":` + string(e.Time) + `,"seq":` + string(e.Seq) + `}`
+	rec := req(http.MethodPost, "/v1/make", "application/json", body)
+	r = doHandler(s, rec)
+	if strings.TrimSpace(r.Body) != `{"id":"`+issued.ID+`"}` {
+		t.Fatalf("make %s = %s, want id %s", body, r.Body, issued.ID)
+	}
+
+	// 2^53+1 rounds to 2^53 as a float64: the message must show it exact.
+	r = doHandler(s, req(http.MethodPost, "/v1/make", "application/json", `{"time":9007199254740993,"seq":0}`))
+	wantJSONError(t, r, http.StatusBadRequest, "invalid_argument", "time: 9007199254740993 out of range")
+	r = doHandler(s, req(http.MethodPost, "/v1/make", "application/json", `{"time":1,"seq":0,"machine":18446744073709551615}`))
+	wantJSONError(t, r, http.StatusBadRequest, "invalid_argument", "machine: 18446744073709551615 out of range 0-1023")
+}
+
+func doHandler(s *rest.Server, r *http.Request) response {
+	rec := newRecorder()
+	s.Handler().ServeHTTP(rec, r)
+	return response{rec.Code, rec.Header(), rec.Body.String()}
+}

@@ -1,0 +1,132 @@
+package rest
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Sentinel errors of the package; messages add the details.
+var (
+	// ErrInvalidConfig: a Config field has a value the server cannot use.
+	// The message names the field.
+	ErrInvalidConfig = errors.New("rest: invalid config")
+
+	// ErrServing: Serve was called while the server is already serving.
+	ErrServing = errors.New("rest: already serving")
+
+	// ErrClosed: Serve was called after Shutdown or Close.
+	ErrClosed = errors.New("rest: server closed")
+)
+
+// Defaults of the zero Config fields.
+const (
+	DefaultMaxBatch       = 10000
+	DefaultBodyLimit      = 64 << 10
+	DefaultRequestTimeout = 5 * time.Second
+
+	// maxMaxBatch keeps one response below ~25 MB.
+	maxMaxBatch = 1 << 20
+)
+
+// Config configures a Server. The zero Config is valid: plain HTTP, no
+// token, the defaults above, no logging and a private metrics registry.
+type Config struct {
+	// TLS serves HTTPS (and HTTP/2) with this configuration, which must
+	// hold a certificate (Certificates, GetCertificate or
+	// GetConfigForClient); nil serves plain HTTP. It is cloned.
+	TLS *tls.Config
+
+	// Token is the bearer token the ID routes require (compared in
+	// constant time, never logged); "" leaves them open. Health,
+	// readiness, metrics, the OpenAPI document and the page stay open.
+	Token string
+
+	// MaxBatch is the largest count /v1/ids accepts; zero is 10000.
+	MaxBatch int
+
+	// BodyLimit caps a request body in bytes (413 past it); zero is 64 KiB.
+	BodyLimit int64
+
+	// RequestTimeout bounds each request: the deadline of its context
+	// (which bounds waits of the generator) and the connection's read and
+	// write deadlines; zero is 5s.
+	RequestTimeout time.Duration
+
+	// Logger receives the access log (Info, one record per request) and
+	// server errors; nil discards.
+	Logger *slog.Logger
+
+	// Registerer is where the server registers its metrics
+	// (vesta_http_requests_total, vesta_http_request_duration_seconds,
+	// vesta_ids_issued_total{mode="rest"}); nil is a private registry.
+	Registerer prometheus.Registerer
+
+	// Gatherer is what /metrics serves, normally the process's whole
+	// registry. Nil is the Registerer when it is also a Gatherer (as a
+	// *prometheus.Registry is), else the server's own metrics only.
+	Gatherer prometheus.Gatherer
+
+	// Ready is an extra readiness check beyond the generator's own, for
+	// example that a machine-ID lease is held; its error is the reason
+	// /readyz gives. Nil is none.
+	Ready func() error
+}
+
+// DefaultConfig returns the recommended configuration: the zero Config with
+// its defaults spelled out.
+func DefaultConfig() Config {
+	return Config{MaxBatch: DefaultMaxBatch, BodyLimit: DefaultBodyLimit, RequestTimeout: DefaultRequestTimeout}
+}
+
+// Validate reports the first field that cannot be used, by name.
+func (c Config) Validate() error {
+	if c.TLS != nil && len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil && c.TLS.GetConfigForClient == nil {
+		return fmt.Errorf("%w: TLS: no certificate (set Certificates or GetCertificate)", ErrInvalidConfig)
+	}
+	for i := 0; i < len(c.Token); i++ {
+		// The message never shows the token, only where it goes wrong.
+		if ch := c.Token[i]; ch <= ' ' || ch >= 0x7f {
+			return fmt.Errorf("%w: Token: byte %d is a space, control or non-ASCII character; a bearer token cannot carry it", ErrInvalidConfig, i)
+		}
+	}
+	if c.MaxBatch < 0 || c.MaxBatch > maxMaxBatch {
+		return fmt.Errorf("%w: MaxBatch: %d; want 0 (meaning %d) to %d", ErrInvalidConfig, c.MaxBatch, DefaultMaxBatch, maxMaxBatch)
+	}
+	if c.BodyLimit < 0 {
+		return fmt.Errorf("%w: BodyLimit: %d; want 0 (meaning %d) or more bytes", ErrInvalidConfig, c.BodyLimit, DefaultBodyLimit)
+	}
+	if c.RequestTimeout < 0 {
+		return fmt.Errorf("%w: RequestTimeout: %s; want 0 (meaning %s) or more", ErrInvalidConfig, c.RequestTimeout, DefaultRequestTimeout)
+	}
+	if c.Registerer != nil && c.Gatherer == nil {
+		if _, ok := c.Registerer.(prometheus.Gatherer); !ok {
+			return fmt.Errorf("%w: Gatherer: required when Registerer is not a prometheus.Gatherer", ErrInvalidConfig)
+		}
+	}
+	return nil
+}
+
+// withDefaults fills the zero fields; the caller's copy is not touched.
+func (c Config) withDefaults() Config {
+	if c.MaxBatch == 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.BodyLimit == 0 {
+		c.BodyLimit = DefaultBodyLimit
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.TLS != nil {
+		c.TLS = c.TLS.Clone()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}

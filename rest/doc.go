@@ -1,0 +1,56 @@
+// Package rest publishes a core.Generator over HTTP (method REST, 2), for
+// callers in any language. It is one of the three ways vesta publishes
+// its generator, beside package embed (in-process) and package central
+// (MessagePack-RPC); `vesta serve` runs it next to the central server on
+// the same generator.
+//
+// A Server is an echo v4 instance behind a net/http server. Its routes
+// (the full wire format, with schemas, is served at /openapi.json):
+//
+// Vesta-compatible, plain text, answering as Vesta's Java REST server does
+// for the vesta layout:
+//
+//	GET /genid                  the ID as an unsigned decimal
+//	GET /expid?id=              {"genMethod":..,"machine":..,"seq":..,"time":..,"type":..,"version":..}
+//	GET /transtime?time=        the instant as Java's Date.toString prints it, in UTC
+//	GET /makeid?time=&seq=[&machine=&method=&type=&version=]
+//	                            the made ID; genMethod is an alias of method
+//
+// JSON API; IDs are always strings in JSON output (they exceed 2^53,
+// JavaScript's safe integers) and fields are accepted as strings or numbers:
+//
+//	GET  /v1/id                 {"id":"…"}
+//	GET  /v1/ids?count=N        {"ids":["…",…]}, 1 <= N <= MaxBatch
+//	GET  /v1/ids/{id}           the ID explained (core.Explanation's JSON)
+//	POST /v1/make               {"time":..,"seq":..[,"machine","method","type","version"]} → {"id":"…"}
+//	GET  /v1/transtime?time=    {"time":..,"type":..,"unix_ms":..,"timestamp":"…"}
+//	GET  /v1/info               layout, epoch, type, machine, method, version, max_batch
+//
+// Operations, always open: GET /healthz, GET /readyz (200 only while the
+// generator can issue and Config.Ready passes), GET /metrics (Prometheus),
+// GET /openapi.json, and GET / (a page that explains a pasted ID or issues
+// a fresh one).
+//
+// With Config.Token set, the ID routes (the Vesta-compatible ones and
+// /v1/...) need "Authorization: Bearer <token>" and answer 401 with
+// "WWW-Authenticate: Bearer" otherwise.
+//
+// Errors on the JSON API and on every other non-Vesta route have one shape,
+//
+//	{"error":{"code":"invalid_argument","message":"count: 0 out of range 1-10000"}}
+//
+// whose message names the parameter at fault, with these codes (the
+// central server's, plus the HTTP-only ones):
+//
+//	400 invalid_argument   a parameter or body the server cannot use (413, 415 for size and type)
+//	401 unauthenticated    missing or wrong bearer token
+//	404 not_found          no such route
+//	405 method_not_allowed the route exists for other methods (see Allow)
+//	503 unavailable        the generator cannot issue now (closed, time guard, timeout)
+//	503 lease_lost         the generator is fenced: its machine-ID lease is lost
+//	503 clock              the clock is before the epoch or past the last unit
+//	500 internal           a bug; details are logged, never sent
+//
+// The Vesta-compatible routes answer errors with the same status and
+// "code: message" as plain text. A caller's mistake is never a 500.
+package rest

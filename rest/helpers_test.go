@@ -1,0 +1,220 @@
+package rest_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/rest"
+)
+
+// start2024 is DESIGN's worked example: 2024-01-01T00:00:00Z, time
+// 284025600 s after the vesta epoch.
+var start2024 = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// newGen starts a generator on a manual clock; it is closed at cleanup.
+func newGen(t testing.TB, cfg core.Config) (*core.Generator, *core.ManualClock) {
+	t.Helper()
+	clock, ok := cfg.Clock.(*core.ManualClock)
+	if !ok {
+		clock = core.NewManualClock(start2024)
+		cfg.Clock = clock
+	}
+	gen, err := core.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("core.New: %v", err)
+	}
+	t.Cleanup(func() { gen.Close() })
+	return gen, clock
+}
+
+// vestaGen is the generator of DESIGN's worked example: vesta layout,
+// machine 1022, max-peak.
+func vestaGen(t testing.TB) (*core.Generator, *core.ManualClock) {
+	return newGen(t, core.Config{Layout: core.Vesta, Machine: 1022})
+}
+
+func newServer(t testing.TB, gen *core.Generator, cfg rest.Config) *rest.Server {
+	t.Helper()
+	s, err := rest.NewServer(gen, cfg)
+	if err != nil {
+		t.Fatalf("NewServer: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// serve runs s on a loopback listener and returns its base URL; the server
+// is closed, and Serve's return checked, at cleanup.
+func serve(t testing.TB, s *rest.Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- s.Serve(ln) }()
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := <-errc; err != nil {
+			t.Errorf("Serve returned %v after Close; want nil", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// response is an answer read completely, whichever way it came.
+type response struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+// caller sends requests either in-process (httptest) or over a real
+// loopback connection, so every route is tested both ways.
+type caller struct {
+	name string
+	do   func(t testing.TB, req *http.Request) response
+}
+
+func callers(t testing.TB, s *rest.Server) []caller {
+	base := serve(t, s)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{}}
+	t.Cleanup(client.CloseIdleConnections)
+	return []caller{
+		{"httptest", func(t testing.TB, req *http.Request) response {
+			rec := httptest.NewRecorder()
+			s.Handler().ServeHTTP(rec, req)
+			return response{rec.Code, rec.Header(), rec.Body.String()}
+		}},
+		{"tcp", func(t testing.TB, req *http.Request) response {
+			t.Helper()
+			u := base + req.URL.RequestURI()
+			r2, err := http.NewRequest(req.Method, u, req.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r2.Header = req.Header
+			res, err := client.Do(r2)
+			if err != nil {
+				t.Fatalf("%s %s: %v", req.Method, u, err)
+			}
+			defer res.Body.Close()
+			b, err := io.ReadAll(res.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return response{res.StatusCode, res.Header, string(b)}
+		}},
+	}
+}
+
+// req builds a request; body, if not "", is sent with content type ct.
+func req(method, target, ct, body string) *http.Request {
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	q := httptest.NewRequest(method, target, r)
+	if ct != "" {
+		q.Header.Set("Content-Type", ct)
+	}
+	return q
+}
+
+// get sends GET target to h in-process.
+func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
+
+func get(t testing.TB, h http.Handler, target string) response {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req(http.MethodGet, target, "", ""))
+	return response{rec.Code, rec.Header(), rec.Body.String()}
+}
+
+// decode unmarshals a JSON body, keeping numbers exact.
+func decode(t testing.TB, body string, v any) {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("decoding %q: %v", body, err)
+	}
+}
+
+// apiErr is the JSON error shape.
+type apiErr struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// wantJSONError checks an error answer of the JSON API.
+func wantJSONError(t testing.TB, r response, status int, code, mention string) {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status %d, want %d; body %s", r.Status, status, r.Body)
+	}
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Fatalf("Content-Type %q, want application/json; body %s", ct, r.Body)
+	}
+	var e apiErr
+	dec := json.NewDecoder(strings.NewReader(r.Body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		t.Fatalf("error body %q is not the error shape: %v", r.Body, err)
+	}
+	if e.Error.Code != code {
+		t.Fatalf("code %q, want %q; body %s", e.Error.Code, code, r.Body)
+	}
+	if !strings.Contains(e.Error.Message, mention) {
+		t.Fatalf("message %q does not mention %q", e.Error.Message, mention)
+	}
+}
+
+// wantTextError checks an error answer of a Vesta-compatible route.
+func wantTextError(t testing.TB, r response, status int, code, mention string) {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status %d, want %d; body %s", r.Status, status, r.Body)
+	}
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+		t.Fatalf("Content-Type %q, want text/plain; body %s", ct, r.Body)
+	}
+	if !strings.HasPrefix(r.Body, code+": ") || !strings.Contains(r.Body, mention) {
+		t.Fatalf("body %q, want %q... mentioning %q", r.Body, code+": ", mention)
+	}
+}
+
+// syncBuffer is a log sink safe for the server's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+var errLease = errors.New("lease lost: renewal failed for 12s")

@@ -1,0 +1,104 @@
+package rest
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// unmatched labels requests that matched no route, so that scanners
+// cannot blow up the label space.
+const unmatched = "unmatched"
+
+// metrics are the server's Prometheus collectors. Label values are
+// resolved once per route (and once per route and status) so the hot path
+// does no label hashing.
+type metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	issued   prometheus.Counter
+	routes   map[string]*routeMetrics // by route path; read-only once built
+}
+
+type routeMetrics struct {
+	route    string
+	duration prometheus.Observer
+	requests *prometheus.CounterVec
+	byCode   sync.Map // int status -> prometheus.Counter
+}
+
+func (m *routeMetrics) observe(status int, seconds float64) {
+	m.duration.Observe(seconds)
+	c, ok := m.byCode.Load(status)
+	if !ok {
+		c, _ = m.byCode.LoadOrStore(status, m.requests.WithLabelValues(m.route, strconv.Itoa(status)))
+	}
+	c.(prometheus.Counter).Inc()
+}
+
+// The help strings are part of the metrics' identity in a registry: other
+// packages registering vesta_ids_issued_total (package central does) must
+// use the same one.
+const issuedHelp = "IDs issued, by publish mode."
+
+func newMetrics(reg prometheus.Registerer, routes []string) (*metrics, error) {
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vesta_http_requests_total",
+		Help: "HTTP requests of the REST server, by route and status code.",
+	}, []string{"route", "code"})
+	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "vesta_http_request_duration_seconds",
+		Help: "Time the REST server took to answer, by route.",
+		// From a loopback round trip to the default request timeout.
+		Buckets: []float64{50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 1, 5},
+	}, []string{"route"})
+	issued := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vesta_ids_issued_total",
+		Help: issuedHelp,
+	}, []string{"mode"})
+	var err error
+	if requests, err = register(reg, requests); err != nil {
+		return nil, err
+	}
+	if duration, err = register(reg, duration); err != nil {
+		return nil, err
+	}
+	if issued, err = register(reg, issued); err != nil {
+		return nil, err
+	}
+	m := &metrics{requests: requests, duration: duration, issued: issued.WithLabelValues("rest"),
+		routes: make(map[string]*routeMetrics, len(routes)+1)}
+	for _, r := range append(routes, unmatched) {
+		m.routes[r] = &routeMetrics{route: r, duration: duration.WithLabelValues(r), requests: requests}
+	}
+	return m, nil
+}
+
+// route returns the metrics of a route path; paths that are no route
+// share the unmatched series.
+func (m *metrics) route(path string) *routeMetrics {
+	if r, ok := m.routes[path]; ok {
+		return r
+	}
+	return m.routes[unmatched]
+}
+
+// register registers c, or returns the collector already registered under
+// the same description (a second server on the same registry, or another
+// publish mode's vesta_ids_issued_total).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	if err != nil {
+		return c, fmt.Errorf("rest: registering metrics: %w", err)
+	}
+	return c, nil
+}

@@ -1,0 +1,91 @@
+package rest_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+	"github.com/vesta-go/vesta/rest"
+)
+
+type openAPIDoc struct {
+	OpenAPI string                                `json:"openapi"`
+	Paths   map[string]map[string]json.RawMessage `json:"paths"`
+}
+
+type openAPIOp struct {
+	Security  []map[string][]string `json:"security"`
+	Responses map[string]any        `json:"responses"`
+}
+
+// TestOpenAPIMatchesRoutes keeps /openapi.json true: every route echo
+// serves is documented, every documented operation is served, and an
+// operation is documented as needing the bearer token exactly when the
+// server asks for it.
+func TestOpenAPIMatchesRoutes(t *testing.T) {
+	gen, _ := vestaGen(t)
+	s := newServer(t, gen, rest.Config{Token: token})
+	var doc openAPIDoc
+	body := get(t, s.Handler(), "/openapi.json").Body
+	if err := json.Unmarshal([]byte(body), &doc); err != nil {
+		t.Fatalf("/openapi.json: %v", err)
+	}
+	if !strings.HasPrefix(doc.OpenAPI, "3.") {
+		t.Fatalf("openapi %q, want 3.x", doc.OpenAPI)
+	}
+	param := regexp.MustCompile(`:([A-Za-z0-9_]+)`)
+	served := map[string]bool{}
+	for _, r := range s.Handler().(*echo.Echo).Routes() {
+		key := strings.ToLower(r.Method) + " " + param.ReplaceAllString(r.Path, "{$1}")
+		served[key] = true
+	}
+	documented := map[string]openAPIOp{}
+	for path, ops := range doc.Paths {
+		for method, raw := range ops {
+			var op openAPIOp
+			if err := json.Unmarshal(raw, &op); err != nil {
+				t.Fatalf("%s %s: %v", method, path, err)
+			}
+			documented[method+" "+path] = op
+		}
+	}
+	for _, k := range sortedKeys(served) {
+		if _, ok := documented[k]; !ok {
+			t.Errorf("route %s is served but not in /openapi.json", k)
+		}
+	}
+	for k, op := range documented {
+		if !served[k] {
+			t.Errorf("/openapi.json documents %s, which is not served", k)
+			continue
+		}
+		if len(op.Responses) == 0 {
+			t.Errorf("%s documents no response", k)
+		}
+		method, path, _ := strings.Cut(k, " ")
+		target := strings.ReplaceAll(path, "{id}", "1")
+		r := doHandler(s, req(strings.ToUpper(method), target, "application/json", `{"time":1,"seq":1}`))
+		if secured := len(op.Security) > 0; secured != (r.Status == http.StatusUnauthorized) {
+			t.Errorf("%s: documented security %v, but without a token the answer is %d", k, op.Security, r.Status)
+		}
+	}
+	// Every $ref points into the document.
+	for _, ref := range regexp.MustCompile(`"\$ref":\s*"#/components/schemas/([A-Za-z]+)"`).FindAllStringSubmatch(body, -1) {
+		if !strings.Contains(body, `"`+ref[1]+`": {`) {
+			t.Errorf("$ref to missing schema %s", ref[1])
+		}
+	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

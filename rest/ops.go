@@ -1,0 +1,115 @@
+package rest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+)
+
+// The page and the OpenAPI document are embedded, so the binary serves
+// them with no build step and no file next to it.
+//
+//go:embed static/index.html openapi.json
+var assets embed.FS
+
+var (
+	indexHTML   = mustAsset("static/index.html")
+	openAPIJSON = mustAsset("openapi.json")
+)
+
+func mustAsset(name string) []byte {
+	b, err := assets.ReadFile(name)
+	if err != nil {
+		panic(err) // the go:embed line above guarantees the file
+	}
+	return b
+}
+
+// authMarker is the attribute the page reads to show its token field.
+var authMarker = []byte(`data-auth="off"`)
+
+// renderPage returns the page, marked as needing a token when one is set.
+func renderPage(token bool) []byte {
+	if !token {
+		return indexHTML
+	}
+	return bytes.Replace(indexHTML, authMarker, []byte(`data-auth="bearer"`), 1)
+}
+
+// pageCSP allows exactly the page's inline script and style (by hash) and
+// calls to its own origin: nothing else loads, from anywhere.
+var pageCSP = "default-src 'none'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; " +
+	"script-src " + inlineHash("script") + "; style-src " + inlineHash("style")
+
+// inlineHash is the CSP hash source of the page's one inline <tag> element.
+func inlineHash(tag string) string {
+	open, end := []byte("<"+tag+">"), []byte("</"+tag+">")
+	i := bytes.Index(indexHTML, open)
+	j := bytes.Index(indexHTML, end)
+	if i < 0 || j < i {
+		return "'none'"
+	}
+	sum := sha256.Sum256(indexHTML[i+len(open) : j])
+	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+}
+
+// GET /: the ID explorer.
+func (s *Server) index(c echo.Context) error {
+	h := c.Response().Header()
+	h.Set("Content-Security-Policy", pageCSP)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set(echo.HeaderCacheControl, "no-cache")
+	return c.Blob(http.StatusOK, echo.MIMETextHTMLCharsetUTF8, s.page)
+}
+
+// GET /openapi.json
+func (s *Server) openAPI(c echo.Context) error {
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, openAPIJSON)
+}
+
+// GET /metrics
+func (s *Server) metrics(c echo.Context) error {
+	s.metricsHandler.ServeHTTP(c.Response(), c.Request())
+	return nil
+}
+
+type statusBody struct {
+	Status string `json:"status"`
+}
+
+// GET /healthz: the process answers.
+func (s *Server) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, statusBody{Status: "ok"})
+}
+
+// GET /readyz: 200 only while the generator can issue (not fenced, not
+// closed, time guard durable, clock inside the layout) and Config.Ready
+// passes; 503 with the reason otherwise, and from the start of Shutdown.
+func (s *Server) readyz(c echo.Context) error {
+	if s.draining.Load() {
+		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, message: "shutting down"}
+	}
+	if err := s.gen.Ready(); err != nil {
+		return notReady(err)
+	}
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(); err != nil {
+			return notReady(err)
+		}
+	}
+	return c.JSON(http.StatusOK, statusBody{Status: "ready"})
+}
+
+// notReady is a 503 with the reason; core's errors keep their codes.
+func notReady(err error) *apiError {
+	ae := fromCore(err)
+	if ae.status == http.StatusServiceUnavailable {
+		return ae
+	}
+	return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, message: "not ready: " + err.Error()}
+}

@@ -1,0 +1,332 @@
+package rest
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/vesta-go/vesta/core"
+)
+
+// Server is the REST server of one generator. Its wire format is described
+// in the package comment and served as OpenAPI 3 at /openapi.json.
+// IDs issued here carry method REST (2).
+//
+// The generator belongs to the caller, who may share it with the central
+// server and must close it after the Server.
+type Server struct {
+	gen   *core.Generator
+	codec core.Codec
+	cfg   Config
+	log   *slog.Logger
+	echo  *echo.Echo
+	http  *http.Server
+	m     *metrics
+	vesta map[string]bool // route paths that answer in plain text
+
+	tokenSum       [sha256.Size]byte
+	page           []byte
+	metricsHandler http.Handler
+
+	draining atomic.Bool // set by Shutdown: /readyz fails first
+
+	mu      sync.Mutex
+	serving bool
+	closed  bool
+	addr    net.Addr
+	done    chan struct{} // closed when Serve returns
+
+	closeOnce sync.Once
+}
+
+// NewServer validates cfg and builds the server of gen. It serves nothing
+// until Serve; Handler gives the handler for tests or another server.
+func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
+	if gen == nil {
+		return nil, fmt.Errorf("%w: generator is nil", ErrInvalidConfig)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	s := &Server{gen: gen, codec: gen.Codec(), cfg: cfg, log: cfg.Logger, vesta: map[string]bool{}}
+	if cfg.Token != "" {
+		s.tokenSum = sha256.Sum256([]byte(cfg.Token))
+	}
+	s.page = renderPage(cfg.Token != "")
+
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	s.echo = e
+	s.routes()
+
+	reg, gatherer := cfg.Registerer, cfg.Gatherer
+	if reg == nil {
+		own := prometheus.NewRegistry()
+		reg = own
+		if gatherer == nil {
+			gatherer = own
+		} else {
+			gatherer = prometheus.Gatherers{gatherer, own}
+		}
+	} else if gatherer == nil {
+		gatherer = reg.(prometheus.Gatherer) // Validate checked
+	}
+	var paths []string
+	for _, r := range e.Routes() {
+		paths = append(paths, r.Path)
+	}
+	m, err := newMetrics(reg, paths)
+	if err != nil {
+		return nil, err
+	}
+	s.m = m
+	s.metricsHandler = promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError),
+	})
+	e.Use(s.observe, s.guard)
+
+	s.http = &http.Server{
+		Handler:           e,
+		TLSConfig:         cfg.TLS,
+		ReadHeaderTimeout: cfg.RequestTimeout,
+		ReadTimeout:       cfg.RequestTimeout,
+		WriteTimeout:      2 * cfg.RequestTimeout,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    32 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	return s, nil
+}
+
+// routes registers every route.
+func (s *Server) routes() {
+	e := s.echo
+	for _, r := range []struct {
+		path string
+		h    echo.HandlerFunc
+	}{
+		{"/genid", s.vestaGenID}, {"/expid", s.vestaExpID},
+		{"/transtime", s.vestaTransTime}, {"/makeid", s.vestaMakeID},
+	} {
+		e.GET(r.path, r.h, s.auth)
+		s.vesta[r.path] = true
+	}
+	e.GET("/v1/id", s.apiID, s.auth)
+	e.GET("/v1/ids", s.apiIDs, s.auth)
+	e.GET("/v1/ids/:id", s.apiExplain, s.auth)
+	e.POST("/v1/make", s.apiMake, s.auth)
+	e.GET("/v1/transtime", s.apiTransTime, s.auth)
+	e.GET("/v1/info", s.apiInfo, s.auth)
+
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", s.metrics)
+	e.GET("/openapi.json", s.openAPI)
+	e.GET("/", s.index)
+}
+
+// Handler returns the server's HTTP handler (the echo instance), with every
+// middleware but the connection timeouts of Serve.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Addr returns the address Serve listens on, or nil before Serve.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+// Serve answers requests on ln (with TLS when configured) until Shutdown
+// or Close, and then returns nil; any other return is the listener's
+// error. It returns ErrServing if already serving and ErrClosed after
+// Shutdown or Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return ErrClosed
+	case s.serving:
+		s.mu.Unlock()
+		return ErrServing
+	}
+	s.serving, s.addr, s.done = true, ln.Addr(), make(chan struct{})
+	done := s.done
+	s.mu.Unlock()
+	defer close(done)
+
+	s.log.Info("rest: serving", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil, "auth", s.cfg.Token != "")
+	var err error
+	if s.cfg.TLS != nil {
+		err = s.http.ServeTLS(ln, "", "")
+	} else {
+		err = s.http.Serve(ln)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops the server gracefully: /readyz fails at once, the
+// listener closes, and in-flight requests finish until ctx ends, when the
+// remaining connections are closed and ctx's error is returned.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
+	done := s.stop()
+	err := s.http.Shutdown(ctx)
+	if err != nil {
+		err = errors.Join(err, s.http.Close())
+	}
+	if done != nil {
+		<-done
+	}
+	return err
+}
+
+// Close stops the server at once, closing every connection, and waits for
+// Serve to return. It is idempotent.
+func (s *Server) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.draining.Store(true)
+		done := s.stop()
+		err = s.http.Close()
+		if done != nil {
+			<-done
+		}
+	})
+	return err
+}
+
+// stop marks the server closed and returns Serve's done channel, if serving.
+func (s *Server) stop() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.serving {
+		return s.done
+	}
+	return nil
+}
+
+// auth requires the bearer token on the ID routes when one is configured.
+// The token is compared through its SHA-256 in constant time, so neither
+// its bytes nor its length leak through timing.
+func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
+	if s.cfg.Token == "" {
+		return next
+	}
+	return func(c echo.Context) error {
+		h := c.Request().Header.Get(echo.HeaderAuthorization)
+		scheme, tok, found := strings.Cut(h, " ")
+		sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+		if !found || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) != 1 {
+			challenge := `Bearer realm="vesta"`
+			msg := "missing bearer token (Authorization: Bearer <token>)"
+			if h != "" {
+				challenge += `, error="invalid_token"`
+				msg = "invalid bearer token"
+			}
+			c.Response().Header().Set(echo.HeaderWWWAuthenticate, challenge)
+			return &apiError{status: http.StatusUnauthorized, code: codeUnauthenticated, message: msg}
+		}
+		return next(c)
+	}
+}
+
+// observe is the outermost middleware: it resolves errors into answers,
+// then records the request's metrics and access log.
+func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		if err := next(c); err != nil {
+			s.handleError(err, c)
+		}
+		d := time.Since(start)
+		res := c.Response()
+		s.m.route(c.Path()).observe(res.Status, d.Seconds())
+		if ctx := c.Request().Context(); s.log.Enabled(ctx, slog.LevelInfo) {
+			req := c.Request()
+			s.log.LogAttrs(ctx, slog.LevelInfo, "http request",
+				slog.String("method", req.Method), slog.String("path", clip(req.URL.Path)),
+				slog.String("route", s.m.route(c.Path()).route), slog.Int("status", res.Status),
+				slog.Duration("duration", d), slog.Int64("bytes", res.Size),
+				slog.String("remote", req.RemoteAddr))
+		}
+		return nil
+	}
+}
+
+// guard bounds each request (body size, deadline) and turns a panic into
+// a logged 500 that shows the client nothing of it.
+func (s *Server) guard(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r)
+				}
+				s.log.Error("rest: panic serving a request", "method", c.Request().Method, "route", c.Path(),
+					"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				err = errInternal
+			}
+		}()
+		req := c.Request()
+		ctx, cancel := context.WithTimeout(req.Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		req = req.WithContext(ctx)
+		if req.Body != nil && req.Body != http.NoBody {
+			req.Body = http.MaxBytesReader(c.Response(), req.Body, s.cfg.BodyLimit)
+		}
+		c.SetRequest(req)
+		return next(c)
+	}
+}
+
+// handleError writes the answer of err: plain "code: message" on the
+// Vesta-compatible routes, the JSON error shape everywhere else.
+// Internal errors are logged with their cause; the client sees none of it.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	ae := classify(err, c)
+	if ae.code == codeInternal { // the others are in the access log
+		s.log.Error("rest: request failed", "method", c.Request().Method, "route", c.Path(),
+			"status", ae.status, "code", ae.code, "error", err)
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(ae.status)
+		return
+	}
+	if s.vesta[c.Path()] {
+		_ = c.Blob(ae.status, echo.MIMETextPlainCharsetUTF8, []byte(ae.code+": "+ae.message+"\n"))
+		return
+	}
+	_ = c.JSON(ae.status, errorBody{Error: errorDetail{Code: ae.code, Message: ae.message}})
+}
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
