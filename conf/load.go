@@ -74,7 +74,7 @@ func (l Loaded) Sources() []string {
 // before, reads the secret files and validates the result. Every unknown
 // key and invalid value is reported at once: the error joins *KeyError
 // values (see KeyErrors) and matches ErrInvalid. A file that cannot be
-// read or parsed is reported alone.
+// read or parsed is reported alone. On error the Loaded is zero.
 func Load(opts Options) (Loaded, error) {
 	schema()
 	l := &loader{origin: map[string]string{}}
@@ -124,7 +124,7 @@ func Load(opts Options) (Loaded, error) {
 	l.readSecret(&cfg.REST.Token, &cfg.REST.TokenFile, "rest.token")
 
 	errs := append(l.errs, KeyErrors(cfg.Validate())...)
-	// Unknown keys first (they explain the rest), then in the file's order.
+	// Unknown keys first (a typo explains what follows), then in key order.
 	slices.SortStableFunc(errs, func(a, b *KeyError) int {
 		if a.unknown || b.unknown {
 			return boolOrder(b.unknown) - boolOrder(a.unknown)
