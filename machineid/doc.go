@@ -2,7 +2,75 @@
 // issuers from ever using the same one at the same time.
 //
 // The 1024 machine IDs are split into two disjoint ranges: embedded issuers
-// (and the client's fallback) take IDs from the embedded range, central and
-// REST servers from the server range. A Range says which IDs a mode may use;
-// providers (static, IP table, Redis lease, Kubernetes ordinal) pick one.
+// (and the client's fallback) take IDs from the embedded range (Embedded
+// mode, default 0-923), central and REST servers from the server range
+// (Server mode, default 924-1023). A Range says which IDs a mode may use;
+// providers pick one, tried in the order of Config.Providers:
+//
+//   - static: Config.Static.
+//   - iptable: Config.IPTable, matched against every address of every
+//     interface of the host (not "the last private one"); addresses that
+//     match entries with different IDs are an error (ErrAmbiguous).
+//   - k8s: the StatefulSet ordinal of the hostname ("vesta-3") plus
+//     Config.K8sOffset.
+//   - redis: a lease on a free ID of the range in Redis (single, Sentinel or
+//     Cluster), renewed while the process runs.
+//
+// A provider that cannot work on this host (Redis unreachable, no address
+// in the table, no ordinal) wraps ErrUnavailable and the chain tries the
+// next; any other error (a bad configuration, an ID outside the mode's
+// range, every leasable ID taken, a clock too far from Redis's) stops it.
+// Note that a static ID used after an unreachable Redis may also be leased
+// by a host that does reach Redis: give such fallbacks IDs no lease can
+// reach, or leave them out.
+//
+// # Redis leases and fencing
+//
+// A lease is "SET {prefix:machine:N}:lease token NX PX ttl", claimed from a
+// random point of the range so that a fleet starting together spreads out.
+// The token is 128 random bits plus host and pid, fresh for every claim. A
+// script extends the lease (compare-and-extend) every third of the TTL, and
+// another deletes it (compare-and-delete) on Close. Before leasing, the
+// local clock is compared with Redis's TIME (Leaf's check): beyond
+// Redis.MaxClockSkew the lease is refused (ErrClockSkew).
+//
+// If no renewal succeeds for LeaseTTL minus Redis.SafetyMargin (measured on
+// the lease's clock from when the last successful renewal was sent, so
+// before Redis could expire the key), the attached generator is fenced with
+// ErrLeaseLost: every call fails with core.ErrFenced, which the servers
+// report as lease_lost (RPC) and 503 (REST), and their readiness turns
+// false. A timer fires at the deadline, and the renewer checks it before
+// each attempt. A renewal that finds another token (the key expired, or was
+// overwritten) fences at once. The lease then claims again, the same ID
+// first, and moves the generator to what it got with core.Generator.Rekey,
+// then unfences; a renewal that succeeds after the deadline proves the key
+// was never lost and unfences at once.
+//
+// The time guard's high-water mark of each ID lives beside its lease, in
+// {prefix:machine:N}:mark (unix milliseconds, no TTL), and only the lease's
+// holder can write it (the script checks the token first). Whoever takes an
+// ID next starts after everything ever issued with it, even on a host whose
+// clock is behind (core.New waits up to MaxStartupWait, or refuses). As the
+// core never issues past a durable mark, even a holder frozen past its
+// lease (a GC pause, SIGSTOP) cannot collide with the next holder: all it
+// can still issue lies below the mark the next holder starts from. The
+// marks are only as durable as Redis: run it with persistence (AOF), or a
+// Redis that restarts empty forgets them and a host with a slow clock could
+// re-issue recent IDs of another host.
+//
+// # Order of operations
+//
+// For `vesta serve` (Server), embed.Open (Embedded) and the client's
+// fallback (Embedded, when it first falls back):
+//
+//	lease, err := machineid.Acquire(ctx, cfg, machineid.Server) // the ID; a Redis lease is renewed from here on
+//	guard, err := lease.TimeGuard(dataDir)                      // Redis store, or a core.FileGuard in dataDir
+//	gen, err := core.New(ctx, core.Config{Machine: lease.ID(), Guard: guard, ...})
+//	err = lease.Attach(gen)                                     // fence, re-acquire and re-key gen from now on
+//	... issue ...
+//	gen.Close()                                                 // saves the final mark while the lease is held
+//	lease.Close(ctx)                                            // releases the ID at once; closes the file guard
+//
+// On an error after Acquire, close the lease all the same. Pass the same
+// Clock (or none) to the lease and the generator.
 package machineid

@@ -1,17 +1,12 @@
 package machineid
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/vesta-go/vesta/core"
 )
-
-// ErrRange: a machine-ID range that cannot be used, or an ID outside the
-// range its publish mode must use.
-var ErrRange = errors.New("machineid: bad range")
 
 // Range is a run of machine IDs, First to First+Count-1. The zero Range is
 // empty; callers treat it as "use the default".

@@ -1,0 +1,207 @@
+package redistest
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startTimeout bounds how long a start waits for the first PONG.
+const startTimeout = 20 * time.Second
+
+// Server is one redis-server process. Its methods are safe for concurrent
+// use; they fail the test (t.Fatal) when the server cannot be controlled.
+type Server struct {
+	t    testing.TB
+	bin  string
+	dir  string
+	port int
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has exited
+}
+
+// Start starts redis-server on a free port in t.TempDir() and waits until
+// it answers PING. It is stopped in t.Cleanup.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redistest: redis-server is not on PATH (%v); install it with scripts/deps.sh", err)
+	}
+	s := &Server{t: t, bin: bin, dir: t.TempDir()}
+	t.Cleanup(s.Stop)
+	// A port found free may be taken before redis-server binds it: retry
+	// with another.
+	var last error
+	for range 5 {
+		if s.port, err = freePort(); err != nil {
+			t.Fatalf("redistest: finding a free port: %v", err)
+		}
+		if last = s.start(); last == nil {
+			return s
+		}
+	}
+	t.Fatalf("redistest: %v", last)
+	return nil
+}
+
+// Addr is host:port of the server, the same across restarts.
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// Dir is the server's working directory (its log is redis.log there).
+func (s *Server) Dir() string { return s.dir }
+
+// Stop shuts the server down (SIGTERM, then SIGKILL after 10s) and waits
+// for it to exit. Stopping a stopped server does nothing.
+func (s *Server) Stop() { s.signal(syscall.SIGTERM) }
+
+// Kill ends the server with SIGKILL, as a crash would, and waits for it to
+// exit. Killing a stopped server does nothing.
+func (s *Server) Kill() { s.signal(syscall.SIGKILL) }
+
+// Restart starts the server again on the same port, stopping it first if it
+// runs. Without persistence it comes back empty, as a Redis that lost its
+// data would. It waits until the server answers PING.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Stop()
+	// The old socket may linger briefly; retry the bind for a while.
+	var err error
+	for range 20 {
+		if err = s.start(); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.t.Fatalf("redistest: restart on %s: %v", s.Addr(), err)
+}
+
+// Running reports whether the process is alive.
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return false
+	}
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (s *Server) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	logFile := filepath.Join(s.dir, "redis.log")
+	cmd := exec.Command(s.bin,
+		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.dir,
+		"--logfile", logFile, "--daemonize", "no")
+	cmd.Stdout, cmd.Stderr = nil, nil
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", s.bin, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	deadline := time.Now().Add(startTimeout)
+	for {
+		select {
+		case <-done:
+			return fmt.Errorf("redis-server on port %d exited at start (%s); log:\n%s", s.port, cmd.ProcessState, tail(logFile))
+		default:
+		}
+		if err := ping(s.Addr()); err == nil {
+			s.cmd, s.done = cmd, done
+			return nil
+		} else if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-done
+			return fmt.Errorf("redis-server on port %d did not answer PING within %s: %v; log:\n%s", s.port, startTimeout, err, tail(logFile))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	cmd, done := s.cmd, s.done
+	s.cmd, s.done = nil, nil
+	select {
+	case <-done:
+		return
+	default:
+	}
+	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		s.t.Errorf("redistest: signalling redis-server: %v", err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// ping sends PING and expects +PONG, with a short deadline.
+func ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(line) != "+PONG" {
+		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
+	}
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tail returns the last lines of a log file, for error messages.
+func tail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return strings.Join(lines, "\n")
+}

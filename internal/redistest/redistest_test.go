@@ -1,0 +1,106 @@
+package redistest_test
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vesta-go/vesta/internal/redistest"
+)
+
+// do sends one inline command and returns the first reply line.
+func do(addr, cmd string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := fmt.Fprintf(c, "%s\r\n", cmd); err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	return strings.TrimSpace(line), err
+}
+
+func TestStopKillRestart(t *testing.T) {
+	s := redistest.Start(t)
+	addr := s.Addr()
+	if got, err := do(addr, "SET k v"); err != nil || got != "+OK" {
+		t.Fatalf("SET: %q, %v", got, err)
+	}
+	for _, tc := range []struct {
+		name string
+		lose func()
+	}{{"stop", s.Stop}, {"kill", s.Kill}} {
+		tc.lose()
+		if s.Running() {
+			t.Fatalf("%s: still running", tc.name)
+		}
+		if _, err := do(addr, "PING"); err == nil {
+			t.Fatalf("%s: PING answered after the server went down", tc.name)
+		}
+		tc.lose() // a second stop or kill is harmless
+		s.Restart()
+		if s.Addr() != addr {
+			t.Fatalf("%s: restart moved the server from %s to %s", tc.name, addr, s.Addr())
+		}
+		if !s.Running() {
+			t.Fatalf("%s: not running after restart", tc.name)
+		}
+		// Without persistence the data is gone.
+		if got, err := do(addr, "EXISTS k"); err != nil || got != ":0" {
+			t.Fatalf("%s: EXISTS after restart: %q, %v", tc.name, got, err)
+		}
+	}
+	s.Restart() // restarting a running server stops it first
+	if got, err := do(addr, "PING"); err != nil || got != "+PONG" {
+		t.Fatalf("PING: %q, %v", got, err)
+	}
+}
+
+func TestTwoServersHaveTheirOwnPorts(t *testing.T) {
+	a, b := redistest.Start(t), redistest.Start(t)
+	if a.Addr() == b.Addr() {
+		t.Fatalf("both servers on %s", a.Addr())
+	}
+	if a.Dir() == b.Dir() {
+		t.Fatalf("both servers in %s", a.Dir())
+	}
+}
+
+// fatalTB records Fatalf and ends the goroutine, as testing.T does.
+type fatalTB struct {
+	testing.TB
+	mu  sync.Mutex
+	msg string
+}
+
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.mu.Lock()
+	f.msg = fmt.Sprintf(format, args...)
+	f.mu.Unlock()
+	runtime.Goexit()
+}
+
+func (f *fatalTB) Helper() {}
+
+func TestMissingBinaryFailsPointingAtDeps(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	tb := &fatalTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		redistest.Start(tb)
+		tb.Fatalf("Start returned without failing")
+	}()
+	<-done
+	if !strings.Contains(tb.msg, "scripts/deps.sh") || !strings.Contains(tb.msg, "redis-server") {
+		t.Fatalf("failure message %q does not name redis-server and scripts/deps.sh", tb.msg)
+	}
+}

@@ -1,0 +1,337 @@
+package machineid
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vesta-go/vesta/core"
+)
+
+// Mode is what an issuer publishes, which decides the range its machine ID
+// must lie in.
+type Mode uint8
+
+const (
+	// Embedded: package embed and the client's fallback; the embedded
+	// range (default 0-923).
+	Embedded Mode = iota
+	// Server: the central and REST servers; the server range (default
+	// 924-1023).
+	Server
+)
+
+// String is "embedded" or "server".
+func (m Mode) String() string {
+	switch m {
+	case Embedded:
+		return "embedded"
+	case Server:
+		return "server"
+	}
+	return fmt.Sprintf("Mode(%d)", uint8(m))
+}
+
+// ModeOf returns the mode of a publish method: Embedded for core.Embedded,
+// Server for the others.
+func ModeOf(m core.Method) Mode {
+	if m == core.Embedded {
+		return Embedded
+	}
+	return Server
+}
+
+// Provider names, as Config.Providers lists them.
+const (
+	ProviderStatic  = "static"  // Config.Static
+	ProviderIPTable = "iptable" // Config.IPTable, matched against every address of the host
+	ProviderRedis   = "redis"   // a lease in Redis (Config.Redis)
+	ProviderK8s     = "k8s"     // the StatefulSet ordinal of the hostname plus Config.K8sOffset
+)
+
+var knownProviders = []string{ProviderStatic, ProviderIPTable, ProviderRedis, ProviderK8s}
+
+// Config says where an issuer's machine ID comes from. Acquire copies it.
+type Config struct {
+	// Providers are tried in order until one gives an ID; a provider that
+	// is not available here (ErrUnavailable) passes to the next. Each
+	// name at most once. Nil or empty is [static].
+	Providers []string
+	// Static is the static provider's machine ID; zero is machine 0.
+	// Servers usually want the server range's last ID (1023).
+	Static core.MachineID
+	// IPTable maps IP addresses (IPv4 or IPv6 text) to machine IDs for
+	// the iptable provider. Empty does not validate when the provider is
+	// listed.
+	IPTable map[string]core.MachineID
+	// K8sOffset is added to the StatefulSet pod ordinal by the k8s
+	// provider, 0-1023; zero adds nothing.
+	K8sOffset int
+	// Hostname is read by the k8s provider; "" is os.Hostname().
+	Hostname string
+	// HostAddrs are matched by the iptable provider; nil reads the
+	// addresses of every network interface of the host.
+	HostAddrs []netip.Addr
+	// EmbeddedRange holds the IDs of embedded issuers and the client's
+	// fallback; the zero Range is DefaultEmbeddedRange (0-923).
+	EmbeddedRange Range
+	// ServerRange holds the IDs of central and REST servers; the zero
+	// Range is DefaultServerRange (924-1023). It must not overlap
+	// EmbeddedRange.
+	ServerRange Range
+	// Redis configures the redis provider.
+	Redis RedisConfig
+	// Clock times the lease (deadlines and renewals) and is compared
+	// with Redis's TIME; nil is a core.SystemClock anchored at Acquire.
+	Clock core.Clock
+	// Logger; nil discards. Passwords are never logged.
+	Logger *slog.Logger
+	// Registerer receives the metrics; nil registers none.
+	Registerer prometheus.Registerer
+}
+
+// RedisConfig configures the redis provider: where Redis is and how long a
+// lease lives. Its String and LogValue hide the password.
+type RedisConfig struct {
+	// Addrs: one address (a single Redis), several (Cluster nodes), or
+	// Sentinel addresses with MasterName; host:port each. Empty does not
+	// validate when the redis provider is listed, unless Client is set.
+	Addrs []string
+	// MasterName selects Sentinel; "" is a single Redis or a Cluster.
+	MasterName string
+	// Username and Password authenticate; "" is none.
+	Username string
+	Password string
+	// DB is the database of a single Redis or Sentinel; zero is 0.
+	DB int
+	// TLS; nil speaks plain TCP.
+	TLS *tls.Config
+	// KeyPrefix starts every key; "" is "vesta". It may not hold "{" or
+	// "}", which would break the hash tag that keeps a machine ID's keys
+	// in one Cluster slot.
+	KeyPrefix string
+	// LeaseTTL is the lease's time to live, renewed every third of it;
+	// zero is 15s, and it may not be below 100ms.
+	LeaseTTL time.Duration
+	// SafetyMargin: the issuer is fenced once renewal has not succeeded
+	// for LeaseTTL minus SafetyMargin, so it stops before Redis could
+	// give the ID to someone else. Zero is max(LeaseTTL/5, 1s) plus
+	// MaxClockSkew, capped at LeaseTTL/2. It must be below 2/3 of
+	// LeaseTTL, so that a renewal is due before the deadline.
+	SafetyMargin time.Duration
+	// MaxClockSkew is how far the local clock may be from Redis's TIME
+	// when leasing; zero skips the check.
+	MaxClockSkew time.Duration
+	// Client, when set, is used instead of a client dialled from the
+	// fields above, and is not closed by the lease.
+	Client redis.UniversalClient
+}
+
+// String prints the configuration with the password hidden.
+func (r RedisConfig) String() string {
+	return fmt.Sprintf("{Addrs:%v MasterName:%q Username:%q Password:%s DB:%d TLS:%t KeyPrefix:%q LeaseTTL:%s SafetyMargin:%s MaxClockSkew:%s}",
+		r.Addrs, r.MasterName, r.Username, redact(r.Password), r.DB, r.TLS != nil, r.KeyPrefix, r.LeaseTTL, r.SafetyMargin, r.MaxClockSkew)
+}
+
+// GoString is String, so that %#v hides the password too.
+func (r RedisConfig) GoString() string { return r.String() }
+
+// LogValue logs the configuration with the password hidden.
+func (r RedisConfig) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.Any("addrs", r.Addrs), slog.String("master_name", r.MasterName),
+		slog.String("password", redact(r.Password)), slog.String("key_prefix", r.KeyPrefix),
+		slog.Duration("lease_ttl", r.LeaseTTL), slog.Duration("max_clock_skew", r.MaxClockSkew))
+}
+
+func redact(secret string) string {
+	if secret == "" {
+		return `""`
+	}
+	return "[hidden]"
+}
+
+// Defaults of the zero fields.
+const (
+	defaultKeyPrefix = "vesta"
+	defaultLeaseTTL  = 15 * time.Second
+	minLeaseTTL      = 100 * time.Millisecond
+)
+
+// DefaultConfig returns the recommended configuration: the static provider
+// with machine 0, the default ranges, and for the redis provider Redis at
+// 127.0.0.1:6379, key prefix "vesta", a 15s lease and a 2s clock-skew
+// check.
+func DefaultConfig() Config {
+	return Config{
+		Providers:     []string{ProviderStatic},
+		EmbeddedRange: DefaultEmbeddedRange,
+		ServerRange:   DefaultServerRange,
+		Redis: RedisConfig{
+			Addrs: []string{"127.0.0.1:6379"}, KeyPrefix: defaultKeyPrefix,
+			LeaseTTL: defaultLeaseTTL, MaxClockSkew: 2 * time.Second,
+		},
+	}
+}
+
+// Validate reports the first field that cannot be used, by name. What
+// depends on the mode (is the static ID inside its range?) is checked by
+// Acquire.
+func (c Config) Validate() error {
+	_, err := c.resolve()
+	return err
+}
+
+// resolve validates c and returns a copy with the zero fields replaced by
+// their defaults, sharing no slice or map with c.
+func (c Config) resolve() (Config, error) {
+	bad := func(field, format string, args ...any) (Config, error) {
+		return Config{}, fmt.Errorf("%w: %s: %s", ErrConfig, field, fmt.Sprintf(format, args...))
+	}
+	r := c
+	r.Providers = append([]string(nil), c.Providers...)
+	if len(r.Providers) == 0 {
+		r.Providers = []string{ProviderStatic}
+	}
+	seen := map[string]bool{}
+	for _, p := range r.Providers {
+		if !isKnown(p) {
+			return bad("Providers", "unknown provider %q; want any of %s", p, strings.Join(knownProviders, ", "))
+		}
+		if seen[p] {
+			return bad("Providers", "%q is listed twice", p)
+		}
+		seen[p] = true
+	}
+	if c.Static > core.MaxMachine {
+		return bad("Static", "%d; want 0-%d", c.Static, core.MaxMachine)
+	}
+	if seen[ProviderIPTable] && len(c.IPTable) == 0 {
+		return bad("IPTable", "empty, but the iptable provider is listed")
+	}
+	if _, err := parseIPTable(c.IPTable); err != nil {
+		return bad("IPTable", "%v", err)
+	}
+	if c.K8sOffset < 0 || c.K8sOffset > int(core.MaxMachine) {
+		return bad("K8sOffset", "%d; want 0-%d", c.K8sOffset, core.MaxMachine)
+	}
+	r.HostAddrs = append([]netip.Addr(nil), c.HostAddrs...)
+	if r.EmbeddedRange.IsZero() {
+		r.EmbeddedRange = DefaultEmbeddedRange
+	}
+	if r.ServerRange.IsZero() {
+		r.ServerRange = DefaultServerRange
+	}
+	for _, f := range []struct {
+		name string
+		r    Range
+	}{{"EmbeddedRange", r.EmbeddedRange}, {"ServerRange", r.ServerRange}} {
+		if int(f.r.First)+int(f.r.Count)-1 > int(core.MaxMachine) {
+			return bad(f.name, "%d IDs from %d pass %d; want first-last within 0-%d", f.r.Count, f.r.First, core.MaxMachine, core.MaxMachine)
+		}
+	}
+	if r.EmbeddedRange.Overlaps(r.ServerRange) {
+		return bad("EmbeddedRange", "%s overlaps ServerRange %s; the ranges must be disjoint", r.EmbeddedRange, r.ServerRange)
+	}
+	rc := &r.Redis
+	rc.Addrs = append([]string(nil), c.Redis.Addrs...)
+	if rc.KeyPrefix == "" {
+		rc.KeyPrefix = defaultKeyPrefix
+	}
+	if strings.ContainsAny(rc.KeyPrefix, "{}") {
+		return bad("Redis.KeyPrefix", "%q holds { or }; they would break the keys' hash tag", rc.KeyPrefix)
+	}
+	if rc.LeaseTTL == 0 {
+		rc.LeaseTTL = defaultLeaseTTL
+	}
+	if rc.LeaseTTL < minLeaseTTL {
+		return bad("Redis.LeaseTTL", "%s; want at least %s", rc.LeaseTTL, minLeaseTTL)
+	}
+	if rc.MaxClockSkew < 0 {
+		return bad("Redis.MaxClockSkew", "%s is negative", rc.MaxClockSkew)
+	}
+	switch {
+	case rc.SafetyMargin < 0:
+		return bad("Redis.SafetyMargin", "%s is negative", rc.SafetyMargin)
+	case rc.SafetyMargin == 0:
+		rc.SafetyMargin = min(max(rc.LeaseTTL/5, time.Second)+rc.MaxClockSkew, rc.LeaseTTL/2)
+	case rc.SafetyMargin >= rc.LeaseTTL*2/3:
+		return bad("Redis.SafetyMargin", "%s; want below 2/3 of Redis.LeaseTTL %s, so that a renewal is due before the deadline", rc.SafetyMargin, rc.LeaseTTL)
+	}
+	if seen[ProviderRedis] && len(rc.Addrs) == 0 && rc.Client == nil {
+		return bad("Redis.Addrs", "empty, but the redis provider is listed")
+	}
+	for _, a := range rc.Addrs {
+		if a == "" {
+			return bad("Redis.Addrs", "holds an empty address")
+		}
+	}
+	return r, nil
+}
+
+// resolveFor is resolve plus the checks of the mode: the static ID and the
+// k8s offset must lie in the mode's range.
+func (c Config) resolveFor(mode Mode) (Config, Range, error) {
+	r, err := c.resolve()
+	if err != nil {
+		return Config{}, Range{}, err
+	}
+	var rng Range
+	switch mode {
+	case Embedded:
+		rng = r.EmbeddedRange
+	case Server:
+		rng = r.ServerRange
+	default:
+		return Config{}, Range{}, fmt.Errorf("%w: mode %d; want Embedded or Server", ErrConfig, mode)
+	}
+	for _, p := range r.Providers {
+		switch p {
+		case ProviderStatic:
+			if err := rng.Check(r.Static, mode.String()); err != nil {
+				return Config{}, Range{}, fmt.Errorf("%w: Static: %w", ErrConfig, err)
+			}
+		case ProviderK8s:
+			if err := rng.Check(core.MachineID(r.K8sOffset), mode.String()); err != nil {
+				return Config{}, Range{}, fmt.Errorf("%w: K8sOffset (the ID of ordinal 0): %w", ErrConfig, err)
+			}
+		}
+	}
+	return r, rng, nil
+}
+
+func isKnown(p string) bool {
+	for _, k := range knownProviders {
+		if p == k {
+			return true
+		}
+	}
+	return false
+}
+
+// parseIPTable parses the keys. Two spellings of one address (10.0.0.1
+// and ::ffff:10.0.0.1) with different IDs are refused.
+func parseIPTable(t map[string]core.MachineID) (map[netip.Addr]core.MachineID, error) {
+	out := make(map[netip.Addr]core.MachineID, len(t))
+	for k, id := range t {
+		a, err := netip.ParseAddr(strings.TrimSpace(k))
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an IP address", k)
+		}
+		if id > core.MaxMachine {
+			return nil, fmt.Errorf("%s: machine ID %d; want 0-%d", k, id, core.MaxMachine)
+		}
+		a = a.Unmap().WithZone("")
+		if prev, ok := out[a]; ok && prev != id {
+			return nil, fmt.Errorf("%s is listed twice, with IDs %d and %d", a, prev, id)
+		}
+		out[a] = id
+	}
+	return out, nil
+}

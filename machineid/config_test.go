@@ -1,0 +1,145 @@
+package machineid_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/machineid"
+)
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		edit  func(*machineid.Config)
+		field string // "" = valid
+	}{
+		{"defaults", func(*machineid.Config) {}, ""},
+		{"zero config", func(c *machineid.Config) { *c = machineid.Config{} }, ""},
+		{"every provider", func(c *machineid.Config) {
+			c.Providers = []string{"redis", "k8s", "iptable", "static"}
+			c.IPTable = map[string]core.MachineID{"10.0.0.1": 1}
+		}, ""},
+		{"unknown provider", func(c *machineid.Config) { c.Providers = []string{"redis", "consul"} }, "Providers"},
+		{"provider twice", func(c *machineid.Config) { c.Providers = []string{"static", "static"} }, "Providers"},
+		{"static past 1023", func(c *machineid.Config) { c.Static = 1024 }, "Static"},
+		{"empty ip table", func(c *machineid.Config) { c.Providers = []string{"iptable"} }, "IPTable"},
+		{"ip table key not an address", func(c *machineid.Config) { c.IPTable = map[string]core.MachineID{"host-a": 3} }, "IPTable"},
+		{"ip table ID past 1023", func(c *machineid.Config) { c.IPTable = map[string]core.MachineID{"10.0.0.1": 2000} }, "IPTable"},
+		{"one address, two IDs", func(c *machineid.Config) {
+			c.IPTable = map[string]core.MachineID{"10.0.0.1": 3, "::ffff:10.0.0.1": 4}
+		}, "IPTable"},
+		{"negative k8s offset", func(c *machineid.Config) { c.K8sOffset = -1 }, "K8sOffset"},
+		{"k8s offset past 1023", func(c *machineid.Config) { c.K8sOffset = 1024 }, "K8sOffset"},
+		{"overlapping ranges", func(c *machineid.Config) {
+			c.EmbeddedRange = machineid.Range{First: 0, Count: 930}
+		}, "EmbeddedRange"},
+		{"range past 1023", func(c *machineid.Config) {
+			c.ServerRange = machineid.Range{First: 1000, Count: 100}
+		}, "ServerRange"},
+		{"key prefix with a brace", func(c *machineid.Config) { c.Redis.KeyPrefix = "ve{sta" }, "Redis.KeyPrefix"},
+		{"lease TTL too short", func(c *machineid.Config) { c.Redis.LeaseTTL = 10 * time.Millisecond }, "Redis.LeaseTTL"},
+		{"negative skew", func(c *machineid.Config) { c.Redis.MaxClockSkew = -time.Second }, "Redis.MaxClockSkew"},
+		{"negative margin", func(c *machineid.Config) { c.Redis.SafetyMargin = -time.Second }, "Redis.SafetyMargin"},
+		{"margin past 2/3 of the TTL", func(c *machineid.Config) {
+			c.Redis.LeaseTTL, c.Redis.SafetyMargin = 3*time.Second, 2*time.Second
+		}, "Redis.SafetyMargin"},
+		{"no Redis address", func(c *machineid.Config) {
+			c.Providers, c.Redis.Addrs = []string{"redis"}, nil
+		}, "Redis.Addrs"},
+		{"empty Redis address", func(c *machineid.Config) {
+			c.Providers, c.Redis.Addrs = []string{"redis"}, []string{""}
+		}, "Redis.Addrs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := machineid.DefaultConfig()
+			tc.edit(&c)
+			err := c.Validate()
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, machineid.ErrConfig) {
+				t.Fatalf("Validate = %v; want ErrConfig", err)
+			}
+			if !strings.Contains(err.Error(), tc.field+":") {
+				t.Fatalf("Validate = %q; want it to name %s", err, tc.field)
+			}
+		})
+	}
+}
+
+func TestValidateDoesNotChangeTheConfig(t *testing.T) {
+	c := machineid.Config{Providers: []string{"redis"}, Redis: machineid.RedisConfig{Addrs: []string{"a:1"}}}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Redis.KeyPrefix != "" || c.Redis.LeaseTTL != 0 || !c.EmbeddedRange.IsZero() {
+		t.Fatalf("Validate filled in defaults of the caller's config: %+v", c)
+	}
+}
+
+func TestParseRange(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want machineid.Range
+		ok   bool
+	}{
+		{"0-923", machineid.DefaultEmbeddedRange, true},
+		{" 924 - 1023 ", machineid.DefaultServerRange, true},
+		{"7", machineid.Range{First: 7, Count: 1}, true},
+		{"923-0", machineid.Range{}, false},   // reversed
+		{"0-1024", machineid.Range{}, false},  // outside 0-1023
+		{"1024", machineid.Range{}, false},    // outside 0-1023
+		{"-1-3", machineid.Range{}, false},    // negative
+		{"a-b", machineid.Range{}, false},     // not numbers
+		{"", machineid.Range{}, false},        // empty
+		{"1-2-3", machineid.Range{}, false},   // three parts
+		{"0x10-20", machineid.Range{}, false}, // hex
+	} {
+		got, err := machineid.ParseRange(tc.in)
+		if tc.ok != (err == nil) || got != tc.want {
+			t.Errorf("ParseRange(%q) = %v, %v; want %v, ok=%t", tc.in, got, err, tc.want, tc.ok)
+		}
+		if err != nil && !errors.Is(err, machineid.ErrRange) {
+			t.Errorf("ParseRange(%q) error %v does not wrap ErrRange", tc.in, err)
+		}
+	}
+	if _, err := machineid.NewRange(5, 4); !errors.Is(err, machineid.ErrRange) {
+		t.Errorf("NewRange(5, 4) = %v; want ErrRange", err)
+	}
+}
+
+func TestRangeCheck(t *testing.T) {
+	r := machineid.DefaultServerRange
+	if err := r.Check(924, "server"); err != nil {
+		t.Fatal(err)
+	}
+	err := r.Check(5, "server")
+	if !errors.Is(err, machineid.ErrRange) || !strings.Contains(err.Error(), "5") || !strings.Contains(err.Error(), "924-1023") {
+		t.Fatalf("Check(5) = %v; want ErrRange naming 5 and 924-1023", err)
+	}
+}
+
+func TestPasswordIsNeverShown(t *testing.T) {
+	const secret = "s3cret-pw"
+	c := machineid.DefaultConfig()
+	c.Redis.Password = secret
+	var buf bytes.Buffer
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("config", "redis", c.Redis)
+	for _, s := range []string{fmt.Sprint(c), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c), buf.String()} {
+		if strings.Contains(s, secret) {
+			t.Fatalf("password shown in %q", s)
+		}
+	}
+	if !strings.Contains(buf.String(), "hidden") {
+		t.Fatalf("log does not say the password is hidden: %q", buf.String())
+	}
+}

@@ -1,0 +1,50 @@
+package machineid
+
+import "errors"
+
+// Sentinel errors. Callers test them with errors.Is; returned errors add the
+// details (the provider, the ID, the range, the instants).
+var (
+	// ErrRange: a machine-ID range that cannot be used, or an ID outside
+	// the range its publish mode must use.
+	ErrRange = errors.New("machineid: bad range")
+
+	// ErrConfig: a Config field that cannot be used; the message names it.
+	ErrConfig = errors.New("machineid: invalid config")
+
+	// ErrUnavailable: a provider cannot give an ID on this host (Redis
+	// unreachable, no ordinal in the hostname, no address in the IP
+	// table). A chain then tries its next provider.
+	ErrUnavailable = errors.New("machineid: provider not available here")
+
+	// ErrNoProvider: every provider of the chain was unavailable. The
+	// error also wraps each provider's reason.
+	ErrNoProvider = errors.New("machineid: no provider gave a machine ID")
+
+	// ErrAmbiguous: the host's addresses match IP-table entries with
+	// different IDs.
+	ErrAmbiguous = errors.New("machineid: ambiguous IP table match")
+
+	// ErrRangeFull: every machine ID of the range is leased.
+	ErrRangeFull = errors.New("machineid: every machine ID of the range is taken")
+
+	// ErrClockSkew: the local clock and Redis's TIME differ by more than
+	// MaxClockSkew.
+	ErrClockSkew = errors.New("machineid: clock skew beyond max_clock_skew")
+
+	// ErrLeaseLost: the lease could not be proven held (renewal failed
+	// past the deadline, or the key was stolen or expired). The generator
+	// is fenced with it (core.ErrFenced wraps it).
+	ErrLeaseLost = errors.New("machineid: lease lost")
+
+	// ErrNotHolder: a write of the time guard's mark by a process that no
+	// longer holds the lease was refused.
+	ErrNotHolder = errors.New("machineid: not the lease holder")
+
+	// ErrAttached: Attach was called twice, or with a generator of
+	// another machine ID.
+	ErrAttached = errors.New("machineid: bad attach")
+
+	// ErrClosed: the lease was closed.
+	ErrClosed = errors.New("machineid: lease closed")
+)

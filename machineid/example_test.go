@@ -1,0 +1,72 @@
+package machineid_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/machineid"
+)
+
+// The order of operations for a server; an embedded issuer passes
+// machineid.Embedded. With Providers [redis, static] the same code leases
+// an ID from Redis and keeps its time guard there.
+func Example() {
+	ctx := context.Background()
+	cfg := machineid.DefaultConfig()
+	cfg.Static = 1023
+	lease, err := machineid.Acquire(ctx, cfg, machineid.Server)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer lease.Close(ctx) // after the generator's Close
+	dir, _ := os.MkdirTemp("", "vesta-example")
+	defer os.RemoveAll(dir)
+	guard, err := lease.TimeGuard(dir) // a file here; Redis for a Redis lease
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	gen, err := core.New(ctx, core.Config{Machine: lease.ID(), Guard: guard})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer gen.Close()
+	if err := lease.Attach(gen); err != nil {
+		fmt.Println(err)
+		return
+	}
+	id, _ := gen.NextID(ctx, core.Central)
+	fmt.Println(lease.Provider(), lease.ID(), gen.Codec().Explain(id).Machine)
+	// Output: static 1023 1023
+}
+
+func ExampleAcquire_outsideTheRange() {
+	cfg := machineid.DefaultConfig()
+	cfg.Static = 7
+	_, err := machineid.Acquire(context.Background(), cfg, machineid.Server)
+	fmt.Println(err)
+	// Output: machineid: invalid config: Static: machineid: bad range: machine ID 7 is outside the server range 924-1023
+}
+
+func ExampleAcquire_chain() {
+	cfg := machineid.DefaultConfig()
+	cfg.Providers = []string{machineid.ProviderK8s, machineid.ProviderStatic}
+	cfg.Hostname, cfg.K8sOffset, cfg.Static = "laptop", 924, 1000
+	lease, err := machineid.Acquire(context.Background(), cfg, machineid.Server)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer lease.Close(context.Background())
+	fmt.Println(lease.Provider(), lease.ID())
+	cfg.Providers = []string{machineid.ProviderK8s}
+	_, err = machineid.Acquire(context.Background(), cfg, machineid.Server)
+	fmt.Println(err)
+	// Output:
+	// static 1000
+	// machineid: no provider gave a machine ID: k8s: machineid: provider not available here: hostname "laptop" has no StatefulSet ordinal (a -N suffix)
+}

@@ -1,0 +1,585 @@
+package machineid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vesta-go/vesta/core"
+)
+
+// State is what a lease lets its generator do.
+type State uint8
+
+const (
+	// StateNone: no Redis lease (a static, iptable or k8s ID, which
+	// nothing can take away), or the lease was closed.
+	StateNone State = iota
+	// StateHeld: the Redis lease is held and was renewed in time.
+	StateHeld
+	// StateFenced: the lease could not be proven held (renewal failing
+	// past the deadline, lost, or being replaced); the generator is
+	// fenced.
+	StateFenced
+)
+
+// String is "none", "held" or "fenced".
+func (s State) String() string {
+	switch s {
+	case StateNone:
+		return "none"
+	case StateHeld:
+		return "held"
+	case StateFenced:
+		return "fenced"
+	}
+	return fmt.Sprintf("State(%d)", uint8(s))
+}
+
+// Status is a snapshot of a lease.
+type Status struct {
+	Provider string         // which provider gave the ID
+	Machine  core.MachineID // the ID in use
+	State    State
+	// Deadline is when the generator is fenced unless a renewal succeeds
+	// first, on the lease's clock; zero without a Redis lease.
+	Deadline time.Time
+	// Fences counts the times the generator was fenced.
+	Fences uint64
+	// RenewFailures counts renewals that did not reach Redis or found the
+	// lease gone.
+	RenewFailures uint64
+	// Err says why the state is not held; nil otherwise.
+	Err error
+}
+
+// leaseBase is what every lease shares, whatever its provider.
+type leaseBase struct {
+	cfg   Config // resolved
+	mode  Mode
+	rng   Range
+	log   *slog.Logger
+	clock core.Clock
+	m     *metrics
+}
+
+func newLeaseBase(c Config, mode Mode, rng Range) leaseBase {
+	b := leaseBase{cfg: c, mode: mode, rng: rng, log: c.Logger, clock: c.Clock}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	if b.clock == nil {
+		b.clock = core.NewSystemClock()
+	}
+	b.m = newMetrics(c.Registerer, mode)
+	return b
+}
+
+// renewing is where a Redis lease stands.
+type renewing uint8
+
+const (
+	held    renewing = iota // renewed in time
+	overdue                 // the deadline passed without a renewal; the key may still be ours
+	lost                    // the key is not ours: claim again
+)
+
+// Lease is a machine ID held by this process. For a static, iptable or k8s
+// ID it is a plain value; for a Redis lease it also owns two goroutines,
+// started by Acquire and stopped by Close: one renews the lease every
+// third of its TTL (and, once a generator is attached, re-acquires a lost
+// lease and re-keys the generator), the other fences the generator when
+// the renewal deadline passes.
+//
+// The wire format in Redis, per machine ID (see Keys): the lease key holds
+// "<128 random bits>/<host>/<pid>" with the TTL; the mark key holds the
+// time guard's mark in unix milliseconds, without a TTL.
+type Lease struct {
+	leaseBase
+	provider string
+
+	// Redis leases only; rc is nil for the other providers.
+	rc      redis.UniversalClient
+	ownsRC  bool
+	ttl     time.Duration
+	margin  time.Duration
+	period  time.Duration // between renewals
+	retry   time.Duration // between attempts after a failure
+	ctx     context.Context
+	cancel  context.CancelFunc
+	kick    chan struct{} // wakes the renewer (Attach of a lost lease)
+	wg      sync.WaitGroup
+	initial core.GuardStore // the store of the first hold, for core.New
+
+	mu       sync.Mutex
+	id       core.MachineID
+	hold     *hold // the current lease; nil once lost
+	state    renewing
+	cause    error     // why not held
+	deadline time.Time // fence unless renewed by then
+	renewAt  time.Time
+	changed  chan struct{} // closed and replaced when deadline or state change
+	gen      *core.Generator
+	fenced   bool // this lease fenced gen and has not unfenced it
+	rekeying bool // a Rekey of gen to hold runs
+	// lastRecoverErr is the last re-acquisition failure, logged once.
+	lastRecoverErr string
+	fences         uint64
+	failures       uint64
+	closed         bool
+	file           *core.FileGuard
+	fileDir        string
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+func newFixedLease(b leaseBase, provider string, id core.MachineID) *Lease {
+	l := &Lease{leaseBase: b, provider: provider, id: id}
+	b.log.Info("machineid: machine ID", "provider", provider, "machine", id, "mode", b.mode, "range", b.rng)
+	b.m.setMachine(int(id))
+	b.m.setState(StateNone)
+	return l
+}
+
+func acquireRedis(ctx context.Context, b leaseBase) (*Lease, error) {
+	rc := b.cfg.Redis
+	l := &Lease{
+		leaseBase: b, provider: ProviderRedis,
+		ttl: rc.LeaseTTL, margin: rc.SafetyMargin, period: rc.LeaseTTL / 3,
+		retry:   min(max(rc.LeaseTTL/10, 10*time.Millisecond), time.Second),
+		kick:    make(chan struct{}, 1),
+		changed: make(chan struct{}),
+	}
+	l.rc, l.ownsRC = newClient(rc)
+	h, sent, err := l.claim(ctx, 0, false)
+	if err != nil {
+		if l.ownsRC {
+			l.rc.Close()
+		}
+		return nil, err
+	}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.install(h, sent)
+	l.initial = h.guard
+	l.log.Info("machineid: leased a machine ID", "machine", h.id, "mode", b.mode, "range", b.rng,
+		"key", h.leaseKey, "ttl", l.ttl, "fence_after", l.ttl-l.margin, "redis", rc.Addrs)
+	l.wg.Add(2)
+	go l.renewer()
+	go l.watchdog()
+	return l, nil
+}
+
+// install makes h the current lease, claimed at sent.
+func (l *Lease) install(h *hold, sent time.Time) {
+	l.hold, l.id, l.state, l.cause = h, h.id, held, nil
+	l.deadline = sent.Add(l.ttl - l.margin)
+	l.renewAt = sent.Add(l.period)
+	l.m.setMachine(int(h.id))
+	l.syncLocked()
+}
+
+// ID returns the machine ID in use. After a lost lease was replaced it is
+// the new one.
+func (l *Lease) ID() core.MachineID {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.id
+}
+
+// Provider returns the name of the provider that gave the ID.
+func (l *Lease) Provider() string { return l.provider }
+
+// Range returns the range the ID was taken from.
+func (l *Lease) Range() Range { return l.rng }
+
+// Guard returns the time guard store of a Redis lease, for
+// core.Config.Guard: the mark lives in Redis beside the lease and only the
+// holder can raise it. It is nil for the other providers; use TimeGuard to
+// fall back to a file.
+func (l *Lease) Guard() core.GuardStore { return l.initial }
+
+// TimeGuard returns the time guard to hand to core.Config.Guard: Guard for
+// a Redis lease; otherwise a core.FileGuard of the machine ID in dir,
+// opened on the first call and closed by Close; nil when dir is "" (no
+// time guard).
+func (l *Lease) TimeGuard(dir string) (core.GuardStore, error) {
+	if l.initial != nil {
+		return l.initial, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed:
+		return nil, ErrClosed
+	case l.file != nil && l.fileDir == dir:
+		return l.file, nil
+	case l.file != nil:
+		return nil, fmt.Errorf("%w: TimeGuard(%q) after TimeGuard(%q)", ErrConfig, dir, l.fileDir)
+	case dir == "":
+		return nil, nil
+	}
+	f, err := core.OpenFileGuard(dir, l.id)
+	if err != nil {
+		return nil, err
+	}
+	l.file, l.fileDir = f, dir
+	return f, nil
+}
+
+// Attach hands the lease the generator issuing with its ID (built with
+// Guard or TimeGuard as its time guard). From then on the lease fences gen
+// when it can no longer prove it holds the ID, and re-acquires: the same ID
+// when it is free, else another of the range, moving gen to it with
+// core.Generator.Rekey; then it unfences. For a static, iptable or k8s ID
+// Attach only checks the machine ID.
+func (l *Lease) Attach(gen *core.Generator) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed:
+		return ErrClosed
+	case l.gen != nil:
+		return fmt.Errorf("%w: a generator is already attached", ErrAttached)
+	case gen.Machine() != l.id:
+		return fmt.Errorf("%w: the generator issues machine ID %d, the lease holds %d", ErrAttached, gen.Machine(), l.id)
+	}
+	l.gen = gen
+	if l.rc == nil {
+		return nil
+	}
+	l.syncLocked()
+	if l.state == lost {
+		l.poke()
+	}
+	return nil
+}
+
+// poke wakes the renewer: to renew now (a save of the mark found the lease
+// gone) or to re-acquire (Attach of a lost lease).
+func (l *Lease) poke() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Status returns a snapshot of the lease.
+func (l *Lease) Status() Status {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return Status{Provider: l.provider, Machine: l.id, State: l.stateLocked(), Deadline: l.deadline,
+		Fences: l.fences, RenewFailures: l.failures, Err: l.cause}
+}
+
+func (l *Lease) stateLocked() State {
+	switch {
+	case l.rc == nil || l.closed:
+		return StateNone
+	case l.state == held && !l.rekeying:
+		return StateHeld
+	}
+	return StateFenced
+}
+
+// syncLocked fences or unfences the generator to match the state, and
+// tells the watchdog the deadline may have moved.
+func (l *Lease) syncLocked() {
+	st := l.stateLocked()
+	l.m.setState(st)
+	close(l.changed)
+	l.changed = make(chan struct{})
+	if l.gen == nil {
+		return
+	}
+	switch {
+	case st == StateFenced && !l.fenced:
+		cause := l.cause
+		if cause == nil {
+			cause = fmt.Errorf("%w: machine %d: the lease is being replaced", ErrLeaseLost, l.id)
+		}
+		l.gen.Fence(cause)
+		l.fenced = true
+		l.fences++
+		l.m.fenced()
+		l.log.Error("machineid: issuing fenced", "machine", l.id, "err", cause)
+	case st == StateHeld && l.fenced:
+		l.gen.Unfence()
+		l.fenced = false
+		l.log.Info("machineid: issuing resumed", "machine", l.id)
+	}
+}
+
+// overdueLocked marks a held lease whose deadline passed.
+func (l *Lease) overdueLocked() {
+	if l.state != held {
+		return
+	}
+	l.state = overdue
+	l.cause = fmt.Errorf("%w: machine %d: no renewal succeeded before the deadline %s (lease TTL %s, safety margin %s)",
+		ErrLeaseLost, l.id, l.deadline.UTC().Format(time.RFC3339Nano), l.ttl, l.margin)
+	l.syncLocked()
+}
+
+// lostLocked marks the lease as not ours, and has the renewer claim again
+// at once.
+func (l *Lease) lostLocked(cause error) {
+	l.state, l.hold, l.cause = lost, nil, cause
+	l.syncLocked()
+	l.poke()
+}
+
+// renewer renews the lease on schedule and, once a generator is attached,
+// re-acquires a lost one.
+func (l *Lease) renewer() {
+	defer l.wg.Done()
+	for {
+		l.mu.Lock()
+		var wait time.Duration
+		switch {
+		case l.state == lost && (l.gen == nil || l.rekeying):
+			wait = l.ttl // nothing to do until Attach or the Rekey ends
+		case l.state == lost:
+			wait = l.retry
+		default:
+			wait = l.renewAt.Sub(l.clock.Now())
+		}
+		l.mu.Unlock()
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-l.kick:
+		case <-l.clock.After(wait):
+		}
+		l.mu.Lock()
+		h, st, gen, rekeying := l.hold, l.state, l.gen, l.rekeying
+		l.mu.Unlock()
+		switch {
+		case st != lost:
+			l.renew(h)
+		case gen != nil && !rekeying:
+			l.recover(gen)
+		}
+	}
+}
+
+// renew extends h with the compare-and-extend script. The deadline is
+// checked before renewing as well as by the watchdog.
+func (l *Lease) renew(h *hold) {
+	l.mu.Lock()
+	if l.hold != h {
+		l.mu.Unlock()
+		return
+	}
+	if !l.clock.Now().Before(l.deadline) {
+		l.overdueLocked()
+	}
+	l.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(l.ctx, l.period)
+	sent, start := l.clock.Now(), time.Now()
+	n, err := renewScript.Run(ctx, l.rc, []string{h.leaseKey}, h.token, l.ttl.Milliseconds()).Int64()
+	cancel()
+	if l.ctx.Err() != nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.hold != h {
+		return
+	}
+	switch {
+	case err != nil:
+		l.failures++
+		l.m.renewFailed()
+		if l.failures == 1 || l.state == held {
+			l.log.Warn("machineid: renewing the lease failed; retrying", "machine", h.id,
+				"deadline", l.deadline.UTC().Format(time.RFC3339Nano), "err", err)
+		}
+		l.renewAt = l.clock.Now().Add(l.retry)
+		if !l.clock.Now().Before(l.deadline) {
+			l.overdueLocked()
+		}
+	case n == 0:
+		l.failures++
+		l.m.renewFailed()
+		l.m.observeRenew(time.Since(start))
+		l.lostLocked(fmt.Errorf("%w: machine %d: %s no longer holds this process's token (expired or taken over)",
+			ErrLeaseLost, h.id, h.leaseKey))
+	default:
+		l.m.observeRenew(time.Since(start))
+		// Redis extended the key at or after sent, so it lives at least
+		// until sent+ttl; the margin keeps the deadline before that.
+		l.deadline = sent.Add(l.ttl - l.margin)
+		l.renewAt = sent.Add(l.period)
+		if l.state == overdue {
+			// The token was still there, so nobody held the ID meanwhile.
+			l.log.Info("machineid: lease renewed after its deadline; it was never lost", "machine", h.id)
+		}
+		l.state, l.cause = held, nil
+		l.syncLocked()
+	}
+}
+
+// recover claims a lease again (the same ID first) and re-keys gen to it.
+// Even for the same ID the generator is re-keyed: its old run's guard
+// holds the old token, and the new run must start after whatever a
+// holder in between issued. The mark is first raised to gen's own
+// reservation, which covers a Redis that lost its data.
+func (l *Lease) recover(gen *core.Generator) {
+	old := gen.Machine()
+	h, sent, err := l.claim(l.ctx, old, true)
+	if err != nil {
+		if l.ctx.Err() == nil {
+			l.mu.Lock()
+			l.cause = fmt.Errorf("%w: machine %d: re-acquiring: %w", ErrLeaseLost, old, err)
+			repeated := err.Error() == l.lastRecoverErr
+			l.lastRecoverErr = err.Error()
+			l.mu.Unlock()
+			if !repeated { // one line per kind of failure, not one per retry
+				l.log.Warn("machineid: re-acquiring a lease failed; retrying", "err", err)
+			}
+		}
+		return
+	}
+	if h.id == old {
+		ctx, cancel := context.WithTimeout(l.ctx, l.period)
+		err := h.guard.raise(ctx, gen.Stats().Mark)
+		cancel()
+		if err != nil {
+			l.log.Warn("machineid: raising the mark of a re-acquired lease failed; releasing it", "machine", h.id, "err", err)
+			l.release(h)
+			return
+		}
+	}
+	l.mu.Lock()
+	l.rekeying = true // before install, which must not unfence the old run
+	l.install(h, sent)
+	l.mu.Unlock()
+	l.lastRecoverErr = ""
+	l.log.Info("machineid: re-acquired a lease; re-keying", "from", old, "to", h.id)
+	l.wg.Add(1)
+	go l.rekey(gen, h, old)
+}
+
+// rekey moves gen to h; Rekey may wait for the clock to pass the new ID's
+// mark while the renewer keeps h alive.
+func (l *Lease) rekey(gen *core.Generator, h *hold, old core.MachineID) {
+	defer l.wg.Done()
+	err := gen.Rekey(l.ctx, h.id, h.guard)
+	l.mu.Lock()
+	l.rekeying = false
+	current := l.hold == h
+	if err != nil {
+		l.cause = fmt.Errorf("%w: machine %d: re-keying from %d: %w", ErrLeaseLost, h.id, old, err)
+		if current {
+			l.state, l.hold = lost, nil
+		}
+	}
+	l.syncLocked()
+	l.mu.Unlock()
+	switch {
+	case err == nil:
+		l.log.Info("machineid: re-keyed", "from", old, "to", h.id)
+	case l.ctx.Err() != nil || errors.Is(err, core.ErrClosed):
+		// Closing.
+	default:
+		l.log.Error("machineid: re-keying failed; releasing the lease and retrying", "machine", h.id, "err", err)
+		if current {
+			l.release(h)
+		}
+	}
+}
+
+// release deletes h's key if it still holds h's token.
+func (l *Lease) release(h *hold) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.ctx), l.period)
+	defer cancel()
+	n, err := releaseScript.Run(ctx, l.rc, []string{h.leaseKey}, h.token).Int64()
+	if err != nil {
+		return redisErr(err, "releasing %s", h.leaseKey)
+	}
+	if n == 0 {
+		l.log.Info("machineid: the lease was no longer ours at release", "key", h.leaseKey)
+	}
+	return nil
+}
+
+// watchdog fences the generator when the deadline passes without a
+// renewal, even while a renewal is stuck in the network.
+func (l *Lease) watchdog() {
+	defer l.wg.Done()
+	for {
+		l.mu.Lock()
+		changed, dl, armed := l.changed, l.deadline, l.state == held
+		l.mu.Unlock()
+		var fire <-chan time.Time
+		if armed {
+			fire = l.clock.After(dl.Sub(l.clock.Now()))
+		}
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-changed:
+		case <-fire:
+			l.mu.Lock()
+			if l.state == held && l.deadline.Equal(dl) {
+				l.overdueLocked()
+			}
+			l.mu.Unlock()
+		}
+	}
+}
+
+// Close stops renewing, fences an attached generator (close the generator
+// first, so that its final mark is saved while the lease is still held),
+// releases the lease with compare-and-delete so the ID is free at once,
+// and closes a file guard opened by TimeGuard. It is idempotent; later
+// calls wait for the first and return its result.
+func (l *Lease) Close(ctx context.Context) error {
+	l.closeOnce.Do(func() { l.closeErr = l.close(ctx) })
+	return l.closeErr
+}
+
+func (l *Lease) close(ctx context.Context) error {
+	l.mu.Lock()
+	l.closed = true
+	h, gen := l.hold, l.gen
+	l.hold = nil
+	if gen != nil && l.rc != nil && !l.fenced {
+		gen.Fence(fmt.Errorf("%w: machine %d: the lease was released", ErrLeaseLost, l.id))
+		l.fenced = true
+	}
+	file := l.file
+	l.m.setState(StateNone)
+	l.mu.Unlock()
+
+	var errs []error
+	if l.rc != nil {
+		l.cancel()
+		l.wg.Wait()
+		if h != nil {
+			n, err := releaseScript.Run(ctx, l.rc, []string{h.leaseKey}, h.token).Int64()
+			switch {
+			case err != nil:
+				errs = append(errs, redisErr(err, "releasing %s (it expires within %s)", h.leaseKey, l.ttl))
+			case n == 0:
+				l.log.Info("machineid: the lease was no longer ours at release", "key", h.leaseKey)
+			default:
+				l.log.Info("machineid: released the lease", "machine", h.id, "key", h.leaseKey)
+			}
+		}
+		if l.ownsRC {
+			errs = append(errs, l.rc.Close())
+		}
+	}
+	if file != nil {
+		errs = append(errs, file.Close())
+	}
+	return errors.Join(errs...)
+}

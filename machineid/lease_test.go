@@ -1,0 +1,406 @@
+package machineid_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/redistest"
+	"github.com/vesta-go/vesta/machineid"
+)
+
+// issued collects what an issuing loop got.
+type issued struct {
+	mu     sync.Mutex
+	ids    []core.ID
+	starts []time.Time // when each successful call started
+	errs   []error
+}
+
+// issue calls NextID until the returned stop is called (also at the end of
+// the test, before the generator closes), recording what it got.
+func issue(t testing.TB, gen *core.Generator, out *issued) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			start := time.Now()
+			id, err := gen.NextID(context.Background(), core.Central)
+			out.mu.Lock()
+			if err != nil {
+				out.errs = append(out.errs, err)
+			} else {
+				out.ids = append(out.ids, id)
+				out.starts = append(out.starts, start)
+			}
+			out.mu.Unlock()
+			if err != nil {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	})
+	var once sync.Once
+	stop = func() { once.Do(func() { close(done); wg.Wait() }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+func (o *issued) count() (ok, failed int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.ids), len(o.errs)
+}
+
+// strictlyIncreasing fails when an ID repeats or goes back.
+func strictlyIncreasing(t testing.TB, ids []core.ID) {
+	t.Helper()
+	for i := 1; i < len(ids); i++ {
+		if ids[i] <= ids[i-1] {
+			t.Fatalf("ID %d at %d after %d: not increasing", ids[i], i, ids[i-1])
+		}
+	}
+}
+
+func TestRedisLostWhileRunning(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := client(t, srv)
+	c := redisConfig(srv, 3*time.Second)
+	c.Redis.SafetyMargin = 1500 * time.Millisecond
+	l := mustAcquire(t, c, machineid.Server)
+	gen := generator(t, l, core.Config{GuardWindow: time.Second})
+	var out issued
+	stop := issue(t, gen, &out)
+	eventually(t, "IDs issued", func() bool { n, _ := out.count(); return n > 100 })
+
+	// Redis keeps the lease at least until sent+PTTL; renewals only push
+	// the expiry later, so this is a lower bound of when another process
+	// could take the ID.
+	leaseKey, _ := machineid.Keys("vesta", l.ID())
+	sent := time.Now()
+	pttl, err := rdb.PTTL(context.Background(), leaseKey).Result()
+	if err != nil || pttl <= 0 {
+		t.Fatalf("PTTL = %v, %v", pttl, err)
+	}
+	expiry := sent.Add(pttl)
+	srv.Kill()
+	eventually(t, "the fence", func() bool { return l.Status().State == machineid.StateFenced })
+	fencedAt := time.Now()
+	err = gen.Ready()
+	if !errors.Is(err, core.ErrFenced) || !errors.Is(err, machineid.ErrLeaseLost) {
+		t.Fatalf("Ready while Redis is down: %v; want core.ErrFenced wrapping ErrLeaseLost", err)
+	}
+	out.mu.Lock()
+	before := slices.Clone(out.ids)
+	for i, s := range out.starts {
+		if !s.Before(expiry) {
+			t.Errorf("ID %d issued by a call started %s after the lease could expire", out.ids[i], s.Sub(expiry))
+		}
+	}
+	out.mu.Unlock()
+	t.Logf("fenced %s before the earliest expiry of the lease", expiry.Sub(fencedAt).Round(time.Millisecond))
+
+	// Redis comes back empty: the lease is claimed again (the same ID is
+	// free), its mark raised to what this process reserved, and issuing
+	// resumes above everything issued before.
+	srv.Restart()
+	eventually(t, "issuing to resume", func() bool {
+		n, _ := out.count()
+		return l.Status().State == machineid.StateHeld && n > len(before)+100
+	})
+	stop()
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	strictlyIncreasing(t, out.ids)
+	if s := l.Status(); s.Fences == 0 || s.RenewFailures == 0 {
+		t.Fatalf("status %+v; want fences and renewal failures counted", s)
+	}
+	if gen.Ready() != nil {
+		t.Fatalf("Ready after recovery: %v", gen.Ready())
+	}
+}
+
+func TestStolenLeaseIsFencedAndReplaced(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := client(t, srv)
+	reg := prometheus.NewRegistry()
+	c := redisConfig(srv, 3*time.Second)
+	c.ServerRange = machineid.Range{First: 924, Count: 2}
+	c.Registerer = reg
+	l := mustAcquire(t, c, machineid.Server)
+	first := l.ID()
+	gen := generator(t, l, core.Config{})
+	var out issued
+	stop := issue(t, gen, &out)
+	eventually(t, "IDs issued", func() bool { n, _ := out.count(); return n > 100 })
+
+	leaseKey, _ := machineid.Keys("vesta", first)
+	if err := rdb.Set(context.Background(), leaseKey, "thief", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Fenced at the next renewal, long before the TTL (a save of the mark
+	// that finds the lease gone triggers that renewal at once).
+	eventually(t, "the fence", func() bool { return l.Status().Fences > 0 })
+	// Re-acquired on the other ID of the range, the generator re-keyed.
+	eventually(t, "a new lease", func() bool {
+		return l.Status().State == machineid.StateHeld && gen.Machine() != first && gen.Ready() == nil
+	})
+	if l.ID() != gen.Machine() || !c.ServerRange.Contains(l.ID()) {
+		t.Fatalf("lease %d, generator %d", l.ID(), gen.Machine())
+	}
+	eventually(t, "IDs on the new machine ID", func() bool {
+		out.mu.Lock()
+		defer out.mu.Unlock()
+		return gen.Codec().Explain(out.ids[len(out.ids)-1]).Machine == l.ID()
+	})
+	stop()
+	seen := map[core.ID]bool{}
+	for _, id := range out.ids {
+		if seen[id] {
+			t.Fatalf("ID %d issued twice", id)
+		}
+		seen[id] = true
+	}
+	if v := rdb.Get(context.Background(), leaseKey).Val(); v != "thief" {
+		t.Fatalf("the thief's lease became %q; nobody else may touch it", v)
+	}
+	if v, _ := gauge(t, reg, "vesta_machine_lease_fences_total", nil); v < 1 {
+		t.Fatalf("fences metric %v", v)
+	}
+	if v, _ := gauge(t, reg, "vesta_machine_lease_renew_failures_total", nil); v < 1 {
+		t.Fatalf("renew failures metric %v", v)
+	}
+}
+
+func TestExpiredLeaseIsReclaimedWithoutGoingBack(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := client(t, srv)
+	c := redisConfig(srv, 3*time.Second)
+	l := mustAcquire(t, c, machineid.Server)
+	id := l.ID()
+	gen := generator(t, l, core.Config{MaxStartupWait: 10 * time.Second, MaxBorrow: time.Second})
+	var out issued
+	stop := issue(t, gen, &out)
+	eventually(t, "IDs issued", func() bool { n, _ := out.count(); return n > 100 })
+	leaseKey, _ := machineid.Keys("vesta", id)
+	rdb.Del(context.Background(), leaseKey) // as if it expired behind our back
+	eventually(t, "the fence", func() bool { return l.Status().Fences > 0 })
+	n0, _ := out.count()
+	eventually(t, "issuing to resume", func() bool {
+		n, _ := out.count()
+		return l.Status().State == machineid.StateHeld && n > n0+100
+	})
+	stop()
+	if l.ID() != id {
+		t.Fatalf("re-acquired %d; want the free ID %d again", l.ID(), id)
+	}
+	strictlyIncreasing(t, out.ids)
+}
+
+// TestDeadlineOnAFakeClock drives the lease's clock by hand: the watchdog
+// fences exactly at the deadline, not before, while renewals fail.
+func TestDeadlineOnAFakeClock(t *testing.T) {
+	srv := redistest.Start(t)
+	clock := core.NewManualClock(time.Now())
+	c := redisConfig(srv, 3*time.Second) // renew every 1s, retry every 300ms
+	c.Redis.SafetyMargin = time.Second   // deadline 2s after a renewal was sent
+	c.Clock = clock
+	l := mustAcquire(t, c, machineid.Server)
+	gen := generator(t, l, core.Config{})
+	deadline := l.Status().Deadline
+	if got := deadline.Sub(clock.Now()); got != 2*time.Second {
+		t.Fatalf("deadline %s after the claim; want 2s", got)
+	}
+	srv.Kill()
+	clock.Advance(time.Second) // the first renewal is due, and fails
+	eventually(t, "a failed renewal", func() bool { return l.Status().RenewFailures >= 1 })
+	clock.Advance(999 * time.Millisecond) // a retry is due, and fails
+	eventually(t, "a second failed renewal", func() bool { return l.Status().RenewFailures >= 2 })
+	if err := gen.Ready(); err != nil {
+		t.Fatalf("fenced 1ms before the deadline: %v", err)
+	}
+	if s := l.Status(); s.State != machineid.StateHeld || s.Deadline != deadline {
+		t.Fatalf("status before the deadline %+v", s)
+	}
+	clock.Advance(time.Millisecond)
+	eventually(t, "the fence at the deadline", func() bool { return gen.Ready() != nil })
+	if err := gen.Ready(); !errors.Is(err, machineid.ErrLeaseLost) {
+		t.Fatalf("Ready: %v; want ErrLeaseLost", err)
+	}
+	if s := l.Status(); s.State != machineid.StateFenced || s.Fences != 1 || !errors.Is(s.Err, machineid.ErrLeaseLost) {
+		t.Fatalf("status at the deadline %+v", s)
+	}
+}
+
+// TestRenewalAfterTheDeadlineUnfences: a clock that jumps past the deadline
+// fences (the renewer checks the deadline before renewing), and the
+// renewal that then finds the token still in Redis unfences at once.
+func TestRenewalAfterTheDeadlineUnfences(t *testing.T) {
+	srv := redistest.Start(t)
+	clock := core.NewManualClock(time.Now())
+	c := redisConfig(srv, 30*time.Second)
+	c.Clock = clock
+	l := mustAcquire(t, c, machineid.Server)
+	gen := generator(t, l, core.Config{})
+	id := l.ID()
+	clock.Advance(time.Minute)
+	eventually(t, "fence and renewal", func() bool {
+		s := l.Status()
+		return s.Fences == 1 && s.State == machineid.StateHeld
+	})
+	if err := gen.Ready(); err != nil || l.ID() != id || gen.Machine() != id {
+		t.Fatalf("after the late renewal: Ready %v, lease %d, generator %d; want issuing on %d", err, l.ID(), gen.Machine(), id)
+	}
+}
+
+// The holder subprocess: leases the one ID of the range and issues until
+// killed, printing the highest ID so far after every batch.
+const holderEnv = "VESTA_MACHINEID_TEST_HOLDER"
+
+func TestMain(m *testing.M) {
+	if addr := os.Getenv(holderEnv); addr != "" {
+		os.Exit(runHolder(addr))
+	}
+	os.Exit(m.Run())
+}
+
+func holderConfig(addr string) machineid.Config {
+	c := machineid.DefaultConfig()
+	c.Providers = []string{machineid.ProviderRedis}
+	c.Redis.Addrs = []string{addr}
+	c.Redis.LeaseTTL = 2 * time.Second
+	c.Redis.MaxClockSkew = 0
+	c.ServerRange = machineid.Range{First: 1000, Count: 1}
+	return c
+}
+
+func runHolder(addr string) int {
+	ctx := context.Background()
+	l, err := machineid.Acquire(ctx, holderConfig(addr), machineid.Server)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "holder:", err)
+		return 1
+	}
+	gen, err := core.New(ctx, core.Config{Machine: l.ID(), Guard: l.Guard(), MaxBorrow: time.Second})
+	if err == nil {
+		err = l.Attach(gen)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "holder:", err)
+		return 1
+	}
+	w := bufio.NewWriter(os.Stdout)
+	for {
+		ids, err := gen.NextIDs(ctx, core.Central, 1000)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "holder:", err)
+			return 1
+		}
+		fmt.Fprintln(w, ids[len(ids)-1])
+		w.Flush()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestKilledHolderIsOvertakenAfterItsMark(t *testing.T) {
+	srv := redistest.Start(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), holderEnv+"="+srv.Addr())
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var maxDead core.ID
+	lines := 0
+	sc := bufio.NewScanner(stdout)
+	for lines < 200 && sc.Scan() {
+		id, err := strconv.ParseUint(strings.TrimSpace(sc.Text()), 10, 64)
+		if err != nil {
+			t.Fatalf("holder printed %q", sc.Text())
+		}
+		maxDead = max(maxDead, core.ID(id))
+		lines++
+	}
+	if lines < 200 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the holder stopped after %d batches", lines)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Scan() { // IDs printed before the kill landed
+		if id, err := strconv.ParseUint(strings.TrimSpace(sc.Text()), 10, 64); err == nil {
+			maxDead = max(maxDead, core.ID(id))
+		}
+	}
+	cmd.Wait()
+
+	// The dead holder's lease stands until its TTL runs out.
+	c := holderConfig(srv.Addr())
+	if _, err := acquire(t, c, machineid.Server); !errors.Is(err, machineid.ErrRangeFull) || !strings.Contains(err.Error(), "1000-1000") {
+		t.Fatalf("Acquire right after the kill: %v; want ErrRangeFull naming 1000-1000", err)
+	}
+	var l *machineid.Lease
+	eventually(t, "the dead holder's lease to expire", func() bool {
+		l, err = acquire(t, c, machineid.Server)
+		if err != nil && !errors.Is(err, machineid.ErrRangeFull) {
+			t.Fatalf("Acquire: %v", err)
+		}
+		return err == nil
+	})
+
+	// A clock a minute behind cannot start below the dead holder's mark:
+	// without waiting it refuses, with waiting it starts above the mark.
+	behind := core.NewManualClock(time.Now().Add(-time.Minute))
+	_, err = core.New(context.Background(), core.Config{Machine: l.ID(), Guard: l.Guard(), Clock: behind, MaxBorrow: time.Second})
+	if !errors.Is(err, core.ErrClockBehind) {
+		t.Fatalf("core.New with the clock a minute behind: %v; want ErrClockBehind", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // the clock moves only while New sleeps on it
+		for behind.BlockUntil(ctx, 1) == nil {
+			behind.Advance(time.Second)
+		}
+	}()
+	gen, err := core.New(ctx, core.Config{Machine: l.ID(), Guard: l.Guard(), Clock: behind,
+		MaxBorrow: time.Second, MaxStartupWait: 2 * time.Minute})
+	cancel()
+	if err != nil {
+		t.Fatalf("core.New waiting for the mark: %v", err)
+	}
+	defer gen.Close()
+	if err := l.Attach(gen); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := gen.NextIDs(context.Background(), core.Central, 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids[0] <= maxDead {
+		t.Fatalf("the next holder's first ID %d is not above the dead holder's %d", ids[0], maxDead)
+	}
+	t.Logf("dead holder's last ID %d, next holder's first %d", maxDead, ids[0])
+}

@@ -1,0 +1,257 @@
+package machineid_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/machineid"
+)
+
+func addrs(s ...string) []netip.Addr {
+	out := make([]netip.Addr, len(s))
+	for i, a := range s {
+		out[i] = netip.MustParseAddr(a)
+	}
+	return out
+}
+
+// deadAddr is an address where nothing listens.
+func deadAddr(t testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func acquire(t testing.TB, c machineid.Config, mode machineid.Mode) (*machineid.Lease, error) {
+	t.Helper()
+	l, err := machineid.Acquire(context.Background(), c, mode)
+	if err == nil {
+		t.Cleanup(func() { l.Close(context.Background()) })
+	}
+	return l, err
+}
+
+func mustAcquire(t testing.TB, c machineid.Config, mode machineid.Mode) *machineid.Lease {
+	t.Helper()
+	l, err := acquire(t, c, mode)
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	return l
+}
+
+func TestProviders(t *testing.T) {
+	table := map[string]core.MachineID{"10.0.0.1": 924, "10.0.0.2": 925, "fd00::7": 926, "192.168.1.5": 3}
+	for _, tc := range []struct {
+		name string
+		mode machineid.Mode
+		edit func(*machineid.Config)
+		want core.MachineID
+		errs []error  // the error wraps all of these; nil = success
+		msg  []string // and says all of these
+	}{
+		{"static server", machineid.Server, func(c *machineid.Config) { c.Static = 1023 }, 1023, nil, nil},
+		{"static embedded", machineid.Embedded, func(c *machineid.Config) { c.Static = 7 }, 7, nil, nil},
+		{"static outside the server range", machineid.Server, func(c *machineid.Config) { c.Static = 7 },
+			0, []error{machineid.ErrConfig, machineid.ErrRange}, []string{"Static", "7", "server range 924-1023"}},
+		{"static outside the embedded range", machineid.Embedded, func(c *machineid.Config) { c.Static = 1000 },
+			0, []error{machineid.ErrRange}, []string{"1000", "embedded range 0-923"}},
+		{"static inside a moved range", machineid.Server, func(c *machineid.Config) {
+			c.EmbeddedRange, c.ServerRange, c.Static = machineid.Range{First: 100, Count: 924}, machineid.Range{First: 0, Count: 100}, 99
+		}, 99, nil, nil},
+		{"iptable one match", machineid.Server, func(c *machineid.Config) {
+			c.Providers, c.IPTable, c.HostAddrs = []string{"iptable"}, table, addrs("127.0.0.1", "10.0.0.2", "fe80::1")
+		}, 925, nil, nil},
+		{"iptable IPv6", machineid.Server, func(c *machineid.Config) {
+			c.Providers, c.IPTable, c.HostAddrs = []string{"iptable"}, table, addrs("127.0.0.1", "fd00::7")
+		}, 926, nil, nil},
+		{"iptable IPv4-mapped address", machineid.Server, func(c *machineid.Config) {
+			c.Providers, c.IPTable, c.HostAddrs = []string{"iptable"}, table, addrs("::ffff:10.0.0.1")
+		}, 924, nil, nil},
+		{"iptable two addresses, one ID", machineid.Server, func(c *machineid.Config) {
+			c.Providers, c.HostAddrs = []string{"iptable"}, addrs("10.0.0.1", "10.0.0.9")
+			c.IPTable = map[string]core.MachineID{"10.0.0.1": 930, "10.0.0.9": 930}
+		}, 930, nil, nil},
+		{"iptable two addresses, two IDs", machineid.Server, func(c *machineid.Config) {
+			c.Providers, c.IPTable, c.HostAddrs = []string{"iptable"}, table, addrs("10.0.0.2", "10.0.0.1")
+		}, 0, []error{machineid.ErrAmbiguous}, []string{"10.0.0.1 -> 924", "10.0.0.2 -> 925"}},
+		{"iptable no match", machineid.Server, func(c *machineid.Config) {
+			c.Providers, c.IPTable, c.HostAddrs = []string{"iptable"}, table, addrs("10.9.9.9")
+		}, 0, []error{machineid.ErrNoProvider, machineid.ErrUnavailable}, []string{"iptable:", "10.9.9.9"}},
+		{"iptable match outside the mode's range", machineid.Server, func(c *machineid.Config) {
+			c.Providers, c.IPTable, c.HostAddrs = []string{"iptable"}, table, addrs("192.168.1.5")
+		}, 0, []error{machineid.ErrRange}, []string{"3", "server range"}},
+		{"iptable empty", machineid.Server, func(c *machineid.Config) {
+			c.Providers = []string{"iptable"}
+		}, 0, []error{machineid.ErrConfig}, []string{"IPTable"}},
+		{"k8s ordinal", machineid.Server, func(c *machineid.Config) {
+			c.Providers, c.Hostname, c.K8sOffset = []string{"k8s"}, "vesta-12", 924
+		}, 936, nil, nil},
+		{"k8s fully qualified", machineid.Server, func(c *machineid.Config) {
+			c.Providers, c.Hostname, c.K8sOffset = []string{"k8s"}, "id-server-0.id-server.prod.svc.cluster.local", 924
+		}, 924, nil, nil},
+		{"k8s embedded offset 0", machineid.Embedded, func(c *machineid.Config) {
+			c.Providers, c.Hostname = []string{"k8s"}, "app-7"
+		}, 7, nil, nil},
+		{"k8s no ordinal", machineid.Server, func(c *machineid.Config) {
+			c.Providers, c.Hostname, c.K8sOffset = []string{"k8s"}, "build-host", 924
+		}, 0, []error{machineid.ErrNoProvider, machineid.ErrUnavailable}, []string{"k8s:", "build-host"}},
+		{"k8s dash without digits", machineid.Server, func(c *machineid.Config) {
+			c.Providers, c.Hostname, c.K8sOffset = []string{"k8s"}, "vesta-", 924
+		}, 0, []error{machineid.ErrUnavailable}, []string{"vesta-"}},
+		{"k8s ordinal past the range", machineid.Server, func(c *machineid.Config) {
+			c.Providers, c.Hostname, c.K8sOffset = []string{"k8s"}, "vesta-100", 924
+		}, 0, []error{machineid.ErrRange}, []string{"1024"}},
+		{"k8s ordinal past 1023", machineid.Server, func(c *machineid.Config) {
+			c.Providers, c.Hostname, c.K8sOffset = []string{"k8s"}, "vesta-99999", 924
+		}, 0, []error{machineid.ErrRange}, []string{"99999"}},
+		{"k8s offset outside the range", machineid.Server, func(c *machineid.Config) {
+			c.Providers, c.Hostname = []string{"k8s"}, "vesta-1"
+		}, 0, []error{machineid.ErrConfig, machineid.ErrRange}, []string{"K8sOffset"}},
+		{"chain falls through to static", machineid.Server, func(c *machineid.Config) {
+			c.Providers, c.Hostname, c.K8sOffset, c.Static = []string{"k8s", "iptable", "static"}, "laptop", 924, 1000
+			c.IPTable, c.HostAddrs = table, addrs("10.9.9.9")
+		}, 1000, nil, nil},
+		{"chain lists every reason", machineid.Server, func(c *machineid.Config) {
+			c.Providers, c.Hostname, c.K8sOffset = []string{"k8s", "iptable"}, "laptop", 924
+			c.IPTable, c.HostAddrs = table, addrs("10.9.9.9")
+		}, 0, []error{machineid.ErrNoProvider, machineid.ErrUnavailable}, []string{"k8s:", "laptop", "iptable:", "10.9.9.9"}},
+		{"a hard error stops the chain", machineid.Server, func(c *machineid.Config) {
+			c.Providers, c.Static = []string{"iptable", "static"}, 1000
+			c.IPTable, c.HostAddrs = table, addrs("10.0.0.1", "10.0.0.2")
+		}, 0, []error{machineid.ErrAmbiguous}, []string{"iptable provider"}},
+		{"unknown provider", machineid.Server, func(c *machineid.Config) { c.Providers = []string{"zookeeper"} },
+			0, []error{machineid.ErrConfig}, []string{"zookeeper", "redis, k8s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := machineid.DefaultConfig()
+			tc.edit(&c)
+			l, err := acquire(t, c, tc.mode)
+			if tc.errs == nil {
+				if err != nil {
+					t.Fatalf("Acquire: %v", err)
+				}
+				if l.ID() != tc.want || l.Guard() != nil {
+					t.Fatalf("ID %d, guard %v; want %d and no guard", l.ID(), l.Guard(), tc.want)
+				}
+				if s := l.Status(); s.State != machineid.StateNone || s.Machine != tc.want {
+					t.Fatalf("Status = %+v", s)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Acquire gave ID %d; want an error", l.ID())
+			}
+			for _, e := range tc.errs {
+				if !errors.Is(err, e) {
+					t.Errorf("error %q does not wrap %q", err, e)
+				}
+			}
+			for _, m := range tc.msg {
+				if !strings.Contains(err.Error(), m) {
+					t.Errorf("error %q does not say %q", err, m)
+				}
+			}
+		})
+	}
+}
+
+func TestUnreachableRedisAtStart(t *testing.T) {
+	c := machineid.DefaultConfig()
+	c.Redis.Addrs = []string{deadAddr(t)}
+	c.Providers, c.Static = []string{"redis", "static"}, 1023
+	l, err := acquire(t, c, machineid.Server)
+	if err != nil {
+		t.Fatalf("redis then static: %v", err)
+	}
+	if l.ID() != 1023 || l.Provider() != "static" {
+		t.Fatalf("got %d from %s; want 1023 from static", l.ID(), l.Provider())
+	}
+
+	c.Providers = []string{"redis"}
+	_, err = acquire(t, c, machineid.Server)
+	if !errors.Is(err, machineid.ErrNoProvider) || !errors.Is(err, machineid.ErrUnavailable) ||
+		!strings.Contains(err.Error(), c.Redis.Addrs[0]) {
+		t.Fatalf("redis alone: %v; want ErrNoProvider naming %s", err, c.Redis.Addrs[0])
+	}
+}
+
+func TestTimeGuardOfAFixedID(t *testing.T) {
+	c := machineid.DefaultConfig()
+	c.Static = 9
+	l := mustAcquire(t, c, machineid.Embedded)
+	if g, err := l.TimeGuard(""); err != nil || g != nil {
+		t.Fatalf(`TimeGuard("") = %v, %v; want no guard`, g, err)
+	}
+	dir := t.TempDir()
+	g, err := l.TimeGuard(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fg, ok := g.(*core.FileGuard)
+	if !ok || !strings.HasPrefix(fg.Path(), dir) || !strings.Contains(fg.Path(), "machine-9") {
+		t.Fatalf("TimeGuard = %#v; want the file guard of machine 9 in %s", g, dir)
+	}
+	if again, err := l.TimeGuard(dir); err != nil || again != g {
+		t.Fatalf("second TimeGuard = %v, %v; want the same guard", again, err)
+	}
+	// The lock is held until the lease closes.
+	if _, err := core.OpenFileGuard(dir, 9); !errors.Is(err, core.ErrGuardLocked) {
+		t.Fatalf("OpenFileGuard while the lease holds it: %v; want ErrGuardLocked", err)
+	}
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	other, err := core.OpenFileGuard(dir, 9)
+	if err != nil {
+		t.Fatalf("OpenFileGuard after Close: %v", err)
+	}
+	other.Close()
+	if _, err := l.TimeGuard(dir); !errors.Is(err, machineid.ErrClosed) {
+		t.Fatalf("TimeGuard after Close: %v; want ErrClosed", err)
+	}
+}
+
+func TestAttachChecksTheMachine(t *testing.T) {
+	c := machineid.DefaultConfig()
+	c.Static = 5
+	l := mustAcquire(t, c, machineid.Embedded)
+	other, err := core.New(context.Background(), core.Config{Machine: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := l.Attach(other); !errors.Is(err, machineid.ErrAttached) {
+		t.Fatalf("Attach of machine 6 to lease 5: %v; want ErrAttached", err)
+	}
+	gen, err := core.New(context.Background(), core.Config{Machine: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gen.Close()
+	if err := l.Attach(gen); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Attach(gen); !errors.Is(err, machineid.ErrAttached) {
+		t.Fatalf("second Attach: %v; want ErrAttached", err)
+	}
+}
+
+func TestModeOf(t *testing.T) {
+	for m, want := range map[core.Method]machineid.Mode{
+		core.Embedded: machineid.Embedded, core.Central: machineid.Server, core.REST: machineid.Server,
+	} {
+		if got := machineid.ModeOf(m); got != want {
+			t.Errorf("ModeOf(%s) = %s; want %s", m, got, want)
+		}
+	}
+}

@@ -1,0 +1,222 @@
+package machineid_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/redistest"
+	"github.com/vesta-go/vesta/machineid"
+)
+
+func TestKeysShareAHashTag(t *testing.T) {
+	lease, mark := machineid.Keys("vesta", 924)
+	if lease != "{vesta:machine:924}:lease" || mark != "{vesta:machine:924}:mark" {
+		t.Fatalf("Keys = %q, %q", lease, mark)
+	}
+}
+
+func TestRacingLeasersNeverShareAnID(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redisConfig(srv, 10*time.Second)
+	c.ServerRange = machineid.Range{First: 924, Count: 10}
+	const n = 30
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		leases []*machineid.Lease
+		errs   []error
+	)
+	start := make(chan struct{})
+	for range n {
+		wg.Go(func() {
+			<-start
+			l, err := machineid.Acquire(context.Background(), c, machineid.Server)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			leases = append(leases, l)
+		})
+	}
+	close(start)
+	wg.Wait()
+	defer func() {
+		for _, l := range leases {
+			l.Close(context.Background())
+		}
+	}()
+	seen := map[core.MachineID]bool{}
+	for _, l := range leases {
+		if seen[l.ID()] || !c.ServerRange.Contains(l.ID()) {
+			t.Fatalf("ID %d leased twice or outside %s", l.ID(), c.ServerRange)
+		}
+		seen[l.ID()] = true
+	}
+	if len(leases) != 10 || len(errs) != 20 {
+		t.Fatalf("%d leases and %d errors; want 10 and 20 (errors: %v)", len(leases), len(errs), errors.Join(errs...))
+	}
+	for _, err := range errs {
+		if !errors.Is(err, machineid.ErrRangeFull) || !strings.Contains(err.Error(), "924-933") {
+			t.Fatalf("error %q; want ErrRangeFull naming the range 924-933", err)
+		}
+		if errors.Is(err, machineid.ErrUnavailable) {
+			t.Fatalf("a full range %q must not fall through the chain", err)
+		}
+	}
+}
+
+func TestGracefulCloseReleasesAtOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := client(t, srv)
+	c := redisConfig(srv, 10*time.Second)
+	c.ServerRange = machineid.Range{First: 1000, Count: 1}
+	l := mustAcquire(t, c, machineid.Server)
+	gen := generator(t, l, core.Config{})
+	if _, err := gen.NextID(context.Background(), core.Central); err != nil {
+		t.Fatal(err)
+	}
+	leaseKey, markKey := machineid.Keys("vesta", 1000)
+	if v := rdb.Get(context.Background(), leaseKey).Val(); !strings.Contains(v, "/") {
+		t.Fatalf("lease value %q; want token/host/pid", v)
+	}
+	if _, err := machineid.Acquire(context.Background(), c, machineid.Server); !errors.Is(err, machineid.ErrRangeFull) {
+		t.Fatalf("second lease of a one-ID range: %v; want ErrRangeFull", err)
+	}
+	if err := gen.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if n := rdb.Exists(context.Background(), leaseKey).Val(); n != 0 {
+		t.Fatal("the lease key outlived Close")
+	}
+	if rdb.Get(context.Background(), markKey).Val() == "" {
+		t.Fatal("the mark was not kept")
+	}
+	if s := l.Status(); s.State != machineid.StateNone {
+		t.Fatalf("state after Close: %s", s.State)
+	}
+	// The ID is free at once, well before the 10s TTL.
+	l2, err := machineid.Acquire(context.Background(), c, machineid.Server)
+	if err != nil {
+		t.Fatalf("re-leasing after Close: %v", err)
+	}
+	l2.Close(context.Background())
+}
+
+func TestOnlyTheHolderWritesTheMark(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := client(t, srv)
+	c := redisConfig(srv, 10*time.Second)
+	l := mustAcquire(t, c, machineid.Server)
+	g := l.Guard()
+	if g == nil {
+		t.Fatal("a Redis lease has no guard")
+	}
+	if tg, _ := l.TimeGuard(t.TempDir()); tg != g {
+		t.Fatal("TimeGuard of a Redis lease is not its Redis store")
+	}
+	ctx := context.Background()
+	if m, err := g.Load(ctx); err != nil || !m.IsZero() {
+		t.Fatalf("Load of a fresh ID = %v, %v; want no mark", m, err)
+	}
+	mark := time.Date(2030, 1, 2, 3, 4, 5, 600_000_001, time.UTC)
+	if err := g.Save(ctx, mark); err != nil {
+		t.Fatal(err)
+	}
+	got, err := g.Load(ctx)
+	if err != nil || !got.Equal(mark.Truncate(time.Millisecond).Add(time.Millisecond)) {
+		t.Fatalf("Load = %v, %v; want %v rounded up to the millisecond", got, err, mark)
+	}
+	leaseKey, markKey := machineid.Keys("vesta", l.ID())
+	rdb.Set(ctx, leaseKey, "thief", 0)
+	if err := g.Save(ctx, mark.Add(time.Hour)); !errors.Is(err, machineid.ErrNotHolder) {
+		t.Fatalf("Save after the lease was taken: %v; want ErrNotHolder", err)
+	}
+	if after, _ := g.Load(ctx); !after.Equal(got) {
+		t.Fatalf("the mark moved to %v without the lease", after)
+	}
+	rdb.Set(ctx, markKey, "garbage", 0)
+	if _, err := g.Load(ctx); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("Load of a damaged mark: %v", err)
+	}
+}
+
+func TestClockSkewAgainstRedisTime(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, tc := range []struct {
+		name   string
+		offset time.Duration
+		ok     bool
+	}{
+		{"ahead beyond", 10 * time.Second, false},
+		{"behind beyond", -10 * time.Second, false},
+		{"within", 500 * time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			c := redisConfig(srv, 10*time.Second)
+			c.Redis.MaxClockSkew = 2 * time.Second
+			c.Clock = core.NewManualClock(time.Now().Add(tc.offset))
+			c.Registerer = reg
+			l, err := acquire(t, c, machineid.Server)
+			skew, found := gauge(t, reg, "vesta_machine_clock_skew_seconds", nil)
+			if !found || (skew-tc.offset.Seconds() > 1 || tc.offset.Seconds()-skew > 1) {
+				t.Fatalf("skew metric %v (found %t); want about %v", skew, found, tc.offset.Seconds())
+			}
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("Acquire: %v", err)
+				}
+				l.Close(context.Background())
+				return
+			}
+			if !errors.Is(err, machineid.ErrClockSkew) || errors.Is(err, machineid.ErrUnavailable) {
+				t.Fatalf("Acquire = %v; want ErrClockSkew, not falling through", err)
+			}
+			local := c.Clock.Now().UTC().Format("2006-01-02T15:04:05")
+			redisNow := time.Now().UTC().Format("2006-01-02T15:04")
+			if !strings.Contains(err.Error(), local) || !strings.Contains(err.Error(), redisNow) {
+				t.Fatalf("error %q does not name both instants (%s..., %s...)", err, local, redisNow)
+			}
+		})
+	}
+}
+
+func TestMetricsOfALease(t *testing.T) {
+	srv := redistest.Start(t)
+	reg := prometheus.NewRegistry()
+	c := redisConfig(srv, 3*time.Second)
+	c.Registerer = reg
+	l := mustAcquire(t, c, machineid.Server)
+	if v, _ := gauge(t, reg, "vesta_machine_lease_state", map[string]string{"state": "held", "mode": "server"}); v != 1 {
+		t.Fatalf("held state gauge %v", v)
+	}
+	if v, _ := gauge(t, reg, "vesta_machine_id", nil); v != float64(l.ID()) {
+		t.Fatalf("machine gauge %v; want %d", v, l.ID())
+	}
+	eventually(t, "a renewal", func() bool {
+		v, _ := gauge(t, reg, "vesta_machine_lease_renew_seconds", nil)
+		return v >= 1
+	})
+	// A second lease of the same mode shares the series instead of failing.
+	l2 := mustAcquire(t, c, machineid.Server)
+	l2.Close(context.Background())
+	l.Close(context.Background())
+	if v, _ := gauge(t, reg, "vesta_machine_lease_state", map[string]string{"state": "none"}); v != 1 {
+		t.Fatalf("none state gauge after Close %v", v)
+	}
+}
