@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -193,6 +194,9 @@ func (cn *conn) writeLoop() {
 		case <-cn.done:
 			return
 		}
+		// Let callers that are about to queue do so first: a write costs
+		// a system call, so fewer, fuller writes are the whole game.
+		runtime.Gosched()
 		cn.mu.Lock()
 		batch, cn.queue = cn.queue, batch[:0]
 		cn.mu.Unlock()

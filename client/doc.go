@@ -9,19 +9,22 @@
 // Each server gets Config.ConnsPerServer TCP (optionally TLS or mutual TLS)
 // connections, dialled on first use. Calls are pipelined on them: each
 // carries its own msgid, a writer goroutine sends every call queued since
-// its last write in one write, and a reader goroutine hands each reply to
+// its last write in one write (after yielding once, so that callers about
+// to queue join the same write), and a reader goroutine hands each reply to
 // its caller, so a few connections carry any number of concurrent callers.
 // The first call on every connection is Vesta.Info, which tells the client
 // the server's layout, epoch, type, version, machine and max_batch.
 //
 // Every attempt is bounded by Config.Timeout (or the caller's deadline, if
-// earlier). An attempt that fails — connection refused or broken, timeout,
-// or a server error other than invalid_argument (unavailable:, lease_lost:,
-// clock:, internal: all describe the state of that one server) — is retried
-// on a different server, up to Config.Retries times, starting each call at
-// the next server in turn. invalid_argument: is returned at once. A reply
-// that comes after its caller gave up is dropped: the ID it carried is
-// simply never used, which costs a number but cannot duplicate one. A
+// earlier). An attempt that fails for a reason of that one server — the
+// connection refused or broken, no answer in time, or the error codes
+// unavailable:, lease_lost: and clock: (see wire.Code.Retryable) — is
+// retried on a different server, up to Config.Retries times, each call
+// starting at the next server in turn. invalid_argument: (the call cannot
+// succeed anywhere) and internal: (a bug, best seen at once) are returned
+// as they are: test them with errors.Is(err, &wire.Error{Code: ...}). A
+// reply that comes after its caller gave up is dropped: the ID it carried
+// is never used, which costs a number but cannot duplicate one. A
 // connection that stays silent past a timeout is closed and dialled again.
 //
 // # Failover

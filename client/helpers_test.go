@@ -103,16 +103,6 @@ func (f *fake) kill() {
 	f.wg.Wait()
 }
 
-// restart listens again on the same address.
-func (f *fake) restart() {
-	f.t.Helper()
-	ln, err := net.Listen("tcp", f.addr)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	f.serve(ln)
-}
-
 func (f *fake) handle(nc net.Conn) {
 	defer nc.Close()
 	r := wire.NewReader(nc, wire.DefaultMaxRequestBytes)
