@@ -14,7 +14,9 @@ import (
 
 // GET /v1/id → {"id":"…"}
 func (s *Server) apiID(c echo.Context) error {
-	id, err := s.gen.NextID(c.Request().Context(), core.REST)
+	ctx := s.issueCtx(c)
+	defer ctx.release()
+	id, err := s.gen.NextID(ctx, core.REST)
 	if err != nil {
 		return err
 	}
@@ -35,7 +37,9 @@ func (s *Server) apiIDs(c echo.Context) error {
 	if n < 1 || n > uint64(s.cfg.MaxBatch) {
 		return badParam("count", "%d out of range 1-%d", n, s.cfg.MaxBatch)
 	}
-	ids, err := s.gen.NextIDs(c.Request().Context(), core.REST, int(n))
+	ctx := s.issueCtx(c)
+	defer ctx.release()
+	ids, err := s.gen.NextIDs(ctx, core.REST, int(n))
 	s.m.issued.Add(float64(len(ids))) // a failed batch may have issued some
 	if err != nil {
 		return err

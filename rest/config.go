@@ -52,9 +52,10 @@ type Config struct {
 	// BodyLimit caps a request body in bytes (413 past it); zero is 64 KiB.
 	BodyLimit int64
 
-	// RequestTimeout bounds each request: the deadline of its context
-	// (which bounds waits of the generator) and the connection's read and
-	// write deadlines; zero is 5s.
+	// RequestTimeout bounds each request: how long issuing may wait for
+	// the generator (the sequence ran out, the time guard lags; past it
+	// the answer is 503 unavailable), and the connection's read and write
+	// deadlines. Zero is 5s.
 	RequestTimeout time.Duration
 
 	// Logger receives the access log (Info, one record per request) and

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -27,16 +27,29 @@ type routeMetrics struct {
 	route    string
 	duration prometheus.Observer
 	requests *prometheus.CounterVec
-	byCode   sync.Map // int status -> prometheus.Counter
+	byCode   [len(commonCodes)]atomic.Pointer[prometheus.Counter] // made on first use
 }
+
+// commonCodes are the statuses the server answers; their counters are
+// kept once made, any other status is looked up on use.
+var commonCodes = [...]int{200, 400, 401, 404, 405, 413, 415, 500, 503}
 
 func (m *routeMetrics) observe(status int, seconds float64) {
 	m.duration.Observe(seconds)
-	c, ok := m.byCode.Load(status)
-	if !ok {
-		c, _ = m.byCode.LoadOrStore(status, m.requests.WithLabelValues(m.route, strconv.Itoa(status)))
+	for i, code := range commonCodes {
+		if code != status {
+			continue
+		}
+		c := m.byCode[i].Load()
+		if c == nil {
+			made := m.requests.WithLabelValues(m.route, strconv.Itoa(status))
+			m.byCode[i].CompareAndSwap(nil, &made)
+			c = m.byCode[i].Load()
+		}
+		(*c).Inc()
+		return
 	}
-	c.(prometheus.Counter).Inc()
+	m.requests.WithLabelValues(m.route, strconv.Itoa(status)).Inc()
 }
 
 // The help strings are part of the metrics' identity in a registry: other

@@ -98,7 +98,7 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 	s.metricsHandler = promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError),
 	})
-	e.Use(s.observe, s.guard)
+	e.Use(s.middleware)
 
 	s.http = &http.Server{
 		Handler:           e,
@@ -250,22 +250,30 @@ func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// observe is the outermost middleware: it resolves errors into answers,
-// then records the request's metrics and access log.
-func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+// middleware wraps every request (one middleware, as echo allocates a
+// closure per middleware and request): it bounds the body, turns a panic
+// into a logged 500 that shows the client nothing of it, resolves errors
+// into answers, and records the metrics and access log. The request
+// timeout bounds the handlers that can wait, through issueCtx, and the
+// connection's reads and writes, through the http.Server.
+func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
-		if err := next(c); err != nil {
+		req := c.Request()
+		if req.Body != nil && req.Body != http.NoBody {
+			req.Body = http.MaxBytesReader(c.Response(), req.Body, s.cfg.BodyLimit)
+		}
+		if err := s.call(next, c); err != nil {
 			s.handleError(err, c)
 		}
 		d := time.Since(start)
 		res := c.Response()
-		s.m.route(c.Path()).observe(res.Status, d.Seconds())
-		if ctx := c.Request().Context(); s.log.Enabled(ctx, slog.LevelInfo) {
-			req := c.Request()
+		rm := s.m.route(c.Path())
+		rm.observe(res.Status, d.Seconds())
+		if ctx := req.Context(); s.log.Enabled(ctx, slog.LevelInfo) {
 			s.log.LogAttrs(ctx, slog.LevelInfo, "http request",
 				slog.String("method", req.Method), slog.String("path", clip(req.URL.Path)),
-				slog.String("route", s.m.route(c.Path()).route), slog.Int("status", res.Status),
+				slog.String("route", rm.route), slog.Int("status", res.Status),
 				slog.Duration("duration", d), slog.Int64("bytes", res.Size),
 				slog.String("remote", req.RemoteAddr))
 		}
@@ -273,30 +281,20 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// guard bounds each request (body size, deadline) and turns a panic into
-// a logged 500 that shows the client nothing of it.
-func (s *Server) guard(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				if r == http.ErrAbortHandler {
-					panic(r)
-				}
-				s.log.Error("rest: panic serving a request", "method", c.Request().Method, "route", c.Path(),
-					"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-				err = errInternal
+// call runs h, recovering a panic into errInternal after logging it with
+// its stack.
+func (s *Server) call(h echo.HandlerFunc, c echo.Context) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r == http.ErrAbortHandler {
+				panic(r)
 			}
-		}()
-		req := c.Request()
-		ctx, cancel := context.WithTimeout(req.Context(), s.cfg.RequestTimeout)
-		defer cancel()
-		req = req.WithContext(ctx)
-		if req.Body != nil && req.Body != http.NoBody {
-			req.Body = http.MaxBytesReader(c.Response(), req.Body, s.cfg.BodyLimit)
+			s.log.Error("rest: panic serving a request", "method", c.Request().Method, "route", c.Path(),
+				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = errInternal
 		}
-		c.SetRequest(req)
-		return next(c)
-	}
+	}()
+	return h(c)
 }
 
 // handleError writes the answer of err: plain "code: message" on the

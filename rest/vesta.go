@@ -35,7 +35,9 @@ type vestaID struct {
 
 // GET /genid: one ID, as a bare decimal.
 func (s *Server) vestaGenID(c echo.Context) error {
-	id, err := s.gen.NextID(c.Request().Context(), core.REST)
+	ctx := s.issueCtx(c)
+	defer ctx.release()
+	id, err := s.gen.NextID(ctx, core.REST)
 	if err != nil {
 		return err
 	}
