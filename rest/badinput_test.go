@@ -53,14 +53,15 @@ func TestBadInput(t *testing.T) {
 		// make: the body
 		{"POST", "/v1/make", js, "", 400, "invalid_argument", "body: empty"},
 		{"POST", "/v1/make", js, "   ", 400, "invalid_argument", "body: empty"},
-		{"POST", "/v1/make", js, "{", 400, "invalid_argument", "body: "},
+		{"POST", "/v1/make", js, "{", 400, "invalid_argument", "body: truncated JSON"},
 		{"POST", "/v1/make", js, `{"time":}`, 400, "invalid_argument", "body: invalid JSON"},
-		{"POST", "/v1/make", js, `{"time":1,"seq":1`, 400, "invalid_argument", "body: "},
+		{"POST", "/v1/make", js, `{"time":1,"seq":1`, 400, "invalid_argument", "body: truncated JSON"},
+		{"POST", "/v1/make", js, `{"time"`, 400, "invalid_argument", "body: truncated JSON"},
 		{"POST", "/v1/make", js, "[]", 400, "invalid_argument", "body: want a JSON object"},
 		{"POST", "/v1/make", js, "null", 400, "invalid_argument", "body: want a JSON object"},
 		{"POST", "/v1/make", js, `"x"`, 400, "invalid_argument", "body: want a JSON object"},
 		{"POST", "/v1/make", js, `{"time":1,"seq":1}{}`, 400, "invalid_argument", "body: unexpected data after the JSON object"},
-		{"POST", "/v1/make", js, `{"time":1,"seq":1} x`, 400, "invalid_argument", "body: "},
+		{"POST", "/v1/make", js, `{"time":1,"seq":1} x`, 400, "invalid_argument", "body: invalid JSON: invalid character 'x'"},
 		{"POST", "/v1/make", js, big, 413, "invalid_argument", "body: larger than 512 bytes"},
 		// make: fields
 		{"POST", "/v1/make", js, `{}`, 400, "invalid_argument", "time: required"},

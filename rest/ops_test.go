@@ -424,3 +424,72 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("NewServer with a bad config = %v", err)
 	}
 }
+
+// TestShutdownDrains: Shutdown waits for a request in flight (here one
+// waiting for the clock, its sequence run out) and lets it finish.
+func TestShutdownDrains(t *testing.T) {
+	gen, clock := newGen(t, core.Config{Layout: core.Vesta, Type: core.MinGranularity, Machine: 1022})
+	s, err := rest.NewServer(gen, rest.Config{RequestTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- s.Serve(ln) }()
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+
+	type answer struct {
+		status int
+		body   string
+		err    error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		res, err := client.Get("http://" + ln.Addr().String() + "/v1/ids?count=1025") // one more than a millisecond holds
+		if err != nil {
+			got <- answer{err: err}
+			return
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		got <- answer{res.StatusCode, string(b), err}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := clock.BlockUntil(ctx, 1); err != nil { // the request sleeps on the clock
+		t.Fatal(err)
+	}
+	shut := make(chan error, 1)
+	go func() { shut <- s.Shutdown(ctx) }()
+	for { // Shutdown closes the listener first
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			break
+		}
+		c.Close()
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case err := <-shut:
+		t.Fatalf("Shutdown returned %v with a request in flight", err)
+	case a := <-got:
+		t.Fatalf("the request ended before the clock moved: %+v", a)
+	default:
+	}
+	clock.Advance(time.Millisecond)
+	a := <-got
+	if a.err != nil || a.status != http.StatusOK || strings.Count(a.body, `"`) != 2*1025+2 {
+		t.Fatalf("the drained request: %d %.80s %v", a.status, a.body, a.err)
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if err := <-serveErr; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	s.Close()
+}

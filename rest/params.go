@@ -246,7 +246,7 @@ func bodyError(err error) error {
 		return &apiError{status: http.StatusRequestEntityTooLarge, code: codeInvalidArgument,
 			message: fmt.Sprintf("body: larger than %d bytes", mbe.Limit)}
 	}
-	if err == io.ErrUnexpectedEOF {
+	if err == io.EOF || err == io.ErrUnexpectedEOF { // EOF inside the object
 		return badParam("body", "truncated JSON")
 	}
 	return badParam("body", "invalid JSON: %v", err)
