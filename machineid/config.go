@@ -150,6 +150,19 @@ func (r RedisConfig) LogValue() slog.Value {
 		slog.Duration("lease_ttl", r.LeaseTTL), slog.Duration("max_clock_skew", r.MaxClockSkew))
 }
 
+// where names the Redis for messages.
+func (r RedisConfig) where() string {
+	switch {
+	case r.Client != nil:
+		return "Redis (the configured client)"
+	case r.MasterName != "":
+		return fmt.Sprintf("Redis master %q via Sentinel %v", r.MasterName, r.Addrs)
+	case len(r.Addrs) > 1:
+		return fmt.Sprintf("Redis Cluster %v", r.Addrs)
+	}
+	return fmt.Sprintf("Redis %v", r.Addrs)
+}
+
 func redact(secret string) string {
 	if secret == "" {
 		return `""`

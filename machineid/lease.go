@@ -168,7 +168,7 @@ func acquireRedis(ctx context.Context, b leaseBase) (*Lease, error) {
 	l.install(h, sent)
 	l.initial = h.guard
 	l.log.Info("machineid: leased a machine ID", "machine", h.id, "mode", b.mode, "range", b.rng,
-		"key", h.leaseKey, "ttl", l.ttl, "fence_after", l.ttl-l.margin, "redis", rc.Addrs)
+		"key", h.leaseKey, "ttl", l.ttl, "fence_after", l.ttl-l.margin, "redis", rc.where())
 	l.wg.Add(2)
 	go l.renewer()
 	go l.watchdog()

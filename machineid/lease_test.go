@@ -2,6 +2,7 @@ package machineid_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -319,62 +320,99 @@ func runHolder(addr string) int {
 	}
 }
 
-func TestKilledHolderIsOvertakenAfterItsMark(t *testing.T) {
-	srv := redistest.Start(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), holderEnv+"="+srv.Addr())
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
+// holder is the holder subprocess, seen from the test.
+type holder struct {
+	cmd    *exec.Cmd
+	sc     *bufio.Scanner
+	stderr bytes.Buffer
+	max    core.ID // the highest ID it printed
+}
+
+func startHolder(t testing.TB, addr string) *holder {
+	h := &holder{cmd: exec.Command(os.Args[0], "-test.run=^$")}
+	h.cmd.Env = append(os.Environ(), holderEnv+"="+addr)
+	h.cmd.Stderr = &h.stderr
+	stdout, err := h.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := h.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var maxDead core.ID
-	lines := 0
-	sc := bufio.NewScanner(stdout)
-	for lines < 200 && sc.Scan() {
-		id, err := strconv.ParseUint(strings.TrimSpace(sc.Text()), 10, 64)
-		if err != nil {
-			t.Fatalf("holder printed %q", sc.Text())
-		}
-		maxDead = max(maxDead, core.ID(id))
-		lines++
-	}
-	if lines < 200 {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("the holder stopped after %d batches", lines)
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	for sc.Scan() { // IDs printed before the kill landed
-		if id, err := strconv.ParseUint(strings.TrimSpace(sc.Text()), 10, 64); err == nil {
-			maxDead = max(maxDead, core.ID(id))
-		}
-	}
-	cmd.Wait()
+	t.Cleanup(func() {
+		h.cmd.Process.Kill()
+		h.drain()
+	})
+	h.sc = bufio.NewScanner(stdout)
+	return h
+}
 
-	// The dead holder's lease stands until its TTL runs out.
-	c := holderConfig(srv.Addr())
+// read reads n batches, failing if the holder stops first.
+func (h *holder) read(t testing.TB, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		if !h.sc.Scan() {
+			h.cmd.Process.Kill()
+			h.drain()
+			t.Fatalf("the holder stopped after %d batches: %s", i, h.stderr.String())
+		}
+		h.note(t, h.sc.Text())
+	}
+}
+
+func (h *holder) note(t testing.TB, line string) {
+	id, err := strconv.ParseUint(strings.TrimSpace(line), 10, 64)
+	if err != nil {
+		t.Errorf("holder printed %q", line)
+	}
+	h.max = max(h.max, core.ID(id))
+}
+
+// drain reads until the holder's output ends and reaps it.
+func (h *holder) drain() {
+	for h.sc.Scan() {
+		if id, err := strconv.ParseUint(strings.TrimSpace(h.sc.Text()), 10, 64); err == nil {
+			h.max = max(h.max, core.ID(id))
+		}
+	}
+	h.cmd.Wait()
+}
+
+// takeOver leases the holder's one ID once its lease is gone: first the
+// range is full, then (after the TTL) the ID is free.
+func takeOver(t testing.TB, addr string) *machineid.Lease {
+	t.Helper()
+	c := holderConfig(addr)
 	if _, err := acquire(t, c, machineid.Server); !errors.Is(err, machineid.ErrRangeFull) || !strings.Contains(err.Error(), "1000-1000") {
-		t.Fatalf("Acquire right after the kill: %v; want ErrRangeFull naming 1000-1000", err)
+		t.Fatalf("Acquire while the holder's lease stands: %v; want ErrRangeFull naming 1000-1000", err)
 	}
 	var l *machineid.Lease
-	eventually(t, "the dead holder's lease to expire", func() bool {
+	eventually(t, "the holder's lease to expire", func() bool {
+		var err error
 		l, err = acquire(t, c, machineid.Server)
 		if err != nil && !errors.Is(err, machineid.ErrRangeFull) {
 			t.Fatalf("Acquire: %v", err)
 		}
 		return err == nil
 	})
+	return l
+}
+
+func TestKilledHolderIsOvertakenAfterItsMark(t *testing.T) {
+	srv := redistest.Start(t)
+	h := startHolder(t, srv.Addr())
+	h.read(t, 200)
+	if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	h.drain() // IDs printed before the kill landed
+	maxDead := h.max
+	l := takeOver(t, srv.Addr())
 
 	// A clock a minute behind cannot start below the dead holder's mark:
 	// without waiting it refuses, with waiting it starts above the mark.
 	behind := core.NewManualClock(time.Now().Add(-time.Minute))
-	_, err = core.New(context.Background(), core.Config{Machine: l.ID(), Guard: l.Guard(), Clock: behind, MaxBorrow: time.Second})
+	_, err := core.New(context.Background(), core.Config{Machine: l.ID(), Guard: l.Guard(), Clock: behind, MaxBorrow: time.Second})
 	if !errors.Is(err, core.ErrClockBehind) {
 		t.Fatalf("core.New with the clock a minute behind: %v; want ErrClockBehind", err)
 	}
@@ -403,4 +441,39 @@ func TestKilledHolderIsOvertakenAfterItsMark(t *testing.T) {
 		t.Fatalf("the next holder's first ID %d is not above the dead holder's %d", ids[0], maxDead)
 	}
 	t.Logf("dead holder's last ID %d, next holder's first %d", maxDead, ids[0])
+}
+
+// TestFrozenHolderCannotCollide: a holder stopped (SIGSTOP) past its lease
+// wakes up after another process took its ID. Whatever it still issues
+// lies below the mark the new holder started from.
+func TestFrozenHolderCannotCollide(t *testing.T) {
+	srv := redistest.Start(t)
+	h := startHolder(t, srv.Addr())
+	h.read(t, 100)
+	if err := h.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	l := takeOver(t, srv.Addr())
+	gen := generator(t, l, core.Config{MaxBorrow: time.Second, MaxStartupWait: 10 * time.Second})
+	ids, err := gen.NextIDs(context.Background(), core.Central, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	// The holder issues what its durable mark still allows, then stops:
+	// fenced, or refused by its time guard.
+	h.drain()
+	if !strings.Contains(h.stderr.String(), "fenced") && !strings.Contains(h.stderr.String(), "time guard") {
+		t.Fatalf("the woken holder ended with %q; want fenced or refused by its time guard", h.stderr.String())
+	}
+	t.Logf("the woken holder: %s", strings.TrimSpace(h.stderr.String()))
+	if h.max >= ids[0] {
+		t.Fatalf("the woken holder issued %d, not below the new holder's first ID %d", h.max, ids[0])
+	}
+	more, err := gen.NextIDs(context.Background(), core.Central, 1000)
+	if err != nil || more[0] <= ids[len(ids)-1] {
+		t.Fatalf("the new holder after the old one woke: %v, %v", more[:1], err)
+	}
 }

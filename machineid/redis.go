@@ -116,7 +116,7 @@ func (l *Lease) checkSkew(ctx context.Context) error {
 	rt, err := l.rc.Time(ctx).Result()
 	t1 := l.clock.Now()
 	if err != nil {
-		return redisErr(err, "Redis %v: TIME", l.cfg.Redis.Addrs)
+		return redisErr(err, "%s: TIME", l.cfg.Redis.where())
 	}
 	rtt := t1.Sub(t0)
 	local := t0.Add(rtt / 2)
@@ -149,7 +149,7 @@ func (l *Lease) claim(ctx context.Context, prefer core.MachineID, hasPrefer bool
 			return nil, sent, nil // taken
 		}
 		if err != nil {
-			return nil, sent, redisErr(err, "Redis %v: claiming %s", l.cfg.Redis.Addrs, leaseKey)
+			return nil, sent, redisErr(err, "%s: claiming %s", l.cfg.Redis.where(), leaseKey)
 		}
 		g := &redisGuard{rc: l.rc, machine: id, leaseKey: leaseKey, markKey: markKey, token: token, notHolder: l.poke}
 		return &hold{id: id, token: token, leaseKey: leaseKey, guard: g}, sent, nil

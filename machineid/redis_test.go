@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/redistest"
@@ -218,5 +219,38 @@ func TestMetricsOfALease(t *testing.T) {
 	l.Close(context.Background())
 	if v, _ := gauge(t, reg, "vesta_machine_lease_state", map[string]string{"state": "none"}); v != 1 {
 		t.Fatalf("none state gauge after Close %v", v)
+	}
+}
+
+// TestCluster leases through a Cluster client: the scripts touch the lease
+// and the mark together, which Cluster allows only within one hash slot.
+func TestCluster(t *testing.T) {
+	srv := redistest.StartCluster(t)
+	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr()}})
+	t.Cleanup(func() { rc.Close() })
+	c := redisConfig(srv, 2*time.Second)
+	c.Redis.Addrs, c.Redis.Client = nil, rc
+	l := mustAcquire(t, c, machineid.Server)
+	gen := generator(t, l, core.Config{GuardWindow: time.Second})
+	first := l.Status().Deadline
+	eventually(t, "a renewal", func() bool { return l.Status().Deadline.After(first) })
+	if _, err := gen.NextIDs(context.Background(), core.Central, 100); err != nil {
+		t.Fatal(err)
+	}
+	leaseKey, markKey := machineid.Keys("vesta", l.ID())
+	if rc.Get(context.Background(), markKey).Val() == "" {
+		t.Fatal("no mark saved through the cluster")
+	}
+	if err := gen.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if rc.Exists(context.Background(), leaseKey).Val() != 0 {
+		t.Fatal("the lease outlived Close")
+	}
+	if rc.Ping(context.Background()).Err() != nil {
+		t.Fatal("Close closed the caller's client")
 	}
 }

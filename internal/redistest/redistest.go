@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -22,10 +23,11 @@ const startTimeout = 20 * time.Second
 // Server is one redis-server process. Its methods are safe for concurrent
 // use; they fail the test (t.Fatal) when the server cannot be controlled.
 type Server struct {
-	t    testing.TB
-	bin  string
-	dir  string
-	port int
+	t       testing.TB
+	bin     string
+	dir     string
+	port    int
+	cluster bool
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -36,11 +38,24 @@ type Server struct {
 // it answers PING. It is stopped in t.Cleanup.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return start(t, false)
+}
+
+// StartCluster is Start for a Redis Cluster of one node holding every hash
+// slot, so that clients meet Cluster's rules (a script's keys must share a
+// slot) without a fleet of processes. Restart keeps the slots.
+func StartCluster(t testing.TB) *Server {
+	t.Helper()
+	return start(t, true)
+}
+
+func start(t testing.TB, cluster bool) *Server {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("redistest: redis-server is not on PATH (%v); install it with scripts/deps.sh", err)
 	}
-	s := &Server{t: t, bin: bin, dir: t.TempDir()}
+	s := &Server{t: t, bin: bin, dir: t.TempDir(), cluster: cluster}
 	t.Cleanup(s.Stop)
 	// A port found free may be taken before redis-server binds it: retry
 	// with another.
@@ -107,10 +122,13 @@ func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	logFile := filepath.Join(s.dir, "redis.log")
-	cmd := exec.Command(s.bin,
-		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", s.dir,
-		"--logfile", logFile, "--daemonize", "no")
+		"--logfile", logFile, "--daemonize", "no"}
+	if s.cluster {
+		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	}
+	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout, cmd.Stderr = nil, nil
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", s.bin, err)
@@ -127,7 +145,11 @@ func (s *Server) start() error {
 			return fmt.Errorf("redis-server on port %d exited at start (%s); log:\n%s", s.port, cmd.ProcessState, tail(logFile))
 		default:
 		}
-		if err := ping(s.Addr()); err == nil {
+		err := ping(s.Addr())
+		if err == nil && s.cluster {
+			err = clusterUp(s.Addr())
+		}
+		if err == nil {
 			s.cmd, s.done = cmd, done
 			return nil
 		} else if time.Now().After(deadline) {
@@ -163,25 +185,73 @@ func (s *Server) signal(sig syscall.Signal) {
 	}
 }
 
-// ping sends PING and expects +PONG, with a short deadline.
+// ping sends PING and expects PONG.
 func ping(addr string) error {
+	reply, err := command(addr, "PING")
+	if err == nil && reply != "PONG" {
+		err = fmt.Errorf("PING answered %q", reply)
+	}
+	return err
+}
+
+// clusterUp gives a fresh node every slot and reports whether the cluster
+// is ready.
+func clusterUp(addr string) error {
+	info, err := command(addr, "CLUSTER", "INFO")
+	if err != nil {
+		return err
+	}
+	if strings.Contains(info, "cluster_state:ok") {
+		return nil
+	}
+	if strings.Contains(info, "cluster_slots_assigned:0") {
+		if reply, err := command(addr, "CLUSTER", "ADDSLOTSRANGE", "0", "16383"); err != nil || reply != "OK" {
+			return fmt.Errorf("CLUSTER ADDSLOTSRANGE: %q, %v", reply, err)
+		}
+	}
+	return fmt.Errorf("cluster not ready yet")
+}
+
+// command sends one command and returns its reply: a simple or bulk
+// string, or an error reply as an error.
+func command(addr string, args ...string) (string, error) {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	if _, err := c.Write([]byte(b.String())); err != nil {
+		return "", err
+	}
+	r := bufio.NewReader(c)
+	line, err := r.ReadString('\n')
 	if err != nil {
-		return err
+		return "", err
 	}
-	if strings.TrimSpace(line) != "+PONG" {
-		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
+	line = strings.TrimRight(line, "\r\n")
+	switch {
+	case strings.HasPrefix(line, "+"):
+		return line[1:], nil
+	case strings.HasPrefix(line, "-"):
+		return "", errors.New(line[1:])
+	case strings.HasPrefix(line, "$"):
+		n, err := strconv.Atoi(line[1:])
+		if err != nil || n < 0 {
+			return "", fmt.Errorf("bad bulk reply %q", line)
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return "", err
+		}
+		return string(buf[:n]), nil
 	}
-	return nil
+	return line, nil
 }
 
 func freePort() (int, error) {

@@ -104,3 +104,14 @@ func TestMissingBinaryFailsPointingAtDeps(t *testing.T) {
 		t.Fatalf("failure message %q does not name redis-server and scripts/deps.sh", tb.msg)
 	}
 }
+
+func TestClusterOfOneNode(t *testing.T) {
+	s := redistest.StartCluster(t)
+	if got, err := do(s.Addr(), "SET {a}:x 1"); err != nil || got != "+OK" {
+		t.Fatalf("SET: %q, %v", got, err)
+	}
+	s.Restart() // the node keeps its slots
+	if got, err := do(s.Addr(), "SET {a}:x 1"); err != nil || got != "+OK" {
+		t.Fatalf("SET after restart: %q, %v", got, err)
+	}
+}
