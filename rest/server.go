@@ -21,9 +21,21 @@ import (
 	"github.com/vesta-go/vesta/core"
 )
 
-// Server is the REST server of one generator. Its wire format is described
-// in the package comment and served as OpenAPI 3 at /openapi.json.
-// IDs issued here carry method REST (2).
+// Server is the REST server of one generator; IDs issued here carry method
+// REST (2). Its wire format, in short (the package comment has the routes,
+// /openapi.json the schemas):
+//
+//   - Vesta-compatible routes (/genid, /expid, /transtime, /makeid) take
+//     query parameters and answer as Vesta's Java server did: a bare
+//     unsigned decimal, Vesta's Id JSON, or Java's Date text; errors are
+//     "code: message" in text/plain.
+//   - The JSON API (/v1/...) writes every ID as a decimal string, reads
+//     fields as JSON numbers (exactly, never through a float) or strings,
+//     refuses unknown fields, and answers errors as
+//     {"error":{"code":…,"message":…}} with the parameter named.
+//   - Integers in parameters are unsigned decimal digits only; a parameter
+//     given twice is an error.
+//   - With a token, ID routes need "Authorization: Bearer <token>".
 //
 // The generator belongs to the caller, who may share it with the central
 // server and must close it after the Server.
