@@ -475,7 +475,12 @@ func (l *Lease) rekey(gen *core.Generator, h *hold, old core.MachineID) {
 	l.mu.Lock()
 	l.rekeying = false
 	current := l.hold == h
-	if err != nil {
+	switch {
+	case errors.Is(err, core.ErrClosed):
+		// Its owner closed the generator: nothing is left to fence or
+		// re-key. The lease stays held until Close releases it.
+		l.gen, l.fenced = nil, false
+	case err != nil:
 		l.cause = fmt.Errorf("%w: machine %d: re-keying from %d: %w", ErrLeaseLost, h.id, old, err)
 		if current {
 			l.state, l.hold = lost, nil

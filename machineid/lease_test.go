@@ -477,3 +477,29 @@ func TestFrozenHolderCannotCollide(t *testing.T) {
 		t.Fatalf("the new holder after the old one woke: %v, %v", more[:1], err)
 	}
 }
+
+// TestLostAfterTheGeneratorClosed: a lease lost after its generator was
+// closed claims again but has nothing to re-key; Close then releases
+// whatever it holds.
+func TestLostAfterTheGeneratorClosed(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := client(t, srv)
+	c := redisConfig(srv, 3*time.Second)
+	l := mustAcquire(t, c, machineid.Server)
+	gen := generator(t, l, core.Config{})
+	if err := gen.Close(); err != nil {
+		t.Fatal(err)
+	}
+	leaseKey, _ := machineid.Keys("vesta", l.ID())
+	rdb.Del(context.Background(), leaseKey)
+	eventually(t, "the lease claimed again", func() bool {
+		s := l.Status()
+		return s.Fences > 0 && s.State == machineid.StateHeld
+	})
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if keys := rdb.Keys(context.Background(), "*:lease").Val(); len(keys) != 0 {
+		t.Fatalf("leases left after Close: %v", keys)
+	}
+}
