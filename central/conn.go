@@ -34,6 +34,7 @@ type conn struct {
 	broken   atomic.Bool  // a write failed
 	waiting  atomic.Int32 // calls on goroutines of their own
 	calls    sync.WaitGroup
+	batch    sync.WaitGroup // calls of spawnBatched
 
 	wmu      sync.Mutex
 	enc      *wire.Encoder
@@ -100,6 +101,7 @@ func (c *conn) readLoop() error {
 				return err
 			}
 		}
+		c.batch.Wait()
 		c.endBatch()
 		if c.broken.Load() {
 			return nil
@@ -167,7 +169,7 @@ func (c *conn) handle(frame []byte) error {
 	if err != nil {
 		var we *wire.Error
 		if errors.As(err, &we) {
-			c.respond(true, req.MsgID, methodIndex(req.Method), t0, we, nil)
+			c.respond(true, req.MsgID, methodIndex(req.Method), t0, answer{err: we})
 			return nil
 		}
 		return err
@@ -182,21 +184,25 @@ func (c *conn) handle(frame []byte) error {
 // respond queues the answer to a call. The read loop's answers wait for
 // its next write; others are written at once unless the read loop is about
 // to write.
-func (c *conn) respond(fromLoop bool, msgid uint32, method int, t0 time.Time, werr *wire.Error, result any) {
+func (c *conn) respond(fromLoop bool, msgid uint32, method int, t0 time.Time, a answer) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if c.s.met != nil {
-		c.s.met.requests[method][codeIndex(werr)].Inc()
+		c.s.met.requests[method][codeIndex(a.err)].Inc()
 		c.s.met.duration[method].Observe(time.Since(t0).Seconds())
 	}
 	if c.werr != nil {
 		return
 	}
-	var err error
-	c.out, err = c.enc.AppendResponse(c.out, msgid, werr, result)
-	if err != nil { // a result of a type the codec cannot write: a bug
-		c.s.log.Error("central: encoding a response", "err", err)
-		c.out, _ = c.enc.AppendResponse(c.out, msgid, &wire.Error{Code: wire.Internal, Message: "internal error"}, nil)
+	if a.err == nil && a.value == nil {
+		c.out = wire.AppendIDResponse(c.out, msgid, a.id)
+	} else {
+		var err error
+		c.out, err = c.enc.AppendResponse(c.out, msgid, a.err, a.value)
+		if err != nil { // a result of a type the codec cannot write: a bug
+			c.s.log.Error("central: encoding a response", "err", err)
+			c.out, _ = c.enc.AppendResponse(c.out, msgid, &wire.Error{Code: wire.Internal, Message: "internal error"}, nil)
+		}
 	}
 	if fromLoop {
 		c.batching = true

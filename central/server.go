@@ -43,9 +43,9 @@ type Server struct {
 	ctx  context.Context // ends on Close; calls waiting for the generator end with it
 	stop context.CancelFunc
 
-	// spawnAll serves every call on a goroutine of its own, for the
-	// benchmark that compares it with serving what cannot block inline.
-	spawnAll bool
+	// spawn is how issuing calls are served: inline first (the default),
+	// or, for the benchmark that compares the ways, always on goroutines.
+	spawn spawnMode
 
 	mu        sync.Mutex
 	shutdown  bool // Shutdown or Close began: accept nothing more
@@ -260,10 +260,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // server has returned. It is idempotent.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		s.stop()
 		for _, c := range s.beginShutdown() {
 			c.nc.Close()
 		}
+		s.stop() // after closing: the calls it ends are not answered
 		s.accepting.Wait()
 		s.serving.Wait()
 	})

@@ -1,9 +1,12 @@
 package wire
 
 import (
+	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
+	"github.com/vesta-go/vesta/core"
 )
 
 // handle is the codec's configuration, shared by every Encoder and by
@@ -86,6 +89,12 @@ func (e *Encoder) append(dst []byte, v any) ([]byte, error) {
 // params is nil (no arguments) or one of the *Params structs (or any value
 // that encodes as a map).
 func (e *Encoder) AppendRequest(dst []byte, msgid uint32, method string, params any) ([]byte, error) {
+	if params == nil { // Vesta.GenID, the most common request
+		dst = append(dst, 0x94, TypeRequest)
+		dst = appendUint(dst, uint64(msgid))
+		dst = appendStr(dst, method)
+		return append(dst, 0x90), nil
+	}
 	return e.append(dst, frame4{Type: TypeRequest, MsgID: msgid, A: method, B: paramsOf(params)})
 }
 
@@ -98,11 +107,78 @@ func (e *Encoder) AppendNotification(dst []byte, method string, params any) ([]b
 // with err non-nil, the error string and a nil result; otherwise a nil error
 // and result.
 func (e *Encoder) AppendResponse(dst []byte, msgid uint32, err *Error, result any) ([]byte, error) {
+	if err == nil {
+		switch r := result.(type) {
+		case uint64:
+			return AppendIDResponse(dst, msgid, r), nil
+		case []core.ID: // Vesta.GenIDs: the codec would reflect on every ID
+			dst = append(dst, 0x94, TypeResponse)
+			dst = appendUint(dst, uint64(msgid))
+			dst = appendArrayLen(append(dst, 0xc0), len(r))
+			for _, id := range r {
+				dst = appendUint(dst, uint64(id))
+			}
+			return dst, nil
+		}
+	}
 	f := frame4{Type: TypeResponse, MsgID: msgid, B: result}
 	if err != nil {
 		f.A, f.B = err.Error(), nil
 	}
 	return e.append(dst, f)
+}
+
+// AppendIDResponse appends the response [1, msgid, nil, id] to dst, as
+// AppendResponse does for a uint64 result, without an Encoder: the answer
+// to Vesta.GenID and Vesta.MakeID.
+func AppendIDResponse(dst []byte, msgid uint32, id uint64) []byte {
+	dst = append(dst, 0x94, TypeResponse)
+	dst = appendUint(dst, uint64(msgid))
+	return appendUint(append(dst, 0xc0), id)
+}
+
+// The frames sent most often are written by the functions below rather
+// than by the codec, which reflects on each value; they write what the
+// codec writes, byte for byte (see the tests).
+
+// appendUint writes v in the shortest unsigned encoding.
+func appendUint(dst []byte, v uint64) []byte {
+	switch {
+	case v <= 0x7f:
+		return append(dst, byte(v))
+	case v <= 0xff:
+		return append(dst, 0xcc, byte(v))
+	case v <= 0xffff:
+		return binary.BigEndian.AppendUint16(append(dst, 0xcd), uint16(v))
+	case v <= 0xffffffff:
+		return binary.BigEndian.AppendUint32(append(dst, 0xce), uint32(v))
+	}
+	return binary.BigEndian.AppendUint64(append(dst, 0xcf), v)
+}
+
+// appendStr writes s as a str (str 8 for 32-255 bytes: the current spec).
+func appendStr(dst []byte, s string) []byte {
+	switch n := len(s); {
+	case n <= 31:
+		dst = append(dst, 0xa0|byte(n))
+	case n <= 0xff:
+		dst = append(dst, 0xd9, byte(n))
+	case n <= 0xffff:
+		dst = binary.BigEndian.AppendUint16(append(dst, 0xda), uint16(n))
+	default:
+		dst = binary.BigEndian.AppendUint32(append(dst, 0xdb), uint32(n))
+	}
+	return append(dst, s...)
+}
+
+func appendArrayLen(dst []byte, n int) []byte {
+	switch {
+	case n <= 15:
+		return append(dst, 0x90|byte(n))
+	case n <= 0xffff:
+		return binary.BigEndian.AppendUint16(append(dst, 0xdc), uint16(n))
+	}
+	return binary.BigEndian.AppendUint32(append(dst, 0xdd), uint32(n))
 }
 
 // DecodeResult decodes a Response's Result into v: *uint64 (Vesta.GenID,
@@ -112,9 +188,51 @@ func DecodeResult(result []byte, v any) error {
 	if len(result) == 0 {
 		return fmt.Errorf("%w: empty result", ErrMalformed)
 	}
-	d := codec.NewDecoderBytes(result, handle)
-	if err := d.Decode(v); err != nil {
+	var err error
+	switch v := v.(type) {
+	case *uint64: // the most common results, read without the codec
+		r := reader{b: result}
+		*v, err = r.uint()
+	case *[]uint64:
+		*v, err = decodeUints(result, (*v)[:0])
+	default:
+		d := decoders.Get().(*codec.Decoder)
+		d.ResetBytes(result)
+		err = d.Decode(v)
+		d.ResetBytes([]byte{}) // drop the result
+		decoders.Put(d)
+	}
+	if err != nil {
 		return fmt.Errorf("%w: result: %w", ErrMalformed, err)
 	}
 	return nil
+}
+
+// decoders are reused: a new Decoder costs some 500 bytes.
+var decoders = sync.Pool{New: func() any { return codec.NewDecoderBytes(nil, handle) }}
+
+// decodeUints reads an array of unsigned integers into dst.
+func decodeUints(b []byte, dst []uint64) ([]uint64, error) {
+	r := reader{b: b}
+	if r.isNil() {
+		return nil, nil
+	}
+	n, err := r.arrayLen()
+	if err != nil {
+		return dst, err
+	}
+	if n > uint64(len(b)) { // one byte at least each: never trust a header
+		return dst, fmt.Errorf("an array of %d in %d bytes", n, len(b))
+	}
+	if dst == nil {
+		dst = make([]uint64, 0, n)
+	}
+	for ; n > 0; n-- {
+		u, err := r.uint()
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, u)
+	}
+	return dst, nil
 }

@@ -1,0 +1,301 @@
+package central_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vesta-go/vesta/central"
+	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/client"
+	"github.com/vesta-go/vesta/core"
+)
+
+// pipeConn is a minimal pipelining client: callers queue requests, a
+// writer sends all that are queued in one write, a reader hands each
+// answer to its caller by msgid.
+type pipeConn struct {
+	nc   net.Conn
+	wake chan struct{}
+
+	mu      sync.Mutex
+	enc     *wire.Encoder
+	out     []byte
+	next    uint32
+	pending map[uint32]chan reply
+	err     error
+}
+
+type reply struct {
+	ids []uint64
+	err error
+}
+
+func newPipeConn(tb testing.TB, addr string) *pipeConn {
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := &pipeConn{nc: nc, wake: make(chan struct{}, 1), enc: wire.NewEncoder(), pending: map[uint32]chan reply{}}
+	var wg sync.WaitGroup
+	wg.Go(c.writeLoop)
+	wg.Go(c.readLoop)
+	tb.Cleanup(func() {
+		nc.Close()
+		close(c.wake)
+		wg.Wait()
+	})
+	return c
+}
+
+// call sends a request and waits for its IDs (one for GenID).
+func (c *pipeConn) call(method string, params any, ch chan reply) ([]uint64, error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return nil, c.err
+	}
+	c.next++
+	c.pending[c.next] = ch
+	c.out, _ = c.enc.AppendRequest(c.out, c.next, method, params)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	r := <-ch
+	return r.ids, r.err
+}
+
+func (c *pipeConn) writeLoop() {
+	var buf []byte
+	for range c.wake {
+		// Let the callers that the last answers woke queue their next
+		// calls, so that one write carries them all.
+		runtime.Gosched()
+		c.mu.Lock()
+		buf, c.out = c.out, buf[:0]
+		c.mu.Unlock()
+		if len(buf) > 0 {
+			if _, err := c.nc.Write(buf); err != nil {
+				return
+			}
+		}
+	}
+}
+
+func (c *pipeConn) readLoop() {
+	r := wire.NewReader(c.nc, wire.MaxResponseBytes(central.DefaultMaxBatch))
+	var err error
+	defer func() {
+		c.mu.Lock()
+		c.err = err
+		for _, ch := range c.pending {
+			ch <- reply{err: err}
+		}
+		c.pending = nil
+		c.mu.Unlock()
+	}()
+	for {
+		var f []byte
+		if f, err = r.Next(); err != nil {
+			return
+		}
+		var resp wire.Response
+		if resp, err = wire.DecodeResponse(f); err != nil {
+			return
+		}
+		var rep reply
+		if resp.Error != nil {
+			rep.err = resp.Error
+		} else if resp.Result[0] >= 0x90 && resp.Result[0] <= 0x9f || resp.Result[0] == 0xdc || resp.Result[0] == 0xdd {
+			rep.err = wire.DecodeResult(resp.Result, &rep.ids)
+		} else {
+			var id uint64
+			rep.err = wire.DecodeResult(resp.Result, &id)
+			rep.ids = []uint64{id}
+		}
+		c.mu.Lock()
+		ch := c.pending[resp.MsgID]
+		delete(c.pending, resp.MsgID)
+		c.mu.Unlock()
+		ch <- rep
+	}
+}
+
+// benchServer serves a fresh max-peak generator (machine 1000) with the
+// default configuration.
+func benchServer(b *testing.B, spawn string) string {
+	gen := newGen(b, core.DefaultConfig())
+	srv, addr := serve(b, gen, central.Config{})
+	central.Spawn(srv, spawn)
+	return addr.String()
+}
+
+// run splits b.N calls over callers goroutines, records each call's latency
+// and reports calls/s and the p50, p99 and p99.9 latencies.
+func run(b *testing.B, callers int, call func(caller int) error) {
+	hists := make([]*hdrhistogram.Histogram, callers)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	t0 := time.Now()
+	for i := range callers {
+		n := b.N / callers
+		if i < b.N%callers {
+			n++
+		}
+		h := hdrhistogram.New(1, int64(10*time.Second/time.Nanosecond), 3)
+		hists[i] = h
+		wg.Go(func() {
+			for range n {
+				s := time.Now()
+				if err := call(i); err != nil {
+					b.Error(err)
+					return
+				}
+				h.RecordValue(int64(time.Since(s)))
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(t0)
+	b.StopTimer()
+	all := hdrhistogram.New(1, int64(10*time.Second/time.Nanosecond), 3)
+	for _, h := range hists {
+		all.Merge(h)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
+	b.ReportMetric(float64(all.ValueAtQuantile(50))/1e3, "p50-µs")
+	b.ReportMetric(float64(all.ValueAtQuantile(99))/1e3, "p99-µs")
+	b.ReportMetric(float64(all.ValueAtQuantile(99.9))/1e3, "p999-µs")
+	b.ReportMetric(0, "ns/op") // calls/s says it, and better
+}
+
+var benchCallers = []int{1, 16, 64}
+
+// BenchmarkGenID: single-ID calls through a pipelining client over one
+// loopback connection, with calls that need not wait served inline (the
+// server's way), or each on a goroutine of its own that writes its answer
+// ("always") or whose answer the read loop writes with its batch
+// ("batched"); and through package client.
+func BenchmarkGenID(b *testing.B) {
+	for _, mode := range []string{"inline", "always", "batched"} {
+		for _, callers := range benchCallers {
+			b.Run(fmt.Sprintf("%s/callers=%d", mode, callers), func(b *testing.B) {
+				c := newPipeConn(b, benchServer(b, mode))
+				chans := make([]chan reply, callers)
+				for i := range chans {
+					chans[i] = make(chan reply, 1)
+				}
+				run(b, callers, func(i int) error {
+					_, err := c.call(wire.MethodGenID, nil, chans[i])
+					return err
+				})
+			})
+		}
+	}
+	for _, callers := range benchCallers {
+		b.Run(fmt.Sprintf("client/callers=%d", callers), func(b *testing.B) {
+			cfg := client.DefaultConfig(benchServer(b, "inline"))
+			cfg.Fallback = false
+			cfg.Timeout = 5 * time.Second
+			cl, err := client.New(context.Background(), cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { cl.Close() })
+			ctx := context.Background()
+			run(b, callers, func(int) error {
+				_, err := cl.NextID(ctx)
+				return err
+			})
+		})
+	}
+}
+
+// BenchmarkGenIDs1000: IDs/s in batches of 1000, against the max-peak
+// sequence ceiling of one machine ID, 1,048,576 IDs/s. Past one second of
+// borrowing (MaxBorrow), the generator waits for the clock.
+func BenchmarkGenIDs1000(b *testing.B) {
+	for _, callers := range []int{1, 4} {
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
+			c := newPipeConn(b, benchServer(b, "inline"))
+			chans := make([]chan reply, callers)
+			for i := range chans {
+				chans[i] = make(chan reply, 1)
+			}
+			t0 := time.Now()
+			run(b, callers, func(i int) error {
+				ids, err := c.call(wire.MethodGenIDs, &wire.GenIDsParams{Count: 1000}, chans[i])
+				if err == nil && len(ids) != 1000 {
+					err = fmt.Errorf("%d IDs", len(ids))
+				}
+				return err
+			})
+			perSec := float64(b.N*1000) / time.Since(t0).Seconds()
+			b.ReportMetric(perSec, "ids/s")
+			b.ReportMetric(perSec/(1<<20), "of-ceiling")
+		})
+	}
+}
+
+// BenchmarkRedisINCR is the yardstick of DESIGN.md: INCR through go-redis
+// at the same concurrency, on a redis-server started for the benchmark.
+func BenchmarkRedisINCR(b *testing.B) {
+	path, err := exec.LookPath("redis-server")
+	if err != nil {
+		b.Skip("redis-server is not on PATH")
+	}
+	addr := startRedis(b, path)
+	for _, callers := range benchCallers {
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
+			rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
+			b.Cleanup(func() { rdb.Close() })
+			ctx := context.Background()
+			run(b, callers, func(int) error { return rdb.Incr(ctx, "vesta:bench").Err() })
+		})
+	}
+}
+
+// startRedis runs redis-server without persistence on a free port until
+// cleanup.
+func startRedis(b *testing.B, path string) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	dir := b.TempDir()
+	cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	for i := 0; rdb.Ping(context.Background()).Err() != nil; i++ {
+		if i > 500 {
+			b.Fatal("redis-server did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return addr
+}
