@@ -75,6 +75,34 @@ func (c *conn) serve() {
 	c.wmu.Lock()
 	c.flushLocked()
 	c.wmu.Unlock()
+	if !c.broken.Load() {
+		c.linger()
+	}
+}
+
+// Lingering close: how long and how much a connection the server closes
+// keeps reading, and dropping, of what the peer still sends.
+const (
+	lingerTime  = time.Second
+	lingerBytes = 1 << 20
+)
+
+// linger half-closes the connection, so the peer reads every answer and
+// then the end, and drops what the peer still sends for a while: closing
+// with unread input would make the kernel reset the connection, which can
+// destroy answers not yet delivered (a peer still pipelining at Shutdown).
+func (c *conn) linger() {
+	raw := c.nc
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		tc.CloseWrite() // close_notify
+		raw = tc.NetConn()
+	}
+	hc, ok := raw.(interface{ CloseWrite() error })
+	if !ok || hc.CloseWrite() != nil {
+		return
+	}
+	raw.SetReadDeadline(time.Now().Add(lingerTime))
+	io.CopyN(io.Discard, raw, lingerBytes)
 }
 
 // readLoop reads and serves frames until the peer closes, an error, or

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"io"
 	"math/big"
 	"net"
 	"testing"
@@ -60,6 +61,52 @@ func TestShutdown(t *testing.T) {
 		t.Fatalf("Serve after Shutdown: %v", err)
 	}
 	srv.Close() // idempotent
+}
+
+// TestShutdownPipelining: a client still pipelining when Shutdown comes
+// gets an answer to every call the server read, then a clean end of
+// stream, not a reset that could have destroyed answers on the way.
+func TestShutdownPipelining(t *testing.T) {
+	gen := newGen(t, core.Config{})
+	srv, addr := serve(t, gen, central.Config{})
+	p := dial(t, addr)
+	e := wire.NewEncoder()
+	var burst []byte
+	for i := range 10 {
+		burst, _ = e.AppendRequest(burst, uint32(i), wire.MethodGenID, nil)
+	}
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		for range 300 {
+			if _, err := p.nc.Write(burst); err != nil {
+				return // the server has closed
+			}
+		}
+	}()
+	shut := make(chan error, 1)
+	answers := 0
+	for {
+		resp, err := p.tryRecv()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("after %d answers: %v; want the end of the stream", answers, err)
+			}
+			break
+		}
+		if resp.Error != nil {
+			t.Fatal(resp.Error)
+		}
+		if answers++; answers == 1 {
+			go func() { shut <- srv.Shutdown(context.Background()) }()
+		}
+	}
+	p.nc.Close()
+	<-wrote
+	if err := <-shut; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d answers of %d calls before Shutdown closed the connection", answers, 3000)
 }
 
 // TestShutdownDeadline: when ctx ends first, Shutdown closes everything and

@@ -17,8 +17,10 @@
 // notification is never answered; since every method exists for its
 // result, the server reads and drops them.
 //
-// IDs are unsigned 64-bit integers, encoded as msgpack uint 64 when they need
-// it (any integer encoding is accepted on input). Integer arguments are
+// IDs are unsigned 64-bit integers, never signed ones (a version-1 ID is
+// above 2^63): msgpack uint in its shortest form, which is uint 64 for
+// every ID issued today, as the time field sits above bit 30. Any integer
+// encoding is accepted on input. Integer arguments are
 // accepted in any msgpack integer encoding that holds a value of the field;
 // negative values, floats, strings, nil, unknown or repeated keys and
 // missing required keys are refused.
@@ -46,7 +48,14 @@
 // decoded only from complete, bounded byte slices, never from a stream:
 // the stream decoder of the codec allocates whatever a string header
 // claims. Requests are read by a small strict reader of their own, which
-// names the offending field in its errors; the codec
-// (github.com/hashicorp/go-msgpack/v2) encodes every frame and decodes
-// results for the client.
+// names the offending field in its errors.
+//
+// # The codec
+//
+// Frames are encoded, and results decoded for the client, with
+// github.com/hashicorp/go-msgpack/v2 (MsgpackHandle, current spec: str 8
+// and bin). The frames sent most often (an answer holding one ID or an
+// array of IDs, a request without params) and results holding IDs are
+// written and read by hand instead, as the codec reflects on every value;
+// the tests check that the bytes are the codec's.
 package wire
