@@ -112,12 +112,16 @@ type Generator struct {
 	fence    atomic.Pointer[error] // non-nil: issuing is fenced with this cause
 	cur      atomic.Pointer[run]
 	waits    atomic.Uint64 // sleeps because the sequence ran out past MaxBorrow
-	rekeying atomic.Bool   // the current run is closed and its successor not yet started
-	before   atomic.Uint64 // IDs issued by runs that were re-keyed away
+	deadline atomic.Int64          // Unix ms on the generator's clock from which calls fail; 0 = none
+	deadErr  atomic.Pointer[error] // what they fail with
+	rekeying atomic.Bool           // the current run is closed and its successor not yet started
+	before   atomic.Uint64         // IDs issued by runs that were re-keyed away
 
-	mu       sync.Mutex // serialises Close
-	closed   bool
-	closeErr error
+	rekeyMu     sync.Mutex // one Rekey at a time
+	mu          sync.Mutex // guards closed, closeErr, cancelRekey and run installation
+	closed      bool
+	closeErr    error
+	cancelRekey context.CancelFunc // ends a Rekey waiting for the clock when Close comes
 }
 
 // run is the issuing state of one machine ID.
@@ -185,7 +189,7 @@ func New(ctx context.Context, cfg Config) (*Generator, error) {
 	g.borrow = uint64(cfg.MaxBorrow / cfg.Type.Unit())
 	g.window = max(1, uint64(cfg.GuardWindow/cfg.Type.Unit()))
 
-	r, err := g.startRun(ctx, cfg.Machine, cfg.Guard)
+	r, err := g.startRun(ctx, cfg.Machine, cfg.Guard, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -193,15 +197,21 @@ func New(ctx context.Context, cfg Config) (*Generator, error) {
 	return g, nil
 }
 
-// nowUnit reads the clock as whole units since the epoch. A clock past the
-// last unit reads as maxTime+1, so that issuing fails with ErrEndOfTime.
-func (g *Generator) nowUnit() (uint64, error) {
-	var ms int64
+// nowMillis reads the clock in Unix milliseconds.
+func (g *Generator) nowMillis() int64 {
 	if g.sys != nil {
-		ms = (g.sys.baseNs + int64(time.Since(g.sys.base))) / 1e6
-	} else {
-		ms = g.clock.Now().UnixMilli()
+		return (g.sys.baseNs + int64(time.Since(g.sys.base))) / 1e6
 	}
+	return g.clock.Now().UnixMilli()
+}
+
+// nowUnit reads the clock as whole units since the epoch.
+func (g *Generator) nowUnit() (uint64, error) { return g.unitOf(g.nowMillis()) }
+
+// unitOf converts Unix milliseconds to whole units since the epoch. A clock
+// past the last unit reads as maxTime+1, so that issuing fails with
+// ErrEndOfTime.
+func (g *Generator) unitOf(ms int64) (uint64, error) {
 	ms -= g.epochMs
 	if ms < 0 {
 		return 0, fmt.Errorf("%w: clock reads %s, epoch is %s", ErrBeforeEpoch,
@@ -231,7 +241,9 @@ func (g *Generator) unitCeil(t time.Time) uint64 {
 	return (uint64(ms) + uint64(g.unitMs) - 1) / uint64(g.unitMs)
 }
 
-func (g *Generator) startRun(ctx context.Context, machine MachineID, guard GuardStore) (*run, error) {
+// startRun prepares issuing for machine. No ID below unit minFloor is issued
+// (Rekey onto the same machine ID passes the old run's end).
+func (g *Generator) startRun(ctx context.Context, machine MachineID, guard GuardStore, minFloor uint64) (*run, error) {
 	r := &run{guard: guard}
 	for m := range r.base {
 		r.base[m] = uint64(g.cfg.Version)<<versionShift | uint64(g.cfg.Type)<<typeShift |
@@ -240,15 +252,18 @@ func (g *Generator) startRun(ctx context.Context, machine MachineID, guard Guard
 	ch := make(chan struct{})
 	r.limitCh.Store(&ch)
 	if guard == nil {
+		if minFloor > 0 {
+			r.state.Store(minFloor<<g.sb - 1)
+		}
 		r.limit.Store(g.endPk)
-		r.segStart = 1
+		r.segStart = r.state.Load() + 1
 		return r, nil
 	}
 	mark, err := guard.Load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: loading the mark of machine %d: %w", ErrGuard, machine, err)
 	}
-	floor := g.unitCeil(mark)
+	floor := max(g.unitCeil(mark), minFloor)
 	if floor > g.maxTime {
 		return nil, fmt.Errorf("%w: the time guard's mark %s is past the last unit", ErrEndOfTime, mark.UTC().Format(time.RFC3339Nano))
 	}
@@ -439,7 +454,11 @@ func (g *Generator) take(ctx context.Context, n uint64) (*run, uint64, uint64, e
 			}
 			return nil, 0, 0, ErrClosed
 		}
-		now, err := g.nowUnit()
+		ms := g.nowMillis()
+		if d := g.deadline.Load(); d != 0 && ms >= d {
+			return nil, 0, 0, *g.deadErr.Load()
+		}
+		now, err := g.unitOf(ms)
 		if err != nil {
 			return nil, 0, 0, err
 		}
@@ -545,26 +564,63 @@ func (g *Generator) Rekey(ctx context.Context, machine MachineID, guard GuardSto
 	if machine > MaxMachine {
 		return &RangeError{Field: "machine", Value: uint64(machine), Max: uint64(MaxMachine)}
 	}
+	g.rekeyMu.Lock()
+	defer g.rekeyMu.Unlock()
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.closed {
+		g.mu.Unlock()
 		return ErrClosed
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g.cancelRekey = cancel
 	old := g.cur.Load()
+	last := old.state.Load() &^ closedBit
 	if old.state.Load()&closedBit == 0 {
 		g.rekeying.Store(true)
 		g.before.Add(old.issued())
-		if err := g.closeRun(old); err != nil {
+		var err error
+		if last, err = g.closeRun(old); err != nil {
 			g.log.Warn("rekey: saving the old machine ID's final mark failed; its last reservation stands", "err", err)
 		}
 	}
-	r, err := g.startRun(ctx, machine, guard)
+	g.mu.Unlock()
+
+	var minFloor uint64
+	if machine == g.machineOf(old) {
+		minFloor = last>>g.sb + 1 // never below what this generator issued
+	}
+	r, err := g.startRun(ctx, machine, guard, minFloor)
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.cancelRekey = nil
+	if g.closed {
+		if err == nil {
+			g.closeRun(r)
+		}
+		return ErrClosed
+	}
 	if err != nil {
 		return err
 	}
 	g.cur.Store(r)
 	g.rekeying.Store(false)
 	return nil
+}
+
+// FenceAt makes every call from instant t on (by the generator's clock) fail
+// with an error wrapping ErrFenced and cause, checked on every call: a lease
+// holder sets it to the end of its lease, so issuing stops in time even if
+// the holder's own timer runs late. The zero t removes the deadline.
+func (g *Generator) FenceAt(t time.Time, cause error) {
+	if t.IsZero() {
+		g.deadline.Store(0)
+		return
+	}
+	e := fmt.Errorf("%w: %w", ErrFenced, cause)
+	g.deadErr.Store(&e)
+	g.deadline.Store(max(t.UnixMilli(), 1))
 }
 
 // Unfence lets issuing resume.
@@ -574,6 +630,9 @@ func (g *Generator) Unfence() { g.fence.Store(nil) }
 func (g *Generator) Ready() error {
 	if e := g.fence.Load(); e != nil {
 		return *e
+	}
+	if d := g.deadline.Load(); d != 0 && g.nowMillis() >= d {
+		return *g.deadErr.Load()
 	}
 	r := g.cur.Load()
 	if r.state.Load()&closedBit != 0 {
@@ -602,8 +661,10 @@ func (g *Generator) Type() Type { return g.cfg.Type }
 func (g *Generator) Version() uint8 { return g.cfg.Version }
 
 // Machine returns the machine ID issued.
-func (g *Generator) Machine() MachineID {
-	return MachineID(g.cur.Load().base[0] >> g.shifts.machine & uint64(MaxMachine))
+func (g *Generator) Machine() MachineID { return g.machineOf(g.cur.Load()) }
+
+func (g *Generator) machineOf(r *run) MachineID {
+	return MachineID(r.base[0] >> g.shifts.machine & uint64(MaxMachine))
 }
 
 // Own returns the fields Make fills in when a request leaves them out: the
@@ -627,7 +688,9 @@ type Stats struct {
 func (g *Generator) Stats() Stats {
 	r := g.cur.Load()
 	last := r.state.Load() &^ closedBit
-	s := Stats{Issued: g.before.Load() + r.issued(), Waits: g.waits.Load(), Fenced: g.fence.Load() != nil}
+	d := g.deadline.Load()
+	s := Stats{Issued: g.before.Load() + r.issued(), Waits: g.waits.Load(),
+		Fenced: g.fence.Load() != nil || (d != 0 && g.nowMillis() >= d)}
 	if now, err := g.nowUnit(); err == nil && last>>g.sb > now {
 		s.Ahead = time.Duration(last>>g.sb-now) * g.cfg.Type.Unit()
 	}
@@ -657,14 +720,18 @@ func (g *Generator) Close() error {
 	if !g.closed {
 		g.closed = true
 		g.rekeying.Store(false)
+		if g.cancelRekey != nil {
+			g.cancelRekey()
+		}
 		if r := g.cur.Load(); r.state.Load()&closedBit == 0 {
-			g.closeErr = g.closeRun(r)
+			_, g.closeErr = g.closeRun(r)
 		}
 	}
 	return g.closeErr
 }
 
-func (g *Generator) closeRun(r *run) error {
+// closeRun closes r and returns the last packed state it issued.
+func (g *Generator) closeRun(r *run) (uint64, error) {
 	var last uint64
 	for {
 		old := r.state.Load()
@@ -674,7 +741,7 @@ func (g *Generator) closeRun(r *run) error {
 		}
 	}
 	if r.guard == nil {
-		return nil
+		return last, nil
 	}
 	close(r.stop)
 	<-r.done
@@ -683,7 +750,7 @@ func (g *Generator) closeRun(r *run) error {
 	end := min(last>>g.sb+1, g.maxTime+1)
 	if err := r.guard.Save(ctx, g.instantOf(end)); err != nil {
 		// The last reservation stays: safe, only a longer wait at restart.
-		return fmt.Errorf("%w: saving the final mark: %w", ErrGuard, err)
+		return last, fmt.Errorf("%w: saving the final mark: %w", ErrGuard, err)
 	}
-	return nil
+	return last, nil
 }

@@ -1,0 +1,555 @@
+package core_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vesta-go/vesta/core"
+)
+
+func guarded(clk core.Clock, g core.GuardStore) core.Config {
+	cfg := core.DefaultConfig()
+	cfg.Clock, cfg.Guard = clk, g
+	return cfg
+}
+
+// unitOf is the time field of id.
+func unitOf(g *core.Generator, id core.ID) uint64 { return g.Codec().Explain(id).Time }
+
+func markUnit(tb testing.TB, g *core.Generator, mark time.Time) uint64 {
+	tb.Helper()
+	u, err := g.Codec().Units(g.Type(), mark)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return u
+}
+
+func TestGuardReservesAheadAndNeverIssuesPastIt(t *testing.T) {
+	clk := core.NewManualClock(t0)
+	store := core.NewMemGuard(time.Time{})
+	g := newGen(t, guarded(clk, store))
+	if store.Saves() != 1 || !store.Mark().Equal(t0.Add(3*time.Second)) {
+		t.Fatalf("first reservation %s after %d saves; want %s", store.Mark(), store.Saves(), t0.Add(3*time.Second))
+	}
+	// Issue across many seconds; the durable mark is always above every ID.
+	for i := range 20 {
+		ids, err := g.NextIDs(context.Background(), core.Embedded, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := unitOf(g, ids[len(ids)-1]); last >= markUnit(t, g, store.Mark()) {
+			t.Fatalf("step %d: issued unit %d at or past the durable mark %s", i, last, store.Mark())
+		}
+		clk.Advance(700 * time.Millisecond)
+	}
+}
+
+func TestGuardFailingStoreStopsAtLastDurableMark(t *testing.T) {
+	clk := core.NewManualClock(t0)
+	store := core.NewMemGuard(time.Time{})
+	cfg := guarded(clk, store)
+	cfg.MaxBorrow = time.Hour // only the guard limits issuing
+	g := newGen(t, cfg)
+	boom := errors.New("disk on fire")
+	store.Fail(boom)
+	// The first reservation (t0+3s) stands: 3 units of IDs, then ErrGuard.
+	var n int
+	var err error
+	for err == nil {
+		_, err = g.NextIDs(context.Background(), core.Embedded, 1<<19)
+		n++
+	}
+	if !errors.Is(err, core.ErrGuard) {
+		t.Fatalf("got %v; want ErrGuard", err)
+	}
+	if n > 7 { // 3 units of 2^20 in batches of 2^19, plus the one that failed
+		t.Fatalf("issued %d batches past a failing store", n)
+	}
+	if err := g.Ready(); !errors.Is(err, core.ErrGuard) || !errors.Is(err, boom) {
+		t.Fatalf("Ready: %v", err)
+	}
+	store.Fail(nil)
+	// The reserver retries once a period (1s): advance until it heals.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// The reserver is idle when its timer is the clock's only waiter; after
+	// each tick it saves, then waits again.
+	for g.Ready() != nil {
+		if err := clk.BlockUntil(ctx, 1); err != nil {
+			t.Fatal("the reserver never retried:", err)
+		}
+		clk.Advance(time.Second)
+		if err := clk.BlockUntil(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := g.NextID(context.Background(), core.Embedded); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGuardSlowStoreMakesCallersWait(t *testing.T) {
+	clk := core.NewManualClock(t0)
+	store := core.NewMemGuard(time.Time{})
+	cfg := guarded(clk, store)
+	cfg.MaxBorrow = time.Hour
+	g := newGen(t, cfg)
+	release := store.Block()
+	defer release()
+	// Use up the first reservation (3 units).
+	if _, err := g.NextIDs(context.Background(), core.Embedded, 3<<20-1024); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	_, err := g.NextIDs(ctx, core.Embedded, 1<<20)
+	if !errors.Is(err, core.ErrGuard) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v; want a guard wait ended by the deadline", err)
+	}
+	done := make(chan error)
+	go func() {
+		_, err := g.NextIDs(context.Background(), core.Embedded, 1<<20)
+		done <- err
+	}()
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCloseSavesExactMark(t *testing.T) {
+	clk := core.NewManualClock(t0)
+	store := core.NewMemGuard(time.Time{})
+	g, err := core.New(context.Background(), guarded(clk, store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := g.NextIDs(context.Background(), core.Embedded, 1<<20+10) // borrows into t0+1s
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	last := unitOf(g, ids[len(ids)-1])
+	if got := markUnit(t, g, store.Mark()); got != last+1 {
+		t.Fatalf("final mark at unit %d; want %d (just past the last ID)", got, last+1)
+	}
+}
+
+// IDs returned while Close runs all lie below the final mark.
+func TestCloseRacingIssuers(t *testing.T) {
+	for range 20 {
+		store := core.NewMemGuard(time.Time{})
+		cfg := guarded(nil, store)
+		cfg.MaxBorrow = time.Hour
+		g, err := core.New(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var all []core.ID
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for {
+					ids, err := g.NextIDs(context.Background(), core.Embedded, 64)
+					if errors.Is(err, core.ErrClosed) {
+						return
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					all = append(all, ids...)
+					mu.Unlock()
+				}
+			})
+		}
+		time.Sleep(time.Millisecond)
+		if err := g.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		mark := markUnit(t, g, store.Mark())
+		for _, id := range all {
+			if unitOf(g, id) >= mark {
+				t.Fatalf("ID %d (unit %d) issued at or past the final mark (unit %d)", id, unitOf(g, id), mark)
+			}
+		}
+	}
+}
+
+func TestRestartWithClockBehindMark(t *testing.T) {
+	mark := t0.Add(5 * time.Second)
+	t.Run("waits", func(t *testing.T) {
+		clk := core.NewManualClock(t0)
+		store := core.NewMemGuard(mark)
+		type result struct {
+			g   *core.Generator
+			err error
+		}
+		res := make(chan result)
+		go func() {
+			g, err := core.New(context.Background(), guarded(clk, store)) // MaxStartupWait 10s
+			res <- result{g, err}
+		}()
+		if err := clk.BlockUntil(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(4 * time.Second) // now within MaxBorrow (1s) of the mark
+		r := <-res
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		defer r.g.Close()
+		if u := unitOf(r.g, next(t, r.g)); u < markUnit(t, r.g, mark) {
+			t.Fatalf("first ID at unit %d, below the mark", u)
+		}
+	})
+	t.Run("borrows-small-gap", func(t *testing.T) {
+		clk := core.NewManualClock(mark.Add(-800 * time.Millisecond))
+		g := newGen(t, guarded(clk, core.NewMemGuard(mark)))
+		if u := unitOf(g, next(t, g)); u < markUnit(t, g, mark) {
+			t.Fatalf("first ID at unit %d, below the mark", u)
+		}
+	})
+	t.Run("refuses", func(t *testing.T) {
+		clk := core.NewManualClock(t0.Add(-time.Hour))
+		_, err := core.New(context.Background(), guarded(clk, core.NewMemGuard(mark)))
+		if !errors.Is(err, core.ErrClockBehind) || !strings.Contains(err.Error(), "1h0m5s behind") {
+			t.Fatalf("got %v; want ErrClockBehind naming the 1h0m5s gap", err)
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		clk := core.NewManualClock(t0)
+		ctx, cancel := context.WithCancel(context.Background())
+		res := make(chan error)
+		go func() {
+			_, err := core.New(ctx, guarded(clk, core.NewMemGuard(mark)))
+			res <- err
+		}()
+		if err := clk.BlockUntil(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if err := <-res; !errors.Is(err, core.ErrClockBehind) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("load-fails", func(t *testing.T) {
+		store := core.NewMemGuard(mark)
+		store.Fail(errors.New("unreachable"))
+		if _, err := core.New(context.Background(), guarded(core.NewManualClock(t0), store)); !errors.Is(err, core.ErrGuard) {
+			t.Fatalf("got %v", err)
+		}
+	})
+}
+
+func TestRekey(t *testing.T) {
+	clk := core.NewManualClock(t0)
+	oldStore := core.NewMemGuard(time.Time{})
+	cfg := guarded(clk, oldStore)
+	cfg.Machine = 5
+	g := newGen(t, cfg)
+	before := next(t, g)
+	// The new machine ID was used elsewhere up to t0+2s.
+	newStore := core.NewMemGuard(t0.Add(2 * time.Second))
+	release := newStore.Block()
+	done := make(chan error)
+	go func() { done <- g.Rekey(context.Background(), 9, newStore) }()
+	// While the new guard's first save is pending, calls are fenced.
+	for {
+		_, err := g.NextID(context.Background(), core.Embedded)
+		if errors.Is(err, core.ErrFenced) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	release()
+	// Clock at t0, the new mark at t0+2s, MaxBorrow 1s: Rekey waits for the
+	// clock like New does.
+	if err := clk.BlockUntil(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Rekey returned %v with the clock 2s behind the new mark", err)
+	default:
+	}
+	clk.Advance(time.Second)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := markUnit(t, g, oldStore.Mark()); got != unitOf(g, before)+1 {
+		t.Fatalf("old machine's final mark at unit %d; want %d", got, unitOf(g, before)+1)
+	}
+	after := next(t, g)
+	e := g.Codec().Explain(after)
+	if e.Machine != 9 || e.Time < markUnit(t, g, t0.Add(2*time.Second)) {
+		t.Fatalf("after Rekey: %+v", e)
+	}
+	if g.Machine() != 9 || g.Own(core.Central).Machine != 9 {
+		t.Fatalf("Machine() = %d", g.Machine())
+	}
+	if s := g.Stats(); s.Issued < 2 {
+		t.Fatalf("Stats.Issued = %d across the rekey", s.Issued)
+	}
+}
+
+func TestFileGuard(t *testing.T) {
+	dir := t.TempDir()
+	fg, err := core.OpenFileGuard(dir, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fg.Close()
+	if m, err := fg.Load(context.Background()); err != nil || !m.IsZero() {
+		t.Fatalf("empty guard: %s, %v", m, err)
+	}
+	mark := t0.Add(1500*time.Millisecond + 300*time.Microsecond)
+	if err := fg.Save(context.Background(), mark); err != nil {
+		t.Fatal(err)
+	}
+	got, err := fg.Load(context.Background())
+	if err != nil || !got.Equal(t0.Add(1501*time.Millisecond)) {
+		t.Fatalf("Load = %s, %v; want the mark rounded up to the millisecond", got, err)
+	}
+	// A second holder of the same machine ID and directory is refused.
+	if _, err := core.OpenFileGuard(dir, 42); !errors.Is(err, core.ErrGuardLocked) {
+		t.Fatalf("second open: %v", err)
+	}
+	// Another machine ID in the same directory is fine.
+	other, err := core.OpenFileGuard(dir, 43)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	// No temp files are left behind.
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".tmp") {
+			t.Fatalf("left %s", e.Name())
+		}
+	}
+	if err := fg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fg.Close(); err != nil {
+		t.Fatal("second Close:", err)
+	}
+	again, err := core.OpenFileGuard(dir, 42)
+	if err != nil {
+		t.Fatal("reopen after Close:", err)
+	}
+	defer again.Close()
+	// A damaged file is an error, never a guess.
+	if err := os.WriteFile(again.Path(), []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := again.Load(context.Background()); !errors.Is(err, core.ErrGuard) {
+		t.Fatalf("damaged file: %v", err)
+	}
+}
+
+// The crash test: a child process issues IDs with a file guard and is
+// killed with SIGKILL mid-stream (no Close, no final mark). A new generator
+// on the same directory, with a clock behind everything the child issued,
+// must wait for the mark and then issue only IDs above all of the child's.
+const crashChildEnv = "VESTA_CORE_CRASH_CHILD_DIR"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(crashChildEnv); dir != "" {
+		crashChild(dir)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func crashChild(dir string) {
+	fg, err := core.OpenFileGuard(dir, 7)
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	cfg := core.DefaultConfig()
+	cfg.Machine, cfg.Guard, cfg.Type = 7, fg, core.MinGranularity
+	g, err := core.New(context.Background(), cfg)
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	w := bufio.NewWriter(os.Stdout)
+	for {
+		ids, err := g.NextIDs(context.Background(), core.Embedded, 100)
+		if err != nil {
+			fmt.Fprintln(w, "error", err)
+			w.Flush()
+			os.Exit(1)
+		}
+		for _, id := range ids {
+			fmt.Fprintln(w, id)
+		}
+		w.Flush() // each line printed was issued
+	}
+}
+
+func TestCrashNeverReissues(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Now()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	var highest core.ID
+	n := 0
+	for sc.Scan() && n < 200_000 {
+		v, err := strconv.ParseUint(sc.Text(), 10, 64)
+		if err != nil {
+			t.Fatalf("child said %q", sc.Text())
+		}
+		highest = max(highest, core.ID(v))
+		n++
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	for sc.Scan() { // IDs printed before the kill count too
+		if v, err := strconv.ParseUint(sc.Text(), 10, 64); err == nil {
+			highest = max(highest, core.ID(v))
+		}
+	}
+	cmd.Wait()
+	if n < 200_000 {
+		t.Fatalf("child issued only %d IDs", n)
+	}
+	// The lock died with the child; the mark it reserved survived.
+	fg, err := core.OpenFileGuard(dir, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fg.Close()
+	// A clock set back to before the child started: the new generator must
+	// wait until the clock passes the child's mark.
+	clk := core.NewManualClock(start.Add(-time.Minute))
+	cfg := core.DefaultConfig()
+	cfg.Machine, cfg.Guard, cfg.Type, cfg.Clock = 7, fg, core.MinGranularity, clk
+	cfg.MaxStartupWait = 0
+	if _, err := core.New(context.Background(), cfg); !errors.Is(err, core.ErrClockBehind) {
+		t.Fatalf("clock a minute behind: %v; want ErrClockBehind", err)
+	}
+	cfg.MaxStartupWait = 2 * time.Minute
+	res := make(chan error, 1)
+	var g *core.Generator
+	go func() {
+		var err error
+		g, err = core.New(context.Background(), cfg)
+		res <- err
+	}()
+	for done := false; !done; {
+		select {
+		case err := <-res:
+			if err != nil {
+				t.Fatal(err)
+			}
+			done = true
+		case <-time.After(time.Millisecond):
+			clk.Advance(100 * time.Millisecond)
+		}
+	}
+	defer g.Close()
+	ids, err := g.NextIDs(context.Background(), core.Embedded, 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids[0] <= highest {
+		t.Fatalf("after the crash, first ID %d is not above the child's last %d", ids[0], highest)
+	}
+	mark, _ := fg.Load(context.Background())
+	if got := filepath.Base(fg.Path()); got != "machine-7.json" || mark.IsZero() {
+		t.Fatalf("guard file %s mark %s", got, mark)
+	}
+}
+
+func TestFenceAtDeadline(t *testing.T) {
+	clk := core.NewManualClock(t0)
+	g := newGen(t, core.Config{Clock: clk, MaxBorrow: time.Second})
+	lost := errors.New("lease lost")
+	g.FenceAt(t0.Add(500*time.Millisecond), lost)
+	next(t, g)
+	clk.Advance(499 * time.Millisecond)
+	next(t, g)
+	clk.Advance(time.Millisecond)
+	if _, err := g.NextID(context.Background(), core.Embedded); !errors.Is(err, core.ErrFenced) || !errors.Is(err, lost) {
+		t.Fatalf("at the deadline: %v", err)
+	}
+	if err := g.Ready(); !errors.Is(err, lost) || !g.Stats().Fenced {
+		t.Fatalf("Ready at the deadline: %v", err)
+	}
+	g.FenceAt(t0.Add(time.Hour), lost) // renewed
+	next(t, g)
+	g.FenceAt(time.Time{}, nil)
+	clk.Advance(2 * time.Hour)
+	next(t, g)
+}
+
+func TestCloseCancelsRekeyWaitingForClock(t *testing.T) {
+	clk := core.NewManualClock(t0)
+	g, err := core.New(context.Background(), guarded(clk, core.NewMemGuard(time.Time{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- g.Rekey(context.Background(), 3, core.NewMemGuard(t0.Add(5*time.Second))) }()
+	// Rekey now waits for the clock (mark 5s ahead, 10s allowed); Close ends it.
+	if err := clk.BlockUntil(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error)
+	go func() { closed <- g.Close() }()
+	if err := <-done; !errors.Is(err, core.ErrClosed) {
+		t.Fatalf("Rekey during Close: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.NextID(context.Background(), core.Embedded); !errors.Is(err, core.ErrClosed) {
+		t.Fatalf("after Close: %v", err)
+	}
+}
+
+// Rekey back onto the same machine ID never issues below what the
+// generator already issued, even without a guard and with the clock behind.
+func TestRekeySameMachineContinuesAbove(t *testing.T) {
+	clk := core.NewManualClock(t0)
+	g := newGen(t, core.Config{Clock: clk, Machine: 4, MaxBorrow: time.Hour})
+	ids, err := g.NextIDs(context.Background(), core.Embedded, 3<<20) // 3 units ahead
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Rekey(context.Background(), 4, nil); err != nil {
+		t.Fatal(err)
+	}
+	if id := next(t, g); id <= ids[len(ids)-1] {
+		t.Fatalf("after Rekey onto the same ID: %d not above %d", id, ids[len(ids)-1])
+	}
+}
