@@ -111,7 +111,7 @@ type Generator struct {
 
 	fence    atomic.Pointer[error] // non-nil: issuing is fenced with this cause
 	cur      atomic.Pointer[run]
-	waits    atomic.Uint64 // sleeps because the sequence ran out past MaxBorrow
+	waits    atomic.Uint64         // sleeps because the sequence ran out past MaxBorrow
 	deadline atomic.Int64          // Unix ms on the generator's clock from which calls fail; 0 = none
 	deadErr  atomic.Pointer[error] // what they fail with
 	rekeying atomic.Bool           // the current run is closed and its successor not yet started
