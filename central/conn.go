@@ -19,11 +19,11 @@ import (
 const readBufSize = 4096
 
 // conn serves one connection. Its goroutine (serve) reads frames and
-// answers what cannot block at once, into out; it writes out only when no
-// further complete frame is buffered, so pipelined calls are answered
-// with few writes. Calls that must wait for the generator run on
-// goroutines of their own (tracked by calls) and append their answers to
-// out themselves.
+// answers at once every call that need not wait, into out; it writes out
+// only when no further complete frame is buffered (or out is large), so
+// pipelined calls are answered with few writes. Calls that must wait for
+// the generator run on goroutines of their own (tracked by calls) and
+// append their answers to out themselves.
 type conn struct {
 	s      *Server
 	nc     net.Conn
@@ -232,12 +232,18 @@ func (c *conn) respond(fromLoop bool, msgid uint32, method int, t0 time.Time, a 
 			c.out, _ = c.enc.AppendResponse(c.out, msgid, &wire.Error{Code: wire.Internal, Message: "internal error"}, nil)
 		}
 	}
-	if fromLoop {
+	switch {
+	case len(c.out) >= flushBytes: // a batch of large answers: do not hoard them
+		c.flushLocked()
+	case fromLoop:
 		c.batching = true
-	} else if !c.batching {
+	case !c.batching:
 		c.flushLocked()
 	}
 }
+
+// flushBytes is how much output a batch gathers at most before writing.
+const flushBytes = 64 << 10
 
 // endBatch writes what the read loop queued.
 func (c *conn) endBatch() {
@@ -260,7 +266,7 @@ func (c *conn) flushLocked() {
 		c.nc.Close() // wakes the read loop
 	}
 	c.out = c.out[:0]
-	if cap(c.out) > 64<<10 { // do not keep a large batch's buffer
+	if cap(c.out) > 2*flushBytes { // do not keep a large answer's buffer
 		c.out = nil
 	}
 }

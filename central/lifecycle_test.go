@@ -40,6 +40,7 @@ func TestShutdown(t *testing.T) {
 	shut := make(chan error, 1)
 	go func() { shut <- srv.Shutdown(context.Background()) }()
 	idle.closed()
+	idle.nc.Close() // ends the server's lingering read at once
 	if nc, err := net.Dial("tcp", addr.String()); err == nil {
 		nc.Close()
 		t.Fatal("a new connection was accepted during Shutdown")
@@ -54,6 +55,7 @@ func TestShutdown(t *testing.T) {
 		t.Fatalf("waiting call: %+v", resp)
 	}
 	busy.closed()
+	busy.nc.Close()
 	if err := <-shut; err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}

@@ -346,3 +346,29 @@ func ExampleServer() {
 	// <nil>
 	// <nil>
 }
+
+// TestLargeAnswers: a pipeline of maximal batches is answered in full, in
+// writes of bounded size, with IDs that increase across the answers.
+func TestLargeAnswers(t *testing.T) {
+	gen := newGen(t, core.DefaultConfig())
+	_, addr := serve(t, gen, central.Config{})
+	p := dial(t, addr)
+	var b []byte
+	e := wire.NewEncoder()
+	for i := range 20 {
+		b, _ = e.AppendRequest(b, uint32(i), wire.MethodGenIDs, &wire.GenIDsParams{Count: central.DefaultMaxBatch})
+	}
+	p.write(b)
+	var last uint64
+	for i := range 20 {
+		resp := p.recv()
+		var ids []uint64
+		if resp.MsgID != uint32(i) || wire.DecodeResult(resp.Result, &ids) != nil || len(ids) != central.DefaultMaxBatch {
+			t.Fatalf("answer %d: %d, %v, %d IDs", i, resp.MsgID, resp.Error, len(ids))
+		}
+		if ids[0] <= last {
+			t.Fatalf("answer %d starts at %d, after %d", i, ids[0], last)
+		}
+		last = ids[len(ids)-1]
+	}
+}
