@@ -379,7 +379,9 @@ func validMethod(m Method) error {
 }
 
 // NextID issues one ID with method m. It blocks only when the sequence ran
-// out beyond MaxBorrow or the time guard lags; ctx bounds that wait.
+// out beyond MaxBorrow or the time guard lags; ctx bounds that wait. With a
+// ctx that is already done, it issues only what needs no wait: otherwise it
+// returns at once with an error wrapping ctx.Err().
 func (g *Generator) NextID(ctx context.Context, m Method) (ID, error) {
 	if err := validMethod(m); err != nil {
 		return 0, err
@@ -532,7 +534,12 @@ func (g *Generator) wait(ctx context.Context, r *run, start uint64) error {
 		}
 	}
 	// Out of sequence beyond MaxBorrow: sleep until the clock reaches the
-	// unit that makes start issuable.
+	// unit that makes start issuable. A context already done means "only
+	// what needs no wait" (the servers use it to keep waits off their
+	// read loops), so it is not counted as a wait.
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sequence exhausted, waiting for the clock: %w", err)
+	}
 	g.waits.Add(1)
 	d := g.instantOf(unit - g.borrow).Sub(g.clock.Now())
 	if err := sleep(ctx, g.clock, d); err != nil {

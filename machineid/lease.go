@@ -297,6 +297,13 @@ func (l *Lease) syncLocked() {
 	if l.gen == nil {
 		return
 	}
+	if l.rc != nil && st == StateHeld {
+		// Besides the watchdog's timer, the generator itself refuses to
+		// issue past the deadline, checked on every call: a late timer
+		// (a paused process) cannot let an ID slip out.
+		l.gen.FenceAt(l.deadline, fmt.Errorf("%w: machine %d: no renewal succeeded before the deadline %s",
+			ErrLeaseLost, l.id, l.deadline.UTC().Format(time.RFC3339Nano)))
+	}
 	switch {
 	case st == StateFenced && !l.fenced:
 		cause := l.cause
@@ -372,7 +379,7 @@ func (l *Lease) renewer() {
 // checked before renewing as well as by the watchdog.
 func (l *Lease) renew(h *hold) {
 	l.mu.Lock()
-	if l.hold != h {
+	if h == nil || l.hold != h || l.closed { // Close took the hold away
 		l.mu.Unlock()
 		return
 	}
