@@ -42,6 +42,10 @@ var (
 	ErrProtocol = errors.New("client: protocol error")
 )
 
+// errAttemptTimeout is the cause of an attempt's context when Config.Timeout
+// (not the caller's deadline) ended it.
+var errAttemptTimeout = errors.New("client: attempt timed out")
+
 // errCallerGone marks an attempt cut short by the caller's own context: it
 // says nothing about the server, so the breaker ignores it.
 var errCallerGone = errors.New("client: caller's context ended")
@@ -125,7 +129,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	c := &Client{cfg: cfg, log: cfg.Logger, m: m, preset: preset, conns: make(map[*conn]struct{})}
 	c.bg, c.cancel = context.WithCancel(context.Background())
 	for _, addr := range cfg.Servers {
-		s := &server{addr: addr, slots: make([]slot, cfg.ConnsPerServer), dial: c.dial,
+		s := &server{addr: addr, slots: make([]slot, cfg.ConnsPerServer), c: c,
 			ok: m.calls.WithLabelValues(addr, resultOK)}
 		m.breaker.WithLabelValues(addr).Set(0)
 		s.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
@@ -353,6 +357,18 @@ func (c *Client) central(ctx context.Context, dst []core.ID, n int) ([]core.ID, 
 	return dst, fmt.Errorf("%w: %w", ErrUnavailable, last)
 }
 
+// spawn runs f on a goroutine that Close waits for, unless the client is
+// closed.
+func (c *Client) spawn(f func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.wg.Go(f)
+	return true
+}
+
 // live fails when the client is closed or the caller's context ended.
 func (c *Client) live(ctx context.Context) error {
 	if c.bg.Err() != nil {
@@ -363,7 +379,7 @@ func (c *Client) live(ctx context.Context) error {
 
 // attempt makes one call on s within Timeout.
 func (c *Client) attempt(ctx context.Context, s *server, dst []core.ID, n int) ([]core.ID, error) {
-	actx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	actx, cancel := context.WithTimeoutCause(ctx, c.cfg.Timeout, errAttemptTimeout)
 	defer cancel()
 	out, err := c.call(actx, s, dst, n)
 	if err == nil {

@@ -285,3 +285,30 @@ func TestBreakerTransitions(t *testing.T) {
 		t.Fatalf("breaker gauge = %v after a good trial; want 0", state())
 	}
 }
+
+// A dial that hangs (a black-holed address) holds no caller past its own
+// deadline, and Close ends it.
+func TestDeadlineWhileDialling(t *testing.T) {
+	cfg, _ := testConfig(t, "192.0.2.1:7070")
+	cfg.Fallback = false
+	cfg.Timeout = time.Hour
+	dialling := make(chan struct{}, 1)
+	cfg.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+		dialling <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	c, err := client.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	if _, err := c.NextID(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("NextID = %v; want the caller's DeadlineExceeded", err)
+	}
+	<-dialling // the dial still runs, for the next caller; Close ends it
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

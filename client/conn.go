@@ -81,19 +81,14 @@ func (c *Client) dial(ctx context.Context, addr string) (*conn, error) {
 		return nil, ErrClosed
 	}
 	c.conns[cn] = struct{}{}
-	c.wg.Add(2)
-	c.mu.Unlock()
-	go func() {
-		defer c.wg.Done()
-		cn.writeLoop()
-	}()
-	go func() {
-		defer c.wg.Done()
+	c.wg.Go(cn.writeLoop)
+	c.wg.Go(func() {
 		cn.readLoop()
 		c.mu.Lock()
 		delete(c.conns, cn)
 		c.mu.Unlock()
-	}()
+	})
+	c.mu.Unlock()
 	info, err := cn.handshake(ctx)
 	if err != nil {
 		cn.close(err)
@@ -166,8 +161,8 @@ func (cn *conn) invoke(ctx context.Context, method string, params, v any) error 
 		cn.mu.Lock()
 		delete(cn.pending, cl.msgid)
 		cn.mu.Unlock()
-		if cn.reads.Load() == reads {
-			cn.close(errSilent)
+		if errors.Is(context.Cause(ctx), errAttemptTimeout) && cn.reads.Load() == reads {
+			cn.close(errSilent) // not when the caller merely gave up early
 		}
 		return ctx.Err()
 	}

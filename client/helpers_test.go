@@ -81,6 +81,11 @@ func (f *fake) serve(ln net.Listener) {
 				return
 			}
 			f.mu.Lock()
+			if f.ln == nil { // killed while accepting
+				f.mu.Unlock()
+				nc.Close()
+				return
+			}
 			f.conns[nc] = struct{}{}
 			f.mu.Unlock()
 			f.wg.Go(func() { f.handle(nc) })

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -16,7 +17,7 @@ type server struct {
 	cb    *gobreaker.CircuitBreaker[struct{}]
 	slots []slot
 	rr    atomic.Uint32
-	dial  func(ctx context.Context, addr string) (*conn, error)
+	c     *Client
 	ok    prometheus.Counter // calls_total{server=addr,result=ok}, looked up once
 }
 
@@ -39,7 +40,11 @@ func rejected(err error) bool {
 	return errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests)
 }
 
-// conn returns a live connection of s, picking its slots in turn.
+// conn returns a live connection of s, picking its slots in turn. A dial
+// runs on a goroutine of its own, bounded by Config.Timeout and Close but
+// not by any caller's context, so that neither the caller who started it
+// nor those who wait for it wait past their own deadline, and a caller
+// giving up does not fail the dial for the others.
 func (s *server) conn(ctx context.Context) (*conn, error) {
 	sl := &s.slots[int(s.rr.Add(1)-1)%len(s.slots)]
 	sl.mu.Lock()
@@ -50,17 +55,11 @@ func (s *server) conn(ctx context.Context) (*conn, error) {
 	d := sl.dial
 	if d == nil {
 		d = &dialing{done: make(chan struct{})}
-		sl.dial = d
-		sl.mu.Unlock()
-		d.c, d.err = s.dial(ctx, s.addr)
-		sl.mu.Lock()
-		sl.dial = nil
-		if d.err == nil {
-			sl.c = d.c
+		if !s.c.spawn(func() { s.dialSlot(sl, d) }) {
+			sl.mu.Unlock()
+			return nil, ErrClosed
 		}
-		sl.mu.Unlock()
-		close(d.done)
-		return d.c, d.err
+		sl.dial = d
 	}
 	sl.mu.Unlock()
 	select {
@@ -69,4 +68,20 @@ func (s *server) conn(ctx context.Context) (*conn, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+func (s *server) dialSlot(sl *slot, d *dialing) {
+	ctx, cancel := context.WithTimeout(s.c.bg, s.c.cfg.Timeout)
+	d.c, d.err = s.c.dial(ctx, s.addr)
+	if d.err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		d.err = fmt.Errorf("%w: dial and handshake: %w", ErrTimeout, d.err)
+	}
+	cancel()
+	sl.mu.Lock()
+	sl.dial = nil
+	if d.err == nil {
+		sl.c = d.c
+	}
+	sl.mu.Unlock()
+	close(d.done)
 }
