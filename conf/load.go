@@ -22,6 +22,10 @@ import (
 	"github.com/spf13/pflag"
 )
 
+// EnvFile names the environment variable holding the config file's path,
+// read when Options.File is "" (a --config flag wins over it).
+const EnvFile = "VESTA_CONFIG"
+
 // Options says where Load reads from.
 type Options struct {
 	// File is the YAML file read first; "" reads none. A file that is
@@ -80,6 +84,17 @@ func Load(opts Options) (Loaded, error) {
 	l := &loader{origin: map[string]string{}}
 	ko := koanf.New(".")
 
+	environ := opts.Env
+	if environ == nil {
+		environ = os.Environ()
+	}
+	if opts.File == "" {
+		for _, kv := range environ {
+			if v, ok := strings.CutPrefix(kv, EnvFile+"="); ok {
+				opts.File = v
+			}
+		}
+	}
 	if opts.File != "" {
 		err := ko.Load(file.Provider(opts.File), yaml.Parser(), koanf.WithMergeFunc(l.mergeFile("file "+opts.File)))
 		if err != nil {
@@ -90,10 +105,6 @@ func Load(opts Options) (Loaded, error) {
 		}
 	}
 
-	environ := opts.Env
-	if environ == nil {
-		environ = os.Environ()
-	}
 	err := ko.Load(env.Provider(".", env.Opt{
 		Prefix:        envPrefix,
 		TransformFunc: l.envKey,
@@ -205,6 +216,9 @@ func (l *loader) checkKeys(m map[string]any, prefix string, t reflect.Type, sour
 // the table of known keys (keys hold "_", so the name cannot simply be
 // split); an unknown variable is an error naming it, never its value.
 func (l *loader) envKey(name, value string) (string, any) {
+	if name == EnvFile {
+		return "", nil // the file's path, not a key
+	}
 	key, ok := keyByEnv[name]
 	if !ok {
 		envs := make([]string, 0, len(keyByEnv))

@@ -595,3 +595,33 @@ func (l *Lease) close(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// NewGenerator runs the rest of the order of operations on the lease: it
+// opens the time guard (TimeGuard(dataDir)), starts a core.Generator with
+// cfg on the lease's machine ID and guard, and attaches it. cfg.Machine and
+// cfg.Guard are overwritten; a nil cfg.Clock takes the lease's clock. On
+// success close the generator first, then the lease; on error only the
+// lease.
+func (l *Lease) NewGenerator(ctx context.Context, cfg core.Config, dataDir string) (*core.Generator, error) {
+	guard, err := l.TimeGuard(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	if guard == nil && cfg.Logger != nil {
+		cfg.Logger.Warn("no time guard (time_guard.dir is empty): a restart with the clock set back may re-issue IDs",
+			"machine", l.ID())
+	}
+	cfg.Machine, cfg.Guard = l.ID(), guard
+	if cfg.Clock == nil {
+		cfg.Clock = l.clock
+	}
+	gen, err := core.New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Attach(gen); err != nil {
+		gen.Close()
+		return nil, err
+	}
+	return gen, nil
+}

@@ -58,8 +58,8 @@ type Config struct {
 	// deadlines. Zero is 5s.
 	RequestTimeout time.Duration
 
-	// Logger receives the access log (Info, one record per request) and
-	// server errors; nil discards.
+	// Logger receives the access log (Debug, one record per request; Warn
+	// for 5xx answers) and server errors; nil discards.
 	Logger *slog.Logger
 
 	// Registerer is where the server registers its metrics

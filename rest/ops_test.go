@@ -180,7 +180,8 @@ func TestPanic(t *testing.T) {
 func TestAccessLog(t *testing.T) {
 	gen, _ := vestaGen(t)
 	logs := &syncBuffer{}
-	s := newServer(t, gen, rest.Config{Token: token, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	debug := &slog.HandlerOptions{Level: slog.LevelDebug} // the access log is at Debug
+	s := newServer(t, gen, rest.Config{Token: token, Logger: slog.New(slog.NewJSONHandler(logs, debug))})
 	q := req("GET", "/v1/ids/2610813175020394494", "", "")
 	q.Header.Set("Authorization", "Bearer "+token)
 	doHandler(s, q)

@@ -282,8 +282,14 @@ func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		res := c.Response()
 		rm := s.m.route(c.Path())
 		rm.observe(res.Status, d.Seconds())
-		if ctx := req.Context(); s.log.Enabled(ctx, slog.LevelInfo) {
-			s.log.LogAttrs(ctx, slog.LevelInfo, "http request",
+		// One record per request at Debug: an ID service answers tens of
+		// thousands a second, too many for an Info log; failures at Warn.
+		lvl := slog.LevelDebug
+		if res.Status >= http.StatusInternalServerError {
+			lvl = slog.LevelWarn
+		}
+		if ctx := req.Context(); s.log.Enabled(ctx, lvl) {
+			s.log.LogAttrs(ctx, lvl, "http request",
 				slog.String("method", req.Method), slog.String("path", clip(req.URL.Path)),
 				slog.String("route", rm.route), slog.Int("status", res.Status),
 				slog.Duration("duration", d), slog.Int64("bytes", res.Size),

@@ -57,6 +57,21 @@ and where they were made. IDs print as unsigned decimals, one per line.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	})
-	root.AddCommand(newGenCmd(), newExplainCmd(), newMakeCmd(), newVersionCmd())
+	root.AddCommand(newServeCmd(), newGenCmd(), newExplainCmd(), newMakeCmd(), newVersionCmd())
+	for _, c := range root.Commands() {
+		if c.Args != nil {
+			c.Args = usageArgs(c.Args)
+		}
+	}
 	return root
+}
+
+// usageArgs makes argument errors (an extra word, a missing one) usage errors.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return fmt.Errorf("%w: %w", errUsage, err)
+		}
+		return nil
+	}
 }

@@ -1,0 +1,469 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vesta-go/vesta/core"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// vesta runs one command line in-process.
+func vesta(tb testing.TB, stdin string, args ...string) result {
+	tb.Helper()
+	var out, errb syncBuffer
+	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+func parseIDs(tb testing.TB, out string) []core.ID {
+	tb.Helper()
+	var ids []core.ID
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		id, err := core.ParseID(sc.Text())
+		if err != nil {
+			tb.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func TestGen(t *testing.T) {
+	dir := t.TempDir()
+	n := 1_500_000
+	if testing.Short() {
+		n = 100_000
+	}
+	start := time.Now()
+	r := vesta(t, "", "gen", "-n", strconv.Itoa(n), "--machine", "77", "--data-dir", dir)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	ids := parseIDs(t, r.stdout)
+	if len(ids) != n {
+		t.Fatalf("got %d IDs; want %d", len(ids), n)
+	}
+	for i := 1; i < len(ids); i++ {
+		if ids[i] <= ids[i-1] {
+			t.Fatalf("ID %d at line %d is not above %d", ids[i], i+1, ids[i-1])
+		}
+	}
+	codec, _ := core.NewCodec(core.Sorted, time.Time{})
+	for _, id := range []core.ID{ids[0], ids[len(ids)-1]} {
+		e := codec.Explain(id)
+		if e.Method != core.Embedded || e.Machine != 77 || e.Type != core.MaxPeak {
+			t.Fatalf("%d: %+v", id, e)
+		}
+		// Max-peak issues 2^20 a second and may borrow 1s ahead.
+		if e.Instant.Before(start.Truncate(time.Second)) || e.Instant.After(time.Now().Add(2*time.Second)) {
+			t.Fatalf("%d decodes to %s, not now", id, e.Instant)
+		}
+	}
+	// A second run on the same machine ID starts above the first (the
+	// time guard's final mark), even within the same second.
+	r2 := vesta(t, "", "gen", "-n", "1000", "--machine", "77", "--data-dir", dir)
+	if r2.code != 0 {
+		t.Fatal(r2.stderr)
+	}
+	if again := parseIDs(t, r2.stdout); again[0] <= ids[len(ids)-1] {
+		t.Fatalf("second run starts at %d, not above the first run's %d", again[0], ids[len(ids)-1])
+	}
+	if _, err := os.Stat(filepath.Join(dir, "machine-77.json")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGenLayouts(t *testing.T) {
+	r := vesta(t, "", "gen", "-n", "3", "--layout", "vesta", "--type", "min-granularity", "--data-dir", "")
+	if r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	codec, _ := core.NewCodec(core.Vesta, time.Time{})
+	for _, id := range parseIDs(t, r.stdout) {
+		if e := codec.Explain(id); e.Type != core.MinGranularity || time.Since(e.Instant).Abs() > 2*time.Second {
+			t.Fatalf("%d: %+v", id, e)
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // in stderr
+	}{
+		{[]string{"gen", "-n", "0"}, "-n 0"},
+		{[]string{"gen", "-n", "-1"}, `-n "-1"`},
+		{[]string{"gen", "-n", "lots"}, `-n "lots"`},
+		{[]string{"gen", "--machine", "1024"}, `--machine "1024"; want an unsigned integer 0-1023`},
+		{[]string{"gen", "--machine", "924"}, "--machine: machineid: bad range: machine ID 924 is outside the embedded range 0-923"},
+		{[]string{"gen", "--layout", "snowflake"}, `--layout: core: unknown name: layout "snowflake"; want sorted or vesta`},
+		{[]string{"gen", "--type", "2"}, `--type: core: unknown name: type "2"`},
+		{[]string{"gen", "--epoch", "yesterday"}, `--epoch "yesterday" is not an RFC 3339 instant`},
+		{[]string{"gen", "--epoch", "1900-01-01T00:00:00Z"}, "--epoch: core: invalid config: epoch 1900-01-01T00:00:00Z outside"},
+		{[]string{"gen", "extra"}, "unknown command"},
+		{[]string{"gen", "--nope"}, "unknown flag: --nope"},
+		{[]string{"make", "--seq", "1"}, "--time is required"},
+		{[]string{"make", "--time", "1"}, "--seq is required"},
+		{[]string{"make", "--time", "1", "--seq", "1048576"}, `--seq "1048576"; want an unsigned integer 0-1048575`},
+		{[]string{"make", "--time", "1", "--seq", "1024", "--type", "1"}, "core: seq 1024 out of range 0-1023"},
+		{[]string{"make", "--time", "1073741824", "--seq", "1"}, "core: time 1073741824 out of range 0-1073741823"},
+		{[]string{"make", "--time", "1", "--seq", "1", "--machine", "1024"}, `--machine "1024"; want an unsigned integer 0-1023`},
+		{[]string{"make", "--time", "1", "--seq", "1", "--method", "4"}, `--method: core: unknown name: method "4"`},
+		{[]string{"make", "--time", "1", "--seq", "1", "--version", "2"}, `--version "2"; want an unsigned integer 0-1`},
+		{[]string{"make", "--time", "-3", "--seq", "1"}, `--time "-3"`},
+		{[]string{"make", "--time", "2020-01-01T00:00:00Z", "--seq", "1"}, "--time: core: clock is before the epoch"},
+		{[]string{"explain", "--layout", "x", "1"}, "--layout"},
+		{[]string{"serve", "--machine", "5"}, "machine.id"},
+		{[]string{"serve", "--log-level", "loud"}, "log.level"},
+		{[]string{"serve", "--config", "/nonexistent/vesta.yaml"}, "config file"},
+		{[]string{"serve", "--central-listen", "", "--rest-listen", ""}, "nothing to serve"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r := vesta(t, "", tc.args...)
+			if r.code != 2 {
+				t.Errorf("exit %d; want 2 (usage)", r.code)
+			}
+			if !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("stderr %q lacks %q", r.stderr, tc.want)
+			}
+			if r.stdout != "" {
+				t.Errorf("stdout %q on error", r.stdout)
+			}
+		})
+	}
+}
+
+func TestMakeAndExplainVesta(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		id   string
+	}{
+		{[]string{"--time", "284025600", "--seq", "5", "--machine", "1022", "--method", "2"}, "2610813175020394494"},
+		{[]string{"--time", "284025600000", "--seq", "5", "--machine", "1022", "--method", "rest", "--type", "min-granularity"}, "7215351455186687998"},
+		{[]string{"--time", "2024-01-01T00:00:00Z", "--seq", "5", "--machine", "1022", "--method", "2"}, "2610813175020394494"},
+		{[]string{"--time", "1073741823", "--seq", "1048575", "--machine", "1023", "--method", "3", "--version", "1"}, "13835058055282163711"},
+	} {
+		r := vesta(t, "", append([]string{"make", "--layout", "vesta"}, tc.args...)...)
+		if r.code != 0 || r.stdout != tc.id+"\n" {
+			t.Errorf("make %v = %q (exit %d, %s); want %s", tc.args, r.stdout, r.code, r.stderr, tc.id)
+		}
+	}
+	r := vesta(t, "", "explain", "--layout", "vesta", "2610813175020394494")
+	want := "2610813175020394494 version=0 type=0 (max-peak) method=2 (rest) machine=1022 time=284025600 seq=5 timestamp=2024-01-01T00:00:00Z\n"
+	if r.code != 0 || r.stdout != want {
+		t.Errorf("explain = %q (%s); want %q", r.stdout, r.stderr, want)
+	}
+	r = vesta(t, "", "explain", "--layout", "vesta", "--json", "7215351455186687998")
+	var got map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatal(r.stdout, err)
+	}
+	wantJSON := map[string]any{"id": "7215351455186687998", "version": 0.0, "type": 1.0, "type_name": "min-granularity",
+		"method": 2.0, "method_name": "rest", "time": 284025600000.0, "seq": 5.0, "machine": 1022.0, "timestamp": "2024-01-01T00:00:00.000Z"}
+	for k, v := range wantJSON {
+		if got[k] != v {
+			t.Errorf("explain --json %s = %v; want %v", k, got[k], v)
+		}
+	}
+	if len(got) != len(wantJSON) {
+		t.Errorf("explain --json has keys %v", got)
+	}
+}
+
+func TestExplainStdinAndErrors(t *testing.T) {
+	r := vesta(t, "2610813175020394494\n\n  18446744073709551615 \nnope\n", "explain", "--layout", "vesta")
+	if r.code != 1 || !strings.Contains(r.stderr, `id "nope" is not an unsigned decimal`) {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	if lines := strings.Count(r.stdout, "\n"); lines != 2 {
+		t.Fatalf("explained %d lines of stdin; want 2:\n%s", lines, r.stdout)
+	}
+	if r := vesta(t, "", "explain", "18446744073709551616"); r.code != 1 || !strings.Contains(r.stderr, "does not fit in 64 bits") {
+		t.Fatalf("overflow: %d %q", r.code, r.stderr)
+	}
+}
+
+// gen | explain: what gen prints, explain decodes to now.
+func TestGenExplainRoundTrip(t *testing.T) {
+	gen := vesta(t, "", "gen", "-n", "5", "--machine", "9", "--data-dir", "")
+	r := vesta(t, gen.stdout, "explain", "--json")
+	sc := bufio.NewScanner(strings.NewReader(r.stdout))
+	n := 0
+	for ; sc.Scan(); n++ {
+		var e struct {
+			Machine   int    `json:"machine"`
+			Method    int    `json:"method"`
+			Timestamp string `json:"timestamp"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		ts, _ := time.Parse(time.RFC3339, e.Timestamp)
+		if e.Machine != 9 || e.Method != 0 || time.Since(ts).Abs() > 3*time.Second {
+			t.Fatalf("%s", sc.Text())
+		}
+	}
+	if n != 5 {
+		t.Fatalf("explained %d", n)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	r := vesta(t, "", "version")
+	if r.code != 0 || !regexp.MustCompile(`^vesta \S+.* go1\.\d+`).MatchString(r.stdout) {
+		t.Fatalf("version: %q %q", r.stdout, r.stderr)
+	}
+}
+
+// startServe runs `vesta serve` with args until the test ends, and returns
+// the central and REST addresses it logged.
+func startServe(tb testing.TB, args ...string) (centralAddr, restAddr string, stop func() result) {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, append([]string{"serve"}, args...), strings.NewReader(""), &out, &errb) }()
+	var once sync.Once
+	var res result
+	stop = func() result {
+		once.Do(func() {
+			cancel()
+			res = result{<-done, out.String(), errb.String()}
+		})
+		return res
+	}
+	tb.Cleanup(func() { stop() })
+	re := regexp.MustCompile(`msg=serving .*central=(\S+) rest=(\S+)`)
+	deadline := time.After(30 * time.Second)
+	for {
+		if m := re.FindStringSubmatch(errb.String()); m != nil {
+			return m[1], m[2], stop
+		}
+		select {
+		case code := <-done:
+			tb.Fatalf("serve exited %d: %s", code, errb.String())
+		case <-deadline:
+			tb.Fatalf("serve did not start: %s", errb.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func httpGet(tb testing.TB, url string) (int, string) {
+	tb.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestServe(t *testing.T) {
+	dir := t.TempDir()
+	centralAddr, restAddr, stop := startServe(t, "--central-listen", "127.0.0.1:0", "--rest-listen", "127.0.0.1:0",
+		"--data-dir", dir, "--machine", "1000")
+	code, body := httpGet(t, "http://"+restAddr+"/genid")
+	if code != 200 {
+		t.Fatalf("/genid %d %s", code, body)
+	}
+	restID, err := core.ParseID(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One MessagePack-RPC GenID call, as raw bytes: [0, 1, "Vesta.GenID", []].
+	centralID := rawGenID(t, centralAddr)
+	codec, _ := core.NewCodec(core.Sorted, time.Time{})
+	for _, c := range []struct {
+		id     core.ID
+		method core.Method
+	}{{restID, core.REST}, {centralID, core.Central}} {
+		if e := codec.Explain(c.id); e.Machine != 1000 || e.Method != c.method {
+			t.Fatalf("%d: %+v", c.id, e)
+		}
+	}
+	if code, body := httpGet(t, "http://"+restAddr+"/metrics"); code != 200 ||
+		!strings.Contains(body, "vesta_generator_ids_issued_total 2") || !strings.Contains(body, `vesta_machine_id{mode="server"} 1000`) {
+		t.Fatalf("/metrics %d:\n%s", code, grepLines(body, "vesta_generator_ids|vesta_machine_id"))
+	}
+	r := stop()
+	if r.code != 0 || !strings.Contains(r.stderr, "msg=stopped") {
+		t.Fatalf("stop: exit %d\n%s", r.code, r.stderr)
+	}
+	// The final mark is just past the last ID issued.
+	b, err := os.ReadFile(filepath.Join(dir, "machine-1000.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mark struct {
+		Ms int64 `json:"mark_unix_ms"`
+	}
+	json.Unmarshal(b, &mark)
+	last := max(codec.Explain(restID).Time, codec.Explain(centralID).Time)
+	if want := codec.Epoch().Add(time.Duration(last+1) * time.Second).UnixMilli(); mark.Ms != want {
+		t.Fatalf("final mark %d; want %d", mark.Ms, want)
+	}
+}
+
+func TestServeSaysEmbeddedDefaults(t *testing.T) {
+	t.Chdir(t.TempDir())
+	_, restAddr, stop := startServe(t)
+	if restAddr != "127.0.0.1:7080" {
+		t.Fatalf("rest on %s", restAddr)
+	}
+	if code, body := httpGet(t, "http://"+restAddr+"/v1/info"); code != 200 || !strings.Contains(body, `"machine":1023`) {
+		t.Fatalf("/v1/info %d %s", code, body)
+	}
+	r := stop()
+	if !strings.Contains(r.stderr, "running on embedded defaults") {
+		t.Fatalf("log does not say so:\n%s", r.stderr)
+	}
+	if _, err := os.Stat("vesta-data/machine-1023.json"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestServeConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "vesta.yaml")
+	os.WriteFile(cfgFile, []byte(`
+id:
+  layout: vesta
+  type: min-granularity
+machine:
+  id: 950
+time_guard:
+  dir: `+filepath.Join(dir, "data")+`
+central:
+  listen: ""
+rest:
+  listen: 127.0.0.1:0
+  token: s3cret-token
+log:
+  format: json
+`), 0o600)
+	// JSON logs: the serving line has the addresses as fields.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--config", cfgFile}, strings.NewReader(""), io.Discard, &errb)
+	}()
+	var restAddr string
+	for restAddr == "" {
+		select {
+		case code := <-done:
+			t.Fatalf("exit %d: %s", code, errb.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+		for line := range strings.Lines(errb.String()) {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "serving" {
+				if rec["central"] != "off" {
+					t.Fatalf("central %v; want off", rec["central"])
+				}
+				restAddr, _ = rec["rest"].(string)
+			}
+		}
+	}
+	req, _ := http.NewRequest("GET", "http://"+restAddr+"/v1/id", nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 401 {
+		t.Fatalf("without the token: %v %v", resp, err)
+	}
+	req.Header.Set("Authorization", "Bearer s3cret-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("with the token: %v %v", resp, err)
+	}
+	var got struct{ ID string }
+	json.NewDecoder(resp.Body).Decode(&got)
+	resp.Body.Close()
+	id, _ := core.ParseID(got.ID)
+	codec, _ := core.NewCodec(core.Vesta, time.Time{})
+	if e := codec.Explain(id); e.Machine != 950 || e.Type != core.MinGranularity || e.Method != core.REST {
+		t.Fatalf("%s: %+v", got.ID, e)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if strings.Contains(errb.String(), "s3cret-token") {
+		t.Fatalf("the token is in the log:\n%s", errb.String())
+	}
+}
+
+func grepLines(s, pattern string) string {
+	re := regexp.MustCompile(pattern)
+	var keep []string
+	for line := range strings.Lines(s) {
+		if re.MatchString(line) {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(slices.Clip(keep), "")
+}
+
+// rawGenID calls Vesta.GenID with hand-written MessagePack-RPC bytes and
+// reads the answer [1, 1, nil, uint64] byte by byte.
+func rawGenID(tb testing.TB, addr string) core.ID {
+	tb.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	req := append([]byte{0x94, 0x00, 0x01, 0xab}, "Vesta.GenID"...)
+	if _, err := c.Write(append(req, 0x90)); err != nil {
+		tb.Fatal(err)
+	}
+	resp := make([]byte, 13)
+	if _, err := io.ReadFull(c, resp); err != nil {
+		tb.Fatal(err)
+	}
+	if !bytes.Equal(resp[:5], []byte{0x94, 0x01, 0x01, 0xc0, 0xcf}) {
+		tb.Fatalf("response % x", resp)
+	}
+	return core.ID(binary.BigEndian.Uint64(resp[5:]))
+}

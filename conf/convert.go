@@ -1,0 +1,77 @@
+package conf
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/machineid"
+)
+
+// MachineID returns the machine-ID configuration of a publish mode: the
+// provider chain, the static ID resolved for mode, the IP table, the k8s
+// offset, both ranges and the Redis lease. Hostname, host addresses, Clock,
+// Logger and Registerer are left for the caller.
+func (c Config) MachineID(mode core.Method) machineid.Config {
+	m := c.Machine
+	table := make(map[string]core.MachineID, len(m.IPTable))
+	for ip, id := range m.IPTable {
+		table[ip] = core.MachineID(id)
+	}
+	return machineid.Config{
+		Providers:     append([]string(nil), m.Providers...),
+		Static:        m.ResolveID(mode),
+		IPTable:       table,
+		K8sOffset:     m.K8sOffset,
+		EmbeddedRange: m.EmbeddedRange,
+		ServerRange:   m.ServerRange,
+		Redis: machineid.RedisConfig{
+			Addrs:        append([]string(nil), m.Redis.Addrs...),
+			MasterName:   m.Redis.MasterName,
+			Password:     m.Redis.Password.Reveal(),
+			KeyPrefix:    m.Redis.KeyPrefix,
+			LeaseTTL:     m.Redis.LeaseTTL,
+			MaxClockSkew: m.Redis.MaxClockSkew,
+		},
+	}
+}
+
+// Load reads the certificate, key and client CAs; nil when TLS is off.
+// Errors name the key.
+func (t CentralTLS) Load() (*tls.Config, error) {
+	if !t.Enabled() {
+		return nil, nil
+	}
+	cfg, err := serverTLS("central.tls", t.Cert, t.Key)
+	if err != nil || t.ClientCA == "" {
+		return cfg, err
+	}
+	pem, err := os.ReadFile(t.ClientCA)
+	if err != nil {
+		return nil, fmt.Errorf("%w: central.tls.client_ca: %w", ErrInvalid, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%w: central.tls.client_ca: %s holds no PEM certificate", ErrInvalid, t.ClientCA)
+	}
+	cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	return cfg, nil
+}
+
+// Load reads the certificate and key; nil when TLS is off.
+func (t RESTTLS) Load() (*tls.Config, error) {
+	if !t.Enabled() {
+		return nil, nil
+	}
+	return serverTLS("rest.tls", t.Cert, t.Key)
+}
+
+func serverTLS(key, cert, priv string) (*tls.Config, error) {
+	pair, err := tls.LoadX509KeyPair(cert, priv)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s.cert/%s.key: %w", ErrInvalid, key, key, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
+}
