@@ -1,0 +1,74 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/client"
+	"github.com/vesta-go/vesta/core"
+)
+
+// FuzzServerReplies: whatever a server sends back, every call returns (an
+// ID or an error) within its timeout, and nothing panics. The seeds are
+// the replies of a well-behaved server to the client's first calls on a
+// connection: Vesta.Info (msgid 1), then Vesta.GenID and Vesta.GenIDs.
+func FuzzServerReplies(f *testing.F) {
+	enc := wire.NewEncoder()
+	reply := func(b []byte, msgid uint32, err *wire.Error, result any) []byte {
+		b, e := enc.AppendResponse(b, msgid, err, result)
+		if e != nil {
+			f.Fatal(e)
+		}
+		return b
+	}
+	info := reply(nil, 1, nil, wire.Info{Layout: "sorted", Epoch: wire.FormatEpoch(core.SortedEpoch), Machine: 1000, Method: 1, MaxBatch: 2})
+	f.Add(reply(reply(info, 2, nil, uint64(1<<40)), 3, nil, []uint64{5, 6}))
+	f.Add(reply(reply(info, 3, nil, []uint64{7}), 2, wire.Errorf(wire.Unavailable, "x"), nil))
+	f.Add(reply(info, 2, wire.Errorf(wire.InvalidArgument, "count"), nil))
+	f.Add(reply(nil, 1, nil, wire.Info{Layout: "vesta", Epoch: "x"}))
+	f.Add([]byte{0x94, 0x01, 0x01, 0xc0})
+
+	f.Fuzz(func(t *testing.T, replies []byte) {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var peers []net.Conn
+		cfg := client.DefaultConfig("127.0.0.1:1")
+		cfg.Fallback = false
+		cfg.ConnsPerServer = 1
+		cfg.Retries = 0
+		cfg.Timeout = 20 * time.Millisecond
+		cfg.DialContext = func(context.Context, string, string) (net.Conn, error) {
+			mine, peer := net.Pipe()
+			mu.Lock()
+			peers = append(peers, peer)
+			mu.Unlock()
+			wg.Go(func() { io.Copy(io.Discard, peer) })
+			wg.Go(func() { peer.Write(replies) })
+			return mine, nil
+		}
+		c, err := client.New(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if _, err := c.NextID(ctx); err != nil && !errors.Is(err, client.ErrUnavailable) && !errors.Is(err, &wire.Error{Code: wire.InvalidArgument}) && !errors.Is(err, &wire.Error{Code: wire.Internal}) {
+			t.Fatalf("NextID: unexpected error %v", err)
+		}
+		if ids, err := c.NextIDs(ctx, 2); err == nil && len(ids) != 2 {
+			t.Fatalf("NextIDs(2) = %v", ids)
+		}
+		c.Close()
+		mu.Lock()
+		for _, p := range peers {
+			p.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+}
