@@ -64,9 +64,11 @@ type Config struct {
 	Fallback bool
 
 	// FallbackConfig configures the embedded fallback, opened on first
-	// use. Its Machine must lie in the embedded range, must not be used by
-	// any other issuer, and its DataDir (the time guard) is required, so a
-	// restarted application cannot re-issue its own fallback IDs. Its
+	// use. Its Machine must lie in the embedded range and must not be used
+	// by any other issuer; its DataDir (the time guard) is required, so a
+	// restarted application cannot re-issue its own fallback IDs (and a
+	// second issuer with the same Machine and DataDir on the host fails to
+	// open, with core.ErrGuardLocked, instead of sharing them). Its
 	// Layout, Type, Epoch and Version are replaced by the servers' once a
 	// server has been reached (see the package documentation). Ignored
 	// when Fallback is false.
@@ -82,7 +84,7 @@ type Config struct {
 	BreakerTimeout time.Duration
 
 	// TLS, when not nil, wraps every connection in TLS; set Certificates
-	// for mutual TLS. A nil ServerName is taken from the server's host.
+	// for mutual TLS. An empty ServerName is taken from the server's host.
 	// Nil is plain TCP.
 	TLS *tls.Config
 
