@@ -104,9 +104,10 @@ type Client struct {
 }
 
 // New validates cfg and returns a Client. It does not dial: connections
-// open on first use, so New succeeds while servers are down (calls then
-// fail over to the fallback, or fail with ErrUnavailable without it). ctx
-// is not retained.
+// open on first use (with Prefetch, the first refill starts at once, in
+// the background), so New succeeds while servers are down; calls then fail
+// over to the fallback, or fail with ErrUnavailable without it. ctx is not
+// retained.
 func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
