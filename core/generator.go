@@ -99,6 +99,7 @@ type Generator struct {
 	sys     *SystemClock // fast path when the clock is a SystemClock
 	log     *slog.Logger
 	epochMs int64
+	epochNs int64
 	unitMs  int64
 	sb      uint   // seq bits
 	seqMask uint64 // low sb bits
@@ -109,13 +110,19 @@ type Generator struct {
 	endPk   uint64 // first packed state past the last unit
 	maxTime uint64
 
-	fence    atomic.Pointer[error] // non-nil: issuing is fenced with this cause
+	// gate is the one word the hot path reads for Fence and FenceAt: 0 is
+	// open, -1 fenced, >0 the deadline (Unix ns on the generator's clock)
+	// from which calls fail. The causes are under gateMu.
+	gate     atomic.Int64
+	gateMu   sync.Mutex
+	fenceErr error // non-nil: fenced with this
+	deadline int64 // 0: none
+	deadErr  error
+
 	cur      atomic.Pointer[run]
-	waits    atomic.Uint64         // sleeps because the sequence ran out past MaxBorrow
-	deadline atomic.Int64          // Unix ms on the generator's clock from which calls fail; 0 = none
-	deadErr  atomic.Pointer[error] // what they fail with
-	rekeying atomic.Bool           // the current run is closed and its successor not yet started
-	before   atomic.Uint64         // IDs issued by runs that were re-keyed away
+	waits    atomic.Uint64 // sleeps because the sequence ran out past MaxBorrow
+	rekeying atomic.Bool   // the current run is closed and its successor not yet started
+	before   atomic.Uint64 // IDs issued by runs that were re-keyed away
 
 	rekeyMu     sync.Mutex // one Rekey at a time
 	mu          sync.Mutex // guards closed, closeErr, cancelRekey and run installation
@@ -176,6 +183,7 @@ func New(ctx context.Context, cfg Config) (*Generator, error) {
 	}
 	w := widthsOf(cfg.Type)
 	g.epochMs = codec.epochMillis()
+	g.epochNs = g.epochMs * 1e6
 	g.unitMs = cfg.Type.Unit().Milliseconds()
 	g.sb = w.seqBits
 	g.seqMask = w.maxSeq()
@@ -197,31 +205,33 @@ func New(ctx context.Context, cfg Config) (*Generator, error) {
 	return g, nil
 }
 
-// nowMillis reads the clock in Unix milliseconds.
-func (g *Generator) nowMillis() int64 {
+// nowNanos reads the clock in Unix nanoseconds.
+func (g *Generator) nowNanos() int64 {
 	if g.sys != nil {
-		return (g.sys.baseNs + int64(time.Since(g.sys.base))) / 1e6
+		return g.sys.baseNs + int64(time.Since(g.sys.base))
 	}
-	return g.clock.Now().UnixMilli()
+	return g.clock.Now().UnixNano()
 }
 
 // nowUnit reads the clock as whole units since the epoch.
-func (g *Generator) nowUnit() (uint64, error) { return g.unitOf(g.nowMillis()) }
+func (g *Generator) nowUnit() (uint64, error) { return g.unitOf(g.nowNanos()) }
 
-// unitOf converts Unix milliseconds to whole units since the epoch. A clock
+// unitOf converts Unix nanoseconds to whole units since the epoch. A clock
 // past the last unit reads as maxTime+1, so that issuing fails with
-// ErrEndOfTime.
-func (g *Generator) unitOf(ms int64) (uint64, error) {
-	ms -= g.epochMs
-	if ms < 0 {
-		return 0, fmt.Errorf("%w: clock reads %s, epoch is %s", ErrBeforeEpoch,
-			time.UnixMilli(ms+g.epochMs).UTC().Format(time.RFC3339Nano), g.codec.Epoch().Format(time.RFC3339))
+// ErrEndOfTime. It is small enough to be inlined on the hot path.
+func (g *Generator) unitOf(ns int64) (uint64, error) {
+	if ns < g.epochNs {
+		return 0, g.beforeEpoch(ns)
 	}
-	u := uint64(ms)
-	if g.unitMs != 1 {
-		u /= 1000
+	if g.unitMs == 1 { // constant divisors: multiplications, not divisions
+		return min(uint64(ns-g.epochNs)/1e6, g.maxTime+1), nil
 	}
-	return min(u, g.maxTime+1), nil
+	return min(uint64(ns-g.epochNs)/1e9, g.maxTime+1), nil
+}
+
+func (g *Generator) beforeEpoch(ns int64) error {
+	return fmt.Errorf("%w: clock reads %s, epoch is %s", ErrBeforeEpoch,
+		time.Unix(0, ns).UTC().Format(time.RFC3339Nano), g.codec.Epoch().Format(time.RFC3339))
 }
 
 // instantOf is the start of unit u.
@@ -386,11 +396,26 @@ func (g *Generator) NextID(ctx context.Context, m Method) (ID, error) {
 	if err := validMethod(m); err != nil {
 		return 0, err
 	}
+	// The common case inline: the clock has not moved to a new unit, the
+	// next seq is within every bound, the compare-and-swap wins. Anything
+	// else (a new unit, a wait, a lost race, a fence) goes through take.
+	ns := g.nowNanos()
+	if gt := g.gate.Load(); gt == 0 || (gt > 0 && ns < gt) {
+		if now, err := g.unitOf(ns); err == nil {
+			r := g.cur.Load()
+			old := r.state.Load()
+			p := old + 1
+			if now <= p>>g.sb && p < min(max(now+g.borrow+1, old>>g.sb+1)<<g.sb, r.limit.Load()) &&
+				r.state.CompareAndSwap(old, p) {
+				return ID(r.base[m&3] | (p>>g.sb)<<g.shifts.time | (p&g.seqMask)<<g.shifts.seq), nil
+			}
+		}
+	}
 	r, p, _, err := g.take(ctx, 1)
 	if err != nil {
 		return 0, err
 	}
-	return ID(r.base[m] | (p>>g.sb)<<g.shifts.time | (p&g.seqMask)<<g.shifts.seq), nil
+	return ID(r.base[m&3] | (p>>g.sb)<<g.shifts.time | (p&g.seqMask)<<g.shifts.seq), nil
 }
 
 // NextIDs issues n IDs with method m, in increasing order.
@@ -441,29 +466,23 @@ func (g *Generator) AppendIDs(ctx context.Context, m Method, dst []ID, n int) ([
 // how many. It is the whole concurrency story: the state only grows, so no
 // packed state, hence no ID, is handed out twice.
 func (g *Generator) take(ctx context.Context, n uint64) (*run, uint64, uint64, error) {
+	// The clock is read once, before the state: the window between loading
+	// the state and swapping it stays a few instructions wide, and a lost
+	// race retries without another clock read. A reading a little stale is
+	// harmless: it can only delay a new unit or tighten the bound.
+	ns := g.nowNanos()
 	for {
-		if e := g.fence.Load(); e != nil {
-			return nil, 0, 0, *e
-		}
-		r := g.cur.Load()
-		old := r.state.Load()
-		if old&closedBit != 0 {
-			if g.cur.Load() != r {
-				continue // re-keyed under us
+		if gt := g.gate.Load(); gt != 0 && (gt < 0 || ns >= gt) {
+			if err := g.gateErr(ns); err != nil {
+				return nil, 0, 0, err
 			}
-			if g.rekeying.Load() {
-				return nil, 0, 0, errRekeying
-			}
-			return nil, 0, 0, ErrClosed
 		}
-		ms := g.nowMillis()
-		if d := g.deadline.Load(); d != 0 && ms >= d {
-			return nil, 0, 0, *g.deadErr.Load()
-		}
-		now, err := g.unitOf(ms)
+		now, err := g.unitOf(ns)
 		if err != nil {
 			return nil, 0, 0, err
 		}
+		r := g.cur.Load()
+		old := r.state.Load()
 		next := old + 1 // carries into the next unit when the sequence runs out
 		start, jump := next, false
 		if now > next>>g.sb {
@@ -474,10 +493,20 @@ func (g *Generator) take(ctx context.Context, n uint64) (*run, uint64, uint64, e
 		// clock; never at or past the durable mark or the end of time.
 		bound := max(now+g.borrow+1, old>>g.sb+1) << g.sb
 		bound = min(bound, g.endPk, r.limit.Load())
-		if start >= bound {
+		if start >= bound { // also when the run is closed: its state is above any bound
+			if old&closedBit != 0 {
+				if g.cur.Load() != r {
+					continue // re-keyed under us
+				}
+				if g.rekeying.Load() {
+					return nil, 0, 0, errRekeying
+				}
+				return nil, 0, 0, ErrClosed
+			}
 			if err := g.wait(ctx, r, start); err != nil {
 				return nil, 0, 0, err
 			}
+			ns = g.nowNanos()
 			continue
 		}
 		end := min(start+n, bound)
@@ -552,8 +581,23 @@ func (g *Generator) wait(ctx context.Context, r *run, start uint64) error {
 // cause, until Unfence. The lease holder (package machineid) fences when it
 // can no longer prove it holds the machine ID.
 func (g *Generator) Fence(cause error) {
-	e := fmt.Errorf("%w: %w", ErrFenced, cause)
-	g.fence.Store(&e)
+	g.gateMu.Lock()
+	defer g.gateMu.Unlock()
+	g.fenceErr = fmt.Errorf("%w: %w", ErrFenced, cause)
+	g.gate.Store(-1)
+}
+
+// gateErr is why a call at ns may not issue, or nil.
+func (g *Generator) gateErr(ns int64) error {
+	g.gateMu.Lock()
+	defer g.gateMu.Unlock()
+	if g.fenceErr != nil {
+		return g.fenceErr
+	}
+	if g.deadline != 0 && ns >= g.deadline {
+		return g.deadErr
+	}
+	return nil
 }
 
 // errRekeying is returned while Rekey has closed the old machine ID and not
@@ -621,25 +665,29 @@ func (g *Generator) Rekey(ctx context.Context, machine MachineID, guard GuardSto
 // holder sets it to the end of its lease, so issuing stops in time even if
 // the holder's own timer runs late. The zero t removes the deadline.
 func (g *Generator) FenceAt(t time.Time, cause error) {
-	if t.IsZero() {
-		g.deadline.Store(0)
-		return
+	g.gateMu.Lock()
+	defer g.gateMu.Unlock()
+	g.deadline, g.deadErr = 0, nil
+	if !t.IsZero() {
+		g.deadline, g.deadErr = max(t.UnixNano(), 1), fmt.Errorf("%w: %w", ErrFenced, cause)
 	}
-	e := fmt.Errorf("%w: %w", ErrFenced, cause)
-	g.deadErr.Store(&e)
-	g.deadline.Store(max(t.UnixMilli(), 1))
+	if g.fenceErr == nil {
+		g.gate.Store(g.deadline)
+	}
 }
 
 // Unfence lets issuing resume.
-func (g *Generator) Unfence() { g.fence.Store(nil) }
+func (g *Generator) Unfence() {
+	g.gateMu.Lock()
+	defer g.gateMu.Unlock()
+	g.fenceErr = nil
+	g.gate.Store(g.deadline)
+}
 
 // Ready returns nil when the generator can issue, or why it cannot.
 func (g *Generator) Ready() error {
-	if e := g.fence.Load(); e != nil {
-		return *e
-	}
-	if d := g.deadline.Load(); d != 0 && g.nowMillis() >= d {
-		return *g.deadErr.Load()
+	if err := g.gateErr(g.nowNanos()); err != nil {
+		return err
 	}
 	r := g.cur.Load()
 	if r.state.Load()&closedBit != 0 {
@@ -695,9 +743,7 @@ type Stats struct {
 func (g *Generator) Stats() Stats {
 	r := g.cur.Load()
 	last := r.state.Load() &^ closedBit
-	d := g.deadline.Load()
-	s := Stats{Issued: g.before.Load() + r.issued(), Waits: g.waits.Load(),
-		Fenced: g.fence.Load() != nil || (d != 0 && g.nowMillis() >= d)}
+	s := Stats{Issued: g.before.Load() + r.issued(), Waits: g.waits.Load(), Fenced: g.gateErr(g.nowNanos()) != nil}
 	if now, err := g.nowUnit(); err == nil && last>>g.sb > now {
 		s.Ahead = time.Duration(last>>g.sb-now) * g.cfg.Type.Unit()
 	}
