@@ -3,9 +3,9 @@ GO ?= go
 
 .PHONY: run test lint bench build fuzz
 
-# Runs the service on embedded defaults (until `vesta serve` lands: issues ten IDs).
+# Runs the service on embedded defaults: `vesta serve` (RPC on 127.0.0.1:7070, HTTP on 127.0.0.1:7080).
 run:
-	$(GO) run ./cmd/vesta gen -n 10
+	$(GO) run ./cmd/vesta serve
 
 # Everything CI runs: format, vet, staticcheck, then all tests with -race.
 test:

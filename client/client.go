@@ -66,7 +66,7 @@ func identityOf(cfg embed.Config) (identity, error) {
 	if err != nil {
 		return identity{}, err
 	}
-	return identity{codec: codec, typ: cfg.Type, version: cfg.Version, machine: cfg.Machine, maxBatch: defaultMaxBatch}, nil
+	return identity{codec: codec, typ: cfg.Type, version: cfg.Version, machine: cfg.Machine.Static, maxBatch: defaultMaxBatch}, nil
 }
 
 // sameShape reports whether IDs of a and b decode alike.

@@ -36,7 +36,7 @@ func TestConfigValidate(t *testing.T) {
 		{"huge prefetch", func(c *client.Config) { c.Prefetch = 1 << 30 }, "Prefetch"},
 		{"negative breaker timeout", func(c *client.Config) { c.BreakerTimeout = -1 }, "BreakerTimeout"},
 		{"fallback without time guard", func(c *client.Config) { c.FallbackConfig.DataDir = "" }, "FallbackConfig.DataDir"},
-		{"fallback machine in server range", func(c *client.Config) { c.FallbackConfig.Machine = 1000 }, "FallbackConfig"},
+		{"fallback machine in server range", func(c *client.Config) { c.FallbackConfig.Machine.Static = 1000 }, "FallbackConfig"},
 		{"fallback bad version", func(c *client.Config) { c.FallbackConfig.Version = 2 }, "FallbackConfig"},
 	}
 	for _, tt := range tests {
@@ -61,7 +61,7 @@ func TestConfigValidate(t *testing.T) {
 func TestDefaultConfig(t *testing.T) {
 	c := client.DefaultConfig("a:1")
 	if c.Timeout != 200*time.Millisecond || c.Retries != 2 || !c.Fallback || c.Prefetch != 0 ||
-		c.FallbackConfig.DataDir == "" || c.FallbackConfig.Machine != core.MachineID(0) {
+		c.FallbackConfig.DataDir == "" || c.FallbackConfig.Machine.Static != core.MachineID(0) {
 		t.Fatalf("DefaultConfig = %+v", c)
 	}
 }

@@ -41,7 +41,7 @@ func Example() {
 	}
 	defer os.RemoveAll(dir)
 	cfg := client.DefaultConfig(ln.Addr().String()) // every server's host:port
-	cfg.FallbackConfig.Machine = 1                  // this instance's own embedded machine ID
+	cfg.FallbackConfig.Machine.Static = 1           // this instance's own embedded machine ID
 	cfg.FallbackConfig.DataDir = dir                // the fallback's time guard
 	c, err := client.New(ctx, cfg)
 	if err != nil {

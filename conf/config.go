@@ -273,8 +273,9 @@ func (c Config) Core(mode core.Method) (core.Config, error) {
 	}, nil
 }
 
-// Embed returns the embedded issuer's configuration: the static machine ID
-// resolved for embedded use, the embedded range, time_guard.dir as DataDir.
+// Embed returns the embedded issuer's configuration: the machine-ID
+// providers with the static ID resolved for embedded use (see MachineID),
+// time_guard.dir as DataDir.
 // Clock and Logger are left nil for the caller. It validates c first.
 func (c Config) Embed() (embed.Config, error) {
 	if err := c.Validate(); err != nil {
@@ -282,7 +283,7 @@ func (c Config) Embed() (embed.Config, error) {
 	}
 	return embed.Config{
 		Layout: c.ID.Layout, Type: c.ID.Type, Epoch: c.ID.Epoch, Version: uint8(c.ID.Version),
-		Machine: c.Machine.ResolveID(core.Embedded), Range: c.Machine.EmbeddedRange,
+		Machine:   c.MachineID(core.Embedded),
 		MaxBorrow: c.ID.MaxBorrow, DataDir: c.TimeGuard.Dir,
 		GuardWindow: c.TimeGuard.Window, MaxStartupWait: c.TimeGuard.MaxStartupWait,
 	}, nil

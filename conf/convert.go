@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/machineid"
 )
@@ -74,4 +75,19 @@ func serverTLS(key, cert, priv string) (*tls.Config, error) {
 		return nil, fmt.Errorf("%w: %s.cert/%s.key: %w", ErrInvalid, key, key, err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// ClientConfig returns the Go client's configuration: client.servers, timeout,
+// retries, prefetch and fallback, with the embedded fallback of Embed (the
+// embedded range, time_guard.dir). Logger and Registerer are left for the
+// caller. It validates c first.
+func (c Config) ClientConfig() (client.Config, error) {
+	fallback, err := c.Embed()
+	if err != nil {
+		return client.Config{}, err
+	}
+	cc := client.DefaultConfig(c.Client.Servers...)
+	cc.Timeout, cc.Retries, cc.Prefetch = c.Client.Timeout, c.Client.Retries, c.Client.Prefetch
+	cc.Fallback, cc.FallbackConfig = c.Client.Fallback, fallback
+	return cc, nil
 }

@@ -154,7 +154,7 @@ func TestEmbed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ec.Machine != 0 || ec.Range != c.Machine.EmbeddedRange || ec.DataDir != c.TimeGuard.Dir ||
+	if ec.Machine.Static != 0 || ec.Machine.EmbeddedRange != c.Machine.EmbeddedRange || ec.DataDir != c.TimeGuard.Dir ||
 		ec.Layout != core.Vesta || ec.MaxBorrow != c.ID.MaxBorrow || ec.GuardWindow != c.TimeGuard.Window ||
 		ec.MaxStartupWait != c.TimeGuard.MaxStartupWait || ec.Logger != nil {
 		t.Errorf("Embed() = %+v", ec)

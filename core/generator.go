@@ -660,17 +660,23 @@ func (g *Generator) Rekey(ctx context.Context, machine MachineID, guard GuardSto
 	return nil
 }
 
-// FenceAt makes every call from instant t on (by the generator's clock) fail
-// with an error wrapping ErrFenced and cause, checked on every call: a lease
-// holder sets it to the end of its lease, so issuing stops in time even if
-// the holder's own timer runs late. The zero t removes the deadline.
-func (g *Generator) FenceAt(t time.Time, cause error) {
+// FenceAfter makes every call from d from now on (by the generator's
+// clock) fail with an error wrapping ErrFenced and cause, checked on every
+// call: a lease holder sets it to the time its lease has left, so issuing
+// stops in time even if the holder's own timer runs late. Being relative,
+// it holds whatever clock each side reads. A later call replaces the
+// deadline; NoDeadline removes it.
+func (g *Generator) FenceAfter(d time.Duration, cause error) {
+	g.setDeadline(max(g.nowNanos()+int64(d), 1), fmt.Errorf("%w: %w", ErrFenced, cause))
+}
+
+// NoDeadline removes the deadline of FenceAfter.
+func (g *Generator) NoDeadline() { g.setDeadline(0, nil) }
+
+func (g *Generator) setDeadline(ns int64, cause error) {
 	g.gateMu.Lock()
 	defer g.gateMu.Unlock()
-	g.deadline, g.deadErr = 0, nil
-	if !t.IsZero() {
-		g.deadline, g.deadErr = max(t.UnixNano(), 1), fmt.Errorf("%w: %w", ErrFenced, cause)
-	}
+	g.deadline, g.deadErr = ns, cause
 	if g.fenceErr == nil {
 		g.gate.Store(g.deadline)
 	}

@@ -490,11 +490,11 @@ func TestCrashNeverReissues(t *testing.T) {
 	}
 }
 
-func TestFenceAtDeadline(t *testing.T) {
+func TestFenceAfterDeadline(t *testing.T) {
 	clk := core.NewManualClock(t0)
 	g := newGen(t, core.Config{Clock: clk, MaxBorrow: time.Second})
 	lost := errors.New("lease lost")
-	g.FenceAt(t0.Add(500*time.Millisecond), lost)
+	g.FenceAfter(500*time.Millisecond, lost)
 	next(t, g)
 	clk.Advance(499 * time.Millisecond)
 	next(t, g)
@@ -505,9 +505,9 @@ func TestFenceAtDeadline(t *testing.T) {
 	if err := g.Ready(); !errors.Is(err, lost) || !g.Stats().Fenced {
 		t.Fatalf("Ready at the deadline: %v", err)
 	}
-	g.FenceAt(t0.Add(time.Hour), lost) // renewed
+	g.FenceAfter(time.Hour, lost) // renewed
 	next(t, g)
-	g.FenceAt(time.Time{}, nil)
+	g.NoDeadline()
 	clk.Advance(2 * time.Hour)
 	next(t, g)
 }

@@ -7,12 +7,16 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/machineid"
 )
 
 // ErrConfig: a Config field the issuer cannot use; the message names it.
 var ErrConfig = errors.New("embed: invalid config")
+
+// closeTimeout bounds Close's release of a Redis lease.
+const closeTimeout = 5 * time.Second
 
 // Config configures an embedded Issuer.
 type Config struct {
@@ -24,16 +28,18 @@ type Config struct {
 	Epoch time.Time
 	// Version bit; zero is 0.
 	Version uint8
-	// Machine ID; it must lie in Range. Zero is machine 0.
-	Machine core.MachineID
-	// Range the machine ID must lie in; the zero Range is
-	// machineid.DefaultEmbeddedRange (0-923).
-	Range machineid.Range
+	// Machine says where the machine ID comes from (static, IP table,
+	// Redis lease, Kubernetes ordinal); it must lie in the embedded range
+	// (Machine.EmbeddedRange, default 0-923). The zero value is the
+	// static machine ID 0. Its Clock, Logger and Registerer, when nil,
+	// take this Config's.
+	Machine machineid.Config
 	// MaxBorrow is how far issuing may run ahead of the clock when a
 	// unit's sequence runs out; zero never runs ahead.
 	MaxBorrow time.Duration
-	// DataDir holds the file time guard; "" runs without one (a restart
-	// with the clock set back could then re-issue IDs; a warning is logged).
+	// DataDir holds the file time guard (with a Redis lease the mark lives
+	// in Redis instead); "" runs without one (a restart with the clock set
+	// back could then re-issue IDs; a warning is logged).
 	DataDir string
 	// GuardWindow is how far each reservation of the mark reaches ahead;
 	// zero is 3s.
@@ -45,14 +51,18 @@ type Config struct {
 	Clock core.Clock
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// Registerer receives the generator's metrics (see NewCollector) and
+	// the machine-ID lease's; nil registers none.
+	Registerer prometheus.Registerer
 }
 
-// DefaultConfig returns the recommended configuration: machine 0, a 1s
-// MaxBorrow, a time guard in ./vesta-data with a 3s window and a 10s
+// DefaultConfig returns the recommended configuration: static machine 0, a
+// 1s MaxBorrow, a time guard in ./vesta-data with a 3s window and a 10s
 // startup wait.
 func DefaultConfig() Config {
 	d := core.DefaultConfig()
 	return Config{
+		Machine:   machineid.DefaultConfig(),
 		MaxBorrow: d.MaxBorrow, DataDir: "./vesta-data",
 		GuardWindow: d.GuardWindow, MaxStartupWait: d.MaxStartupWait,
 	}
@@ -60,26 +70,19 @@ func DefaultConfig() Config {
 
 // Validate reports the first field that cannot be used, by name.
 func (c Config) Validate() error {
-	if err := c.core(nil).Validate(); err != nil {
+	if err := c.core().Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if err := c.rangeOrDefault().Check(c.Machine, "embedded"); err != nil {
+	if err := c.Machine.ValidateFor(machineid.Embedded); err != nil {
 		return fmt.Errorf("%w: Machine: %w", ErrConfig, err)
 	}
 	return nil
 }
 
-func (c Config) rangeOrDefault() machineid.Range {
-	if c.Range.IsZero() {
-		return machineid.DefaultEmbeddedRange
-	}
-	return c.Range
-}
-
-func (c Config) core(guard core.GuardStore) core.Config {
+func (c Config) core() core.Config {
 	return core.Config{
-		Layout: c.Layout, Type: c.Type, Epoch: c.Epoch, Version: c.Version, Machine: c.Machine,
-		MaxBorrow: c.MaxBorrow, Clock: c.Clock, Guard: guard, GuardWindow: c.GuardWindow,
+		Layout: c.Layout, Type: c.Type, Epoch: c.Epoch, Version: c.Version,
+		MaxBorrow: c.MaxBorrow, Clock: c.Clock, GuardWindow: c.GuardWindow,
 		MaxStartupWait: c.MaxStartupWait, Logger: c.Logger,
 	}
 }
@@ -87,39 +90,49 @@ func (c Config) core(guard core.GuardStore) core.Config {
 // Issuer issues embedded IDs in-process. It is safe for concurrent use.
 type Issuer struct {
 	gen   *core.Generator
-	guard *core.FileGuard // nil without a DataDir
+	lease *machineid.Lease
 }
 
-// Open validates cfg, takes the time guard of its machine ID (waiting for
-// the clock if it is behind the mark) and returns a ready Issuer.
+// Open validates cfg, acquires the machine ID, takes its time guard
+// (waiting for the clock if it is behind the mark) and returns a ready
+// Issuer. With a Redis lease, the issuer is fenced while the lease cannot be
+// proven held (NextID fails with core.ErrFenced), and moves to another
+// machine ID if its own was lost.
 func Open(ctx context.Context, cfg Config) (*Issuer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	mcfg := cfg.Machine
+	if mcfg.Clock == nil {
+		mcfg.Clock = cfg.Clock
 	}
-	is := &Issuer{}
-	var store core.GuardStore
-	if cfg.DataDir == "" {
-		log.Warn("embed: no time guard (DataDir is empty): a restart with the clock set back may re-issue IDs")
-	} else {
-		fg, err := core.OpenFileGuard(cfg.DataDir, cfg.Machine)
-		if err != nil {
-			return nil, err
-		}
-		is.guard, store = fg, fg
+	if mcfg.Logger == nil {
+		mcfg.Logger = cfg.Logger
 	}
-	gen, err := core.New(ctx, cfg.core(store))
+	if mcfg.Registerer == nil {
+		mcfg.Registerer = cfg.Registerer
+	}
+	lease, err := machineid.Acquire(ctx, mcfg, machineid.Embedded)
 	if err != nil {
-		if is.guard != nil {
-			is.guard.Close()
-		}
 		return nil, err
 	}
-	is.gen = gen
-	return is, nil
+	ccfg := cfg.core()
+	if ccfg.Logger == nil {
+		ccfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	gen, err := lease.NewGenerator(ctx, ccfg, cfg.DataDir)
+	if err != nil {
+		lease.Close(context.Background())
+		return nil, err
+	}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(NewCollector(gen)); err != nil {
+			gen.Close()
+			lease.Close(context.Background())
+			return nil, fmt.Errorf("embed: registering metrics: %w", err)
+		}
+	}
+	return &Issuer{gen: gen, lease: lease}, nil
 }
 
 // NextID issues one ID.
@@ -149,12 +162,13 @@ func (is *Issuer) TransTime(units uint64) (time.Time, error) {
 // Generator exposes the core generator, for metrics and tests.
 func (is *Issuer) Generator() *core.Generator { return is.gen }
 
-// Close stops issuing, saves the exact mark and releases the guard's lock.
-// It is idempotent.
+// Lease exposes the machine-ID lease, for its status.
+func (is *Issuer) Lease() *machineid.Lease { return is.lease }
+
+// Close stops issuing, saves the exact mark, then releases the machine ID
+// (and the time guard's file lock). It is idempotent.
 func (is *Issuer) Close() error {
-	err := is.gen.Close()
-	if is.guard != nil {
-		err = errors.Join(err, is.guard.Close())
-	}
-	return err
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	return errors.Join(is.gen.Close(), is.lease.Close(ctx))
 }

@@ -288,6 +288,13 @@ func (c Config) resolve() (Config, error) {
 	return r, nil
 }
 
+// ValidateFor is Validate plus the checks of the mode: the static ID and
+// the k8s offset must lie in the mode's range.
+func (c Config) ValidateFor(mode Mode) error {
+	_, _, err := c.resolveFor(mode)
+	return err
+}
+
 // resolveFor is resolve plus the checks of the mode: the static ID and the
 // k8s offset must lie in the mode's range.
 func (c Config) resolveFor(mode Mode) (Config, Range, error) {

@@ -301,7 +301,7 @@ func (l *Lease) syncLocked() {
 		// Besides the watchdog's timer, the generator itself refuses to
 		// issue past the deadline, checked on every call: a late timer
 		// (a paused process) cannot let an ID slip out.
-		l.gen.FenceAt(l.deadline, fmt.Errorf("%w: machine %d: no renewal succeeded before the deadline %s",
+		l.gen.FenceAfter(l.deadline.Sub(l.clock.Now()), fmt.Errorf("%w: machine %d: no renewal succeeded before the deadline %s",
 			ErrLeaseLost, l.id, l.deadline.UTC().Format(time.RFC3339Nano)))
 	}
 	switch {

@@ -73,5 +73,3 @@ func eachLine(r io.Reader, f func(string)) error {
 	}
 	return sc.Err()
 }
-
-func joinErr(a, b error) error { return errors.Join(a, b) }

@@ -2,86 +2,96 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/spf13/cobra"
-	"github.com/vesta-go/vesta/core"
+	vesta "github.com/vesta-go/vesta"
+	"github.com/vesta-go/vesta/client"
+	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/embed"
 	"github.com/vesta-go/vesta/machineid"
 )
 
-// genBatch is how many IDs gen reserves per call: large enough that the
-// generator's cost vanishes next to formatting, small enough to stream.
+// genBatch is how many IDs gen asks for at once: large enough that the
+// issuer's cost vanishes next to formatting, small enough to stream.
 const genBatch = 8192
 
 func newGenCmd() *cobra.Command {
 	var (
-		ids     idFlags
-		n       string
-		machine string
-		dataDir string
+		n          string
+		configFile string
 	)
 	cmd := &cobra.Command{
-		Use:   "gen [-n N] [--machine M] [--layout L] [--type T]",
-		Short: "Issue N embedded IDs (method 0), one unsigned decimal per line",
-		Args:  cobra.NoArgs,
+		Use:   "gen [-n N] [--machine M] [--layout L] [--type T] [--servers ADDR,...]",
+		Short: "Issue N IDs, one unsigned decimal per line",
+		Long: `Issue N IDs, one unsigned decimal per line. Without --servers they are
+embedded IDs (method 0) from machine --machine (default 0, within the embedded
+range 0-923), with the time guard in --data-dir. With --servers they come
+through the Go client from those central servers (method 1), falling back to
+embedded machine --machine while none answers.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			count, err := parseUint("-n", n, 1<<40)
+			count, err := strconv.ParseUint(n, 10, 64)
+			if err != nil || count == 0 || count > 1<<40 {
+				return fmt.Errorf("%w: -n %q; want an integer 1-%d", errUsage, n, uint64(1)<<40)
+			}
+			loaded, err := conf.Load(conf.Options{File: configFile, Flags: cmd.Flags()})
 			if err != nil {
-				return err
-			}
-			if count == 0 {
-				return fmt.Errorf("%w: -n 0; want at least 1", errUsage)
-			}
-			m, err := parseUint("--machine", machine, uint64(core.MaxMachine))
-			if err != nil {
-				return err
-			}
-			if err := machineid.DefaultEmbeddedRange.Check(core.MachineID(m), "embedded"); err != nil {
-				return usage("--machine", err)
-			}
-			codec, err := ids.codec()
-			if err != nil {
-				return err
-			}
-			typ, err := ids.idType()
-			if err != nil {
-				return err
-			}
-			cfg := embed.DefaultConfig()
-			cfg.Layout, cfg.Type, cfg.Epoch, cfg.Machine = codec.Layout(), typ, codec.Epoch(), core.MachineID(m)
-			cfg.DataDir = dataDir
-			if err := cfg.Validate(); err != nil {
 				return fmt.Errorf("%w: %w", errUsage, err)
 			}
-			is, err := embed.Open(cmd.Context(), cfg)
-			if err != nil {
-				return err
+			cfg := loaded.Config
+			var is vesta.Issuer
+			if len(cfg.Client.Servers) > 0 {
+				ccfg, err := cfg.ClientConfig()
+				if err != nil {
+					return usageIf(err)
+				}
+				ccfg.Logger = cfg.Logger(cmd.ErrOrStderr())
+				if is, err = client.New(cmd.Context(), ccfg); err != nil {
+					return usageIf(err)
+				}
+			} else {
+				ecfg, err := cfg.Embed()
+				if err != nil {
+					return usageIf(err)
+				}
+				ecfg.Logger = cfg.Logger(cmd.ErrOrStderr())
+				if is, err = embed.Open(cmd.Context(), ecfg); err != nil {
+					return usageIf(err)
+				}
 			}
-			werr := writeIDs(cmd, is, count)
-			return joinErr(werr, is.Close())
+			return errors.Join(writeIDs(cmd, is, count), is.Close())
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVarP(&n, "count", "n", "1", "how many IDs to issue")
-	fs.StringVar(&machine, "machine", "0", "machine ID, within the embedded range 0-923")
-	fs.StringVar(&dataDir, "data-dir", "./vesta-data", `time guard directory ("" = off: a restart with the clock set back could re-issue IDs)`)
-	ids.register(fs, true)
+	fs.StringVar(&configFile, "config", "", "YAML configuration file (default $"+conf.EnvFile+")")
+	conf.AddFlags(fs, "machine", "layout", "type", "epoch", "data-dir", "servers", "log-level")
 	return cmd
 }
 
-func writeIDs(cmd *cobra.Command, is *embed.Issuer, count uint64) error {
+// usageIf makes configuration mistakes (a machine ID outside its range, a
+// bad field) usage errors, and leaves run-time failures alone.
+func usageIf(err error) error {
+	for _, sentinel := range []error{conf.ErrInvalid, embed.ErrConfig, client.ErrConfig, machineid.ErrConfig, machineid.ErrRange} {
+		if errors.Is(err, sentinel) {
+			return fmt.Errorf("%w: %w", errUsage, err)
+		}
+	}
+	return err
+}
+
+func writeIDs(cmd *cobra.Command, is vesta.Issuer, count uint64) error {
 	w := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
-	buf := make([]core.ID, 0, genBatch)
 	for count > 0 {
 		k := min(count, genBatch)
-		var err error
-		buf, err = is.Generator().AppendIDs(cmd.Context(), core.Embedded, buf[:0], int(k))
+		ids, err := is.NextIDs(cmd.Context(), int(k))
 		if err != nil {
-			return joinErr(err, w.Flush())
+			return errors.Join(err, w.Flush())
 		}
-		for _, id := range buf {
+		for _, id := range ids {
 			b := strconv.AppendUint(w.AvailableBuffer(), uint64(id), 10)
 			if _, err := w.Write(append(b, '\n')); err != nil {
 				return err

@@ -46,7 +46,7 @@ type result struct {
 }
 
 // vesta runs one command line in-process.
-func vesta(tb testing.TB, stdin string, args ...string) result {
+func cli(tb testing.TB, stdin string, args ...string) result {
 	tb.Helper()
 	var out, errb syncBuffer
 	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
@@ -74,7 +74,7 @@ func TestGen(t *testing.T) {
 		n = 100_000
 	}
 	start := time.Now()
-	r := vesta(t, "", "gen", "-n", strconv.Itoa(n), "--machine", "77", "--data-dir", dir)
+	r := cli(t, "", "gen", "-n", strconv.Itoa(n), "--machine", "77", "--data-dir", dir)
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -100,7 +100,7 @@ func TestGen(t *testing.T) {
 	}
 	// A second run on the same machine ID starts above the first (the
 	// time guard's final mark), even within the same second.
-	r2 := vesta(t, "", "gen", "-n", "1000", "--machine", "77", "--data-dir", dir)
+	r2 := cli(t, "", "gen", "-n", "1000", "--machine", "77", "--data-dir", dir)
 	if r2.code != 0 {
 		t.Fatal(r2.stderr)
 	}
@@ -113,7 +113,7 @@ func TestGen(t *testing.T) {
 }
 
 func TestGenLayouts(t *testing.T) {
-	r := vesta(t, "", "gen", "-n", "3", "--layout", "vesta", "--type", "min-granularity", "--data-dir", "")
+	r := cli(t, "", "gen", "-n", "3", "--layout", "vesta", "--type", "min-granularity", "--data-dir", "")
 	if r.code != 0 {
 		t.Fatal(r.stderr)
 	}
@@ -130,15 +130,17 @@ func TestBadInput(t *testing.T) {
 		args []string
 		want string // in stderr
 	}{
-		{[]string{"gen", "-n", "0"}, "-n 0"},
-		{[]string{"gen", "-n", "-1"}, `-n "-1"`},
+		{[]string{"gen", "-n", "0"}, `-n "0"; want an integer 1-`},
+		{[]string{"gen", "-n", "-1"}, `-n "-1"; want an integer 1-`},
 		{[]string{"gen", "-n", "lots"}, `-n "lots"`},
-		{[]string{"gen", "--machine", "1024"}, `--machine "1024"; want an unsigned integer 0-1023`},
-		{[]string{"gen", "--machine", "924"}, "--machine: machineid: bad range: machine ID 924 is outside the embedded range 0-923"},
-		{[]string{"gen", "--layout", "snowflake"}, `--layout: core: unknown name: layout "snowflake"; want sorted or vesta`},
-		{[]string{"gen", "--type", "2"}, `--type: core: unknown name: type "2"`},
-		{[]string{"gen", "--epoch", "yesterday"}, `--epoch "yesterday" is not an RFC 3339 instant`},
-		{[]string{"gen", "--epoch", "1900-01-01T00:00:00Z"}, "--epoch: core: invalid config: epoch 1900-01-01T00:00:00Z outside"},
+		{[]string{"gen", "--machine", "1024"}, "machine.id: 1024; want 0-1023 (flag --machine)"},
+		{[]string{"gen", "--machine", "x"}, `invalid argument "x" for "--machine" flag`},
+		{[]string{"gen", "--machine", "924"}, "machine ID 924 is outside the embedded range 0-923"},
+		{[]string{"gen", "--servers", "nohost", "--machine", "5"}, "client.servers"},
+		{[]string{"gen", "--layout", "snowflake"}, `id.layout: "snowflake"; want sorted or vesta (flag --layout)`},
+		{[]string{"gen", "--type", "2"}, `id.type: "2"; want max-peak, min-granularity, 0 or 1 (flag --type)`},
+		{[]string{"gen", "--epoch", "yesterday"}, `id.epoch: "yesterday"; want an RFC 3339 instant`},
+		{[]string{"gen", "--epoch", "1900-01-01T00:00:00Z"}, "id.epoch: 1900-01-01T00:00:00Z; want an instant from 1970"},
 		{[]string{"gen", "extra"}, "unknown command"},
 		{[]string{"gen", "--nope"}, "unknown flag: --nope"},
 		{[]string{"make", "--seq", "1"}, "--time is required"},
@@ -158,7 +160,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"serve", "--central-listen", "", "--rest-listen", ""}, "nothing to serve"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			r := vesta(t, "", tc.args...)
+			r := cli(t, "", tc.args...)
 			if r.code != 2 {
 				t.Errorf("exit %d; want 2 (usage)", r.code)
 			}
@@ -182,17 +184,17 @@ func TestMakeAndExplainVesta(t *testing.T) {
 		{[]string{"--time", "2024-01-01T00:00:00Z", "--seq", "5", "--machine", "1022", "--method", "2"}, "2610813175020394494"},
 		{[]string{"--time", "1073741823", "--seq", "1048575", "--machine", "1023", "--method", "3", "--version", "1"}, "13835058055282163711"},
 	} {
-		r := vesta(t, "", append([]string{"make", "--layout", "vesta"}, tc.args...)...)
+		r := cli(t, "", append([]string{"make", "--layout", "vesta"}, tc.args...)...)
 		if r.code != 0 || r.stdout != tc.id+"\n" {
 			t.Errorf("make %v = %q (exit %d, %s); want %s", tc.args, r.stdout, r.code, r.stderr, tc.id)
 		}
 	}
-	r := vesta(t, "", "explain", "--layout", "vesta", "2610813175020394494")
+	r := cli(t, "", "explain", "--layout", "vesta", "2610813175020394494")
 	want := "2610813175020394494 version=0 type=0 (max-peak) method=2 (rest) machine=1022 time=284025600 seq=5 timestamp=2024-01-01T00:00:00Z\n"
 	if r.code != 0 || r.stdout != want {
 		t.Errorf("explain = %q (%s); want %q", r.stdout, r.stderr, want)
 	}
-	r = vesta(t, "", "explain", "--layout", "vesta", "--json", "7215351455186687998")
+	r = cli(t, "", "explain", "--layout", "vesta", "--json", "7215351455186687998")
 	var got map[string]any
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 		t.Fatal(r.stdout, err)
@@ -210,22 +212,22 @@ func TestMakeAndExplainVesta(t *testing.T) {
 }
 
 func TestExplainStdinAndErrors(t *testing.T) {
-	r := vesta(t, "2610813175020394494\n\n  18446744073709551615 \nnope\n", "explain", "--layout", "vesta")
+	r := cli(t, "2610813175020394494\n\n  18446744073709551615 \nnope\n", "explain", "--layout", "vesta")
 	if r.code != 1 || !strings.Contains(r.stderr, `id "nope" is not an unsigned decimal`) {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
 	if lines := strings.Count(r.stdout, "\n"); lines != 2 {
 		t.Fatalf("explained %d lines of stdin; want 2:\n%s", lines, r.stdout)
 	}
-	if r := vesta(t, "", "explain", "18446744073709551616"); r.code != 1 || !strings.Contains(r.stderr, "does not fit in 64 bits") {
+	if r := cli(t, "", "explain", "18446744073709551616"); r.code != 1 || !strings.Contains(r.stderr, "does not fit in 64 bits") {
 		t.Fatalf("overflow: %d %q", r.code, r.stderr)
 	}
 }
 
 // gen | explain: what gen prints, explain decodes to now.
 func TestGenExplainRoundTrip(t *testing.T) {
-	gen := vesta(t, "", "gen", "-n", "5", "--machine", "9", "--data-dir", "")
-	r := vesta(t, gen.stdout, "explain", "--json")
+	gen := cli(t, "", "gen", "-n", "5", "--machine", "9", "--data-dir", "")
+	r := cli(t, gen.stdout, "explain", "--json")
 	sc := bufio.NewScanner(strings.NewReader(r.stdout))
 	n := 0
 	for ; sc.Scan(); n++ {
@@ -248,7 +250,7 @@ func TestGenExplainRoundTrip(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	r := vesta(t, "", "version")
+	r := cli(t, "", "version")
 	if r.code != 0 || !regexp.MustCompile(`^vesta \S+.* go1\.\d+`).MatchString(r.stdout) {
 		t.Fatalf("version: %q %q", r.stdout, r.stderr)
 	}
@@ -466,4 +468,53 @@ func rawGenID(tb testing.TB, addr string) core.ID {
 		tb.Fatalf("response % x", resp)
 	}
 	return core.ID(binary.BigEndian.Uint64(resp[5:]))
+}
+
+// gen --servers issues central IDs while a server answers and embedded IDs
+// of --machine once none does.
+func TestGenThroughServers(t *testing.T) {
+	centralAddr, _, stop := startServe(t, "--central-listen", "127.0.0.1:0", "--rest-listen", "",
+		"--data-dir", t.TempDir(), "--machine", "990")
+	dir := t.TempDir()
+	codec, _ := core.NewCodec(core.Sorted, time.Time{})
+	r := cli(t, "", "gen", "--servers", centralAddr, "-n", "20000", "--machine", "5", "--data-dir", dir)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	central := parseIDs(t, r.stdout)
+	if len(central) != 20000 {
+		t.Fatalf("got %d IDs", len(central))
+	}
+	for _, id := range central {
+		if e := codec.Explain(id); e.Method != core.Central || e.Machine != 990 {
+			t.Fatalf("with the server up: %d is %+v", id, e)
+		}
+	}
+	if r := stop(); r.code != 0 {
+		t.Fatalf("serve: %s", r.stderr)
+	}
+	start := time.Now()
+	r = cli(t, "", "gen", "--servers", centralAddr, "-n", "1000", "--machine", "5", "--data-dir", dir)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	t.Logf("1000 IDs with every server down in %s", time.Since(start))
+	fallback := parseIDs(t, r.stdout)
+	for _, id := range fallback {
+		if e := codec.Explain(id); e.Method != core.Embedded || e.Machine != 5 {
+			t.Fatalf("with no server: %d is %+v", id, e)
+		}
+	}
+	checkNoDuplicate(t, append(central, fallback...))
+}
+
+func checkNoDuplicate(tb testing.TB, ids []core.ID) {
+	tb.Helper()
+	s := slices.Clone(ids)
+	slices.Sort(s)
+	for i := 1; i < len(s); i++ {
+		if s[i] == s[i-1] {
+			tb.Fatalf("duplicate %d", s[i])
+		}
+	}
 }

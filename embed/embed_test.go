@@ -1,0 +1,172 @@
+package embed_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	vesta "github.com/vesta-go/vesta"
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/internal/redistest"
+	"github.com/vesta-go/vesta/machineid"
+)
+
+var _ vesta.Issuer = (*embed.Issuer)(nil)
+
+func open(tb testing.TB, cfg embed.Config) *embed.Issuer {
+	tb.Helper()
+	is, err := embed.Open(context.Background(), cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { is.Close() })
+	return is
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*embed.Config)
+		want string
+	}{
+		{"server-range machine", func(c *embed.Config) { c.Machine.Static = 1000 }, "machine ID 1000 is outside the embedded range 0-923"},
+		{"machine too big", func(c *embed.Config) { c.Machine.Static = 5000 }, "Static: 5000; want 0-1023"},
+		{"moved range", func(c *embed.Config) {
+			c.Machine.EmbeddedRange, _ = machineid.ParseRange("100-199")
+			c.Machine.Static = 5
+		}, "outside the embedded range 100-199"},
+		{"unknown provider", func(c *embed.Config) { c.Machine.Providers = []string{"zookeeper"} }, `unknown provider "zookeeper"`},
+		{"layout", func(c *embed.Config) { c.Layout = 9 }, "Layout 9"},
+		{"borrow", func(c *embed.Config) { c.MaxBorrow = -time.Second }, "MaxBorrow"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := embed.DefaultConfig()
+			cfg.DataDir = t.TempDir()
+			tc.edit(&cfg)
+			_, err := embed.Open(context.Background(), cfg)
+			if !errors.Is(err, embed.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Open: %v; want ErrConfig naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Two processes (here two issuers) on one host with the same machine ID and
+// data directory: the second is refused, never issuing duplicates.
+func TestSameMachineSameDirRefused(t *testing.T) {
+	cfg := embed.DefaultConfig()
+	cfg.Machine.Static, cfg.DataDir = 12, t.TempDir()
+	first := open(t, cfg)
+	if _, err := embed.Open(context.Background(), cfg); !errors.Is(err, core.ErrGuardLocked) {
+		t.Fatalf("second Open: %v; want ErrGuardLocked", err)
+	}
+	last, err := first.NextID(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal("second Close:", err)
+	}
+	// Once closed, the ID may be opened again, and continues above.
+	again := open(t, cfg)
+	if id, err := again.NextID(context.Background()); err != nil || id <= last {
+		t.Fatalf("after reopening: %d, %v; want above %d", id, err, last)
+	}
+}
+
+func TestIssuerMethods(t *testing.T) {
+	cfg := embed.DefaultConfig()
+	cfg.Machine.Static, cfg.DataDir, cfg.Layout, cfg.Type = 3, "", core.Vesta, core.MinGranularity
+	is := open(t, cfg)
+	ids, err := is.NextIDs(context.Background(), 5000)
+	if err != nil || len(ids) != 5000 {
+		t.Fatalf("NextIDs: %d, %v", len(ids), err)
+	}
+	e := is.Explain(ids[0])
+	if e.Machine != 3 || e.Method != core.Embedded || e.Type != core.MinGranularity {
+		t.Fatalf("%+v", e)
+	}
+	made, err := is.Make(core.Partial{Time: e.Time, Seq: e.Seq})
+	if err != nil || made != ids[0] {
+		t.Fatalf("Make = %d, %v; want %d", made, err, ids[0])
+	}
+	rest := uint64(core.REST)
+	if m, _ := is.Make(core.Partial{Time: 1, Seq: 1, Method: &rest}); is.Explain(m).Method != core.REST {
+		t.Fatalf("Make with method rest: %+v", is.Explain(m))
+	}
+	inst, err := is.TransTime(e.Time)
+	if err != nil || !inst.Equal(e.Instant) {
+		t.Fatalf("TransTime = %s, %v", inst, err)
+	}
+	if _, err := is.NextIDs(context.Background(), 0); !errors.Is(err, core.ErrInvalidCount) {
+		t.Fatalf("NextIDs(0): %v", err)
+	}
+	if _, err := is.TransTime(1 << 41); !errors.Is(err, core.ErrOutOfRange) {
+		t.Fatalf("TransTime too wide: %v", err)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	cfg := embed.DefaultConfig()
+	cfg.DataDir, cfg.Registerer = t.TempDir(), reg
+	is := open(t, cfg)
+	if _, err := is.NextIDs(context.Background(), 10); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		m := mf.GetMetric()[0]
+		got[mf.GetName()] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
+	}
+	if got["vesta_generator_ids_issued_total"] != 10 {
+		t.Fatalf("ids issued = %v; want 10", got["vesta_generator_ids_issued_total"])
+	}
+	if got["vesta_generator_time_guard_mark_timestamp_seconds"] < float64(time.Now().Unix()) {
+		t.Fatalf("mark %v is not ahead of now", got["vesta_generator_time_guard_mark_timestamp_seconds"])
+	}
+	if _, ok := got["vesta_machine_id"]; !ok {
+		t.Fatalf("no lease metrics: %v", got)
+	}
+}
+
+// With the redis provider, two embedded issuers get distinct IDs from the
+// embedded range, and the mark lives in Redis (no DataDir needed).
+func TestRedisLeasedIssuers(t *testing.T) {
+	srv := redistest.Start(t)
+	cfg := embed.DefaultConfig()
+	cfg.DataDir = ""
+	cfg.Machine.Providers = []string{machineid.ProviderRedis}
+	cfg.Machine.Redis.Addrs = []string{srv.Addr()}
+	cfg.Machine.EmbeddedRange, _ = machineid.ParseRange("10-11")
+	a, b := open(t, cfg), open(t, cfg)
+	ma, mb := a.Generator().Machine(), b.Generator().Machine()
+	if ma == mb || ma < 10 || ma > 11 || mb < 10 || mb > 11 {
+		t.Fatalf("machines %d and %d", ma, mb)
+	}
+	if _, err := embed.Open(context.Background(), cfg); !errors.Is(err, machineid.ErrRangeFull) {
+		t.Fatalf("third issuer on a two-ID range: %v; want ErrRangeFull", err)
+	}
+	if a.Generator().Stats().Mark.IsZero() {
+		t.Fatal("no time guard mark with a Redis lease")
+	}
+	// Closing releases the ID at once: a new issuer gets it.
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c := open(t, cfg)
+	if got := c.Generator().Machine(); got != ma {
+		t.Fatalf("after release got machine %d; want the released %d", got, ma)
+	}
+}
