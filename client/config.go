@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/machineid"
 )
 
 // Defaults applied to zero fields.
@@ -65,7 +67,8 @@ type Config struct {
 
 	// FallbackConfig configures the embedded fallback, opened on first
 	// use. Its Machine must lie in the embedded range and must not be used
-	// by any other issuer; its DataDir (the time guard) is required, so a
+	// by any other issuer; its DataDir (the time guard) is required unless
+	// the machine ID is a Redis lease (whose mark lives in Redis), so a
 	// restarted application cannot re-issue its own fallback IDs (and a
 	// second issuer with the same Machine and DataDir on the host fails to
 	// open, with core.ErrGuardLocked, instead of sharing them). Its
@@ -155,7 +158,9 @@ func (c Config) Validate() error {
 	if err := c.FallbackConfig.Validate(); err != nil {
 		return fmt.Errorf("%w: FallbackConfig: %w", ErrConfig, err)
 	}
-	if c.FallbackConfig.DataDir == "" {
+	// A Redis lease keeps the mark in Redis; any other provider needs the file.
+	onlyRedis := slices.Equal(c.FallbackConfig.Machine.Providers, []string{machineid.ProviderRedis})
+	if c.FallbackConfig.DataDir == "" && !onlyRedis {
 		return fmt.Errorf("%w: FallbackConfig.DataDir: empty; the fallback needs a time guard so that a restarted application cannot re-issue its fallback IDs", ErrConfig)
 	}
 	return nil

@@ -36,6 +36,12 @@ func TestConfigValidate(t *testing.T) {
 		{"huge prefetch", func(c *client.Config) { c.Prefetch = 1 << 30 }, "Prefetch"},
 		{"negative breaker timeout", func(c *client.Config) { c.BreakerTimeout = -1 }, "BreakerTimeout"},
 		{"fallback without time guard", func(c *client.Config) { c.FallbackConfig.DataDir = "" }, "FallbackConfig.DataDir"},
+		{"fallback on a Redis lease keeps its mark in Redis", func(c *client.Config) {
+			c.FallbackConfig.DataDir, c.FallbackConfig.Machine.Providers = "", []string{"redis"}
+		}, ""},
+		{"fallback that may fall through to static needs the file", func(c *client.Config) {
+			c.FallbackConfig.DataDir, c.FallbackConfig.Machine.Providers = "", []string{"redis", "static"}
+		}, "FallbackConfig.DataDir"},
 		{"fallback machine in server range", func(c *client.Config) { c.FallbackConfig.Machine.Static = 1000 }, "FallbackConfig"},
 		{"fallback bad version", func(c *client.Config) { c.FallbackConfig.Version = 2 }, "FallbackConfig"},
 	}
