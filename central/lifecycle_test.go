@@ -2,18 +2,14 @@ package central_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"io"
-	"math/big"
 	"net"
 	"testing"
 	"time"
+
+	"github.com/vesta-go/vesta/internal/tlstest"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -137,53 +133,6 @@ func newListener(t testing.TB) net.Listener {
 	return ln
 }
 
-// pki is a CA with a server certificate for 127.0.0.1 and a client
-// certificate, made for the test.
-type pki struct {
-	pool   *x509.CertPool
-	server tls.Certificate
-	client tls.Certificate
-}
-
-func newPKI(t testing.TB) pki {
-	t.Helper()
-	key := func() *ecdsa.PrivateKey {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	caKey := key()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "vesta test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	leaf := func(serial int64, usage x509.ExtKeyUsage) tls.Certificate {
-		k := key()
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "vesta test"},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &k.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k}
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	return pki{pool: pool, server: leaf(2, x509.ExtKeyUsageServerAuth), client: leaf(3, x509.ExtKeyUsageClientAuth)}
-}
-
 // dialTLS calls Vesta.GenID over TLS and returns the error, if any.
 func dialTLS(t *testing.T, addr net.Addr, cfg *tls.Config) error {
 	nc, err := tls.Dial("tcp", addr.String(), cfg)
@@ -201,14 +150,14 @@ func dialTLS(t *testing.T, addr net.Addr, cfg *tls.Config) error {
 }
 
 func TestTLS(t *testing.T) {
-	ca, other := newPKI(t), newPKI(t)
+	ca, other := tlstest.New(t), tlstest.New(t)
 	gen := newGen(t, core.Config{})
 
-	_, addr := serve(t, gen, central.Config{TLS: &tls.Config{Certificates: []tls.Certificate{ca.server}}})
-	if err := dialTLS(t, addr, &tls.Config{RootCAs: ca.pool}); err != nil {
+	_, addr := serve(t, gen, central.Config{TLS: &tls.Config{Certificates: []tls.Certificate{ca.Server}}})
+	if err := dialTLS(t, addr, &tls.Config{RootCAs: ca.Pool}); err != nil {
 		t.Fatalf("TLS: %v", err)
 	}
-	if err := dialTLS(t, addr, &tls.Config{RootCAs: other.pool}); err == nil {
+	if err := dialTLS(t, addr, &tls.Config{RootCAs: other.Pool}); err == nil {
 		t.Fatal("TLS: a client trusted a certificate of another CA")
 	}
 	plain := dial(t, addr) // msgpack where a TLS handshake belongs
@@ -216,18 +165,18 @@ func TestTLS(t *testing.T) {
 	plain.closed()
 
 	mtls := &tls.Config{
-		Certificates: []tls.Certificate{ca.server},
-		ClientCAs:    ca.pool,
+		Certificates: []tls.Certificate{ca.Server},
+		ClientCAs:    ca.Pool,
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 	}
 	_, addr = serve(t, gen, central.Config{TLS: mtls})
-	if err := dialTLS(t, addr, &tls.Config{RootCAs: ca.pool, Certificates: []tls.Certificate{ca.client}}); err != nil {
+	if err := dialTLS(t, addr, &tls.Config{RootCAs: ca.Pool, Certificates: []tls.Certificate{ca.Client}}); err != nil {
 		t.Fatalf("mTLS with a client certificate: %v", err)
 	}
-	if err := dialTLS(t, addr, &tls.Config{RootCAs: ca.pool}); err == nil {
+	if err := dialTLS(t, addr, &tls.Config{RootCAs: ca.Pool}); err == nil {
 		t.Fatal("mTLS: a client without a certificate was served")
 	}
-	if err := dialTLS(t, addr, &tls.Config{RootCAs: ca.pool, Certificates: []tls.Certificate{other.client}}); err == nil {
+	if err := dialTLS(t, addr, &tls.Config{RootCAs: ca.Pool, Certificates: []tls.Certificate{other.Client}}); err == nil {
 		t.Fatal("mTLS: a client with a certificate of another CA was served")
 	}
 	if mtls.ClientAuth != tls.RequireAndVerifyClientCert || len(mtls.Certificates) != 1 {

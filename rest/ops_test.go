@@ -2,22 +2,18 @@ package rest_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/vesta-go/vesta/internal/tlstest"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/central"
@@ -334,7 +330,8 @@ func TestServeLifecycle(t *testing.T) {
 }
 
 func TestTLS(t *testing.T) {
-	cert, pool := selfSigned(t)
+	pki := tlstest.New(t)
+	cert, pool := pki.Server, pki.Pool
 	gen, _ := vestaGen(t)
 	s := newServer(t, gen, rest.Config{TLS: &tls.Config{Certificates: []tls.Certificate{cert}}})
 	base := strings.Replace(serve(t, s), "http://", "https://", 1)
@@ -361,31 +358,6 @@ func TestTLS(t *testing.T) {
 			t.Fatalf("plain HTTP to the TLS listener got 200")
 		}
 	}
-}
-
-func selfSigned(t testing.TB) (tls.Certificate, *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
 }
 
 func TestConfigValidate(t *testing.T) {

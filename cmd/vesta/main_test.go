@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"encoding/json"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/tlstest"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
@@ -517,4 +519,66 @@ func checkNoDuplicate(tb testing.TB, ids []core.ID) {
 			tb.Fatalf("duplicate %d", s[i])
 		}
 	}
+}
+
+func TestServeTLS(t *testing.T) {
+	dir := t.TempDir()
+	pki := tlstest.New(t)
+	f := pki.WriteFiles(t, dir)
+	cfgFile := filepath.Join(dir, "vesta.yaml")
+	os.WriteFile(cfgFile, []byte(`
+central:
+  listen: 127.0.0.1:0
+  tls: {cert: `+f.ServerCert+`, key: `+f.ServerKey+`, client_ca: `+f.CA+`}
+rest:
+  listen: 127.0.0.1:0
+  tls: {cert: `+f.ServerCert+`, key: `+f.ServerKey+`}
+time_guard:
+  dir: `+filepath.Join(dir, "data")+`
+`), 0o600)
+	centralAddr, restAddr, _ := startServe(t, "--config", cfgFile)
+
+	// Central demands a client certificate signed by client_ca.
+	if _, err := tlsGenID(centralAddr, &tls.Config{RootCAs: pki.Pool}); err == nil {
+		t.Fatal("central answered a client without a certificate")
+	}
+	id, err := tlsGenID(centralAddr, &tls.Config{RootCAs: pki.Pool, Certificates: []tls.Certificate{pki.Client}})
+	if err != nil || id == 0 {
+		t.Fatalf("mTLS GenID: %d, %v", id, err)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.Pool}}}
+	resp, err := hc.Get("https://" + restAddr + "/genid")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("https /genid: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
+
+func TestServeTLSFilesMissing(t *testing.T) {
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "vesta.yaml")
+	os.WriteFile(cfgFile, []byte("central:\n  listen: 127.0.0.1:0\n  tls: {cert: "+dir+"/nope.pem, key: "+dir+"/nope-key.pem}\nrest:\n  listen: \"\"\ntime_guard:\n  dir: "+dir+"\n"), 0o600)
+	r := cli(t, "", "serve", "--config", cfgFile)
+	if r.code == 0 || !strings.Contains(r.stderr, "central.tls.cert/central.tls.key") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+}
+
+// tlsGenID makes one Vesta.GenID call over TLS.
+func tlsGenID(addr string, cfg *tls.Config) (core.ID, error) {
+	c, err := tls.Dial("tcp", addr, cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	req := append([]byte{0x94, 0x00, 0x01, 0xab}, "Vesta.GenID"...)
+	if _, err := c.Write(append(req, 0x90)); err != nil {
+		return 0, err
+	}
+	resp := make([]byte, 13)
+	if _, err := io.ReadFull(c, resp); err != nil {
+		return 0, err
+	}
+	return core.ID(binary.BigEndian.Uint64(resp[5:])), nil
 }
