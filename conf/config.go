@@ -21,6 +21,7 @@ type Config struct {
 	Central   CentralConfig   `koanf:"central"`
 	REST      RESTConfig      `koanf:"rest"`
 	Client    ClientConfig    `koanf:"client"`
+	Metrics   MetricsConfig   `koanf:"metrics"`
 	Log       LogConfig       `koanf:"log"`
 }
 
@@ -166,6 +167,13 @@ type ClientConfig struct {
 	// Fallback issues from an embedded generator while every server is
 	// down; false returns the error instead.
 	Fallback bool `koanf:"fallback"`
+}
+
+// MetricsConfig is a listener of its own for GET /metrics (Prometheus),
+// for deployments without the REST server, which serves /metrics too.
+type MetricsConfig struct {
+	// Listen is host:port; "" turns it off.
+	Listen string `koanf:"listen"`
 }
 
 // LogConfig is the log output.

@@ -51,6 +51,7 @@ func (c Config) Validate() error {
 	c.Central.validate(&ck)
 	c.REST.validate(&ck, c.Central.Listen)
 	c.Client.validate(&ck)
+	c.Metrics.validate(&ck, c.Central.Listen, c.REST.Listen)
 	c.Log.validate(&ck)
 	return errors.Join(ck.errs...)
 }
@@ -209,6 +210,19 @@ func (r RESTConfig) validate(ck *checker, centralListen string) {
 		ck.add("rest.token", "holds whitespace or control characters (the token is not shown); want a bearer token")
 	}
 	checkPair(ck, "rest.tls", r.TLS.Cert, r.TLS.Key)
+}
+
+func (m MetricsConfig) validate(ck *checker, others ...string) {
+	if m.Listen == "" {
+		return
+	}
+	if msg := checkHostPort(m.Listen, 0); msg != "" {
+		ck.add("metrics.listen", `%s, or "" for off`, msg)
+		return
+	}
+	if slices.Contains(others, m.Listen) && !strings.HasSuffix(m.Listen, ":0") {
+		ck.add("metrics.listen", "%q is also central.listen or rest.listen; want another port", m.Listen)
+	}
 }
 
 func (c ClientConfig) validate(ck *checker) {

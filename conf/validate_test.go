@@ -120,6 +120,8 @@ func invalidCases(t testing.TB) []struct {
 		{"central.tls.client_ca", func(c *conf.Config) { c.Central.TLS.ClientCA = "ca.pem" }, "set without central.tls.cert"},
 		{"rest.listen", func(c *conf.Config) { c.REST.Listen = "localhost:http" }, `"localhost:http"; want host:port`},
 		{"rest.listen", func(c *conf.Config) { c.REST.Listen = c.Central.Listen }, `"127.0.0.1:7070" is also central.listen`},
+		{"metrics.listen", func(c *conf.Config) { c.Metrics.Listen = "9090" }, `"9090"; want host:port`},
+		{"metrics.listen", func(c *conf.Config) { c.Metrics.Listen = c.REST.Listen }, `"127.0.0.1:7080" is also central.listen or rest.listen`},
 		{"rest.token", func(c *conf.Config) { c.REST.Token = "abc def" }, "whitespace or control characters"},
 		{"rest.token", func(c *conf.Config) { c.REST.Token = "abc\r" }, "(the token is not shown)"},
 		{"rest.tls.key", func(c *conf.Config) { c.REST.TLS.Cert = "cert.pem" }, "both or neither"},

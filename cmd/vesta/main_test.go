@@ -258,9 +258,15 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+// served is a `vesta serve` running in-process for one test.
+type served struct {
+	central, rest, metrics string // addresses it logged ("off" when off)
+	stop                   func() result
+}
+
 // startServe runs `vesta serve` with args until the test ends, and returns
-// the central and REST addresses it logged.
-func startServe(tb testing.TB, args ...string) (centralAddr, restAddr string, stop func() result) {
+// the addresses it logged.
+func startServe(tb testing.TB, args ...string) served {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errb syncBuffer
@@ -268,7 +274,7 @@ func startServe(tb testing.TB, args ...string) (centralAddr, restAddr string, st
 	go func() { done <- run(ctx, append([]string{"serve"}, args...), strings.NewReader(""), &out, &errb) }()
 	var once sync.Once
 	var res result
-	stop = func() result {
+	stop := func() result {
 		once.Do(func() {
 			cancel()
 			res = result{<-done, out.String(), errb.String()}
@@ -276,11 +282,11 @@ func startServe(tb testing.TB, args ...string) (centralAddr, restAddr string, st
 		return res
 	}
 	tb.Cleanup(func() { stop() })
-	re := regexp.MustCompile(`msg=serving .*central=(\S+) rest=(\S+)`)
+	re := regexp.MustCompile(`msg=serving .*central=(\S+) rest=(\S+) metrics=(\S+)`)
 	deadline := time.After(30 * time.Second)
 	for {
 		if m := re.FindStringSubmatch(errb.String()); m != nil {
-			return m[1], m[2], stop
+			return served{central: m[1], rest: m[2], metrics: m[3], stop: stop}
 		}
 		select {
 		case code := <-done:
@@ -305,8 +311,9 @@ func httpGet(tb testing.TB, url string) (int, string) {
 
 func TestServe(t *testing.T) {
 	dir := t.TempDir()
-	centralAddr, restAddr, stop := startServe(t, "--central-listen", "127.0.0.1:0", "--rest-listen", "127.0.0.1:0",
+	srv := startServe(t, "--central-listen", "127.0.0.1:0", "--rest-listen", "127.0.0.1:0",
 		"--data-dir", dir, "--machine", "1000")
+	centralAddr, restAddr, stop := srv.central, srv.rest, srv.stop
 	code, body := httpGet(t, "http://"+restAddr+"/genid")
 	if code != 200 {
 		t.Fatalf("/genid %d %s", code, body)
@@ -351,7 +358,8 @@ func TestServe(t *testing.T) {
 
 func TestServeSaysEmbeddedDefaults(t *testing.T) {
 	t.Chdir(t.TempDir())
-	_, restAddr, stop := startServe(t)
+	srv := startServe(t)
+	restAddr, stop := srv.rest, srv.stop
 	if restAddr != "127.0.0.1:7080" {
 		t.Fatalf("rest on %s", restAddr)
 	}
@@ -475,8 +483,9 @@ func rawGenID(tb testing.TB, addr string) core.ID {
 // gen --servers issues central IDs while a server answers and embedded IDs
 // of --machine once none does.
 func TestGenThroughServers(t *testing.T) {
-	centralAddr, _, stop := startServe(t, "--central-listen", "127.0.0.1:0", "--rest-listen", "",
+	srv := startServe(t, "--central-listen", "127.0.0.1:0", "--rest-listen", "",
 		"--data-dir", t.TempDir(), "--machine", "990")
+	centralAddr, stop := srv.central, srv.stop
 	dir := t.TempDir()
 	codec, _ := core.NewCodec(core.Sorted, time.Time{})
 	r := cli(t, "", "gen", "--servers", centralAddr, "-n", "20000", "--machine", "5", "--data-dir", dir)
@@ -536,7 +545,8 @@ rest:
 time_guard:
   dir: `+filepath.Join(dir, "data")+`
 `), 0o600)
-	centralAddr, restAddr, _ := startServe(t, "--config", cfgFile)
+	srv := startServe(t, "--config", cfgFile)
+	centralAddr, restAddr := srv.central, srv.rest
 
 	// Central demands a client certificate signed by client_ca.
 	if _, err := tlsGenID(centralAddr, &tls.Config{RootCAs: pki.Pool}); err == nil {
@@ -581,4 +591,17 @@ func tlsGenID(addr string, cfg *tls.Config) (core.ID, error) {
 		return 0, err
 	}
 	return core.ID(binary.BigEndian.Uint64(resp[5:])), nil
+}
+
+// A central-only deployment exports its metrics on metrics.listen.
+func TestServeMetricsListener(t *testing.T) {
+	t.Setenv("VESTA_METRICS_LISTEN", "127.0.0.1:0")
+	srv := startServe(t, "--central-listen", "127.0.0.1:0", "--rest-listen", "", "--data-dir", t.TempDir())
+	if srv.rest != "off" || srv.metrics == "off" {
+		t.Fatalf("rest %s, metrics %s", srv.rest, srv.metrics)
+	}
+	code, body := httpGet(t, "http://"+srv.metrics+"/metrics")
+	if code != 200 || !strings.Contains(body, "vesta_generator_ids_issued_total") || !strings.Contains(body, "vesta_rpc_connections") {
+		t.Fatalf("/metrics %d:\n%s", code, grepLines(body, "^vesta_"))
+	}
 }

@@ -7,12 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os/signal"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/conf"
@@ -69,9 +71,9 @@ func serve(ctx context.Context, loaded conf.Loaded, stderr io.Writer) (err error
 	}
 
 	// Listen first: a port in use fails before a lease is taken.
-	var lnCentral, lnREST net.Listener
+	var lnCentral, lnREST, lnMetrics net.Listener
 	defer func() {
-		for _, ln := range []net.Listener{lnCentral, lnREST} {
+		for _, ln := range []net.Listener{lnCentral, lnREST, lnMetrics} {
 			if ln != nil && err != nil {
 				ln.Close()
 			}
@@ -85,6 +87,12 @@ func serve(ctx context.Context, loaded conf.Loaded, stderr io.Writer) (err error
 	if cfg.REST.Listen != "" {
 		if lnREST, err = net.Listen("tcp", cfg.REST.Listen); err != nil {
 			return fmt.Errorf("rest.listen: %w", err)
+		}
+	}
+
+	if cfg.Metrics.Listen != "" {
+		if lnMetrics, err = net.Listen("tcp", cfg.Metrics.Listen); err != nil {
+			return fmt.Errorf("metrics.listen: %w", err)
 		}
 	}
 
@@ -113,14 +121,14 @@ func serve(ctx context.Context, loaded conf.Loaded, stderr io.Writer) (err error
 	}
 	reg.MustRegister(embed.NewCollector(gen))
 
-	servers, err := startServers(cfg, gen, lease, log, reg, lnCentral, lnREST)
+	servers, err := startServers(cfg, gen, lease, log, reg, lnCentral, lnREST, lnMetrics)
 	if err != nil {
 		gen.Close()
 		lease.Close(context.Background())
 		return err
 	}
 	log.Info("serving", "machine", gen.Machine(), "provider", lease.Provider(),
-		"central", addrOf(lnCentral), "rest", addrOf(lnREST))
+		"central", addrOf(lnCentral), "rest", addrOf(lnREST), "metrics", addrOf(lnMetrics))
 
 	select {
 	case <-ctx.Done():
@@ -147,13 +155,14 @@ func serve(ctx context.Context, loaded conf.Loaded, stderr io.Writer) (err error
 type running struct {
 	central *central.Server
 	rest    *rest.Server
-	failed  chan error // a Serve that returned for another reason than shutdown
+	metrics *http.Server // metrics.listen: /metrics alone
+	failed  chan error   // a Serve that returned for another reason than shutdown
 	wg      sync.WaitGroup
 }
 
 func startServers(cfg conf.Config, gen *core.Generator, lease *machineid.Lease, log *slog.Logger,
-	reg *prometheus.Registry, lnCentral, lnREST net.Listener) (*running, error) {
-	r := &running{failed: make(chan error, 2)}
+	reg *prometheus.Registry, lnCentral, lnREST, lnMetrics net.Listener) (*running, error) {
+	r := &running{failed: make(chan error, 3)}
 	if lnCentral != nil {
 		tlsCfg, err := cfg.Central.TLS.Load()
 		if err != nil {
@@ -179,6 +188,16 @@ func startServers(cfg conf.Config, gen *core.Generator, lease *machineid.Lease, 
 			return nil, err
 		}
 	}
+	if lnMetrics != nil {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		r.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		r.wg.Go(func() {
+			if err := r.metrics.Serve(lnMetrics); !errors.Is(err, http.ErrServerClosed) {
+				r.failed <- fmt.Errorf("metrics: %w", err)
+			}
+		})
+	}
 	if r.central != nil {
 		r.wg.Go(func() {
 			if err := r.central.Serve(lnCentral); err != nil && !errors.Is(err, central.ErrServerClosed) {
@@ -199,8 +218,11 @@ func startServers(cfg conf.Config, gen *core.Generator, lease *machineid.Lease, 
 // shutdown stops both servers at once: no new connections, calls in flight
 // answered, then connections closed.
 func (r *running) shutdown(ctx context.Context) error {
-	var errs [2]error
+	var errs [3]error
 	var wg sync.WaitGroup
+	if r.metrics != nil {
+		wg.Go(func() { errs[2] = r.metrics.Shutdown(ctx) })
+	}
 	if r.central != nil {
 		wg.Go(func() { errs[0] = r.central.Shutdown(ctx) })
 	}
