@@ -20,8 +20,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/redistest"
 	"github.com/vesta-go/vesta/internal/tlstest"
+	"github.com/vesta-go/vesta/machineid"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
@@ -603,5 +606,57 @@ func TestServeMetricsListener(t *testing.T) {
 	code, body := httpGet(t, "http://"+srv.metrics+"/metrics")
 	if code != 200 || !strings.Contains(body, "vesta_generator_ids_issued_total") || !strings.Contains(body, "vesta_rpc_connections") {
 		t.Fatalf("/metrics %d:\n%s", code, grepLines(body, "^vesta_"))
+	}
+}
+
+// Three servers on one Redis hold three distinct server-range IDs; one that
+// stops releases its lease at once, and the next server takes that ID.
+func TestServeRedisLeases(t *testing.T) {
+	rs := redistest.Start(t)
+	t.Setenv("VESTA_MACHINE_PROVIDERS", "redis")
+	t.Setenv("VESTA_MACHINE_REDIS_ADDRS", rs.Addr())
+	t.Setenv("VESTA_MACHINE_SERVER_RANGE", "1000-1003")
+	t.Setenv("VESTA_TIME_GUARD_DIR", "")
+	info := func(s served) int {
+		t.Helper()
+		code, body := httpGet(t, "http://"+s.rest+"/v1/info")
+		var v struct{ Machine int }
+		if code != 200 || json.Unmarshal([]byte(body), &v) != nil {
+			t.Fatalf("/v1/info %d %s", code, body)
+		}
+		return v.Machine
+	}
+	args := []string{"--central-listen", "127.0.0.1:0", "--rest-listen", "127.0.0.1:0"}
+	var servers []served
+	seen := map[int]bool{}
+	for range 3 {
+		s := startServe(t, args...)
+		m := info(s)
+		if m < 1000 || m > 1003 || seen[m] {
+			t.Fatalf("machine %d (held: %v)", m, seen)
+		}
+		seen[m] = true
+		servers = append(servers, s)
+	}
+	released := info(servers[1])
+	if r := servers[1].stop(); r.code != 0 {
+		t.Fatalf("stop: %s", r.stderr)
+	}
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr()})
+	defer rc.Close()
+	lease, _ := machineid.Keys("vesta", core.MachineID(released))
+	if n, err := rc.Exists(context.Background(), lease).Result(); err != nil || n != 0 {
+		t.Fatalf("lease key %s after a graceful stop: exists=%d, %v", lease, n, err)
+	}
+	// Only 1000-1003: the fourth server gets the free one, the fifth the released one.
+	fourth := startServe(t, args...)
+	fifth := startServe(t, args...)
+	got := map[int]bool{info(fourth): true, info(fifth): true}
+	if !got[released] {
+		t.Fatalf("the released machine %d was not taken again: %v", released, got)
+	}
+	r := cli(t, "", append([]string{"serve"}, args...)...)
+	if r.code == 0 || !strings.Contains(r.stderr, "1000-1003") {
+		t.Fatalf("a fifth live server on a four-ID range: exit %d: %s", r.code, r.stderr)
 	}
 }
