@@ -1,5 +1,3 @@
-// Command vesta issues, explains and makes 64-bit IDs, and serves them over
-// MessagePack-RPC and HTTP. See `vesta help` and the README.
 package main
 
 import (
