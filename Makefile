@@ -21,6 +21,12 @@ build:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/
 
+# vesta's embedded generator beside bwmarrin/snowflake and sonyflake, in the
+# separate module bench/peers (its first run downloads those two modules).
+.PHONY: bench-peers
+bench-peers:
+	cd bench/peers && $(GO) test -run '^$$' -bench . -count 1 .
+
 # Short fuzzing of every fuzz target (FUZZTIME=30s make fuzz).
 fuzz:
 	scripts/fuzz.sh
