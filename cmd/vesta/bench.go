@@ -1,0 +1,426 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/spf13/cobra"
+	"github.com/vesta-go/vesta/central"
+)
+
+// Bounds of the bench flags: past them a run measures the machine's
+// limits, not the issuer's.
+const (
+	maxBenchConcurrency = 4096
+	maxBenchConns       = 1024
+	maxBenchDuration    = 24 * time.Hour
+	maxBenchWarmup      = time.Hour
+	// defaultBenchConns caps the default connection budget: one connection
+	// per caller up to this many.
+	defaultBenchConns = 64
+	// maxLatency is the largest latency the histograms hold; longer calls
+	// are recorded as this.
+	maxLatency = time.Minute
+	// errorBackoff keeps a failing target (a server down) from turning
+	// the run into a busy loop of errors.
+	errorBackoff = 10 * time.Millisecond
+)
+
+// benchTargets are the targets of vesta bench, in the order of its help.
+var benchTargets = []string{"embedded", "rpc", "rest", "client", "redis-incr", "http-baseline"}
+
+// benchOptions are the validated flags of one vesta bench run.
+type benchOptions struct {
+	target      string
+	addr        string // "" = the target's default (see benchLong)
+	concurrency int
+	conns       int // 0 = the target's default
+	duration    time.Duration
+	warmup      time.Duration
+	batch       int
+	json        bool
+}
+
+const benchLong = `Drive one target with --concurrency callers for --duration and report calls/s,
+IDs/s and the latency of each call (p50, p99, p99.9, max, from an HDR
+histogram of every call, never an average). A progress line goes to stderr
+once a second; the result is a table on stdout, or with --json one JSON
+object: target, concurrency, batch, seconds, calls, ids, calls_per_sec,
+ids_per_sec, p50_us, p99_us, p999_us, max_us, errors. Calls that fail are
+counted in errors, not in calls; any error makes the exit status 1.
+
+Targets, each with --batch B asking for B IDs per call:
+  embedded       an in-process embedded issuer (NextID, or NextIDs(B)); time
+                 guard in a temporary directory. Takes no --addr.
+  rpc            MessagePack-RPC (Vesta.GenID, or Vesta.GenIDs {count: B}) to the
+                 central server at --addr, framed by hand as any client could.
+  rest           HTTP GET /genid, or /v1/ids?count=B, to the REST server at --addr.
+  client         the Go client (package client) with its defaults (2 pipelined
+                 connections, 200ms timeout) but no fallback, to the central
+                 server at --addr; --conns sets its connections per server.
+  redis-incr     go-redis INCR (INCRBY B with --batch) on the Redis at --addr
+                 (required): the anchor of rpc and client.
+  http-baseline  an echo v4 handler returning a constant 19-digit string, on the
+                 same server stack as the REST server (net/http, echo, the same
+                 timeouts), which bench starts on 127.0.0.1:0: the anchor of rest.
+                 Takes no --addr and only --batch 1.
+
+Without --addr, rpc, rest and client run against a server that bench starts in
+this process on 127.0.0.1:0, as 'vesta serve' on its defaults (machine 1023,
+sorted, max-peak, 1s max_borrow, time guard in a temporary directory). Load and
+server then share the CPUs and the garbage collector: for comparisons with
+Redis (its own process) run 'vesta serve' apart and pass --addr.
+
+Connections: --conns N (default: one per caller, at most 64) is the budget for
+rpc, redis-incr, rest and http-baseline alike. Caller i uses connection i mod N.
+With more callers than connections, the callers of one connection are
+pipelined: one of them writes every queued call in one write and reads their
+answers, for rpc (msgid-matched frames) and redis-incr (a go-redis pipeline)
+alike; HTTP/1.1 callers wait for a free connection instead (Go's client does
+not pipeline). So no target gets a trick its anchor does not.
+
+Rates just after start may include up to max_borrow (1s) of IDs borrowed ahead
+of the clock, beyond the sequence ceiling (1,048,576 IDs/s for max-peak);
+--warmup D runs the load for D before measuring, so that the credit is spent.`
+
+func newBenchCmd() *cobra.Command {
+	var o benchOptions
+	cmd := &cobra.Command{
+		Use:   "bench TARGET [--addr A] [--concurrency C] [--duration D] [--batch B] [--conns N] [--warmup D] [--json]",
+		Short: "Load-test a target (embedded, rpc, rest, client) or an anchor (redis-incr, http-baseline)",
+		Long:  benchLong,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.target = args[0]
+			if err := o.validate(cmd.Flags().Changed("conns")); err != nil {
+				return err
+			}
+			return runBench(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.addr, "addr", "", "host:port of the server (rpc, client: central; rest: REST; redis-incr: Redis); default: see help")
+	fs.IntVarP(&o.concurrency, "concurrency", "c", 16, "callers issuing calls at once")
+	fs.IntVar(&o.conns, "conns", 0, "connections (default: one per caller, at most 64; client: its own default, 2)")
+	fs.DurationVarP(&o.duration, "duration", "d", 10*time.Second, "how long to measure")
+	fs.DurationVar(&o.warmup, "warmup", 0, "how long to run before measuring")
+	fs.IntVarP(&o.batch, "batch", "b", 1, "IDs per call (1 = one ID per call)")
+	fs.BoolVar(&o.json, "json", false, "print one JSON object instead of a table")
+	return cmd
+}
+
+// validate checks every flag and names the one at fault; connsSet tells
+// whether --conns was given.
+func (o *benchOptions) validate(connsSet bool) error {
+	known := false
+	for _, t := range benchTargets {
+		known = known || o.target == t
+	}
+	if !known {
+		return fmt.Errorf("%w: TARGET %q; want one of %s", errUsage, o.target, strings.Join(benchTargets, ", "))
+	}
+	if o.concurrency < 1 || o.concurrency > maxBenchConcurrency {
+		return fmt.Errorf("%w: --concurrency %d; want 1-%d", errUsage, o.concurrency, maxBenchConcurrency)
+	}
+	if o.duration <= 0 || o.duration > maxBenchDuration {
+		return fmt.Errorf("%w: --duration %v; want more than 0 and at most %v", errUsage, o.duration, maxBenchDuration)
+	}
+	if o.warmup < 0 || o.warmup > maxBenchWarmup {
+		return fmt.Errorf("%w: --warmup %v; want 0 to %v", errUsage, o.warmup, maxBenchWarmup)
+	}
+	if o.batch < 1 || o.batch > central.DefaultMaxBatch {
+		return fmt.Errorf("%w: --batch %d; want 1-%d (max_batch)", errUsage, o.batch, central.DefaultMaxBatch)
+	}
+	if o.target == "http-baseline" && o.batch != 1 {
+		return fmt.Errorf("%w: --batch %d: http-baseline issues no IDs; it takes only --batch 1", errUsage, o.batch)
+	}
+	maxConns := maxBenchConns
+	if o.target == "client" {
+		maxConns = 64 // the client's own bound on ConnsPerServer
+	}
+	switch {
+	case connsSet && o.target == "embedded":
+		return fmt.Errorf("%w: --conns: the embedded target makes no connections", errUsage)
+	case connsSet && (o.conns < 1 || o.conns > maxConns):
+		return fmt.Errorf("%w: --conns %d; want 1-%d", errUsage, o.conns, maxConns)
+	case !connsSet && o.target != "client" && o.target != "embedded":
+		o.conns = min(o.concurrency, defaultBenchConns)
+	}
+	switch {
+	case o.addr != "" && (o.target == "embedded" || o.target == "http-baseline"):
+		return fmt.Errorf("%w: --addr %q: the %s target runs in this process; it takes no address", errUsage, o.addr, o.target)
+	case o.addr == "" && o.target == "redis-incr":
+		return fmt.Errorf("%w: --addr: redis-incr needs the host:port of a Redis server", errUsage)
+	case o.addr != "":
+		if err := checkAddr(o.addr); err != nil {
+			return fmt.Errorf("%w: --addr %q: %s", errUsage, o.addr, err)
+		}
+	}
+	return nil
+}
+
+// checkAddr accepts host:port with a port 1-65535.
+func checkAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return errors.New("want host:port")
+	}
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+		return fmt.Errorf("port %q; want 1-65535", port)
+	}
+	return nil
+}
+
+// benchTarget is what a run drives. call makes one call for caller w and
+// returns how many IDs it brought.
+type benchTarget struct {
+	// server says what is measured, for the table and stderr.
+	server string
+	conns  int // 0: none, or not known (client: its own)
+	call   func(ctx context.Context, w int) (int, error)
+	// ahead, when the issuing generator is in this process, tells how far
+	// it runs ahead of the clock (borrowed credit); nil otherwise.
+	ahead func() time.Duration
+	close func() error
+}
+
+// benchResult is the outcome of a run; its JSON form is the --json output.
+type benchResult struct {
+	Target      string  `json:"target"`
+	Concurrency int     `json:"concurrency"`
+	Batch       int     `json:"batch"`
+	Seconds     float64 `json:"seconds"`
+	Calls       uint64  `json:"calls"`
+	IDs         uint64  `json:"ids"`
+	CallsPerSec float64 `json:"calls_per_sec"`
+	IDsPerSec   float64 `json:"ids_per_sec"`
+	P50us       float64 `json:"p50_us"`
+	P99us       float64 `json:"p99_us"`
+	P999us      float64 `json:"p999_us"`
+	MaxUs       float64 `json:"max_us"`
+	Errors      uint64  `json:"errors"`
+}
+
+// Phases of a run, as the callers see them.
+const (
+	phaseWarmup int32 = iota
+	phaseMeasure
+	phaseDone
+)
+
+// benchCaller is one caller's tally, written by the caller alone (the
+// atomics are read by the progress line), on cache lines of its own.
+type benchCaller struct {
+	_        [64]byte
+	calls    atomic.Uint64
+	ids      atomic.Uint64
+	errors   atomic.Uint64
+	hist     *hdrhistogram.Histogram
+	max      int64
+	firstErr error
+	_        [64]byte
+}
+
+func runBench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) (err error) {
+	tg, err := openBenchTarget(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, tg.close()) }()
+	fmt.Fprintf(stderr, "vesta bench: %s: %s; %d callers", o.target, tg.server, o.concurrency)
+	if tg.conns > 0 {
+		fmt.Fprintf(stderr, " over %d connections", tg.conns)
+	}
+	fmt.Fprintf(stderr, ", batch %d, %v", o.batch, o.duration)
+	if o.warmup > 0 {
+		fmt.Fprintf(stderr, " after %v of warm-up", o.warmup)
+	}
+	fmt.Fprintln(stderr)
+
+	res, ahead, firstErr := measure(ctx, o, tg, stderr)
+	if o.json {
+		b, _ := json.Marshal(res)
+		fmt.Fprintf(stdout, "%s\n", b)
+	} else {
+		printBenchTable(stdout, res, tg)
+	}
+	if ahead[1] > ahead[0] {
+		fmt.Fprintf(stderr, "vesta bench: note: the generator borrowed ahead of the clock while measuring (%v ahead at the start, %v at the end): "+
+			"the ID rate includes credit beyond the sequence ceiling; a --warmup that spends it measures the sustained rate\n",
+			ahead[0], ahead[1])
+	}
+	switch {
+	case res.Errors > 0:
+		return fmt.Errorf("%d of %d calls failed; the first: %w", res.Errors, res.Errors+res.Calls, firstErr)
+	case res.Calls == 0 && firstErr != nil:
+		return fmt.Errorf("no call completed while measuring; a call failed: %w", firstErr)
+	case res.Calls == 0:
+		return errors.New("no call completed while measuring; try a longer --duration")
+	}
+	return nil
+}
+
+// measure runs the callers through the warm-up and the measured window
+// and merges their tallies. ahead is the generator's lead on the clock at
+// the window's start and end, when it is known.
+func measure(ctx context.Context, o benchOptions, tg *benchTarget, stderr io.Writer) (res benchResult, ahead [2]time.Duration, firstErr error) {
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var phase atomic.Int32
+	callers := make([]benchCaller, o.concurrency)
+	var wg sync.WaitGroup
+	for w := range callers {
+		c := &callers[w]
+		// Nanoseconds with two significant digits (1%): 30 KB a caller.
+		c.hist = hdrhistogram.New(1, int64(maxLatency), 2)
+		wg.Go(func() { c.loop(runCtx, tg, w, &phase) })
+	}
+
+	stop := func(t time.Duration) bool { // false when ctx ended first
+		timer := time.NewTimer(t)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if o.warmup > 0 {
+		stop(o.warmup)
+	}
+	if tg.ahead != nil {
+		ahead[0] = tg.ahead()
+	}
+	t0 := time.Now()
+	phase.Store(phaseMeasure)
+	progress := time.NewTicker(time.Second)
+	end := time.NewTimer(o.duration)
+loop:
+	for {
+		select {
+		case <-progress.C:
+			var calls, errs uint64
+			for i := range callers {
+				calls += callers[i].calls.Load()
+				errs += callers[i].errors.Load()
+			}
+			el := time.Since(t0)
+			fmt.Fprintf(stderr, "vesta bench: %s: %3.0fs: %.0f calls/s so far (%d calls, %d errors)\n",
+				o.target, el.Seconds(), float64(calls)/el.Seconds(), calls, errs)
+		case <-end.C:
+			break loop
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	phase.Store(phaseDone)
+	elapsed := time.Since(t0)
+	progress.Stop()
+	end.Stop()
+	if tg.ahead != nil {
+		ahead[1] = tg.ahead()
+	}
+	cancel()
+	wg.Wait()
+
+	all := hdrhistogram.New(1, int64(maxLatency), 2)
+	var maxNs int64
+	for i := range callers {
+		c := &callers[i]
+		all.Merge(c.hist)
+		maxNs = max(maxNs, c.max)
+		res.Calls += c.calls.Load()
+		res.IDs += c.ids.Load()
+		res.Errors += c.errors.Load()
+		if firstErr == nil {
+			firstErr = c.firstErr
+		}
+	}
+	us := func(ns int64) float64 { return float64(ns) / 1e3 }
+	res.Target, res.Concurrency, res.Batch = o.target, o.concurrency, o.batch
+	res.Seconds = elapsed.Seconds()
+	res.CallsPerSec = float64(res.Calls) / res.Seconds
+	res.IDsPerSec = float64(res.IDs) / res.Seconds
+	if res.Calls > 0 {
+		res.P50us = us(all.ValueAtQuantile(50))
+		res.P99us = us(all.ValueAtQuantile(99))
+		res.P999us = us(all.ValueAtQuantile(99.9))
+		res.MaxUs = us(maxNs)
+	}
+	return res, ahead, firstErr
+}
+
+// loop makes calls until the run is done. Only calls that end while
+// measuring count; each is timed on its own.
+func (c *benchCaller) loop(ctx context.Context, tg *benchTarget, w int, phase *atomic.Int32) {
+	for {
+		t0 := time.Now()
+		n, err := tg.call(ctx, w)
+		d := time.Since(t0)
+		if err != nil && c.firstErr == nil {
+			c.firstErr = err // even in warm-up, to say why no call completed
+		}
+		switch phase.Load() {
+		case phaseDone:
+			return
+		case phaseMeasure:
+			if err != nil {
+				c.errors.Add(1)
+				break
+			}
+			ns := min(int64(d), int64(maxLatency))
+			c.hist.RecordValue(ns)
+			c.max = max(c.max, ns)
+			c.ids.Add(uint64(n))
+			c.calls.Add(1)
+		}
+		if err != nil {
+			select {
+			case <-time.After(errorBackoff):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+func printBenchTable(w io.Writer, r benchResult, tg *benchTarget) {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	conns := "-"
+	if tg.conns > 0 {
+		conns = strconv.Itoa(tg.conns)
+	}
+	rows := [][2]string{
+		{"target", r.Target},
+		{"server", tg.server},
+		{"concurrency", strconv.Itoa(r.Concurrency)},
+		{"connections", conns},
+		{"batch", strconv.Itoa(r.Batch)},
+		{"seconds", fmt.Sprintf("%.2f", r.Seconds)},
+		{"calls", strconv.FormatUint(r.Calls, 10)},
+		{"ids", strconv.FormatUint(r.IDs, 10)},
+		{"calls/s", fmt.Sprintf("%.0f", r.CallsPerSec)},
+		{"ids/s", fmt.Sprintf("%.0f", r.IDsPerSec)},
+		{"p50 µs", fmt.Sprintf("%.1f", r.P50us)},
+		{"p99 µs", fmt.Sprintf("%.1f", r.P99us)},
+		{"p99.9 µs", fmt.Sprintf("%.1f", r.P999us)},
+		{"max µs", fmt.Sprintf("%.1f", r.MaxUs)},
+		{"errors", strconv.FormatUint(r.Errors, 10)},
+	}
+	for _, row := range rows {
+		fmt.Fprintf(tw, "%s\t%s\n", row[0], row[1])
+	}
+	tw.Flush()
+}

@@ -1,0 +1,653 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/redis/go-redis/v9"
+	"github.com/vesta-go/vesta/central"
+	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/client"
+	"github.com/vesta-go/vesta/conf"
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/rest"
+)
+
+// benchIOTimeout bounds one round trip of a bench call (a batch of
+// pipelined calls, an HTTP request) and a dial: a server that stops
+// answering fails calls instead of hanging the run.
+const benchIOTimeout = 10 * time.Second
+
+// baselineBody is what http-baseline answers: as long as an ID today.
+const baselineBody = "1234567890123456789"
+
+// openBenchTarget prepares o's target; the caller closes it.
+func openBenchTarget(ctx context.Context, o benchOptions) (*benchTarget, error) {
+	switch o.target {
+	case "embedded":
+		return openEmbedded(ctx, o)
+	case "http-baseline":
+		return openBaseline(o)
+	case "redis-incr":
+		return openRedisINCR(ctx, o)
+	}
+	// rpc, rest and client: a server at --addr, or one of our own.
+	var srv *benchServer
+	addr, where := o.addr, "--addr"
+	if addr == "" {
+		var err error
+		if srv, err = startBenchServer(ctx); err != nil {
+			return nil, err
+		}
+		where = "in-process, no --addr"
+		addr = srv.central
+		if o.target == "rest" {
+			addr = srv.rest
+		}
+	}
+	var tg *benchTarget
+	var err error
+	switch o.target {
+	case "rpc":
+		tg, err = openRPC(o, addr)
+	case "rest":
+		tg, err = openREST(o, addr)
+	default:
+		tg, err = openClient(ctx, o, addr)
+	}
+	if err != nil {
+		if srv != nil {
+			err = errors.Join(err, srv.stop())
+		}
+		return nil, err
+	}
+	tg.server += " (" + where + ")"
+	if srv != nil {
+		tg.ahead = srv.ahead
+		closeTarget := tg.close
+		tg.close = func() error { return errors.Join(closeTarget(), srv.stop()) }
+	}
+	return tg, nil
+}
+
+// benchServer is the central and REST server bench runs itself when rpc,
+// rest or client have no --addr: 'vesta serve' on its defaults, on
+// 127.0.0.1:0, with the time guard in a temporary directory.
+type benchServer struct {
+	central, rest string
+	gen           *core.Generator
+	lease         *machineid.Lease
+	rpc           *central.Server
+	http          *rest.Server
+	dir           string
+	wg            sync.WaitGroup
+}
+
+func startBenchServer(ctx context.Context) (_ *benchServer, err error) {
+	s := &benchServer{}
+	if s.dir, err = os.MkdirTemp("", "vesta-bench-"); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, s.stop())
+		}
+	}()
+	cfg := conf.DefaultConfig()
+	log := slog.New(slog.DiscardHandler)
+	mcfg := cfg.MachineID(core.Central)
+	mcfg.Logger = log
+	if s.lease, err = machineid.Acquire(ctx, mcfg, machineid.Server); err != nil {
+		return nil, err
+	}
+	ccfg, err := cfg.Core(core.Central)
+	if err != nil {
+		return nil, err
+	}
+	ccfg.Logger = log
+	if s.gen, err = s.lease.NewGenerator(ctx, ccfg, s.dir); err != nil {
+		return nil, err
+	}
+	if s.rpc, err = central.NewServer(s.gen, central.DefaultConfig()); err != nil {
+		return nil, err
+	}
+	if s.http, err = rest.NewServer(s.gen, rest.DefaultConfig()); err != nil {
+		return nil, err
+	}
+	lnC, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	lnR, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		lnC.Close()
+		return nil, err
+	}
+	s.central, s.rest = lnC.Addr().String(), lnR.Addr().String()
+	s.wg.Go(func() { s.rpc.Serve(lnC) })
+	s.wg.Go(func() { s.http.Serve(lnR) })
+	return s, nil
+}
+
+// ahead is how far the generator issues ahead of the clock.
+func (s *benchServer) ahead() time.Duration { return s.gen.Stats().Ahead }
+
+// stop shuts the servers down, closes the generator and the lease, and
+// removes the time guard's directory. It undoes a partial start too.
+func (s *benchServer) stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	var errs []error
+	if s.rpc != nil {
+		errs = append(errs, s.rpc.Shutdown(ctx))
+	}
+	if s.http != nil {
+		errs = append(errs, s.http.Shutdown(ctx))
+	}
+	s.wg.Wait()
+	if s.gen != nil {
+		errs = append(errs, s.gen.Close())
+	}
+	if s.lease != nil {
+		errs = append(errs, s.lease.Close(ctx))
+	}
+	if s.dir != "" {
+		errs = append(errs, os.RemoveAll(s.dir))
+	}
+	return errors.Join(errs...)
+}
+
+func openEmbedded(ctx context.Context, o benchOptions) (*benchTarget, error) {
+	dir, err := os.MkdirTemp("", "vesta-bench-")
+	if err != nil {
+		return nil, err
+	}
+	cfg := embed.DefaultConfig()
+	cfg.DataDir = dir
+	is, err := embed.Open(ctx, cfg)
+	if err != nil {
+		return nil, errors.Join(err, os.RemoveAll(dir))
+	}
+	tg := &benchTarget{
+		server: "embedded issuer in this process (machine 0, max-peak, 1s max_borrow)",
+		ahead:  func() time.Duration { return is.Generator().Stats().Ahead },
+		close:  func() error { return errors.Join(is.Close(), os.RemoveAll(dir)) },
+	}
+	if o.batch == 1 {
+		tg.call = func(ctx context.Context, _ int) (int, error) {
+			_, err := is.NextID(ctx)
+			return 1, err
+		}
+	} else {
+		// One buffer per caller, as an application would reuse its own.
+		bufs := make([][]core.ID, o.concurrency)
+		gen := is.Generator()
+		tg.call = func(ctx context.Context, w int) (int, error) {
+			var err error
+			bufs[w], err = gen.AppendIDs(ctx, core.Embedded, bufs[w][:0], o.batch)
+			return len(bufs[w]), err
+		}
+	}
+	return tg, nil
+}
+
+func openClient(ctx context.Context, o benchOptions, addr string) (*benchTarget, error) {
+	cfg := client.DefaultConfig(addr)
+	// A fallback ID would be measured as a central one: a server that is
+	// down must show as errors.
+	cfg.Fallback = false
+	conns := 2 // client.DefaultConfig's, said in the table
+	if o.conns > 0 {
+		cfg.ConnsPerServer, conns = o.conns, o.conns
+	}
+	cl, err := client.New(ctx, cfg)
+	if err != nil {
+		return nil, usageIf(err)
+	}
+	tg := &benchTarget{server: "Go client to the central server at " + addr, conns: conns, close: cl.Close}
+	if o.batch == 1 {
+		tg.call = func(ctx context.Context, _ int) (int, error) {
+			_, err := cl.NextID(ctx)
+			return 1, err
+		}
+	} else {
+		tg.call = func(ctx context.Context, _ int) (int, error) {
+			ids, err := cl.NextIDs(ctx, o.batch)
+			return len(ids), err
+		}
+	}
+	return tg, nil
+}
+
+func openRedisINCR(ctx context.Context, o benchOptions) (*benchTarget, error) {
+	rdb := redis.NewClient(&redis.Options{
+		Addr: o.addr, PoolSize: o.conns, DialTimeout: benchIOTimeout,
+		ReadTimeout: benchIOTimeout, WriteTimeout: benchIOTimeout,
+		MaxRetries: -1, // a failed INCR is an error, as a failed RPC is
+	})
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return nil, errors.Join(fmt.Errorf("redis-incr: %s: %w", o.addr, err), rdb.Close())
+	}
+	const key = "vesta:bench:incr"
+	op := "INCR " + key
+	if o.batch > 1 {
+		op = fmt.Sprintf("INCRBY %s %d (a range of %d IDs, as Leaf's segments)", key, o.batch, o.batch)
+	}
+	incr := func(ctx context.Context, c redis.Cmdable) *redis.IntCmd {
+		if o.batch == 1 {
+			return c.Incr(ctx, key)
+		}
+		return c.IncrBy(ctx, key, int64(o.batch))
+	}
+	exec := func(batch []*laneCall) {
+		ctx := context.Background()
+		if len(batch) == 1 {
+			batch[0].ids, batch[0].err = o.batch, incr(ctx, rdb).Err()
+			return
+		}
+		pipe := rdb.Pipeline()
+		cmds := make([]*redis.IntCmd, len(batch))
+		for i := range batch {
+			cmds[i] = incr(ctx, pipe)
+		}
+		_, err := pipe.Exec(ctx)
+		for i, c := range batch {
+			c.ids, c.err = o.batch, cmds[i].Err()
+			if c.err == nil && err != nil {
+				c.err = err
+			}
+		}
+	}
+	lanes := newLanes(o.conns, o.concurrency, func(int) func([]*laneCall) { return exec })
+	return &benchTarget{
+		server: "go-redis " + op + " on the Redis at " + o.addr,
+		conns:  o.conns,
+		call:   lanes.call,
+		close:  rdb.Close,
+	}, nil
+}
+
+// laneCall is one caller's call through a lane; the caller reuses it.
+type laneCall struct {
+	wake chan bool // true: lead the next batch; false: answered
+	ids  int
+	err  error
+}
+
+// lanes spread callers over connections: caller w uses lane w mod len.
+// A lane runs one batch at a time on its connection. A caller that finds
+// its lane idle runs the batch itself (with one caller per lane that is
+// every call, with no goroutine in between); callers that arrive while a
+// batch is in flight queue, and when it ends the first of them leads the
+// next batch, made of every call queued meanwhile (pipelining). rpc and
+// redis-incr both go through lanes, so they pipeline alike.
+type lanes struct {
+	lanes []lane
+	calls []laneCall // one per caller, reused
+}
+
+type lane struct {
+	exec  func(batch []*laneCall)
+	mu    sync.Mutex
+	busy  bool
+	queue []*laneCall
+	spare []*laneCall
+}
+
+// newLanes makes n lanes for callers callers; exec(i) runs lane i's
+// batches on its connection.
+func newLanes(n, callers int, exec func(i int) func(batch []*laneCall)) *lanes {
+	ls := &lanes{lanes: make([]lane, n), calls: make([]laneCall, callers)}
+	for i := range ls.lanes {
+		ls.lanes[i].exec = exec(i)
+	}
+	for i := range ls.calls {
+		ls.calls[i].wake = make(chan bool, 1)
+	}
+	return ls
+}
+
+// call makes caller w's call on its lane and returns the IDs it got.
+func (ls *lanes) call(_ context.Context, w int) (int, error) {
+	c := &ls.calls[w]
+	ls.lanes[w%len(ls.lanes)].do(c)
+	return c.ids, c.err
+}
+
+func (l *lane) do(c *laneCall) {
+	l.mu.Lock()
+	l.queue = append(l.queue, c)
+	if l.busy {
+		l.mu.Unlock()
+		if lead := <-c.wake; !lead {
+			return
+		}
+		l.mu.Lock()
+	}
+	l.busy = true
+	batch := l.queue
+	l.queue, l.spare = l.spare[:0], nil
+	l.mu.Unlock()
+
+	l.exec(batch)
+	for _, o := range batch {
+		if o != c {
+			o.wake <- false
+		}
+	}
+	l.mu.Lock()
+	l.spare = batch[:0]
+	if len(l.queue) > 0 {
+		l.queue[0].wake <- true // it leads the next batch; busy stays set
+	} else {
+		l.busy = false
+	}
+	l.mu.Unlock()
+}
+
+// rpcConn is one connection of the rpc target, used by one lane's leader
+// at a time.
+type rpcConn struct {
+	addr  string
+	batch int
+	nc    net.Conn
+	rd    *wire.Reader
+	enc   *wire.Encoder
+	out   []byte
+	msgid uint32
+	ids   []uint64
+}
+
+func openRPC(o benchOptions, addr string) (*benchTarget, error) {
+	conns := make([]*rpcConn, o.conns)
+	for i := range conns {
+		conns[i] = &rpcConn{addr: addr, batch: o.batch, enc: wire.NewEncoder()}
+	}
+	closeAll := func() error {
+		var errs []error
+		for _, c := range conns {
+			if c.nc != nil {
+				errs = append(errs, c.nc.Close())
+			}
+		}
+		return errors.Join(errs...)
+	}
+	// The first connection asks what the server allows.
+	info, err := conns[0].info()
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("rpc: %s: %w", addr, err), closeAll())
+	}
+	if uint64(o.batch) > info.MaxBatch {
+		closeAll()
+		return nil, fmt.Errorf("%w: --batch %d: the server at %s allows at most %d (max_batch)", errUsage, o.batch, addr, info.MaxBatch)
+	}
+	ls := newLanes(o.conns, o.concurrency, func(i int) func([]*laneCall) { return conns[i].exec })
+	method := wire.MethodGenID
+	if o.batch > 1 {
+		method = fmt.Sprintf("%s {count: %d}", wire.MethodGenIDs, o.batch)
+	}
+	return &benchTarget{
+		server: "MessagePack-RPC " + method + " to the central server at " + addr,
+		conns:  o.conns,
+		call:   ls.call,
+		close:  closeAll,
+	}, nil
+}
+
+// dial connects if not connected.
+func (c *rpcConn) dial() error {
+	if c.nc != nil {
+		return nil
+	}
+	nc, err := net.DialTimeout("tcp", c.addr, benchIOTimeout)
+	if err != nil {
+		return err
+	}
+	c.nc = nc
+	c.rd = wire.NewReader(nc, wire.MaxResponseBytes(max(c.batch, central.DefaultMaxBatch)))
+	return nil
+}
+
+// info calls Vesta.Info.
+func (c *rpcConn) info() (wire.Info, error) {
+	var info wire.Info
+	if err := c.dial(); err != nil {
+		return info, err
+	}
+	c.msgid++
+	c.out, _ = c.enc.AppendRequest(c.out[:0], c.msgid, wire.MethodInfo, nil)
+	first, err := c.roundTrip(1, func(r wire.Response) error {
+		if r.Error != nil {
+			return r.Error
+		}
+		return wire.DecodeResult(r.Result, &info)
+	})
+	return info, errors.Join(err, first)
+}
+
+// roundTrip writes c.out and reads n answers, handing each to answer; it
+// returns answer's first error, or the connection's (then closed).
+func (c *rpcConn) roundTrip(n int, answer func(wire.Response) error) (first, connErr error) {
+	c.nc.SetDeadline(time.Now().Add(benchIOTimeout))
+	if _, err := c.nc.Write(c.out); err != nil {
+		return nil, c.broken(err)
+	}
+	for range n {
+		f, err := c.rd.Next()
+		if err != nil {
+			return nil, c.broken(err)
+		}
+		resp, err := wire.DecodeResponse(f)
+		if err != nil {
+			return nil, c.broken(err)
+		}
+		if err := answer(resp); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first, nil
+}
+
+// broken closes the connection after an error; the next call redials.
+func (c *rpcConn) broken(err error) error {
+	c.nc.Close()
+	c.nc, c.rd = nil, nil
+	return err
+}
+
+// exec sends the batch's calls in one write and reads their answers,
+// matched by msgid (the server may answer out of order).
+func (c *rpcConn) exec(batch []*laneCall) {
+	fail := func(err error) {
+		for _, lc := range batch {
+			lc.ids, lc.err = 0, err
+		}
+	}
+	if err := c.dial(); err != nil {
+		fail(err)
+		return
+	}
+	c.out = c.out[:0]
+	base := c.msgid + 1
+	for range batch {
+		c.msgid++
+		if c.batch == 1 {
+			c.out, _ = c.enc.AppendRequest(c.out, c.msgid, wire.MethodGenID, nil)
+		} else {
+			c.out, _ = c.enc.AppendRequest(c.out, c.msgid, wire.MethodGenIDs, &wire.GenIDsParams{Count: uint64(c.batch)})
+		}
+	}
+	for _, lc := range batch {
+		lc.ids, lc.err = 0, errors.New("rpc: no answer")
+	}
+	_, err := c.roundTrip(len(batch), func(r wire.Response) error {
+		i := r.MsgID - base
+		if int(i) >= len(batch) { // uint32 arithmetic: msgids wrap
+			return fmt.Errorf("rpc: answer to msgid %d, which was not asked", r.MsgID)
+		}
+		lc := batch[i]
+		switch {
+		case r.Error != nil:
+			lc.err = r.Error
+		case c.batch == 1:
+			var id uint64
+			if lc.err = wire.DecodeResult(r.Result, &id); lc.err == nil {
+				lc.ids = 1
+			}
+		default:
+			if lc.err = wire.DecodeResult(r.Result, &c.ids); lc.err == nil {
+				lc.ids = len(c.ids)
+				if lc.ids != c.batch {
+					lc.err = fmt.Errorf("rpc: %d IDs for a count of %d", lc.ids, c.batch)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		fail(err)
+	}
+}
+
+// httpTarget calls one URL with a keep-alive client of conns connections.
+func httpTarget(o benchOptions, url string, check func(body []byte) (int, error)) *benchTarget {
+	tr := &http.Transport{
+		MaxConnsPerHost: o.conns, MaxIdleConnsPerHost: o.conns, MaxIdleConns: o.conns,
+		DisableCompression: true, IdleConnTimeout: time.Minute,
+	}
+	hc := &http.Client{Transport: tr, Timeout: benchIOTimeout}
+	reqs := make([]*http.Request, o.concurrency)
+	bufs := make([]bytes.Buffer, o.concurrency)
+	for w := range reqs {
+		reqs[w], _ = http.NewRequest(http.MethodGet, url, nil)
+	}
+	return &benchTarget{
+		conns: o.conns,
+		call: func(ctx context.Context, w int) (int, error) {
+			// A request is reused once its answer's body is closed.
+			res, err := hc.Do(reqs[w].WithContext(ctx))
+			if err != nil {
+				return 0, err
+			}
+			b := &bufs[w]
+			b.Reset()
+			_, err = b.ReadFrom(res.Body)
+			res.Body.Close()
+			if err != nil {
+				return 0, err
+			}
+			if res.StatusCode != http.StatusOK {
+				return 0, fmt.Errorf("GET %s: %s: %.200s", url, res.Status, b.Bytes())
+			}
+			return check(b.Bytes())
+		},
+		close: func() error { tr.CloseIdleConnections(); return nil },
+	}
+}
+
+func openREST(o benchOptions, addr string) (*benchTarget, error) {
+	base := "http://" + addr
+	if o.batch > 1 {
+		var info struct {
+			MaxBatch int `json:"max_batch"`
+		}
+		if err := getJSON(base+"/v1/info", &info); err != nil {
+			return nil, fmt.Errorf("rest: %w", err)
+		}
+		if o.batch > info.MaxBatch {
+			return nil, fmt.Errorf("%w: --batch %d: the server at %s allows at most %d (max_batch)", errUsage, o.batch, addr, info.MaxBatch)
+		}
+	}
+	url := base + "/genid"
+	check := func(body []byte) (int, error) {
+		if _, err := strconv.ParseUint(string(bytes.TrimSpace(body)), 10, 64); err != nil {
+			return 0, fmt.Errorf("GET /genid: %q is not an ID", body)
+		}
+		return 1, nil
+	}
+	if o.batch > 1 {
+		url = base + "/v1/ids?count=" + strconv.Itoa(o.batch)
+		// {"ids":["…",…]}: two quotes per ID, two around the key. Counting
+		// costs the load far less than decoding.
+		check = func(body []byte) (int, error) {
+			n := (bytes.Count(body, []byte{'"'}) - 2) / 2
+			if n != o.batch {
+				return 0, fmt.Errorf("GET /v1/ids: %d IDs for a count of %d", n, o.batch)
+			}
+			return n, nil
+		}
+	}
+	tg := httpTarget(o, url, check)
+	tg.server = "HTTP GET " + url[len(base):] + " to the REST server at " + addr
+	return tg, nil
+}
+
+func getJSON(url string, v any) error {
+	hc := &http.Client{Timeout: benchIOTimeout}
+	res, err := hc.Get(url)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, res.Status)
+	}
+	return json.NewDecoder(io.LimitReader(res.Body, 1<<20)).Decode(v)
+}
+
+// openBaseline starts the trivial handler on the REST server's stack:
+// net/http's server with the REST server's timeouts and limits, echo v4
+// routing, a plain-text answer of an ID's length. What it lacks is what
+// the REST server adds: its middleware (metrics, access log, request
+// deadline) and issuing.
+func openBaseline(o benchOptions) (*benchTarget, error) {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.GET("/genid", func(c echo.Context) error { return c.String(http.StatusOK, baselineBody) })
+	hs := &http.Server{
+		Handler:           e,
+		ReadHeaderTimeout: rest.DefaultRequestTimeout,
+		ReadTimeout:       rest.DefaultRequestTimeout,
+		WriteTimeout:      2 * rest.DefaultRequestTimeout,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    32 << 10,
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { hs.Serve(ln) })
+	url := "http://" + ln.Addr().String() + "/genid"
+	tg := httpTarget(o, url, func(body []byte) (int, error) {
+		if string(body) != baselineBody {
+			return 0, fmt.Errorf("GET %s: %q", url, body)
+		}
+		return 1, nil
+	})
+	tg.server = "trivial echo handler at " + ln.Addr().String() + " (in-process)"
+	closeClient := tg.close
+	tg.close = func() error {
+		err := closeClient()
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		err = errors.Join(err, hs.Shutdown(ctx))
+		wg.Wait()
+		return err
+	}
+	return tg, nil
+}

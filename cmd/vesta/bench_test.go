@@ -1,0 +1,342 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/vesta-go/vesta/central"
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/redistest"
+)
+
+// startCentral serves a fresh generator (machine 1000) over MessagePack-RPC
+// on 127.0.0.1:0 until the test ends.
+func startCentral(tb testing.TB, cfg central.Config) string {
+	tb.Helper()
+	gcfg := core.DefaultConfig()
+	gcfg.Machine = 1000
+	gen, err := core.New(context.Background(), gcfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv, err := central.NewServer(gen, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { srv.Serve(ln) })
+	tb.Cleanup(func() {
+		srv.Close()
+		wg.Wait()
+		gen.Close()
+	})
+	return ln.Addr().String()
+}
+
+// closedPort is an address nobody listens on.
+func closedPort(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func TestBenchFlags(t *testing.T) {
+	small := startCentral(t, central.Config{MaxBatch: 100})
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // in stderr
+	}{
+		{"no target", []string{"bench"}, "accepts 1 arg"},
+		{"two targets", []string{"bench", "rpc", "rest"}, "accepts 1 arg"},
+		{"unknown target", []string{"bench", "grpc"}, `TARGET "grpc"; want one of embedded, rpc, rest, client, redis-incr, http-baseline`},
+		{"concurrency 0", []string{"bench", "embedded", "--concurrency", "0"}, "--concurrency 0; want 1-4096"},
+		{"concurrency absurd", []string{"bench", "rpc", "-c", "100000"}, "--concurrency 100000; want 1-4096"},
+		{"concurrency not a number", []string{"bench", "rpc", "-c", "many"}, `"many" for "-c, --concurrency"`},
+		{"duration 0", []string{"bench", "embedded", "--duration", "0s"}, "--duration 0s; want more than 0"},
+		{"duration negative", []string{"bench", "embedded", "-d", "-1s"}, "--duration -1s"},
+		{"duration absurd", []string{"bench", "embedded", "-d", "1000h"}, "--duration 1000h0m0s; want more than 0 and at most 24h0m0s"},
+		{"duration not a duration", []string{"bench", "embedded", "-d", "10"}, `"10" for "-d, --duration"`},
+		{"warmup negative", []string{"bench", "embedded", "--warmup", "-1s"}, "--warmup -1s; want 0 to 1h0m0s"},
+		{"batch 0", []string{"bench", "rpc", "--batch", "0"}, "--batch 0; want 1-10000 (max_batch)"},
+		{"batch above max_batch", []string{"bench", "rest", "-b", "10001"}, "--batch 10001; want 1-10000 (max_batch)"},
+		{"batch above the server's max_batch", []string{"bench", "rpc", "--addr", small, "-b", "101"}, "--batch 101: the server at " + small + " allows at most 100 (max_batch)"},
+		{"batch for the baseline", []string{"bench", "http-baseline", "-b", "2"}, "--batch 2: http-baseline issues no IDs"},
+		{"conns 0", []string{"bench", "rpc", "--conns", "0"}, "--conns 0; want 1-1024"},
+		{"conns above the client's", []string{"bench", "client", "--conns", "65"}, "--conns 65; want 1-64"},
+		{"conns for embedded", []string{"bench", "embedded", "--conns", "2"}, "--conns: the embedded target makes no connections"},
+		{"redis without addr", []string{"bench", "redis-incr"}, "--addr: redis-incr needs the host:port of a Redis server"},
+		{"addr for embedded", []string{"bench", "embedded", "--addr", "127.0.0.1:7070"}, `--addr "127.0.0.1:7070": the embedded target runs in this process`},
+		{"addr for the baseline", []string{"bench", "http-baseline", "--addr", "127.0.0.1:80"}, "the http-baseline target runs in this process"},
+		{"addr without port", []string{"bench", "rpc", "--addr", "localhost"}, `--addr "localhost": want host:port`},
+		{"addr without host", []string{"bench", "rest", "--addr", ":7080"}, `--addr ":7080": want host:port`},
+		{"addr port 0", []string{"bench", "client", "--addr", "127.0.0.1:0"}, `--addr "127.0.0.1:0": port "0"; want 1-65535`},
+		{"addr port too high", []string{"bench", "redis-incr", "--addr", "127.0.0.1:70000"}, `port "70000"; want 1-65535`},
+		{"unknown flag", []string{"bench", "rpc", "--callers", "3"}, "unknown flag: --callers"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := cli(t, "", tc.args...)
+			if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want exit 2 and %q", r.code, r.stderr, tc.want)
+			}
+			if r.stdout != "" {
+				t.Errorf("stdout %q; want nothing", r.stdout)
+			}
+		})
+	}
+}
+
+// benchJSONKeys are the keys of --json, in order.
+var benchJSONKeys = []string{"target", "concurrency", "batch", "seconds", "calls", "ids", "calls_per_sec",
+	"ids_per_sec", "p50_us", "p99_us", "p999_us", "max_us", "errors"}
+
+// benchJSON runs a bench with --json and checks the object's shape and
+// consistency.
+func benchJSON(t *testing.T, args ...string) benchResult {
+	t.Helper()
+	r := cli(t, "", append(append([]string{"bench"}, args...), "--json", "-d", "300ms")...)
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if strings.Count(r.stdout, "\n") != 1 {
+		t.Fatalf("stdout holds %d lines; want one JSON object:\n%s", strings.Count(r.stdout, "\n"), r.stdout)
+	}
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	var keys []string
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("not a JSON object: %s", r.stdout)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, tok.(string))
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(keys, benchJSONKeys) {
+		t.Errorf("keys %v; want %v", keys, benchJSONKeys)
+	}
+	var res benchResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.stderr, "calls/s so far") && res.Seconds >= 1 {
+		t.Errorf("no progress line on stderr: %s", r.stderr)
+	}
+	return res
+}
+
+func checkResult(t *testing.T, res benchResult, target string, concurrency, batch int) {
+	t.Helper()
+	if res.Target != target || res.Concurrency != concurrency || res.Batch != batch {
+		t.Errorf("target %q, concurrency %d, batch %d; want %q, %d, %d", res.Target, res.Concurrency, res.Batch, target, concurrency, batch)
+	}
+	if res.Calls == 0 || res.Errors != 0 || res.IDs != res.Calls*uint64(batch) {
+		t.Errorf("calls %d, ids %d, errors %d; want calls > 0, ids = calls × %d, no error", res.Calls, res.IDs, res.Errors, batch)
+	}
+	if res.Seconds <= 0 || res.CallsPerSec <= 0 || res.IDsPerSec < res.CallsPerSec {
+		t.Errorf("seconds %v, calls/s %v, ids/s %v", res.Seconds, res.CallsPerSec, res.IDsPerSec)
+	}
+	if !(0 < res.P50us && res.P50us <= res.P99us && res.P99us <= res.P999us && res.P999us <= res.MaxUs*1.01) {
+		t.Errorf("latencies p50 %v, p99 %v, p99.9 %v, max %v µs; want 0 < p50 ≤ p99 ≤ p99.9 ≤ max",
+			res.P50us, res.P99us, res.P999us, res.MaxUs)
+	}
+}
+
+func TestBenchTargets(t *testing.T) {
+	rpcAddr := startCentral(t, central.Config{})
+	rds := redistest.Start(t)
+	for _, tc := range []struct {
+		name               string
+		target             string
+		concurrency, batch int
+		args               []string
+	}{
+		{"embedded", "embedded", 4, 1, nil},
+		{"embedded batch", "embedded", 2, 100, nil},
+		{"rpc in-process", "rpc", 4, 1, nil},
+		{"rpc at addr, pipelined", "rpc", 8, 1, []string{"--addr", rpcAddr, "--conns", "2"}},
+		{"rpc batch", "rpc", 2, 1000, []string{"--addr", rpcAddr}},
+		{"rest", "rest", 4, 1, nil},
+		{"rest batch", "rest", 2, 50, nil},
+		{"client", "client", 4, 1, nil},
+		{"client at addr, batch", "client", 3, 7, []string{"--addr", rpcAddr, "--conns", "1"}},
+		{"redis-incr", "redis-incr", 4, 1, []string{"--addr", rds.Addr()}},
+		{"redis-incr pipelined, batch", "redis-incr", 8, 5, []string{"--addr", rds.Addr(), "--conns", "2"}},
+		{"http-baseline", "http-baseline", 4, 1, nil},
+		{"warm-up", "rpc", 2, 1, []string{"--addr", rpcAddr, "--warmup", "100ms"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{tc.target, "-c", strconv.Itoa(tc.concurrency), "-b", strconv.Itoa(tc.batch)}, tc.args...)
+			res := benchJSON(t, args...)
+			checkResult(t, res, tc.target, tc.concurrency, tc.batch)
+		})
+	}
+
+	// Every INCR counted was made: Redis holds at least as many.
+	rdb := redis.NewClient(&redis.Options{Addr: rds.Addr()})
+	defer rdb.Close()
+	n, err := rdb.Get(context.Background(), "vesta:bench:incr").Uint64()
+	if err != nil || n == 0 {
+		t.Errorf("the counter in Redis: %d, %v", n, err)
+	}
+}
+
+func TestBenchTable(t *testing.T) {
+	r := cli(t, "", "bench", "rpc", "-c", "2", "-d", "200ms", "--conns", "1")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, row := range []string{"target       rpc\n", "concurrency  2\n", "connections  1\n", "batch        1\n",
+		"calls/s", "ids/s", "p50 µs", "p99 µs", "p99.9 µs", "max µs", "errors       0\n", "(in-process, no --addr)"} {
+		if !strings.Contains(r.stdout, row) {
+			t.Errorf("table lacks %q:\n%s", row, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stderr, "vesta bench: rpc: MessagePack-RPC Vesta.GenID") {
+		t.Errorf("stderr does not say what runs: %s", r.stderr)
+	}
+}
+
+// A server that cannot be reached is an error (exit 1) naming it.
+func TestBenchUnreachable(t *testing.T) {
+	addr := closedPort(t)
+	for _, target := range []string{"rpc", "rest", "redis-incr"} {
+		t.Run(target, func(t *testing.T) {
+			r := cli(t, "", "bench", target, "--addr", addr, "-d", "100ms", "-c", "1", "--json")
+			if r.code != 1 || !strings.Contains(r.stderr, "connection refused") {
+				t.Errorf("exit %d, stderr %q; want exit 1 and connection refused", r.code, r.stderr)
+			}
+		})
+	}
+}
+
+// Lanes answer every call once, with its own result, and pipeline the
+// calls that queue while a batch is in flight.
+func TestLanes(t *testing.T) {
+	const callers, conns, rounds = 16, 3, 200
+	var inFlight [conns]atomic.Int32
+	var batches, calls, maxBatch atomic.Int64
+	ls := newLanes(conns, callers, func(i int) func([]*laneCall) {
+		return func(batch []*laneCall) {
+			if inFlight[i].Add(1) != 1 {
+				t.Errorf("lane %d runs two batches at once", i)
+			}
+			for j, c := range batch {
+				c.ids, c.err = j+1, nil // a result of its own: its place
+			}
+			batches.Add(1)
+			calls.Add(int64(len(batch)))
+			for m := maxBatch.Load(); int64(len(batch)) > m && !maxBatch.CompareAndSwap(m, int64(len(batch))); m = maxBatch.Load() {
+			}
+			inFlight[i].Add(-1)
+		}
+	})
+	var wg sync.WaitGroup
+	for w := range callers {
+		wg.Go(func() {
+			for range rounds {
+				n, err := ls.call(context.Background(), w)
+				if err != nil || n < 1 || n > callers {
+					t.Errorf("caller %d: %d, %v", w, n, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if calls.Load() != callers*rounds {
+		t.Errorf("%d calls ran; want %d", calls.Load(), callers*rounds)
+	}
+	t.Logf("%d batches, largest %d", batches.Load(), maxBatch.Load())
+}
+
+// Calls that queue while their lane's batch is in flight go out together in
+// the next batch, led by the first of them, and each gets its own answer.
+func TestLanesPipeline(t *testing.T) {
+	const callers = 8
+	release := make(chan struct{})
+	var (
+		mu    sync.Mutex
+		sizes []int
+		index = map[*laneCall]int{} // each call's caller, its answer
+	)
+	ls := newLanes(1, callers, func(int) func([]*laneCall) {
+		return func(batch []*laneCall) {
+			mu.Lock()
+			sizes = append(sizes, len(batch))
+			first := len(sizes) == 1
+			mu.Unlock()
+			if first {
+				<-release
+			}
+			for _, c := range batch {
+				c.ids = index[c]
+			}
+		}
+	})
+	for w := range ls.calls {
+		index[&ls.calls[w]] = w
+	}
+	l := &ls.lanes[0]
+	queued := func(n int) {
+		for {
+			l.mu.Lock()
+			busy, q := l.busy, len(l.queue)
+			l.mu.Unlock()
+			if busy && q == n {
+				return
+			}
+			runtime.Gosched()
+		}
+	}
+	got := make([]int, callers)
+	var wg sync.WaitGroup
+	call := func(w int) {
+		wg.Go(func() {
+			n, err := ls.call(context.Background(), w)
+			if err != nil {
+				t.Error(err)
+			}
+			got[w] = n
+		})
+	}
+	call(0)
+	queued(0) // caller 0 leads the first batch, which waits for release
+	for w := 1; w < callers; w++ {
+		call(w)
+	}
+	queued(callers - 1)
+	close(release)
+	wg.Wait()
+	if !slices.Equal(sizes, []int{1, callers - 1}) {
+		t.Errorf("batches of %v; want [1 %d]", sizes, callers-1)
+	}
+	for w, n := range got {
+		if n != w {
+			t.Errorf("caller %d got the answer of caller %d", w, n)
+		}
+	}
+}
