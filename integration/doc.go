@@ -1,0 +1,37 @@
+// Package integration holds vesta's end-to-end fault tests: real `vesta
+// serve` processes, a real redis-server and clients (package client, package
+// embed, raw MessagePack-RPC connections built on package central/wire, and
+// plain HTTP), all on 127.0.0.1 with ports chosen by the kernel.
+//
+// The binary is built once per test run, with -race when the tests run with
+// it, so a data race inside a server under fault fails the test that caused
+// it. Every server's log is read as JSON (--log-format json); the addresses
+// it listens on come from its "serving" record.
+//
+// Each scenario collects every ID it was given and checks, independently of
+// package core's decoder, that no ID appears twice, that every ID carries
+// the method and a machine ID of the range its issuer may use, and that IDs
+// a single caller got through sequential calls strictly increase per
+// machine ID (the generator's order, which a restarted or re-keyed issuer
+// must continue above its time guard's mark).
+//
+// The scenarios:
+//
+//   - TestFleet: three central servers (one also serving REST), two Go
+//     clients with prefetch and two embedded issuers, all leasing machine IDs
+//     from one Redis, under sustained load: millions of IDs, no duplicate.
+//   - TestFailover: kill -9 of one server, then of all (the clients fall
+//     back to embedded issuing), then a restart (they return): no call
+//     fails, and each restarted machine ID continues above its mark.
+//   - TestTimeGuardBehind: a server whose time guard's mark is ahead of the
+//     clock waits for it, or refuses to start naming the gap.
+//   - TestRedisOutage: Redis killed under load: leased servers fence before
+//     their leases could expire, then recover when Redis comes back empty.
+//   - TestHostileClients: garbage, slow, flooding and oversized clients of
+//     both protocols beside well-behaved ones, which see no error.
+//   - TestGracefulShutdown: SIGTERM under pipelined load: every request the
+//     server read is answered before its connection closes.
+//
+// The package holds no code outside its tests; this file is its
+// documentation.
+package integration

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package integration_test
+
+import "syscall"
+
+func procAttr() *syscall.SysProcAttr { return nil }
