@@ -63,10 +63,11 @@ func TestFleet(t *testing.T) {
 				return batch(direct, func() ([]core.ID, error) { return c.NextIDs(ctx, 25000) })
 			})
 		}
-		// Taken from the prefetch buffer. Not checked for order: the
-		// buffer holds refills from several servers back to back, and
-		// NextIDs returns such a slice as it lies (reported; see
-		// TestPrefetchBatchOrder in the report of the integration suite).
+		// Taken from the prefetch buffer. Not checked for order (yet):
+		// NextIDs returns a slice of the buffer as it lies, and the buffer
+		// holds refills from several servers back to back, so such a
+		// batch is not always increasing, as NextIDs promises. Reported
+		// to the client's owner; use batch() here once it is fixed.
 		buffered := led.stream(fmt.Sprintf("client-%d/NextIDs(1000)", i+1), false, core.Central)
 		ld.worker(buffered.name, func(ctx context.Context, _ int) (int, error) {
 			ids, err := c.NextIDs(ctx, 1000)

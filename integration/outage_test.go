@@ -78,7 +78,10 @@ func (o *outcomes) count(code string) int {
 func TestRedisOutage(t *testing.T) {
 	rds := redistest.Start(t)
 	rc := redisClient(t, rds)
-	const prefix, ttl = "outage", 4 * time.Second // fenced 2s after the last renewal
+	// With a 5s lease the servers renew every 1.67s and fence themselves
+	// 2.5s after the last renewal that succeeded (a safety margin of half
+	// the TTL), so Redis down for 4s fences them for 1.5s at least.
+	const prefix, ttl, down = "outage", 5 * time.Second, 4 * time.Second
 	env := func(kv ...string) map[string]string {
 		return serverEnv(t, rds, prefix, ttl, append([]string{"VESTA_ID_TYPE", "min-granularity"}, kv...)...)
 	}
@@ -171,7 +174,7 @@ func TestRedisOutage(t *testing.T) {
 	rds.Kill()
 	killed := time.Now()
 	t.Logf("killed Redis; the leases expire at %v", expiry)
-	time.Sleep(ttl)
+	time.Sleep(down)
 
 	ld.setPhase(redisBack)
 	rds.Restart()
