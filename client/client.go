@@ -228,15 +228,18 @@ func (c *Client) NextIDs(ctx context.Context, n int) ([]core.ID, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("client: NextIDs(%d): %w", n, core.ErrInvalidCount)
 	}
+	var ids []core.ID
 	if c.pf != nil {
-		if ids := c.pf.takeN(n); ids != nil {
-			return ids, nil
+		ids = c.pf.takeN(n)
+	}
+	if ids == nil {
+		var err error
+		if ids, err = c.issue(ctx, make([]core.ID, 0, n), n); err != nil {
+			return nil, err
 		}
 	}
-	ids, err := c.issue(ctx, make([]core.ID, 0, n), n)
-	if err != nil {
-		return nil, err
-	}
+	// Pieces from several servers (GenIDs split at max_batch, refills of
+	// the prefetch buffer, the fallback) interleave: sort them.
 	if !slices.IsSorted(ids) {
 		slices.Sort(ids)
 	}

@@ -94,10 +94,7 @@ func TestFailover(t *testing.T) {
 			}
 			pace.took(len(ids))
 			str[p].add(ids...)
-			if ordered { // see TestFleet on batches from the prefetch buffer (not yet increasing)
-				err = increasing(ids)
-			}
-			return len(ids), err
+			return len(ids), increasing(ids)
 		})
 	}
 
