@@ -30,11 +30,12 @@ type conn struct {
 	ctx    context.Context // ends when the connection breaks or the server closes
 	cancel context.CancelFunc
 
-	draining atomic.Bool  // Shutdown: read nothing more
-	broken   atomic.Bool  // a write failed
-	waiting  atomic.Int32 // calls on goroutines of their own
-	calls    sync.WaitGroup
-	batch    sync.WaitGroup // calls of spawnBatched
+	draining   atomic.Bool  // Shutdown: read only what arrives before drainUntil
+	drainUntil atomic.Int64 // Unix ns
+	broken     atomic.Bool  // a write failed
+	waiting    atomic.Int32 // calls on goroutines of their own
+	calls      sync.WaitGroup
+	batch      sync.WaitGroup // calls of spawnBatched
 
 	wmu      sync.Mutex
 	enc      *wire.Encoder
@@ -48,10 +49,18 @@ func newConn(s *Server, nc net.Conn) *conn {
 	return &conn{s: s, nc: nc, ctx: ctx, cancel: cancel, enc: wire.NewEncoder()}
 }
 
-// drain makes the read loop stop reading; it then answers what it has read.
+// drainGrace is how long a connection keeps reading after Shutdown began:
+// calls the peer sent before it (in flight, or in the socket's buffer) are
+// read and answered; what comes later is not read.
+const drainGrace = 100 * time.Millisecond
+
+// drain makes the read loop stop reading once drainGrace has passed; it
+// then answers what it has read.
 func (c *conn) drain() {
+	until := time.Now().Add(drainGrace)
+	c.drainUntil.Store(until.UnixNano())
 	c.draining.Store(true)
-	c.nc.SetReadDeadline(time.Unix(1, 0)) // wakes a blocked Read
+	c.nc.SetReadDeadline(until) // bounds a blocked Read
 }
 
 func (c *conn) serve() {
@@ -160,7 +169,11 @@ func (c *conn) readLoop() error {
 		}
 		c.nc.SetReadDeadline(deadline)
 		if c.draining.Load() { // after setting the deadline: see drain
-			return nil
+			until := time.Unix(0, c.drainUntil.Load())
+			if !time.Now().Before(until) {
+				return nil
+			}
+			c.nc.SetReadDeadline(until)
 		}
 		n, err := c.nc.Read(buf[end:])
 		end += n

@@ -229,8 +229,10 @@ func (s *Server) beginShutdown() []*conn {
 	return conns
 }
 
-// Shutdown stops accepting connections and reading requests, answers every
-// request already read (waiting for calls that wait for the generator),
+// Shutdown stops accepting connections, and reading requests once what
+// peers sent before it has arrived (a grace of 100ms, so calls already in
+// flight or in the socket's buffer are not dropped); it answers every
+// request read (waiting for calls that wait for the generator),
 // flushes the answers and closes the connections. It returns when all are
 // closed, or when ctx ends: then it closes everything at once, like Close,
 // and returns ctx's error.

@@ -29,8 +29,8 @@
 //     their leases could expire, then recover when Redis comes back empty.
 //   - TestHostileClients: garbage, slow, flooding and oversized clients of
 //     both protocols beside well-behaved ones, which see no error.
-//   - TestGracefulShutdown: SIGTERM under pipelined load: every request the
-//     server read is answered before its connection closes.
+//   - TestGracefulShutdown: SIGTERM under pipelined load: every request
+//     sent before the signal is answered before its connection closes.
 //
 // The package holds no code outside its tests; this file is its
 // documentation.

@@ -129,11 +129,13 @@ func (p *pipeline) read() {
 }
 
 // TestGracefulShutdown sends SIGTERM to a server while pipelined raw
-// clients keep calls in flight. The server stops reading, answers every
-// request it has read, and closes each connection in order (a FIN after
-// the last answer, not a reset). So on every connection the answered
-// msgids are exactly 1..k: no call the server accepted is lost, and the
-// unanswered ones are a tail the server never read. The exit is clean,
+// clients keep calls in flight. The server reads what was sent before the
+// signal (and stops reading soon after), answers every request it has
+// read, and closes each connection in order (a FIN after the last answer,
+// not a reset). So on every connection the answered msgids are exactly
+// 1..k with k at least the calls written before SIGTERM: no call sent
+// before it is lost, and the unanswered ones are a tail the server never
+// read. The exit is clean,
 // and the final mark of the time guard is exact: the end of the last
 // second any answer was issued in, so nothing was issued that was not
 // answered. A restart continues above every answered ID.
@@ -182,6 +184,9 @@ func TestGracefulShutdown(t *testing.T) {
 		w := pp.written.Load()
 		if k > w {
 			t.Errorf("%s: %d answers to %d calls written", pp.name, k, w)
+		}
+		if k < before[i] {
+			t.Errorf("%s: %d answers, but %d calls were written before SIGTERM: the server must read what was sent before it stopped", pp.name, k, before[i])
 		}
 		s := led.stream(pp.name, false, core.Central)
 		for msgid := uint32(1); msgid <= k; msgid++ {
