@@ -112,8 +112,15 @@ type CentralConfig struct {
 	// MaxRequestBytes limits one request's size; zero does not validate.
 	MaxRequestBytes int `koanf:"max_request_bytes"`
 	// MaxConns limits open connections; zero does not validate.
-	MaxConns int        `koanf:"max_conns"`
-	TLS      CentralTLS `koanf:"tls"`
+	MaxConns int `koanf:"max_conns"`
+	// IdleTimeout closes a connection that sends nothing (while none of
+	// its calls waits); zero does not validate.
+	IdleTimeout time.Duration `koanf:"idle_timeout"`
+	// ReadTimeout bounds how long a request may take to arrive once it
+	// began (a peer sending half a frame and stalling), and the TLS
+	// handshake; zero does not validate.
+	ReadTimeout time.Duration `koanf:"read_timeout"`
+	TLS         CentralTLS    `koanf:"tls"`
 }
 
 // CentralTLS is the central server's TLS; all empty is plain TCP.
@@ -213,6 +220,7 @@ func DefaultConfig() Config {
 		TimeGuard: TimeGuardConfig{Dir: "./vesta-data", Window: 3 * time.Second, MaxStartupWait: 10 * time.Second},
 		Central: CentralConfig{
 			Listen: "127.0.0.1:7070", MaxBatch: 10000, MaxRequestBytes: 64 << 10, MaxConns: 10000,
+			IdleTimeout: 5 * time.Minute, ReadTimeout: 10 * time.Second,
 		},
 		REST:   RESTConfig{Listen: "127.0.0.1:7080"},
 		Client: ClientConfig{Servers: []string{}, Timeout: 200 * time.Millisecond, Retries: 2, Fallback: true},

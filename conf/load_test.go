@@ -171,6 +171,8 @@ func TestEnvMapping(t *testing.T) {
 		"VESTA_CENTRAL_MAX_BATCH=500",
 		"VESTA_CENTRAL_MAX_REQUEST_BYTES=1024",
 		"VESTA_CENTRAL_MAX_CONNS=7",
+		"VESTA_CENTRAL_IDLE_TIMEOUT=1m",
+		"VESTA_CENTRAL_READ_TIMEOUT=2s",
 		"VESTA_CENTRAL_TLS_CERT=c.pem",
 		"VESTA_CENTRAL_TLS_KEY=k.pem",
 		"VESTA_CENTRAL_TLS_CLIENT_CA=ca.pem",
@@ -183,6 +185,7 @@ func TestEnvMapping(t *testing.T) {
 		"VESTA_CLIENT_RETRIES=0",
 		"VESTA_CLIENT_PREFETCH=100",
 		"VESTA_CLIENT_FALLBACK=false",
+		"VESTA_METRICS_LISTEN=127.0.0.1:9090",
 		"VESTA_LOG_LEVEL=warn",
 		"VESTA_LOG_FORMAT=json",
 	}})
@@ -198,16 +201,18 @@ func TestEnvMapping(t *testing.T) {
 		},
 		TimeGuard: conf.TimeGuardConfig{Window: 5 * time.Millisecond, MaxStartupWait: time.Minute},
 		Central: conf.CentralConfig{Listen: "127.0.0.1:0", MaxBatch: 500, MaxRequestBytes: 1024, MaxConns: 7,
+			IdleTimeout: time.Minute, ReadTimeout: 2 * time.Second,
 			TLS: conf.CentralTLS{Cert: "c.pem", Key: "k.pem", ClientCA: "ca.pem"}},
-		REST:   conf.RESTConfig{Listen: ":8080", Token: "tok", TLS: conf.RESTTLS{Cert: "c.pem", Key: "k.pem"}},
-		Client: conf.ClientConfig{Servers: []string{"a:1", "b:2"}, Timeout: time.Second, Prefetch: 100},
-		Log:    conf.LogConfig{Level: "warn", Format: "json"},
+		REST:    conf.RESTConfig{Listen: ":8080", Token: "tok", TLS: conf.RESTTLS{Cert: "c.pem", Key: "k.pem"}},
+		Client:  conf.ClientConfig{Servers: []string{"a:1", "b:2"}, Timeout: time.Second, Prefetch: 100},
+		Metrics: conf.MetricsConfig{Listen: "127.0.0.1:9090"},
+		Log:     conf.LogConfig{Level: "warn", Format: "json"},
 	}
 	if got := l.Config; !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n%v\nwant\n%v", got, want)
 	}
-	if len(l.Env) != 38 {
-		t.Errorf("%d variables applied; want 38", len(l.Env))
+	if len(l.Env) != 41 {
+		t.Errorf("%d variables applied; want 41", len(l.Env))
 	}
 }
 

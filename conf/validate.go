@@ -190,6 +190,14 @@ func (c CentralConfig) validate(ck *checker) {
 	checkInt(ck, "central.max_batch", c.MaxBatch, 1, maxBatchLimit)
 	checkInt(ck, "central.max_request_bytes", c.MaxRequestBytes, minRequestBytes, maxRequestBytes)
 	checkInt(ck, "central.max_conns", c.MaxConns, 1, maxConnsLimit)
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"central.idle_timeout", c.IdleTimeout}, {"central.read_timeout", c.ReadTimeout}} {
+		if d.v < 10*time.Millisecond || d.v > 24*time.Hour {
+			ck.add(d.key, "%s; want 10ms to 24h", d.v)
+		}
+	}
 	checkPair(ck, "central.tls", c.TLS.Cert, c.TLS.Key)
 	if c.TLS.ClientCA != "" && c.TLS.Cert == "" {
 		ck.add("central.tls.client_ca", "set without central.tls.cert; client certificates need the server's own cert and key")

@@ -121,6 +121,8 @@ func invalidCases(t testing.TB) []struct {
 		{"rest.listen", func(c *conf.Config) { c.REST.Listen = "localhost:http" }, `"localhost:http"; want host:port`},
 		{"rest.listen", func(c *conf.Config) { c.REST.Listen = c.Central.Listen }, `"127.0.0.1:7070" is also central.listen`},
 		{"metrics.listen", func(c *conf.Config) { c.Metrics.Listen = "9090" }, `"9090"; want host:port`},
+		{"central.idle_timeout", func(c *conf.Config) { c.Central.IdleTimeout = 0 }, "0s; want 10ms to 24h"},
+		{"central.read_timeout", func(c *conf.Config) { c.Central.ReadTimeout = -time.Second }, "-1s; want 10ms to 24h"},
 		{"metrics.listen", func(c *conf.Config) { c.Metrics.Listen = c.REST.Listen }, `"127.0.0.1:7080" is also central.listen or rest.listen`},
 		{"rest.token", func(c *conf.Config) { c.REST.Token = "abc def" }, "whitespace or control characters"},
 		{"rest.token", func(c *conf.Config) { c.REST.Token = "abc\r" }, "(the token is not shown)"},
