@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,7 +51,9 @@ type benchOptions struct {
 	duration    time.Duration
 	warmup      time.Duration
 	batch       int
+	align       bool
 	json        bool
+	cpuProfile  string
 }
 
 const benchLong = `Drive one target with --concurrency callers for --duration and report calls/s,
@@ -92,12 +96,16 @@ not pipeline). So no target gets a trick its anchor does not.
 
 Rates just after start may include up to max_borrow (1s) of IDs borrowed ahead
 of the clock, beyond the sequence ceiling (1,048,576 IDs/s for max-peak);
---warmup D runs the load for D before measuring, so that the credit is spent.`
+--warmup D runs the load for D before measuring, so that the credit is spent.
+A server at that ceiling issues each second's IDs in a burst as the second
+begins: --align starts measuring at the middle of a wall-clock second and
+takes whole seconds, so that each burst is counted once (the generator's
+clock is the wall clock's, read at its start).`
 
 func newBenchCmd() *cobra.Command {
 	var o benchOptions
 	cmd := &cobra.Command{
-		Use:   "bench TARGET [--addr A] [--concurrency C] [--duration D] [--batch B] [--conns N] [--warmup D] [--json]",
+		Use:   "bench TARGET [--addr A] [--concurrency C] [--duration D] [--batch B] [--conns N] [--warmup D] [--align] [--json]",
 		Short: "Load-test a target (embedded, rpc, rest, client) or an anchor (redis-incr, http-baseline)",
 		Long:  benchLong,
 		Args:  cobra.ExactArgs(1),
@@ -116,7 +124,9 @@ func newBenchCmd() *cobra.Command {
 	fs.DurationVarP(&o.duration, "duration", "d", 10*time.Second, "how long to measure")
 	fs.DurationVar(&o.warmup, "warmup", 0, "how long to run before measuring")
 	fs.IntVarP(&o.batch, "batch", "b", 1, "IDs per call (1 = one ID per call)")
+	fs.BoolVar(&o.align, "align", false, "measure whole seconds from the middle of a wall-clock second")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object instead of a table")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (load, and the server when in-process) to `FILE`, for go tool pprof")
 	return cmd
 }
 
@@ -135,6 +145,9 @@ func (o *benchOptions) validate(connsSet bool) error {
 	}
 	if o.duration <= 0 || o.duration > maxBenchDuration {
 		return fmt.Errorf("%w: --duration %v; want more than 0 and at most %v", errUsage, o.duration, maxBenchDuration)
+	}
+	if o.align && o.duration%time.Second != 0 {
+		return fmt.Errorf("%w: --duration %v: with --align, want whole seconds", errUsage, o.duration)
 	}
 	if o.warmup < 0 || o.warmup > maxBenchWarmup {
 		return fmt.Errorf("%w: --warmup %v; want 0 to %v", errUsage, o.warmup, maxBenchWarmup)
@@ -248,7 +261,20 @@ func runBench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) (er
 	}
 	fmt.Fprintln(stderr)
 
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer func() { err = errors.Join(err, f.Close()) }()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+	}
 	res, ahead, firstErr := measure(ctx, o, tg, stderr)
+	if o.cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	if o.json {
 		b, _ := json.Marshal(res)
 		fmt.Fprintf(stdout, "%s\n", b)
@@ -299,6 +325,9 @@ func measure(ctx context.Context, o benchOptions, tg *benchTarget, stderr io.Wri
 	}
 	if o.warmup > 0 {
 		stop(o.warmup)
+	}
+	if o.align {
+		stop(untilMidSecond(time.Now()))
 	}
 	if tg.ahead != nil {
 		ahead[0] = tg.ahead()
@@ -394,6 +423,16 @@ func (c *benchCaller) loop(ctx context.Context, tg *benchTarget, w int, phase *a
 			}
 		}
 	}
+}
+
+// untilMidSecond is how long from t until the middle of a wall-clock
+// second, the farthest from the boundaries of units of a second.
+func untilMidSecond(t time.Time) time.Duration {
+	d := time.Duration(t.Nanosecond())
+	if d <= time.Second/2 {
+		return time.Second/2 - d
+	}
+	return 3*time.Second/2 - d
 }
 
 func printBenchTable(w io.Writer, r benchResult, tg *benchTarget) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -75,6 +77,7 @@ func TestBenchFlags(t *testing.T) {
 		{"duration negative", []string{"bench", "embedded", "-d", "-1s"}, "--duration -1s"},
 		{"duration absurd", []string{"bench", "embedded", "-d", "1000h"}, "--duration 1000h0m0s; want more than 0 and at most 24h0m0s"},
 		{"duration not a duration", []string{"bench", "embedded", "-d", "10"}, `"10" for "-d, --duration"`},
+		{"align without whole seconds", []string{"bench", "embedded", "--align", "-d", "1500ms"}, "--duration 1.5s: with --align, want whole seconds"},
 		{"warmup negative", []string{"bench", "embedded", "--warmup", "-1s"}, "--warmup -1s; want 0 to 1h0m0s"},
 		{"batch 0", []string{"bench", "rpc", "--batch", "0"}, "--batch 0; want 1-10000 (max_batch)"},
 		{"batch above max_batch", []string{"bench", "rest", "-b", "10001"}, "--batch 10001; want 1-10000 (max_batch)"},
@@ -112,7 +115,7 @@ var benchJSONKeys = []string{"target", "concurrency", "batch", "seconds", "calls
 // consistency.
 func benchJSON(t *testing.T, args ...string) benchResult {
 	t.Helper()
-	r := cli(t, "", append(append([]string{"bench"}, args...), "--json", "-d", "300ms")...)
+	r := cli(t, "", append([]string{"bench", "--json", "-d", "300ms"}, args...)...)
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
@@ -187,11 +190,15 @@ func TestBenchTargets(t *testing.T) {
 		{"redis-incr pipelined, batch", "redis-incr", 8, 5, []string{"--addr", rds.Addr(), "--conns", "2"}},
 		{"http-baseline", "http-baseline", 4, 1, nil},
 		{"warm-up", "rpc", 2, 1, []string{"--addr", rpcAddr, "--warmup", "100ms"}},
+		{"aligned", "embedded", 2, 1, []string{"--align", "-d", "1s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{tc.target, "-c", strconv.Itoa(tc.concurrency), "-b", strconv.Itoa(tc.batch)}, tc.args...)
 			res := benchJSON(t, args...)
 			checkResult(t, res, tc.target, tc.concurrency, tc.batch)
+			if slices.Contains(tc.args, "--align") && res.Seconds < 1 {
+				t.Errorf("seconds %v; want the whole second asked for", res.Seconds)
+			}
 		})
 	}
 
@@ -217,6 +224,21 @@ func TestBenchTable(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, "vesta bench: rpc: MessagePack-RPC Vesta.GenID") {
 		t.Errorf("stderr does not say what runs: %s", r.stderr)
+	}
+}
+
+func TestBenchCPUProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.prof")
+	r := cli(t, "", "bench", "embedded", "-c", "2", "-d", "200ms", "--json", "--cpuprofile", path)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		t.Errorf("profile: %v, %v; want a non-empty file", fi, err)
+	}
+	r = cli(t, "", "bench", "embedded", "-d", "100ms", "--cpuprofile", filepath.Join(t.TempDir(), "no", "such", "dir"))
+	if r.code != 1 || !strings.Contains(r.stderr, "--cpuprofile") {
+		t.Errorf("exit %d, stderr %q; want exit 1 naming --cpuprofile", r.code, r.stderr)
 	}
 }
 
