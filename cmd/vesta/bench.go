@@ -68,7 +68,7 @@ Targets, each with --batch B asking for B IDs per call:
   embedded       an in-process embedded issuer (NextID, or NextIDs(B)); time
                  guard in a temporary directory. Takes no --addr.
   rpc            MessagePack-RPC (Vesta.GenID, or Vesta.GenIDs {count: B}) to the
-                 central server at --addr, framed by hand as any client could.
+                 central server at --addr, framed with central/wire, pipelined (below).
   rest           HTTP GET /genid, or /v1/ids?count=B, to the REST server at --addr.
   client         the Go client (package client) with its defaults (2 pipelined
                  connections, 200ms timeout) but no fallback, to the central
