@@ -135,13 +135,24 @@ type Generator struct {
 type run struct {
 	// state is the packed (unit<<sb | seq) of the last reserved ID, or
 	// closedBit|last once closed. limit is the first packed state the time
-	// guard has not made durable. They share a cache line: both are read
-	// on every call.
+	// guard has not made durable. state is written on every call, so it
+	// has a cache line of its own (with limit, read beside it by take).
 	state atomic.Uint64
 	limit atomic.Uint64
 	_     [48]byte
 
-	base [4]uint64 // version, type, method and machine bits per method
+	// What NextID's fast path reads, on a line written once per unit.
+	// entered is the last unit an ID was issued in, unitEnd where it ends
+	// (Unix ns of the clock; 0 turns the fast path off until take issues
+	// again). The state can be ahead of entered: the fast path reserves
+	// with an atomic add and drops a state past the unit's end (counted
+	// in wasted); bounds are reckoned from entered, so a dropped state
+	// never opens a unit that issuing had not reached.
+	entered atomic.Uint64
+	unitEnd atomic.Int64
+	base    [4]uint64 // version, type, method and machine bits per method
+	_       [16]byte
+	wasted  atomic.Uint64
 
 	// Issued-ID accounting: IDs come in contiguous segments of packed
 	// states, broken only when a new unit starts at a random seq. Jumps
@@ -218,7 +229,7 @@ func (g *Generator) nowUnit() (uint64, error) { return g.unitOf(g.nowNanos()) }
 
 // unitOf converts Unix nanoseconds to whole units since the epoch. A clock
 // past the last unit reads as maxTime+1, so that issuing fails with
-// ErrEndOfTime. It is small enough to be inlined on the hot path.
+// ErrEndOfTime.
 func (g *Generator) unitOf(ns int64) (uint64, error) {
 	if ns < g.epochNs {
 		return 0, g.beforeEpoch(ns)
@@ -267,6 +278,7 @@ func (g *Generator) startRun(ctx context.Context, machine MachineID, guard Guard
 		}
 		r.limit.Store(g.endPk)
 		r.segStart = r.state.Load() + 1
+		r.entered.Store(r.state.Load() >> g.sb)
 		return r, nil
 	}
 	mark, err := guard.Load(ctx)
@@ -309,6 +321,7 @@ func (g *Generator) startRun(ctx context.Context, machine MachineID, guard Guard
 		r.state.Store(floor<<g.sb - 1)
 	}
 	r.segStart = r.state.Load() + 1
+	r.entered.Store(r.state.Load() >> g.sb)
 	// The first reservation is durable before any ID is issued.
 	target := min(max(now, floor)+g.window, g.maxTime+1)
 	if err := guard.Save(ctx, g.instantOf(target)); err != nil {
@@ -396,26 +409,37 @@ func (g *Generator) NextID(ctx context.Context, m Method) (ID, error) {
 	if err := validMethod(m); err != nil {
 		return 0, err
 	}
-	// The common case inline: the clock has not moved to a new unit, the
-	// next seq is within every bound, the compare-and-swap wins. Anything
-	// else (a new unit, a wait, a lost race, a fence) goes through take.
-	ns := g.nowNanos()
+	// The common case inline (the compiler would not inline the clock
+	// read): the clock has not left the unit last issued in, and its
+	// sequence has room. Such an ID needs no bound checks: they held when
+	// that unit was entered. The state is reserved with an atomic add,
+	// which unlike a compare-and-swap never fails under contention. An add
+	// past the unit's end is dropped unissued and turns the fast path off
+	// until take has entered the next unit, so at most the cores racing at
+	// that moment waste a state each. Anything else (a new unit, a unit's
+	// end, a fence) goes through take, with this clock reading.
+	var ns int64
+	if s := g.sys; s != nil {
+		ns = s.baseNs + int64(time.Since(s.base))
+	} else {
+		ns = g.clock.Now().UnixNano()
+	}
+	sb := g.sb & 63 // masked shifts compile to single instructions
 	if gt := g.gate.Load(); gt == 0 || (gt > 0 && ns < gt) {
-		if now, err := g.unitOf(ns); err == nil {
-			r := g.cur.Load()
-			old := r.state.Load()
-			p := old + 1
-			if now <= p>>g.sb && p < min(max(now+g.borrow+1, old>>g.sb+1)<<g.sb, r.limit.Load()) &&
-				r.state.CompareAndSwap(old, p) {
-				return ID(r.base[m&3] | (p>>g.sb)<<g.shifts.time | (p&g.seqMask)<<g.shifts.seq), nil
+		r := g.cur.Load()
+		if e, end := r.entered.Load(), r.unitEnd.Load(); ns < end {
+			if p := r.state.Add(1); p>>sb == e {
+				return ID(r.base[m&3] | e<<(g.shifts.time&63) | (p&g.seqMask)<<(g.shifts.seq&63)), nil
 			}
+			r.unitEnd.CompareAndSwap(end, 0)
+			r.wasted.Add(1)
 		}
 	}
-	r, p, _, err := g.take(ctx, 1)
+	r, p, _, err := g.takeAt(ctx, 1, ns)
 	if err != nil {
 		return 0, err
 	}
-	return ID(r.base[m&3] | (p>>g.sb)<<g.shifts.time | (p&g.seqMask)<<g.shifts.seq), nil
+	return ID(r.base[m&3] | (p>>sb)<<(g.shifts.time&63) | (p&g.seqMask)<<(g.shifts.seq&63)), nil
 }
 
 // NextIDs issues n IDs with method m, in increasing order.
@@ -466,11 +490,15 @@ func (g *Generator) AppendIDs(ctx context.Context, m Method, dst []ID, n int) ([
 // how many. It is the whole concurrency story: the state only grows, so no
 // packed state, hence no ID, is handed out twice.
 func (g *Generator) take(ctx context.Context, n uint64) (*run, uint64, uint64, error) {
-	// The clock is read once, before the state: the window between loading
-	// the state and swapping it stays a few instructions wide, and a lost
-	// race retries without another clock read. A reading a little stale is
-	// harmless: it can only delay a new unit or tighten the bound.
-	ns := g.nowNanos()
+	return g.takeAt(ctx, n, g.nowNanos())
+}
+
+// takeAt is take with the clock already read at ns. The clock is read
+// once, before the state: the window between loading the state and
+// swapping it stays a few instructions wide, and a lost race retries
+// without another clock read. A reading a little stale is harmless: it can
+// only delay a new unit or tighten the bound.
+func (g *Generator) takeAt(ctx context.Context, n uint64, ns int64) (*run, uint64, uint64, error) {
 	for {
 		if gt := g.gate.Load(); gt != 0 && (gt < 0 || ns >= gt) {
 			if err := g.gateErr(ns); err != nil {
@@ -491,7 +519,7 @@ func (g *Generator) take(ctx context.Context, n uint64) (*run, uint64, uint64, e
 		}
 		// Issue within the current unit, and up to MaxBorrow ahead of the
 		// clock; never at or past the durable mark or the end of time.
-		bound := max(now+g.borrow+1, old>>g.sb+1) << g.sb
+		bound := max(now+g.borrow+1, r.entered.Load()+1) << g.sb
 		bound = min(bound, g.endPk, r.limit.Load())
 		if start >= bound { // also when the run is closed: its state is above any bound
 			if old&closedBit != 0 {
@@ -512,6 +540,7 @@ func (g *Generator) take(ctx context.Context, n uint64) (*run, uint64, uint64, e
 		end := min(start+n, bound)
 		if !jump {
 			if r.state.CompareAndSwap(old, end-1) {
+				g.enter(r, (end-1)>>g.sb)
 				return r, start, end - start, nil
 			}
 			continue
@@ -524,6 +553,7 @@ func (g *Generator) take(ctx context.Context, n uint64) (*run, uint64, uint64, e
 		}
 		r.jumpMu.Unlock()
 		if ok {
+			g.enter(r, (end-1)>>g.sb)
 			return r, start, end - start, nil
 		}
 	}
@@ -748,10 +778,9 @@ type Stats struct {
 // Stats returns the current counters.
 func (g *Generator) Stats() Stats {
 	r := g.cur.Load()
-	last := r.state.Load() &^ closedBit
 	s := Stats{Issued: g.before.Load() + r.issued(), Waits: g.waits.Load(), Fenced: g.gateErr(g.nowNanos()) != nil}
-	if now, err := g.nowUnit(); err == nil && last>>g.sb > now {
-		s.Ahead = time.Duration(last>>g.sb-now) * g.cfg.Type.Unit()
+	if now, err := g.nowUnit(); err == nil && r.entered.Load() > now {
+		s.Ahead = time.Duration(r.entered.Load()-now) * g.cfg.Type.Unit()
 	}
 	if g.sys != nil {
 		s.ClockOffset = g.sys.Offset()
@@ -763,11 +792,27 @@ func (g *Generator) Stats() Stats {
 	return s
 }
 
+// enter records that an ID of unit u was issued. entered and unitEnd may
+// be seen out of step: NextID's fast path then finds the state outside
+// entered, or the clock past unitEnd, and takes the checked path.
+func (g *Generator) enter(r *run, u uint64) {
+	for {
+		e := r.entered.Load()
+		if u < e || (u == e && r.unitEnd.Load() != 0) {
+			return
+		}
+		if r.entered.CompareAndSwap(e, u) {
+			r.unitEnd.Store(g.epochNs + int64(u+1)*g.unitMs*1e6)
+			return
+		}
+	}
+}
+
 // issued counts the IDs the run has issued.
 func (r *run) issued() uint64 {
 	r.jumpMu.Lock()
 	defer r.jumpMu.Unlock()
-	return r.issuedPrev + (r.state.Load() &^ closedBit) + 1 - r.segStart
+	return r.issuedPrev + (r.state.Load() &^ closedBit) + 1 - r.segStart - r.wasted.Load()
 }
 
 // Close stops issuing, stops the reserver and saves the exact end of what
@@ -791,14 +836,7 @@ func (g *Generator) Close() error {
 
 // closeRun closes r and returns the last packed state it issued.
 func (g *Generator) closeRun(r *run) (uint64, error) {
-	var last uint64
-	for {
-		old := r.state.Load()
-		if r.state.CompareAndSwap(old, old|closedBit) {
-			last = old &^ closedBit
-			break
-		}
-	}
+	last := r.state.Or(closedBit) &^ closedBit // one atomic step, however busy
 	if r.guard == nil {
 		return last, nil
 	}
