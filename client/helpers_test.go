@@ -16,6 +16,7 @@ import (
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/promtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -226,36 +227,8 @@ func newClient(t testing.TB, cfg client.Config) *client.Client {
 // gauge reads a metric of reg: name with the label pairs given.
 func gauge(t testing.TB, reg *prometheus.Registry, name string, labels ...string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metric:
-		for _, m := range mf.GetMetric() {
-			for i := 0; i+1 < len(labels); i += 2 {
-				found := false
-				for _, lp := range m.GetLabel() {
-					if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
-						found = true
-					}
-				}
-				if !found {
-					continue metric
-				}
-			}
-			switch {
-			case m.Gauge != nil:
-				return m.Gauge.GetValue()
-			case m.Counter != nil:
-				return m.Counter.GetValue()
-			}
-		}
-	}
-	return 0
+	v, _ := promtest.Value(t, reg, name, labels...)
+	return v
 }
 
 // collect checks that no ID occurs twice, across every call of a test.

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/promtest"
 	"github.com/vesta-go/vesta/internal/redistest"
 	"github.com/vesta-go/vesta/machineid"
 )
@@ -64,34 +65,13 @@ func eventually(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// gauge reads one series of a registry; labels must match exactly those
-// given (the mode label is implied).
+// gauge reads one series of a registry; the series' labels must include
+// those given (the mode label is implied).
 func gauge(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) (float64, bool) {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	var pairs []string
+	for k, v := range labels {
+		pairs = append(pairs, k, v)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if want, ok := labels[lp.GetName()]; ok && want != lp.GetValue() {
-					continue next
-				}
-			}
-			switch {
-			case m.Gauge != nil:
-				return m.GetGauge().GetValue(), true
-			case m.Counter != nil:
-				return m.GetCounter().GetValue(), true
-			case m.Histogram != nil:
-				return float64(m.GetHistogram().GetSampleCount()), true
-			}
-		}
-	}
-	return 0, false
+	return promtest.Value(t, reg, name, pairs...)
 }
