@@ -487,8 +487,10 @@ func (g *Generator) AppendIDs(ctx context.Context, m Method, dst []ID, n int) ([
 }
 
 // take reserves up to n consecutive packed states and returns the first and
-// how many. It is the whole concurrency story: the state only grows, so no
-// packed state, hence no ID, is handed out twice.
+// how many, checking every bound. With NextID's fast path it is the whole
+// concurrency story: both only ever raise the state (by compare-and-swap
+// here, by atomic add there), so no packed state, hence no ID, is handed
+// out twice.
 func (g *Generator) take(ctx context.Context, n uint64) (*run, uint64, uint64, error) {
 	return g.takeAt(ctx, n, g.nowNanos())
 }
