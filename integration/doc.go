@@ -31,6 +31,8 @@
 //     both protocols beside well-behaved ones, which see no error.
 //   - TestGracefulShutdown: SIGTERM under pipelined load: every request
 //     sent before the signal is answered before its connection closes.
+//   - TestThirdPartyClient: a MessagePack-RPC client in Python, written
+//     against the spec with the msgpack package, calls every method.
 //
 // The package holds no code outside its tests; this file is its
 // documentation.

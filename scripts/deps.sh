@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the programs the tests start for real, when they are missing:
-# redis-server (machine-ID leases) and Debian's chromium (the REST page's
-# browser test). Idempotent; run by scripts/test.sh before the tests.
+# redis-server (machine-ID leases), Debian's chromium (the REST page's
+# browser test) and python3-msgpack (a MessagePack-RPC client in another
+# language). Idempotent; run by scripts/test.sh before the tests.
 set -euo pipefail
 
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+/usr/bin/python3 -c 'import msgpack' >/dev/null 2>&1 || need+=(python3-msgpack)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 echo "== installing ${need[*]}"

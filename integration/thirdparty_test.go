@@ -1,0 +1,84 @@
+package integration_test
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/vesta-go/vesta/core"
+)
+
+// python is Debian's interpreter, where scripts/deps.sh installs
+// python3-msgpack (a pyenv or venv python on PATH may lack it).
+const python = "/usr/bin/python3"
+
+// TestThirdPartyClient: a MessagePack-RPC client in another language,
+// written against the spec with Python's msgpack package, calls every
+// method of a running `vesta serve`, pipelined on one connection.
+func TestThirdPartyClient(t *testing.T) {
+	if out, err := exec.Command(python, "-c", "import msgpack").CombinedOutput(); err != nil {
+		t.Fatalf("%s with msgpack is needed (scripts/deps.sh installs python3-msgpack): %v %s", python, err, out)
+	}
+	p := serve(t, "py", serverEnv(t, nil, "", 0, "VESTA_MACHINE_ID", "1000", "VESTA_ID_LAYOUT", "vesta"))
+	out, err := exec.Command(python, "testdata/msgpack_rpc_client.py", p.Central).Output()
+	if err != nil {
+		t.Fatalf("client: %v %s", err, out)
+	}
+	var got map[string]struct {
+		Error  *string         `json:"error"`
+		Result json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	ok := func(method string, v any) {
+		t.Helper()
+		a, found := got[method]
+		if !found || a.Error != nil {
+			t.Fatalf("%s: %+v", method, a)
+		}
+		if err := json.Unmarshal(a.Result, v); err != nil {
+			t.Fatalf("%s: %v (%s)", method, err, a.Result)
+		}
+	}
+	codec, _ := core.NewCodec(core.Vesta, core.VestaEpoch)
+	var id uint64
+	ok("Vesta.GenID", &id)
+	if e := codec.Explain(core.ID(id)); e.Machine != 1000 || e.Method != core.Central {
+		t.Errorf("GenID %d: %+v", id, e)
+	}
+	var ids []uint64
+	ok("Vesta.GenIDs", &ids)
+	if len(ids) != 3 || ids[0] >= ids[1] || ids[1] >= ids[2] || ids[0] <= id {
+		t.Errorf("GenIDs %v after GenID %d", ids, id)
+	}
+	var exp map[string]any
+	ok("Vesta.ExpID", &exp)
+	if exp["machine"] != 1022.0 || exp["seq"] != 5.0 || exp["time"] != 284025600.0 || exp["method"] != 2.0 ||
+		exp["timestamp"] != "2024-01-01T00:00:00Z" || exp["type_name"] != "max-peak" || exp["method_name"] != "rest" {
+		t.Errorf("ExpID: %v", exp)
+	}
+	var made uint64
+	ok("Vesta.MakeID", &made)
+	if made != 2610813175020394494 {
+		t.Errorf("MakeID = %d; want DESIGN.md's 2610813175020394494", made)
+	}
+	var tt map[string]any
+	ok("Vesta.TransTime", &tt)
+	if tt["timestamp"] != "2024-01-01T00:00:00Z" || tt["unix_ms"] != 1704067200000.0 {
+		t.Errorf("TransTime: %v", tt)
+	}
+	var info map[string]any
+	ok("Vesta.Info", &info)
+	if info["layout"] != "vesta" || info["machine"] != 1000.0 || info["method"] != 1.0 || info["max_batch"] != 10000.0 {
+		t.Errorf("Info: %v", info)
+	}
+	for method, want := range map[string]string{
+		"Vesta.GenIDs#7": "invalid_argument:", "Vesta.GenIDs#8": "invalid_argument:", "Vesta.Nope": "invalid_argument:",
+	} {
+		if a := got[method]; a.Error == nil || !strings.HasPrefix(*a.Error, want) {
+			t.Errorf("%s: %+v; want an error starting %q", method, a, want)
+		}
+	}
+}
