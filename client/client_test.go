@@ -25,7 +25,7 @@ func ptr(v uint64) *uint64 { return &v }
 func TestIssuerMethods(t *testing.T) {
 	f := startFake(t, 1000, 1000)
 	cfg, _ := testConfig(t, f.addr)
-	cfg.FallbackConfig.Layout = core.Vesta // replaced by the server's sorted layout
+	cfg.FallbackConfig.Layout = core.Vesta // unlike the server's sorted layout: Explain uses the server's
 	c := newClient(t, cfg)
 	ctx := context.Background()
 
