@@ -24,7 +24,7 @@ func (c Config) MachineID(mode core.Method) machineid.Config {
 		table[ip] = core.MachineID(id)
 	}
 	return machineid.Config{
-		Providers:     append([]string(nil), m.Providers...),
+		Providers:          append([]string(nil), m.Providers...),
 		Static:             m.Static(),
 		IPTable:            table,
 		K8sOffset:          m.K8sOffset,
