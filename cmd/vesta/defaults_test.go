@@ -2,15 +2,18 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/redistest"
 )
 
 // reexecEnv marks a child process of this test binary that runs main.
@@ -122,4 +125,112 @@ func TestTwoGenProcessesOnDefaults(t *testing.T) {
 		all = append(all, ids...)
 	}
 	checkNoDuplicate(t, all)
+}
+
+// serveConfig writes a YAML config for one server of a fleet on rs:
+// server_range 1000-1004 of which Redis leases hand out 1000-1003 only
+// (machine.redis.server_range, in the config every host shares), REST on
+// a free port, its own time guard directory; extra holds this host's own
+// machine keys.
+func serveConfig(t testing.TB, rs string, extra string) string {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "vesta.yaml")
+	err := os.WriteFile(path, []byte(`
+id: {max_borrow: 0}
+machine:
+  server_range: 1000-1004
+  redis:
+    addrs: [`+rs+`]
+    key_prefix: chain
+    lease_ttl: 1s
+    max_clock_skew: 100ms
+    server_range: 1000-1003
+`+extra+`
+time_guard: {dir: `+filepath.Join(dir, "data")+`}
+central: {listen: ""}
+rest: {listen: "127.0.0.1:0"}
+`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// [redis, static], the first server started while Redis is down: on the
+// default ranges its static ID could be leased to another server, so the
+// chain is refused, naming both keys. With the lease range narrowed in the
+// shared config, the first server falls back to its static ID outside it,
+// four servers lease the four IDs of the lease range, a fifth leasing
+// server is refused (never the static ID), and a ledger of every ID the
+// five live servers issued holds no duplicate.
+func TestRedisStaticChainFleet(t *testing.T) {
+	rs := redistest.Start(t)
+
+	r := cli(t, "", "serve", "--config", serveConfig(t, rs.Addr(), "  providers: [redis, static]\n  id: 1003\n"))
+	if r.code != 2 || !strings.Contains(r.stderr, "machine.id: 1003 lies in the IDs Redis leases hand out (machine.redis.server_range 1000-1003)") {
+		t.Fatalf("static 1003 inside the lease range: exit %d; want 2 naming machine.id and machine.redis.server_range: %s", r.code, r.stderr)
+	}
+	t.Setenv("VESTA_MACHINE_REDIS_SERVER_RANGE", "") // the default: all of server_range
+	r = cli(t, "", "serve", "--config", serveConfig(t, rs.Addr(), "  providers: [redis, static]\n  id: 1004\n"))
+	if r.code != 2 || !strings.Contains(r.stderr, "machine.redis.server_range 1000-1004, all of machine.server_range by default") {
+		t.Fatalf("static 1004 on the default lease range: exit %d; want 2 naming both keys: %s", r.code, r.stderr)
+	}
+	os.Unsetenv("VESTA_MACHINE_REDIS_SERVER_RANGE")
+
+	info := func(s served) int {
+		t.Helper()
+		code, body := httpGet(t, "http://"+s.rest+"/v1/info")
+		var v struct{ Machine int }
+		if code != 200 || json.Unmarshal([]byte(body), &v) != nil {
+			t.Fatalf("/v1/info %d %s", code, body)
+		}
+		return v.Machine
+	}
+	rs.Stop()
+	first := startServe(t, "--config", serveConfig(t, rs.Addr(), "  providers: [redis, static]\n  id: 1004\n"))
+	if m := info(first); m != 1004 {
+		t.Fatalf("the server started with Redis down has machine %d; want its static 1004", m)
+	}
+	rs.Restart()
+	servers := []served{first}
+	held := map[int]bool{1004: true}
+	for range 4 {
+		s := startServe(t, "--config", serveConfig(t, rs.Addr(), "  providers: [redis]\n"))
+		m := info(s)
+		if m < 1000 || m > 1003 || held[m] {
+			t.Fatalf("a leasing server got machine %d (held: %v); want a free one of 1000-1003", m, held)
+		}
+		held[m] = true
+		servers = append(servers, s)
+	}
+	r = cli(t, "", "serve", "--config", serveConfig(t, rs.Addr(), "  providers: [redis]\n"))
+	if r.code == 0 || !strings.Contains(r.stderr, "1000-1003") {
+		t.Fatalf("a fifth leasing server on four lease IDs: exit %d: %s", r.code, r.stderr)
+	}
+
+	// The ledger: every ID of every server, issued in rounds across them.
+	var all []core.ID
+	codec, _ := core.NewCodec(core.Sorted, time.Time{})
+	for range 5 {
+		for _, s := range servers {
+			code, body := httpGet(t, "http://"+s.rest+"/v1/ids?count=2000")
+			var v struct{ IDs []string }
+			if code != 200 || json.Unmarshal([]byte(body), &v) != nil || len(v.IDs) != 2000 {
+				t.Fatalf("/v1/ids: %d %.200s", code, body)
+			}
+			m := info(s)
+			for _, txt := range v.IDs {
+				id, err := core.ParseID(txt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if e := codec.Explain(id); int(e.Machine) != m || e.Method != core.REST {
+					t.Fatalf("server on machine %d issued %+v", m, e)
+				}
+				all = append(all, id)
+			}
+		}
+	}
+	checkNoDuplicate(t, all)
+	t.Logf("%d IDs from machines %v: no duplicate", len(all), held)
 }
