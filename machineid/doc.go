@@ -71,7 +71,7 @@
 // # Order of operations
 //
 // For `vesta serve` (Server), embed.Open (Embedded) and the client's
-// fallback (Embedded, when it first falls back):
+// fallback (Embedded, at client.New):
 //
 //	lease, err := machineid.Acquire(ctx, cfg, machineid.Server) // the ID; a Redis lease is renewed from here on
 //	guard, err := lease.TimeGuard(dataDir)                      // Redis store, or a core.FileGuard in dataDir
