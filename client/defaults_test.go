@@ -100,6 +100,9 @@ func TestFallbackLeasedAtStart(t *testing.T) {
 	cfg.FallbackConfig.Machine.Redis.Addrs = []string{srv.Addr()}
 	cfg.FallbackConfig.Machine.Redis.KeyPrefix = "fb"
 	cfg.FallbackConfig.Machine.Redis.LeaseTTL = 3 * time.Second
+	// Small skew and borrow bounds keep any takeover wait of a fresh lease short.
+	cfg.FallbackConfig.Machine.Redis.MaxClockSkew = 200 * time.Millisecond
+	cfg.FallbackConfig.MaxBorrow = 0
 	cfg.FallbackConfig.Machine.EmbeddedRange = machineid.Range{First: 40, Count: 2}
 	var logs syncBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
