@@ -199,7 +199,9 @@ func TestDeadlineWhenServerNeverAnswers(t *testing.T) {
 func TestSilentServerFailsOverAndFallsBack(t *testing.T) {
 	f := startFake(t, 1000, 100)
 	cfg, _ := testConfig(t, f.addr, silentListener(t))
-	cfg.Timeout = 50 * time.Millisecond
+	// Long enough for the fake to answer on a loaded machine (the silent
+	// server costs it at most BreakerFailures times before its breaker opens).
+	cfg.Timeout = 300 * time.Millisecond
 	c := newClient(t, cfg)
 	var all collect
 	for range 6 { // both start points: the silent server is retried on the fake
