@@ -3,9 +3,11 @@ GO ?= go
 
 .PHONY: run test lint bench build fuzz
 
-# Runs the service on embedded defaults: `vesta serve` (RPC on 127.0.0.1:7070, HTTP on 127.0.0.1:7080).
+# Runs the service: `vesta serve` (RPC on 127.0.0.1:7070, HTTP on 127.0.0.1:7080) on
+# machine ID 1023, chosen here in the open: there is no default machine ID, and
+# a second server beside it needs its own (--machine 1022, or Redis leases).
 run:
-	$(GO) run ./cmd/vesta serve
+	$(GO) run ./cmd/vesta serve --machine 1023
 
 # Everything CI runs: format, vet, staticcheck, then all tests with -race.
 test:

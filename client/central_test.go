@@ -222,7 +222,6 @@ func TestCentralFailoverUnderLoad(t *testing.T) {
 func TestCentralFallbackAndRecovery(t *testing.T) {
 	srv := startCentral(t, 1000, central.Config{})
 	cfg, reg := testConfig(t, srv.addr)
-	cfg.FallbackConfig.Layout = core.Vesta // the server's sorted layout wins
 	c := newClient(t, cfg)
 	ctx := context.Background()
 	var all collect

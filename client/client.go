@@ -40,6 +40,11 @@ var (
 
 	// ErrProtocol: a server sent something that is not a valid reply.
 	ErrProtocol = errors.New("client: protocol error")
+
+	// ErrFallbackShape: the servers issue IDs of another layout, epoch,
+	// type or version than the fallback's configuration, so IDs of the two
+	// decode differently (FallbackState().ShapeMismatch; logged once).
+	ErrFallbackShape = errors.New("client: the fallback's IDs are shaped unlike the servers'")
 )
 
 // errAttemptTimeout is the cause of an attempt's context when Config.Timeout
@@ -66,7 +71,7 @@ func identityOf(cfg embed.Config) (identity, error) {
 	if err != nil {
 		return identity{}, err
 	}
-	return identity{codec: codec, typ: cfg.Type, version: cfg.Version, machine: cfg.Machine.Static, maxBatch: defaultMaxBatch}, nil
+	return identity{codec: codec, typ: cfg.Type, version: cfg.Version, maxBatch: defaultMaxBatch}, nil
 }
 
 // sameShape reports whether IDs of a and b decode alike.
@@ -87,8 +92,8 @@ type Client struct {
 	fb      *fallback     // nil without Fallback
 	pf      *prefetch     // nil without Prefetch
 
-	ident    atomic.Pointer[identity] // the first server's (or the fallback's)
-	preset   identity                 // from FallbackConfig, until ident is set
+	ident    atomic.Pointer[identity] // the first server's
+	preset   identity                 // the fallback's (or FallbackConfig's), until ident is set
 	fallback atomic.Bool              // IDs currently come from the fallback
 
 	bg     context.Context // ends at Close; bounds background work
@@ -103,11 +108,13 @@ type Client struct {
 	closeErr  error
 }
 
-// New validates cfg and returns a Client. It does not dial: connections
-// open on first use (with Prefetch, the first refill starts at once, in
-// the background), so New succeeds while servers are down; calls then fail
-// over to the fallback, or fail with ErrUnavailable without it. ctx is not
-// retained.
+// New validates cfg and returns a Client. With Fallback it opens the
+// embedded fallback at once (embed.Open: its machine ID, a Redis lease then
+// renewed until Close, its time guard), and fails if that fails; ctx bounds
+// that opening and is not retained. It does not dial: connections open on
+// first use (with Prefetch, the first refill starts at once, in the
+// background), so New succeeds while servers are down; calls then fail
+// over to the fallback, or fail with ErrUnavailable without it.
 func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -118,16 +125,23 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	cfg = cfg.withDefaults()
 	preset, err := identityOf(cfg.FallbackConfig)
 	if err != nil {
-		if cfg.Fallback {
-			return nil, fmt.Errorf("%w: FallbackConfig: %w", ErrConfig, err)
-		}
 		preset, _ = identityOf(embed.Config{})
 	}
-	m, err := newMetrics(cfg.Registerer)
+	var fb *fallback
+	if cfg.Fallback {
+		if fb, err = openFallback(ctx, cfg); err != nil {
+			return nil, err
+		}
+		preset = fb.own
+	}
+	m, err := newMetrics(cfg.Registerer, fb)
 	if err != nil {
+		if fb != nil {
+			fb.close()
+		}
 		return nil, fmt.Errorf("%w: Registerer: %w", ErrConfig, err)
 	}
-	c := &Client{cfg: cfg, log: cfg.Logger, m: m, preset: preset, conns: make(map[*conn]struct{})}
+	c := &Client{cfg: cfg, log: cfg.Logger, m: m, preset: preset, fb: fb, conns: make(map[*conn]struct{})}
 	c.bg, c.cancel = context.WithCancel(context.Background())
 	for _, addr := range cfg.Servers {
 		s := &server{addr: addr, slots: make([]slot, cfg.ConnsPerServer), c: c,
@@ -147,9 +161,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		})
 		c.servers = append(c.servers, s)
 	}
-	if cfg.Fallback {
-		c.fb = newFallback(cfg.FallbackConfig, c.log, c.shape, c.adopt)
-	}
+	c.logStart()
 	if cfg.Prefetch > 0 {
 		c.pf = newPrefetch(cfg.Prefetch, c.fetchCentral, m.buffered)
 		c.wg.Go(func() { c.pf.run(c.bg) })
@@ -166,17 +178,14 @@ func (c *Client) breakerChanged(addr string, from, to gobreaker.State) {
 	c.log.Info("client: breaker state", "server", addr, "from", from.String(), "to", to.String())
 }
 
-// shape reports the servers' identity once a server answered Vesta.Info.
-func (c *Client) shape() (identity, bool) {
-	if id := c.ident.Load(); id != nil {
-		return *id, true
-	}
-	return identity{}, false
-}
-
-// adopt fixes the client's identity unless one is set already.
+// adopt fixes the client's identity to the first server's unless one is
+// set already, and checks that the fallback's IDs decode alike.
 func (c *Client) adopt(id identity) {
-	if !c.ident.CompareAndSwap(nil, &id) {
+	if c.ident.CompareAndSwap(nil, &id) {
+		if c.fb != nil {
+			c.fb.checkShape(id)
+		}
+	} else {
 		if cur := c.ident.Load(); !cur.sameShape(id) {
 			c.log.Warn("client: a server issues IDs of another layout, epoch, type or version than the first one; Explain uses the first",
 				"layout", id.codec.Layout(), "epoch", id.codec.Epoch(), "type", id.typ, "version", id.version)
@@ -267,10 +276,7 @@ func (c *Client) issue(ctx context.Context, dst []core.ID, n int) ([]core.ID, er
 // fromFallback appends k IDs of the fallback to dst; cause is why the
 // servers could not give them.
 func (c *Client) fromFallback(ctx context.Context, dst []core.ID, k int, cause error) ([]core.ID, error) {
-	is, err := c.fb.issuer(ctx)
-	if err != nil {
-		return nil, c.fallbackErr(cause, err)
-	}
+	is := c.fb.is
 	if k == 1 {
 		id, err := is.NextID(ctx)
 		if err != nil {
@@ -287,7 +293,7 @@ func (c *Client) fromFallback(ctx context.Context, dst []core.ID, k int, cause e
 	c.m.fallbackIDs.Add(float64(k))
 	if c.fallback.CompareAndSwap(false, true) {
 		c.m.mode.Set(0)
-		c.log.Warn("client: fallback mode: IDs come from the embedded generator", "cause", cause)
+		c.log.Warn("client: fallback mode: IDs come from the embedded generator", "machine", is.Generator().Machine(), "cause", cause)
 	}
 	return dst, nil
 }

@@ -25,7 +25,7 @@ func ptr(v uint64) *uint64 { return &v }
 func TestIssuerMethods(t *testing.T) {
 	f := startFake(t, 1000, 1000)
 	cfg, _ := testConfig(t, f.addr)
-	cfg.FallbackConfig.Layout = core.Vesta // replaced by the server's sorted layout
+	cfg.FallbackConfig.Layout = core.Vesta // unlike the server's sorted layout: Explain uses the server's
 	c := newClient(t, cfg)
 	ctx := context.Background()
 
@@ -199,7 +199,9 @@ func TestDeadlineWhenServerNeverAnswers(t *testing.T) {
 func TestSilentServerFailsOverAndFallsBack(t *testing.T) {
 	f := startFake(t, 1000, 100)
 	cfg, _ := testConfig(t, f.addr, silentListener(t))
-	cfg.Timeout = 50 * time.Millisecond
+	// Long enough for the fake to answer on a loaded machine (the silent
+	// server costs it at most BreakerFailures times before its breaker opens).
+	cfg.Timeout = 300 * time.Millisecond
 	c := newClient(t, cfg)
 	var all collect
 	for range 6 { // both start points: the silent server is retried on the fake

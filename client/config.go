@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -65,16 +66,20 @@ type Config struct {
 	// an error wrapping ErrUnavailable instead; DefaultConfig sets true.
 	Fallback bool
 
-	// FallbackConfig configures the embedded fallback, opened on first
-	// use. Its Machine must lie in the embedded range and must not be used
-	// by any other issuer; its DataDir (the time guard) is required unless
-	// the machine ID is a Redis lease (whose mark lives in Redis), so a
-	// restarted application cannot re-issue its own fallback IDs (and a
-	// second issuer with the same Machine and DataDir on the host fails to
-	// open, with core.ErrGuardLocked, instead of sharing them). Its
-	// Layout, Type, Epoch and Version are replaced by the servers' once a
-	// server has been reached (see the package documentation). Ignored
-	// when Fallback is false.
+	// FallbackConfig configures the embedded fallback, opened by New and
+	// kept until Close, so its machine ID is obtained (a Redis lease then
+	// renewed all along) when the client starts, not when an outage
+	// begins. Its Machine must be chosen (there is no default: New refuses
+	// with machineid.ErrNoMachineID), lie in the embedded range and be
+	// used by no other issuer; its DataDir (the time guard) is required
+	// unless the machine ID is a Redis lease (whose mark lives in Redis),
+	// so a restarted application cannot re-issue its own fallback IDs (and
+	// a second issuer with the same Machine and DataDir on the host fails
+	// to open, with core.ErrGuardLocked, instead of sharing them). Its
+	// Layout, Type, Epoch and Version are its own: configure them like the
+	// servers' (a difference is logged and shown by FallbackState).
+	// Its Logger, when nil, is the client's; its lease's metrics go to
+	// Registerer unless it names its own. Ignored when Fallback is false.
 	FallbackConfig embed.Config
 
 	// BreakerFailures is how many consecutive failed calls open a server's
@@ -106,8 +111,11 @@ type Config struct {
 
 // DefaultConfig returns the recommended configuration for servers: a 200ms
 // timeout per attempt, 2 retries on other servers, 2 connections per
-// server, no prefetch, the fallback on (machine 0, time guard in
-// ./vesta-data) and breakers that open after 5 consecutive failures for 5s.
+// server, no prefetch, breakers that open after 5 consecutive failures for
+// 5s, and the fallback on (time guard in ./vesta-data) with no machine ID
+// chosen: New refuses until FallbackConfig.Machine chooses one unique to
+// this instance (or Fallback is set false), as two instances left on a
+// default would issue the same IDs in the same outage.
 func DefaultConfig(servers ...string) Config {
 	return Config{
 		Servers:         append([]string(nil), servers...),
@@ -156,6 +164,9 @@ func (c Config) Validate() error {
 		return nil
 	}
 	if err := c.FallbackConfig.Validate(); err != nil {
+		if errors.Is(err, machineid.ErrNoMachineID) {
+			return fmt.Errorf("%w: FallbackConfig.Machine: no fallback machine ID chosen (choose one, or set Fallback false): %w", ErrConfig, err)
+		}
 		return fmt.Errorf("%w: FallbackConfig: %w", ErrConfig, err)
 	}
 	// A Redis lease keeps the mark in Redis; any other provider needs the file.

@@ -8,11 +8,13 @@ import (
 
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/machineid"
 )
 
 func TestConfigValidate(t *testing.T) {
 	ok := client.DefaultConfig("127.0.0.1:7070", "[::1]:7070")
 	ok.FallbackConfig.DataDir = t.TempDir()
+	ok.FallbackConfig.Machine.Static = new(core.MachineID(7))
 	tests := []struct {
 		name  string
 		edit  func(*client.Config)
@@ -41,8 +43,16 @@ func TestConfigValidate(t *testing.T) {
 		}, ""},
 		{"fallback that may fall through to static needs the file", func(c *client.Config) {
 			c.FallbackConfig.DataDir, c.FallbackConfig.Machine.Providers = "", []string{"redis", "static"}
+			c.FallbackConfig.Machine.EmbeddedLeaseRange = machineid.Range{First: 100, Count: 824}
 		}, "FallbackConfig.DataDir"},
-		{"fallback machine in server range", func(c *client.Config) { c.FallbackConfig.Machine.Static = 1000 }, "FallbackConfig"},
+		{"fallback static ID that Redis leases hand out", func(c *client.Config) {
+			c.FallbackConfig.Machine.Providers = []string{"redis", "static"}
+		}, "EmbeddedLeaseRange"},
+		{"no fallback machine chosen", func(c *client.Config) { c.FallbackConfig.Machine.Static = nil }, "FallbackConfig.Machine"},
+		{"no fallback machine needed without the fallback", func(c *client.Config) {
+			c.Fallback, c.FallbackConfig.Machine.Static = false, nil
+		}, ""},
+		{"fallback machine in server range", func(c *client.Config) { c.FallbackConfig.Machine.Static = new(core.MachineID(1000)) }, "FallbackConfig"},
 		{"fallback bad version", func(c *client.Config) { c.FallbackConfig.Version = 2 }, "FallbackConfig"},
 	}
 	for _, tt := range tests {
@@ -67,7 +77,12 @@ func TestConfigValidate(t *testing.T) {
 func TestDefaultConfig(t *testing.T) {
 	c := client.DefaultConfig("a:1")
 	if c.Timeout != 200*time.Millisecond || c.Retries != 2 || !c.Fallback || c.Prefetch != 0 ||
-		c.FallbackConfig.DataDir == "" || c.FallbackConfig.Machine.Static != core.MachineID(0) {
+		c.FallbackConfig.DataDir == "" || c.FallbackConfig.Machine.Static != nil {
 		t.Fatalf("DefaultConfig = %+v", c)
+	}
+	err := c.Validate()
+	if !errors.Is(err, client.ErrConfig) || !errors.Is(err, machineid.ErrNoMachineID) ||
+		!strings.Contains(err.Error(), "FallbackConfig.Machine") || !strings.Contains(err.Error(), "Fallback false") {
+		t.Fatalf("DefaultConfig().Validate() = %v; want ErrConfig wrapping machineid.ErrNoMachineID, naming FallbackConfig.Machine and Fallback false", err)
 	}
 }

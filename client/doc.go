@@ -36,13 +36,22 @@
 //
 // When every breaker is open, or every attempt of a call failed, and
 // Config.Fallback is set, the call is served by an embedded generator
-// (package embed) opened on first use with Config.FallbackConfig. Its IDs
+// (package embed) that New opened with Config.FallbackConfig. Its IDs
 // carry method 0 (embedded) and the fallback's machine ID from the embedded
 // range, while the servers' IDs carry method 1 (central) and machine IDs
 // from the server range, so the two can never collide. The fallback's time
 // guard (FallbackConfig.DataDir, required) keeps a restarted application
 // from re-issuing its own fallback IDs. Its machine ID must be unique to
-// this application instance, like any embedded issuer's.
+// this application instance, like any embedded issuer's, and there is no
+// default: New refuses (machineid.ErrNoMachineID) until FallbackConfig
+// chooses one (a static ID, a Redis lease, the Kubernetes ordinal or the
+// IP table), or Fallback is false.
+//
+// The fallback gets its machine ID when the client starts, not when an
+// outage begins (when Redis may be unreachable too): New opens it, a Redis
+// lease is then renewed until Close, and New fails if no ID can be had.
+// FallbackState shows the machine ID, its provider and the lease;
+// the start-up log line names them too.
 //
 // Every call still tries the servers first (open breakers reject at no
 // cost), so the first half-open trial that succeeds returns the client to
@@ -53,11 +62,14 @@
 //
 // Explain, Make and TransTime run locally, with the layout, epoch, type and
 // version the first server reported in Vesta.Info. Until a server has been
-// reached they use FallbackConfig's. The fallback, when it opens after a
-// server was reached, takes the servers' layout, epoch, type and version
-// instead of its own config's (and logs when they differ), so all IDs the
-// client hands out decode alike. Make fills missing fields with the first
-// server's version, type and machine and the central method.
+// reached they use the fallback's (FallbackConfig's). The fallback opens
+// at New, before any server is reached, so it keeps its own configured
+// layout, epoch, type and version: configure it like the servers (package
+// conf does, from one configuration). If the first server reached differs,
+// the client logs an error once and FallbackState().ShapeMismatch says so
+// (ErrFallbackShape): fallback IDs would then decode differently from the
+// servers'. Make fills missing fields with the first server's version, type
+// and machine and the central method.
 //
 // # Prefetch
 //
@@ -81,4 +93,8 @@
 //	vesta_client_fallback_ids_total          IDs issued by the fallback
 //	vesta_client_mode                        1 central, 0 fallback
 //	vesta_client_prefetch_buffered           prefetched IDs ready
+//	vesta_client_fallback_machine_id         the fallback's machine ID (with Fallback)
+//
+// and, with Fallback, the fallback's machine-ID lease metrics
+// (vesta_machine_*{mode="embedded"}, see package machineid).
 package client

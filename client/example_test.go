@@ -40,9 +40,9 @@ func Example() {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
-	cfg := client.DefaultConfig(ln.Addr().String()) // every server's host:port
-	cfg.FallbackConfig.Machine.Static = 1           // this instance's own embedded machine ID
-	cfg.FallbackConfig.DataDir = dir                // the fallback's time guard
+	cfg := client.DefaultConfig(ln.Addr().String())            // every server's host:port
+	cfg.FallbackConfig.Machine.Static = new(core.MachineID(1)) // this instance's own embedded machine ID; there is no default
+	cfg.FallbackConfig.DataDir = dir                           // the fallback's time guard
 	c, err := client.New(ctx, cfg)
 	if err != nil {
 		panic(err)

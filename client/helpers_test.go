@@ -201,7 +201,7 @@ func deadAddr(t testing.TB) string {
 func testConfig(t testing.TB, addrs ...string) (client.Config, *prometheus.Registry) {
 	cfg := client.DefaultConfig(addrs...)
 	cfg.FallbackConfig.DataDir = t.TempDir()
-	cfg.FallbackConfig.Machine.Static = 7
+	cfg.FallbackConfig.Machine.Static = new(core.MachineID(7))
 	cfg.Timeout = 2 * time.Second
 	cfg.BreakerFailures = 3
 	cfg.BreakerTimeout = 50 * time.Millisecond

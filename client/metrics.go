@@ -13,6 +13,7 @@ type metrics struct {
 	fallbackIDs prometheus.Counter
 	mode        prometheus.Gauge // 1 central, 0 fallback
 	buffered    prometheus.Gauge
+	fallbackID  prometheus.GaugeFunc // nil without the fallback
 }
 
 // Results of calls_total besides the wire error codes: ok, timeout (the
@@ -27,7 +28,8 @@ const (
 	resultCanceled = "canceled"
 )
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// newMetrics makes the collectors; fb is nil without the fallback.
+func newMetrics(reg prometheus.Registerer, fb *fallback) (*metrics, error) {
 	m := &metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vesta_client_calls_total",
@@ -51,15 +53,29 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 	}
 	m.mode.Set(1)
+	if fb != nil {
+		m.fallbackID = fb.machineGauge()
+	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.calls, m.breaker, m.fallbackIDs, m.mode, m.buffered} {
+	for i, c := range m.collectors() {
 		if err := reg.Register(c); err != nil {
+			for _, done := range m.collectors()[:i] {
+				reg.Unregister(done)
+			}
 			return nil, err
 		}
 	}
 	return m, nil
+}
+
+func (m *metrics) collectors() []prometheus.Collector {
+	cs := []prometheus.Collector{m.calls, m.breaker, m.fallbackIDs, m.mode, m.buffered}
+	if m.fallbackID != nil {
+		cs = append(cs, m.fallbackID)
+	}
+	return cs
 }
 
 // unregister removes the collectors again, so a closed client leaves the
@@ -68,7 +84,7 @@ func (m *metrics) unregister(reg prometheus.Registerer) {
 	if reg == nil {
 		return
 	}
-	for _, c := range []prometheus.Collector{m.calls, m.breaker, m.fallbackIDs, m.mode, m.buffered} {
+	for _, c := range m.collectors() {
 		reg.Unregister(c)
 	}
 }

@@ -1,6 +1,7 @@
 package conf
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -47,9 +48,11 @@ type MachineConfig struct {
 	// Providers are tried in order: redis, k8s, iptable, static. Nil or
 	// empty does not validate.
 	Providers []string `koanf:"providers"`
-	// ID is the static provider's machine ID; nil is unset, which
-	// ResolveID turns into the mode's default (1023 for servers, 0 for
-	// embedded use, with the default ranges).
+	// ID is the static provider's machine ID; nil is unset. There is no
+	// default: with static listed and ID unset, the issuers refuse
+	// (RequireMachine), as two hosts left on a default would issue the
+	// same IDs. It must lie outside the IDs Redis leases hand out (see
+	// RedisConfig.ServerRange).
 	ID *int `koanf:"id"`
 	// IPTable maps an IP address to a machine ID (iptable provider); nil
 	// or empty is no entries.
@@ -87,6 +90,14 @@ type RedisConfig struct {
 	// MaxClockSkew is how far the local clock may be from Redis's TIME
 	// when leasing; zero skips the check.
 	MaxClockSkew time.Duration `koanf:"max_clock_skew"`
+	// EmbeddedRange is the part of machine.embedded_range that leases
+	// hand out. The zero Range (YAML "") is all of it when the redis
+	// provider is listed, and no ID otherwise. Fixed IDs (machine.id,
+	// machine.ip_table, the k8s IDs) must lie outside it; a fleet mixing
+	// leasing hosts and fixed IDs sets it in the config every host shares.
+	EmbeddedRange machineid.Range `koanf:"embedded_range"`
+	// ServerRange is EmbeddedRange for machine.server_range.
+	ServerRange machineid.Range `koanf:"server_range"`
 }
 
 // TimeGuardConfig is the time guard's high-water mark.
@@ -241,27 +252,41 @@ func (m MachineConfig) Range(mode core.Method) machineid.Range {
 	return m.EmbeddedRange
 }
 
-// ResolveID returns the static machine ID for a publish mode: ID when set;
-// unset, the last ID of the server range for servers (1023 by default) and
-// the first of the embedded range for embedded use (0 by default). Taking
-// them from the ranges keeps the default inside a range that was moved.
-// ID must be valid (see Validate).
-func (m MachineConfig) ResolveID(mode core.Method) core.MachineID {
-	if m.ID != nil {
-		return core.MachineID(*m.ID)
+// Static returns machine.id as a machine ID, or nil when unset. ID must
+// be valid (see Validate).
+func (m MachineConfig) Static() *core.MachineID {
+	if m.ID == nil {
+		return nil
 	}
-	r := m.Range(mode)
-	if r.IsZero() {
-		// Not validated; fall back to the design's fixed defaults.
-		if server(mode) {
-			return core.MaxMachine
-		}
-		return 0
-	}
+	return new(core.MachineID(*m.ID))
+}
+
+// LeaseRange returns the IDs Redis leases hand out in a publish mode's
+// range (the effective lease range): machine.redis.embedded_range or
+// server_range when set; else the whole mode range when the redis provider
+// is listed; else none (the zero Range).
+func (m MachineConfig) LeaseRange(mode core.Method) machineid.Range {
+	explicit := m.Redis.EmbeddedRange
 	if server(mode) {
-		return r.Last()
+		explicit = m.Redis.ServerRange
 	}
-	return r.First
+	return machineid.EffectiveLeaseRange(explicit, m.Range(mode), m.Uses(ProviderRedis))
+}
+
+// RequireMachine reports an issuer that could not get a machine ID:
+// machine.providers lists static but machine.id is unset. There is no
+// default ID (two hosts on one would issue the same IDs); the error, a
+// *KeyError naming machine.id, also matches machineid.ErrNoMachineID.
+// Validate does not check it, as a client without the fallback needs no
+// machine ID; Core and Embed, and `vesta serve`, do.
+func (c Config) RequireMachine() error {
+	if c.Machine.ID != nil || !c.Machine.Uses(ProviderStatic) {
+		return nil
+	}
+	return &KeyError{Key: "machine.id", err: machineid.ErrNoMachineID,
+		Msg: "unset, and machine.providers lists static: there is no default machine ID, as two instances on one would issue the same IDs; " +
+			"choose one unique to this instance (machine.id, --machine or VESTA_MACHINE_ID), " +
+			"or machine.providers redis (a lease; machine.redis.*), k8s (the StatefulSet ordinal plus machine.k8s_offset) or iptable (machine.ip_table)"}
 }
 
 // Uses reports whether Providers lists provider.
@@ -275,34 +300,43 @@ func (m MachineConfig) Uses(provider string) bool {
 }
 
 // Core returns the generator's configuration for a publish mode: layout,
-// type, epoch, version, the static machine ID resolved for mode, MaxBorrow
-// and the time guard's window and start-up wait. Clock, Guard and Logger
-// are left nil for the caller. It validates c first.
+// type, epoch, version, machine.id (0 when unset: the machine-ID lease
+// sets the generator's, see machineid.Lease.NewGenerator), MaxBorrow and
+// the time guard's window and start-up wait. Clock, Guard and Logger are
+// left nil for the caller. It validates c and RequireMachine first.
 func (c Config) Core(mode core.Method) (core.Config, error) {
-	if err := c.Validate(); err != nil {
+	if err := errors.Join(c.Validate(), c.RequireMachine()); err != nil {
 		return core.Config{}, err
+	}
+	var machine core.MachineID
+	if id := c.Machine.Static(); id != nil {
+		machine = *id
 	}
 	return core.Config{
 		Layout: c.ID.Layout, Type: c.ID.Type, Epoch: c.ID.Epoch, Version: uint8(c.ID.Version),
-		Machine: c.Machine.ResolveID(mode), MaxBorrow: c.ID.MaxBorrow,
+		Machine: machine, MaxBorrow: c.ID.MaxBorrow,
 		GuardWindow: c.TimeGuard.Window, MaxStartupWait: c.TimeGuard.MaxStartupWait,
 	}, nil
 }
 
 // Embed returns the embedded issuer's configuration: the machine-ID
-// providers with the static ID resolved for embedded use (see MachineID),
-// time_guard.dir as DataDir.
-// Clock and Logger are left nil for the caller. It validates c first.
+// providers (see MachineID), time_guard.dir as DataDir. Clock and Logger
+// are left nil for the caller. It validates c and RequireMachine first.
 func (c Config) Embed() (embed.Config, error) {
-	if err := c.Validate(); err != nil {
+	if err := errors.Join(c.Validate(), c.RequireMachine()); err != nil {
 		return embed.Config{}, err
 	}
+	return c.embed(), nil
+}
+
+// embed is Embed without the checks.
+func (c Config) embed() embed.Config {
 	return embed.Config{
 		Layout: c.ID.Layout, Type: c.ID.Type, Epoch: c.ID.Epoch, Version: uint8(c.ID.Version),
 		Machine:   c.MachineID(core.Embedded),
 		MaxBorrow: c.ID.MaxBorrow, DataDir: c.TimeGuard.Dir,
 		GuardWindow: c.TimeGuard.Window, MaxStartupWait: c.TimeGuard.MaxStartupWait,
-	}, nil
+	}
 }
 
 // Logger returns a logger writing to w at log.level in log.format. An

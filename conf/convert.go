@@ -11,10 +11,12 @@ import (
 	"github.com/vesta-go/vesta/machineid"
 )
 
-// MachineID returns the machine-ID configuration of a publish mode: the
-// provider chain, the static ID resolved for mode, the IP table, the k8s
-// offset, both ranges and the Redis lease. Hostname, host addresses, Clock,
-// Logger and Registerer are left for the caller.
+// MachineID returns the machine-ID configuration: the provider chain, the
+// static ID (nil when machine.id is unset), the IP table, the k8s offset,
+// the ranges, the lease ranges and the Redis lease. mode is the publish
+// mode it is for; the result is the same for every mode (machineid.Acquire
+// takes the mode). Hostname, host addresses, Clock, Logger and Registerer
+// are left for the caller.
 func (c Config) MachineID(mode core.Method) machineid.Config {
 	m := c.Machine
 	table := make(map[string]core.MachineID, len(m.IPTable))
@@ -22,12 +24,14 @@ func (c Config) MachineID(mode core.Method) machineid.Config {
 		table[ip] = core.MachineID(id)
 	}
 	return machineid.Config{
-		Providers:     append([]string(nil), m.Providers...),
-		Static:        m.ResolveID(mode),
-		IPTable:       table,
-		K8sOffset:     m.K8sOffset,
-		EmbeddedRange: m.EmbeddedRange,
-		ServerRange:   m.ServerRange,
+		Providers:          append([]string(nil), m.Providers...),
+		Static:             m.Static(),
+		IPTable:            table,
+		K8sOffset:          m.K8sOffset,
+		EmbeddedRange:      m.EmbeddedRange,
+		ServerRange:        m.ServerRange,
+		EmbeddedLeaseRange: m.Redis.EmbeddedRange,
+		ServerLeaseRange:   m.Redis.ServerRange,
 		Redis: machineid.RedisConfig{
 			Addrs:        append([]string(nil), m.Redis.Addrs...),
 			MasterName:   m.Redis.MasterName,
@@ -80,9 +84,15 @@ func serverTLS(key, cert, priv string) (*tls.Config, error) {
 // ClientConfig returns the Go client's configuration: client.servers, timeout,
 // retries, prefetch and fallback, with the embedded fallback of Embed (the
 // embedded range, time_guard.dir). Logger and Registerer are left for the
-// caller. It validates c first.
+// caller. It validates c first, and with client.fallback RequireMachine.
 func (c Config) ClientConfig() (client.Config, error) {
-	fallback, err := c.Embed()
+	fallback := c.embed()
+	var err error
+	if c.Client.Fallback {
+		fallback, err = c.Embed()
+	} else {
+		err = c.Validate()
+	}
 	if err != nil {
 		return client.Config{}, err
 	}

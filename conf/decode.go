@@ -65,6 +65,9 @@ func decodeHook(from, to reflect.Value) (any, error) {
 		if r, ok := data.(machineid.Range); ok {
 			return r, nil
 		}
+		if data == nil || scalarText(data) == "" {
+			return machineid.Range{}, nil // unset; the keys that need one say so in Validate
+		}
 		r, err := machineid.ParseRange(scalarText(data))
 		if err != nil {
 			return nil, badValue(data, "want first-last within 0-%d, e.g. 0-923", core.MaxMachine)

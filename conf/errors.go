@@ -31,6 +31,7 @@ type KeyError struct {
 	Source string
 
 	unknown bool
+	err     error // a sentinel of another package it also matches, or nil
 }
 
 func (e *KeyError) Error() string {
@@ -44,13 +45,18 @@ func (e *KeyError) Error() string {
 	return s
 }
 
-// Unwrap makes errors.Is(err, ErrInvalid) true, and errors.Is(err,
-// ErrUnknownKey) true for an unknown key.
-func (e *KeyError) Unwrap() error {
+// Unwrap makes errors.Is(err, ErrInvalid) true, errors.Is(err,
+// ErrUnknownKey) true for an unknown key, and errors.Is(err,
+// machineid.ErrNoMachineID) true for the error of RequireMachine.
+func (e *KeyError) Unwrap() []error {
+	out := []error{ErrInvalid}
 	if e.unknown {
-		return ErrUnknownKey
+		out[0] = ErrUnknownKey
 	}
-	return ErrInvalid
+	if e.err != nil {
+		out = append(out, e.err)
+	}
+	return out
 }
 
 // KeyErrors returns the *KeyError values inside err (as joined by Load and

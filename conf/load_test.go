@@ -164,6 +164,8 @@ func TestEnvMapping(t *testing.T) {
 		"VESTA_MACHINE_REDIS_KEY_PREFIX=ids",
 		"VESTA_MACHINE_REDIS_LEASE_TTL=1m30s",
 		"VESTA_MACHINE_REDIS_MAX_CLOCK_SKEW=500ms",
+		"VESTA_MACHINE_REDIS_EMBEDDED_RANGE=10-99",
+		"VESTA_MACHINE_REDIS_SERVER_RANGE=926-1023",
 		"VESTA_TIME_GUARD_DIR=",
 		"VESTA_TIME_GUARD_WINDOW=5ms",
 		"VESTA_TIME_GUARD_MAX_STARTUP_WAIT=1m",
@@ -197,7 +199,8 @@ func TestEnvMapping(t *testing.T) {
 			IPTable:       map[string]int{"10.1.2.3": 924, "10.1.2.4": 925},
 			EmbeddedRange: mustRange(t, "0-99"), ServerRange: mustRange(t, "900-1023"),
 			Redis: conf.RedisConfig{Addrs: []string{"r1:6379", "r2:6379"}, MasterName: "mymaster", Password: "pw",
-				KeyPrefix: "ids", LeaseTTL: 90 * time.Second, MaxClockSkew: 500 * time.Millisecond},
+				KeyPrefix: "ids", LeaseTTL: 90 * time.Second, MaxClockSkew: 500 * time.Millisecond,
+				EmbeddedRange: mustRange(t, "10-99"), ServerRange: mustRange(t, "926-1023")},
 		},
 		TimeGuard: conf.TimeGuardConfig{Window: 5 * time.Millisecond, MaxStartupWait: time.Minute},
 		Central: conf.CentralConfig{Listen: "127.0.0.1:0", MaxBatch: 500, MaxRequestBytes: 1024, MaxConns: 7,
@@ -211,8 +214,8 @@ func TestEnvMapping(t *testing.T) {
 	if got := l.Config; !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n%v\nwant\n%v", got, want)
 	}
-	if len(l.Env) != 41 {
-		t.Errorf("%d variables applied; want 41", len(l.Env))
+	if len(l.Env) != 43 {
+		t.Errorf("%d variables applied; want 43", len(l.Env))
 	}
 }
 
@@ -466,35 +469,58 @@ func TestFlags(t *testing.T) {
 	conf.AddFlags(pflag.NewFlagSet("z", pflag.ContinueOnError), "nope")
 }
 
-func TestResolveID(t *testing.T) {
-	m := conf.DefaultConfig().Machine
-	if got := m.ResolveID(core.Central); got != 1023 {
-		t.Errorf("server default %d; want 1023", got)
+// machine.id has no default: unset it is nil, whatever the mode, and the
+// issuers refuse (RequireMachine) while static is listed.
+func TestNoDefaultMachineID(t *testing.T) {
+	c := conf.DefaultConfig()
+	if c.Machine.ID != nil || c.Machine.Static() != nil || c.MachineID(core.Central).Static != nil || c.MachineID(core.Embedded).Static != nil {
+		t.Fatalf("default machine.id %v; want unset", c.Machine.ID)
 	}
-	if got := m.ResolveID(core.REST); got != 1023 {
-		t.Errorf("REST default %d; want 1023", got)
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate of the defaults: %v (a client without the fallback needs no machine ID)", err)
 	}
-	if got := m.ResolveID(core.Embedded); got != 0 {
-		t.Errorf("embedded default %d; want 0", got)
+	err := c.RequireMachine()
+	if !errors.Is(err, conf.ErrInvalid) || !errors.Is(err, machineid.ErrNoMachineID) {
+		t.Fatalf("RequireMachine = %v; want ErrInvalid and machineid.ErrNoMachineID", err)
 	}
-	m.EmbeddedRange, m.ServerRange = mustRange(t, "100-1023"), mustRange(t, "0-99")
-	if s, e := m.ResolveID(core.Central), m.ResolveID(core.Embedded); s != 99 || e != 100 {
-		t.Errorf("moved ranges: server %d, embedded %d; want 99, 100", s, e)
+	if ke := conf.KeyErrors(err); len(ke) != 1 || ke[0].Key != "machine.id" {
+		t.Fatalf("RequireMachine = %v; want one KeyError on machine.id", err)
 	}
-	if r := m.Range(core.REST); r != mustRange(t, "0-99") {
+	for _, w := range []string{"--machine", "VESTA_MACHINE_ID", "redis", "k8s", "iptable"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%q does not say %q", err, w)
+		}
+	}
+	if _, err := c.Core(core.Central); !errors.Is(err, machineid.ErrNoMachineID) {
+		t.Errorf("Core = %v; want ErrNoMachineID", err)
+	}
+	if _, err := c.Embed(); !errors.Is(err, machineid.ErrNoMachineID) {
+		t.Errorf("Embed = %v; want ErrNoMachineID", err)
+	}
+	if _, err := c.ClientConfig(); !errors.Is(err, machineid.ErrNoMachineID) {
+		t.Errorf("ClientConfig with the fallback = %v; want ErrNoMachineID", err)
+	}
+	c.Client.Fallback = false
+	if _, err := c.ClientConfig(); err != nil {
+		t.Errorf("ClientConfig without the fallback = %v; want no machine ID needed", err)
+	}
+	c.Client.Fallback = true
+	c.Machine.Providers = []string{"redis"}
+	if err := c.RequireMachine(); err != nil {
+		t.Errorf("RequireMachine with redis only = %v", err)
+	}
+	c.Machine.Providers, c.Machine.ID = []string{"static"}, intp(7)
+	if got := c.MachineID(core.Embedded).Static; got == nil || *got != 7 {
+		t.Errorf("MachineID().Static = %v; want 7", got)
+	}
+	if r := c.Machine.Range(core.REST); r != machineid.DefaultServerRange {
 		t.Errorf("Range(REST) = %v", r)
-	}
-	m.ID = intp(7)
-	if s, e := m.ResolveID(core.Central), m.ResolveID(core.Embedded); s != 7 || e != 7 {
-		t.Errorf("set ID: %d, %d; want 7, 7", s, e)
-	}
-	if (conf.MachineConfig{}).ResolveID(core.Central) != 1023 {
-		t.Error("zero ranges: want 1023 for servers")
 	}
 }
 
 func TestCore(t *testing.T) {
 	c := conf.DefaultConfig()
+	c.Machine.ID = intp(1023)
 	c.ID.Layout, c.ID.Version = core.Vesta, 1
 	cc, err := c.Core(core.Central)
 	if err != nil {

@@ -102,6 +102,9 @@ func leafValue(v reflect.Value) slog.Value {
 	case core.Type:
 		return slog.StringValue(x.String())
 	case machineid.Range:
+		if x.IsZero() {
+			return slog.StringValue("") // unset, as it is written
+		}
 		return slog.StringValue(x.String())
 	case time.Time:
 		if x.IsZero() {

@@ -150,6 +150,58 @@ func (m MachineConfig) validate(ck *checker) {
 	}
 
 	m.Redis.validate(ck, m.Uses(ProviderRedis))
+	if rangesOK {
+		m.validateLeaseRanges(ck)
+	}
+}
+
+// validateLeaseRanges checks machine.redis.embedded_range and server_range,
+// then that no fixed ID of a listed provider (machine.id, the ip_table
+// values, the k8s ID of ordinal 0) lies in the IDs Redis leases hand out:
+// a host on a fixed ID that a lease can reach would share it with the
+// leasing host. Later k8s ordinals are checked when the ID is acquired.
+func (m MachineConfig) validateLeaseRanges(ck *checker) {
+	ok := true
+	for _, r := range []struct {
+		key, modeKey string
+		lease, mode  machineid.Range
+	}{
+		{"machine.redis.embedded_range", "machine.embedded_range", m.Redis.EmbeddedRange, m.EmbeddedRange},
+		{"machine.redis.server_range", "machine.server_range", m.Redis.ServerRange, m.ServerRange},
+	} {
+		if !r.lease.IsZero() && !r.mode.Covers(r.lease) {
+			ck.add(r.key, "%s; want a part of %s %s, or \"\" for all of it", r.lease, r.modeKey, r.mode)
+			ok = false
+		}
+	}
+	if !ok {
+		return
+	}
+	fixed := func(key string, id int) {
+		if id < 0 || id > int(core.MaxMachine) {
+			return // reported above
+		}
+		for _, mode := range []core.Method{core.Embedded, core.Central} {
+			leaseKey, modeKey, explicit := "machine.redis.embedded_range", "machine.embedded_range", m.Redis.EmbeddedRange
+			if server(mode) {
+				leaseKey, modeKey, explicit = "machine.redis.server_range", "machine.server_range", m.Redis.ServerRange
+			}
+			if msg := machineid.InLease(core.MachineID(id), m.LeaseRange(mode), !explicit.IsZero(), leaseKey, modeKey); msg != "" {
+				ck.add(key, "%s", msg)
+			}
+		}
+	}
+	if m.Uses(ProviderStatic) && m.ID != nil {
+		fixed("machine.id", *m.ID)
+	}
+	if m.Uses(ProviderIPTable) {
+		for _, ip := range slices.Sorted(maps.Keys(m.IPTable)) {
+			fixed(fmt.Sprintf("machine.ip_table[%q]", clip(ip)), m.IPTable[ip])
+		}
+	}
+	if m.Uses(ProviderK8s) {
+		fixed("machine.k8s_offset", m.K8sOffset)
+	}
 }
 
 func (r RedisConfig) validate(ck *checker, used bool) {

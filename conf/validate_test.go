@@ -98,6 +98,22 @@ func invalidCases(t testing.TB) []struct {
 			c.Machine.Redis.KeyPrefix = ""
 		}, `""; the redis provider`},
 		{"machine.redis.lease_ttl", func(c *conf.Config) { c.Machine.Redis.LeaseTTL = 999 * time.Millisecond }, "999ms; want at least 1s"},
+		{"machine.redis.embedded_range", func(c *conf.Config) { c.Machine.Redis.EmbeddedRange = mustRange(t, "900-950") },
+			`900-950; want a part of machine.embedded_range 0-923, or "" for all of it`},
+		{"machine.redis.server_range", func(c *conf.Config) { c.Machine.Redis.ServerRange = mustRange(t, "0-1023") },
+			`0-1023; want a part of machine.server_range 924-1023`},
+		{"machine.id", func(c *conf.Config) { c.Machine.Providers, c.Machine.ID = []string{"redis", "static"}, intp(1023) },
+			"1023 lies in the IDs Redis leases hand out (machine.redis.server_range 924-1023, all of machine.server_range by default with the redis provider)"},
+		{"machine.id", func(c *conf.Config) {
+			c.Machine.ID, c.Machine.Redis.ServerRange = intp(1000), mustRange(t, "924-1003")
+		}, "1000 lies in the IDs Redis leases hand out (machine.redis.server_range 924-1003)"},
+		{"machine.id", func(c *conf.Config) { c.Machine.Providers, c.Machine.ID = []string{"static", "redis"}, intp(3) },
+			"3 lies in the IDs Redis leases hand out (machine.redis.embedded_range 0-923, all of machine.embedded_range"},
+		{`machine.ip_table["10.1.2.3"]`, func(c *conf.Config) {
+			c.Machine.Providers, c.Machine.IPTable = []string{"redis", "iptable"}, map[string]int{"10.1.2.3": 930}
+		}, "930 lies in the IDs Redis leases hand out (machine.redis.server_range 924-1023"},
+		{"machine.k8s_offset", func(c *conf.Config) { c.Machine.Providers = []string{"k8s", "redis"} },
+			"924 lies in the IDs Redis leases hand out (machine.redis.server_range 924-1023"},
 		{"machine.redis.lease_ttl", func(c *conf.Config) { c.Machine.Redis.LeaseTTL = 0 }, "0s; want at least 1s"},
 		{"machine.redis.max_clock_skew", func(c *conf.Config) { c.Machine.Redis.MaxClockSkew = -time.Millisecond }, "-1ms; want 0 (no check) or more"},
 		{"time_guard.window", func(c *conf.Config) { c.TimeGuard.Window = 0 }, "0s; want at least one time unit of id.type max-peak (1s)"},
@@ -189,6 +205,19 @@ func TestValidateValid(t *testing.T) {
 		{"every provider", func(c *conf.Config) {
 			c.Machine.Providers = []string{"redis", "k8s", "iptable", "static"}
 			c.Machine.IPTable = map[string]int{"10.1.2.3": 924, "fd00::1": 925, "10.1.2.4": 5}
+			c.Machine.ID, c.Machine.K8sOffset = intp(1023), 926 // k8s ordinals 0-29: 926-955
+			c.Machine.Redis.EmbeddedRange, c.Machine.Redis.ServerRange = mustRange(t, "6-923"), mustRange(t, "956-1022")
+		}},
+		{"redis then static, the lease range narrowed", func(c *conf.Config) {
+			c.Machine.Providers, c.Machine.ID = []string{"redis", "static"}, intp(1023)
+			c.Machine.Redis.ServerRange = mustRange(t, "924-1003")
+		}},
+		{"static inside the lease range of another mode", func(c *conf.Config) {
+			c.Machine.ID, c.Machine.Redis.ServerRange = intp(5), mustRange(t, "924-1003")
+		}},
+		{"fixed IDs of providers not listed", func(c *conf.Config) {
+			c.Machine.Providers, c.Machine.ID = []string{"redis"}, intp(1023)
+			c.Machine.IPTable = map[string]int{"10.1.2.3": 924}
 		}},
 		{"machine IDs at the ends", func(c *conf.Config) { c.Machine.ID = intp(0); c.Machine.K8sOffset = 1023 }},
 		{"moved ranges", func(c *conf.Config) {

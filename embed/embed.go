@@ -30,9 +30,11 @@ type Config struct {
 	Version uint8
 	// Machine says where the machine ID comes from (static, IP table,
 	// Redis lease, Kubernetes ordinal); it must lie in the embedded range
-	// (Machine.EmbeddedRange, default 0-923). The zero value is the
-	// static machine ID 0. Its Clock, Logger and Registerer, when nil,
-	// take this Config's.
+	// (Machine.EmbeddedRange, default 0-923). The zero value chooses no
+	// machine ID, and Open refuses (machineid.ErrNoMachineID): set
+	// Machine.Static to an ID unique to this instance, or use a Redis
+	// lease, the Kubernetes ordinal or the IP table. Its Clock, Logger and
+	// Registerer, when nil, take this Config's.
 	Machine machineid.Config
 	// MaxBorrow is how far issuing may run ahead of the clock when a
 	// unit's sequence runs out; zero never runs ahead.
@@ -56,9 +58,11 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
-// DefaultConfig returns the recommended configuration: static machine 0, a
-// 1s MaxBorrow, a time guard in ./vesta-data with a 3s window and a 10s
-// startup wait.
+// DefaultConfig returns the recommended configuration: a 1s MaxBorrow, a
+// time guard in ./vesta-data with a 3s window and a 10s startup wait, and
+// no machine ID: Open refuses with machineid.ErrNoMachineID until one is
+// chosen (Machine.Static, or Machine.Providers), as two instances left on a
+// default would issue the same IDs.
 func DefaultConfig() Config {
 	d := core.DefaultConfig()
 	return Config{

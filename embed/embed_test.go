@@ -34,11 +34,11 @@ func TestConfigErrors(t *testing.T) {
 		edit func(*embed.Config)
 		want string
 	}{
-		{"server-range machine", func(c *embed.Config) { c.Machine.Static = 1000 }, "machine ID 1000 is outside the embedded range 0-923"},
-		{"machine too big", func(c *embed.Config) { c.Machine.Static = 5000 }, "Static: 5000; want 0-1023"},
+		{"server-range machine", func(c *embed.Config) { c.Machine.Static = new(core.MachineID(1000)) }, "machine ID 1000 is outside the embedded range 0-923"},
+		{"machine too big", func(c *embed.Config) { c.Machine.Static = new(core.MachineID(5000)) }, "Static: 5000; want 0-1023"},
 		{"moved range", func(c *embed.Config) {
 			c.Machine.EmbeddedRange, _ = machineid.ParseRange("100-199")
-			c.Machine.Static = 5
+			c.Machine.Static = new(core.MachineID(5))
 		}, "outside the embedded range 100-199"},
 		{"unknown provider", func(c *embed.Config) { c.Machine.Providers = []string{"zookeeper"} }, `unknown provider "zookeeper"`},
 		{"layout", func(c *embed.Config) { c.Layout = 9 }, "Layout 9"},
@@ -56,11 +56,30 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
+// There is no default machine ID: two instances left on one would issue
+// the same IDs, so the default config refuses, saying how to choose.
+func TestDefaultConfigRefuses(t *testing.T) {
+	cfg := embed.DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	_, err := embed.Open(context.Background(), cfg)
+	if !errors.Is(err, machineid.ErrNoMachineID) || !errors.Is(err, embed.ErrConfig) {
+		t.Fatalf("Open(DefaultConfig()) = %v; want ErrConfig wrapping machineid.ErrNoMachineID", err)
+	}
+	if !strings.Contains(err.Error(), "Machine") || !strings.Contains(err.Error(), "Static") {
+		t.Fatalf("%q does not name Machine.Static", err)
+	}
+	// Chosen, it opens.
+	cfg.Machine.Static = new(core.MachineID(9))
+	if is := open(t, cfg); is.Generator().Machine() != 9 {
+		t.Fatalf("machine %d; want 9", is.Generator().Machine())
+	}
+}
+
 // Two processes (here two issuers) on one host with the same machine ID and
 // data directory: the second is refused, never issuing duplicates.
 func TestSameMachineSameDirRefused(t *testing.T) {
 	cfg := embed.DefaultConfig()
-	cfg.Machine.Static, cfg.DataDir = 12, t.TempDir()
+	cfg.Machine.Static, cfg.DataDir = new(core.MachineID(12)), t.TempDir()
 	first := open(t, cfg)
 	if _, err := embed.Open(context.Background(), cfg); !errors.Is(err, core.ErrGuardLocked) {
 		t.Fatalf("second Open: %v; want ErrGuardLocked", err)
@@ -84,7 +103,7 @@ func TestSameMachineSameDirRefused(t *testing.T) {
 
 func TestIssuerMethods(t *testing.T) {
 	cfg := embed.DefaultConfig()
-	cfg.Machine.Static, cfg.DataDir, cfg.Layout, cfg.Type = 3, "", core.Vesta, core.MinGranularity
+	cfg.Machine.Static, cfg.DataDir, cfg.Layout, cfg.Type = new(core.MachineID(3)), "", core.Vesta, core.MinGranularity
 	is := open(t, cfg)
 	ids, err := is.NextIDs(context.Background(), 5000)
 	if err != nil || len(ids) != 5000 {
@@ -117,7 +136,7 @@ func TestIssuerMethods(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	cfg := embed.DefaultConfig()
-	cfg.DataDir, cfg.Registerer = t.TempDir(), reg
+	cfg.DataDir, cfg.Registerer, cfg.Machine.Static = t.TempDir(), reg, new(core.MachineID(1))
 	is := open(t, cfg)
 	if _, err := is.NextIDs(context.Background(), 10); err != nil {
 		t.Fatal(err)

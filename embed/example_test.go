@@ -15,8 +15,8 @@ func Example() {
 	defer os.RemoveAll(dir)
 
 	cfg := embed.DefaultConfig()
-	cfg.Machine.Static = 42 // this instance's machine ID, from the embedded range 0-923
-	cfg.DataDir = dir       // the time guard: restarts never re-issue IDs
+	cfg.Machine.Static = new(core.MachineID(42)) // this instance's own ID, from the embedded range 0-923; there is no default
+	cfg.DataDir = dir                            // the time guard: restarts never re-issue IDs
 	ids, err := embed.Open(context.Background(), cfg)
 	if err != nil {
 		panic(err)

@@ -4,7 +4,9 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,9 +65,12 @@ type Config struct {
 	// is not available here (ErrUnavailable) passes to the next. Each
 	// name at most once. Nil or empty is [static].
 	Providers []string
-	// Static is the static provider's machine ID; zero is machine 0.
-	// Servers usually want the server range's last ID (1023).
-	Static core.MachineID
+	// Static is the static provider's machine ID; nil is none chosen, and
+	// then a listed static provider is refused with ErrNoMachineID: there
+	// is no default ID, as two hosts left on one would issue the same IDs.
+	// Each instance needs its own, outside the IDs Redis leases hand out
+	// (see ServerLeaseRange). Since Go 1.26: new(core.MachineID(42)).
+	Static *core.MachineID
 	// IPTable maps IP addresses (IPv4 or IPv6 text) to machine IDs for
 	// the iptable provider. Empty does not validate when the provider is
 	// listed.
@@ -85,6 +90,15 @@ type Config struct {
 	// Range is DefaultServerRange (924-1023). It must not overlap
 	// EmbeddedRange.
 	ServerRange Range
+	// EmbeddedLeaseRange is the part of EmbeddedRange that Redis leases
+	// hand out. The zero Range is all of EmbeddedRange when the redis
+	// provider is listed, and no ID otherwise. Fixed IDs (Static, the
+	// IPTable values, the k8s IDs) must lie outside it, so that a host on
+	// a fixed ID never holds one a leasing host can take: a fleet mixing
+	// both sets it in the configuration every host shares.
+	EmbeddedLeaseRange Range
+	// ServerLeaseRange is EmbeddedLeaseRange for ServerRange.
+	ServerLeaseRange Range
 	// Redis configures the redis provider.
 	Redis RedisConfig
 	// Clock times the lease (deadlines and renewals) and is compared
@@ -178,9 +192,10 @@ const (
 )
 
 // DefaultConfig returns the recommended configuration: the static provider
-// with machine 0, the default ranges, and for the redis provider Redis at
-// 127.0.0.1:6379, key prefix "vesta", a 15s lease and a 2s clock-skew
-// check.
+// with no machine ID chosen (Acquire refuses with ErrNoMachineID until
+// Static is set or other providers are chosen), the default ranges, and for
+// the redis provider Redis at 127.0.0.1:6379, key prefix "vesta", a 15s
+// lease and a 2s clock-skew check.
 func DefaultConfig() Config {
 	return Config{
 		Providers:     []string{ProviderStatic},
@@ -222,8 +237,12 @@ func (c Config) resolve() (Config, error) {
 		}
 		seen[p] = true
 	}
-	if c.Static > core.MaxMachine {
-		return bad("Static", "%d; want 0-%d", c.Static, core.MaxMachine)
+	if c.Static != nil {
+		id := *c.Static
+		if id > core.MaxMachine {
+			return bad("Static", "%d; want 0-%d", id, core.MaxMachine)
+		}
+		r.Static = &id
 	}
 	if seen[ProviderIPTable] && len(c.IPTable) == 0 {
 		return bad("IPTable", "empty, but the iptable provider is listed")
@@ -251,6 +270,17 @@ func (c Config) resolve() (Config, error) {
 	}
 	if r.EmbeddedRange.Overlaps(r.ServerRange) {
 		return bad("EmbeddedRange", "%s overlaps ServerRange %s; the ranges must be disjoint", r.EmbeddedRange, r.ServerRange)
+	}
+	for _, f := range []struct {
+		name, modeName string
+		lease, mode    Range
+	}{{"EmbeddedLeaseRange", "EmbeddedRange", r.EmbeddedLeaseRange, r.EmbeddedRange}, {"ServerLeaseRange", "ServerRange", r.ServerLeaseRange, r.ServerRange}} {
+		if !f.lease.IsZero() && !f.mode.Covers(f.lease) {
+			return bad(f.name, "%s; want a part of %s %s", f.lease, f.modeName, f.mode)
+		}
+	}
+	if err := r.checkFixed(seen); err != nil {
+		return Config{}, err
 	}
 	rc := &r.Redis
 	rc.Addrs = append([]string(nil), c.Redis.Addrs...)
@@ -285,22 +315,90 @@ func (c Config) resolve() (Config, error) {
 			return bad("Redis.Addrs", "holds an empty address")
 		}
 	}
+	// Last, so that a config with other mistakes names those first.
+	if seen[ProviderStatic] && r.Static == nil {
+		return Config{}, fmt.Errorf("%w: Static: unset, but the static provider is listed: %w", ErrConfig, ErrNoMachineID)
+	}
 	return r, nil
+}
+
+// LeaseRange returns the IDs of mode's range that Redis leases hand out
+// (the effective lease range): EmbeddedLeaseRange or ServerLeaseRange when
+// set; else the whole mode range when the redis provider is listed; else
+// the zero Range (none). It does not validate c.
+func (c Config) LeaseRange(mode Mode) Range {
+	explicit, whole := c.EmbeddedLeaseRange, c.EmbeddedRange
+	if mode == Server {
+		explicit, whole = c.ServerLeaseRange, c.ServerRange
+	}
+	if whole.IsZero() {
+		whole = DefaultEmbeddedRange
+		if mode == Server {
+			whole = DefaultServerRange
+		}
+	}
+	return EffectiveLeaseRange(explicit, whole, slices.Contains(c.Providers, ProviderRedis))
+}
+
+// inLease is InLease for mode's effective lease range, naming c's fields.
+func (c Config) inLease(mode Mode, id core.MachineID) string {
+	leaseName, wholeName, explicit := "EmbeddedLeaseRange", "EmbeddedRange", c.EmbeddedLeaseRange
+	if mode == Server {
+		leaseName, wholeName, explicit = "ServerLeaseRange", "ServerRange", c.ServerLeaseRange
+	}
+	return InLease(id, c.LeaseRange(mode), !explicit.IsZero(), leaseName, wholeName)
+}
+
+// fixedCheck returns an error (wrapping ErrConfig) when id, a fixed ID
+// given by what, lies in the effective lease range of its mode (the ranges
+// are disjoint, so at most one can hold it).
+func (c Config) fixedCheck(what string, id core.MachineID) error {
+	for _, mode := range []Mode{Embedded, Server} {
+		if msg := c.inLease(mode, id); msg != "" {
+			return fmt.Errorf("%w: %s: %s", ErrConfig, what, msg)
+		}
+	}
+	return nil
+}
+
+// checkFixed refuses the fixed IDs of the listed providers that Redis
+// leases could hand out too: Static, every IPTable value and the k8s ID of
+// ordinal 0 (later ordinals are checked by Acquire).
+func (c Config) checkFixed(listed map[string]bool) error {
+	if listed[ProviderStatic] && c.Static != nil {
+		if err := c.fixedCheck("Static", *c.Static); err != nil {
+			return err
+		}
+	}
+	if listed[ProviderIPTable] {
+		for _, ip := range slices.Sorted(maps.Keys(c.IPTable)) {
+			if err := c.fixedCheck(fmt.Sprintf("IPTable[%q]", ip), c.IPTable[ip]); err != nil {
+				return err
+			}
+		}
+	}
+	if listed[ProviderK8s] {
+		if err := c.fixedCheck("K8sOffset (the ID of ordinal 0)", core.MachineID(c.K8sOffset)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ValidateFor is Validate plus the checks of the mode: the static ID and
 // the k8s offset must lie in the mode's range.
 func (c Config) ValidateFor(mode Mode) error {
-	_, _, err := c.resolveFor(mode)
+	_, _, _, err := c.resolveFor(mode)
 	return err
 }
 
 // resolveFor is resolve plus the checks of the mode: the static ID and the
-// k8s offset must lie in the mode's range.
-func (c Config) resolveFor(mode Mode) (Config, Range, error) {
+// k8s offset must lie in the mode's range. It returns the mode's range and
+// its effective lease range.
+func (c Config) resolveFor(mode Mode) (Config, Range, Range, error) {
 	r, err := c.resolve()
 	if err != nil {
-		return Config{}, Range{}, err
+		return Config{}, Range{}, Range{}, err
 	}
 	var rng Range
 	switch mode {
@@ -309,21 +407,21 @@ func (c Config) resolveFor(mode Mode) (Config, Range, error) {
 	case Server:
 		rng = r.ServerRange
 	default:
-		return Config{}, Range{}, fmt.Errorf("%w: mode %d; want Embedded or Server", ErrConfig, mode)
+		return Config{}, Range{}, Range{}, fmt.Errorf("%w: mode %d; want Embedded or Server", ErrConfig, mode)
 	}
 	for _, p := range r.Providers {
 		switch p {
 		case ProviderStatic:
-			if err := rng.Check(r.Static, mode.String()); err != nil {
-				return Config{}, Range{}, fmt.Errorf("%w: Static: %w", ErrConfig, err)
+			if err := rng.Check(*r.Static, mode.String()); err != nil {
+				return Config{}, Range{}, Range{}, fmt.Errorf("%w: Static: %w", ErrConfig, err)
 			}
 		case ProviderK8s:
 			if err := rng.Check(core.MachineID(r.K8sOffset), mode.String()); err != nil {
-				return Config{}, Range{}, fmt.Errorf("%w: K8sOffset (the ID of ordinal 0): %w", ErrConfig, err)
+				return Config{}, Range{}, Range{}, fmt.Errorf("%w: K8sOffset (the ID of ordinal 0): %w", ErrConfig, err)
 			}
 		}
 	}
-	return r, rng, nil
+	return r, rng, r.LeaseRange(mode), nil
 }
 
 func isKnown(p string) bool {

@@ -19,15 +19,20 @@ func TestValidate(t *testing.T) {
 		edit  func(*machineid.Config)
 		field string // "" = valid
 	}{
-		{"defaults", func(*machineid.Config) {}, ""},
-		{"zero config", func(c *machineid.Config) { *c = machineid.Config{} }, ""},
+		{"defaults: no machine ID chosen", func(*machineid.Config) {}, "Static"},
+		{"zero config: no machine ID chosen", func(c *machineid.Config) { *c = machineid.Config{} }, "Static"},
+		{"a static ID", func(c *machineid.Config) { c.Static = new(core.MachineID(0)) }, ""},
+		{"redis alone", func(c *machineid.Config) { c.Providers = []string{"redis"} }, ""},
 		{"every provider", func(c *machineid.Config) {
 			c.Providers = []string{"redis", "k8s", "iptable", "static"}
-			c.IPTable = map[string]core.MachineID{"10.0.0.1": 1}
+			c.IPTable = map[string]core.MachineID{"10.0.0.1": 1, "10.0.0.2": 1020}
+			c.Static, c.K8sOffset = new(core.MachineID(1010)), 1000
+			c.EmbeddedLeaseRange = machineid.Range{First: 100, Count: 824}
+			c.ServerLeaseRange = machineid.Range{First: 924, Count: 70}
 		}, ""},
 		{"unknown provider", func(c *machineid.Config) { c.Providers = []string{"redis", "consul"} }, "Providers"},
 		{"provider twice", func(c *machineid.Config) { c.Providers = []string{"static", "static"} }, "Providers"},
-		{"static past 1023", func(c *machineid.Config) { c.Static = 1024 }, "Static"},
+		{"static past 1023", func(c *machineid.Config) { c.Static = new(core.MachineID(1024)) }, "Static"},
 		{"empty ip table", func(c *machineid.Config) { c.Providers = []string{"iptable"} }, "IPTable"},
 		{"ip table key not an address", func(c *machineid.Config) { c.IPTable = map[string]core.MachineID{"host-a": 3} }, "IPTable"},
 		{"ip table ID past 1023", func(c *machineid.Config) { c.IPTable = map[string]core.MachineID{"10.0.0.1": 2000} }, "IPTable"},

@@ -7,7 +7,9 @@
 // (Server mode, default 924-1023). A Range says which IDs a mode may use;
 // providers pick one, tried in the order of Config.Providers:
 //
-//   - static: Config.Static.
+//   - static: Config.Static. There is no default: with Static unset the
+//     provider refuses (ErrNoMachineID), since two hosts left on one
+//     default would issue the same IDs.
 //   - iptable: Config.IPTable, matched against every address of every
 //     interface of the host (not "the last private one"); addresses that
 //     match entries with different IDs are an error (ErrAmbiguous).
@@ -20,9 +22,17 @@
 // in the table, no ordinal) wraps ErrUnavailable and the chain tries the
 // next; any other error (a bad configuration, an ID outside the mode's
 // range, every leasable ID taken, a clock too far from Redis's) stops it.
-// Note that a static ID used after an unreachable Redis may also be leased
-// by a host that does reach Redis: give such fallbacks IDs no lease can
-// reach, or leave them out.
+//
+// Fixed IDs (static, iptable, k8s) never come from the IDs Redis leases
+// hand out: each mode's lease range (Config.EmbeddedLeaseRange,
+// ServerLeaseRange; by default the whole mode range when redis is listed,
+// none otherwise) must not hold any of them, checked by Validate and again
+// by Acquire for the k8s ordinal and the matched address. So a chain
+// [redis, static] is refused on the default ranges (the static ID of a host
+// that cannot reach Redis at start could be leased to a host that can), and
+// accepted once the lease range is narrowed and the static ID taken from
+// the rest. A fleet mixing leasing hosts and fixed IDs sets the lease
+// ranges in the configuration every host shares.
 //
 // # Redis leases and fencing
 //
@@ -61,7 +71,7 @@
 // # Order of operations
 //
 // For `vesta serve` (Server), embed.Open (Embedded) and the client's
-// fallback (Embedded, when it first falls back):
+// fallback (Embedded, at client.New):
 //
 //	lease, err := machineid.Acquire(ctx, cfg, machineid.Server) // the ID; a Redis lease is renewed from here on
 //	guard, err := lease.TimeGuard(dataDir)                      // Redis store, or a core.FileGuard in dataDir

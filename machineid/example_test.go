@@ -15,7 +15,7 @@ import (
 func Example() {
 	ctx := context.Background()
 	cfg := machineid.DefaultConfig()
-	cfg.Static = 1023
+	cfg.Static = new(core.MachineID(1023)) // this host's own; there is no default
 	lease, err := machineid.Acquire(ctx, cfg, machineid.Server)
 	if err != nil {
 		fmt.Println(err)
@@ -46,7 +46,7 @@ func Example() {
 
 func ExampleAcquire_outsideTheRange() {
 	cfg := machineid.DefaultConfig()
-	cfg.Static = 7
+	cfg.Static = new(core.MachineID(7))
 	_, err := machineid.Acquire(context.Background(), cfg, machineid.Server)
 	fmt.Println(err)
 	// Output: machineid: invalid config: Static: machineid: bad range: machine ID 7 is outside the server range 924-1023
@@ -55,7 +55,7 @@ func ExampleAcquire_outsideTheRange() {
 func ExampleAcquire_chain() {
 	cfg := machineid.DefaultConfig()
 	cfg.Providers = []string{machineid.ProviderK8s, machineid.ProviderStatic}
-	cfg.Hostname, cfg.K8sOffset, cfg.Static = "laptop", 924, 1000
+	cfg.Hostname, cfg.K8sOffset, cfg.Static = "laptop", 924, new(core.MachineID(1000))
 	lease, err := machineid.Acquire(context.Background(), cfg, machineid.Server)
 	if err != nil {
 		fmt.Println(err)

@@ -22,14 +22,14 @@ import (
 // A Redis lease is renewed from the moment Acquire returns; see Lease for
 // what the caller does next. Every Lease must be closed.
 func Acquire(ctx context.Context, cfg Config, mode Mode) (*Lease, error) {
-	c, rng, err := cfg.resolveFor(mode)
+	c, rng, leaseRng, err := cfg.resolveFor(mode)
 	if err != nil {
 		return nil, err
 	}
 	base := newLeaseBase(c, mode, rng)
 	var reasons []error
 	for _, p := range c.Providers {
-		l, err := acquireWith(ctx, base, p)
+		l, err := acquireWith(ctx, base, leaseRng, p)
 		if err == nil {
 			if len(reasons) > 0 {
 				base.log.Warn("machineid: earlier providers unavailable; using a later one",
@@ -49,24 +49,37 @@ func Acquire(ctx context.Context, cfg Config, mode Mode) (*Lease, error) {
 	return nil, chainError(reasons)
 }
 
-func acquireWith(ctx context.Context, base leaseBase, provider string) (*Lease, error) {
+// acquireWith asks one provider. A Redis lease is claimed from leaseRng
+// (the mode's effective lease range) only; a fixed ID (static, iptable,
+// k8s) must lie in the mode's range and outside leaseRng, checked here
+// again because the k8s ordinal and the host's addresses are known only
+// now.
+func acquireWith(ctx context.Context, base leaseBase, leaseRng Range, provider string) (*Lease, error) {
 	var id core.MachineID
 	var err error
 	switch provider {
 	case ProviderStatic:
-		id = base.cfg.Static
+		if base.cfg.Static == nil {
+			return nil, fmt.Errorf("%w: Static: %w", ErrConfig, ErrNoMachineID)
+		}
+		id = *base.cfg.Static
 	case ProviderIPTable:
 		id, err = iptableID(base.cfg)
 	case ProviderK8s:
 		id, err = k8sID(base.cfg)
 	case ProviderRedis:
-		return acquireRedis(ctx, base)
+		b := base
+		b.rng = leaseRng // the lease claims, and re-claims, from here only
+		return acquireRedis(ctx, b)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if err := base.rng.Check(id, base.mode.String()); err != nil {
 		return nil, err
+	}
+	if msg := base.cfg.inLease(base.mode, id); msg != "" {
+		return nil, fmt.Errorf("%w: %s provider: %s", ErrRange, provider, msg)
 	}
 	return newFixedLease(base, provider, id), nil
 }

@@ -59,14 +59,14 @@ func TestProviders(t *testing.T) {
 		errs []error  // the error wraps all of these; nil = success
 		msg  []string // and says all of these
 	}{
-		{"static server", machineid.Server, func(c *machineid.Config) { c.Static = 1023 }, 1023, nil, nil},
-		{"static embedded", machineid.Embedded, func(c *machineid.Config) { c.Static = 7 }, 7, nil, nil},
-		{"static outside the server range", machineid.Server, func(c *machineid.Config) { c.Static = 7 },
+		{"static server", machineid.Server, func(c *machineid.Config) { c.Static = new(core.MachineID(1023)) }, 1023, nil, nil},
+		{"static embedded", machineid.Embedded, func(c *machineid.Config) { c.Static = new(core.MachineID(7)) }, 7, nil, nil},
+		{"static outside the server range", machineid.Server, func(c *machineid.Config) { c.Static = new(core.MachineID(7)) },
 			0, []error{machineid.ErrConfig, machineid.ErrRange}, []string{"Static", "7", "server range 924-1023"}},
-		{"static outside the embedded range", machineid.Embedded, func(c *machineid.Config) { c.Static = 1000 },
+		{"static outside the embedded range", machineid.Embedded, func(c *machineid.Config) { c.Static = new(core.MachineID(1000)) },
 			0, []error{machineid.ErrRange}, []string{"1000", "embedded range 0-923"}},
 		{"static inside a moved range", machineid.Server, func(c *machineid.Config) {
-			c.EmbeddedRange, c.ServerRange, c.Static = machineid.Range{First: 100, Count: 924}, machineid.Range{First: 0, Count: 100}, 99
+			c.EmbeddedRange, c.ServerRange, c.Static = machineid.Range{First: 100, Count: 924}, machineid.Range{First: 0, Count: 100}, new(core.MachineID(99))
 		}, 99, nil, nil},
 		{"iptable one match", machineid.Server, func(c *machineid.Config) {
 			c.Providers, c.IPTable, c.HostAddrs = []string{"iptable"}, table, addrs("127.0.0.1", "10.0.0.2", "fe80::1")
@@ -118,7 +118,7 @@ func TestProviders(t *testing.T) {
 			c.Providers, c.Hostname = []string{"k8s"}, "vesta-1"
 		}, 0, []error{machineid.ErrConfig, machineid.ErrRange}, []string{"K8sOffset"}},
 		{"chain falls through to static", machineid.Server, func(c *machineid.Config) {
-			c.Providers, c.Hostname, c.K8sOffset, c.Static = []string{"k8s", "iptable", "static"}, "laptop", 924, 1000
+			c.Providers, c.Hostname, c.K8sOffset, c.Static = []string{"k8s", "iptable", "static"}, "laptop", 924, new(core.MachineID(1000))
 			c.IPTable, c.HostAddrs = table, addrs("10.9.9.9")
 		}, 1000, nil, nil},
 		{"chain lists every reason", machineid.Server, func(c *machineid.Config) {
@@ -126,7 +126,7 @@ func TestProviders(t *testing.T) {
 			c.IPTable, c.HostAddrs = table, addrs("10.9.9.9")
 		}, 0, []error{machineid.ErrNoProvider, machineid.ErrUnavailable}, []string{"k8s:", "laptop", "iptable:", "10.9.9.9"}},
 		{"a hard error stops the chain", machineid.Server, func(c *machineid.Config) {
-			c.Providers, c.Static = []string{"iptable", "static"}, 1000
+			c.Providers, c.Static = []string{"iptable", "static"}, new(core.MachineID(1000))
 			c.IPTable, c.HostAddrs = table, addrs("10.0.0.1", "10.0.0.2")
 		}, 0, []error{machineid.ErrAmbiguous}, []string{"iptable provider"}},
 		{"unknown provider", machineid.Server, func(c *machineid.Config) { c.Providers = []string{"zookeeper"} },
@@ -165,13 +165,24 @@ func TestProviders(t *testing.T) {
 	}
 }
 
+// [redis, static]: a static ID that Redis leases could hand out too is
+// refused (a host that cannot reach Redis at start would share it with a
+// host that can); with the lease range narrowed it is accepted, and the
+// static ID is the fallback of an unreachable Redis.
 func TestUnreachableRedisAtStart(t *testing.T) {
 	c := machineid.DefaultConfig()
 	c.Redis.Addrs = []string{deadAddr(t)}
-	c.Providers, c.Static = []string{"redis", "static"}, 1023
+	c.Providers, c.Static = []string{"redis", "static"}, new(core.MachineID(1023))
+	_, err := acquire(t, c, machineid.Server)
+	if !errors.Is(err, machineid.ErrConfig) || !strings.Contains(err.Error(), "Static: 1023") ||
+		!strings.Contains(err.Error(), "ServerLeaseRange 924-1023, all of ServerRange") {
+		t.Fatalf("redis then static 1023 on the default ranges: %v; want ErrConfig naming Static and ServerLeaseRange", err)
+	}
+
+	c.ServerLeaseRange, _ = machineid.ParseRange("924-1003")
 	l, err := acquire(t, c, machineid.Server)
 	if err != nil {
-		t.Fatalf("redis then static: %v", err)
+		t.Fatalf("redis then static, lease range narrowed: %v", err)
 	}
 	if l.ID() != 1023 || l.Provider() != "static" {
 		t.Fatalf("got %d from %s; want 1023 from static", l.ID(), l.Provider())
@@ -187,7 +198,7 @@ func TestUnreachableRedisAtStart(t *testing.T) {
 
 func TestTimeGuardOfAFixedID(t *testing.T) {
 	c := machineid.DefaultConfig()
-	c.Static = 9
+	c.Static = new(core.MachineID(9))
 	l := mustAcquire(t, c, machineid.Embedded)
 	if g, err := l.TimeGuard(""); err != nil || g != nil {
 		t.Fatalf(`TimeGuard("") = %v, %v; want no guard`, g, err)
@@ -223,7 +234,7 @@ func TestTimeGuardOfAFixedID(t *testing.T) {
 
 func TestAttachChecksTheMachine(t *testing.T) {
 	c := machineid.DefaultConfig()
-	c.Static = 5
+	c.Static = new(core.MachineID(5))
 	l := mustAcquire(t, c, machineid.Embedded)
 	other, err := core.New(context.Background(), core.Config{Machine: 6})
 	if err != nil {

@@ -76,3 +76,47 @@ func (r Range) Check(id core.MachineID, mode string) error {
 	}
 	return nil
 }
+
+// Covers reports whether every ID of o lies in r; the empty o is covered.
+func (r Range) Covers(o Range) bool {
+	if o.Count == 0 {
+		return true
+	}
+	return r.Count > 0 && o.First >= r.First && int(o.First)+int(o.Count) <= int(r.First)+int(r.Count)
+}
+
+// EffectiveLeaseRange is the rule for the IDs of a mode that Redis leases
+// hand out: explicit when set; else the whole mode range when the redis
+// provider is used (leasing); else none (the zero Range).
+func EffectiveLeaseRange(explicit, whole Range, leasing bool) Range {
+	switch {
+	case !explicit.IsZero():
+		return explicit
+	case leasing:
+		return whole
+	}
+	return Range{}
+}
+
+// InLease returns "" when the fixed ID id (a static, IP-table or k8s ID)
+// lies outside lease, the effective lease range of its mode; else a message
+// saying why that is refused and how to fix it, naming the lease range's
+// setting (leaseName), whether it was set (explicit) or defaulted to the
+// whole mode range (wholeName). conf passes YAML keys, Config its fields.
+func InLease(id core.MachineID, lease Range, explicit bool, leaseName, wholeName string) string {
+	if !lease.Contains(id) {
+		return ""
+	}
+	how := fmt.Sprintf("%s %s", leaseName, lease)
+	if !explicit {
+		how += fmt.Sprintf(", all of %s by default with the redis provider", wholeName)
+	}
+	fix := "take the fixed ID from outside it"
+	switch {
+	case id > lease.First:
+		fix = fmt.Sprintf("narrow %s (e.g. %s) and take fixed IDs from the rest", leaseName, Range{First: lease.First, Count: uint16(id - lease.First)})
+	case id < lease.Last():
+		fix = fmt.Sprintf("narrow %s (e.g. %s) and take fixed IDs from the rest", leaseName, Range{First: id + 1, Count: uint16(lease.Last() - id)})
+	}
+	return fmt.Sprintf("%d lies in the IDs Redis leases hand out (%s), so a leasing host could take it while this one holds it; %s", id, how, fix)
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bwmarrin/snowflake"
 	"github.com/sony/sonyflake/v2"
+	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
 )
 
@@ -55,6 +56,7 @@ func openVesta(tb testing.TB, cfg embed.Config) *embed.Issuer {
 func vestaWide(tb testing.TB) next {
 	cfg := embed.DefaultConfig()
 	cfg.MaxBorrow, cfg.DataDir = 24*time.Hour, ""
+	cfg.Machine.Static = new(core.MachineID(0)) // an explicit choice: there is no default
 	is := openVesta(tb, cfg)
 	ctx := context.Background()
 	return func() (uint64, error) {
@@ -68,6 +70,7 @@ func vestaWide(tb testing.TB) next {
 func vestaStandard(tb testing.TB) (next, float64, func()) {
 	cfg := embed.DefaultConfig()
 	cfg.DataDir = tb.TempDir()
+	cfg.Machine.Static = new(core.MachineID(0)) // an explicit choice: there is no default
 	is := openVesta(tb, cfg)
 	ctx := context.Background()
 	warm := func() {

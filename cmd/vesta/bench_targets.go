@@ -108,6 +108,7 @@ func startBenchServer(ctx context.Context) (_ *benchServer, err error) {
 		}
 	}()
 	cfg := conf.DefaultConfig()
+	cfg.Machine.ID = new(1023) // an explicit choice: the benchmark's IDs are discarded
 	log := slog.New(slog.DiscardHandler)
 	mcfg := cfg.MachineID(core.Central)
 	mcfg.Logger = log
@@ -178,6 +179,7 @@ func openEmbedded(ctx context.Context, o benchOptions) (*benchTarget, error) {
 	}
 	cfg := embed.DefaultConfig()
 	cfg.DataDir = dir
+	cfg.Machine.Static = new(core.MachineID(0)) // an explicit choice: the benchmark's IDs are discarded
 	is, err := embed.Open(ctx, cfg)
 	if err != nil {
 		return nil, errors.Join(err, os.RemoveAll(dir))

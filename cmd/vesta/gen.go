@@ -27,10 +27,13 @@ func newGenCmd() *cobra.Command {
 		Use:   "gen [-n N] [--machine M] [--layout L] [--type T] [--servers ADDR,...]",
 		Short: "Issue N IDs, one unsigned decimal per line",
 		Long: `Issue N IDs, one unsigned decimal per line. Without --servers they are
-embedded IDs (method 0) from machine --machine (default 0, within the embedded
-range 0-923), with the time guard in --data-dir. With --servers they come
-through the Go client from those central servers (method 1), falling back to
-embedded machine --machine while none answers.`,
+embedded IDs (method 0) from machine --machine (within the embedded range
+0-923), with the time guard in --data-dir. With --servers they come through
+the Go client from those central servers (method 1), falling back to embedded
+machine --machine while none answers. There is no default machine ID: choose
+one unique to this instance (--machine, machine.id or VESTA_MACHINE_ID), or
+configure machine.providers (redis, k8s, iptable); without one gen refuses, as
+two instances left on one default would issue the same IDs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			count, err := strconv.ParseUint(n, 10, 64)
@@ -75,7 +78,7 @@ embedded machine --machine while none answers.`,
 // usageIf makes configuration mistakes (a machine ID outside its range, a
 // bad field) usage errors, and leaves run-time failures alone.
 func usageIf(err error) error {
-	for _, sentinel := range []error{conf.ErrInvalid, embed.ErrConfig, client.ErrConfig, machineid.ErrConfig, machineid.ErrRange} {
+	for _, sentinel := range []error{conf.ErrInvalid, embed.ErrConfig, client.ErrConfig, machineid.ErrConfig, machineid.ErrRange, machineid.ErrNoMachineID} {
 		if errors.Is(err, sentinel) {
 			return fmt.Errorf("%w: %w", errUsage, err)
 		}

@@ -118,7 +118,7 @@ func TestGen(t *testing.T) {
 }
 
 func TestGenLayouts(t *testing.T) {
-	r := cli(t, "", "gen", "-n", "3", "--layout", "vesta", "--type", "min-granularity", "--data-dir", "")
+	r := cli(t, "", "gen", "-n", "3", "--machine", "3", "--layout", "vesta", "--type", "min-granularity", "--data-dir", "")
 	if r.code != 0 {
 		t.Fatal(r.stderr)
 	}
@@ -142,7 +142,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"gen", "--machine", "x"}, `invalid argument "x" for "--machine" flag`},
 		{[]string{"gen", "--machine", "924"}, "machine ID 924 is outside the embedded range 0-923"},
 		{[]string{"gen", "--servers", "nohost", "--machine", "5"}, "client.servers"},
-		{[]string{"gen", "--layout", "snowflake"}, `id.layout: "snowflake"; want sorted or vesta (flag --layout)`},
+		{[]string{"gen", "--machine", "1", "--layout", "snowflake"}, `id.layout: "snowflake"; want sorted or vesta (flag --layout)`},
 		{[]string{"gen", "--type", "2"}, `id.type: "2"; want max-peak, min-granularity, 0 or 1 (flag --type)`},
 		{[]string{"gen", "--epoch", "yesterday"}, `id.epoch: "yesterday"; want an RFC 3339 instant`},
 		{[]string{"gen", "--epoch", "1900-01-01T00:00:00Z"}, "id.epoch: 1900-01-01T00:00:00Z; want an instant from 1970"},
@@ -160,6 +160,10 @@ func TestBadInput(t *testing.T) {
 		{[]string{"make", "--time", "2020-01-01T00:00:00Z", "--seq", "1"}, "--time: core: clock is before the epoch"},
 		{[]string{"explain", "--layout", "x", "1"}, "--layout"},
 		{[]string{"serve", "--machine", "5"}, "machine.id"},
+		{[]string{"serve"}, "machine.id: unset, and machine.providers lists static: there is no default machine ID"},
+		{[]string{"serve", "--rest-listen", ""}, "--machine or VESTA_MACHINE_ID"},
+		{[]string{"gen"}, "machine.id: unset"},
+		{[]string{"gen", "--servers", "127.0.0.1:1", "--data-dir", ""}, "machine.id: unset"},
 		{[]string{"serve", "--log-level", "loud"}, "log.level"},
 		{[]string{"serve", "--config", "/nonexistent/vesta.yaml"}, "config file"},
 		{[]string{"serve", "--central-listen", "", "--rest-listen", ""}, "nothing to serve"},
@@ -359,19 +363,22 @@ func TestServe(t *testing.T) {
 	}
 }
 
-func TestServeSaysEmbeddedDefaults(t *testing.T) {
+// `make run`: serve with nothing but the machine ID chosen in the open
+// runs on the defaults (./vesta-data, 127.0.0.1:7070 and :7080); without
+// the choice it refuses (TestBadInput).
+func TestServeMakeRun(t *testing.T) {
 	t.Chdir(t.TempDir())
-	srv := startServe(t)
+	srv := startServe(t, "--machine", "1023")
 	restAddr, stop := srv.rest, srv.stop
-	if restAddr != "127.0.0.1:7080" {
-		t.Fatalf("rest on %s", restAddr)
+	if restAddr != "127.0.0.1:7080" || srv.central != "127.0.0.1:7070" {
+		t.Fatalf("rest on %s, central on %s", restAddr, srv.central)
 	}
 	if code, body := httpGet(t, "http://"+restAddr+"/v1/info"); code != 200 || !strings.Contains(body, `"machine":1023`) {
 		t.Fatalf("/v1/info %d %s", code, body)
 	}
 	r := stop()
-	if !strings.Contains(r.stderr, "running on embedded defaults") {
-		t.Fatalf("log does not say so:\n%s", r.stderr)
+	if !strings.Contains(r.stderr, "flag --machine") {
+		t.Fatalf("log does not name the flag:\n%s", r.stderr)
 	}
 	if _, err := os.Stat("vesta-data/machine-1023.json"); err != nil {
 		t.Fatal(err)
@@ -545,6 +552,8 @@ central:
 rest:
   listen: 127.0.0.1:0
   tls: {cert: `+f.ServerCert+`, key: `+f.ServerKey+`}
+machine:
+  id: 1001
 time_guard:
   dir: `+filepath.Join(dir, "data")+`
 `), 0o600)
@@ -571,7 +580,7 @@ func TestServeTLSFilesMissing(t *testing.T) {
 	dir := t.TempDir()
 	cfgFile := filepath.Join(dir, "vesta.yaml")
 	os.WriteFile(cfgFile, []byte("central:\n  listen: 127.0.0.1:0\n  tls: {cert: "+dir+"/nope.pem, key: "+dir+"/nope-key.pem}\nrest:\n  listen: \"\"\ntime_guard:\n  dir: "+dir+"\n"), 0o600)
-	r := cli(t, "", "serve", "--config", cfgFile)
+	r := cli(t, "", "serve", "--config", cfgFile, "--machine", "1000")
 	if r.code == 0 || !strings.Contains(r.stderr, "central.tls.cert/central.tls.key") {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -599,7 +608,7 @@ func tlsGenID(addr string, cfg *tls.Config) (core.ID, error) {
 // A central-only deployment exports its metrics on metrics.listen.
 func TestServeMetricsListener(t *testing.T) {
 	t.Setenv("VESTA_METRICS_LISTEN", "127.0.0.1:0")
-	srv := startServe(t, "--central-listen", "127.0.0.1:0", "--rest-listen", "", "--data-dir", t.TempDir())
+	srv := startServe(t, "--central-listen", "127.0.0.1:0", "--rest-listen", "", "--data-dir", t.TempDir(), "--machine", "1000")
 	if srv.rest != "off" || srv.metrics == "off" {
 		t.Fatalf("rest %s, metrics %s", srv.rest, srv.metrics)
 	}

@@ -36,10 +36,14 @@ func newServeCmd() *cobra.Command {
 		Long: `Run the central MessagePack-RPC server (central.listen, default 127.0.0.1:7070)
 and the REST server (rest.listen, default 127.0.0.1:7080) on one generator.
 Configuration comes from the YAML file (--config or VESTA_CONFIG), then VESTA_*
-variables, then flags. With none it runs on embedded defaults: static machine
-1023, sorted layout, max-peak, time guard in ./vesta-data. SIGTERM or SIGINT
-stops it gracefully: calls already accepted are answered, the time guard's
-final mark is saved and a Redis lease is released.`,
+variables, then flags. There is no default machine ID: choose one unique to
+this server from the server range 924-1023 (--machine, machine.id or
+VESTA_MACHINE_ID), or set machine.providers to redis (a lease), k8s (the
+StatefulSet ordinal) or iptable (machine.ip_table); without one it refuses to
+start, as two servers left on one default would issue the same IDs. The rest
+has defaults: sorted layout, max-peak, time guard in ./vesta-data. SIGTERM or
+SIGINT stops it gracefully: calls already accepted are answered, the time
+guard's final mark is saved and a Redis lease is released.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			loaded, err := conf.Load(conf.Options{File: configFile, Flags: cmd.Flags()})
@@ -49,7 +53,7 @@ final mark is saved and a Redis lease is released.`,
 			return serve(cmd.Context(), loaded, cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().StringVar(&configFile, "config", "", "YAML configuration file (default $"+conf.EnvFile+"; none: embedded defaults)")
+	cmd.Flags().StringVar(&configFile, "config", "", "YAML configuration file (default $"+conf.EnvFile+")")
 	conf.AddFlags(cmd.Flags(), "machine", "layout", "type", "epoch", "data-dir",
 		"central-listen", "rest-listen", "log-level", "log-format")
 	return cmd
@@ -62,13 +66,11 @@ func serve(ctx context.Context, loaded conf.Loaded, stderr io.Writer) (err error
 	if cfg.Central.Listen == "" && cfg.REST.Listen == "" {
 		return fmt.Errorf("%w: central.listen and rest.listen are both empty: nothing to serve", errUsage)
 	}
-	if loaded.Defaults() {
-		log.Info("no configuration given (no --config, VESTA_* variable or flag): running on embedded defaults",
-			"machine", cfg.Machine.ResolveID(core.Central), "layout", cfg.ID.Layout, "type", cfg.ID.Type,
-			"time_guard.dir", cfg.TimeGuard.Dir)
-	} else {
-		log.Info("configuration loaded", "sources", loaded.Sources(), "config", cfg)
+	// No default machine ID: refused before anything listens.
+	if err := cfg.RequireMachine(); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
+	log.Info("configuration loaded", "sources", loaded.Sources(), "config", cfg)
 
 	// Listen first: a port in use fails before a lease is taken.
 	var lnCentral, lnREST, lnMetrics net.Listener
@@ -103,7 +105,7 @@ func serve(ctx context.Context, loaded conf.Loaded, stderr io.Writer) (err error
 	mcfg.Logger, mcfg.Registerer = log, reg
 	lease, err := machineid.Acquire(ctx, mcfg, machineid.Server)
 	if errors.Is(err, machineid.ErrRange) || errors.Is(err, machineid.ErrConfig) {
-		return fmt.Errorf("%w: machine (machine.id, machine.providers, machine.server_range): %w", errUsage, err)
+		return fmt.Errorf("%w: machine (machine.id, machine.providers, machine.server_range, machine.redis.server_range): %w", errUsage, err)
 	}
 	if err != nil {
 		return err

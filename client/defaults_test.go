@@ -1,0 +1,241 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vesta-go/vesta/client"
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/promtest"
+	"github.com/vesta-go/vesta/internal/redistest"
+	"github.com/vesta-go/vesta/machineid"
+)
+
+// Two application instances on default configurations, their central
+// servers down, falling back in the same second (one shared fake clock),
+// with time guards of their own: on a default machine ID they would issue
+// the same IDs. There is none: New refuses, saying how to choose. With
+// machine IDs chosen, a ledger of both finds no duplicate — and finds
+// them when both choose the same ID, so the ledger can tell.
+func TestTwoDefaultClientsRefuse(t *testing.T) {
+	dead := deadAddr(t)
+	clock := core.NewManualClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	ctx := context.Background()
+	config := func(machine *core.MachineID) client.Config {
+		cfg := client.DefaultConfig(dead)
+		cfg.FallbackConfig.DataDir = t.TempDir()
+		cfg.FallbackConfig.Clock = clock
+		cfg.FallbackConfig.Machine.Static = machine
+		return cfg
+	}
+	for i := range 2 {
+		c, err := client.New(ctx, config(nil))
+		if err == nil {
+			c.Close()
+			t.Fatalf("client %d: New on the default config succeeded; want a refusal", i)
+		}
+		if !errors.Is(err, client.ErrConfig) || !errors.Is(err, machineid.ErrNoMachineID) {
+			t.Fatalf("client %d: New = %v; want ErrConfig wrapping machineid.ErrNoMachineID", i, err)
+		}
+		for _, w := range []string{"FallbackConfig.Machine", "Fallback false", "machine.id", "redis", "k8s", "iptable"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("client %d: %q does not say %q", i, err, w)
+			}
+		}
+	}
+
+	// issue runs two clients on machines a and b, each taking 2000 IDs
+	// from its fallback at the same fake instant, into one ledger.
+	issue := func(a, b core.MachineID) *collect {
+		var all collect
+		var wg sync.WaitGroup
+		for _, m := range []core.MachineID{a, b} {
+			c := newClient(t, config(new(m)))
+			wg.Go(func() {
+				for range 4 {
+					ids, err := c.NextIDs(ctx, 500)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					all.add(ids...)
+				}
+				if !c.InFallback() {
+					t.Error("not in fallback with the server down")
+				}
+			})
+		}
+		wg.Wait()
+		return &all
+	}
+	if all := issue(1, 2); all.dups != 0 || len(all.seen) != 4000 {
+		t.Fatalf("machines 1 and 2: %d duplicates among %d IDs; want 0 among 4000", all.dups, len(all.seen))
+	}
+	if all := issue(3, 3); all.dups == 0 {
+		t.Fatal("two instances on one machine ID: the ledger found no duplicate; it cannot tell")
+	}
+}
+
+// The fallback's machine ID is leased when the client starts — visible in
+// Redis before any call — renewed for the client's life, shown by
+// FallbackState, the metrics and the start-up log line, and released by
+// Close.
+func TestFallbackLeasedAtStart(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { rc.Close() })
+	cfg, reg := testConfig(t, deadAddr(t))
+	cfg.FallbackConfig.DataDir = "" // the mark lives in Redis
+	cfg.FallbackConfig.Machine.Static = nil
+	cfg.FallbackConfig.Machine.Providers = []string{machineid.ProviderRedis}
+	cfg.FallbackConfig.Machine.Redis.Addrs = []string{srv.Addr()}
+	cfg.FallbackConfig.Machine.Redis.KeyPrefix = "fb"
+	cfg.FallbackConfig.Machine.Redis.LeaseTTL = 3 * time.Second
+	// Small skew and borrow bounds keep any takeover wait of a fresh lease short.
+	cfg.FallbackConfig.Machine.Redis.MaxClockSkew = 200 * time.Millisecond
+	cfg.FallbackConfig.MaxBorrow = 0
+	cfg.FallbackConfig.Machine.EmbeddedRange = machineid.Range{First: 40, Count: 2}
+	var logs syncBuffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	c := newClient(t, cfg)
+
+	// Before any call: held in Redis, shown everywhere.
+	st := c.FallbackState()
+	if !st.Enabled || st.Active || st.Provider != machineid.ProviderRedis || st.Lease.State != machineid.StateHeld ||
+		(st.Machine != 40 && st.Machine != 41) {
+		t.Fatalf("FallbackState after New = %+v; want a held Redis lease on 40 or 41", st)
+	}
+	leaseKey, _ := machineid.Keys("fb", st.Machine)
+	token, err := rc.Get(context.Background(), leaseKey).Result()
+	if err != nil || token == "" {
+		t.Fatalf("GET %s after New, before any call = %q, %v; want the fallback's token", leaseKey, token, err)
+	}
+	if v := gauge(t, reg, "vesta_client_fallback_machine_id"); v != float64(st.Machine) {
+		t.Fatalf("vesta_client_fallback_machine_id = %v; want %d", v, st.Machine)
+	}
+	if v := gauge(t, reg, "vesta_machine_lease_state", "mode", "embedded", "state", "held"); v != 1 {
+		t.Fatalf("vesta_machine_lease_state{mode=embedded,state=held} = %v; want 1", v)
+	}
+	if line := logs.String(); !strings.Contains(line, "client: started") ||
+		!strings.Contains(line, "fallback_machine="+strconv.Itoa(int(st.Machine))) || !strings.Contains(line, "fallback_provider=redis") {
+		t.Fatalf("start-up log %q does not name the fallback's machine and provider", line)
+	}
+
+	// Renewed: two renewals reach Redis, and the key still holds the same
+	// token (a lapse would have meant a fresh claim, with a new token).
+	waitFor(t, "two renewals of the fallback's lease", func() bool {
+		v, _ := promtest.Value(t, reg, "vesta_machine_lease_renew_seconds", "mode", "embedded")
+		return v >= 2
+	})
+	if again, err := rc.Get(context.Background(), leaseKey).Result(); err != nil || again != token {
+		t.Fatalf("GET %s after renewals = %q, %v; want the same token %q", leaseKey, again, err, token)
+	}
+	if st := c.FallbackState(); st.Lease.State != machineid.StateHeld || st.Lease.RenewFailures != 0 {
+		t.Fatalf("FallbackState after renewals = %+v", st)
+	}
+
+	// The fallback issues on that machine ID.
+	id, err := c.NextID(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := c.Explain(id); e.Method != core.Embedded || e.Machine != st.Machine || !c.FallbackState().Active {
+		t.Fatalf("ID %+v, state %+v; want the fallback's, on machine %d", e, c.FallbackState(), st.Machine)
+	}
+
+	// Close releases the lease at once.
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rc.Exists(context.Background(), leaseKey).Result(); err != nil || n != 0 {
+		t.Fatalf("EXISTS %s after Close = %d, %v; want 0", leaseKey, n, err)
+	}
+	if _, found := promtest.Value(t, reg, "vesta_client_fallback_machine_id"); found {
+		t.Fatal("vesta_client_fallback_machine_id still registered after Close")
+	}
+}
+
+// New fails when the fallback cannot get a machine ID (Redis unreachable):
+// at start, in the open, not during an outage.
+func TestFallbackWithoutMachineFailsNew(t *testing.T) {
+	cfg, _ := testConfig(t, deadAddr(t))
+	cfg.FallbackConfig.DataDir = ""
+	cfg.FallbackConfig.Machine.Providers = []string{machineid.ProviderRedis}
+	cfg.FallbackConfig.Machine.Redis.Addrs = []string{deadAddr(t)}
+	c, err := client.New(context.Background(), cfg)
+	if err == nil {
+		c.Close()
+		t.Fatal("New with Redis unreachable for the fallback succeeded")
+	}
+	if !errors.Is(err, machineid.ErrNoProvider) || errors.Is(err, client.ErrConfig) {
+		t.Fatalf("New = %v; want machineid.ErrNoProvider (not ErrConfig)", err)
+	}
+}
+
+// A fixed fallback ID: FallbackState and the gauge show it; a server whose
+// IDs are shaped otherwise is logged once, as an error, and shown.
+func TestFallbackStateAndShape(t *testing.T) {
+	f := startFake(t, 1000, 100) // sorted layout
+	cfg, reg := testConfig(t, f.addr)
+	cfg.FallbackConfig.Layout = core.Vesta
+	cfg.ConnsPerServer = 4
+	var logs syncBuffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	c := newClient(t, cfg)
+	st := c.FallbackState()
+	if !st.Enabled || st.Machine != 7 || st.Provider != machineid.ProviderStatic || st.Lease.State != machineid.StateNone || st.ShapeMismatch != nil {
+		t.Fatalf("FallbackState = %+v; want static machine 7, no lease, no mismatch", st)
+	}
+	if v := gauge(t, reg, "vesta_client_fallback_machine_id"); v != 7 {
+		t.Fatalf("vesta_client_fallback_machine_id = %v; want 7", v)
+	}
+	var wg sync.WaitGroup
+	for range 8 { // several connections, each with its handshake
+		wg.Go(func() {
+			if _, err := c.NextID(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := c.FallbackState().ShapeMismatch; !errors.Is(err, client.ErrFallbackShape) ||
+		!strings.Contains(err.Error(), "layout sorted") || !strings.Contains(err.Error(), "layout vesta") {
+		t.Fatalf("ShapeMismatch = %v; want ErrFallbackShape naming both layouts", err)
+	}
+	if n := strings.Count(logs.String(), "level=ERROR"); n != 1 {
+		t.Fatalf("%d error lines; want the mismatch logged once:\n%s", n, logs.String())
+	}
+
+	off, _ := testConfig(t, f.addr)
+	off.Fallback, off.FallbackConfig.Machine.Static = false, nil
+	if st := newClient(t, off).FallbackState(); st != (client.FallbackState{}) {
+		t.Fatalf("FallbackState without the fallback = %+v; want zero", st)
+	}
+}
+
+// syncBuffer is a log sink safe for the client's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
