@@ -333,8 +333,8 @@ func leafKeys(m map[string]any, prefix string) []string {
 	return out
 }
 
-// configMapData returns data[key] of the ConfigMap name in a manifest file.
-func configMapData(tb testing.TB, path, name, key string) string {
+// manifest returns the document of kind and name in a manifest file.
+func manifest(tb testing.TB, path, kind, name string) map[string]any {
 	tb.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -345,12 +345,44 @@ func configMapData(tb testing.TB, path, name, key string) string {
 		if err != nil {
 			tb.Fatalf("%s: %v", path, err)
 		}
-		if m["kind"] == "ConfigMap" && mapAt(m, "metadata")["name"] == name {
-			if s, ok := mapAt(m, "data")[key].(string); ok {
-				return s
-			}
+		if m["kind"] == kind && mapAt(m, "metadata")["name"] == name {
+			return m
 		}
 	}
-	tb.Fatalf("%s: no ConfigMap %s with %s", path, name, key)
-	return ""
+	tb.Fatalf("%s: no %s %s", path, kind, name)
+	return nil
+}
+
+// statefulSetArgs returns the args of a StatefulSet's first container.
+func statefulSetArgs(tb testing.TB, path, name string) []string {
+	tb.Helper()
+	containers, _ := mapAt(manifest(tb, path, "StatefulSet", name), "spec", "template", "spec")["containers"].([]any)
+	if len(containers) == 0 {
+		tb.Fatalf("%s: StatefulSet %s has no container", path, name)
+	}
+	c, _ := containers[0].(map[string]any)
+	return list(c["args"])
+}
+
+// composeEnv returns the environment of a compose service.
+func composeEnv(tb testing.TB, service string) map[string]string {
+	tb.Helper()
+	env := map[string]string{}
+	for k, v := range mapAt(readYAML(tb, "compose.yaml"), "services", service, "environment") {
+		env[k] = fmt.Sprint(v)
+	}
+	if len(env) == 0 {
+		tb.Fatalf("compose service %s has no environment", service)
+	}
+	return env
+}
+
+// configMapData returns data[key] of the ConfigMap name in a manifest file.
+func configMapData(tb testing.TB, path, name, key string) string {
+	tb.Helper()
+	s, ok := mapAt(manifest(tb, path, "ConfigMap", name), "data")[key].(string)
+	if !ok {
+		tb.Fatalf("%s: ConfigMap %s has no %s", path, name, key)
+	}
+	return s
 }
