@@ -161,7 +161,8 @@ func TestImage(t *testing.T) {
 func container(tb testing.TB, run []string, name string, args ...string) string {
 	tb.Helper()
 	name = fmt.Sprintf("vesta-test-%d-%s", os.Getpid(), name)
-	tb.Cleanup(func() { exec.Command("podman", "rm", "-f", "-t", "0", name).Run() })
+	// -v: and its anonymous volume (the image's VOLUME /var/lib/vesta).
+	tb.Cleanup(func() { exec.Command("podman", "rm", "-f", "-v", "-t", "0", name).Run() })
 	podman(tb, append(append(run, "-d", "--name", name, "--read-only", "--cap-drop", "ALL",
 		"--security-opt", "no-new-privileges"), args...)...)
 	return name
