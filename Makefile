@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test lint bench build fuzz
+.PHONY: run test lint bench build fuzz image
 
 # Runs the service: `vesta serve` (RPC on 127.0.0.1:7070, HTTP on 127.0.0.1:7080) on
 # machine ID 1023, chosen here in the open: there is no default machine ID, and
@@ -18,6 +18,13 @@ lint:
 
 build:
 	$(GO) build -o bin/vesta ./cmd/vesta
+
+# The container image of deploy/Containerfile, FROM scratch: the static binary,
+# CA certificates, user 65532 (podman, or docker when its daemon runs;
+# IMAGE=registry/vesta:tag to name it).
+IMAGE ?= localhost/vesta:latest
+image:
+	scripts/image.sh $(IMAGE)
 
 # Go benchmarks of the generator; see BENCHMARKS.md for the side-by-side runs.
 bench:

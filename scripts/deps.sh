@@ -2,13 +2,22 @@
 # Installs the programs the tests start for real, when they are missing:
 # redis-server (machine-ID leases), Debian's chromium (the REST page's
 # browser test) and python3-msgpack (a MessagePack-RPC client in another
-# language). Idempotent; run by scripts/test.sh before the tests.
+# language), and for the deploy and monitoring kits podman with runc (the
+# image test), systemd-analyze (the unit's check) and promtool (the alert
+# rules; Debian's prometheus package). Idempotent; run by scripts/test.sh
+# before the tests.
 set -euo pipefail
 
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 /usr/bin/python3 -c 'import msgpack' >/dev/null 2>&1 || need+=(python3-msgpack)
+command -v podman >/dev/null 2>&1 || need+=(podman)
+command -v runc >/dev/null 2>&1 || need+=(runc)
+command -v iptables >/dev/null 2>&1 || need+=(iptables) # podman publishes ports through it
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+[ -s /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 echo "== installing ${need[*]}"
@@ -21,4 +30,8 @@ $sudo apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
 # service on 6379 is not needed.
 if [ -x /usr/sbin/service ] && [[ " ${need[*]} " == *" redis-server "* ]]; then
   $sudo service redis-server stop >/dev/null 2>&1 || true
+fi
+# Nor is the prometheus package's server: the tests use its promtool.
+if [ -x /usr/sbin/service ] && [[ " ${need[*]} " == *" prometheus "* ]]; then
+  $sudo service prometheus stop >/dev/null 2>&1 || true
 fi

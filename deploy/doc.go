@@ -1,0 +1,20 @@
+// Package deploy holds the deploy kit of vesta serve, as files, and the tests
+// that keep them true:
+//
+//   - Containerfile and rootfs/: a minimal image FROM scratch (the static
+//     binary, CA certificates, user 65532, /etc/vesta/vesta.yaml); built by
+//     scripts/image.sh (make image) with podman or docker, no registry needed.
+//   - k8s/: a StatefulSet fleet on the k8s machine-ID provider, its Services,
+//     ConfigMap and PodDisruptionBudget, and Redis with AOF; k8s/validate, a
+//     module of its own, decodes them strictly into the Kubernetes API types.
+//   - systemd/vesta.service: a sandboxed unit (DynamicUser, ProtectSystem=strict,
+//     StateDirectory for the time guard).
+//   - compose.yaml: a local fleet of three servers on Redis leases, with
+//     Prometheus and Grafana from monitoring/ in the "monitoring" profile.
+//
+// The tests build the image with podman and run it, verify the unit with
+// systemd-analyze, and load every configuration the kit ships with
+// package conf, so that an unknown key or variable fails here, not in a
+// rollout. The tests need podman, runc and systemd-analyze (scripts/deps.sh
+// installs them) and fail without them.
+package deploy

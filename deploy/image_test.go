@@ -1,0 +1,337 @@
+package deploy_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/vesta-go/vesta/internal/redistest"
+)
+
+// need returns the path of a program the tests run; a missing one fails the
+// test (scripts/deps.sh installs it) rather than skipping it.
+func need(tb testing.TB, prog string) string {
+	tb.Helper()
+	p, err := exec.LookPath(prog)
+	if err != nil {
+		tb.Fatalf("%s not found (scripts/deps.sh installs it): %v", prog, err)
+	}
+	return p
+}
+
+// podmanRun are the flags `podman run` needs in this kind of sandbox
+// (rootful podman inside a container, cgroup v1 with a hybrid v2 mount,
+// no systemd): runc, because crun refuses hybrid cgroups ("cgroups in
+// hybrid mode not supported"); resource limits no higher than this
+// process's hard limits, because rootful podman asks for nofile=1048576,
+// which the sandbox may not grant; no healthcheck timer, which needs
+// systemd (the test runs the image's health check itself instead).
+func podmanRun(tb testing.TB) []string {
+	tb.Helper()
+	need(tb, "runc")
+	var nofile, nproc syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &nofile); err != nil {
+		tb.Fatal(err)
+	}
+	if err := syscall.Getrlimit(6 /* RLIMIT_NPROC */, &nproc); err != nil {
+		tb.Fatal(err)
+	}
+	lim := func(r syscall.Rlimit, cap uint64) uint64 { return min(r.Max, cap) }
+	return []string{"--runtime", "runc", "run",
+		"--ulimit", fmt.Sprintf("nofile=%d:%d", lim(nofile, 65536), lim(nofile, 65536)),
+		"--ulimit", fmt.Sprintf("nproc=%d:%d", lim(nproc, 4096), lim(nproc, 4096)),
+		"--no-healthcheck"}
+}
+
+func podman(tb testing.TB, args ...string) string {
+	tb.Helper()
+	var out, errb bytes.Buffer
+	cmd := exec.Command("podman", args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		tb.Fatalf("podman %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return out.String()
+}
+
+// imageInfo is the part of `podman image inspect` the test reads.
+type imageInfo struct {
+	Config struct {
+		User         string
+		Entrypoint   []string
+		Cmd          []string
+		ExposedPorts map[string]struct{}
+		Env          []string
+		WorkingDir   string
+		StopSignal   string
+	}
+	Healthcheck *struct {
+		Test []string
+	}
+	Size   int64
+	RootFS struct{ Layers []string }
+}
+
+// TestImage builds the image of deploy/Containerfile with scripts/image.sh
+// (the same path as make image), inspects it, and runs it: the version, then
+// the server on a read-only root as its non-root user, its health check,
+// /readyz and an ID, and a graceful stop.
+func TestImage(t *testing.T) {
+	need(t, "podman")
+	tag := fmt.Sprintf("localhost/vesta-test:%d", os.Getpid())
+	build := exec.Command("../scripts/image.sh", tag)
+	build.Env = append(os.Environ(), "ENGINE=podman", "VERSION=image-test", "ENGINE_FLAGS=")
+	out, err := build.CombinedOutput()
+	t.Cleanup(func() { exec.Command("podman", "rmi", "-f", tag).Run() })
+	if err != nil {
+		t.Fatalf("scripts/image.sh: %v\n%s", err, out)
+	}
+	// FROM scratch plus COPY: nothing was pulled.
+	if bytes.Contains(out, []byte("Trying to pull")) {
+		t.Fatalf("the build pulled an image:\n%s", out)
+	}
+
+	var infos []imageInfo
+	if err := json.Unmarshal([]byte(podman(t, "image", "inspect", tag)), &infos); err != nil || len(infos) != 1 {
+		t.Fatalf("image inspect: %v (%d images)", err, len(infos))
+	}
+	img := infos[0]
+	cfg := img.Config
+	if u := strings.Split(cfg.User, ":")[0]; u == "" || u == "0" || u == "root" {
+		t.Errorf("user %q: the image must not run as root", cfg.User)
+	}
+	if cfg.User != "65532:65532" {
+		t.Errorf("user %q, want 65532:65532 (numeric, for runAsNonRoot)", cfg.User)
+	}
+	if !slices.Equal(cfg.Entrypoint, []string{"/usr/local/bin/vesta"}) || !slices.Equal(cfg.Cmd, []string{"serve"}) {
+		t.Errorf("entrypoint %q cmd %q, want [/usr/local/bin/vesta] [serve]", cfg.Entrypoint, cfg.Cmd)
+	}
+	var ports []string
+	for p := range cfg.ExposedPorts {
+		ports = append(ports, p)
+	}
+	slices.Sort(ports)
+	if !slices.Equal(ports, []string{"7070/tcp", "7080/tcp", "7090/tcp"}) {
+		t.Errorf("exposed ports %v, want 7070 (RPC), 7080 (HTTP), 7090 (metrics)", ports)
+	}
+	if !slices.Contains(cfg.Env, "VESTA_CONFIG=/etc/vesta/vesta.yaml") {
+		t.Errorf("env %v: VESTA_CONFIG does not name the image's configuration", cfg.Env)
+	}
+	if cfg.StopSignal != "SIGTERM" {
+		t.Errorf("stop signal %q", cfg.StopSignal)
+	}
+	if img.Healthcheck == nil || len(img.Healthcheck.Test) < 3 || img.Healthcheck.Test[0] != "CMD" ||
+		img.Healthcheck.Test[1] != "/usr/local/bin/vesta" || img.Healthcheck.Test[2] != "health" {
+		t.Fatalf("healthcheck %+v: want CMD /usr/local/bin/vesta health ...", img.Healthcheck)
+	}
+	// The binary, CA bundle and a few small files: nothing like a distro.
+	if img.Size > 60<<20 {
+		t.Errorf("image is %d MiB", img.Size>>20)
+	}
+
+	run := podmanRun(t)
+
+	t.Run("version", func(t *testing.T) {
+		v := podman(t, append(run, "--rm", tag, "version")...)
+		if !regexp.MustCompile(`^vesta image-test go1\.\d+.* linux/`).MatchString(v) {
+			t.Errorf("vesta version in the image: %q", v)
+		}
+	})
+	t.Run("serve", func(t *testing.T) { testServe(t, run, tag, img) })
+	t.Run("k8s ordinal", func(t *testing.T) { testK8sOrdinal(t, run, tag) })
+	t.Run("redis lease", func(t *testing.T) { testRedisLease(t, run, tag) })
+}
+
+// container runs the image detached, read-only and without capabilities,
+// removed when the test ends.
+func container(tb testing.TB, run []string, name string, args ...string) string {
+	tb.Helper()
+	name = fmt.Sprintf("vesta-test-%d-%s", os.Getpid(), name)
+	// -v: and its anonymous volume (the image's VOLUME /var/lib/vesta).
+	tb.Cleanup(func() { exec.Command("podman", "rm", "-f", "-v", "-t", "0", name).Run() })
+	podman(tb, append(append(run, "-d", "--name", name, "--read-only", "--cap-drop", "ALL",
+		"--security-opt", "no-new-privileges"), args...)...)
+	return name
+}
+
+func logsOf(name string) string {
+	out, _ := exec.Command("podman", "logs", name).CombinedOutput()
+	return string(out)
+}
+
+func get(url string) (int, string, error) {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), nil
+}
+
+// waitReady polls /readyz; the bound is generous and only catches a server
+// that never comes up.
+func waitReady(tb testing.TB, name, rest string) {
+	tb.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		code, _, err := get("http://" + rest + "/readyz")
+		if err == nil && code == 200 {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("/readyz never answered 200 (last: %d %v); logs:\n%s", code, err, logsOf(name))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// info is the machine ID /v1/info reports.
+func infoMachine(tb testing.TB, rest string) int {
+	tb.Helper()
+	code, body, err := get("http://" + rest + "/v1/info")
+	var info struct{ Machine int }
+	if err != nil || code != 200 || json.Unmarshal([]byte(body), &info) != nil {
+		tb.Fatalf("/v1/info: %d %q %v", code, body, err)
+	}
+	return info.Machine
+}
+
+// stopGracefully sends SIGTERM and checks a clean stop: exit status 0 and
+// nothing logged at warning or error level.
+func stopGracefully(tb testing.TB, name string) {
+	tb.Helper()
+	podman(tb, "stop", "-t", "20", name)
+	exit := strings.TrimSpace(podman(tb, "inspect", "--format", "{{.State.ExitCode}}", name))
+	l := logsOf(name)
+	if exit != "0" || !strings.Contains(l, `"msg":"stopped"`) {
+		tb.Errorf("after SIGTERM: exit %s; logs:\n%s", exit, l)
+	}
+	if strings.Contains(l, `"level":"ERROR"`) || strings.Contains(l, `"level":"WARN"`) {
+		tb.Errorf("the server logged warnings or errors:\n%s", l)
+	}
+}
+
+// testServe runs the image as a user would: its own configuration, a fixed
+// machine ID chosen explicitly, ports published on loopback at random.
+func testServe(t *testing.T, run []string, tag string, img imageInfo) {
+	name := container(t, run, "serve", "-e", "VESTA_MACHINE_ID=950",
+		"-p", "127.0.0.1::7070", "-p", "127.0.0.1::7080", "-p", "127.0.0.1::7090", tag)
+	hostPort := func(p string) string {
+		s := strings.TrimSpace(podman(t, "port", name, p))
+		if s == "" {
+			t.Fatalf("port %s not published", p)
+		}
+		return strings.Split(s, "\n")[0]
+	}
+	rest, metrics := hostPort("7080/tcp"), hostPort("7090/tcp")
+	waitReady(t, name, rest)
+	if code, body, err := get("http://" + rest + "/v1/id"); err != nil || code != 200 || !strings.Contains(body, `"id"`) {
+		t.Errorf("/v1/id: %d %q %v", code, body, err)
+	}
+	if code, body, err := get("http://" + metrics + "/metrics"); err != nil || code != 200 ||
+		!strings.Contains(body, `vesta_generator_info{layout="sorted",machine="950"`) {
+		t.Errorf("/metrics on 7090: %d %v\n%.500s", code, err, body)
+	}
+	// The image's own HEALTHCHECK command, run inside the container.
+	if out, err := exec.Command("podman", append([]string{"exec", name}, img.Healthcheck.Test[1:]...)...).CombinedOutput(); err != nil {
+		t.Errorf("healthcheck %v: %v\n%s", img.Healthcheck.Test[1:], err, out)
+	}
+	// The server process runs as 65532 in the host's view too.
+	pid := strings.TrimSpace(podman(t, "inspect", "--format", "{{.State.Pid}}", name))
+	status, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid := regexp.MustCompile(`(?m)^Uid:\s+(\d+)\s+(\d+)`).FindStringSubmatch(string(status)); uid == nil || uid[1] != "65532" || uid[2] != "65532" {
+		t.Errorf("server process uid %v, want 65532", uid)
+	}
+	// SIGTERM: a graceful stop, the final mark saved in the writable volume.
+	stopGracefully(t, name)
+}
+
+// testK8sOrdinal runs the image as the StatefulSet of deploy/k8s does: pod
+// vesta-2 with the ConfigMap mounted and the container's args gets machine
+// ID k8s_offset + 2.
+func testK8sOrdinal(t *testing.T, run []string, tag string) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil { // read by the image's user
+		t.Fatal(err)
+	}
+	cfg := configMapData(t, "k8s/vesta.yaml", "vesta-config", "vesta.yaml")
+	if err := os.WriteFile(filepath.Join(dir, "vesta.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := statefulSetArgs(t, "k8s/vesta.yaml", "vesta")
+	name := container(t, run, "k8s", append([]string{"--hostname", "vesta-2",
+		"-v", dir + ":/etc/vesta/config:ro", "-p", "127.0.0.1::7080", tag}, args...)...)
+	rest := strings.Split(strings.TrimSpace(podman(t, "port", name, "7080/tcp")), "\n")[0]
+	waitReady(t, name, rest)
+	if m := infoMachine(t, rest); m != 924+2 {
+		t.Errorf("pod vesta-2 has machine ID %d, want 926 (k8s_offset 924 + ordinal 2); logs:\n%s", m, logsOf(name))
+	}
+	stopGracefully(t, name)
+}
+
+// testRedisLease runs the image with the environment of the compose file's
+// servers against a real redis-server: it leases a server-range ID, and
+// releases it on SIGTERM.
+func testRedisLease(t *testing.T, run []string, tag string) {
+	redis := redistest.Start(t)
+	env := composeEnv(t, "vesta-1")
+	env["VESTA_MACHINE_REDIS_ADDRS"] = redis.Addr()
+	// The host's network, to reach the test's Redis on loopback; listeners
+	// on free ports, read back from the log.
+	env["VESTA_CENTRAL_LISTEN"], env["VESTA_REST_LISTEN"], env["VESTA_METRICS_LISTEN"] = "127.0.0.1:0", "127.0.0.1:0", ""
+	args := []string{"--network", "host"}
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		args = append(args, "-e", k+"="+env[k])
+	}
+	name := container(t, run, "redis", append(args, tag)...)
+	var rest string
+	deadline := time.Now().Add(60 * time.Second)
+	for rest == "" {
+		if m := regexp.MustCompile(`"msg":"serving".*"rest":"([^"]+)"`).FindStringSubmatch(logsOf(name)); m != nil {
+			rest = m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the server did not start; logs:\n%s", logsOf(name))
+		} else {
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	waitReady(t, name, rest)
+	m := infoMachine(t, rest)
+	if m < 924 || m > 1023 {
+		t.Fatalf("machine ID %d is outside the server range", m)
+	}
+	rc := goredis.NewClient(&goredis.Options{Addr: redis.Addr()})
+	defer rc.Close()
+	ctx := context.Background()
+	lease, mark := fmt.Sprintf("{vesta:machine:%d}:lease", m), fmt.Sprintf("{vesta:machine:%d}:mark", m)
+	if n, err := rc.Exists(ctx, lease, mark).Result(); err != nil || n != 2 {
+		t.Errorf("Redis holds %d of %s and %s (%v), want both", n, lease, mark, err)
+	}
+	stopGracefully(t, name)
+	// Released on SIGTERM; the mark stays for the next holder.
+	if n, err := rc.Exists(ctx, lease).Result(); err != nil || n != 0 {
+		t.Errorf("%s still exists after a graceful stop (%v)", lease, err)
+	}
+	if n, err := rc.Exists(ctx, mark).Result(); err != nil || n != 1 {
+		t.Errorf("%s is gone after a graceful stop (%v)", mark, err)
+	}
+}

@@ -1,0 +1,388 @@
+package deploy_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/vesta-go/vesta/conf"
+)
+
+// shutdown is vesta serve's graceful-stop bound: stop timeouts must exceed it.
+const shutdown = 10 * time.Second
+
+// unitFile is a parsed systemd unit: section -> key -> values (a key may
+// repeat).
+type unitFile map[string]map[string][]string
+
+func parseUnit(tb testing.TB, path string) unitFile {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	u := unitFile{}
+	section := ""
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "" || line[0] == '#' || line[0] == ';':
+		case line[0] == '[' && line[len(line)-1] == ']':
+			section = line[1 : len(line)-1]
+			u[section] = map[string][]string{}
+		default:
+			k, v, ok := strings.Cut(line, "=")
+			if !ok || section == "" || strings.HasSuffix(line, `\`) {
+				tb.Fatalf("%s:%d: not a key=value line of a section: %q", path, n, line)
+			}
+			u[section][strings.TrimSpace(k)] = append(u[section][strings.TrimSpace(k)], strings.TrimSpace(v))
+		}
+	}
+	return u
+}
+
+func (u unitFile) get(section, key string) string {
+	v := u[section][key]
+	if len(v) == 0 {
+		return ""
+	}
+	return v[len(v)-1]
+}
+
+func TestSystemdUnit(t *testing.T) {
+	const path = "systemd/vesta.service"
+	u := parseUnit(t, path)
+	for _, kv := range [][3]string{
+		{"Service", "DynamicUser", "yes"},
+		{"Service", "StateDirectory", "vesta"},
+		{"Service", "ProtectSystem", "strict"},
+		{"Service", "ProtectHome", "yes"},
+		{"Service", "NoNewPrivileges", "yes"},
+		{"Service", "PrivateTmp", "yes"},
+		{"Service", "PrivateDevices", "yes"},
+		{"Service", "CapabilityBoundingSet", ""},
+		{"Service", "KillSignal", "SIGTERM"},
+		{"Install", "WantedBy", "multi-user.target"},
+	} {
+		if _, ok := u[kv[0]][kv[1]]; !ok || u.get(kv[0], kv[1]) != kv[2] {
+			t.Errorf("[%s] %s=%q, want %q", kv[0], kv[1], u.get(kv[0], kv[1]), kv[2])
+		}
+	}
+	exec0 := strings.Fields(u.get("Service", "ExecStart"))
+	if len(exec0) < 2 || filepath.Base(exec0[0]) != "vesta" || exec0[1] != "serve" {
+		t.Errorf("ExecStart %q: want vesta serve", u.get("Service", "ExecStart"))
+	}
+	// The time guard writes into the state directory, the only writable
+	// place under ProtectSystem=strict.
+	if !slices.Contains(u["Service"]["Environment"], "VESTA_TIME_GUARD_DIR=%S/vesta") {
+		t.Errorf("Environment %q: VESTA_TIME_GUARD_DIR must be the StateDirectory (%%S/vesta)", u["Service"]["Environment"])
+	}
+	stop, err := time.ParseDuration(u.get("Service", "TimeoutStopSec"))
+	if err != nil || stop <= shutdown {
+		t.Errorf("TimeoutStopSec %q: want more than the %v shutdown", u.get("Service", "TimeoutStopSec"), shutdown)
+	}
+
+	// systemd's own parser: systemd-analyze verify, with ExecStart pointed
+	// at a real binary. It reports unknown keys and bad values as warnings
+	// with exit status 0, so any line about the unit fails the test.
+	analyze := need(t, "systemd-analyze")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "vesta")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/vesta").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	text, _ := os.ReadFile(path)
+	unit := filepath.Join(dir, "vesta.service")
+	if err := os.WriteFile(unit, bytes.ReplaceAll(text, []byte("/usr/local/bin/vesta"), []byte(bin)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(analyze, "verify", unit).CombinedOutput()
+	var about []string
+	for line := range strings.Lines(string(out)) {
+		if strings.Contains(line, "vesta.service") {
+			about = append(about, line)
+		}
+	}
+	if err != nil || len(about) > 0 {
+		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
+
+// The verifier the test relies on does catch mistakes in a unit.
+func TestSystemdAnalyzeCatches(t *testing.T) {
+	analyze := need(t, "systemd-analyze")
+	unit := filepath.Join(t.TempDir(), "bad.service")
+	if err := os.WriteFile(unit, []byte("[Service]\nExecStart=/bin/true\nProtectSystem=bogus\nNoNewPrivilege=yes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := exec.Command(analyze, "verify", unit).CombinedOutput()
+	if !bytes.Contains(out, []byte("bogus")) || !bytes.Contains(out, []byte("NoNewPrivilege")) {
+		t.Fatalf("systemd-analyze verify said nothing of a bad value and an unknown key:\n%s", out)
+	}
+}
+
+func readYAML(tb testing.TB, path string) map[string]any {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m, err := yaml.Parser().Unmarshal(b)
+	if err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	return m
+}
+
+func mapAt(m map[string]any, keys ...string) map[string]any {
+	for _, k := range keys {
+		next, _ := m[k].(map[string]any)
+		m = next
+	}
+	return m
+}
+
+func list(v any) []string {
+	var out []string
+	l, _ := v.([]any)
+	for _, e := range l {
+		out = append(out, fmt.Sprint(e))
+	}
+	return out
+}
+
+// loadConf loads a configuration as vesta serve would: the file, then the
+// environment given (and nothing of this process's).
+func loadConf(tb testing.TB, file string, env map[string]string) conf.Config {
+	tb.Helper()
+	environ := []string{}
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		environ = append(environ, k+"="+env[k])
+	}
+	l, err := conf.Load(conf.Options{File: file, Env: environ})
+	if err != nil {
+		tb.Fatalf("%s with %v: %v", file, environ, err)
+	}
+	return l.Config
+}
+
+func TestCompose(t *testing.T) {
+	c := readYAML(t, "compose.yaml")
+	services := mapAt(c, "services")
+	var servers []string
+	for name, s := range services {
+		if s, _ := s.(map[string]any); s["image"] == "localhost/vesta:latest" {
+			servers = append(servers, name)
+		}
+	}
+	slices.Sort(servers)
+	if len(servers) != 3 {
+		t.Fatalf("vesta servers %v, want 3", servers)
+	}
+	machineIDs := map[string]string{}
+	hostPorts := map[string]string{}
+	volumes := map[string]string{}
+	for _, name := range servers {
+		s := mapAt(services, name)
+		if s["read_only"] != true || s["user"] != "65532:65532" || !slices.Contains(list(s["cap_drop"]), "ALL") {
+			t.Errorf("%s: want read_only, user 65532:65532, cap_drop ALL", name)
+		}
+		if g, err := time.ParseDuration(fmt.Sprint(s["stop_grace_period"])); err != nil || g <= shutdown {
+			t.Errorf("%s: stop_grace_period %v, want more than %v", name, s["stop_grace_period"], shutdown)
+		}
+		env := map[string]string{}
+		for k, v := range mapAt(s, "environment") {
+			env[k] = fmt.Sprint(v)
+		}
+		// The server's whole configuration: the image's file plus this
+		// environment, through vesta's own loader (unknown variables and bad
+		// values fail).
+		cfg := loadConf(t, "rootfs/etc/vesta/vesta.yaml", env)
+		switch {
+		case slices.Equal(cfg.Machine.Providers, []string{"redis"}):
+			addr := cfg.Machine.Redis.Addrs
+			if len(addr) != 1 || !strings.HasPrefix(addr[0], "redis:") {
+				t.Errorf("%s: machine.redis.addrs %v, want the redis service", name, addr)
+			}
+		case env["VESTA_MACHINE_ID"] != "":
+			if other, dup := machineIDs[env["VESTA_MACHINE_ID"]]; dup {
+				t.Errorf("%s and %s share machine ID %s", name, other, env["VESTA_MACHINE_ID"])
+			}
+			machineIDs[env["VESTA_MACHINE_ID"]] = name
+		default:
+			t.Errorf("%s: providers %v and no VESTA_MACHINE_ID: its machine ID is not chosen", name, cfg.Machine.Providers)
+		}
+		for _, p := range list(s["ports"]) {
+			host := p[:strings.LastIndex(p, ":")]
+			if other, dup := hostPorts[host]; dup {
+				t.Errorf("%s and %s both publish %s", name, other, host)
+			}
+			hostPorts[host] = name
+		}
+		for _, v := range list(s["volumes"]) {
+			src, dst, _ := strings.Cut(v, ":")
+			if dst == cfg.TimeGuard.Dir {
+				if other, dup := volumes[src]; dup {
+					t.Errorf("%s and %s share the time-guard volume %s", name, other, src)
+				}
+				volumes[src] = name
+			}
+		}
+	}
+	if len(volumes) != len(servers) {
+		t.Errorf("time-guard volumes %v: want one per server", volumes)
+	}
+
+	redis := mapAt(services, "redis")
+	cmd := strings.Join(list(redis["command"]), " ")
+	if !strings.Contains(cmd, "--appendonly yes") || !(strings.Contains(cmd, "--appendfsync always") || strings.Contains(cmd, "--appendfsync everysec")) {
+		t.Errorf("redis command %q: want AOF (--appendonly yes, --appendfsync always or everysec)", cmd)
+	}
+	if mapAt(redis, "healthcheck") == nil {
+		t.Error("redis has no healthcheck: the servers' depends_on waits for it")
+	}
+	for _, name := range servers {
+		if mapAt(services, name, "depends_on", "redis")["condition"] != "service_healthy" {
+			t.Errorf("%s does not wait for a healthy redis", name)
+		}
+	}
+
+	// The monitoring profile mounts files that exist.
+	for _, name := range []string{"prometheus", "grafana"} {
+		s := mapAt(services, name)
+		if !slices.Contains(list(s["profiles"]), "monitoring") {
+			t.Errorf("%s is not in the monitoring profile", name)
+		}
+		for _, v := range list(s["volumes"]) {
+			src, _, _ := strings.Cut(v, ":")
+			if strings.HasPrefix(src, ".") {
+				if _, err := os.Stat(src); err != nil {
+					t.Errorf("%s mounts %s: %v", name, src, err)
+				}
+			}
+		}
+	}
+}
+
+// Every configuration the kit ships loads with vesta's own loader: an
+// unknown key, a misspelt VESTA_* variable or a bad value fails here.
+func TestShippedConfigurations(t *testing.T) {
+	// The image's file, with the machine ID a user must add.
+	img := loadConf(t, "rootfs/etc/vesta/vesta.yaml", map[string]string{"VESTA_MACHINE_ID": "950"})
+	if img.TimeGuard.Dir != "/var/lib/vesta" || img.Central.Listen != ":7070" || img.REST.Listen != ":7080" || img.Metrics.Listen != ":7090" {
+		t.Errorf("image configuration: time_guard.dir %q, listeners %q %q %q", img.TimeGuard.Dir, img.Central.Listen, img.REST.Listen, img.Metrics.Listen)
+	}
+	// It sets no machine ID: each container must be given one.
+	raw := readYAML(t, "rootfs/etc/vesta/vesta.yaml")
+	if m := mapAt(raw, "machine"); m != nil {
+		t.Errorf("the image's configuration sets machine keys %v: every container would share them", slices.Collect(maps.Keys(m)))
+	}
+
+	// The Kubernetes ConfigMap's vesta.yaml.
+	text := configMapData(t, "k8s/vesta.yaml", "vesta-config", "vesta.yaml")
+	file := filepath.Join(t.TempDir(), "vesta.yaml")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k8s := loadConf(t, file, nil)
+	if !slices.Equal(k8s.Machine.Providers, []string{"k8s"}) {
+		t.Errorf("ConfigMap machine.providers %v", k8s.Machine.Providers)
+	}
+	// Its keys are vesta.example.yaml's (conf.Load refused unknown ones);
+	// report the example's keys it leaves at their defaults.
+	example := leafKeys(readYAML(t, "../vesta.example.yaml"), "")
+	have := leafKeys(readYAML(t, file), "")
+	for _, k := range example {
+		if !slices.Contains(have, k) && !strings.HasPrefix(k, "client.") {
+			t.Logf("ConfigMap leaves %s at its default", k)
+		}
+	}
+
+	// The systemd unit's environment on top of the example file.
+	u := parseUnit(t, "systemd/vesta.service")
+	env := map[string]string{"VESTA_MACHINE_ID": "950"}
+	for _, kv := range u["Service"]["Environment"] {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = strings.ReplaceAll(v, "%S", "/var/lib")
+	}
+	if cfg := loadConf(t, "../vesta.example.yaml", env); cfg.TimeGuard.Dir != "/var/lib/vesta" {
+		t.Errorf("systemd: time_guard.dir %q", cfg.TimeGuard.Dir)
+	}
+}
+
+func leafKeys(m map[string]any, prefix string) []string {
+	var out []string
+	for k, v := range m {
+		if sub, ok := v.(map[string]any); ok && len(sub) > 0 && k != "ip_table" {
+			out = append(out, leafKeys(sub, prefix+k+".")...)
+			continue
+		}
+		out = append(out, prefix+k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// manifest returns the document of kind and name in a manifest file.
+func manifest(tb testing.TB, path, kind, name string) map[string]any {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		m, err := yaml.Parser().Unmarshal([]byte(doc))
+		if err != nil {
+			tb.Fatalf("%s: %v", path, err)
+		}
+		if m["kind"] == kind && mapAt(m, "metadata")["name"] == name {
+			return m
+		}
+	}
+	tb.Fatalf("%s: no %s %s", path, kind, name)
+	return nil
+}
+
+// statefulSetArgs returns the args of a StatefulSet's first container.
+func statefulSetArgs(tb testing.TB, path, name string) []string {
+	tb.Helper()
+	containers, _ := mapAt(manifest(tb, path, "StatefulSet", name), "spec", "template", "spec")["containers"].([]any)
+	if len(containers) == 0 {
+		tb.Fatalf("%s: StatefulSet %s has no container", path, name)
+	}
+	c, _ := containers[0].(map[string]any)
+	return list(c["args"])
+}
+
+// composeEnv returns the environment of a compose service.
+func composeEnv(tb testing.TB, service string) map[string]string {
+	tb.Helper()
+	env := map[string]string{}
+	for k, v := range mapAt(readYAML(tb, "compose.yaml"), "services", service, "environment") {
+		env[k] = fmt.Sprint(v)
+	}
+	if len(env) == 0 {
+		tb.Fatalf("compose service %s has no environment", service)
+	}
+	return env
+}
+
+// configMapData returns data[key] of the ConfigMap name in a manifest file.
+func configMapData(tb testing.TB, path, name, key string) string {
+	tb.Helper()
+	s, ok := mapAt(manifest(tb, path, "ConfigMap", name), "data")[key].(string)
+	if !ok {
+		tb.Fatalf("%s: ConfigMap %s has no %s", path, name, key)
+	}
+	return s
+}
