@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 
+	"github.com/vesta-go/vesta/internal/segtest"
 	"github.com/vesta-go/vesta/segment"
 )
 
@@ -159,11 +159,8 @@ func TestClose(t *testing.T) {
 	}
 }
 
-// Ledger runs callers on several issuers sharing one store, over many tags,
-// and checks that no number of a tag is handed out twice and that each
-// caller's numbers of a tag increase. Used by the store packages' tests too,
-// through LedgerCheck in this file's twin (copied there: test helpers do
-// not cross packages).
+// Several issuers on one store, many tags, 5 M numbers: none twice, and
+// each caller's numbers of a tag increase.
 func TestLedgerMemStore(t *testing.T) {
 	const issuers, tagCount, callers, perCaller = 4, 16, 32, 160_000 // 5.12 M numbers
 	tags := make([]string, tagCount)
@@ -177,79 +174,9 @@ func TestLedgerMemStore(t *testing.T) {
 		cfg.MaxStep = 100_000
 		iss[i] = open(t, st, cfg)
 	}
-	got := make([][][]int64, callers) // caller -> tag -> numbers
-	var wg sync.WaitGroup
-	for c := range callers {
-		got[c] = make([][]int64, tagCount)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx := context.Background()
-			is := iss[c%issuers]
-			for done := 0; done < perCaller; {
-				ti := (c + done/97) % tagCount
-				tag := tags[ti]
-				if done%5 == 0 {
-					n, err := is.Next(ctx, tag)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					got[c][ti] = append(got[c][ti], n)
-					done++
-					continue
-				}
-				ns, err := is.NextN(ctx, tag, 97)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				got[c][ti] = append(got[c][ti], ns...)
-				done += len(ns)
-			}
-		}()
+	n := segtest.Ledger(t, iss, tags, callers, perCaller)
+	if n < 5_000_000 {
+		t.Fatalf("ledger of %d numbers", n)
 	}
-	wg.Wait()
-	checkLedger(t, got, callers*perCaller)
-}
-
-// checkLedger fails the test on a number issued twice within a tag, or a
-// caller's numbers of a tag not increasing.
-func checkLedger(t *testing.T, got [][][]int64, atLeast int) {
-	t.Helper()
-	total := 0
-	for ti := range got[0] {
-		var max int64
-		for c := range got {
-			for _, n := range got[c][ti] {
-				max = maxOf(max, n)
-			}
-		}
-		bits := make([]uint64, max/64+1)
-		for c := range got {
-			prev := int64(0)
-			for _, n := range got[c][ti] {
-				if n <= prev {
-					t.Fatalf("tag %d: caller %d got %d after %d", ti, c, n, prev)
-				}
-				prev = n
-				if bits[n/64]&(1<<(n%64)) != 0 {
-					t.Fatalf("tag %d: %d issued twice", ti, n)
-				}
-				bits[n/64] |= 1 << (n % 64)
-				total++
-			}
-		}
-	}
-	if total < atLeast {
-		t.Fatalf("%d numbers checked, want %d", total, atLeast)
-	}
-	t.Logf("%d numbers, 0 repeats", total)
-}
-
-func maxOf(a, b int64) int64 {
-	if a > b {
-		return a
-	}
-	return b
+	t.Logf("%d numbers, 0 repeats", n)
 }

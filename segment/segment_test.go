@@ -273,7 +273,7 @@ func TestDynamicStep(t *testing.T) {
 	}{
 		{0, 0}, {0, 0}, // stored step, twice
 		{time.Minute, 200}, {time.Minute, 400}, {time.Minute, 400}, // doubles to the cap
-		{20 * time.Minute, 400},                      // between 1x and 2x: kept
+		{20 * time.Minute, 400},                          // between 1x and 2x: kept
 		{31 * time.Minute, 200}, {31 * time.Minute, 100}, // halves
 		{31 * time.Minute, 100}, // never below the stored step
 		{time.Minute, 200},
