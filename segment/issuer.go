@@ -97,6 +97,7 @@ type buffer struct {
 	// Stats.
 	storeErrors int64
 	latency     time.Duration
+	waits       int64
 }
 
 // Open makes an Issuer on store, which stays owned by the caller (Close
@@ -248,6 +249,7 @@ func (b *buffer) wait(ctx context.Context, is *Issuer, s *seg) (bool, error) {
 			is.startFetch(b)
 		}
 		ch := b.fetching
+		b.waits++
 		b.mu.Unlock()
 		select {
 		case <-ch:
@@ -556,6 +558,7 @@ func (is *Issuer) Stats(tag string) (Stats, bool) {
 	st.Step = b.step
 	st.StoreErrors = b.storeErrors
 	st.StoreLatency = b.latency
+	st.Waits = b.waits
 	st.LastError = b.lastErr
 	return st, true
 }
