@@ -284,8 +284,8 @@ type Stats struct {
 	// LastError is the error of the last fetch, nil if it succeeded.
 	LastError error
 	// Waits counts calls that found both buffers empty and waited for the
-	// store (a fetch, or the first one): in the steady state it stays
-	// still; if it grows, ranges are used up faster than the store answers
+	// store (the first fetch of a tag included): in the steady state it
+	// stays still; if it grows, ranges are used up faster than the store answers
 	// (raise the stored step or MaxStep).
 	Waits int64
 }
