@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the programs the tests start for real, when they are missing:
-# redis-server (machine-ID leases), Debian's chromium (the REST page's
-# browser test) and python3-msgpack (a MessagePack-RPC client in another
-# language), and for the deploy and monitoring kits podman with runc (the
-# image test), systemd-analyze (the unit's check) and promtool (the alert
-# rules; Debian's prometheus package). Idempotent; run by scripts/test.sh
-# before the tests.
+# redis-server (machine-ID leases, segment/redisstore), Debian's chromium
+# (the REST page's browser test), python3-msgpack (a MessagePack-RPC client
+# in another language), mariadb-server (segment/mysqlstore, through
+# internal/mariadbtest), and for the deploy and monitoring kits podman with
+# runc (the image test), systemd-analyze (the unit's check) and promtool (the
+# alert rules; Debian's prometheus package). Idempotent; run by
+# scripts/test.sh before the tests.
 set -euo pipefail
 
 need=()
@@ -18,6 +19,7 @@ command -v iptables >/dev/null 2>&1 || need+=(iptables) # podman publishes ports
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 [ -s /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
+{ command -v mariadbd || [ -x /usr/sbin/mariadbd ]; } >/dev/null 2>&1 && command -v mariadb-install-db >/dev/null 2>&1 || need+=(mariadb-server)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 echo "== installing ${need[*]}"
@@ -34,4 +36,9 @@ fi
 # Nor is the prometheus package's server: the tests use its promtool.
 if [ -x /usr/sbin/service ] && [[ " ${need[*]} " == *" prometheus "* ]]; then
   $sudo service prometheus stop >/dev/null 2>&1 || true
+fi
+# Likewise the tests start their own mariadbd in a temporary directory; the
+# service the package may have started on 3306 is stopped.
+if [ -x /usr/sbin/service ] && [[ " ${need[*]} " == *" mariadb-server "* ]]; then
+  $sudo service mariadb stop >/dev/null 2>&1 || true
 fi
