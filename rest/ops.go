@@ -91,8 +91,8 @@ func (s *Server) healthz(c echo.Context) error {
 // GET /readyz: 200 only while the generator can issue (not fenced, not
 // closed, time guard durable, clock inside the layout) and Config.Ready
 // passes; 503 with the reason otherwise, and from the start of Shutdown.
-// The "segment" field tells whether sequence numbers can be issued ("ok",
-// "off" or "unavailable: why"); it does not decide readiness, as every
+// With a segment store, the "segment" field tells whether sequence numbers
+// can be issued ("ok" or "unavailable: why"); it does not decide readiness, as every
 // server shares the store and IDs are still issued while it is down.
 func (s *Server) readyz(c echo.Context) error {
 	if s.draining.Load() {

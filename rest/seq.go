@@ -109,11 +109,11 @@ func seqError(tag string, err error) *apiError {
 	return &e
 }
 
-// segmentStatus is the /readyz line of the segment store: "off", "ok", or
-// why sequence numbers cannot be issued now.
+// segmentStatus is the /readyz line of the segment store: "ok", or why
+// sequence numbers cannot be issued now; "" (no line) without a store.
 func (s *Server) segmentStatus() string {
 	if s.cfg.Sequences == nil {
-		return "off"
+		return ""
 	}
 	if err := s.cfg.Sequences.Ready(); err != nil {
 		return "unavailable: " + strings.TrimPrefix(err.Error(), "segment: ")
