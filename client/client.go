@@ -86,6 +86,7 @@ type Client struct {
 	next    atomic.Uint32 // round-robin start over servers
 	fb      *fallback     // nil without Fallback
 	pf      *prefetch     // nil without Prefetch
+	seq     seqState      // per-tag buffers of segment sequences (seq.go)
 
 	ident    atomic.Pointer[identity] // the first server's (or the fallback's)
 	preset   identity                 // from FallbackConfig, until ident is set
