@@ -88,7 +88,7 @@ type buffer struct {
 	lastErr  error         // of the last fetch; nil if it succeeded
 	retryAt  time.Time     // no new fetch before, after a failure
 	retrying bool          // a retry goroutine waits
-	high     int64         // the highest Last fetched; later ranges must be above
+	high     int64         // the highest Last fetched (MinInt64: none); later ranges must be above
 	// Leaf's dynamic step.
 	fetches   int64
 	step      int64
@@ -506,7 +506,7 @@ func (is *Issuer) refresh(ctx context.Context) error {
 		m[k] = v
 	}
 	for _, tag := range added {
-		b := &buffer{tag: tag}
+		b := &buffer{tag: tag, high: math.MinInt64}
 		b.cur.Store(&seg{first: 1, last: 0}) // empty: the first call fetches
 		m[tag] = b
 	}

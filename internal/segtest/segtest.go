@@ -1,0 +1,105 @@
+// Package segtest holds test helpers shared by the tests of segment and its
+// stores: a ledger that runs callers over several issuers sharing a store
+// and checks every number handed out.
+package segtest
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/vesta-go/vesta/segment"
+)
+
+// Ledger runs callers goroutines, spread over the issuers (which share a
+// store), each taking perCaller numbers over tags (a fifth by Next, the
+// rest by NextN of 97), and fails the test if a tag's number is issued
+// twice or a caller's numbers of a tag do not increase. It returns how
+// many numbers it checked.
+func Ledger(t testing.TB, issuers []*segment.Issuer, tags []string, callers, perCaller int) int {
+	t.Helper()
+	got := make([][][]int64, callers) // caller -> tag -> numbers
+	var wg sync.WaitGroup
+	for c := range callers {
+		got[c] = make([][]int64, len(tags))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := context.Background()
+			is := issuers[c%len(issuers)]
+			for done := 0; done < perCaller; {
+				ti := (c + done/97) % len(tags)
+				if done%5 == 0 {
+					n, err := is.Next(ctx, tags[ti])
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					got[c][ti] = append(got[c][ti], n)
+					done++
+					continue
+				}
+				ns, err := is.NextN(ctx, tags[ti], 97)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got[c][ti] = append(got[c][ti], ns...)
+				done += len(ns)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	return Check(t, got)
+}
+
+// Check fails the test on a number issued twice within a tag, or a caller's
+// numbers of a tag not increasing; got is caller -> tag -> numbers in the
+// order the caller received them. Numbers must be positive. It returns how
+// many numbers it checked.
+func Check(t testing.TB, got [][][]int64) int {
+	t.Helper()
+	total := 0
+	if len(got) == 0 {
+		return 0
+	}
+	for ti := range got[0] {
+		seen := newSet()
+		for c := range got {
+			prev := int64(0)
+			for _, n := range got[c][ti] {
+				if n <= prev {
+					t.Fatalf("tag %d: caller %d got %d after %d", ti, c, n, prev)
+				}
+				prev = n
+				if !seen.add(n) {
+					t.Fatalf("tag %d: %d issued twice", ti, n)
+				}
+				total++
+			}
+		}
+	}
+	return total
+}
+
+// set is a sparse bitmap: numbers after a loss jump are far apart.
+type set map[int64]*[64]uint64 // block of 4096 numbers
+
+func newSet() set { return set{} }
+
+func (s set) add(n int64) bool {
+	blk := s[n>>12]
+	if blk == nil {
+		blk = new([64]uint64)
+		s[n>>12] = blk
+	}
+	i := n & 4095
+	if blk[i>>6]&(1<<(i&63)) != 0 {
+		return false
+	}
+	blk[i>>6] |= 1 << (i & 63)
+	return true
+}
