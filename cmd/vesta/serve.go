@@ -37,7 +37,9 @@ func newServeCmd() *cobra.Command {
 and the REST server (rest.listen, default 127.0.0.1:7080) on one generator.
 Configuration comes from the YAML file (--config or VESTA_CONFIG), then VESTA_*
 variables, then flags. With none it runs on embedded defaults: static machine
-1023, sorted layout, max-peak, time guard in ./vesta-data. SIGTERM or SIGINT
+1023, sorted layout, max-peak, time guard in ./vesta-data. With segment.store
+set it also serves segment sequences (Vesta.NextSeq, GET /v1/seq/{tag} and
+Leaf's /api/segment/get/{key}). SIGTERM or SIGINT
 stops it gracefully: calls already accepted are answered, the time guard's
 final mark is saved and a Redis lease is released.`,
 		Args: cobra.NoArgs,
@@ -120,9 +122,16 @@ func serve(ctx context.Context, loaded conf.Loaded, stderr io.Writer) (err error
 		return err
 	}
 	reg.MustRegister(embed.NewCollector(gen))
-
-	servers, err := startServers(cfg, gen, lease, log, reg, lnCentral, lnREST, lnMetrics)
+	seq, err := openSequences(ctx, cfg, log, reg) // nil with segment.store off (seq.go)
 	if err != nil {
+		gen.Close()
+		lease.Close(context.Background())
+		return err
+	}
+
+	servers, err := startServers(cfg, gen, lease, seq, log, reg, lnCentral, lnREST, lnMetrics)
+	if err != nil {
+		seq.close()
 		gen.Close()
 		lease.Close(context.Background())
 		return err
@@ -140,6 +149,7 @@ func serve(ctx context.Context, loaded conf.Loaded, stderr io.Writer) (err error
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	stopErr := servers.shutdown(sctx)
+	stopErr = errors.Join(stopErr, seq.close()) // after the servers: nobody calls it any more
 	// Close the generator while the lease is held, so the final mark is
 	// saved; then release the machine ID.
 	stopErr = errors.Join(stopErr, gen.Close(), lease.Close(sctx))
@@ -160,7 +170,7 @@ type running struct {
 	wg      sync.WaitGroup
 }
 
-func startServers(cfg conf.Config, gen *core.Generator, lease *machineid.Lease, log *slog.Logger,
+func startServers(cfg conf.Config, gen *core.Generator, lease *machineid.Lease, seq *sequences, log *slog.Logger,
 	reg *prometheus.Registry, lnCentral, lnREST, lnMetrics net.Listener) (*running, error) {
 	r := &running{failed: make(chan error, 3)}
 	if lnCentral != nil {
@@ -172,6 +182,9 @@ func startServers(cfg conf.Config, gen *core.Generator, lease *machineid.Lease, 
 		ccfg.MaxBatch, ccfg.MaxRequestBytes, ccfg.MaxConns = cfg.Central.MaxBatch, cfg.Central.MaxRequestBytes, cfg.Central.MaxConns
 		ccfg.IdleTimeout, ccfg.ReadTimeout = cfg.Central.IdleTimeout, cfg.Central.ReadTimeout
 		ccfg.TLS, ccfg.Logger, ccfg.Registerer = tlsCfg, log.With("server", "central"), reg
+		if seq != nil { // a nil *segment.Issuer in the interface would not be nil
+			ccfg.Sequences = seq.is
+		}
 		if r.central, err = central.NewServer(gen, ccfg); err != nil {
 			return nil, err
 		}
@@ -185,6 +198,9 @@ func startServers(cfg conf.Config, gen *core.Generator, lease *machineid.Lease, 
 		rcfg.TLS, rcfg.Token, rcfg.MaxBatch = tlsCfg, cfg.REST.Token.Reveal(), cfg.Central.MaxBatch
 		rcfg.Logger, rcfg.Registerer, rcfg.Gatherer = log.With("server", "rest"), reg, reg
 		rcfg.Ready = func() error { return lease.Status().Err }
+		if seq != nil {
+			rcfg.Sequences = seq.is
+		}
 		if r.rest, err = rest.NewServer(gen, rcfg); err != nil {
 			return nil, err
 		}
