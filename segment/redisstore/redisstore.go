@@ -221,7 +221,7 @@ func (s *Store) Next(ctx context.Context, tag string, step int64) (segment.Range
 		if err == nil {
 			return s.ranged(tag, res)
 		}
-		msg := err.Error()
+		msg := scriptError(err)
 		switch {
 		case strings.HasPrefix(msg, "VESTA_UNKNOWN_TAG"):
 			return segment.Range{}, fmt.Errorf("redisstore: tag %q: %w", tag, segment.ErrUnknownTag)
@@ -242,6 +242,12 @@ func (s *Store) Next(ctx context.Context, tag string, step int64) (segment.Range
 		}
 		return segment.Range{}, fmt.Errorf("redisstore: tag %q: %w", tag, err)
 	}
+}
+
+// scriptError is the text of an error a script raised, without the "ERR "
+// Redis may put before it.
+func scriptError(err error) string {
+	return strings.TrimPrefix(err.Error(), "ERR ")
 }
 
 func (s *Store) ranged(tag string, res []string) (segment.Range, error) {
@@ -333,7 +339,7 @@ func (s *Store) Create(ctx context.Context, t segment.TagInfo) error {
 		s.learn(t.Tag, t.MaxID, t.Step)
 		return nil
 	}
-	msg := err.Error()
+	msg := scriptError(err)
 	switch {
 	case strings.HasPrefix(msg, "VESTA_EXISTS"):
 		return fmt.Errorf("redisstore: tag %q: %w", t.Tag, segment.ErrTagExists)
