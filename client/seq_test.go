@@ -174,4 +174,3 @@ func TestSeqConfig(t *testing.T) {
 		})
 	}
 }
-

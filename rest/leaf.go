@@ -47,6 +47,9 @@ const (
 	leafSegmentsEmpty = -3
 )
 
+// springJSON is the content type of Spring's error body.
+const springJSON = "application/json;charset=UTF-8"
+
 // leafServerException is the class name in Spring's error body, as
 // leaf-server's.
 const leafServerException = "com.sankuai.inf.leaf.server.exception.LeafServerException"
@@ -75,7 +78,7 @@ func (s *Server) leafFail(c echo.Context, message string, cause error) error {
 	if err != nil {
 		return err
 	}
-	return c.Blob(http.StatusInternalServerError, echo.MIMEApplicationJSONCharsetUTF8, b)
+	return c.Blob(http.StatusInternalServerError, springJSON, b)
 }
 
 // leafResult is Leaf's Result.toString of an exception.
