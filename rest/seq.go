@@ -97,8 +97,13 @@ func seqError(tag string, err error) *apiError {
 	case errors.Is(err, segment.ErrUnknownTag):
 		return &apiError{status: http.StatusNotFound, code: codeNotFound,
 			message: fmt.Sprintf("tag %q: unknown tag (create it with: vesta seq create)", clip(tag))}
-	case errors.Is(err, segment.ErrInvalidTag), errors.Is(err, segment.ErrInvalidCount):
-		return &apiError{status: http.StatusBadRequest, code: codeInvalidArgument, message: "tag: " + msg}
+	case errors.Is(err, segment.ErrInvalidTag):
+		// Not the issuer's message: it quotes the whole tag, which a URL
+		// can make kilobytes long.
+		return &apiError{status: http.StatusBadRequest, code: codeInvalidArgument,
+			message: fmt.Sprintf("tag: %q (%d bytes); want 1-%d characters of A-Z a-z 0-9 _ . : -", clip(tag), len(tag), segment.MaxTagLen)}
+	case errors.Is(err, segment.ErrInvalidCount):
+		return &apiError{status: http.StatusBadRequest, code: codeInvalidArgument, message: "count: " + msg}
 	case errors.Is(err, segment.ErrUnavailable), errors.Is(err, segment.ErrClosed):
 		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, message: msg, cause: err}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):

@@ -102,7 +102,7 @@ func TestSeqErrors(t *testing.T) {
 	}{
 		{"/v1/seq/nope", 404, "not_found", `tag "nope": unknown tag`},
 		{"/v1/seq/bad%20tag", 400, "invalid_argument", "tag:"},
-		{"/v1/seq/" + strings.Repeat("x", 129), 400, "invalid_argument", "tag:"},
+		{"/v1/seq/" + strings.Repeat("x", 129), 400, "invalid_argument", "(129 bytes); want 1-128 characters"},
 		{"/v1/seq/orders?count=0", 400, "invalid_argument", "count: 0 out of range 1-100"},
 		{"/v1/seq/orders?count=101", 400, "invalid_argument", "count: 101 out of range 1-100"},
 		{"/v1/seq/orders?count=-1", 400, "invalid_argument", "count:"},
@@ -111,6 +111,10 @@ func TestSeqErrors(t *testing.T) {
 		t.Run(tc.target, func(t *testing.T) {
 			wantJSONError(t, get(t, s.Handler(), tc.target), tc.status, tc.code, tc.mention)
 		})
+	}
+	// A long hostile tag is not echoed whole.
+	if r := get(t, s.Handler(), "/v1/seq/"+strings.Repeat("%21", 3000)); r.Status != 400 || len(r.Body) > 400 {
+		t.Errorf("a 3000-byte tag: %d, %d bytes of answer", r.Status, len(r.Body))
 	}
 	// A server without a store.
 	gen, _ := vestaGen(t)
