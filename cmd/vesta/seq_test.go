@@ -45,11 +45,18 @@ func TestSeqCommands(t *testing.T) {
 	}
 	r := cli(t, "", "seq", "list", "--json")
 	var rows []struct {
-		Tag, MaxID, Description string
-		Step                    int64
+		Tag         string `json:"tag"`
+		MaxID       string `json:"max_id"`
+		Step        int64  `json:"step"`
+		Description string `json:"description"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != 2 {
 		t.Fatalf("list: %v %s %s", err, r.stdout, r.stderr)
+	}
+	for _, row := range rows {
+		if row.Tag == "orders" && (row.MaxID != "1000" || row.Step != 50 || row.Description != "order numbers") {
+			t.Fatalf("list: %+v; want orders at max_id 1000, step 50, described", row)
+		}
 	}
 	if r := cli(t, "", "seq", "list"); !strings.Contains(r.stdout, "orders") || !strings.Contains(r.stdout, "order numbers") {
 		t.Fatalf("list: %s", r.stdout)
@@ -63,6 +70,13 @@ func TestSeqCommands(t *testing.T) {
 	code, body = httpGet(t, "http://"+srv.rest+"/v1/seq/leaf-segment-test?count=3")
 	if code != 200 || !strings.Contains(body, `"ids":["1","2","3"]`) {
 		t.Fatalf("/v1/seq: %d %s", code, body)
+	}
+	// A tag created while the server runs is served (looked up on a miss).
+	if r := cli(t, "", "seq", "create", "late", "--start", "7", "--step", "10"); r.code != 0 {
+		t.Fatalf("create late: %s", r.stderr)
+	}
+	if code, body := httpGet(t, "http://"+srv.rest+"/v1/seq/late"); code != 200 || !strings.Contains(body, `"id":"7"`) {
+		t.Fatalf("a tag created while running: %d %s", code, body)
 	}
 	code, body = httpGet(t, "http://"+srv.rest+"/v1/seq/nope")
 	if code != 404 || !strings.Contains(body, `tag \"nope\": unknown tag`) {
