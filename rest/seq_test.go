@@ -248,3 +248,44 @@ func TestLeafAPIFirstNumbers(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSeq: any tag and query on /v1/seq/{tag}, any key on Leaf's route:
+// /v1/seq answers 200 with the numbers asked for, or a 4xx naming what is
+// wrong, never a 5xx (the store is up); Leaf's route answers a number or
+// Leaf's 500 for a key it does not know.
+func FuzzSeq(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"orders", ""}, {"orders", "count=3"}, {"orders", "count=0"}, {"orders", "count=101"}, {"nope", ""},
+		{"bad tag", ""}, {"%zz", "count=%zz"}, {strings.Repeat("x", 200), "count=1&count=2"}, {"a:b.c-d_e", "count=99"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	s, _, _ := seqServer(f, "orders", "a:b.c-d_e")
+	f.Fuzz(func(t *testing.T, tag, raw string) {
+		q := req(http.MethodGet, "/", "", "")
+		q.URL.Path, q.URL.RawPath, q.URL.RawQuery = "/v1/seq/"+tag, "", raw
+		r := doHandler(s, q)
+		switch {
+		case r.Status == http.StatusOK:
+			var body struct {
+				ID  string
+				IDs []string
+			}
+			if err := json.Unmarshal([]byte(r.Body), &body); err != nil || (body.ID == "") == (len(body.IDs) == 0) {
+				t.Fatalf("/v1/seq/%q?%s: 200 %s", tag, raw, r.Body)
+			}
+		case r.Status >= 500:
+			t.Fatalf("/v1/seq/%q?%s: %d %s", tag, raw, r.Status, r.Body)
+		}
+		q = req(http.MethodGet, "/", "", "")
+		q.URL.Path, q.URL.RawPath = "/api/segment/get/"+tag, ""
+		r = doHandler(s, q)
+		if r.Status == http.StatusOK {
+			if _, err := strconv.ParseInt(r.Body, 10, 64); err != nil {
+				t.Fatalf("Leaf %q: 200 %q", tag, r.Body)
+			}
+		} else if r.Status == 500 && !strings.Contains(r.Body, "Result{id=-2, status=EXCEPTION}") {
+			t.Fatalf("Leaf %q: %d %s", tag, r.Status, r.Body)
+		}
+	})
+}
