@@ -84,6 +84,10 @@ A-Z a-z 0-9 _ . : -.`,
 			if errors.Is(err, segment.ErrTagExists) {
 				return fmt.Errorf("tag %q exists already (vesta seq list shows it)", tag)
 			}
+			if errors.Is(err, segment.ErrConfig) {
+				// A bound of the store itself (Redis numbers stay below 2^53).
+				return fmt.Errorf("%w: --start %d, --step %d: %w", errUsage, start, step, err)
+			}
 			if err != nil {
 				return err
 			}

@@ -38,6 +38,7 @@ func TestSeqCommands(t *testing.T) {
 		{[]string{"seq", "create", "x", "--step", "5", "--desc", strings.Repeat("d", 257)}, "--desc is 257 bytes"},
 		{[]string{"seq", "create", "x", "y", "--step", "5"}, "accepts 1 arg"},
 		{[]string{"seq", "list", "extra"}, "unknown command"},
+		{[]string{"seq", "create", "huge", "--step", "5", "--start", "4611686018427387903"}, "--start 4611686018427387903, --step 5"},
 	} {
 		if r := cli(t, "", tc.args...); r.code != 2 || !strings.Contains(r.stderr, tc.mention) {
 			t.Errorf("%v: exit %d %q; want 2 mentioning %q", tc.args, r.code, r.stderr, tc.mention)
