@@ -25,8 +25,12 @@ type Issuer struct {
 
 	ctx    context.Context // cancelled by Close; parent of every store call
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // fetches and the refresh loop
+	wg     sync.WaitGroup // fetches, retries and the refresh loop
 	closed atomic.Bool
+	// life orders goroutine starts before Close: a start holds it shared,
+	// Close exclusively while it sets closed, so no wg.Add follows Close's
+	// Wait.
+	life sync.RWMutex
 
 	tags atomic.Pointer[map[string]*buffer] // copy on write
 
@@ -97,6 +101,7 @@ type buffer struct {
 	// Stats.
 	storeErrors int64
 	latency     time.Duration
+	waits       int64
 }
 
 // Open makes an Issuer on store, which stays owned by the caller (Close
@@ -134,8 +139,7 @@ func Open(ctx context.Context, store Store, cfg Config) (*Issuer, error) {
 		}
 	}
 	if cfg.RefreshTags > 0 {
-		is.wg.Add(1)
-		go is.refreshLoop()
+		is.spawn(is.refreshLoop)
 	}
 	return is, nil
 }
@@ -248,6 +252,11 @@ func (b *buffer) wait(ctx context.Context, is *Issuer, s *seg) (bool, error) {
 			is.startFetch(b)
 		}
 		ch := b.fetching
+		if ch == nil { // closed meanwhile
+			b.mu.Unlock()
+			return false, ErrClosed
+		}
+		b.waits++
 		b.mu.Unlock()
 		select {
 		case <-ch:
@@ -275,55 +284,73 @@ func unavailable(tag string, err error) error {
 	return fmt.Errorf("%w: tag %q: buffers empty and the store failed: %w", ErrUnavailable, tag, err)
 }
 
-// startFetch runs one fetch of b's next range in the background; b.mu is
-// held.
-func (is *Issuer) startFetch(b *buffer) {
-	b.fetching = make(chan struct{})
-	b.wantNext.Store(false)
-	step := b.nextStep(is.cfg, is.cfg.Clock.Now())
+// spawn runs f in a goroutine the issuer owns (Close waits for it), unless
+// the issuer is closed.
+func (is *Issuer) spawn(f func()) bool {
+	is.life.RLock()
+	defer is.life.RUnlock()
+	if is.closed.Load() {
+		return false
+	}
 	is.wg.Add(1)
 	go func() {
 		defer is.wg.Done()
-		start := time.Now()
-		ctx, cancel := context.WithTimeout(is.ctx, is.cfg.StoreTimeout)
-		r, err := is.store.Next(ctx, b.tag, step)
-		cancel()
-		d := time.Since(start)
-		if is.cfg.OnStore != nil {
-			is.cfg.OnStore("next", b.tag, d, err)
-		}
-		now := is.cfg.Clock.Now()
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		b.latency = d
-		if err == nil {
-			err = b.accept(r, step, is.cfg.Threshold, now)
-		}
-		if err != nil {
-			b.lastErr = err
-			b.storeErrors++
-			b.retryAt = now.Add(is.cfg.RetryBackoff)
-			b.wantNext.Store(true)
-			is.cfg.Logger.Warn("segment: fetching a range", "tag", b.tag, "step", step, "err", err)
-			if !errors.Is(err, ErrUnknownTag) && !b.retrying && !is.closed.Load() {
-				// Retry without waiting for callers: a server taken out of
-				// its load balancer by Ready would otherwise never recover.
-				b.retrying = true
-				is.wg.Add(1)
-				go is.retry(b)
-			}
-		} else {
-			b.lastErr = nil
-		}
-		close(b.fetching)
-		b.fetching = nil
+		f()
 	}()
+	return true
+}
+
+// startFetch runs one fetch of b's next range in the background (not once
+// the issuer is closed: b.fetching stays nil); b.mu is held.
+func (is *Issuer) startFetch(b *buffer) {
+	step := b.nextStep(is.cfg, is.cfg.Clock.Now())
+	ch := make(chan struct{})
+	if !is.spawn(func() { is.fetch(b, step, ch) }) {
+		return
+	}
+	b.fetching = ch
+	b.wantNext.Store(false)
+}
+
+// fetch is the goroutine of startFetch: one store call, its result queued
+// as b's next range or recorded as b's error; ch closes at the end.
+func (is *Issuer) fetch(b *buffer, step int64, ch chan struct{}) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(is.ctx, is.cfg.StoreTimeout)
+	r, err := is.store.Next(ctx, b.tag, step)
+	cancel()
+	d := time.Since(start)
+	if is.cfg.OnStore != nil {
+		is.cfg.OnStore("next", b.tag, d, err)
+	}
+	now := is.cfg.Clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.latency = d
+	if err == nil {
+		err = b.accept(r, step, is.cfg.Threshold, now)
+	}
+	if err != nil {
+		b.lastErr = err
+		b.storeErrors++
+		b.retryAt = now.Add(is.cfg.RetryBackoff)
+		b.wantNext.Store(true)
+		is.cfg.Logger.Warn("segment: fetching a range", "tag", b.tag, "step", step, "err", err)
+		if !errors.Is(err, ErrUnknownTag) && !b.retrying {
+			// Retry without waiting for callers: a server taken out of
+			// its load balancer by Ready would otherwise never recover.
+			b.retrying = is.spawn(func() { is.retry(b) })
+		}
+	} else {
+		b.lastErr = nil
+	}
+	close(ch)
+	b.fetching = nil
 }
 
 // retry starts a fetch of b's next range after RetryBackoff, unless one
 // runs or the range came meanwhile.
 func (is *Issuer) retry(b *buffer) {
-	defer is.wg.Done()
 	select {
 	case <-is.cfg.Clock.After(is.cfg.RetryBackoff):
 	case <-is.ctx.Done():
@@ -516,7 +543,6 @@ func (is *Issuer) refresh(ctx context.Context) error {
 }
 
 func (is *Issuer) refreshLoop() {
-	defer is.wg.Done()
 	for {
 		select {
 		case <-is.cfg.Clock.After(is.cfg.RefreshTags):
@@ -556,6 +582,7 @@ func (is *Issuer) Stats(tag string) (Stats, bool) {
 	st.Step = b.step
 	st.StoreErrors = b.storeErrors
 	st.StoreLatency = b.latency
+	st.Waits = b.waits
 	st.LastError = b.lastErr
 	return st, true
 }
@@ -600,7 +627,9 @@ func (is *Issuer) Ready() error {
 // ErrClosed. It does not close the store. Idempotent.
 func (is *Issuer) Close() error {
 	is.closeOnce.Do(func() {
+		is.life.Lock()
 		is.closed.Store(true)
+		is.life.Unlock()
 		is.cancel()
 		is.wg.Wait()
 	})

@@ -41,13 +41,20 @@ func TestStoreDownThenRecovers(t *testing.T) {
 
 	st.Fail(errDown)
 	// 180 numbers are buffered: all come out while the store is down.
-	for range 180 {
+	for range 100 {
 		if _, err := take(); err != nil {
 			t.Fatalf("buffered number refused: %v", err)
 		}
 	}
+	// Into the second range: its prefetch failed, but numbers are left.
+	waitFor(t, "the failed prefetch", func() bool { s, _ := is.Stats("t"); return s.LastError != nil })
 	if err := is.Ready(); err != nil {
 		t.Fatalf("Ready with numbers left: %v", err)
+	}
+	for range 80 {
+		if _, err := take(); err != nil {
+			t.Fatalf("buffered number refused: %v", err)
+		}
 	}
 	// Buffers empty: clean errors, fast.
 	for range 5 {

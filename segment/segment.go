@@ -283,4 +283,9 @@ type Stats struct {
 	StoreLatency time.Duration
 	// LastError is the error of the last fetch, nil if it succeeded.
 	LastError error
+	// Waits counts calls that found both buffers empty and waited for the
+	// store (the first fetch of a tag included): in the steady state it
+	// stays still; if it grows, ranges are used up faster than the store answers
+	// (raise the stored step or MaxStep).
+	Waits int64
 }

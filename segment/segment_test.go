@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -238,7 +239,8 @@ func TestDoubleBuffer(t *testing.T) {
 		}
 	}
 	st, _ := is.Stats("t")
-	if st.Remaining != 0 || st.Issued != 100 || st.RangesFetched != 1 {
+	// One wait: the preload's first fetch; none while issuing.
+	if st.Remaining != 0 || st.Issued != 100 || st.RangesFetched != 1 || st.Waits != 1 || st.Step != 100 {
 		t.Fatalf("Stats = %+v", st)
 	}
 	// The 101st waits for the fetch; a short context gives up.
@@ -253,6 +255,35 @@ func TestDoubleBuffer(t *testing.T) {
 	}
 	if n := len(gate.stepsAsked()); n != 2 {
 		t.Fatalf("%d fetches, want 2", n)
+	}
+	if st, _ := is.Stats("t"); st.Waits != 3 {
+		t.Fatalf("Waits = %d, want 3 (preload, the timed-out call, the released one)", st.Waits)
+	}
+}
+
+// OnStore sees every store call, for the latency histogram.
+func TestOnStore(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t, 10, "t")
+	var mu sync.Mutex
+	ops := map[string]int{}
+	cfg := segment.DefaultConfig()
+	cfg.OnStore = func(op, tag string, d time.Duration, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		ops[op+" "+tag]++
+		if (err != nil && !errors.Is(err, context.Canceled)) || d < 0 { // Close cancels a prefetch
+			t.Errorf("OnStore(%s, %s, %v, %v)", op, tag, d, err)
+		}
+	}
+	is := open(t, st, cfg)
+	if _, err := is.NextN(ctx, "t", 25); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if ops["tags "] != 1 || ops["next t"] < 3 {
+		t.Fatalf("OnStore calls: %v", ops)
 	}
 }
 
