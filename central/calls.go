@@ -52,6 +52,8 @@ func (c *conn) call(req wire.Request, t0 time.Time) {
 			return
 		}
 		c.genIDs(req.MsgID, m, t0, int(p.Count))
+	case wire.MethodNextSeq, wire.MethodNextSeqs: // see seq.go
+		c.nextSeq(req, m, t0)
 	default:
 		c.respond(true, req.MsgID, m, t0, c.compute(req))
 	}

@@ -66,6 +66,10 @@ type Config struct {
 	// Registerer receives the server's Prometheus metrics; nil registers
 	// none.
 	Registerer prometheus.Registerer
+	// Sequences serves Vesta.NextSeq and Vesta.NextSeqs (segment
+	// sequences; a *segment.Issuer, which the caller owns and closes after
+	// the server). Nil answers them invalid_argument: sequences are off.
+	Sequences Sequences
 }
 
 // DefaultConfig returns the defaults, spelled out.

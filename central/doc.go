@@ -17,6 +17,11 @@
 //	srv.Shutdown(ctx) // answers every request read, then closes
 //	gen.Close()       // the caller owns the generator
 //
+// With Config.Sequences (a *segment.Issuer) the server also issues segment
+// sequence numbers (Vesta.NextSeq, Vesta.NextSeqs): inline when the tag's
+// buffers hold them, on a goroutine of their own when the store must
+// answer.
+//
 // Each connection has one goroutine that reads requests and answers, at
 // once, every call that need not wait: that is every call but an issuing
 // one whose time unit has run out of sequence (or whose time guard lags),

@@ -30,7 +30,8 @@ import (
 // Methods: Vesta.GenID -> uint64; Vesta.GenIDs {count} -> [uint64...];
 // Vesta.ExpID {id} -> map; Vesta.MakeID {time, seq, machine?, method?,
 // type?, version?} -> uint64; Vesta.TransTime {time} -> map; Vesta.Info ->
-// map.
+// map; with Config.Sequences, Vesta.NextSeq {tag} -> int64 and
+// Vesta.NextSeqs {tag, count} -> [int64...].
 //
 // A frame that is not MessagePack, larger than MaxRequestBytes, nested too
 // deep, or a request whose msgid cannot be read closes the connection;
@@ -57,6 +58,8 @@ type Server struct {
 	closeOnce sync.Once
 
 	lastWarn atomic.Int64 // unix nanoseconds of the last MaxConns warning
+
+	seqTags sync.Map // tags that issued here: their calls are tried inline (seq.go)
 }
 
 // NewServer returns a server of gen, which it uses but does not own: close

@@ -91,6 +91,7 @@ type Client struct {
 	next    atomic.Uint32 // round-robin start over servers
 	fb      *fallback     // nil without Fallback
 	pf      *prefetch     // nil without Prefetch
+	seq     seqState      // per-tag buffers of segment sequences (seq.go)
 
 	ident    atomic.Pointer[identity] // the first server's
 	preset   identity                 // the fallback's (or FallbackConfig's), until ident is set

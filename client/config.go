@@ -60,6 +60,17 @@ type Config struct {
 	// Zero turns prefetching off.
 	Prefetch int
 
+	// SeqPrefetch is how many numbers of each segment sequence tag the
+	// client keeps ready (NextSeq), refilled in the background with
+	// Vesta.NextSeqs when half are used. A tag gets a buffer once a server
+	// issued numbers of it. Zero turns it off.
+	SeqPrefetch int
+
+	// SeqMaxTags bounds how many tags have buffers at once; past it the
+	// least recently used buffer is dropped (its numbers are skipped).
+	// Zero is 64.
+	SeqMaxTags int
+
 	// Fallback issues IDs from an embedded generator (method 0, the machine
 	// ID of FallbackConfig) when every server is down, and returns to the
 	// servers as soon as one answers again. False (the zero value) returns
@@ -157,6 +168,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: ConnsPerServer: %d; want 0-%d", ErrConfig, c.ConnsPerServer, maxConnsPerServer)
 	case c.Prefetch < 0 || c.Prefetch > maxPrefetch:
 		return fmt.Errorf("%w: Prefetch: %d; want 0-%d", ErrConfig, c.Prefetch, maxPrefetch)
+	case c.SeqPrefetch < 0 || c.SeqPrefetch > maxSeqPrefetch:
+		return fmt.Errorf("%w: SeqPrefetch: %d; want 0-%d", ErrConfig, c.SeqPrefetch, maxSeqPrefetch)
+	case c.SeqMaxTags < 0 || c.SeqMaxTags > maxSeqMaxTags:
+		return fmt.Errorf("%w: SeqMaxTags: %d; want 0 (meaning %d) to %d", ErrConfig, c.SeqMaxTags, defaultSeqMaxTags, maxSeqMaxTags)
 	case c.BreakerTimeout < 0:
 		return fmt.Errorf("%w: BreakerTimeout: %v; want > 0 (or 0 for %v)", ErrConfig, c.BreakerTimeout, defaultBreakerTimeout)
 	}
@@ -189,6 +204,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BreakerFailures == 0 {
 		c.BreakerFailures = defaultBreakerFailures
+	}
+	if c.SeqMaxTags == 0 {
+		c.SeqMaxTags = defaultSeqMaxTags
 	}
 	if c.BreakerTimeout == 0 {
 		c.BreakerTimeout = defaultBreakerTimeout

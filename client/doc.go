@@ -82,6 +82,20 @@
 // time, so with a large buffer and a slow consumer they are older than
 // their hand-out time (their time field says when the server issued them).
 //
+// # Segment sequences
+//
+// NextSeq and NextSeqs issue numbers of a tag's segment sequence (Leaf's
+// segment mode) through Vesta.NextSeq and Vesta.NextSeqs, with the same
+// timeouts, retries on other servers and breakers as IDs, but no
+// fallback: the numbers come from the store the servers share. With
+// Config.SeqPrefetch each tag a server has issued gets a buffer of that
+// many numbers, refilled in the background when half is used; at most
+// Config.SeqMaxTags tags have one (the least recently used is dropped, its
+// numbers skipped). Numbers are unique across every server and client of
+// a store; they increase within one server only, so a client spreading
+// calls over several servers sees them unordered (NextSeqs sorts its
+// batch).
+//
 // # Metrics
 //
 // With Config.Registerer the client exports:

@@ -22,6 +22,7 @@ type Config struct {
 	Central   CentralConfig   `koanf:"central"`
 	REST      RESTConfig      `koanf:"rest"`
 	Client    ClientConfig    `koanf:"client"`
+	Segment   SegmentConfig   `koanf:"segment"` // segment.go
 	Metrics   MetricsConfig   `koanf:"metrics"`
 	Log       LogConfig       `koanf:"log"`
 }
@@ -233,9 +234,10 @@ func DefaultConfig() Config {
 			Listen: "127.0.0.1:7070", MaxBatch: 10000, MaxRequestBytes: 64 << 10, MaxConns: 10000,
 			IdleTimeout: 5 * time.Minute, ReadTimeout: 10 * time.Second,
 		},
-		REST:   RESTConfig{Listen: "127.0.0.1:7080"},
-		Client: ClientConfig{Servers: []string{}, Timeout: 200 * time.Millisecond, Retries: 2, Fallback: true},
-		Log:    LogConfig{Level: "info", Format: "text"},
+		REST:    RESTConfig{Listen: "127.0.0.1:7080"},
+		Client:  ClientConfig{Servers: []string{}, Timeout: 200 * time.Millisecond, Retries: 2, Fallback: true},
+		Segment: defaultSegment(),
+		Log:     LogConfig{Level: "info", Format: "text"},
 	}
 }
 

@@ -83,6 +83,8 @@ func decodeHook(from, to reflect.Value) (any, error) {
 	switch to.Kind() {
 	case reflect.Int:
 		return decodeInt(data)
+	case reflect.Float64:
+		return decodeFloat(data)
 	case reflect.Bool:
 		return decodeBool(data)
 	case reflect.Slice:
@@ -173,6 +175,24 @@ func decodeInt(v any) (any, error) {
 		}
 	}
 	return nil, badValue(v, "want an integer")
+}
+
+func decodeFloat(v any) (any, error) {
+	switch x := v.(type) {
+	case float64:
+		return x, nil
+	case int:
+		return float64(x), nil
+	case int64:
+		return float64(x), nil
+	case uint64:
+		return float64(x), nil
+	case string:
+		if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+			return f, nil
+		}
+	}
+	return nil, badValue(v, "want a number such as 0.1")
 }
 
 func decodeBool(v any) (any, error) {
@@ -279,7 +299,7 @@ func (l *loader) decodeError(de *mapstructure.DecodeError) {
 // kind.
 func describe(key string) string {
 	if key == "" {
-		return "a mapping of sections (id, machine, time_guard, central, rest, client, log)"
+		return "a mapping of sections (id, machine, time_guard, central, rest, client, segment, metrics, log)"
 	}
 	lf, ok := leafByKey[key]
 	if !ok {
@@ -292,6 +312,8 @@ func describe(key string) string {
 		return "a mapping of IP address to machine ID (in the environment, IP=ID pairs separated by commas)"
 	case reflect.Pointer, reflect.Int:
 		return "an integer"
+	case reflect.Float64:
+		return "a number"
 	case reflect.Bool:
 		return "true or false"
 	}

@@ -133,6 +133,8 @@ func Load(opts Options) (Loaded, error) {
 	l.decodeErrors(err)
 	l.readSecret(&cfg.Machine.Redis.Password, &cfg.Machine.Redis.PasswordFile, "machine.redis.password")
 	l.readSecret(&cfg.REST.Token, &cfg.REST.TokenFile, "rest.token")
+	l.readSecret(&cfg.Segment.DSN, &cfg.Segment.DSNFile, "segment.dsn")
+	l.readSecret(&cfg.Segment.Redis.Password, &cfg.Segment.Redis.PasswordFile, "segment.redis.password")
 
 	errs := append(l.errs, KeyErrors(cfg.Validate())...)
 	// Unknown keys first (a typo explains what follows), then in key order.

@@ -187,6 +187,17 @@ func TestEnvMapping(t *testing.T) {
 		"VESTA_CLIENT_RETRIES=0",
 		"VESTA_CLIENT_PREFETCH=100",
 		"VESTA_CLIENT_FALLBACK=false",
+		"VESTA_SEGMENT_STORE=redis",
+		"VESTA_SEGMENT_DSN=u:p@tcp(db:3306)/leaf",
+		"VESTA_SEGMENT_TABLE=ids_alloc",
+		"VESTA_SEGMENT_REDIS_ADDRS=s1:6379,s2:6379",
+		"VESTA_SEGMENT_REDIS_PASSWORD=spw",
+		"VESTA_SEGMENT_REDIS_KEY_PREFIX=seq",
+		"VESTA_SEGMENT_THRESHOLD=0.25",
+		"VESTA_SEGMENT_TARGET_DURATION=10m",
+		"VESTA_SEGMENT_MAX_STEP=5000",
+		"VESTA_SEGMENT_PRELOAD=orders, invoices",
+		"VESTA_SEGMENT_REFRESH_TAGS=0",
 		"VESTA_METRICS_LISTEN=127.0.0.1:9090",
 		"VESTA_LOG_LEVEL=warn",
 		"VESTA_LOG_FORMAT=json",
@@ -206,16 +217,19 @@ func TestEnvMapping(t *testing.T) {
 		Central: conf.CentralConfig{Listen: "127.0.0.1:0", MaxBatch: 500, MaxRequestBytes: 1024, MaxConns: 7,
 			IdleTimeout: time.Minute, ReadTimeout: 2 * time.Second,
 			TLS: conf.CentralTLS{Cert: "c.pem", Key: "k.pem", ClientCA: "ca.pem"}},
-		REST:    conf.RESTConfig{Listen: ":8080", Token: "tok", TLS: conf.RESTTLS{Cert: "c.pem", Key: "k.pem"}},
-		Client:  conf.ClientConfig{Servers: []string{"a:1", "b:2"}, Timeout: time.Second, Prefetch: 100},
+		REST:   conf.RESTConfig{Listen: ":8080", Token: "tok", TLS: conf.RESTTLS{Cert: "c.pem", Key: "k.pem"}},
+		Client: conf.ClientConfig{Servers: []string{"a:1", "b:2"}, Timeout: time.Second, Prefetch: 100},
+		Segment: conf.SegmentConfig{Store: "redis", DSN: "u:p@tcp(db:3306)/leaf", Table: "ids_alloc",
+			Redis:     conf.SegmentRedisConfig{Addrs: []string{"s1:6379", "s2:6379"}, Password: "spw", KeyPrefix: "seq"},
+			Threshold: 0.25, TargetDuration: 10 * time.Minute, MaxStep: 5000, Preload: []string{"orders", "invoices"}},
 		Metrics: conf.MetricsConfig{Listen: "127.0.0.1:9090"},
 		Log:     conf.LogConfig{Level: "warn", Format: "json"},
 	}
 	if got := l.Config; !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n%v\nwant\n%v", got, want)
 	}
-	if len(l.Env) != 43 {
-		t.Errorf("%d variables applied; want 43", len(l.Env))
+	if len(l.Env) != 54 {
+		t.Errorf("%d variables applied; want 54", len(l.Env))
 	}
 }
 

@@ -56,6 +56,12 @@ func (c Config) Redacted() Config {
 	if r.REST.Token != "" {
 		r.REST.Token = redactedText
 	}
+	if r.Segment.DSN != "" {
+		r.Segment.DSN = redactedText
+	}
+	if r.Segment.Redis.Password != "" {
+		r.Segment.Redis.Password = redactedText
+	}
 	return r
 }
 
@@ -69,6 +75,8 @@ func (c Config) clone() Config {
 	}
 	c.Machine.Redis.Addrs = slices.Clone(c.Machine.Redis.Addrs)
 	c.Client.Servers = slices.Clone(c.Client.Servers)
+	c.Segment.Redis.Addrs = slices.Clone(c.Segment.Redis.Addrs)
+	c.Segment.Preload = slices.Clone(c.Segment.Preload)
 	return c
 }
 
@@ -128,6 +136,8 @@ func leafValue(v reflect.Value) slog.Value {
 		return slog.StringValue(strings.Join(pairs, ","))
 	case int:
 		return slog.IntValue(x)
+	case float64:
+		return slog.Float64Value(x)
 	case bool:
 		return slog.BoolValue(x)
 	case string:

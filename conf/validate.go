@@ -51,6 +51,7 @@ func (c Config) Validate() error {
 	c.Central.validate(&ck)
 	c.REST.validate(&ck, c.Central.Listen)
 	c.Client.validate(&ck)
+	c.Segment.validate(&ck)
 	c.Metrics.validate(&ck, c.Central.Listen, c.REST.Listen)
 	c.Log.validate(&ck)
 	return errors.Join(ck.errs...)

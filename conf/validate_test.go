@@ -156,6 +156,32 @@ func invalidCases(t testing.TB) []struct {
 		{"log.level", func(c *conf.Config) { c.Log.Level = "verbose" }, `"verbose"; want debug, info, warn or error`},
 		{"log.level", func(c *conf.Config) { c.Log.Level = "" }, `""; want`},
 		{"log.format", func(c *conf.Config) { c.Log.Format = "xml" }, `"xml"; want text or json`},
+		{"segment.store", func(c *conf.Config) { c.Segment.Store = "postgres" }, `"postgres"; want "" (off), mysql or redis`},
+		{"segment.dsn", func(c *conf.Config) { c.Segment.Store = "mysql" }, `""; the mysql store (segment.store) needs a DSN`},
+		{"segment.dsn", func(c *conf.Config) {
+			c.Segment.Store = "mysql"
+			c.Segment.DSN = "user:hunter2@tcp(db:3306)dbname"
+		}, "(value not shown) is not a go-sql-driver/mysql DSN"},
+		{"segment.table", func(c *conf.Config) { c.Segment.Table = "leaf_alloc; DROP TABLE x" }, "want 1-64 characters of A-Z a-z 0-9 _"},
+		{"segment.table", func(c *conf.Config) { c.Segment.Table = "" }, `""; want 1-64`},
+		{"segment.redis.addrs", func(c *conf.Config) { c.Segment.Redis.Addrs = []string{"redis"} }, `"redis"; want host:port`},
+		{"segment.redis.addrs", func(c *conf.Config) {
+			c.Segment.Store = "redis"
+			c.Segment.Redis.Addrs = nil
+		}, "empty; the redis store (segment.store) needs at least one host:port"},
+		{"segment.redis.key_prefix", func(c *conf.Config) { c.Segment.Redis.KeyPrefix = "" }, `""; want 1-64 characters`},
+		{"segment.redis.key_prefix", func(c *conf.Config) { c.Segment.Redis.KeyPrefix = "a b" }, `"a b"; want`},
+		{"segment.threshold", func(c *conf.Config) { c.Segment.Threshold = 0 }, "0; want more than 0 and at most 1"},
+		{"segment.threshold", func(c *conf.Config) { c.Segment.Threshold = 1.5 }, "1.5; want"},
+		{"segment.threshold", func(c *conf.Config) { c.Segment.Threshold = -0.1 }, "-0.1; want"},
+		{"segment.target_duration", func(c *conf.Config) { c.Segment.TargetDuration = 0 }, "0s; want 1s to 24h"},
+		{"segment.target_duration", func(c *conf.Config) { c.Segment.TargetDuration = 25 * time.Hour }, "25h0m0s; want 1s to 24h"},
+		{"segment.max_step", func(c *conf.Config) { c.Segment.MaxStep = 0 }, "0; want 1-2147483647"},
+		{"segment.max_step", func(c *conf.Config) { c.Segment.MaxStep = 1 << 31 }, "2147483648; want 1-2147483647"},
+		{"segment.preload", func(c *conf.Config) { c.Segment.Preload = []string{"orders", "bad tag"} }, `"bad tag"; want tags of 1-128 characters`},
+		{"segment.preload", func(c *conf.Config) { c.Segment.Preload = []string{"a", "a"} }, `"a" listed twice`},
+		{"segment.refresh_tags", func(c *conf.Config) { c.Segment.RefreshTags = time.Millisecond }, "1ms; want 0 (never) or 1s to 24h"},
+		{"segment.refresh_tags", func(c *conf.Config) { c.Segment.RefreshTags = -time.Second }, "-1s; want 0 (never)"},
 	}
 }
 
@@ -178,6 +204,9 @@ var keysWithoutInvalidValues = []string{
 	"time_guard.dir",              // checked when opened
 	"rest.token_file",             // read by Load: see TestSecretFiles
 	"client.fallback",
+	"segment.dsn_file",            // read by Load: see TestSegmentSecretFiles
+	"segment.redis.password",      // any string
+	"segment.redis.password_file", // read by Load: see TestSegmentSecretFiles
 }
 
 func TestEveryKeyValidated(t *testing.T) {

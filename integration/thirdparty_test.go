@@ -1,12 +1,17 @@
 package integration_test
 
 import (
+	"context"
 	"encoding/json"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/redistest"
+	"github.com/vesta-go/vesta/segment"
+	"github.com/vesta-go/vesta/segment/redisstore"
 )
 
 // python is Debian's interpreter, where scripts/deps.sh installs
@@ -20,7 +25,18 @@ func TestThirdPartyClient(t *testing.T) {
 	if out, err := exec.Command(python, "-c", "import msgpack").CombinedOutput(); err != nil {
 		t.Fatalf("%s with msgpack is needed (scripts/deps.sh installs python3-msgpack): %v %s", python, err, out)
 	}
-	p := serve(t, "py", serverEnv(t, nil, "", 0, "VESTA_MACHINE_ID", "1000", "VESTA_ID_LAYOUT", "vesta"))
+	// A segment store with one tag, for Vesta.NextSeq(s).
+	rds := redistest.Start(t)
+	store, err := redisstore.Open(redisstore.Config{Addrs: []string{rds.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if err := store.Create(context.Background(), segment.TagInfo{Tag: "py", MaxID: 1, Step: 100}); err != nil {
+		t.Fatal(err)
+	}
+	p := serve(t, "py", serverEnv(t, nil, "", 0, "VESTA_MACHINE_ID", "1000", "VESTA_ID_LAYOUT", "vesta",
+		"VESTA_SEGMENT_STORE", "redis", "VESTA_SEGMENT_REDIS_ADDRS", rds.Addr()))
 	out, err := exec.Command(python, "testdata/msgpack_rpc_client.py", p.Central).Output()
 	if err != nil {
 		t.Fatalf("client: %v %s", err, out)
@@ -74,11 +90,27 @@ func TestThirdPartyClient(t *testing.T) {
 	if info["layout"] != "vesta" || info["machine"] != 1000.0 || info["method"] != 1.0 || info["max_batch"] != 10000.0 {
 		t.Errorf("Info: %v", info)
 	}
+	// Pipelined calls are answered in any order: together they hold the
+	// tag's first four numbers.
+	var one int64
+	var three []int64
+	ok("Vesta.NextSeq", &one)
+	ok("Vesta.NextSeqs", &three)
+	if nums := append(three, one); len(three) != 3 || !slices.IsSorted(three) || !sameSet(nums, []int64{1, 2, 3, 4}) {
+		t.Errorf("NextSeq %d, NextSeqs %v; want 1-4 between them", one, three)
+	}
 	for method, want := range map[string]string{
 		"Vesta.GenIDs#7": "invalid_argument:", "Vesta.GenIDs#8": "invalid_argument:", "Vesta.Nope": "invalid_argument:",
+		"Vesta.NextSeq#12": `invalid_argument: unknown tag "nope"`,
 	} {
 		if a := got[method]; a.Error == nil || !strings.HasPrefix(*a.Error, want) {
 			t.Errorf("%s: %+v; want an error starting %q", method, a, want)
 		}
 	}
+}
+
+// sameSet reports whether a and b hold the same numbers.
+func sameSet(a, b []int64) bool {
+	a, b = slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b))
+	return slices.Equal(a, b)
 }

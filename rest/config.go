@@ -76,6 +76,14 @@ type Config struct {
 	// example that a machine-ID lease is held; its error is the reason
 	// /readyz gives. Nil is none.
 	Ready func() error
+
+	// Sequences serves /v1/seq/{tag} and Leaf's /api/segment/get/{key}
+	// (segment sequences; a *segment.Issuer, which the caller owns and
+	// closes after the server). Its state is the "segment" field of
+	// /readyz, which does not decide readiness: IDs are still issued while
+	// the store is down. Nil turns sequences off: those routes answer
+	// that they are.
+	Sequences Sequences
 }
 
 // DefaultConfig returns the recommended configuration: the zero Config with

@@ -25,14 +25,23 @@
 //	POST /v1/make               {"time":..,"seq":..[,"machine","method","type","version"]} → {"id":"…"}
 //	GET  /v1/transtime?time=    {"time":..,"type":..,"unix_ms":..,"timestamp":"…"}
 //	GET  /v1/info               layout, epoch, type, machine, method, version, max_batch
+//	GET  /v1/seq/{tag}[?count=N] {"tag":"…","id":"…"} or {"tag":"…","ids":[…]}: numbers of a
+//	                            segment sequence (Config.Sequences); unknown tag 404, store
+//	                            down with the buffers empty 503
+//
+// Leaf's HTTP API, answering as Meituan's leaf-server does (see leaf.go):
+//
+//	GET /api/segment/get/{key}    the next number of tag key, plain text
+//	GET /api/snowflake/get/{key}  a fresh ID, plain text; key ignored
 //
 // Operations, always open: GET /healthz, GET /readyz (200 only while the
-// generator can issue and Config.Ready passes), GET /metrics (Prometheus),
-// GET /openapi.json, and GET / (a page that explains a pasted ID or issues
-// a fresh one).
+// generator can issue and Config.Ready passes; with a segment store, a
+// "segment" field says whether sequence numbers can be issued), GET
+// /metrics (Prometheus), GET /openapi.json, and GET / (a page that
+// explains a pasted ID or issues a fresh one).
 //
-// With Config.Token set, the ID routes (the Vesta-compatible ones and
-// /v1/...) need "Authorization: Bearer <token>" and answer 401 with
+// With Config.Token set, the ID routes (the Vesta-compatible ones, Leaf's
+// and /v1/...) need "Authorization: Bearer <token>" and answer 401 with
 // "WWW-Authenticate: Bearer" otherwise.
 //
 // Errors on the JSON API and on every other non-Vesta route have one shape,

@@ -79,7 +79,8 @@ func (s *Server) metrics(c echo.Context) error {
 }
 
 type statusBody struct {
-	Status string `json:"status"`
+	Status  string `json:"status"`
+	Segment string `json:"segment,omitempty"` // /readyz: the segment store, see segmentStatus
 }
 
 // GET /healthz: the process answers.
@@ -90,6 +91,9 @@ func (s *Server) healthz(c echo.Context) error {
 // GET /readyz: 200 only while the generator can issue (not fenced, not
 // closed, time guard durable, clock inside the layout) and Config.Ready
 // passes; 503 with the reason otherwise, and from the start of Shutdown.
+// With a segment store, the "segment" field tells whether sequence numbers
+// can be issued ("ok" or "unavailable: why"); it does not decide readiness, as every
+// server shares the store and IDs are still issued while it is down.
 func (s *Server) readyz(c echo.Context) error {
 	if s.draining.Load() {
 		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, message: "shutting down"}
@@ -102,7 +106,7 @@ func (s *Server) readyz(c echo.Context) error {
 			return notReady(err)
 		}
 	}
-	return c.JSON(http.StatusOK, statusBody{Status: "ready"})
+	return c.JSON(http.StatusOK, statusBody{Status: "ready", Segment: s.segmentStatus()})
 }
 
 // notReady is a 503 with the reason; core's errors keep their codes.

@@ -33,6 +33,13 @@
 //	Vesta.MakeID    [{time, seq, machine?, method?, type?, version?}] -> uint64
 //	Vesta.TransTime [{time}]                 -> TransTimeResult map
 //	Vesta.Info      []                       -> Info map
+//	Vesta.NextSeq   [{tag}]                  -> int64 (the next number of a segment sequence)
+//	Vesta.NextSeqs  [{tag, count}]           -> [int64, ...] (increasing; count 1 ... max_batch)
+//
+// Sequence numbers are msgpack ints in the codec's encoding of int64
+// (fixint, else the shortest signed form); any integer encoding that holds
+// an int64 is accepted on input. A tag is a str (or bin) of 1-MaxTagLen
+// bytes of UTF-8; the server's issuer checks its characters.
 //
 // # Errors
 //

@@ -119,6 +119,10 @@ func (e *Encoder) AppendResponse(dst []byte, msgid uint32, err *Error, result an
 				dst = appendUint(dst, uint64(id))
 			}
 			return dst, nil
+		case int64: // Vesta.NextSeq
+			return AppendIntResponse(dst, msgid, r), nil
+		case []int64: // Vesta.NextSeqs
+			return appendIntsResponse(dst, msgid, r), nil
 		}
 	}
 	f := frame4{Type: TypeResponse, MsgID: msgid, B: result}
@@ -182,8 +186,9 @@ func appendArrayLen(dst []byte, n int) []byte {
 }
 
 // DecodeResult decodes a Response's Result into v: *uint64 (Vesta.GenID,
-// Vesta.MakeID), *[]uint64 (Vesta.GenIDs), *Explanation, *TransTimeResult or
-// *Info. Keys it does not know are ignored, so a later server may add some.
+// Vesta.MakeID), *[]uint64 (Vesta.GenIDs), *int64 (Vesta.NextSeq), *[]int64
+// (Vesta.NextSeqs), *Explanation, *TransTimeResult or *Info. Keys it does
+// not know are ignored, so a later server may add some.
 func DecodeResult(result []byte, v any) error {
 	if len(result) == 0 {
 		return fmt.Errorf("%w: empty result", ErrMalformed)
@@ -195,6 +200,11 @@ func DecodeResult(result []byte, v any) error {
 		*v, err = r.uint()
 	case *[]uint64:
 		*v, err = decodeUints(result, (*v)[:0])
+	case *int64: // Vesta.NextSeq
+		r := reader{b: result}
+		*v, err = r.int()
+	case *[]int64: // Vesta.NextSeqs
+		*v, err = decodeInts(result, (*v)[:0])
 	default:
 		d := decoders.Get().(*codec.Decoder)
 		d.ResetBytes(result)

@@ -3,7 +3,9 @@ package wire_test
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/vesta-go/vesta/central/wire"
 )
@@ -24,6 +26,11 @@ func FuzzDecodeRequest(f *testing.F) {
 		{wire.MethodMakeID, &wire.MakeIDParams{Time: 1, Seq: 2, Machine: new(uint64)}},
 		{wire.MethodTransTime, &wire.TransTimeParams{Time: 284025600}},
 		{wire.MethodInfo, nil},
+		{wire.MethodNextSeq, &wire.NextSeqParams{Tag: "orders"}},
+		{wire.MethodNextSeqs, &wire.NextSeqsParams{Tag: "leaf-segment-test", Count: 100}},
+		{wire.MethodNextSeq, map[string]any{"tag": strings.Repeat("t", wire.MaxTagLen+1)}},
+		{wire.MethodNextSeq, map[string]any{"tag": []byte{0xff, 0xfe}}},
+		{wire.MethodNextSeqs, map[string]any{"tag": "a", "count": -1, "extra": 1}},
 	} {
 		frame, err := e.AppendRequest(nil, 42, p.method, p.params)
 		if err != nil {
@@ -71,6 +78,16 @@ func FuzzDecodeRequest(f *testing.F) {
 		for _, dst := range []any{nil, new(wire.GenIDsParams), new(wire.ExpIDParams), new(wire.MakeIDParams), new(wire.TransTimeParams)} {
 			_ = wire.DecodeParams(req.Params, dst)
 		}
+		var seq wire.NextSeqsParams
+		if err := wire.DecodeParams(req.Params, &seq); err == nil {
+			if len(seq.Tag) == 0 || len(seq.Tag) > wire.MaxTagLen || !utf8.ValidString(seq.Tag) {
+				t.Fatalf("NextSeqsParams accepted tag %q", seq.Tag)
+			}
+		} else if !errors.Is(err, &wire.Error{Code: wire.InvalidArgument}) {
+			t.Fatalf("NextSeqsParams: %v; want invalid_argument", err)
+		}
+		var one wire.NextSeqParams
+		_ = wire.DecodeParams(req.Params, &one)
 		if req.Notify || len(req.Method) == wire.MaxMethodLen {
 			return
 		}
@@ -95,7 +112,9 @@ func FuzzDecodeResponse(f *testing.F) {
 	bad, _ := e.AppendResponse(nil, 2, wire.Errorf(wire.Clock, "behind"), nil)
 	ids, _ := e.AppendResponse(nil, 3, nil, []uint64{1, 2, 3})
 	info, _ := e.AppendResponse(nil, 4, nil, wire.Info{Layout: "sorted", Epoch: "2025-01-01T00:00:00Z"})
-	for _, s := range [][]byte{ok, bad, ids, info} {
+	seq := wire.AppendIntResponse(nil, 5, -1<<40)
+	seqs, _ := e.AppendResponse(nil, 6, nil, []int64{-1, 0, 1 << 62})
+	for _, s := range [][]byte{ok, bad, ids, info, seq, seqs} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -112,7 +131,9 @@ func FuzzDecodeResponse(f *testing.F) {
 		var us []uint64
 		var x wire.Explanation
 		var in wire.Info
-		for _, v := range []any{&u, &us, &x, &in} {
+		var i64 int64
+		var i64s []int64
+		for _, v := range []any{&u, &us, &x, &in, &i64, &i64s} {
 			_ = wire.DecodeResult(resp.Result, v)
 		}
 	})

@@ -17,7 +17,8 @@ const (
 	MethodInfo      = "Vesta.Info"
 )
 
-var methods = [...]string{MethodGenID, MethodGenIDs, MethodExpID, MethodMakeID, MethodTransTime, MethodInfo}
+var methods = [...]string{MethodGenID, MethodGenIDs, MethodExpID, MethodMakeID, MethodTransTime, MethodInfo,
+	MethodNextSeq, MethodNextSeqs}
 
 // Methods returns every method name, in the order above.
 func Methods() []string { return methods[:] }
@@ -59,10 +60,12 @@ type TransTimeParams struct {
 }
 
 // DecodeParams decodes the Params of a request into dst, which is one of
-// *GenIDsParams, *ExpIDParams, *MakeIDParams, *TransTimeParams, or nil for
+// *GenIDsParams, *ExpIDParams, *MakeIDParams, *TransTimeParams,
+// *NextSeqParams, *NextSeqsParams, or nil for
 // methods without arguments (then only an absent or empty map passes). It
 // is strict: every key must be known and given once, required keys must be
-// present, and values must be non-negative integers. Errors are
+// present, and values must be non-negative integers (a tag: a string of
+// 1-MaxTagLen bytes of UTF-8). Errors are
 // InvalidArgument *Errors that name the field.
 func DecodeParams(params []byte, dst any) error {
 	var fs []field
@@ -84,16 +87,21 @@ func DecodeParams(params []byte, dst any) error {
 			{name: "version", opt: &p.Version},
 		}
 	default:
+		if err, ok := decodeSeqParams(params, dst); ok {
+			return err
+		}
 		return fmt.Errorf("wire: DecodeParams cannot decode into %T", dst)
 	}
 	return decodeFields(params, fs)
 }
 
-// field is one named argument: required (dst) or optional (opt).
+// field is one named argument: required (dst, or str for a tag) or
+// optional (opt).
 type field struct {
 	name string
 	dst  *uint64
 	opt  **uint64
+	str  *string
 }
 
 func decodeFields(params []byte, fs []field) error {
@@ -126,6 +134,14 @@ func decodeFields(params []byte, fs []field) error {
 			return Errorf(InvalidArgument, "field %s given twice", fs[k].name)
 		}
 		seen |= 1 << k
+		if fs[k].str != nil {
+			s, err := r.tag()
+			if err != nil {
+				return Errorf(InvalidArgument, "%s: %v", fs[k].name, err)
+			}
+			*fs[k].str = s
+			continue
+		}
 		v, err := r.uint()
 		if err != nil {
 			return Errorf(InvalidArgument, "%s: %v", fs[k].name, err)
@@ -145,7 +161,7 @@ func decodeFields(params []byte, fs []field) error {
 // missing reports the first required field not in seen.
 func missing(fs []field, seen uint) error {
 	for j, f := range fs {
-		if f.dst != nil && seen&(1<<j) == 0 {
+		if (f.dst != nil || f.str != nil) && seen&(1<<j) == 0 {
 			return Errorf(InvalidArgument, "missing field %s", f.name)
 		}
 	}

@@ -40,7 +40,7 @@ const (
 )
 
 // benchTargets are the targets of vesta bench, in the order of its help.
-var benchTargets = []string{"embedded", "rpc", "rest", "client", "redis-incr", "http-baseline"}
+var benchTargets = []string{"embedded", "rpc", "rest", "client", "redis-incr", "http-baseline", "rpc-seq", "client-seq"}
 
 // benchOptions are the validated flags of one vesta bench run.
 type benchOptions struct {
@@ -54,6 +54,8 @@ type benchOptions struct {
 	align       bool
 	json        bool
 	cpuProfile  string
+	tag         string // rpc-seq, client-seq (bench_seq.go)
+	seqPrefetch int    // client-seq
 }
 
 const benchLong = `Drive one target with --concurrency callers for --duration and report calls/s,
@@ -79,6 +81,11 @@ Targets, each with --batch B asking for B IDs per call:
                  same server stack as the REST server (net/http, echo, the same
                  timeouts), which bench starts on 127.0.0.1:0: the anchor of rest.
                  Takes no --addr and only --batch 1.
+  rpc-seq        MessagePack-RPC Vesta.NextSeq {tag} (Vesta.NextSeqs with --batch) to
+                 the central server at --addr (required: a 'vesta serve' with
+                 segment.store set; --tag names a tag of its store), pipelined.
+  client-seq     the Go client's NextSeq(tag) (NextSeqs(tag, B)) to --addr, with
+                 --seq-prefetch N numbers kept ready per tag (0: none).
 
 Without --addr, rpc, rest and client run against a server that bench starts in
 this process on 127.0.0.1:0, as 'vesta serve' on its defaults (machine 1023,
@@ -126,6 +133,8 @@ func newBenchCmd() *cobra.Command {
 	fs.IntVarP(&o.batch, "batch", "b", 1, "IDs per call (1 = one ID per call)")
 	fs.BoolVar(&o.align, "align", false, "measure whole seconds from the middle of a wall-clock second")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object instead of a table")
+	fs.StringVar(&o.tag, "tag", "bench", "rpc-seq, client-seq: the segment sequence tag")
+	fs.IntVar(&o.seqPrefetch, "seq-prefetch", 0, "client-seq: numbers the client keeps ready per tag")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (load, and the server when in-process) to `FILE`, for go tool pprof")
 	return cmd
 }
@@ -159,7 +168,7 @@ func (o *benchOptions) validate(connsSet bool) error {
 		return fmt.Errorf("%w: --batch %d: http-baseline issues no IDs; it takes only --batch 1", errUsage, o.batch)
 	}
 	maxConns := maxBenchConns
-	if o.target == "client" {
+	if o.target == "client" || o.target == "client-seq" {
 		maxConns = 64 // the client's own bound on ConnsPerServer
 	}
 	switch {
@@ -167,7 +176,7 @@ func (o *benchOptions) validate(connsSet bool) error {
 		return fmt.Errorf("%w: --conns: the embedded target makes no connections", errUsage)
 	case connsSet && (o.conns < 1 || o.conns > maxConns):
 		return fmt.Errorf("%w: --conns %d; want 1-%d", errUsage, o.conns, maxConns)
-	case !connsSet && o.target != "client" && o.target != "embedded":
+	case !connsSet && o.target != "client" && o.target != "client-seq" && o.target != "embedded":
 		o.conns = min(o.concurrency, defaultBenchConns)
 	}
 	switch {
@@ -180,7 +189,7 @@ func (o *benchOptions) validate(connsSet bool) error {
 			return fmt.Errorf("%w: --addr %q: %s", errUsage, o.addr, err)
 		}
 	}
-	return nil
+	return o.validateSeq()
 }
 
 // checkAddr accepts host:port with a port 1-65535.

@@ -44,6 +44,8 @@ func openBenchTarget(ctx context.Context, o benchOptions) (*benchTarget, error) 
 		return openBaseline(o)
 	case "redis-incr":
 		return openRedisINCR(ctx, o)
+	case "rpc-seq", "client-seq":
+		return openSeqTarget(ctx, o) // bench_seq.go
 	}
 	// rpc, rest and client: a server at --addr, or one of our own.
 	var srv *benchServer

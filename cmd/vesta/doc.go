@@ -1,11 +1,13 @@
-// Command vesta issues, explains and makes 64-bit IDs, and serves them over
-// MessagePack-RPC and HTTP.
+// Command vesta issues, explains and makes 64-bit IDs, and serves them (and
+// segment sequences, with segment.store set) over MessagePack-RPC and HTTP.
 //
 //	vesta serve   [--config FILE]           central RPC and REST on one generator
 //	vesta gen     [-n N] [--machine M] [--servers ADDR,...]
 //	vesta explain [--layout L] [--json] ID...
 //	vesta make    --time T --seq S [--machine M] [--method M] [--type T] [--version V]
 //	vesta bench   TARGET ...                load generator and anchors
+//	vesta seq     create TAG --start N --step S [--desc D] | list [--json]
+//	                                        segment sequence tags in segment.store
 //	vesta version
 //
 // Output is unsigned decimal IDs, one per line, through a buffered writer;

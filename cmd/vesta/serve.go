@@ -41,9 +41,11 @@ this server from the server range 924-1023 (--machine, machine.id or
 VESTA_MACHINE_ID), or set machine.providers to redis (a lease), k8s (the
 StatefulSet ordinal) or iptable (machine.ip_table); without one it refuses to
 start, as two servers left on one default would issue the same IDs. The rest
-has defaults: sorted layout, max-peak, time guard in ./vesta-data. SIGTERM or
-SIGINT stops it gracefully: calls already accepted are answered, the time
-guard's final mark is saved and a Redis lease is released.`,
+has defaults: sorted layout, max-peak, time guard in ./vesta-data. With
+segment.store set it also serves segment sequences (Vesta.NextSeq,
+GET /v1/seq/{tag} and Leaf's /api/segment/get/{key}). SIGTERM or SIGINT stops
+it gracefully: calls already accepted are answered, the time guard's final
+mark is saved and a Redis lease is released.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			loaded, err := conf.Load(conf.Options{File: configFile, Flags: cmd.Flags()})
@@ -122,9 +124,16 @@ func serve(ctx context.Context, loaded conf.Loaded, stderr io.Writer) (err error
 		return err
 	}
 	reg.MustRegister(embed.NewCollector(gen))
-
-	servers, err := startServers(cfg, gen, lease, log, reg, lnCentral, lnREST, lnMetrics)
+	seq, err := openSequences(ctx, cfg, log, reg) // nil with segment.store off (seq.go)
 	if err != nil {
+		gen.Close()
+		lease.Close(context.Background())
+		return err
+	}
+
+	servers, err := startServers(cfg, gen, lease, seq, log, reg, lnCentral, lnREST, lnMetrics)
+	if err != nil {
+		seq.close()
 		gen.Close()
 		lease.Close(context.Background())
 		return err
@@ -142,6 +151,7 @@ func serve(ctx context.Context, loaded conf.Loaded, stderr io.Writer) (err error
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	stopErr := servers.shutdown(sctx)
+	stopErr = errors.Join(stopErr, seq.close()) // after the servers: nobody calls it any more
 	// Close the generator while the lease is held, so the final mark is
 	// saved; then release the machine ID.
 	stopErr = errors.Join(stopErr, gen.Close(), lease.Close(sctx))
@@ -162,7 +172,7 @@ type running struct {
 	wg      sync.WaitGroup
 }
 
-func startServers(cfg conf.Config, gen *core.Generator, lease *machineid.Lease, log *slog.Logger,
+func startServers(cfg conf.Config, gen *core.Generator, lease *machineid.Lease, seq *sequences, log *slog.Logger,
 	reg *prometheus.Registry, lnCentral, lnREST, lnMetrics net.Listener) (*running, error) {
 	r := &running{failed: make(chan error, 3)}
 	if lnCentral != nil {
@@ -174,6 +184,9 @@ func startServers(cfg conf.Config, gen *core.Generator, lease *machineid.Lease, 
 		ccfg.MaxBatch, ccfg.MaxRequestBytes, ccfg.MaxConns = cfg.Central.MaxBatch, cfg.Central.MaxRequestBytes, cfg.Central.MaxConns
 		ccfg.IdleTimeout, ccfg.ReadTimeout = cfg.Central.IdleTimeout, cfg.Central.ReadTimeout
 		ccfg.TLS, ccfg.Logger, ccfg.Registerer = tlsCfg, log.With("server", "central"), reg
+		if seq != nil { // a nil *segment.Issuer in the interface would not be nil
+			ccfg.Sequences = seq.is
+		}
 		if r.central, err = central.NewServer(gen, ccfg); err != nil {
 			return nil, err
 		}
@@ -187,6 +200,9 @@ func startServers(cfg conf.Config, gen *core.Generator, lease *machineid.Lease, 
 		rcfg.TLS, rcfg.Token, rcfg.MaxBatch = tlsCfg, cfg.REST.Token.Reveal(), cfg.Central.MaxBatch
 		rcfg.Logger, rcfg.Registerer, rcfg.Gatherer = log.With("server", "rest"), reg, reg
 		rcfg.Ready = func() error { return lease.Status().Err }
+		if seq != nil {
+			rcfg.Sequences = seq.is
+		}
 		if r.rest, err = rest.NewServer(gen, rcfg); err != nil {
 			return nil, err
 		}

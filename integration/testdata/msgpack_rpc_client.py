@@ -20,6 +20,9 @@ calls = [
     ("Vesta.GenIDs", [{"count": 0}]),
     ("Vesta.GenIDs", [{"count": -1}]),
     ("Vesta.Nope", []),
+    ("Vesta.NextSeq", [{"tag": "py"}]),
+    ("Vesta.NextSeqs", [{"tag": "py", "count": 3}]),
+    ("Vesta.NextSeq", [{"tag": "nope"}]),
 ]
 s = socket.create_connection((host, int(port)), timeout=10)
 # Every request in one write: the server may answer in any order.

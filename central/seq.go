@@ -1,0 +1,109 @@
+package central
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/segment"
+)
+
+// Sequences issues the numbers of segment sequences (Leaf's segment mode):
+// dense and increasing per tag within one issuer, unique across every
+// issuer of one store. *segment.Issuer implements it.
+type Sequences interface {
+	// Next returns the next number of tag.
+	Next(ctx context.Context, tag string) (int64, error)
+	// NextN returns n numbers of tag, increasing.
+	NextN(ctx context.Context, tag string, n int) ([]int64, error)
+}
+
+// nextSeq serves Vesta.NextSeq and Vesta.NextSeqs. A call whose tag's
+// buffers hold numbers is answered inline, as Vesta.GenID is; one that must
+// wait for the store (the buffers ran out, or the tag is new to this
+// server) moves to a goroutine of its own, bounded by MaxInFlight.
+func (c *conn) nextSeq(req wire.Request, m int, t0 time.Time) {
+	var p wire.NextSeqsParams
+	one := req.Method == wire.MethodNextSeq
+	if one {
+		var p1 wire.NextSeqParams
+		if err := wire.DecodeParams(req.Params, &p1); err != nil {
+			c.respond(true, req.MsgID, m, t0, c.argError(err))
+			return
+		}
+		p = wire.NextSeqsParams{Tag: p1.Tag, Count: 1}
+	} else {
+		if err := wire.DecodeParams(req.Params, &p); err != nil {
+			c.respond(true, req.MsgID, m, t0, c.argError(err))
+			return
+		}
+		if p.Count < 1 || p.Count > uint64(c.s.cfg.MaxBatch) {
+			werr := wire.Errorf(wire.InvalidArgument, "count %d; want 1-%d", p.Count, c.s.cfg.MaxBatch)
+			c.respond(true, req.MsgID, m, t0, answer{err: werr})
+			return
+		}
+	}
+	seqs := c.s.cfg.Sequences
+	if seqs == nil {
+		werr := wire.Errorf(wire.InvalidArgument, "tag %q: segment sequences are off on this server (segment.store)", p.Tag)
+		c.respond(true, req.MsgID, m, t0, answer{err: werr})
+		return
+	}
+	issue := func(ctx context.Context) (answer, error) {
+		if one {
+			v, err := seqs.Next(ctx, p.Tag)
+			if err != nil {
+				return answer{}, err
+			}
+			return answer{value: v}, nil
+		}
+		vs, err := seqs.NextN(ctx, p.Tag, int(p.Count))
+		if err != nil {
+			return answer{}, err
+		}
+		return answer{value: vs}, nil
+	}
+	// Inline only for tags this server has issued before: for a tag new to
+	// the issuer the lookup itself asks the store.
+	if _, known := c.s.seqTags.Load(p.Tag); known && c.s.spawn == spawnWhenBlocked {
+		a, err := issue(noWait)
+		if !wouldBlock(err) {
+			c.respond(true, req.MsgID, m, t0, c.seqAnswer(p.Tag, a, err))
+			return
+		}
+	}
+	c.wait(req.MsgID, m, t0, func(ctx context.Context) answer {
+		a, err := issue(ctx)
+		return c.seqAnswer(p.Tag, a, err)
+	})
+}
+
+// seqAnswer is the answer of a sequence call: its numbers, or its error,
+// mapped. A tag that issued is remembered as one that may be served inline;
+// only tags of the store get there, so the set is bounded by the store.
+func (c *conn) seqAnswer(tag string, a answer, err error) answer {
+	if err != nil {
+		return answer{err: c.seqError(tag, err)}
+	}
+	if _, known := c.s.seqTags.Load(tag); !known {
+		c.s.seqTags.Store(tag, struct{}{})
+	}
+	return a
+}
+
+// seqError maps an error of the segment issuer; the order matters, as
+// ErrUnavailable wraps the store's error (a context's, say).
+func (c *conn) seqError(tag string, err error) *wire.Error {
+	switch {
+	case errors.Is(err, segment.ErrUnknownTag):
+		return wire.Errorf(wire.InvalidArgument, "unknown tag %q (create it with: vesta seq create)", tag)
+	case errors.Is(err, segment.ErrInvalidTag), errors.Is(err, segment.ErrInvalidCount):
+		return &wire.Error{Code: wire.InvalidArgument, Message: err.Error()}
+	case errors.Is(err, segment.ErrUnavailable), errors.Is(err, segment.ErrClosed),
+		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return &wire.Error{Code: wire.Unavailable, Message: err.Error()}
+	}
+	c.s.log.Error("central: sequence call failed", "tag", tag, "err", err)
+	return &wire.Error{Code: wire.Internal, Message: "internal error"}
+}

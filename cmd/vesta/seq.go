@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+
+	"github.com/vesta-go/vesta/conf"
+	"github.com/vesta-go/vesta/segment"
+	"github.com/vesta-go/vesta/segment/mysqlstore"
+	"github.com/vesta-go/vesta/segment/redisstore"
+	"github.com/vesta-go/vesta/segment/segmentmetrics"
+)
+
+// seqTimeout bounds one store command of `vesta seq`.
+const seqTimeout = 10 * time.Second
+
+func newSeqCmd() *cobra.Command {
+	var configFile string
+	cmd := &cobra.Command{
+		Use:   "seq",
+		Short: "Create and list segment sequence tags in the store (segment.store)",
+		Long: `Create and list the tags of segment sequences (Leaf's segment mode) in the
+store that segment.store names: Leaf's leaf_alloc table (mysql) or Redis.
+The store comes from the configuration of vesta serve: the YAML file
+(--config or VESTA_CONFIG), then VESTA_* variables, e.g.
+VESTA_SEGMENT_STORE=mysql VESTA_SEGMENT_DSN='user:pw@tcp(db:3306)/leaf'.`,
+	}
+	cmd.PersistentFlags().StringVar(&configFile, "config", "", "YAML configuration file (default $"+conf.EnvFile+")")
+	cmd.AddCommand(newSeqCreateCmd(&configFile), newSeqListCmd(&configFile))
+	return cmd
+}
+
+func newSeqCreateCmd(configFile *string) *cobra.Command {
+	var start, step int64
+	var desc string
+	cmd := &cobra.Command{
+		Use:   "create TAG --start N --step S [--desc D]",
+		Short: "Create a tag: its first number is N, its ranges S numbers long",
+		Long: `Create a tag in the store, as Leaf's INSERT INTO leaf_alloc(biz_tag, max_id,
+step, description): the tag issues N first (Leaf's max_id), and each range
+reserved from the store holds S numbers (the dynamic step grows from S, up to
+segment.max_step, when ranges are used up quickly). With the mysql store the
+table is created first if missing. Running servers serve the tag within
+segment.refresh_tags, or at once on a miss. TAG is 1-128 characters of
+A-Z a-z 0-9 _ . : -.`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tag := args[0]
+			if err := segment.ValidTag(tag); err != nil {
+				return usage("TAG", err)
+			}
+			switch {
+			case !cmd.Flags().Changed("step"):
+				return fmt.Errorf("%w: --step is required: how many numbers one range holds (Leaf's step), e.g. 1000", errUsage)
+			case start < 1 || start > math.MaxInt64/2:
+				return fmt.Errorf("%w: --start %d; want 1-%d", errUsage, start, int64(math.MaxInt64/2))
+			case step < 1 || step > math.MaxInt32:
+				return fmt.Errorf("%w: --step %d; want 1-%d", errUsage, step, math.MaxInt32)
+			case len(desc) > segment.MaxDescriptionLen:
+				return fmt.Errorf("%w: --desc is %d bytes; want at most %d", errUsage, len(desc), segment.MaxDescriptionLen)
+			}
+			store, err := seqStore(*configFile)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			ctx, cancel := context.WithTimeout(cmd.Context(), seqTimeout)
+			defer cancel()
+			if ms, ok := store.(*mysqlstore.Store); ok {
+				if err := ms.CreateTable(ctx); err != nil {
+					return fmt.Errorf("creating the table: %w", err)
+				}
+			}
+			err = store.Create(ctx, segment.TagInfo{Tag: tag, MaxID: start, Step: step, Description: desc})
+			if errors.Is(err, segment.ErrTagExists) {
+				return fmt.Errorf("tag %q exists already (vesta seq list shows it)", tag)
+			}
+			if errors.Is(err, segment.ErrConfig) {
+				// A bound of the store itself (Redis numbers stay below 2^53).
+				return fmt.Errorf("%w: --start %d, --step %d: %w", errUsage, start, step, err)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "created %s: first number %d, step %d\n", tag, start, step)
+			return nil
+		},
+	}
+	cmd.Flags().Int64Var(&start, "start", 1, "the first number the tag issues (Leaf's max_id)")
+	cmd.Flags().Int64Var(&step, "step", 0, "numbers per range reserved from the store (Leaf's step); required")
+	cmd.Flags().StringVar(&desc, "desc", "", "description (Leaf's description), at most 256 bytes")
+	return cmd
+}
+
+func newSeqListCmd(configFile *string) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the tags of the store: max_id (the next range starts there), step, description",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			store, err := seqStore(*configFile)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			ctx, cancel := context.WithTimeout(cmd.Context(), seqTimeout)
+			defer cancel()
+			tags, err := store.Tags(ctx)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				type row struct {
+					Tag         string `json:"tag"`
+					MaxID       string `json:"max_id"`
+					Step        int64  `json:"step"`
+					Description string `json:"description"`
+					Updated     string `json:"updated,omitempty"`
+				}
+				rows := make([]row, 0, len(tags))
+				for _, t := range tags {
+					rows = append(rows, row{t.Tag, fmt.Sprint(t.MaxID), t.Step, t.Description, formatUpdated(t.Updated)})
+				}
+				return json.NewEncoder(out).Encode(rows)
+			}
+			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "TAG\tMAX_ID\tSTEP\tUPDATED\tDESCRIPTION")
+			for _, t := range tags {
+				fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\n", t.Tag, t.MaxID, t.Step, formatUpdated(t.Updated), t.Description)
+			}
+			return w.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array (max_id as a string)")
+	return cmd
+}
+
+func formatUpdated(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// seqStore opens the store of the configuration, which must name one.
+func seqStore(configFile string) (segment.Store, error) {
+	loaded, err := conf.Load(conf.Options{File: configFile})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if !loaded.Config.Segment.Enabled() {
+		return nil, fmt.Errorf(`%w: segment.store is "" (off): set it to mysql or redis in the config file or VESTA_SEGMENT_STORE`, errUsage)
+	}
+	return openSegmentStore(loaded.Config.Segment)
+}
+
+// openSegmentStore opens the store segment.store names (lazily: a store
+// that is down shows in the first call).
+func openSegmentStore(s conf.SegmentConfig) (segment.Store, error) {
+	switch s.Store {
+	case conf.SegmentStoreMySQL:
+		st, err := mysqlstore.Open(mysqlstore.Config{DSN: s.DSN.Reveal(), Table: s.Table})
+		if err != nil {
+			return nil, fmt.Errorf("segment.dsn, segment.table: %w", err)
+		}
+		return st, nil
+	case conf.SegmentStoreRedis:
+		st, err := redisstore.Open(redisstore.Config{Addrs: s.Redis.Addrs, Password: s.Redis.Password.Reveal(), Prefix: s.Redis.KeyPrefix})
+		if err != nil {
+			return nil, fmt.Errorf("segment.redis: %w", err)
+		}
+		return st, nil
+	}
+	return nil, fmt.Errorf("%w: segment.store %q", errUsage, s.Store)
+}
+
+// sequences is the segment issuer of `vesta serve` and its store.
+type sequences struct {
+	store segment.Store
+	is    *segment.Issuer
+}
+
+// openSequences opens the store and the issuer of cfg, with its metrics
+// in reg; nil when segment.store is off. Preloaded tags are fetched now, so
+// a store that is down or misses one of them stops start-up.
+func openSequences(ctx context.Context, cfg conf.Config, log *slog.Logger, reg prometheus.Registerer) (*sequences, error) {
+	if !cfg.Segment.Enabled() {
+		return nil, nil
+	}
+	scfg, err := cfg.SegmentIssuer()
+	if err != nil {
+		return nil, err
+	}
+	store, err := openSegmentStore(cfg.Segment)
+	if err != nil {
+		return nil, err
+	}
+	if rs, ok := store.(*redisstore.Store); ok {
+		cctx, cancel := context.WithTimeout(ctx, seqTimeout)
+		if err := rs.CheckDurability(cctx); err != nil {
+			log.Warn("segment: the Redis store may lose acknowledged writes; numbers would then jump past a loss floor, never repeat", "err", err)
+		}
+		cancel()
+	}
+	m, err := segmentmetrics.New(reg)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	scfg.Logger, scfg.OnStore = log.With("component", "segment"), m.OnStore
+	is, err := segment.Open(ctx, store, scfg)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("segment (segment.store, segment.preload): %w", err)
+	}
+	m.Watch(is)
+	log.Info("segment: sequences on", "store", cfg.Segment.Store, "tags", len(is.Tags()), "preloaded", len(scfg.Preload))
+	return &sequences{store: store, is: is}, nil
+}
+
+// close stops the issuer, then the store; nil does nothing.
+func (s *sequences) close() error {
+	if s == nil {
+		return nil
+	}
+	return errors.Join(s.is.Close(), s.store.Close())
+}

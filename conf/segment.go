@@ -1,0 +1,174 @@
+package conf
+
+import (
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/vesta-go/vesta/segment"
+	"github.com/vesta-go/vesta/segment/mysqlstore"
+)
+
+// SegmentConfig is the segment sequences' store and issuer (Leaf's segment
+// mode): dense numbers per tag, from ranges reserved in MySQL/MariaDB or
+// Redis, served by `vesta serve` over RPC, REST and Leaf's HTTP API.
+type SegmentConfig struct {
+	// Store is where ranges are reserved: "" (the zero value) turns
+	// sequences off; mysql (Leaf's leaf_alloc table, through dsn) or redis
+	// (segment.redis).
+	Store string `koanf:"store"`
+	// DSN is the mysql store's data source name, in go-sql-driver/mysql's
+	// form (user:password@tcp(host:3306)/dbname); "" does not validate with
+	// store mysql. Load fills it from DSNFile when that is set.
+	DSN Secret `koanf:"dsn"`
+	// DSNFile holds the DSN (read by Load, trailing newline trimmed); ""
+	// is none. Setting it and DSN is an error.
+	DSNFile string `koanf:"dsn_file"`
+	// Table is the mysql store's table, Leaf's leaf_alloc by default; ""
+	// does not validate.
+	Table string             `koanf:"table"`
+	Redis SegmentRedisConfig `koanf:"redis"`
+	// Threshold is the share of a range issued after which the next range
+	// is fetched in the background; Leaf's rule is 0.1 (the next segment
+	// loads once 10% of the current one is used). In (0, 1]; zero does not
+	// validate.
+	Threshold float64 `koanf:"threshold"`
+	// TargetDuration drives the dynamic step: a range used up faster than
+	// this doubles the step (up to MaxStep), one that lasted more than
+	// twice it halves the step (never below the tag's stored step). Leaf:
+	// 15m. Below 1s does not validate.
+	TargetDuration time.Duration `koanf:"target_duration"`
+	// MaxStep caps the dynamic step; Leaf: 1,000,000. Zero does not
+	// validate.
+	MaxStep int `koanf:"max_step"`
+	// Preload lists tags whose first range is fetched at start, so their
+	// first calls do not wait on the store; a tag missing from the store
+	// stops start-up. Empty preloads none.
+	Preload []string `koanf:"preload"`
+	// RefreshTags is how often the tag list is re-read, so that tags
+	// created while running are served (an unknown tag is also looked up
+	// on a miss, at most once a second); zero never re-reads. Leaf: 1m.
+	RefreshTags time.Duration `koanf:"refresh_tags"`
+}
+
+// SegmentRedisConfig is the redis store of segment sequences.
+type SegmentRedisConfig struct {
+	// Addrs: host:port each (one server, or Cluster nodes). Empty does not
+	// validate with store redis.
+	Addrs []string `koanf:"addrs"`
+	// Password; "" is none. Load fills it from PasswordFile when set.
+	Password Secret `koanf:"password"`
+	// PasswordFile holds the password (trailing newline trimmed); "" is
+	// none. Setting it and Password is an error.
+	PasswordFile string `koanf:"password_file"`
+	// KeyPrefix starts every key of the store ({prefix}:tags and
+	// {prefix}:t:<tag>); "" does not validate.
+	KeyPrefix string `koanf:"key_prefix"`
+}
+
+// The stores segment.store may name.
+const (
+	SegmentStoreOff   = ""
+	SegmentStoreMySQL = "mysql"
+	SegmentStoreRedis = "redis"
+)
+
+// keyish is a table name or key prefix the stores accept.
+var keyish = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+
+// Bounds of the segment keys.
+const (
+	minSegmentDuration = time.Second
+	maxSegmentDuration = 24 * time.Hour
+)
+
+// defaultSegment is Leaf's configuration, with the store off.
+func defaultSegment() SegmentConfig {
+	d := segment.DefaultConfig()
+	return SegmentConfig{
+		Table:          mysqlstore.DefaultTable,
+		Redis:          SegmentRedisConfig{Addrs: []string{"127.0.0.1:6379"}, KeyPrefix: "vesta:seg"},
+		Threshold:      d.Threshold,
+		TargetDuration: d.TargetDuration,
+		MaxStep:        int(d.MaxStep),
+		Preload:        []string{},
+		RefreshTags:    d.RefreshTags,
+	}
+}
+
+// Enabled reports whether a store is configured.
+func (s SegmentConfig) Enabled() bool { return s.Store != SegmentStoreOff }
+
+func (s SegmentConfig) validate(ck *checker) {
+	switch s.Store {
+	case SegmentStoreOff, SegmentStoreMySQL, SegmentStoreRedis:
+	default:
+		ck.add("segment.store", `%q; want "" (off), mysql or redis`, clip(s.Store))
+	}
+	if s.Store == SegmentStoreMySQL {
+		if s.DSN == "" {
+			ck.add("segment.dsn", `""; the mysql store (segment.store) needs a DSN such as user:password@tcp(host:3306)/dbname, from segment.dsn, segment.dsn_file or VESTA_SEGMENT_DSN`)
+		} else if _, err := mysql.ParseDSN(s.DSN.Reveal()); err != nil {
+			// The DSN holds the password: never shown, nor the parser's
+			// message, which may quote it.
+			ck.add("segment.dsn", "(value not shown) is not a go-sql-driver/mysql DSN; want user:password@tcp(host:3306)/dbname")
+		}
+	}
+	if !keyish.MatchString(s.Table) || strings.ContainsAny(s.Table, ".:-") {
+		ck.add("segment.table", "%q; want 1-64 characters of A-Z a-z 0-9 _ (Leaf: leaf_alloc)", clip(s.Table))
+	}
+	if len(s.Redis.Addrs) == 0 && s.Store == SegmentStoreRedis {
+		ck.add("segment.redis.addrs", "empty; the redis store (segment.store) needs at least one host:port")
+	}
+	if !keyish.MatchString(s.Redis.KeyPrefix) {
+		ck.add("segment.redis.key_prefix", "%q; want 1-64 characters of A-Z a-z 0-9 _ . : -, e.g. vesta:seg", clip(s.Redis.KeyPrefix))
+	}
+	for _, a := range s.Redis.Addrs {
+		if msg := checkHostPort(a, 1); msg != "" {
+			ck.add("segment.redis.addrs", "%s", msg)
+		}
+	}
+	if math.IsNaN(s.Threshold) || s.Threshold <= 0 || s.Threshold > 1 {
+		ck.add("segment.threshold", "%v; want more than 0 and at most 1 (Leaf: 0.1, the next range is fetched once 10%% of the current one is issued)", s.Threshold)
+	}
+	if s.TargetDuration < minSegmentDuration || s.TargetDuration > maxSegmentDuration {
+		ck.add("segment.target_duration", "%s; want %s to %s (Leaf: 15m)", s.TargetDuration, minSegmentDuration, fmtDuration(maxSegmentDuration))
+	}
+	checkInt(ck, "segment.max_step", s.MaxStep, 1, math.MaxInt32)
+	seen := map[string]bool{}
+	for _, tag := range s.Preload {
+		switch {
+		case segment.ValidTag(tag) != nil:
+			ck.add("segment.preload", "%q; want tags of 1-%d characters of A-Z a-z 0-9 _ . : -", clip(tag), segment.MaxTagLen)
+		case seen[tag]:
+			ck.add("segment.preload", "%q listed twice", tag)
+		}
+		seen[tag] = true
+	}
+	if s.RefreshTags != 0 && (s.RefreshTags < minSegmentDuration || s.RefreshTags > maxSegmentDuration) {
+		ck.add("segment.refresh_tags", "%s; want 0 (never) or %s to %s (Leaf: 1m)", s.RefreshTags, minSegmentDuration, fmtDuration(maxSegmentDuration))
+	}
+}
+
+// SegmentIssuer returns the segment issuer's configuration: threshold, target
+// duration, max step, preloaded tags and the refresh period (segment's
+// "never" for 0). Clock, Logger and OnStore are left for the caller. It
+// validates c first.
+func (c Config) SegmentIssuer() (segment.Config, error) {
+	if err := c.Validate(); err != nil {
+		return segment.Config{}, err
+	}
+	s := c.Segment
+	cfg := segment.DefaultConfig()
+	cfg.Threshold, cfg.TargetDuration, cfg.MaxStep = s.Threshold, s.TargetDuration, int64(s.MaxStep)
+	cfg.Preload = slices.Clone(s.Preload)
+	cfg.RefreshTags = s.RefreshTags
+	if s.RefreshTags == 0 {
+		cfg.RefreshTags = -1
+	}
+	return cfg, nil
+}

@@ -1,0 +1,127 @@
+package rest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/vesta-go/vesta/segment"
+)
+
+// Sequences issues the numbers of segment sequences (Leaf's segment mode);
+// *segment.Issuer implements it.
+type Sequences interface {
+	// Next returns the next number of tag.
+	Next(ctx context.Context, tag string) (int64, error)
+	// NextN returns n numbers of tag, increasing.
+	NextN(ctx context.Context, tag string, n int) ([]int64, error)
+	// Ready is nil while numbers can be issued, else why not (the store is
+	// unreachable and buffers ran out).
+	Ready() error
+}
+
+// seqRoutes registers the sequence routes, Leaf's HTTP API among them.
+// They exist whether or not Config.Sequences is set, so the OpenAPI
+// document holds for every server; without it they answer that sequences
+// are off.
+func (s *Server) seqRoutes() {
+	s.echo.GET("/v1/seq/:tag", s.apiSeq, s.auth)
+	s.echo.GET("/api/segment/get/:key", s.leafSegment, s.auth)
+	s.echo.GET("/api/snowflake/get/:key", s.leafSnowflake, s.auth)
+}
+
+// errSeqOff answers sequence calls of a server without a segment store.
+var errSeqOff = errors.New("segment sequences are off on this server (segment.store)")
+
+// GET /v1/seq/{tag}[?count=N] → {"tag":"…","id":"…"} or
+// {"tag":"…","ids":["…",…]}, numbers as strings as IDs are.
+func (s *Server) apiSeq(c echo.Context) error {
+	tag := c.Param("tag")
+	n := uint64(0)
+	if v, ok, err := query(c, "count"); err != nil {
+		return err
+	} else if ok {
+		if n, err = parseUint("count", v); err != nil {
+			return err
+		}
+		if n < 1 || n > uint64(s.cfg.MaxBatch) {
+			return badParam("count", "%d out of range 1-%d", n, s.cfg.MaxBatch)
+		}
+	}
+	if s.cfg.Sequences == nil {
+		return &apiError{status: http.StatusNotFound, code: codeNotFound, message: fmt.Sprintf("tag %q: %v", clip(tag), errSeqOff)}
+	}
+	ctx := s.issueCtx(c)
+	defer ctx.release()
+	b := make([]byte, 0, 64)
+	b = append(b, `{"tag":`...)
+	b = strconv.AppendQuote(b, tag) // a valid tag needs no JSON escaping beyond Go's quoting
+	if n == 0 {
+		v, err := s.cfg.Sequences.Next(ctx, tag)
+		if err != nil {
+			return seqError(tag, err)
+		}
+		b = append(b, `,"id":"`...)
+		b = strconv.AppendInt(b, v, 10)
+		b = append(b, "\"}\n"...)
+		return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
+	}
+	vs, err := s.cfg.Sequences.NextN(ctx, tag, int(n))
+	if err != nil {
+		return seqError(tag, err)
+	}
+	b = append(b, `,"ids":[`...)
+	for i, v := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = strconv.AppendInt(b, v, 10)
+		b = append(b, '"')
+	}
+	b = append(b, "]}\n"...)
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
+}
+
+// seqError maps an error of the segment issuer: an unknown tag is a 404
+// naming it, a bad one a 400, a store that is down with the buffers empty
+// a 503. ErrUnavailable is tested first: it wraps the store's error, which
+// may be a context's.
+func seqError(tag string, err error) *apiError {
+	msg := strings.TrimPrefix(err.Error(), "segment: ")
+	switch {
+	case errors.Is(err, segment.ErrUnknownTag):
+		return &apiError{status: http.StatusNotFound, code: codeNotFound,
+			message: fmt.Sprintf("tag %q: unknown tag (create it with: vesta seq create)", clip(tag))}
+	case errors.Is(err, segment.ErrInvalidTag):
+		// Not the issuer's message: it quotes the whole tag, which a URL
+		// can make kilobytes long.
+		return &apiError{status: http.StatusBadRequest, code: codeInvalidArgument,
+			message: fmt.Sprintf("tag: %q (%d bytes); want 1-%d characters of A-Z a-z 0-9 _ . : -", clip(tag), len(tag), segment.MaxTagLen)}
+	case errors.Is(err, segment.ErrInvalidCount):
+		return &apiError{status: http.StatusBadRequest, code: codeInvalidArgument, message: "count: " + msg}
+	case errors.Is(err, segment.ErrUnavailable), errors.Is(err, segment.ErrClosed):
+		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, message: msg, cause: err}
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, message: "request timed out: " + msg, cause: err}
+	}
+	e := *errInternal
+	e.cause = err
+	return &e
+}
+
+// segmentStatus is the /readyz line of the segment store: "ok", or why
+// sequence numbers cannot be issued now; "" (no line) without a store.
+func (s *Server) segmentStatus() string {
+	if s.cfg.Sequences == nil {
+		return ""
+	}
+	if err := s.cfg.Sequences.Ready(); err != nil {
+		return "unavailable: " + strings.TrimPrefix(err.Error(), "segment: ")
+	}
+	return "ok"
+}
