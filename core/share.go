@@ -152,7 +152,7 @@ func (g *Generator) paceTime(p uint64) int64 {
 	if p < b {
 		return g.epochNs
 	}
-	x := p - b + 1 // the pace must pass p
+	x := p - b + 1                                     // the pace must pass p
 	frac := ((x&g.seqMask)*unitNs + g.seqMask) >> g.sb // rounded up
 	return g.epochNs + int64((x>>g.sb)*unitNs+frac)
 }
