@@ -55,9 +55,9 @@ type Server struct {
 	ceil *ceilingmetric.Metrics
 	// share deals the generator's IDs between connections at the ceiling.
 	share *core.Share
-	keys  atomic.Uint64 // numbers connections, the keys of share
+	keys  atomic.Uint64   // numbers connections, the keys of share
 	ctx   context.Context // ends on Close; calls waiting for the generator end with it
-	stop context.CancelFunc
+	stop  context.CancelFunc
 
 	// spawn is how issuing calls are served: inline first (the default),
 	// or, for the benchmark that compares the ways, always on goroutines.
