@@ -451,3 +451,18 @@ func (s *Share) Close() error {
 	s.wg.Wait()
 	return nil
 }
+
+// Backlog estimates how long a call of n IDs would wait: until the pace
+// has freed n IDs beyond those owed to the calls waiting already. It is 0
+// when the pace has room now.
+func (s *Share) Backlog(n int) time.Duration {
+	owed, _ := s.Waiting()
+	g := s.g
+	ns := g.nowNanos()
+	st := g.cur.Load().state.Load() &^ closedBit
+	need := st + uint64(owed) + uint64(max(n, 0))
+	if need < g.pace(ns) {
+		return 0
+	}
+	return time.Duration(max(g.paceTime(need)-ns, 0))
+}

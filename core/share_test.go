@@ -291,3 +291,26 @@ func TestShareInvalid(t *testing.T) {
 		}
 	}
 }
+
+// TestShareBacklog: the estimate of a wait counts what waiting calls are
+// owed, at the pace.
+func TestShareBacklog(t *testing.T) {
+	_, s, _ := shared(t, core.ShareConfig{})
+	if d := s.Backlog(100); d != 0 {
+		t.Fatalf("Backlog with room: %v", d)
+	}
+	if _, _, err := s.Take(core.Central, nil, 5000); err != nil { // the whole unit
+		t.Fatal(err)
+	}
+	// No borrowing: the pace frees 1024 IDs at each millisecond.
+	if d := s.Backlog(100); d != time.Millisecond {
+		t.Fatalf("Backlog(100) = %v; want 1ms", d)
+	}
+	if !(&collector{got: map[string]outcome{}}).append(s, context.Background(), 1, "a", 3000) {
+		t.Fatal("not queued")
+	}
+	// 3100 IDs: three units and 28 of the fourth.
+	if d := s.Backlog(100); d != 4*time.Millisecond {
+		t.Fatalf("Backlog(100) behind 3000 = %v; want 4ms", d)
+	}
+}

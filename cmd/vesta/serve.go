@@ -184,6 +184,7 @@ func startServers(cfg conf.Config, gen *core.Generator, lease *machineid.Lease, 
 		}
 		rcfg := rest.DefaultConfig()
 		rcfg.TLS, rcfg.Token, rcfg.MaxBatch = tlsCfg, cfg.REST.Token.Reveal(), cfg.Central.MaxBatch
+		rcfg.MaxWaitingIDs, rcfg.MaxWaitingCalls = cfg.REST.MaxWaitingIDs, cfg.REST.MaxWaitingCalls
 		rcfg.Logger, rcfg.Registerer, rcfg.Gatherer = log.With("server", "rest"), reg, reg
 		rcfg.Ready = func() error { return lease.Status().Err }
 		if r.rest, err = rest.NewServer(gen, rcfg); err != nil {
