@@ -97,7 +97,11 @@ func (e *Encoder) AppendRequest(dst []byte, msgid uint32, method string, params 
 		return append(dst, 0x90), nil
 	case *TakeIDsParams: // the most common request of new clients
 		return appendCountRequest(dst, msgid, method, p.Count), nil
+	case TakeIDsParams:
+		return appendCountRequest(dst, msgid, method, p.Count), nil
 	case *GenIDsParams:
+		return appendCountRequest(dst, msgid, method, p.Count), nil
+	case GenIDsParams:
 		return appendCountRequest(dst, msgid, method, p.Count), nil
 	}
 	return e.append(dst, frame4{Type: TypeRequest, MsgID: msgid, A: method, B: paramsOf(params)})
