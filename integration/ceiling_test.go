@@ -221,8 +221,10 @@ func greedyLoop(ctx context.Context, t *testing.T, addr string, got *atomic.Int6
 		_, err := nc.Write(b)
 		return err
 	}
-	if send() != nil || send() != nil {
-		return
+	for range 2 { // two outstanding
+		if send() != nil {
+			return
+		}
 	}
 	var ids []uint64
 	for ctx.Err() == nil {
