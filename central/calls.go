@@ -28,7 +28,8 @@ func wouldBlock(err error) bool { return errors.Is(err, context.Canceled) }
 type answer struct {
 	err   *wire.Error
 	id    uint64
-	value any // nil: the result is id
+	value any  // nil: the result is id
+	take  bool // with a nil value: the result is TakeIDs' of the one ID id
 }
 
 // call serves one request; every path answers it exactly once.
@@ -210,6 +211,16 @@ func (c *conn) result(n int, ids []core.ID, err error) answer {
 // ask again. It never waits. IDs issued before an error are answered, with
 // a retry of a millisecond: the next call reports the error.
 func (c *conn) takeIDs(n int) answer {
+	if n == 1 { // a client's NextID: the generator's fast path, no allocation
+		id, err := c.s.gen.NextID(noWait, core.Central)
+		if err == nil {
+			c.count(1)
+			return answer{id: uint64(id), take: true}
+		}
+		if !wouldBlock(err) {
+			return answer{err: c.genError(err)}
+		}
+	}
 	ids, retry, err := c.s.share.Take(core.Central, nil, n)
 	if err != nil && len(ids) == 0 {
 		return answer{err: c.genError(err)}
