@@ -3,7 +3,6 @@ package central
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/vesta-go/vesta/central/wire"
@@ -154,49 +153,45 @@ func (c *conn) maxOwed() int { return 4 * c.s.cfg.MaxBatch }
 // share issues n IDs (a GenID when n is 1) through the server's Share.
 // What needs no wait is answered by the read loop. The rest waits, unless
 // the connection is past its own bounds (MaxInFlight waiting calls, or
-// maxOwed IDs), when it is answered unavailable at once.
+// maxOwed IDs owed to waiting calls and unwritten answers), when it is
+// answered unavailable at once, without trying: such a connection
+// pipelines past what it may be owed, or does not read its answers, and
+// issuing for it could only drop IDs.
 func (c *conn) share(msgid uint32, m int, t0 time.Time, n int) {
 	c.pmu.Lock()
 	mayWait := int(c.waiting.Load()) < c.s.cfg.MaxInFlight && c.owed+n <= c.maxOwed()
 	if mayWait {
 		c.owed += n // reserved before the call can finish on another goroutine
 	}
+	owed := c.owed
 	c.pmu.Unlock()
-	var done func([]core.ID, error)
+	if !mayWait {
+		c.s.ceil.Retried()
+		werr := wire.Errorf(wire.Unavailable, "this connection has %d calls waiting (max_in_flight %d) and is owed %d IDs (max %d)",
+			c.waiting.Load(), c.s.cfg.MaxInFlight, owed, c.maxOwed())
+		c.respond(true, msgid, m, t0, answer{err: werr})
+		return
+	}
+	c.waiting.Add(1)
+	c.calls.Add(1)
 	queuedAt := time.Now()
-	if mayWait {
-		c.waiting.Add(1)
-		c.calls.Add(1)
-		done = func(ids []core.ID, err error) {
-			c.s.ceil.Waited(time.Since(queuedAt))
-			c.finish(waited{msgid: msgid, method: m, t0: t0, n: n, a: c.result(n, ids, err)})
-		}
+	done := func(ids []core.ID, err error) {
+		c.s.ceil.Waited(time.Since(queuedAt))
+		c.finish(waited{msgid: msgid, method: m, t0: t0, n: n, a: c.result(n, ids, err)})
 	}
 	ids, queued, err := c.s.share.Append(c.ctx, c.key, core.Central, nil, n, done)
 	if queued {
 		return
 	}
-	if mayWait {
-		c.pmu.Lock()
-		c.owed -= n
-		c.pmu.Unlock()
-		c.waiting.Add(-1)
-		c.calls.Done()
-	}
+	c.pmu.Lock()
+	c.owed -= n
+	c.pmu.Unlock()
+	c.waiting.Add(-1)
+	c.calls.Done()
 	if errors.Is(err, core.ErrBusy) {
 		c.s.ceil.Retried()
-		if !mayWait {
-			err = fmt.Errorf("%w: this connection has %d calls waiting (max_in_flight %d), owed %d IDs (max %d)",
-				core.ErrBusy, c.waiting.Load(), c.s.cfg.MaxInFlight, c.owedNow(), c.maxOwed())
-		}
 	}
 	c.respond(true, msgid, m, t0, c.result(n, ids, err))
-}
-
-func (c *conn) owedNow() int {
-	c.pmu.Lock()
-	defer c.pmu.Unlock()
-	return c.owed
 }
 
 // result is the answer of GenID (n 1) or GenIDs.

@@ -137,11 +137,12 @@ func (e *Encoder) AppendResponse(dst []byte, msgid uint32, err *Error, result an
 			return appendUint(dst, r.RetryAfterMS), nil
 		}
 	}
-	f := frame4{Type: TypeResponse, MsgID: msgid, B: result}
-	if err != nil {
-		f.A, f.B = err.Error(), nil
+	if err != nil { // by hand too: a server refusing a flood answers many
+		dst = append(dst, 0x94, TypeResponse)
+		dst = appendUint(dst, uint64(msgid))
+		return append(appendStr(dst, err.Error()), 0xc0), nil
 	}
-	return e.append(dst, f)
+	return e.append(dst, frame4{Type: TypeResponse, MsgID: msgid, B: result})
 }
 
 // AppendIDResponse appends the response [1, msgid, nil, id] to dst, as
