@@ -3,6 +3,7 @@ package integration_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -35,7 +36,9 @@ func ceilingRSSBound() int64 {
 //  1. 30 connections pipelining Vesta.GenIDs {count: 10000} without ever
 //     reading an answer (reconnecting when the server closes them);
 //  2. one connection keeping 2 Vesta.GenIDs {count: 10000} outstanding in
-//     a loop, reading its answers.
+//     a loop, reading its answers;
+//  3. 4 HTTP clients looping /v1/ids?count=10000 (which must get IDs or
+//     503s with Retry-After, never another error).
 //
 // The server's resident memory must stay under ceilingRSSBound, and the
 // well-behaved client's GenID p99 within a few round trips of its value on
@@ -45,7 +48,7 @@ func TestCeilingAttacks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for 20 s")
 	}
-	p := serve(t, "vesta", serverEnv(t, nil, "", 0, "VESTA_MACHINE_ID", "1012"))
+	p := serve(t, "vesta", serverEnv(t, nil, "", 0, "VESTA_MACHINE_ID", "1012", "VESTA_REST_LISTEN", "127.0.0.1:0"))
 	rss := func() int64 { return residentBytes(t, p.cmd.Process.Pid) }
 	idle := rss()
 
@@ -90,10 +93,37 @@ func TestCeilingAttacks(t *testing.T) {
 	stop()
 	attackers.Wait()
 
+	// Attack 3: 4 HTTP clients looping /v1/ids?count=10000.
+	ctx, stop = context.WithCancel(context.Background())
+	var restIDs, rest503 atomic.Int64
+	rc := newREST(t, p.restEndpoint())
+	for range 4 {
+		attackers.Go(func() {
+			for ctx.Err() == nil {
+				ids, err := rc.ids(ctx, 10000)
+				var re *restError
+				switch {
+				case err == nil:
+					restIDs.Add(int64(len(ids)))
+				case errors.As(err, &re) && re.status == 503 && re.code == "unavailable":
+					rest503.Add(1)
+				case ctx.Err() == nil:
+					t.Errorf("REST attacker: %v", err)
+					return
+				}
+			}
+		})
+	}
+	attackers.Go(func() { sample(ctx) })
+	time.Sleep(time.Second)
+	during3 := genIDLatencies(t, light, 5*time.Second)
+	stop()
+	attackers.Wait()
+
 	t.Logf("RSS: idle %d MB, peak under attack 1 %d MB (%d KB of requests sent), peak overall %d MB; bound %d MB",
 		idle>>20, peak1>>20, sent.Load()>>10, peak.Load()>>20, ceilingRSSBound()>>20)
-	t.Logf("well-behaved GenID: unloaded %s; attack 1 %s; attack 2 %s (greedy got %d IDs/s)",
-		unloaded, during1, during2, greedyIDs.Load()/8)
+	t.Logf("well-behaved GenID: unloaded %s; attack 1 %s; attack 2 %s (greedy got %d IDs/s); attack 3 %s (REST got %d IDs/s, %d 503s)",
+		unloaded, during1, during2, greedyIDs.Load()/8, during3, restIDs.Load()/6, rest503.Load())
 	if peak.Load() > ceilingRSSBound() {
 		t.Errorf("RSS peaked at %d MB; bound %d MB", peak.Load()>>20, ceilingRSSBound()>>20)
 	}
@@ -107,7 +137,7 @@ func TestCeilingAttacks(t *testing.T) {
 	if raceEnabled {
 		limit = 500 * time.Millisecond
 	}
-	for _, d := range []latencies{during1, during2} {
+	for _, d := range []latencies{during1, during2, during3} {
 		if d.n == 0 || d.p99 > limit {
 			t.Errorf("well-behaved GenID under attack: %s; want p99 within %s (unloaded %s)", d, limit, unloaded)
 		}
