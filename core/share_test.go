@@ -373,3 +373,40 @@ func TestShareConcurrentUnique(t *testing.T) {
 		t.Fatalf("Waiting() = %d, %d at the end", ids, calls)
 	}
 }
+
+// TestShareRekeyMidCall: a waiting call whose first IDs came from one
+// machine ID is not completed with another's (they need not increase): it
+// fails with ErrFenced; a call with no IDs yet is served by the new one.
+func TestShareRekeyMidCall(t *testing.T) {
+	g, s, clk := shared(t, core.ShareConfig{})
+	if _, _, err := s.Take(core.Central, nil, 24); err != nil {
+		t.Fatal(err)
+	}
+	c := &collector{got: map[string]outcome{}}
+	if !c.append(s, context.Background(), 1, "straddling", 3000) { // 1000 now, 2000 later
+		t.Fatal("not queued")
+	}
+	if !c.append(s, context.Background(), 2, "fresh", 10) {
+		t.Fatal("not queued")
+	}
+	if err := g.Rekey(context.Background(), 9, nil); err != nil {
+		t.Fatal(err)
+	}
+	for c.step(t, s, clk) {
+	}
+	for c.n() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	if o, _ := c.get("straddling"); !errors.Is(o.err, core.ErrFenced) {
+		t.Fatalf("straddling call: %d IDs, %v; want ErrFenced", len(o.ids), o.err)
+	}
+	o, _ := c.get("fresh")
+	if o.err != nil && !errors.Is(o.err, core.ErrFenced) {
+		t.Fatalf("fresh call: %v", o.err)
+	}
+	for _, id := range o.ids {
+		if m := g.Codec().Explain(id).Machine; m != 9 {
+			t.Fatalf("fresh call got an ID of machine %d", m)
+		}
+	}
+}
