@@ -144,7 +144,7 @@ func TestCeilingFairBetweenClients(t *testing.T) {
 	}
 	time.Sleep(20 * time.Millisecond) // let all four queue
 	go func() { answers <- answer{"light", from("192.0.2.2:2000", "/v1/ids?count=10")} }()
-	time.Sleep(50 * time.Millisecond) // let it queue: were it late, it would only be served sooner
+	time.Sleep(50 * time.Millisecond) // let it queue behind the four
 	// 12010 IDs at 1024 a tick: the light request is served in the first.
 	var order []string
 	for deadline := time.Now().Add(20 * time.Second); len(order) < 5; {
