@@ -192,7 +192,7 @@ func TestStaleReleaseRecordAfterRollback(t *testing.T) {
 		return true
 	})
 	t.Cleanup(func() { b.Close(context.Background()) })
-	if b.Status().QuarantineUntil.IsZero() && a.Status().State == machineid.StateHeld {
+	if b.Status().QuarantineUntil.IsZero() {
 		t.Fatal("the stale release record was trusted after a rollback")
 	}
 	genB := generator(t, b, gc)
@@ -396,5 +396,51 @@ func TestRenewalRechecksTheClock(t *testing.T) {
 	}
 	if s := l.Status(); !errors.Is(s.Err, machineid.ErrClockSkew) || s.State != machineid.StateFenced {
 		t.Fatalf("status %+v; want fenced for the clock skew", s)
+	}
+}
+
+// TestReleaseRecordAfterAFailoverIsNotTrusted: the same redis-server
+// process (same run_id) that became a replica and was promoted again has a
+// new master_replid, as after a failover: a release record it got from its
+// master must not skip the quarantine.
+func TestReleaseRecordAfterAFailoverIsNotTrusted(t *testing.T) {
+	srv := redistest.Start(t)
+	replica := redistest.StartReplica(t, srv)
+	c, gc := lossConfig(srv)
+	l := mustAcquire(t, c, machineid.Server)
+	gen := generator(t, l, gc)
+	if err := gen.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	relKey := machineid.ReleasedKey("vesta", oneID.First)
+	if v, err := srv.Command("WAIT", "1", "5000"); err != nil || v != "1" {
+		t.Fatalf("WAIT: %q, %v", v, err)
+	}
+	// The replica is promoted, the old master follows it (getting the
+	// record back through replication) and is promoted in turn.
+	mustCommand(t, replica, "REPLICAOF", "NO", "ONE")
+	host, port, _ := strings.Cut(replica.Addr(), ":")
+	mustCommand(t, srv, "REPLICAOF", host, port)
+	eventually(t, "the old master to sync from the new one", func() bool {
+		info, err := srv.Command("INFO", "replication")
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	})
+	mustCommand(t, srv, "REPLICAOF", "NO", "ONE")
+	if v, _ := srv.Command("EXISTS", relKey); v != "1" {
+		t.Fatal("the release record did not come back through replication")
+	}
+	b := mustAcquire(t, c, machineid.Server)
+	if b.Status().QuarantineUntil.IsZero() {
+		t.Fatal("a release record written before a failover was trusted")
+	}
+}
+
+func mustCommand(t testing.TB, s *redistest.Server, args ...string) {
+	t.Helper()
+	if _, err := s.Command(args...); err != nil {
+		t.Fatalf("%v: %v", args, err)
 	}
 }
