@@ -255,4 +255,15 @@ func TestCluster(t *testing.T) {
 	if rc.Ping(context.Background()).Err() != nil {
 		t.Fatal("Close closed the caller's client")
 	}
+	// The release record (written with the node's identity, read inside
+	// the script) is in the keys' slot.
+	if v := rc.HGet(context.Background(), machineid.ReleasedKey("vesta", l.ID()), "run_id").Val(); v == "" {
+		t.Fatal("no release record through the cluster")
+	}
+	// WAIT goes to the keys' node, on the write's connection: the node has
+	// no replica, so a claim with min_replicas 1 fails.
+	c.Redis.MinReplicas = 1
+	if _, err := machineid.Acquire(context.Background(), c, machineid.Server); !errors.Is(err, machineid.ErrReplicas) {
+		t.Fatalf("Acquire on a cluster without replicas, min_replicas 1: %v; want ErrReplicas", err)
+	}
 }
