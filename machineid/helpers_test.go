@@ -35,7 +35,7 @@ func redisConfig(srv *redistest.Server, ttl time.Duration) machineid.Config {
 // on a fake clock then start without a quarantine.
 func releasedCleanly(t testing.TB, srv *redistest.Server, mode machineid.Mode, rng machineid.Range) {
 	t.Helper()
-	c := redisConfig(srv, time.Second)
+	c := redisConfig(srv, 2*time.Second) // under load, a shorter lease may expire while it waits
 	c.ServerRange, c.EmbeddedRange = machineid.DefaultServerRange, machineid.DefaultEmbeddedRange
 	if mode == machineid.Server {
 		c.ServerRange = rng

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -373,14 +374,17 @@ type redisGuard struct {
 	// checks at once instead of at its next renewal.
 	notHolder func()
 
+	// borrow is the generator's MaxBorrow (from LoadFor or
+	// WaitQuarantine), read by Status without waiting for a write.
+	borrow atomic.Int64
+
 	// mu is held across every write, so that the release reads the last
 	// one that succeeded and none succeeds after it.
 	mu       sync.Mutex
-	shape    string        // JSON recorded with every write; "" before LoadFor
-	borrow   time.Duration // the generator's MaxBorrow, from LoadFor or WaitQuarantine
-	floor    time.Time     // what Load returned (the highest), zero before
-	saved    time.Time     // the last mark written, exact end included
-	released bool          // no write succeeds any more
+	shape    string    // JSON recorded with every write; "" before LoadFor
+	floor    time.Time // what Load returned (the highest), zero before
+	saved    time.Time // the last mark written, exact end included
+	released bool      // no write succeeds any more
 }
 
 // shapeJSON is the stored form of a core.Shape.
@@ -415,10 +419,7 @@ func decodeShape(s string) (core.Shape, error) {
 // floor. None is the zero Time, a damaged one an error (guessing could
 // re-issue IDs).
 func (g *redisGuard) Load(ctx context.Context) (time.Time, error) {
-	g.mu.Lock()
-	borrow := g.borrow
-	g.mu.Unlock()
-	m, err := g.LoadFor(ctx, core.GuardUse{Machine: g.machine, MaxBorrow: borrow})
+	m, err := g.LoadFor(ctx, core.GuardUse{Machine: g.machine, MaxBorrow: time.Duration(g.borrow.Load())})
 	return m.At, err
 }
 
@@ -446,9 +447,9 @@ func (g *redisGuard) LoadFor(ctx context.Context, use core.GuardUse) (core.Mark,
 			m.HasShape = true
 		}
 	}
+	g.borrow.Store(int64(use.MaxBorrow))
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.borrow = use.MaxBorrow
 	if use.Shape != (core.Shape{}) {
 		g.shape = encodeShape(use.Shape)
 	}
@@ -518,10 +519,12 @@ func (g *redisGuard) final() (time.Time, bool) {
 // quarantineFloor is the floor for a generator that borrows up to borrow,
 // and whether it comes from a clean release.
 func (g *redisGuard) quarantineFloor(borrow time.Duration) (time.Time, bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.borrow = max(g.borrow, borrow)
-	return g.q.floor(g.borrow), g.q.clean
+	for {
+		b := g.borrow.Load()
+		if b >= int64(borrow) || g.borrow.CompareAndSwap(b, int64(borrow)) {
+			return g.q.floor(time.Duration(max(b, int64(borrow)))), g.q.clean
+		}
+	}
 }
 
 func latest(a, b time.Time) time.Time {

@@ -25,7 +25,7 @@ var oneID = machineid.Range{First: 1000, Count: 1}
 // milliseconds and borrow up to 50ms ahead, so the quarantine's max_borrow
 // term matters.
 func lossConfig(srv *redistest.Server) (machineid.Config, core.Config) {
-	c := redisConfig(srv, time.Second)
+	c := redisConfig(srv, 2*time.Second)
 	c.ServerRange = oneID
 	return c, core.Config{Type: core.MinGranularity, MaxBorrow: 50 * time.Millisecond, MaxStartupWait: 10 * time.Second}
 }
