@@ -179,7 +179,9 @@ type conn struct {
 }
 
 func newConn(rc redis.UniversalClient, cfg RedisConfig) *conn {
-	return &conn{rc: rc, replicas: cfg.MinReplicas, waitFor: min(max(cfg.LeaseTTL/10, 10*time.Millisecond), time.Second)}
+	// A fifth of the read timeout (newClient): WAIT's reply, late by its
+	// whole timeout when replicas lag, must still come back in time.
+	return &conn{rc: rc, replicas: cfg.MinReplicas, waitFor: min(max(cfg.LeaseTTL/20, 10*time.Millisecond), 600*time.Millisecond)}
 }
 
 // run runs s; the result is returned even when WAIT fell short.

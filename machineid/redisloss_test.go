@@ -265,7 +265,7 @@ func TestCleanReleaseSkipsTheQuarantine(t *testing.T) {
 func TestMarksOnlyGrowAndTheReleaseRecordIsExact(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv)
-	c := redisConfig(srv, time.Second)
+	c := redisConfig(srv, 2*time.Second)
 	c.ServerRange = oneID
 	l := mustAcquire(t, c, machineid.Server)
 	_, markKey := machineid.Keys("vesta", oneID.First)
@@ -317,7 +317,7 @@ func TestMarksOnlyGrowAndTheReleaseRecordIsExact(t *testing.T) {
 
 func TestMinReplicas(t *testing.T) {
 	srv := redistest.Start(t)
-	c := redisConfig(srv, time.Second)
+	c := redisConfig(srv, 2*time.Second)
 	c.ServerRange = oneID
 	c.Redis.MinReplicas = 1
 	_, err := machineid.Acquire(context.Background(), c, machineid.Server)
@@ -442,5 +442,42 @@ func mustCommand(t testing.TB, s *redistest.Server, args ...string) {
 	t.Helper()
 	if _, err := s.Command(args...); err != nil {
 		t.Fatalf("%v: %v", args, err)
+	}
+}
+
+// TestRedisMarkKnowsItsShape: the shape beside the Redis mark makes a
+// restart of the machine ID with another layout refuse, naming both; a
+// mark written without a shape (by earlier versions) reads as the same
+// shape.
+func TestRedisMarkKnowsItsShape(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := client(t, srv)
+	c, _ := lossConfig(srv)
+	l := mustAcquire(t, c, machineid.Server)
+	gen := generator(t, l, core.Config{})
+	if err := gen.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l = mustAcquire(t, c, machineid.Server) // after a clean release: at once
+	_, err := l.NewGenerator(context.Background(), core.Config{Layout: core.Vesta}, "")
+	if !errors.Is(err, core.ErrShape) || !strings.Contains(err.Error(), "layout sorted") || !strings.Contains(err.Error(), "layout vesta") {
+		t.Fatalf("a Vesta-layout generator on a sorted-layout mark: %v; want ErrShape naming both layouts", err)
+	}
+	l.Close(context.Background())
+
+	// A mark without a shape: the next generator, of any shape, starts.
+	rdb.Del(context.Background(), machineid.ShapeKey("vesta", oneID.First))
+	l = mustAcquire(t, c, machineid.Server)
+	gen, err = l.NewGenerator(context.Background(), core.Config{Layout: core.Vesta}, "")
+	if err != nil {
+		t.Fatalf("a mark without a shape: %v", err)
+	}
+	defer l.Close(context.Background())
+	defer gen.Close()
+	if sh := rdb.Get(context.Background(), machineid.ShapeKey("vesta", oneID.First)).Val(); !strings.Contains(sh, `"layout":"vesta"`) {
+		t.Fatalf("shape %q after the first save; want the new generator's", sh)
 	}
 }
