@@ -143,7 +143,7 @@ func TestRedisLeasedIssuers(t *testing.T) {
 	cfg.Machine.Redis.Addrs = []string{srv.Addr()}
 	// A short lease and skew bound keep the quarantine of a fresh claim
 	// (TTL + 2*skew) short.
-	cfg.Machine.Redis.LeaseTTL, cfg.Machine.Redis.MaxClockSkew = 500*time.Millisecond, 20*time.Millisecond
+	cfg.Machine.Redis.LeaseTTL, cfg.Machine.Redis.MaxClockSkew = 2*time.Second, 20*time.Millisecond
 	cfg.Machine.EmbeddedRange, _ = machineid.ParseRange("10-11")
 	a, b := open(t, cfg), open(t, cfg)
 	ma, mb := a.Generator().Machine(), b.Generator().Machine()
