@@ -226,14 +226,14 @@ func TestErrorCodes(t *testing.T) {
 		gen := newGen(t, core.Config{})
 		_, addr := serve(t, gen, central.Config{})
 		p := dial(t, addr)
-		gen.Fence(errors.New("lease expired"))
+		gen.Control().Fence(errors.New("lease expired"))
 		for _, m := range []string{wire.MethodGenID, wire.MethodGenIDs} {
 			resp := p.call(m, paramsFor(m))
 			if !errors.Is(resp.Error, &wire.Error{Code: wire.LeaseLost}) || !strings.Contains(resp.Error.Message, "lease expired") {
 				t.Fatalf("%s fenced: %+v", m, resp.Error)
 			}
 		}
-		gen.Unfence()
+		gen.Control().Unfence()
 		p.genID()
 	})
 	t.Run("unavailable", func(t *testing.T) {

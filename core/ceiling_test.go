@@ -172,7 +172,7 @@ func TestRekeyWakesWaiters(t *testing.T) {
 	newStore := core.NewMemGuard(time.Time{})
 	release := newStore.Block()
 	done := make(chan error, 1)
-	go func() { done <- g.Rekey(context.Background(), 4, newStore) }()
+	go func() { done <- g.Control().Rekey(context.Background(), 4, newStore) }()
 	if err := <-errc; !errors.Is(err, core.ErrFenced) {
 		t.Fatalf("waiter got %v; want ErrFenced while re-keying", err)
 	}

@@ -39,7 +39,7 @@ var (
 	// that a start would have to wait out; the message names both.
 	ErrShape = errors.New("core: the time guard's mark was written with another shape")
 
-	// ErrFenced: issuing was stopped from outside (see Generator.Fence),
+	// ErrFenced: issuing was stopped from outside (see Control.Fence),
 	// for example because a machine-ID lease was lost.
 	ErrFenced = errors.New("core: issuing is fenced")
 

@@ -469,7 +469,7 @@ func TestConfigValidate(t *testing.T) {
 func TestFence(t *testing.T) {
 	g := newGen(t, core.DefaultConfig())
 	cause := errors.New("lease lost")
-	g.Fence(cause)
+	g.Control().Fence(cause)
 	_, err := g.NextID(context.Background(), core.Embedded)
 	if !errors.Is(err, core.ErrFenced) || !errors.Is(err, cause) {
 		t.Fatalf("fenced: %v", err)
@@ -480,7 +480,7 @@ func TestFence(t *testing.T) {
 	if err := g.Ready(); !errors.Is(err, cause) {
 		t.Fatalf("Ready: %v", err)
 	}
-	g.Unfence()
+	g.Control().Unfence()
 	next(t, g)
 	if err := g.Ready(); err != nil {
 		t.Fatal(err)

@@ -270,7 +270,7 @@ func TestRekey(t *testing.T) {
 	newStore := core.NewMemGuard(t0.Add(2 * time.Second))
 	release := newStore.Block()
 	done := make(chan error)
-	go func() { done <- g.Rekey(context.Background(), 9, newStore) }()
+	go func() { done <- g.Control().Rekey(context.Background(), 9, newStore) }()
 	// While the new guard's first save is pending, calls are fenced.
 	for {
 		_, err := g.NextID(context.Background(), core.Embedded)
@@ -494,7 +494,7 @@ func TestFenceAfterDeadline(t *testing.T) {
 	clk := core.NewManualClock(t0)
 	g := newGen(t, core.Config{Clock: clk, MaxBorrow: time.Second})
 	lost := errors.New("lease lost")
-	g.FenceAfter(500*time.Millisecond, lost)
+	g.Control().FenceAfter(500*time.Millisecond, lost)
 	next(t, g)
 	clk.Advance(499 * time.Millisecond)
 	next(t, g)
@@ -505,9 +505,9 @@ func TestFenceAfterDeadline(t *testing.T) {
 	if err := g.Ready(); !errors.Is(err, lost) || !g.Stats().Fenced {
 		t.Fatalf("Ready at the deadline: %v", err)
 	}
-	g.FenceAfter(time.Hour, lost) // renewed
+	g.Control().FenceAfter(time.Hour, lost) // renewed
 	next(t, g)
-	g.NoDeadline()
+	g.Control().NoDeadline()
 	clk.Advance(2 * time.Hour)
 	next(t, g)
 }
@@ -519,7 +519,7 @@ func TestCloseCancelsRekeyWaitingForClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error)
-	go func() { done <- g.Rekey(context.Background(), 3, core.NewMemGuard(t0.Add(5*time.Second))) }()
+	go func() { done <- g.Control().Rekey(context.Background(), 3, core.NewMemGuard(t0.Add(5*time.Second))) }()
 	// Rekey now waits for the clock (mark 5s ahead, 10s allowed); Close ends it.
 	if err := clk.BlockUntil(context.Background(), 1); err != nil {
 		t.Fatal(err)
@@ -546,7 +546,7 @@ func TestRekeySameMachineContinuesAbove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Rekey(context.Background(), 4, nil); err != nil {
+	if err := g.Control().Rekey(context.Background(), 4, nil); err != nil {
 		t.Fatal(err)
 	}
 	if id := next(t, g); id <= ids[len(ids)-1] {

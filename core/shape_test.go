@@ -177,8 +177,8 @@ func TestShapeRules(t *testing.T) {
 			if u := g.Codec().Explain(id).Time; u < markUnit(t, g, tc.startAt) {
 				t.Fatalf("first ID at unit %d; want at or after %s (unit %d)", u, tc.startAt, markUnit(t, g, tc.startAt))
 			}
-			if sh, ok := store.Shape(); !ok || sh != g.Shape() {
-				t.Fatalf("the store records %v; want the new shape %v", sh, g.Shape())
+			if sh, ok := store.Shape(); !ok || sh != g.Control().Shape() {
+				t.Fatalf("the store records %v; want the new shape %v", sh, g.Control().Shape())
 			}
 		})
 	}
@@ -238,7 +238,7 @@ func TestRekeyOntoAnotherLayoutIsRefused(t *testing.T) {
 	g := newGen(t, shapedCfg(clk, core.NewMemGuard(time.Time{}), core.Sorted, core.MaxPeak, time.Time{}))
 	other := core.NewMemGuard(t0)
 	other.SetShape(core.Shape{Layout: core.Vesta, EpochMs: core.VestaEpoch.UnixMilli()})
-	err := g.Rekey(context.Background(), 8, other)
+	err := g.Control().Rekey(context.Background(), 8, other)
 	if !errors.Is(err, core.ErrShape) || !strings.Contains(err.Error(), "machine 8") {
 		t.Fatalf("Rekey onto a Vesta-layout mark: %v; want ErrShape naming machine 8", err)
 	}

@@ -389,7 +389,7 @@ func TestShareRekeyMidCall(t *testing.T) {
 	if !c.append(s, context.Background(), 2, "fresh", 10) {
 		t.Fatal("not queued")
 	}
-	if err := g.Rekey(context.Background(), 9, nil); err != nil {
+	if err := g.Control().Rekey(context.Background(), 9, nil); err != nil {
 		t.Fatal(err)
 	}
 	for c.step(t, s, clk) {

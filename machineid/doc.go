@@ -52,7 +52,7 @@
 // false. A timer fires at the deadline, and the renewer checks it before
 // each attempt. A renewal that finds another token (the key expired, or was
 // overwritten) fences at once. The lease then claims again, the same ID
-// first, and moves the generator to what it got with core.Generator.Rekey,
+// first, and moves the generator to what it got with core.Control.Rekey,
 // then unfences; a renewal that succeeds after the deadline proves the key
 // was never lost and unfences at once.
 //

@@ -248,7 +248,7 @@ func (l *Lease) TimeGuard(dir string) (core.GuardStore, error) {
 // Guard or TimeGuard as its time guard). From then on the lease fences gen
 // when it can no longer prove it holds the ID, and re-acquires: the same ID
 // when it is free, else another of the range, moving gen to it with
-// core.Generator.Rekey; then it unfences. For a static, iptable or k8s ID
+// core.Control.Rekey; then it unfences. For a static, iptable or k8s ID
 // Attach only checks the machine ID.
 func (l *Lease) Attach(gen *core.Generator) error {
 	l.mu.Lock()
@@ -319,7 +319,7 @@ func (l *Lease) syncLocked() {
 		// Besides the watchdog's timer, the generator itself refuses to
 		// issue past the deadline, checked on every call: a late timer
 		// (a paused process) cannot let an ID slip out.
-		l.gen.FenceAfter(l.deadline.Sub(l.clock.Now()), fmt.Errorf("%w: machine %d: no renewal succeeded before the deadline %s",
+		l.gen.Control().FenceAfter(l.deadline.Sub(l.clock.Now()), fmt.Errorf("%w: machine %d: no renewal succeeded before the deadline %s",
 			ErrLeaseLost, l.id, l.deadline.UTC().Format(time.RFC3339Nano)))
 	}
 	switch {
@@ -328,13 +328,13 @@ func (l *Lease) syncLocked() {
 		if cause == nil {
 			cause = fmt.Errorf("%w: machine %d: the lease is being replaced", ErrLeaseLost, l.id)
 		}
-		l.gen.Fence(cause)
+		l.gen.Control().Fence(cause)
 		l.fenced = true
 		l.fences++
 		l.m.fenced()
 		l.log.Error("machineid: issuing fenced", "machine", l.id, "err", cause)
 	case st == StateHeld && l.fenced:
-		l.gen.Unfence()
+		l.gen.Control().Unfence()
 		l.fenced = false
 		l.log.Info("machineid: issuing resumed", "machine", l.id)
 	}
@@ -503,7 +503,7 @@ func (l *Lease) recover(gen *core.Generator) {
 		}
 		return
 	}
-	h.guard.setShape(gen.Shape())
+	h.guard.setShape(gen.Control().Shape())
 	if h.id == old {
 		ctx, cancel := context.WithTimeout(l.ctx, l.period)
 		err := h.guard.raise(ctx, gen.Stats().Mark)
@@ -533,9 +533,9 @@ func (l *Lease) recover(gen *core.Generator) {
 // mark while the renewer keeps h alive.
 func (l *Lease) rekey(gen *core.Generator, h *hold, old core.MachineID) {
 	defer l.wg.Done()
-	err := l.waitQuarantine(l.ctx, h, gen.MaxBorrow(), gen.ReadyAt)
+	err := l.waitQuarantine(l.ctx, h, gen.Control().MaxBorrow(), gen.Control().ReadyAt)
 	if err == nil {
-		err = gen.Rekey(l.ctx, h.id, h.guard)
+		err = gen.Control().Rekey(l.ctx, h.id, h.guard)
 	}
 	l.mu.Lock()
 	l.rekeying = false
@@ -624,7 +624,7 @@ func (l *Lease) close(ctx context.Context) error {
 	h, gen := l.hold, l.gen
 	l.hold = nil
 	if gen != nil && l.rc != nil && !l.fenced {
-		gen.Fence(fmt.Errorf("%w: machine %d: the lease was released", ErrLeaseLost, l.id))
+		gen.Control().Fence(fmt.Errorf("%w: machine %d: the lease was released", ErrLeaseLost, l.id))
 		l.fenced = true
 	}
 	file := l.file

@@ -96,7 +96,7 @@ func TestReadiness(t *testing.T) {
 				t.Fatalf("/readyz = %d %s, want 200 ready", r.Status, r.Body)
 			}
 
-			gen.Fence(errLease)
+			gen.Control().Fence(errLease)
 			wantJSONError(t, c.do(t, req("GET", "/readyz", "", "")), 503, "lease_lost", "lease lost")
 			wantJSONError(t, c.do(t, req("GET", "/v1/id", "", "")), 503, "lease_lost", "fenced")
 			wantJSONError(t, c.do(t, req("GET", "/v1/ids?count=3", "", "")), 503, "lease_lost", "fenced")
@@ -108,7 +108,7 @@ func TestReadiness(t *testing.T) {
 			if r := c.do(t, req("GET", "/v1/ids/2610813175020394494", "", "")); r.Status != 200 {
 				t.Fatalf("explain while fenced = %d", r.Status)
 			}
-			gen.Unfence()
+			gen.Control().Unfence()
 			if r := c.do(t, req("GET", "/readyz", "", "")); r.Status != 200 {
 				t.Fatalf("/readyz after Unfence = %d %s", r.Status, r.Body)
 			}

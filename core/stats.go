@@ -1,0 +1,31 @@
+package core
+
+import "time"
+
+// Stats are a generator's counters and gauges.
+type Stats struct {
+	Issued      uint64        // IDs issued since New
+	Waits       uint64        // sleeps because the sequence ran out beyond MaxBorrow
+	Ahead       time.Duration // how far the last issued unit is ahead of the clock
+	ClockOffset time.Duration // wall clock minus the issuing clock (SystemClock only)
+	Mark        time.Time     // the durable reservation (zero without a guard)
+	GuardFailed bool          // the last save of the mark failed
+	Fenced      bool
+}
+
+// Stats returns the current counters.
+func (g *Generator) Stats() Stats {
+	r := g.cur.Load()
+	s := Stats{Issued: g.before.Load() + r.issued(), Waits: g.waits.Load(), Fenced: g.gateErr(g.nowNanos()) != nil}
+	if now, err := g.nowUnit(); err == nil && r.entered.Load() > now {
+		s.Ahead = time.Duration(r.entered.Load()-now) * g.cfg.Type.Unit()
+	}
+	if g.sys != nil {
+		s.ClockOffset = g.sys.Offset()
+	}
+	if r.guard != nil {
+		s.Mark = g.instantOf(r.limit.Load() >> g.sb)
+		s.GuardFailed = r.guardErr.Load() != nil
+	}
+	return s
+}
