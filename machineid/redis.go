@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"sync"
@@ -218,120 +217,6 @@ func (c *conn) run(ctx context.Context, s *redis.Script, keys []string, args ...
 			ErrReplicas, acked, c.replicas, c.waitFor)
 	}
 	return res.Val(), nil
-}
-
-// hold is one claimed lease: an ID, its keys and the token in them.
-type hold struct {
-	id       core.MachineID
-	token    string
-	leaseKey string
-	guard    *redisGuard
-}
-
-// checkSkew compares the local clock with Redis's TIME (Leaf's start-up
-// check). The round trip's half is allowed on top of MaxClockSkew.
-func (l *Lease) checkSkew(ctx context.Context) error {
-	t0 := l.clock.Now()
-	rt, err := l.rc.Time(ctx).Result()
-	t1 := l.clock.Now()
-	if err != nil {
-		return redisErr(err, "%s: TIME", l.cfg.Redis.where())
-	}
-	return l.judgeSkew(t0, t1, rt)
-}
-
-// judgeSkew compares the local clock between t0 and t1 with Redis's TIME
-// rt read in between, records the skew and says whether it is beyond
-// MaxClockSkew (plus half the round trip).
-func (l *Lease) judgeSkew(t0, t1, rt time.Time) error {
-	rtt := t1.Sub(t0)
-	local := t0.Add(rtt / 2)
-	skew := local.Sub(rt)
-	l.m.setSkew(skew)
-	maxSkew := l.cfg.Redis.MaxClockSkew
-	if maxSkew > 0 && skew.Abs() > maxSkew+rtt/2 {
-		return fmt.Errorf("%w: the local clock reads %s and Redis TIME %s, %s apart (max_clock_skew %s); fix the clock (NTP) of this host or of Redis",
-			ErrClockSkew, local.UTC().Format(time.RFC3339Nano), rt.UTC().Format(time.RFC3339Nano), skew.Round(time.Millisecond), maxSkew)
-	}
-	return nil
-}
-
-// claim takes a free ID of the range with SET NX PX: prefer first (when
-// it lies in the range), then every ID from a random point, so that a fleet
-// starting together spreads instead of fighting over the first ID. It
-// returns the hold and when the claim was sent (the lease runs from then).
-// The hold's guard knows whether the claim followed a clean release on
-// this very Redis instance; if not, it is quarantined (see redisGuard).
-func (l *Lease) claim(ctx context.Context, prefer core.MachineID, hasPrefer bool) (*hold, time.Time, error) {
-	if err := l.checkSkew(ctx); err != nil {
-		return nil, time.Time{}, err
-	}
-	token := newToken()
-	n := int(l.rng.Count)
-	start := rand.IntN(n)
-	try := func(id core.MachineID) (*hold, time.Time, error) {
-		leaseKey, markKey := Keys(l.cfg.Redis.KeyPrefix, id)
-		relKey := ReleasedKey(l.cfg.Redis.KeyPrefix, id)
-		sent := l.clock.Now()
-		res, err := l.conn.run(ctx, claimScript, []string{leaseKey, relKey}, token, l.ttl.Milliseconds())
-		// The quarantine runs from the reply: any renewal of an earlier
-		// holder reached Redis before this claim did.
-		claimed := l.clock.Now()
-		if err != nil && !errors.Is(err, ErrReplicas) {
-			return nil, sent, redisErr(err, "%s: claiming %s", l.cfg.Redis.where(), leaseKey)
-		}
-		a, ok := res.([]any)
-		if !ok || len(a) == 0 {
-			return nil, sent, fmt.Errorf("machineid: %s: claiming %s: unexpected reply %v", l.cfg.Redis.where(), leaseKey, res)
-		}
-		if got, _ := a[0].(int64); got == 0 {
-			return nil, sent, nil // taken
-		}
-		if err != nil { // ErrReplicas: the claim may not survive a failover
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.period)
-			_, rerr := l.conn.run(ctx, releaseScript, []string{leaseKey}, token)
-			cancel()
-			if rerr != nil && !errors.Is(rerr, ErrReplicas) {
-				l.log.Warn("machineid: releasing a claim that too few replicas acknowledged failed; it expires", "key", leaseKey, "ttl", l.ttl, "err", rerr)
-			}
-			return nil, sent, fmt.Errorf("%w: %s: claiming %s: %w", ErrUnavailable, l.cfg.Redis.where(), leaseKey, err)
-		}
-		str := func(i int) string {
-			if i < len(a) {
-				v, _ := a[i].(string)
-				return v
-			}
-			return ""
-		}
-		q := quarantine{claimed: claimed, ttl: l.ttl, skew: l.cfg.Redis.MaxClockSkew}
-		if ms, perr := strconv.ParseInt(str(1), 10, 64); perr == nil && ms > 0 {
-			q.record = time.UnixMilli(ms).UTC()
-			q.clean = str(2) != "" && str(3) != "" && str(2) == str(4) && str(3) == str(5)
-			if !q.clean {
-				l.log.Warn("machineid: ignoring a release record written on another Redis instance (restarted or failed over since): quarantined",
-					"machine", id, "record_run_id", str(2), "record_replid", str(3), "run_id", str(4), "replid", str(5))
-			}
-		}
-		g := &redisGuard{conn: l.conn, machine: id, leaseKey: leaseKey, markKey: markKey,
-			shapeKey: ShapeKey(l.cfg.Redis.KeyPrefix, id), token: token, notHolder: l.poke, q: q}
-		return &hold{id: id, token: token, leaseKey: leaseKey, guard: g}, sent, nil
-	}
-	if hasPrefer && l.rng.Contains(prefer) {
-		if h, sent, err := try(prefer); h != nil || err != nil {
-			return h, sent, err
-		}
-	}
-	for i := range n {
-		id := l.rng.First + core.MachineID((start+i)%n)
-		if hasPrefer && id == prefer {
-			continue
-		}
-		if h, sent, err := try(id); h != nil || err != nil {
-			return h, sent, err
-		}
-	}
-	return nil, time.Time{}, fmt.Errorf("%w: all %d IDs of the %s range %s are leased (key prefix %q); wait for a holder to stop or widen the range",
-		ErrRangeFull, n, l.mode, l.rng, l.cfg.Redis.KeyPrefix)
 }
 
 // quarantine is what a claim knows about the ID's previous holder.
