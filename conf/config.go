@@ -263,17 +263,11 @@ func DefaultConfig() Config {
 	}
 }
 
-// server reports whether a publish mode takes its machine ID from the
-// server range: every method but core.Embedded.
-func server(mode core.Method) bool { return mode != core.Embedded }
-
-// Range returns the machine-ID range of a publish mode: EmbeddedRange for
-// core.Embedded, ServerRange for the others.
-func (m MachineConfig) Range(mode core.Method) machineid.Range {
-	if server(mode) {
-		return m.ServerRange
-	}
-	return m.EmbeddedRange
+// Range returns the machine-ID range of a publish method:
+// machine.embedded_range for core.Embedded, machine.server_range for
+// core.Central and core.REST (machineid.Config.Range decides).
+func (m MachineConfig) Range(method core.Method) machineid.Range {
+	return m.machineID().Range(method)
 }
 
 // Static returns machine.id as a machine ID, or nil when unset. ID must
@@ -285,16 +279,13 @@ func (m MachineConfig) Static() *core.MachineID {
 	return new(core.MachineID(*m.ID))
 }
 
-// LeaseRange returns the IDs Redis leases hand out in a publish mode's
-// range (the effective lease range): machine.redis.embedded_range or
-// server_range when set; else the whole mode range when the redis provider
-// is listed; else none (the zero Range).
-func (m MachineConfig) LeaseRange(mode core.Method) machineid.Range {
-	explicit := m.Redis.EmbeddedRange
-	if server(mode) {
-		explicit = m.Redis.ServerRange
-	}
-	return machineid.EffectiveLeaseRange(explicit, m.Range(mode), m.Uses(ProviderRedis))
+// LeaseRange returns the IDs Redis leases hand out in the range of a
+// publish method (the effective lease range): machine.redis.embedded_range
+// or server_range when set; else the whole range when the redis provider
+// is listed; else none (the zero Range). machineid.Config.LeaseRange
+// decides.
+func (m MachineConfig) LeaseRange(method core.Method) machineid.Range {
+	return m.machineID().LeaseRange(method)
 }
 
 // RequireMachine reports an issuer that could not get a machine ID:
@@ -323,12 +314,12 @@ func (m MachineConfig) Uses(provider string) bool {
 	return false
 }
 
-// Core returns the generator's configuration for a publish mode: layout,
+// Core returns the generator's configuration for a publish method: layout,
 // type, epoch, version, machine.id (0 when unset: the machine-ID lease
 // sets the generator's, see machineid.Lease.NewGenerator), MaxBorrow and
 // the time guard's window and start-up wait. Clock, Guard and Logger are
 // left nil for the caller. It validates c and RequireMachine first.
-func (c Config) Core(mode core.Method) (core.Config, error) {
+func (c Config) Core(method core.Method) (core.Config, error) {
 	if err := errors.Join(c.Validate(), c.RequireMachine()); err != nil {
 		return core.Config{}, err
 	}

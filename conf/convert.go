@@ -13,12 +13,13 @@ import (
 
 // MachineID returns the machine-ID configuration: the provider chain, the
 // static ID (nil when machine.id is unset), the IP table, the k8s offset,
-// the ranges, the lease ranges and the Redis lease. mode is the publish
-// mode it is for; the result is the same for every mode (machineid.Acquire
-// takes the mode). Hostname, host addresses, Clock, Logger and Registerer
-// are left for the caller.
-func (c Config) MachineID(mode core.Method) machineid.Config {
-	m := c.Machine
+// the ranges, the lease ranges and the Redis lease. method is the publish
+// method it is for; the result is the same for every method
+// (machineid.Acquire takes the method and picks the range). Hostname, host
+// addresses, Clock, Logger and Registerer are left for the caller.
+func (c Config) MachineID(method core.Method) machineid.Config { return c.Machine.machineID() }
+
+func (m MachineConfig) machineID() machineid.Config {
 	table := make(map[string]core.MachineID, len(m.IPTable))
 	for ip, id := range m.IPTable {
 		table[ip] = core.MachineID(id)

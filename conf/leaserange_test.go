@@ -45,7 +45,7 @@ func TestLeaseRangeKeys(t *testing.T) {
 	if mc.ServerLeaseRange != mustRange(t, "924-1003") || !mc.EmbeddedLeaseRange.IsZero() || mc.Static == nil || *mc.Static != 1023 {
 		t.Fatalf("MachineID() = %+v", mc)
 	}
-	if err := mc.ValidateFor(machineid.Server); err != nil {
+	if err := mc.ValidateFor(core.Central); err != nil {
 		t.Fatalf("machineid refuses what conf accepted: %v", err)
 	}
 	if s := c.String(); !strings.Contains(s, " machine.redis.server_range=924-1003 ") {

@@ -111,7 +111,7 @@ func (m MachineConfig) validate(ck *checker) {
 		ck.add("machine.embedded_range", "%q overlaps machine.server_range %q", m.EmbeddedRange, m.ServerRange)
 		rangesOK = false
 	}
-	// inRanges reports an ID no publish mode could use.
+	// inRanges reports an ID no publish method could use.
 	inRanges := func(id int) string {
 		if !rangesOK || m.EmbeddedRange.Contains(core.MachineID(id)) || m.ServerRange.Contains(core.MachineID(id)) {
 			return ""
@@ -184,12 +184,15 @@ func (m MachineConfig) validateLeaseRanges(ck *checker) {
 		if id < 0 || id > int(core.MaxMachine) {
 			return // reported above
 		}
-		for _, mode := range []core.Method{core.Embedded, core.Central} {
-			leaseKey, modeKey, explicit := "machine.redis.embedded_range", "machine.embedded_range", m.Redis.EmbeddedRange
-			if server(mode) {
-				leaseKey, modeKey, explicit = "machine.redis.server_range", "machine.server_range", m.Redis.ServerRange
-			}
-			if msg := machineid.InLease(core.MachineID(id), m.LeaseRange(mode), !explicit.IsZero(), leaseKey, modeKey); msg != "" {
+		for _, r := range []struct {
+			method          core.Method // one of the range's methods
+			leaseKey, whole string
+			explicit        machineid.Range
+		}{
+			{core.Embedded, "machine.redis.embedded_range", "machine.embedded_range", m.Redis.EmbeddedRange},
+			{core.Central, "machine.redis.server_range", "machine.server_range", m.Redis.ServerRange},
+		} {
+			if msg := machineid.InLease(core.MachineID(id), m.LeaseRange(r.method), !r.explicit.IsZero(), r.leaseKey, r.whole); msg != "" {
 				ck.add(key, "%s", msg)
 			}
 		}

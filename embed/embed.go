@@ -77,7 +77,7 @@ func (c Config) Validate() error {
 	if err := c.core().Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if err := c.Machine.ValidateFor(machineid.Embedded); err != nil {
+	if err := c.Machine.ValidateFor(core.Embedded); err != nil {
 		return fmt.Errorf("%w: Machine: %w", ErrConfig, err)
 	}
 	return nil
@@ -116,7 +116,7 @@ func Open(ctx context.Context, cfg Config) (*Issuer, error) {
 	if mcfg.Registerer == nil {
 		mcfg.Registerer = cfg.Registerer
 	}
-	lease, err := machineid.Acquire(ctx, mcfg, machineid.Embedded)
+	lease, err := machineid.Acquire(ctx, mcfg, core.Embedded)
 	if err != nil {
 		return nil, err
 	}

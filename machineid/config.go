@@ -1,6 +1,7 @@
 package machineid
 
 import (
+	"cmp"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -16,37 +17,26 @@ import (
 	"github.com/vesta-go/vesta/core"
 )
 
-// Mode is what an issuer publishes, which decides the range its machine ID
-// must lie in.
-type Mode uint8
+// The publish method (core.Method) of an issuer chooses the range its
+// machine ID must lie in: core.Embedded (package embed and the client's
+// fallback) the embedded range, core.Central and core.REST (the servers)
+// the server range. serverSide is that rule, and rangeName names the
+// range in messages and in the metrics' mode label.
+func serverSide(m core.Method) bool { return m != core.Embedded }
 
-const (
-	// Embedded: package embed and the client's fallback; the embedded
-	// range (default 0-923).
-	Embedded Mode = iota
-	// Server: the central and REST servers; the server range (default
-	// 924-1023).
-	Server
-)
-
-// String is "embedded" or "server".
-func (m Mode) String() string {
-	switch m {
-	case Embedded:
-		return "embedded"
-	case Server:
+func rangeName(m core.Method) string {
+	if serverSide(m) {
 		return "server"
 	}
-	return fmt.Sprintf("Mode(%d)", uint8(m))
+	return "embedded"
 }
 
-// ModeOf returns the mode of a publish method: Embedded for core.Embedded,
-// Server for the others.
-func ModeOf(m core.Method) Mode {
-	if m == core.Embedded {
-		return Embedded
+// checkMethod refuses a method no issuer publishes with.
+func checkMethod(m core.Method) error {
+	if m > core.REST {
+		return fmt.Errorf("%w: method %s; want embedded, central or rest", ErrConfig, m)
 	}
-	return Server
+	return nil
 }
 
 // Provider names, as Config.Providers lists them.
@@ -215,8 +205,8 @@ func DefaultConfig() Config {
 }
 
 // Validate reports the first field that cannot be used, by name. What
-// depends on the mode (is the static ID inside its range?) is checked by
-// Acquire.
+// depends on the publish method (is the static ID inside its range?) is
+// checked by ValidateFor and Acquire.
 func (c Config) Validate() error {
 	_, err := c.resolve()
 	return err
@@ -334,39 +324,43 @@ func (c Config) resolve() (Config, error) {
 	return r, nil
 }
 
-// LeaseRange returns the IDs of mode's range that Redis leases hand out
-// (the effective lease range): EmbeddedLeaseRange or ServerLeaseRange when
-// set; else the whole mode range when the redis provider is listed; else
-// the zero Range (none). It does not validate c.
-func (c Config) LeaseRange(mode Mode) Range {
-	explicit, whole := c.EmbeddedLeaseRange, c.EmbeddedRange
-	if mode == Server {
-		explicit, whole = c.ServerLeaseRange, c.ServerRange
+// Range returns the machine-ID range of publish method m: EmbeddedRange
+// for core.Embedded, ServerRange for core.Central and core.REST; a zero
+// field is its default. It does not validate c.
+func (c Config) Range(m core.Method) Range {
+	if serverSide(m) {
+		return cmp.Or(c.ServerRange, DefaultServerRange)
 	}
-	if whole.IsZero() {
-		whole = DefaultEmbeddedRange
-		if mode == Server {
-			whole = DefaultServerRange
-		}
-	}
-	return EffectiveLeaseRange(explicit, whole, slices.Contains(c.Providers, ProviderRedis))
+	return cmp.Or(c.EmbeddedRange, DefaultEmbeddedRange)
 }
 
-// inLease is InLease for mode's effective lease range, naming c's fields.
-func (c Config) inLease(mode Mode, id core.MachineID) string {
+// LeaseRange returns the IDs of m's range (see Range) that Redis leases
+// hand out (the effective lease range): EmbeddedLeaseRange or
+// ServerLeaseRange when set; else the whole range when the redis provider
+// is listed; else the zero Range (none). It does not validate c.
+func (c Config) LeaseRange(m core.Method) Range {
+	explicit := c.EmbeddedLeaseRange
+	if serverSide(m) {
+		explicit = c.ServerLeaseRange
+	}
+	return EffectiveLeaseRange(explicit, c.Range(m), slices.Contains(c.Providers, ProviderRedis))
+}
+
+// inLease is InLease for m's effective lease range, naming c's fields.
+func (c Config) inLease(m core.Method, id core.MachineID) string {
 	leaseName, wholeName, explicit := "EmbeddedLeaseRange", "EmbeddedRange", c.EmbeddedLeaseRange
-	if mode == Server {
+	if serverSide(m) {
 		leaseName, wholeName, explicit = "ServerLeaseRange", "ServerRange", c.ServerLeaseRange
 	}
-	return InLease(id, c.LeaseRange(mode), !explicit.IsZero(), leaseName, wholeName)
+	return InLease(id, c.LeaseRange(m), !explicit.IsZero(), leaseName, wholeName)
 }
 
 // fixedCheck returns an error (wrapping ErrConfig) when id, a fixed ID
-// given by what, lies in the effective lease range of its mode (the ranges
+// given by what, lies in the effective lease range of either range (they
 // are disjoint, so at most one can hold it).
 func (c Config) fixedCheck(what string, id core.MachineID) error {
-	for _, mode := range []Mode{Embedded, Server} {
-		if msg := c.inLease(mode, id); msg != "" {
+	for _, m := range []core.Method{core.Embedded, core.Central} {
+		if msg := c.inLease(m, id); msg != "" {
 			return fmt.Errorf("%w: %s: %s", ErrConfig, what, msg)
 		}
 	}
@@ -397,43 +391,38 @@ func (c Config) checkFixed(listed map[string]bool) error {
 	return nil
 }
 
-// ValidateFor is Validate plus the checks of the mode: the static ID and
-// the k8s offset must lie in the mode's range.
-func (c Config) ValidateFor(mode Mode) error {
-	_, _, _, err := c.resolveFor(mode)
+// ValidateFor is Validate plus the checks of publish method m: the static
+// ID and the k8s offset must lie in m's range (see Range).
+func (c Config) ValidateFor(m core.Method) error {
+	_, _, _, err := c.resolveFor(m)
 	return err
 }
 
-// resolveFor is resolve plus the checks of the mode: the static ID and the
-// k8s offset must lie in the mode's range. It returns the mode's range and
-// its effective lease range.
-func (c Config) resolveFor(mode Mode) (Config, Range, Range, error) {
+// resolveFor is resolve plus the checks of publish method m: the static ID
+// and the k8s offset must lie in m's range. It returns m's range and its
+// effective lease range.
+func (c Config) resolveFor(m core.Method) (Config, Range, Range, error) {
+	if err := checkMethod(m); err != nil {
+		return Config{}, Range{}, Range{}, err
+	}
 	r, err := c.resolve()
 	if err != nil {
 		return Config{}, Range{}, Range{}, err
 	}
-	var rng Range
-	switch mode {
-	case Embedded:
-		rng = r.EmbeddedRange
-	case Server:
-		rng = r.ServerRange
-	default:
-		return Config{}, Range{}, Range{}, fmt.Errorf("%w: mode %d; want Embedded or Server", ErrConfig, mode)
-	}
+	rng := r.Range(m)
 	for _, p := range r.Providers {
 		switch p {
 		case ProviderStatic:
-			if err := rng.Check(*r.Static, mode.String()); err != nil {
+			if err := rng.Check(*r.Static, rangeName(m)); err != nil {
 				return Config{}, Range{}, Range{}, fmt.Errorf("%w: Static: %w", ErrConfig, err)
 			}
 		case ProviderK8s:
-			if err := rng.Check(core.MachineID(r.K8sOffset), mode.String()); err != nil {
+			if err := rng.Check(core.MachineID(r.K8sOffset), rangeName(m)); err != nil {
 				return Config{}, Range{}, Range{}, fmt.Errorf("%w: K8sOffset (the ID of ordinal 0): %w", ErrConfig, err)
 			}
 		}
 	}
-	return r, rng, r.LeaseRange(mode), nil
+	return r, rng, r.LeaseRange(m), nil
 }
 
 func isKnown(p string) bool {

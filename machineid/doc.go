@@ -1,11 +1,13 @@
 // Package machineid decides which machine ID an issuer uses, and keeps two
 // issuers from ever using the same one at the same time.
 //
-// The 1024 machine IDs are split into two disjoint ranges: embedded issuers
-// (and the client's fallback) take IDs from the embedded range (Embedded
-// mode, default 0-923), central and REST servers from the server range
-// (Server mode, default 924-1023). A Range says which IDs a mode may use;
-// providers pick one, tried in the order of Config.Providers:
+// The 1024 machine IDs are split into two disjoint ranges, and an issuer's
+// publish method (core.Method, the ID's method bits) chooses which one its
+// machine ID comes from (Config.Range): core.Embedded (package embed and
+// the client's fallback) the embedded range (default 0-923), core.Central
+// and core.REST (the servers of `vesta serve`) the server range (default
+// 924-1023). Providers pick an ID of that range, tried in the order of
+// Config.Providers:
 //
 //   - static: Config.Static. There is no default: with Static unset the
 //     provider refuses (ErrNoMachineID), since two hosts left on one
@@ -20,12 +22,12 @@
 //
 // A provider that cannot work on this host (Redis unreachable, no address
 // in the table, no ordinal) wraps ErrUnavailable and the chain tries the
-// next; any other error (a bad configuration, an ID outside the mode's
+// next; any other error (a bad configuration, an ID outside the method's
 // range, every leasable ID taken, a clock too far from Redis's) stops it.
 //
 // Fixed IDs (static, iptable, k8s) never come from the IDs Redis leases
-// hand out: each mode's lease range (Config.EmbeddedLeaseRange,
-// ServerLeaseRange; by default the whole mode range when redis is listed,
+// hand out: each range's lease range (Config.EmbeddedLeaseRange,
+// ServerLeaseRange; by default the whole range when redis is listed,
 // none otherwise) must not hold any of them, checked by Validate and again
 // by Acquire for the k8s ordinal and the matched address. So a chain
 // [redis, static] is refused on the default ranges (the static ID of a host
@@ -84,10 +86,11 @@
 //
 // # Order of operations
 //
-// For `vesta serve` (Server), embed.Open (Embedded) and the client's
-// fallback (Embedded, at client.New):
+// For `vesta serve` (core.Central: its central and REST servers share one
+// generator and one lease), embed.Open and the client's fallback
+// (core.Embedded, at client.New):
 //
-//	lease, err := machineid.Acquire(ctx, cfg, machineid.Server) // the ID; a Redis lease is renewed from here on
+//	lease, err := machineid.Acquire(ctx, cfg, core.Central)     // the ID; a Redis lease is renewed from here on
 //	guard, err := lease.TimeGuard(dataDir)                      // Redis store, or a core.FileGuard in dataDir
 //	err = lease.WaitQuarantine(ctx, gcfg)                       // a fresh Redis claim: wait out the quarantine
 //	gen, err := core.New(ctx, gcfg)                             // gcfg.Machine = lease.ID(), gcfg.Guard = guard

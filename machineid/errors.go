@@ -6,7 +6,7 @@ import "errors"
 // details (the provider, the ID, the range, the instants).
 var (
 	// ErrRange: a machine-ID range that cannot be used, or an ID outside
-	// the range its publish mode must use.
+	// the range its publish method must use.
 	ErrRange = errors.New("machineid: bad range")
 
 	// ErrConfig: a Config field that cannot be used; the message names it.

@@ -10,13 +10,13 @@ import (
 )
 
 // The order of operations for a server; an embedded issuer passes
-// machineid.Embedded. With Providers [redis, static] the same code leases
+// core.Embedded. With Providers [redis, static] the same code leases
 // an ID from Redis and keeps its time guard there.
 func Example() {
 	ctx := context.Background()
 	cfg := machineid.DefaultConfig()
 	cfg.Static = new(core.MachineID(1023)) // this host's own; there is no default
-	lease, err := machineid.Acquire(ctx, cfg, machineid.Server)
+	lease, err := machineid.Acquire(ctx, cfg, core.Central)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -47,7 +47,7 @@ func Example() {
 func ExampleAcquire_outsideTheRange() {
 	cfg := machineid.DefaultConfig()
 	cfg.Static = new(core.MachineID(7))
-	_, err := machineid.Acquire(context.Background(), cfg, machineid.Server)
+	_, err := machineid.Acquire(context.Background(), cfg, core.Central)
 	fmt.Println(err)
 	// Output: machineid: invalid config: Static: machineid: bad range: machine ID 7 is outside the server range 924-1023
 }
@@ -56,7 +56,7 @@ func ExampleAcquire_chain() {
 	cfg := machineid.DefaultConfig()
 	cfg.Providers = []string{machineid.ProviderK8s, machineid.ProviderStatic}
 	cfg.Hostname, cfg.K8sOffset, cfg.Static = "laptop", 924, new(core.MachineID(1000))
-	lease, err := machineid.Acquire(context.Background(), cfg, machineid.Server)
+	lease, err := machineid.Acquire(context.Background(), cfg, core.Central)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -64,7 +64,7 @@ func ExampleAcquire_chain() {
 	defer lease.Close(context.Background())
 	fmt.Println(lease.Provider(), lease.ID())
 	cfg.Providers = []string{machineid.ProviderK8s}
-	_, err = machineid.Acquire(context.Background(), cfg, machineid.Server)
+	_, err = machineid.Acquire(context.Background(), cfg, core.Central)
 	fmt.Println(err)
 	// Output:
 	// static 1000

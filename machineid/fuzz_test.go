@@ -41,7 +41,7 @@ func FuzzK8sHostname(f *testing.F) {
 	f.Fuzz(func(t *testing.T, host string) {
 		c := machineid.DefaultConfig()
 		c.Providers, c.Hostname, c.K8sOffset = []string{machineid.ProviderK8s}, host, 924
-		l, err := machineid.Acquire(context.Background(), c, machineid.Server)
+		l, err := machineid.Acquire(context.Background(), c, core.Central)
 		if err != nil {
 			if !errors.Is(err, machineid.ErrUnavailable) && !errors.Is(err, machineid.ErrRange) {
 				t.Fatalf("hostname %q: unexpected error %v", host, err)

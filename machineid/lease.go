@@ -62,23 +62,23 @@ type Status struct {
 
 // leaseBase is what every lease shares, whatever its provider.
 type leaseBase struct {
-	cfg   Config // resolved
-	mode  Mode
-	rng   Range
-	log   *slog.Logger
-	clock core.Clock
-	m     *metrics
+	cfg    Config      // resolved
+	method core.Method // the publish method; it chose rng
+	rng    Range
+	log    *slog.Logger
+	clock  core.Clock
+	m      *metrics
 }
 
-func newLeaseBase(c Config, mode Mode, rng Range) leaseBase {
-	b := leaseBase{cfg: c, mode: mode, rng: rng, log: c.Logger, clock: c.Clock}
+func newLeaseBase(c Config, m core.Method, rng Range) leaseBase {
+	b := leaseBase{cfg: c, method: m, rng: rng, log: c.Logger, clock: c.Clock}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
 	if b.clock == nil {
 		b.clock = core.NewSystemClock()
 	}
-	b.m = newMetrics(c.Registerer, mode)
+	b.m = newMetrics(c.Registerer, rangeName(m))
 	return b
 }
 

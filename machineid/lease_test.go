@@ -85,7 +85,7 @@ func TestRedisLostWhileRunning(t *testing.T) {
 	rdb := client(t, srv)
 	c := redisConfig(srv, 3*time.Second)
 	c.Redis.SafetyMargin = 1500 * time.Millisecond
-	l := mustAcquire(t, c, machineid.Server)
+	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{GuardWindow: time.Second})
 	var out issued
 	stop := issue(t, gen, &out)
@@ -145,7 +145,7 @@ func TestStolenLeaseIsFencedAndReplaced(t *testing.T) {
 	c := redisConfig(srv, 3*time.Second)
 	c.ServerRange = machineid.Range{First: 924, Count: 2}
 	c.Registerer = reg
-	l := mustAcquire(t, c, machineid.Server)
+	l := mustAcquire(t, c, core.Central)
 	first := l.ID()
 	gen := generator(t, l, core.Config{})
 	var out issued
@@ -194,7 +194,7 @@ func TestExpiredLeaseIsReclaimedWithoutGoingBack(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv)
 	c := redisConfig(srv, 3*time.Second)
-	l := mustAcquire(t, c, machineid.Server)
+	l := mustAcquire(t, c, core.Central)
 	id := l.ID()
 	gen := generator(t, l, core.Config{MaxStartupWait: 10 * time.Second, MaxBorrow: time.Second})
 	var out issued
@@ -220,14 +220,14 @@ func TestExpiredLeaseIsReclaimedWithoutGoingBack(t *testing.T) {
 func TestDeadlineOnAFakeClock(t *testing.T) {
 	srv := redistest.Start(t)
 	one := machineid.Range{First: 1000, Count: 1}
-	releasedCleanly(t, srv, machineid.Server, one) // no quarantine on the fake clock
+	releasedCleanly(t, srv, core.Central, one) // no quarantine on the fake clock
 	clock := core.NewManualClock(time.Now())
 	c := redisConfig(srv, 3*time.Second) // renew every 1s, retry every 300ms
 	c.ServerRange = one
 	c.Redis.MaxClockSkew = time.Minute // the fake clock runs ahead of Redis's
 	c.Redis.SafetyMargin = time.Second // deadline 2s after a renewal was sent
 	c.Clock = clock
-	l := mustAcquire(t, c, machineid.Server)
+	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{})
 	deadline := l.Status().Deadline
 	if got := deadline.Sub(clock.Now()); got != 2*time.Second {
@@ -260,13 +260,13 @@ func TestDeadlineOnAFakeClock(t *testing.T) {
 func TestRenewalAfterTheDeadlineUnfences(t *testing.T) {
 	srv := redistest.Start(t)
 	one := machineid.Range{First: 1000, Count: 1}
-	releasedCleanly(t, srv, machineid.Server, one) // no quarantine on the fake clock
+	releasedCleanly(t, srv, core.Central, one) // no quarantine on the fake clock
 	clock := core.NewManualClock(time.Now())
 	c := redisConfig(srv, 30*time.Second)
 	c.ServerRange = one
 	c.Redis.MaxClockSkew = 10 * time.Minute // the fake clock runs ahead of Redis's
 	c.Clock = clock
-	l := mustAcquire(t, c, machineid.Server)
+	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{})
 	id := l.ID()
 	clock.Advance(time.Minute)
@@ -302,7 +302,7 @@ func holderConfig(addr string) machineid.Config {
 
 func runHolder(addr string) int {
 	ctx := context.Background()
-	l, err := machineid.Acquire(ctx, holderConfig(addr), machineid.Server)
+	l, err := machineid.Acquire(ctx, holderConfig(addr), core.Central)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "holder:", err)
 		return 1
@@ -396,13 +396,13 @@ func (h *holder) drain() {
 func takeOver(t testing.TB, addr string) *machineid.Lease {
 	t.Helper()
 	c := holderConfig(addr)
-	if _, err := acquire(t, c, machineid.Server); !errors.Is(err, machineid.ErrRangeFull) || !strings.Contains(err.Error(), "1000-1000") {
+	if _, err := acquire(t, c, core.Central); !errors.Is(err, machineid.ErrRangeFull) || !strings.Contains(err.Error(), "1000-1000") {
 		t.Fatalf("Acquire while the holder's lease stands: %v; want ErrRangeFull naming 1000-1000", err)
 	}
 	var l *machineid.Lease
 	eventually(t, "the holder's lease to expire", func() bool {
 		var err error
-		l, err = acquire(t, c, machineid.Server)
+		l, err = acquire(t, c, core.Central)
 		if err != nil && !errors.Is(err, machineid.ErrRangeFull) {
 			t.Fatalf("Acquire: %v", err)
 		}
@@ -498,7 +498,7 @@ func TestLostAfterTheGeneratorClosed(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv)
 	c := redisConfig(srv, 3*time.Second)
-	l := mustAcquire(t, c, machineid.Server)
+	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{})
 	if err := gen.Close(); err != nil {
 		t.Fatal(err)

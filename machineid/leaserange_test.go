@@ -90,22 +90,22 @@ func TestFixedIDsOutsideTheLeaseRange(t *testing.T) {
 
 func TestLeaseRange(t *testing.T) {
 	c := machineid.DefaultConfig()
-	if r := c.LeaseRange(machineid.Server); !r.IsZero() {
+	if r := c.LeaseRange(core.Central); !r.IsZero() {
 		t.Fatalf("static only: lease range %s; want none", r)
 	}
 	c.Providers = []string{"redis"}
-	if r := c.LeaseRange(machineid.Server); r != machineid.DefaultServerRange {
+	if r := c.LeaseRange(core.Central); r != machineid.DefaultServerRange {
 		t.Fatalf("redis: lease range %s; want the server range", r)
 	}
-	if r := (machineid.Config{Providers: []string{"redis"}}).LeaseRange(machineid.Embedded); r != machineid.DefaultEmbeddedRange {
+	if r := (machineid.Config{Providers: []string{"redis"}}).LeaseRange(core.Embedded); r != machineid.DefaultEmbeddedRange {
 		t.Fatalf("redis, zero ranges: lease range %s; want the default embedded range", r)
 	}
 	c.ServerLeaseRange = machineid.Range{First: 1000, Count: 4}
-	if r := c.LeaseRange(machineid.Server); r != c.ServerLeaseRange {
+	if r := c.LeaseRange(core.Central); r != c.ServerLeaseRange {
 		t.Fatalf("explicit: lease range %s; want %s", r, c.ServerLeaseRange)
 	}
 	c.Providers = []string{"static"}
-	if r := c.LeaseRange(machineid.Server); r != c.ServerLeaseRange {
+	if r := c.LeaseRange(core.Central); r != c.ServerLeaseRange {
 		t.Fatalf("explicit without redis: lease range %s; want %s (a fleet shares it)", r, c.ServerLeaseRange)
 	}
 }
@@ -117,13 +117,13 @@ func TestK8sOrdinalInTheLeaseRange(t *testing.T) {
 	c.Providers, c.K8sOffset, c.Hostname = []string{"k8s", "redis"}, 924, "vesta-60"
 	c.ServerLeaseRange = machineid.Range{First: 974, Count: 50}
 	c.Redis.Addrs = []string{deadAddr(t)}
-	_, err := acquire(t, c, machineid.Server)
+	_, err := acquire(t, c, core.Central)
 	if !errors.Is(err, machineid.ErrRange) || errors.Is(err, machineid.ErrNoProvider) ||
 		!strings.Contains(err.Error(), "984 lies in the IDs Redis leases hand out (ServerLeaseRange 974-1023)") {
 		t.Fatalf("Acquire = %v; want ErrRange naming 984 and ServerLeaseRange", err)
 	}
 	c.Hostname = "vesta-49"
-	if l := mustAcquire(t, c, machineid.Server); l.ID() != 973 || l.Provider() != "k8s" {
+	if l := mustAcquire(t, c, core.Central); l.ID() != 973 || l.Provider() != "k8s" {
 		t.Fatalf("got %d from %s; want 973 from k8s", l.ID(), l.Provider())
 	}
 }
@@ -136,7 +136,7 @@ func TestRedisClaimsFromTheLeaseRangeOnly(t *testing.T) {
 	c.ServerLeaseRange = machineid.Range{First: 1000, Count: 3}
 	got := map[core.MachineID]bool{}
 	for range 3 {
-		l := mustAcquire(t, c, machineid.Server)
+		l := mustAcquire(t, c, core.Central)
 		if !c.ServerLeaseRange.Contains(l.ID()) || got[l.ID()] {
 			t.Fatalf("leased %d (have %v); want a free ID of 1000-1002", l.ID(), got)
 		}
@@ -145,7 +145,7 @@ func TestRedisClaimsFromTheLeaseRangeOnly(t *testing.T) {
 			t.Fatalf("Range() = %s; want the lease range %s", l.Range(), c.ServerLeaseRange)
 		}
 	}
-	if _, err := acquire(t, c, machineid.Server); !errors.Is(err, machineid.ErrRangeFull) || !strings.Contains(err.Error(), "1000-1002") {
+	if _, err := acquire(t, c, core.Central); !errors.Is(err, machineid.ErrRangeFull) || !strings.Contains(err.Error(), "1000-1002") {
 		t.Fatalf("fourth Acquire = %v; want ErrRangeFull naming 1000-1002", err)
 	}
 }
@@ -153,7 +153,7 @@ func TestRedisClaimsFromTheLeaseRangeOnly(t *testing.T) {
 // There is no default machine ID: the default config refuses in both
 // modes, saying how to choose.
 func TestNoDefaultMachineID(t *testing.T) {
-	for _, mode := range []machineid.Mode{machineid.Embedded, machineid.Server} {
+	for _, mode := range []core.Method{core.Embedded, core.Central} {
 		_, err := acquire(t, machineid.DefaultConfig(), mode)
 		if !errors.Is(err, machineid.ErrNoMachineID) || !errors.Is(err, machineid.ErrConfig) {
 			t.Fatalf("%s: Acquire(DefaultConfig()) = %v; want ErrNoMachineID", mode, err)

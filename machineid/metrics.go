@@ -7,8 +7,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are a lease's Prometheus series, labelled with the mode so that a
-// server and a client's fallback in one process do not collide. A nil
+// metrics are a lease's Prometheus series, labelled mode="embedded" or
+// "server" (the name of the lease's range) so that a server and a client's
+// fallback in one process do not collide. A nil
 // *metrics records nothing.
 type metrics struct {
 	state    *prometheus.GaugeVec
@@ -20,11 +21,11 @@ type metrics struct {
 	quar     prometheus.Gauge
 }
 
-func newMetrics(reg prometheus.Registerer, mode Mode) *metrics {
+func newMetrics(reg prometheus.Registerer, rangeName string) *metrics {
 	if reg == nil {
 		return nil
 	}
-	labels := prometheus.Labels{"mode": mode.String()}
+	labels := prometheus.Labels{"mode": rangeName}
 	m := &metrics{
 		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "vesta_machine_lease_state", ConstLabels: labels,
@@ -67,7 +68,7 @@ func newMetrics(reg prometheus.Registerer, mode Mode) *metrics {
 }
 
 // register registers c, or returns the collector already registered under
-// its name (a second lease of the same mode in one process).
+// its name (a second lease of the same range in one process).
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 	if err := reg.Register(c); err != nil {
 		var are prometheus.AlreadyRegisteredError

@@ -14,19 +14,20 @@ import (
 	"github.com/vesta-go/vesta/core"
 )
 
-// Acquire asks the providers of cfg, in order, for a machine ID of mode's
-// range. A provider that is not available here (ErrUnavailable) passes to
+// Acquire asks the providers of cfg, in order, for a machine ID of the
+// range of publish method m (see Config.Range): the embedded range for
+// core.Embedded, the server range for core.Central and core.REST. A provider that is not available here (ErrUnavailable) passes to
 // the next; any other error stops the chain. When every provider is
 // unavailable the error wraps ErrNoProvider and each provider's reason.
 //
 // A Redis lease is renewed from the moment Acquire returns; see Lease for
 // what the caller does next. Every Lease must be closed.
-func Acquire(ctx context.Context, cfg Config, mode Mode) (*Lease, error) {
-	c, rng, leaseRng, err := cfg.resolveFor(mode)
+func Acquire(ctx context.Context, cfg Config, m core.Method) (*Lease, error) {
+	c, rng, leaseRng, err := cfg.resolveFor(m)
 	if err != nil {
 		return nil, err
 	}
-	base := newLeaseBase(c, mode, rng)
+	base := newLeaseBase(c, m, rng)
 	var reasons []error
 	for _, p := range c.Providers {
 		l, err := acquireWith(ctx, base, leaseRng, p)
@@ -50,8 +51,8 @@ func Acquire(ctx context.Context, cfg Config, mode Mode) (*Lease, error) {
 }
 
 // acquireWith asks one provider. A Redis lease is claimed from leaseRng
-// (the mode's effective lease range) only; a fixed ID (static, iptable,
-// k8s) must lie in the mode's range and outside leaseRng, checked here
+// (the effective lease range) only; a fixed ID (static, iptable, k8s)
+// must lie in the method's range and outside leaseRng, checked here
 // again because the k8s ordinal and the host's addresses are known only
 // now.
 func acquireWith(ctx context.Context, base leaseBase, leaseRng Range, provider string) (*Lease, error) {
@@ -75,10 +76,10 @@ func acquireWith(ctx context.Context, base leaseBase, leaseRng Range, provider s
 	if err != nil {
 		return nil, err
 	}
-	if err := base.rng.Check(id, base.mode.String()); err != nil {
+	if err := base.rng.Check(id, rangeName(base.method)); err != nil {
 		return nil, err
 	}
-	if msg := base.cfg.inLease(base.mode, id); msg != "" {
+	if msg := base.cfg.inLease(base.method, id); msg != "" {
 		return nil, fmt.Errorf("%w: %s provider: %s", ErrRange, provider, msg)
 	}
 	return newFixedLease(base, provider, id), nil

@@ -31,7 +31,7 @@ func deadAddr(t testing.TB) string {
 	return addr
 }
 
-func acquire(t testing.TB, c machineid.Config, mode machineid.Mode) (*machineid.Lease, error) {
+func acquire(t testing.TB, c machineid.Config, mode core.Method) (*machineid.Lease, error) {
 	t.Helper()
 	l, err := machineid.Acquire(context.Background(), c, mode)
 	if err == nil {
@@ -40,7 +40,7 @@ func acquire(t testing.TB, c machineid.Config, mode machineid.Mode) (*machineid.
 	return l, err
 }
 
-func mustAcquire(t testing.TB, c machineid.Config, mode machineid.Mode) *machineid.Lease {
+func mustAcquire(t testing.TB, c machineid.Config, mode core.Method) *machineid.Lease {
 	t.Helper()
 	l, err := acquire(t, c, mode)
 	if err != nil {
@@ -53,83 +53,83 @@ func TestProviders(t *testing.T) {
 	table := map[string]core.MachineID{"10.0.0.1": 924, "10.0.0.2": 925, "fd00::7": 926, "192.168.1.5": 3}
 	for _, tc := range []struct {
 		name string
-		mode machineid.Mode
+		mode core.Method
 		edit func(*machineid.Config)
 		want core.MachineID
 		errs []error  // the error wraps all of these; nil = success
 		msg  []string // and says all of these
 	}{
-		{"static server", machineid.Server, func(c *machineid.Config) { c.Static = new(core.MachineID(1023)) }, 1023, nil, nil},
-		{"static embedded", machineid.Embedded, func(c *machineid.Config) { c.Static = new(core.MachineID(7)) }, 7, nil, nil},
-		{"static outside the server range", machineid.Server, func(c *machineid.Config) { c.Static = new(core.MachineID(7)) },
+		{"static server", core.Central, func(c *machineid.Config) { c.Static = new(core.MachineID(1023)) }, 1023, nil, nil},
+		{"static embedded", core.Embedded, func(c *machineid.Config) { c.Static = new(core.MachineID(7)) }, 7, nil, nil},
+		{"static outside the server range", core.Central, func(c *machineid.Config) { c.Static = new(core.MachineID(7)) },
 			0, []error{machineid.ErrConfig, machineid.ErrRange}, []string{"Static", "7", "server range 924-1023"}},
-		{"static outside the embedded range", machineid.Embedded, func(c *machineid.Config) { c.Static = new(core.MachineID(1000)) },
+		{"static outside the embedded range", core.Embedded, func(c *machineid.Config) { c.Static = new(core.MachineID(1000)) },
 			0, []error{machineid.ErrRange}, []string{"1000", "embedded range 0-923"}},
-		{"static inside a moved range", machineid.Server, func(c *machineid.Config) {
+		{"static inside a moved range", core.Central, func(c *machineid.Config) {
 			c.EmbeddedRange, c.ServerRange, c.Static = machineid.Range{First: 100, Count: 924}, machineid.Range{First: 0, Count: 100}, new(core.MachineID(99))
 		}, 99, nil, nil},
-		{"iptable one match", machineid.Server, func(c *machineid.Config) {
+		{"iptable one match", core.Central, func(c *machineid.Config) {
 			c.Providers, c.IPTable, c.HostAddrs = []string{"iptable"}, table, addrs("127.0.0.1", "10.0.0.2", "fe80::1")
 		}, 925, nil, nil},
-		{"iptable IPv6", machineid.Server, func(c *machineid.Config) {
+		{"iptable IPv6", core.Central, func(c *machineid.Config) {
 			c.Providers, c.IPTable, c.HostAddrs = []string{"iptable"}, table, addrs("127.0.0.1", "fd00::7")
 		}, 926, nil, nil},
-		{"iptable IPv4-mapped address", machineid.Server, func(c *machineid.Config) {
+		{"iptable IPv4-mapped address", core.Central, func(c *machineid.Config) {
 			c.Providers, c.IPTable, c.HostAddrs = []string{"iptable"}, table, addrs("::ffff:10.0.0.1")
 		}, 924, nil, nil},
-		{"iptable two addresses, one ID", machineid.Server, func(c *machineid.Config) {
+		{"iptable two addresses, one ID", core.Central, func(c *machineid.Config) {
 			c.Providers, c.HostAddrs = []string{"iptable"}, addrs("10.0.0.1", "10.0.0.9")
 			c.IPTable = map[string]core.MachineID{"10.0.0.1": 930, "10.0.0.9": 930}
 		}, 930, nil, nil},
-		{"iptable two addresses, two IDs", machineid.Server, func(c *machineid.Config) {
+		{"iptable two addresses, two IDs", core.Central, func(c *machineid.Config) {
 			c.Providers, c.IPTable, c.HostAddrs = []string{"iptable"}, table, addrs("10.0.0.2", "10.0.0.1")
 		}, 0, []error{machineid.ErrAmbiguous}, []string{"10.0.0.1 -> 924", "10.0.0.2 -> 925"}},
-		{"iptable no match", machineid.Server, func(c *machineid.Config) {
+		{"iptable no match", core.Central, func(c *machineid.Config) {
 			c.Providers, c.IPTable, c.HostAddrs = []string{"iptable"}, table, addrs("10.9.9.9")
 		}, 0, []error{machineid.ErrNoProvider, machineid.ErrUnavailable}, []string{"iptable:", "10.9.9.9"}},
-		{"iptable match outside the mode's range", machineid.Server, func(c *machineid.Config) {
+		{"iptable match outside the mode's range", core.Central, func(c *machineid.Config) {
 			c.Providers, c.IPTable, c.HostAddrs = []string{"iptable"}, table, addrs("192.168.1.5")
 		}, 0, []error{machineid.ErrRange}, []string{"3", "server range"}},
-		{"iptable empty", machineid.Server, func(c *machineid.Config) {
+		{"iptable empty", core.Central, func(c *machineid.Config) {
 			c.Providers = []string{"iptable"}
 		}, 0, []error{machineid.ErrConfig}, []string{"IPTable"}},
-		{"k8s ordinal", machineid.Server, func(c *machineid.Config) {
+		{"k8s ordinal", core.Central, func(c *machineid.Config) {
 			c.Providers, c.Hostname, c.K8sOffset = []string{"k8s"}, "vesta-12", 924
 		}, 936, nil, nil},
-		{"k8s fully qualified", machineid.Server, func(c *machineid.Config) {
+		{"k8s fully qualified", core.Central, func(c *machineid.Config) {
 			c.Providers, c.Hostname, c.K8sOffset = []string{"k8s"}, "id-server-0.id-server.prod.svc.cluster.local", 924
 		}, 924, nil, nil},
-		{"k8s embedded offset 0", machineid.Embedded, func(c *machineid.Config) {
+		{"k8s embedded offset 0", core.Embedded, func(c *machineid.Config) {
 			c.Providers, c.Hostname = []string{"k8s"}, "app-7"
 		}, 7, nil, nil},
-		{"k8s no ordinal", machineid.Server, func(c *machineid.Config) {
+		{"k8s no ordinal", core.Central, func(c *machineid.Config) {
 			c.Providers, c.Hostname, c.K8sOffset = []string{"k8s"}, "build-host", 924
 		}, 0, []error{machineid.ErrNoProvider, machineid.ErrUnavailable}, []string{"k8s:", "build-host"}},
-		{"k8s dash without digits", machineid.Server, func(c *machineid.Config) {
+		{"k8s dash without digits", core.Central, func(c *machineid.Config) {
 			c.Providers, c.Hostname, c.K8sOffset = []string{"k8s"}, "vesta-", 924
 		}, 0, []error{machineid.ErrUnavailable}, []string{"vesta-"}},
-		{"k8s ordinal past the range", machineid.Server, func(c *machineid.Config) {
+		{"k8s ordinal past the range", core.Central, func(c *machineid.Config) {
 			c.Providers, c.Hostname, c.K8sOffset = []string{"k8s"}, "vesta-100", 924
 		}, 0, []error{machineid.ErrRange}, []string{"1024"}},
-		{"k8s ordinal past 1023", machineid.Server, func(c *machineid.Config) {
+		{"k8s ordinal past 1023", core.Central, func(c *machineid.Config) {
 			c.Providers, c.Hostname, c.K8sOffset = []string{"k8s"}, "vesta-99999", 924
 		}, 0, []error{machineid.ErrRange}, []string{"99999"}},
-		{"k8s offset outside the range", machineid.Server, func(c *machineid.Config) {
+		{"k8s offset outside the range", core.Central, func(c *machineid.Config) {
 			c.Providers, c.Hostname = []string{"k8s"}, "vesta-1"
 		}, 0, []error{machineid.ErrConfig, machineid.ErrRange}, []string{"K8sOffset"}},
-		{"chain falls through to static", machineid.Server, func(c *machineid.Config) {
+		{"chain falls through to static", core.Central, func(c *machineid.Config) {
 			c.Providers, c.Hostname, c.K8sOffset, c.Static = []string{"k8s", "iptable", "static"}, "laptop", 924, new(core.MachineID(1000))
 			c.IPTable, c.HostAddrs = table, addrs("10.9.9.9")
 		}, 1000, nil, nil},
-		{"chain lists every reason", machineid.Server, func(c *machineid.Config) {
+		{"chain lists every reason", core.Central, func(c *machineid.Config) {
 			c.Providers, c.Hostname, c.K8sOffset = []string{"k8s", "iptable"}, "laptop", 924
 			c.IPTable, c.HostAddrs = table, addrs("10.9.9.9")
 		}, 0, []error{machineid.ErrNoProvider, machineid.ErrUnavailable}, []string{"k8s:", "laptop", "iptable:", "10.9.9.9"}},
-		{"a hard error stops the chain", machineid.Server, func(c *machineid.Config) {
+		{"a hard error stops the chain", core.Central, func(c *machineid.Config) {
 			c.Providers, c.Static = []string{"iptable", "static"}, new(core.MachineID(1000))
 			c.IPTable, c.HostAddrs = table, addrs("10.0.0.1", "10.0.0.2")
 		}, 0, []error{machineid.ErrAmbiguous}, []string{"iptable provider"}},
-		{"unknown provider", machineid.Server, func(c *machineid.Config) { c.Providers = []string{"zookeeper"} },
+		{"unknown provider", core.Central, func(c *machineid.Config) { c.Providers = []string{"zookeeper"} },
 			0, []error{machineid.ErrConfig}, []string{"zookeeper", "redis, k8s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,14 +173,14 @@ func TestUnreachableRedisAtStart(t *testing.T) {
 	c := machineid.DefaultConfig()
 	c.Redis.Addrs = []string{deadAddr(t)}
 	c.Providers, c.Static = []string{"redis", "static"}, new(core.MachineID(1023))
-	_, err := acquire(t, c, machineid.Server)
+	_, err := acquire(t, c, core.Central)
 	if !errors.Is(err, machineid.ErrConfig) || !strings.Contains(err.Error(), "Static: 1023") ||
 		!strings.Contains(err.Error(), "ServerLeaseRange 924-1023, all of ServerRange") {
 		t.Fatalf("redis then static 1023 on the default ranges: %v; want ErrConfig naming Static and ServerLeaseRange", err)
 	}
 
 	c.ServerLeaseRange, _ = machineid.ParseRange("924-1003")
-	l, err := acquire(t, c, machineid.Server)
+	l, err := acquire(t, c, core.Central)
 	if err != nil {
 		t.Fatalf("redis then static, lease range narrowed: %v", err)
 	}
@@ -189,7 +189,7 @@ func TestUnreachableRedisAtStart(t *testing.T) {
 	}
 
 	c.Providers = []string{"redis"}
-	_, err = acquire(t, c, machineid.Server)
+	_, err = acquire(t, c, core.Central)
 	if !errors.Is(err, machineid.ErrNoProvider) || !errors.Is(err, machineid.ErrUnavailable) ||
 		!strings.Contains(err.Error(), c.Redis.Addrs[0]) {
 		t.Fatalf("redis alone: %v; want ErrNoProvider naming %s", err, c.Redis.Addrs[0])
@@ -199,7 +199,7 @@ func TestUnreachableRedisAtStart(t *testing.T) {
 func TestTimeGuardOfAFixedID(t *testing.T) {
 	c := machineid.DefaultConfig()
 	c.Static = new(core.MachineID(9))
-	l := mustAcquire(t, c, machineid.Embedded)
+	l := mustAcquire(t, c, core.Embedded)
 	if g, err := l.TimeGuard(""); err != nil || g != nil {
 		t.Fatalf(`TimeGuard("") = %v, %v; want no guard`, g, err)
 	}
@@ -235,7 +235,7 @@ func TestTimeGuardOfAFixedID(t *testing.T) {
 func TestAttachChecksTheMachine(t *testing.T) {
 	c := machineid.DefaultConfig()
 	c.Static = new(core.MachineID(5))
-	l := mustAcquire(t, c, machineid.Embedded)
+	l := mustAcquire(t, c, core.Embedded)
 	other, err := core.New(context.Background(), core.Config{Machine: 6})
 	if err != nil {
 		t.Fatal(err)
@@ -257,12 +257,31 @@ func TestAttachChecksTheMachine(t *testing.T) {
 	}
 }
 
-func TestModeOf(t *testing.T) {
-	for m, want := range map[core.Method]machineid.Mode{
-		core.Embedded: machineid.Embedded, core.Central: machineid.Server, core.REST: machineid.Server,
+// The publish method chooses the range: embedded for core.Embedded, the
+// server range for the servers' methods; no issuer publishes with
+// core.Reserved.
+func TestRangeOfMethod(t *testing.T) {
+	c := machineid.DefaultConfig()
+	c.EmbeddedRange, c.ServerRange = machineid.Range{First: 0, Count: 500}, machineid.Range{First: 500, Count: 100}
+	c.Static = new(core.MachineID(550))
+	for _, tc := range []struct {
+		m       core.Method
+		want    machineid.Range
+		wantErr error
+	}{
+		{core.Embedded, c.EmbeddedRange, machineid.ErrRange},
+		{core.Central, c.ServerRange, nil},
+		{core.REST, c.ServerRange, nil},
+		{core.Reserved, c.ServerRange, machineid.ErrConfig},
 	} {
-		if got := machineid.ModeOf(m); got != want {
-			t.Errorf("ModeOf(%s) = %s; want %s", m, got, want)
+		if got := c.Range(tc.m); got != tc.want {
+			t.Errorf("Range(%s) = %s; want %s", tc.m, got, tc.want)
 		}
+		if err := c.ValidateFor(tc.m); !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
+			t.Errorf("ValidateFor(%s) = %v; want %v", tc.m, err, tc.wantErr)
+		}
+	}
+	if got := (machineid.Config{}).Range(core.REST); got != machineid.DefaultServerRange {
+		t.Errorf("zero Config: Range(rest) = %s; want the default %s", got, machineid.DefaultServerRange)
 	}
 }

@@ -68,11 +68,11 @@ func (r Range) String() string {
 	return fmt.Sprintf("%d-%d", r.First, r.Last())
 }
 
-// Check returns an error naming id, the range and the mode when id lies
-// outside r.
-func (r Range) Check(id core.MachineID, mode string) error {
+// Check returns an error naming id and the range, called name ("server",
+// "embedded"), when id lies outside r.
+func (r Range) Check(id core.MachineID, name string) error {
 	if !r.Contains(id) {
-		return fmt.Errorf("%w: machine ID %d is outside the %s range %s", ErrRange, id, mode, r)
+		return fmt.Errorf("%w: machine ID %d is outside the %s range %s", ErrRange, id, name, r)
 	}
 	return nil
 }
@@ -85,8 +85,8 @@ func (r Range) Covers(o Range) bool {
 	return r.Count > 0 && o.First >= r.First && int(o.First)+int(o.Count) <= int(r.First)+int(r.Count)
 }
 
-// EffectiveLeaseRange is the rule for the IDs of a mode that Redis leases
-// hand out: explicit when set; else the whole mode range when the redis
+// EffectiveLeaseRange is the rule for the IDs of a range (whole) that Redis
+// leases hand out: explicit when set; else the whole range when the redis
 // provider is used (leasing); else none (the zero Range).
 func EffectiveLeaseRange(explicit, whole Range, leasing bool) Range {
 	switch {
@@ -99,10 +99,10 @@ func EffectiveLeaseRange(explicit, whole Range, leasing bool) Range {
 }
 
 // InLease returns "" when the fixed ID id (a static, IP-table or k8s ID)
-// lies outside lease, the effective lease range of its mode; else a message
-// saying why that is refused and how to fix it, naming the lease range's
-// setting (leaseName), whether it was set (explicit) or defaulted to the
-// whole mode range (wholeName). conf passes YAML keys, Config its fields.
+// lies outside lease, the effective lease range of its range; else a
+// message saying why that is refused and how to fix it, naming the lease
+// range's setting (leaseName), whether it was set (explicit) or defaulted
+// to the whole range (wholeName). conf passes YAML keys, Config its fields.
 func InLease(id core.MachineID, lease Range, explicit bool, leaseName, wholeName string) string {
 	if !lease.Contains(id) {
 		return ""

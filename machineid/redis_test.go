@@ -38,7 +38,7 @@ func TestRacingLeasersNeverShareAnID(t *testing.T) {
 	for range n {
 		wg.Go(func() {
 			<-start
-			l, err := machineid.Acquire(context.Background(), c, machineid.Server)
+			l, err := machineid.Acquire(context.Background(), c, core.Central)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -80,7 +80,7 @@ func TestGracefulCloseReleasesAtOnce(t *testing.T) {
 	rdb := client(t, srv)
 	c := redisConfig(srv, 10*time.Second)
 	c.ServerRange = machineid.Range{First: 1000, Count: 1}
-	l := mustAcquire(t, c, machineid.Server)
+	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{})
 	if _, err := gen.NextID(context.Background(), core.Central); err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestGracefulCloseReleasesAtOnce(t *testing.T) {
 	if v := rdb.Get(context.Background(), leaseKey).Val(); !strings.Contains(v, "/") {
 		t.Fatalf("lease value %q; want token/host/pid", v)
 	}
-	if _, err := machineid.Acquire(context.Background(), c, machineid.Server); !errors.Is(err, machineid.ErrRangeFull) {
+	if _, err := machineid.Acquire(context.Background(), c, core.Central); !errors.Is(err, machineid.ErrRangeFull) {
 		t.Fatalf("second lease of a one-ID range: %v; want ErrRangeFull", err)
 	}
 	if err := gen.Close(); err != nil {
@@ -111,7 +111,7 @@ func TestGracefulCloseReleasesAtOnce(t *testing.T) {
 		t.Fatalf("state after Close: %s", s.State)
 	}
 	// The ID is free at once, well before the 10s TTL.
-	l2, err := machineid.Acquire(context.Background(), c, machineid.Server)
+	l2, err := machineid.Acquire(context.Background(), c, core.Central)
 	if err != nil {
 		t.Fatalf("re-leasing after Close: %v", err)
 	}
@@ -122,7 +122,7 @@ func TestOnlyTheHolderWritesTheMark(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv)
 	c := redisConfig(srv, 10*time.Second)
-	l := mustAcquire(t, c, machineid.Server)
+	l := mustAcquire(t, c, core.Central)
 	g := l.Guard()
 	if g == nil {
 		t.Fatal("a Redis lease has no guard")
@@ -175,7 +175,7 @@ func TestClockSkewAgainstRedisTime(t *testing.T) {
 			c.Redis.MaxClockSkew = 2 * time.Second
 			c.Clock = core.NewManualClock(time.Now().Add(tc.offset))
 			c.Registerer = reg
-			l, err := acquire(t, c, machineid.Server)
+			l, err := acquire(t, c, core.Central)
 			skew, found := gauge(t, reg, "vesta_machine_clock_skew_seconds", nil)
 			if !found || (skew-tc.offset.Seconds() > 1 || tc.offset.Seconds()-skew > 1) {
 				t.Fatalf("skew metric %v (found %t); want about %v", skew, found, tc.offset.Seconds())
@@ -204,7 +204,7 @@ func TestMetricsOfALease(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	c := redisConfig(srv, 3*time.Second)
 	c.Registerer = reg
-	l := mustAcquire(t, c, machineid.Server)
+	l := mustAcquire(t, c, core.Central)
 	if v, _ := gauge(t, reg, "vesta_machine_lease_state", map[string]string{"state": "held", "mode": "server"}); v != 1 {
 		t.Fatalf("held state gauge %v", v)
 	}
@@ -216,7 +216,7 @@ func TestMetricsOfALease(t *testing.T) {
 		return v >= 1
 	})
 	// A second lease of the same mode shares the series instead of failing.
-	l2 := mustAcquire(t, c, machineid.Server)
+	l2 := mustAcquire(t, c, core.Central)
 	l2.Close(context.Background())
 	l.Close(context.Background())
 	if v, _ := gauge(t, reg, "vesta_machine_lease_state", map[string]string{"state": "none"}); v != 1 {
@@ -232,7 +232,7 @@ func TestCluster(t *testing.T) {
 	t.Cleanup(func() { rc.Close() })
 	c := redisConfig(srv, 2*time.Second)
 	c.Redis.Addrs, c.Redis.Client = nil, rc
-	l := mustAcquire(t, c, machineid.Server)
+	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{GuardWindow: time.Second})
 	first := l.Status().Deadline
 	eventually(t, "a renewal", func() bool { return l.Status().Deadline.After(first) })
@@ -263,7 +263,7 @@ func TestCluster(t *testing.T) {
 	// WAIT goes to the keys' node, on the write's connection: the node has
 	// no replica, so a claim with min_replicas 1 fails.
 	c.Redis.MinReplicas = 1
-	if _, err := machineid.Acquire(context.Background(), c, machineid.Server); !errors.Is(err, machineid.ErrReplicas) {
+	if _, err := machineid.Acquire(context.Background(), c, core.Central); !errors.Is(err, machineid.ErrReplicas) {
 		t.Fatalf("Acquire on a cluster without replicas, min_replicas 1: %v; want ErrReplicas", err)
 	}
 }

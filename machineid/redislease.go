@@ -83,7 +83,7 @@ func acquireRedis(ctx context.Context, b leaseBase) (*Lease, error) {
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.install(h, sent)
 	l.initial = h.guard
-	l.log.Info("machineid: leased a machine ID", "machine", h.id, "mode", b.mode, "range", b.rng,
+	l.log.Info("machineid: leased a machine ID", "machine", h.id, "method", b.method, "range", b.rng,
 		"key", h.leaseKey, "ttl", l.ttl, "fence_after", l.ttl-l.margin, "redis", rc.where(),
 		"clean_release", h.guard.q.clean, "min_replicas", rc.MinReplicas)
 	l.wg.Add(2)
@@ -264,7 +264,7 @@ func (l *redisLease) claim(ctx context.Context, prefer core.MachineID, hasPrefer
 		}
 	}
 	return nil, time.Time{}, fmt.Errorf("%w: all %d IDs of the %s range %s are leased (key prefix %q); wait for a holder to stop or widen the range",
-		ErrRangeFull, n, l.mode, l.rng, l.cfg.Redis.KeyPrefix)
+		ErrRangeFull, n, rangeName(l.method), l.rng, l.cfg.Redis.KeyPrefix)
 }
 
 // poke wakes the renewer: to renew now (a save of the mark found the lease

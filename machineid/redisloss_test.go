@@ -69,7 +69,7 @@ func snapshot(o *issued) []core.ID {
 func TestFlushAllTakeoverWaitsForTheHolderToFence(t *testing.T) {
 	srv := redistest.Start(t)
 	c, gc := lossConfig(srv)
-	a := mustAcquire(t, c, machineid.Server)
+	a := mustAcquire(t, c, core.Central)
 	genA := generator(t, a, gc)
 	var outA issued
 	stopA := issue(t, genA, &outA)
@@ -78,7 +78,7 @@ func TestFlushAllTakeoverWaitsForTheHolderToFence(t *testing.T) {
 	srv.FlushAll() // the lease and the mark are gone; the holder still issues
 	reg := prometheus.NewRegistry()
 	c.Registerer = reg
-	b := mustAcquire(t, c, machineid.Server) // free at once
+	b := mustAcquire(t, c, core.Central) // free at once
 	q := b.Status().QuarantineUntil
 	if q.IsZero() {
 		t.Fatal("a claim after FLUSHALL has no quarantine")
@@ -110,7 +110,7 @@ func TestFlushAllTakeoverWaitsForTheHolderToFence(t *testing.T) {
 func TestRedisKilledAndRestartedEmptyUnderLoad(t *testing.T) {
 	srv := redistest.Start(t)
 	c, gc := lossConfig(srv)
-	a := mustAcquire(t, c, machineid.Server)
+	a := mustAcquire(t, c, core.Central)
 	genA := generator(t, a, gc)
 	var outA issued
 	stopA := issue(t, genA, &outA)
@@ -121,7 +121,7 @@ func TestRedisKilledAndRestartedEmptyUnderLoad(t *testing.T) {
 	// retries its renewal on its own schedule and usually loses the race.
 	var b *machineid.Lease
 	eventually(t, "a lease on the empty Redis", func() bool {
-		l, err := machineid.Acquire(context.Background(), c, machineid.Server)
+		l, err := machineid.Acquire(context.Background(), c, core.Central)
 		if err != nil {
 			if !errors.Is(err, machineid.ErrUnavailable) && !errors.Is(err, machineid.ErrRangeFull) {
 				t.Fatalf("Acquire: %v", err)
@@ -151,7 +151,7 @@ func TestRedisKilledAndRestartedEmptyUnderLoad(t *testing.T) {
 func TestStaleReleaseRecordAfterRollback(t *testing.T) {
 	srv := redistest.Start(t)
 	c, gc := lossConfig(srv)
-	first := mustAcquire(t, c, machineid.Server)
+	first := mustAcquire(t, c, core.Central)
 	g0 := generator(t, first, gc)
 	if _, err := g0.NextIDs(context.Background(), core.Central, 100); err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func TestStaleReleaseRecordAfterRollback(t *testing.T) {
 	}
 	snap := srv.Snapshot() // holds the record
 
-	a := mustAcquire(t, c, machineid.Server) // consumes the record
+	a := mustAcquire(t, c, core.Central) // consumes the record
 	if q := a.Status().QuarantineUntil; !q.IsZero() {
 		t.Fatalf("a claim after a clean release on the same Redis is quarantined until %s", q)
 	}
@@ -184,7 +184,7 @@ func TestStaleReleaseRecordAfterRollback(t *testing.T) {
 	srv.KillAndRestart(snap) // rolled back: the record is back, the lease gone
 	var b *machineid.Lease
 	eventually(t, "a lease on the rolled-back Redis", func() bool {
-		l, err := machineid.Acquire(context.Background(), c, machineid.Server)
+		l, err := machineid.Acquire(context.Background(), c, core.Central)
 		if err != nil {
 			return false
 		}
@@ -214,7 +214,7 @@ func TestCleanReleaseSkipsTheQuarantine(t *testing.T) {
 	gc := core.DefaultConfig() // max_borrow 1s, seconds
 	startup := func() (*machineid.Lease, *core.Generator, time.Duration) {
 		start := time.Now()
-		l, err := machineid.Acquire(context.Background(), c, machineid.Server)
+		l, err := machineid.Acquire(context.Background(), c, core.Central)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +267,7 @@ func TestMarksOnlyGrowAndTheReleaseRecordIsExact(t *testing.T) {
 	rdb := client(t, srv)
 	c := redisConfig(srv, 2*time.Second)
 	c.ServerRange = oneID
-	l := mustAcquire(t, c, machineid.Server)
+	l := mustAcquire(t, c, core.Central)
 	_, markKey := machineid.Keys("vesta", oneID.First)
 	guard := l.Guard()
 	ctx := context.Background()
@@ -284,7 +284,7 @@ func TestMarksOnlyGrowAndTheReleaseRecordIsExact(t *testing.T) {
 
 	// A generator's exact end goes into the release record, below its
 	// last reservation, which stays the mark.
-	l = mustAcquire(t, c, machineid.Server)
+	l = mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{Type: core.MinGranularity})
 	ids, err := gen.NextIDs(ctx, core.Central, 10)
 	if err != nil {
@@ -320,7 +320,7 @@ func TestMinReplicas(t *testing.T) {
 	c := redisConfig(srv, 2*time.Second)
 	c.ServerRange = oneID
 	c.Redis.MinReplicas = 1
-	_, err := machineid.Acquire(context.Background(), c, machineid.Server)
+	_, err := machineid.Acquire(context.Background(), c, core.Central)
 	if !errors.Is(err, machineid.ErrReplicas) || !errors.Is(err, machineid.ErrUnavailable) || !strings.Contains(err.Error(), "min_replicas 1") {
 		t.Fatalf("Acquire with no replica: %v; want ErrReplicas (unavailable) naming min_replicas", err)
 	}
@@ -330,7 +330,7 @@ func TestMinReplicas(t *testing.T) {
 	}
 
 	replica := redistest.StartReplica(t, srv)
-	l := mustAcquire(t, c, machineid.Server)
+	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{})
 	if _, err := gen.NextIDs(context.Background(), core.Central, 100); err != nil {
 		t.Fatal(err)
@@ -375,14 +375,14 @@ func TestClockSkewBoundRequiredWithRedis(t *testing.T) {
 // issuing stops at the deadline and stays stopped while the clock is off.
 func TestRenewalRechecksTheClock(t *testing.T) {
 	srv := redistest.Start(t)
-	releasedCleanly(t, srv, machineid.Server, oneID)
+	releasedCleanly(t, srv, core.Central, oneID)
 	clock := core.NewManualClock(time.Now())
 	c := redisConfig(srv, 3*time.Second) // renew every 1s, retry every 300ms
 	c.ServerRange = oneID
 	c.Redis.MaxClockSkew = 500 * time.Millisecond
 	c.Redis.SafetyMargin = time.Second // deadline 2s after a renewal was sent
 	c.Clock = clock
-	l := mustAcquire(t, c, machineid.Server)
+	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{})
 	clock.Advance(2 * time.Second) // to the deadline, and 2s ahead of Redis
 	eventually(t, "the fence", func() bool { return gen.Ready() != nil })
@@ -407,7 +407,7 @@ func TestReleaseRecordAfterAFailoverIsNotTrusted(t *testing.T) {
 	srv := redistest.Start(t)
 	replica := redistest.StartReplica(t, srv)
 	c, gc := lossConfig(srv)
-	l := mustAcquire(t, c, machineid.Server)
+	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, gc)
 	if err := gen.Close(); err != nil {
 		t.Fatal(err)
@@ -432,7 +432,7 @@ func TestReleaseRecordAfterAFailoverIsNotTrusted(t *testing.T) {
 	if v, _ := srv.Command("EXISTS", relKey); v != "1" {
 		t.Fatal("the release record did not come back through replication")
 	}
-	b := mustAcquire(t, c, machineid.Server)
+	b := mustAcquire(t, c, core.Central)
 	if b.Status().QuarantineUntil.IsZero() {
 		t.Fatal("a release record written before a failover was trusted")
 	}
@@ -453,7 +453,7 @@ func TestRedisMarkKnowsItsShape(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv)
 	c, _ := lossConfig(srv)
-	l := mustAcquire(t, c, machineid.Server)
+	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{})
 	if err := gen.Close(); err != nil {
 		t.Fatal(err)
@@ -461,7 +461,7 @@ func TestRedisMarkKnowsItsShape(t *testing.T) {
 	if err := l.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	l = mustAcquire(t, c, machineid.Server) // after a clean release: at once
+	l = mustAcquire(t, c, core.Central) // after a clean release: at once
 	_, err := l.NewGenerator(context.Background(), core.Config{Layout: core.Vesta}, "")
 	if !errors.Is(err, core.ErrShape) || !strings.Contains(err.Error(), "layout sorted") || !strings.Contains(err.Error(), "layout vesta") {
 		t.Fatalf("a Vesta-layout generator on a sorted-layout mark: %v; want ErrShape naming both layouts", err)
@@ -470,7 +470,7 @@ func TestRedisMarkKnowsItsShape(t *testing.T) {
 
 	// A mark without a shape: the next generator, of any shape, starts.
 	rdb.Del(context.Background(), machineid.ShapeKey("vesta", oneID.First))
-	l = mustAcquire(t, c, machineid.Server)
+	l = mustAcquire(t, c, core.Central)
 	gen, err = l.NewGenerator(context.Background(), core.Config{Layout: core.Vesta}, "")
 	if err != nil {
 		t.Fatalf("a mark without a shape: %v", err)

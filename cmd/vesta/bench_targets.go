@@ -114,7 +114,7 @@ func startBenchServer(ctx context.Context) (_ *benchServer, err error) {
 	log := slog.New(slog.DiscardHandler)
 	mcfg := cfg.MachineID(core.Central)
 	mcfg.Logger = log
-	if s.lease, err = machineid.Acquire(ctx, mcfg, machineid.Server); err != nil {
+	if s.lease, err = machineid.Acquire(ctx, mcfg, core.Central); err != nil {
 		return nil, err
 	}
 	ccfg, err := cfg.Core(core.Central)

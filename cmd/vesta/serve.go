@@ -105,7 +105,7 @@ func serve(ctx context.Context, loaded conf.Loaded, stderr io.Writer) (err error
 
 	mcfg := cfg.MachineID(core.Central)
 	mcfg.Logger, mcfg.Registerer = log, reg
-	lease, err := machineid.Acquire(ctx, mcfg, machineid.Server)
+	lease, err := machineid.Acquire(ctx, mcfg, core.Central)
 	if errors.Is(err, machineid.ErrRange) || errors.Is(err, machineid.ErrConfig) {
 		return fmt.Errorf("%w: machine (machine.id, machine.providers, machine.server_range, machine.redis.server_range): %w", errUsage, err)
 	}
