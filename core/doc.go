@@ -6,7 +6,7 @@
 // Type 0 (max-peak) counts seconds with a 20-bit sequence; type 1
 // (min-granularity) counts milliseconds with a 10-bit sequence. Two layouts
 // place the fields: Sorted (the default; time above everything but type and
-// version, so IDs sort by time across machines and modes) and Vesta
+// version, so IDs sort by time across machines and publish methods) and Vesta
 // (bit-compatible with the Java Vesta issuer). A Codec turns fields into IDs
 // and back for one layout and epoch.
 //
@@ -17,6 +17,9 @@
 // advanced by the monotonic clock, so wall-clock steps while running change
 // nothing; an optional time guard (a GuardStore) keeps a durable high-water
 // mark so that a restart with the clock behind cannot re-issue old IDs.
+// What only a machine-ID lease (package machineid) does to a generator —
+// fence it, move it to another machine ID — goes through its Control
+// handle, so the Generator's own methods are those an embedding user needs.
 //
 // The packages embed, central and rest publish a Generator in-process, over
 // MessagePack-RPC and over HTTP; this package imports nothing outside the

@@ -11,5 +11,6 @@
 // with the clock set back from re-issuing IDs, and a lock that keeps two
 // processes on one host from sharing a machine ID through the same
 // directory. Issuer implements vesta.Issuer, as does the central client, so
-// an application switches modes by configuration alone.
+// an application switches between publish methods (embedded, central) by
+// configuration alone.
 package embed
