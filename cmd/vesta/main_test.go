@@ -283,6 +283,7 @@ func startServe(tb testing.TB, args ...string) served {
 		}
 		select {
 		case code := <-done:
+			done <- code // for stop at cleanup, which would wait forever
 			tb.Fatalf("serve exited %d: %s", code, errb.String())
 		case <-deadline:
 			tb.Fatalf("serve did not start: %s", errb.String())
