@@ -26,6 +26,38 @@ func (c *Control) Fence(cause error) {
 	g.gate.Store(-1)
 }
 
+// FenceAfter makes every call from d from now on (by the generator's
+// clock) fail with an error wrapping ErrFenced and cause, checked on every
+// call: a lease holder sets it to the time its lease has left, so issuing
+// stops in time even if the holder's own timer runs late. Being relative,
+// it holds whatever clock each side reads. A later call replaces the
+// deadline; NoDeadline removes it.
+func (c *Control) FenceAfter(d time.Duration, cause error) {
+	g := c.g
+	g.setDeadline(max(g.nowNanos()+int64(d), 1), fmt.Errorf("%w: %w", ErrFenced, cause))
+}
+
+// NoDeadline removes the deadline of FenceAfter.
+func (c *Control) NoDeadline() { c.g.setDeadline(0, nil) }
+
+func (g *Generator) setDeadline(ns int64, cause error) {
+	g.gateMu.Lock()
+	defer g.gateMu.Unlock()
+	g.deadline, g.deadErr = ns, cause
+	if g.fenceErr == nil {
+		g.gate.Store(g.deadline)
+	}
+}
+
+// Unfence lets issuing resume.
+func (c *Control) Unfence() {
+	g := c.g
+	g.gateMu.Lock()
+	defer g.gateMu.Unlock()
+	g.fenceErr = nil
+	g.gate.Store(g.deadline)
+}
+
 // gateErr is why a call at ns may not issue, or nil.
 func (g *Generator) gateErr(ns int64) error {
 	g.gateMu.Lock()
@@ -100,36 +132,23 @@ func (c *Control) Rekey(ctx context.Context, machine MachineID, guard GuardStore
 	return nil
 }
 
-// FenceAfter makes every call from d from now on (by the generator's
-// clock) fail with an error wrapping ErrFenced and cause, checked on every
-// call: a lease holder sets it to the time its lease has left, so issuing
-// stops in time even if the holder's own timer runs late. Being relative,
-// it holds whatever clock each side reads. A later call replaces the
-// deadline; NoDeadline removes it.
-func (c *Control) FenceAfter(d time.Duration, cause error) {
-	g := c.g
-	g.setDeadline(max(g.nowNanos()+int64(d), 1), fmt.Errorf("%w: %w", ErrFenced, cause))
-}
-
-// NoDeadline removes the deadline of FenceAfter.
-func (c *Control) NoDeadline() { c.g.setDeadline(0, nil) }
-
-func (g *Generator) setDeadline(ns int64, cause error) {
-	g.gateMu.Lock()
-	defer g.gateMu.Unlock()
-	g.deadline, g.deadErr = ns, cause
-	if g.fenceErr == nil {
-		g.gate.Store(g.deadline)
+// Close stops issuing, stops the reserver and saves the exact end of what
+// was issued as the guard's mark, so a restart need not wait out the whole
+// window. It is idempotent; later calls return the first result.
+func (g *Generator) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.closed {
+		g.closed = true
+		g.rekeying.Store(false)
+		if g.cancelRekey != nil {
+			g.cancelRekey()
+		}
+		if r := g.cur.Load(); r.state.Load()&closedBit == 0 {
+			_, g.closeErr = g.closeRun(r)
+		}
 	}
-}
-
-// Unfence lets issuing resume.
-func (c *Control) Unfence() {
-	g := c.g
-	g.gateMu.Lock()
-	defer g.gateMu.Unlock()
-	g.fenceErr = nil
-	g.gate.Store(g.deadline)
+	return g.closeErr
 }
 
 // Shape returns what the generator's time fields mean: layout, type,
@@ -149,22 +168,3 @@ func (c *Control) ReadyAt(mark time.Time) time.Time { return c.g.cfg.ReadyAt(mar
 
 // MaxBorrow returns how far the generator may issue ahead of its clock.
 func (c *Control) MaxBorrow() time.Duration { return c.g.cfg.MaxBorrow }
-
-// Close stops issuing, stops the reserver and saves the exact end of what
-// was issued as the guard's mark, so a restart need not wait out the whole
-// window. It is idempotent; later calls return the first result.
-func (g *Generator) Close() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.closed {
-		g.closed = true
-		g.rekeying.Store(false)
-		if g.cancelRekey != nil {
-			g.cancelRekey()
-		}
-		if r := g.cur.Load(); r.state.Load()&closedBit == 0 {
-			_, g.closeErr = g.closeRun(r)
-		}
-	}
-	return g.closeErr
-}
