@@ -101,7 +101,7 @@ type markFile struct {
 	MarkUnixMs  int64     `json:"mark_unix_ms"`
 	Mark        string    `json:"mark"`
 	Layout      *string   `json:"layout,omitempty"`
-	Type        *Type     `json:"type,omitempty"`
+	Type        *uint8    `json:"type,omitempty"` // a number: Type's text form would change the stored format
 	EpochUnixMs *int64    `json:"epoch_unix_ms,omitempty"`
 	Version     *uint8    `json:"version,omitempty"`
 }
@@ -118,10 +118,10 @@ func (m markFile) shape() (Shape, bool, error) {
 	if err != nil {
 		return Shape{}, false, err
 	}
-	if *m.Type > MinGranularity || *m.Version > 1 {
+	if Type(*m.Type) > MinGranularity || *m.Version > 1 {
 		return Shape{}, false, fmt.Errorf("type %d or version %d out of range", *m.Type, *m.Version)
 	}
-	return Shape{Layout: l, Type: *m.Type, EpochMs: *m.EpochUnixMs, Version: *m.Version}, true, nil
+	return Shape{Layout: l, Type: Type(*m.Type), EpochMs: *m.EpochUnixMs, Version: *m.Version}, true, nil
 }
 
 // OpenFileGuard opens (creating dir if needed) the guard of machine in dir
@@ -204,7 +204,8 @@ func (f *FileGuard) Save(ctx context.Context, mark time.Time) error {
 	mf := markFile{MarkUnixMs: ms, Mark: time.UnixMilli(ms).UTC().Format(time.RFC3339Nano), Machine: f.machine}
 	if sh := f.shape; sh != nil {
 		l := sh.Layout.String()
-		mf.Layout, mf.Type, mf.EpochUnixMs, mf.Version = &l, &sh.Type, &sh.EpochMs, &sh.Version
+		typ := uint8(sh.Type)
+		mf.Layout, mf.Type, mf.EpochUnixMs, mf.Version = &l, &typ, &sh.EpochMs, &sh.Version
 	}
 	b, _ := json.Marshal(mf)
 	if err := writeFileSync(f.path, b); err != nil {

@@ -276,14 +276,14 @@ type redisGuard struct {
 
 // shapeJSON is the stored form of a core.Shape.
 type shapeJSON struct {
-	Layout  string    `json:"layout"`
-	Type    core.Type `json:"type"`
-	EpochMs int64     `json:"epoch_ms"`
-	Version uint8     `json:"version"`
+	Layout  string `json:"layout"`
+	Type    uint8  `json:"type"` // a number: core.Type's text form would change the stored format
+	EpochMs int64  `json:"epoch_ms"`
+	Version uint8  `json:"version"`
 }
 
 func encodeShape(s core.Shape) string {
-	b, _ := json.Marshal(shapeJSON{Layout: s.Layout.String(), Type: s.Type, EpochMs: s.EpochMs, Version: s.Version})
+	b, _ := json.Marshal(shapeJSON{Layout: s.Layout.String(), Type: uint8(s.Type), EpochMs: s.EpochMs, Version: s.Version})
 	return string(b)
 }
 
@@ -296,10 +296,10 @@ func decodeShape(s string) (core.Shape, error) {
 	if err != nil {
 		return core.Shape{}, err
 	}
-	if j.Type > core.MinGranularity || j.Version > 1 {
+	if core.Type(j.Type) > core.MinGranularity || j.Version > 1 {
 		return core.Shape{}, fmt.Errorf("type %d or version %d out of range", j.Type, j.Version)
 	}
-	return core.Shape{Layout: l, Type: j.Type, EpochMs: j.EpochMs, Version: j.Version}, nil
+	return core.Shape{Layout: l, Type: core.Type(j.Type), EpochMs: j.EpochMs, Version: j.Version}, nil
 }
 
 // Load reads the mark: the higher of the stored mark and the quarantine's
