@@ -34,18 +34,18 @@ func redisConfig(srv *redistest.Server, ttl time.Duration) machineid.Config {
 // out the quarantine of a short lease), starts a generator on it and closes
 // both, so that the next claim of each finds a clean release record: tests
 // on a fake clock then start without a quarantine.
-func releasedCleanly(t testing.TB, srv *redistest.Server, mode core.Method, rng machineid.Range) {
+func releasedCleanly(t testing.TB, srv *redistest.Server, method core.Method, rng machineid.Range) {
 	t.Helper()
 	c := redisConfig(srv, 2*time.Second) // under load, a shorter lease may expire while it waits
 	c.ServerRange, c.EmbeddedRange = machineid.DefaultServerRange, machineid.DefaultEmbeddedRange
-	if mode == core.Central {
+	if method == core.Central {
 		c.ServerRange = rng
 	} else {
 		c.EmbeddedRange = rng
 	}
 	var leases []*machineid.Lease
 	for range rng.Count {
-		l, err := machineid.Acquire(context.Background(), c, mode)
+		l, err := machineid.Acquire(context.Background(), c, method)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -57,11 +57,11 @@ func TestFixedIDsOutsideTheLeaseRange(t *testing.T) {
 			c.Providers, c.K8sOffset = []string{"k8s", "redis"}, 924
 			c.ServerLeaseRange = narrow("1000-1023")
 		}, nil},
-		{"lease range outside its mode range", func(c *machineid.Config) {
+		{"lease range outside its range", func(c *machineid.Config) {
 			c.Providers = []string{"redis"}
 			c.ServerLeaseRange = narrow("900-1000")
 		}, []string{"ServerLeaseRange: 900-1000; want a part of ServerRange 924-1023"}},
-		{"embedded lease range outside its mode range", func(c *machineid.Config) {
+		{"embedded lease range outside its range", func(c *machineid.Config) {
 			c.Providers = []string{"redis"}
 			c.EmbeddedLeaseRange = narrow("900-1000")
 		}, []string{"EmbeddedLeaseRange: 900-1000; want a part of EmbeddedRange 0-923"}},
@@ -153,14 +153,14 @@ func TestRedisClaimsFromTheLeaseRangeOnly(t *testing.T) {
 // There is no default machine ID: the default config refuses in both
 // modes, saying how to choose.
 func TestNoDefaultMachineID(t *testing.T) {
-	for _, mode := range []core.Method{core.Embedded, core.Central} {
-		_, err := acquire(t, machineid.DefaultConfig(), mode)
+	for _, method := range []core.Method{core.Embedded, core.Central} {
+		_, err := acquire(t, machineid.DefaultConfig(), method)
 		if !errors.Is(err, machineid.ErrNoMachineID) || !errors.Is(err, machineid.ErrConfig) {
-			t.Fatalf("%s: Acquire(DefaultConfig()) = %v; want ErrNoMachineID", mode, err)
+			t.Fatalf("%s: Acquire(DefaultConfig()) = %v; want ErrNoMachineID", method, err)
 		}
 		for _, w := range []string{"Static", "machine.id", "--machine", "VESTA_MACHINE_ID", "[redis]", "[k8s]", "[iptable]"} {
 			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%s: %q does not say %q", mode, err, w)
+				t.Errorf("%s: %q does not say %q", method, err, w)
 			}
 		}
 	}

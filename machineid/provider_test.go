@@ -23,18 +23,18 @@ func addrs(s ...string) []netip.Addr {
 // deadAddr is an address where nothing listens.
 var deadAddr = nettest.DeadAddr
 
-func acquire(t testing.TB, c machineid.Config, mode core.Method) (*machineid.Lease, error) {
+func acquire(t testing.TB, c machineid.Config, method core.Method) (*machineid.Lease, error) {
 	t.Helper()
-	l, err := machineid.Acquire(context.Background(), c, mode)
+	l, err := machineid.Acquire(context.Background(), c, method)
 	if err == nil {
 		t.Cleanup(func() { l.Close(context.Background()) })
 	}
 	return l, err
 }
 
-func mustAcquire(t testing.TB, c machineid.Config, mode core.Method) *machineid.Lease {
+func mustAcquire(t testing.TB, c machineid.Config, method core.Method) *machineid.Lease {
 	t.Helper()
-	l, err := acquire(t, c, mode)
+	l, err := acquire(t, c, method)
 	if err != nil {
 		t.Fatalf("Acquire: %v", err)
 	}
@@ -44,12 +44,12 @@ func mustAcquire(t testing.TB, c machineid.Config, mode core.Method) *machineid.
 func TestProviders(t *testing.T) {
 	table := map[string]core.MachineID{"10.0.0.1": 924, "10.0.0.2": 925, "fd00::7": 926, "192.168.1.5": 3}
 	for _, tc := range []struct {
-		name string
-		mode core.Method
-		edit func(*machineid.Config)
-		want core.MachineID
-		errs []error  // the error wraps all of these; nil = success
-		msg  []string // and says all of these
+		name   string
+		method core.Method
+		edit   func(*machineid.Config)
+		want   core.MachineID
+		errs   []error  // the error wraps all of these; nil = success
+		msg    []string // and says all of these
 	}{
 		{"static server", core.Central, func(c *machineid.Config) { c.Static = new(core.MachineID(1023)) }, 1023, nil, nil},
 		{"static embedded", core.Embedded, func(c *machineid.Config) { c.Static = new(core.MachineID(7)) }, 7, nil, nil},
@@ -79,7 +79,7 @@ func TestProviders(t *testing.T) {
 		{"iptable no match", core.Central, func(c *machineid.Config) {
 			c.Providers, c.IPTable, c.HostAddrs = []string{"iptable"}, table, addrs("10.9.9.9")
 		}, 0, []error{machineid.ErrNoProvider, machineid.ErrUnavailable}, []string{"iptable:", "10.9.9.9"}},
-		{"iptable match outside the mode's range", core.Central, func(c *machineid.Config) {
+		{"iptable match outside the method's range", core.Central, func(c *machineid.Config) {
 			c.Providers, c.IPTable, c.HostAddrs = []string{"iptable"}, table, addrs("192.168.1.5")
 		}, 0, []error{machineid.ErrRange}, []string{"3", "server range"}},
 		{"iptable empty", core.Central, func(c *machineid.Config) {
@@ -127,7 +127,7 @@ func TestProviders(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := machineid.DefaultConfig()
 			tc.edit(&c)
-			l, err := acquire(t, c, tc.mode)
+			l, err := acquire(t, c, tc.method)
 			if tc.errs == nil {
 				if err != nil {
 					t.Fatalf("Acquire: %v", err)

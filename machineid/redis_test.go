@@ -215,7 +215,7 @@ func TestMetricsOfALease(t *testing.T) {
 		v, _ := gauge(t, reg, "vesta_machine_lease_renew_seconds", nil)
 		return v >= 1
 	})
-	// A second lease of the same mode shares the series instead of failing.
+	// A second lease of the same range shares the series instead of failing.
 	l2 := mustAcquire(t, c, core.Central)
 	l2.Close(context.Background())
 	l.Close(context.Background())
