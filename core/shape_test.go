@@ -118,6 +118,32 @@ func TestLegacyMarkFileIsSameShape(t *testing.T) {
 	}
 }
 
+// A mark file as the previous release wrote it (the type a number) still
+// loads: the stored format did not change when core.Type learnt its text
+// form for configuration files.
+func TestMarkFileOfThePreviousReleaseLoads(t *testing.T) {
+	dir := t.TempDir()
+	fg, err := core.OpenFileGuard(dir, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fg.Close()
+	mark := t0.Add(time.Second)
+	old := `{"machine":7,"mark_unix_ms":` + itoa(mark.UnixMilli()) + `,"mark":"x","layout":"vesta","type":0,"epoch_unix_ms":` +
+		itoa(core.VestaEpoch.UnixMilli()) + `,"version":0}`
+	if err := os.WriteFile(fg.Path(), []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := newGen(t, shapedCfg(core.NewManualClock(t0), fg, core.Vesta, core.MaxPeak, time.Time{}))
+	id, err := g.NextID(context.Background(), core.Embedded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Codec().Explain(id).Time; got < markUnit(t, g, mark) {
+		t.Fatalf("first unit %d below the mark", got)
+	}
+}
+
 func TestShapeRules(t *testing.T) {
 	e1 := t0.Add(-30 * 24 * time.Hour)
 	mark := t0.Add(time.Second)
