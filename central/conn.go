@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/internal/connlimit"
 )
 
 // readBufSize is the read buffer a connection starts with, and returns to
@@ -29,6 +30,8 @@ type conn struct {
 	nc     net.Conn
 	ctx    context.Context // ends when the connection breaks or the server closes
 	cancel context.CancelFunc
+	limit  *connlimit.Conn // its place under the connection caps: fresh, idle or busy
+	opened time.Time       // when accepted: FirstFrameTimeout runs from here
 
 	draining   atomic.Bool  // Shutdown: read only what arrives before drainUntil
 	drainUntil atomic.Int64 // Unix ns
@@ -46,7 +49,7 @@ type conn struct {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
-	return &conn{s: s, nc: nc, ctx: ctx, cancel: cancel, enc: wire.NewEncoder()}
+	return &conn{s: s, nc: nc, ctx: ctx, cancel: cancel, enc: wire.NewEncoder(), opened: time.Now()}
 }
 
 // drainGrace is how long a connection keeps reading after Shutdown began:
@@ -121,6 +124,7 @@ func (c *conn) readLoop() error {
 	buf := make([]byte, readBufSize)
 	start, end := 0, 0
 	var frameSince time.Time // when the partial frame at buf[start:end] began
+	proven := false          // a complete frame has arrived
 	for {
 		served := false
 		for {
@@ -143,6 +147,10 @@ func (c *conn) readLoop() error {
 		if c.broken.Load() {
 			return nil
 		}
+		if served && !proven {
+			proven = true
+			c.limit.Proven()
+		}
 
 		// Make room: move a partial frame to the front, grow the buffer
 		// for a large one, or return to the small buffer after one.
@@ -163,9 +171,18 @@ func (c *conn) readLoop() error {
 			}
 		}
 
-		deadline := time.Now().Add(cfg.IdleTimeout)
+		now := time.Now()
+		deadline := now.Add(cfg.IdleTimeout)
 		if !frameSince.IsZero() {
 			deadline = frameSince.Add(cfg.ReadTimeout)
+		}
+		if first := c.opened.Add(cfg.FirstFrameTimeout); !proven && first.Before(deadline) {
+			deadline = first
+		}
+		// A newcomer at a connection cap may shed a connection without
+		// a complete frame yet, else an idle one (package connlimit).
+		if proven && start == end && c.waiting.Load() == 0 {
+			c.limit.SetIdle(now.UnixNano())
 		}
 		c.nc.SetReadDeadline(deadline)
 		if c.draining.Load() { // after setting the deadline: see drain
@@ -176,6 +193,9 @@ func (c *conn) readLoop() error {
 			c.nc.SetReadDeadline(until)
 		}
 		n, err := c.nc.Read(buf[end:])
+		if n > 0 {
+			c.limit.SetBusy()
+		}
 		end += n
 		if n > 0 || err == nil {
 			continue // an error comes back on the next Read
@@ -183,6 +203,8 @@ func (c *conn) readLoop() error {
 		switch {
 		case c.draining.Load():
 			return nil
+		case errors.Is(err, os.ErrDeadlineExceeded) && !proven:
+			return errors.New("no complete frame within the first-frame timeout")
 		case errors.Is(err, os.ErrDeadlineExceeded) && !frameSince.IsZero():
 			return errors.New("read timeout within a frame")
 		case errors.Is(err, os.ErrDeadlineExceeded) && c.waiting.Load() > 0:

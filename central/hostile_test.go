@@ -224,26 +224,3 @@ func TestSlowReader(t *testing.T) {
 	}
 	good.genID()
 }
-
-// TestMaxConns: connections past MaxConns are closed at once and counted;
-// those within it are served.
-func TestMaxConns(t *testing.T) {
-	gen := newGen(t, core.Config{})
-	_, addr := serve(t, gen, central.Config{MaxConns: 3})
-	good := dial(t, addr)
-	good.genID()
-	served, refused := 0, 0
-	for range 12 {
-		p := dial(t, addr)
-		p.send(wire.MethodGenID, nil)
-		if _, err := p.tryRecv(); err == nil {
-			served++
-		} else {
-			refused++
-		}
-	}
-	if served != 2 || refused != 10 {
-		t.Fatalf("served %d, refused %d; want 2 and 10", served, refused)
-	}
-	good.genID()
-}

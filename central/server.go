@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/connlimit"
 )
 
 // Server publishes a core.Generator over MessagePack-RPC.
@@ -57,7 +58,8 @@ type Server struct {
 	serving   sync.WaitGroup // connections
 	closeOnce sync.Once
 
-	lastWarn atomic.Int64 // unix nanoseconds of the last MaxConns warning
+	limit    *connlimit.Limiter // MaxConns, MaxConnsPerPeer; shedding (limits.go)
+	lastWarn atomic.Int64       // unix nanoseconds of the last MaxConns warning
 
 	seqTags sync.Map // tags that issued here: their calls are tried inline (seq.go)
 }
@@ -86,6 +88,7 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 		stop:      stop,
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
+		limit:     connlimit.NewLimiter(cfg.MaxConns, cfg.MaxConnsPerPeer),
 	}, nil
 }
 
@@ -153,7 +156,9 @@ func retryable(err error) bool {
 	return false
 }
 
-// admit starts serving nc, or closes it when MaxConns are open.
+// admit starts serving nc, shedding a silent or idle connection at
+// MaxConns or MaxConnsPerPeer (see package connlimit), or closes nc when
+// every connection it could shed is mid-call.
 func (s *Server) admit(nc net.Conn) {
 	s.mu.Lock()
 	if s.shutdown {
@@ -161,22 +166,23 @@ func (s *Server) admit(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	if len(s.conns) >= s.cfg.MaxConns {
+	lc, shed, refused := s.limit.Admit(connlimit.PeerOf(nc.RemoteAddr()), func() { nc.Close() })
+	if lc == nil {
 		s.mu.Unlock()
 		nc.Close()
-		if s.met != nil {
-			s.met.rejected.Inc()
-		}
-		s.warnFull()
+		s.met.refuse(refused)
+		s.warnFull(refused)
 		return
 	}
 	if s.cfg.TLS != nil {
 		nc = tls.Server(nc, s.cfg.TLS)
 	}
 	c := newConn(s, nc)
+	c.limit = lc
 	s.conns[c] = struct{}{}
 	s.serving.Add(1)
 	s.mu.Unlock()
+	s.met.shed(shed)
 	if s.met != nil {
 		s.met.conns.Inc()
 	}
@@ -184,16 +190,18 @@ func (s *Server) admit(nc net.Conn) {
 }
 
 // warnFull logs that connections are refused, at most once a minute.
-func (s *Server) warnFull() {
+func (s *Server) warnFull(reason connlimit.Reason) {
 	now := time.Now().UnixNano()
 	last := s.lastWarn.Load()
 	if now-last > int64(time.Minute) && s.lastWarn.CompareAndSwap(last, now) {
-		s.log.Warn("central: connection limit reached; refusing connections", "max_conns", s.cfg.MaxConns)
+		s.log.Warn("central: connection limit reached with every connection busy; refusing connections",
+			"reason", string(reason), "max_conns", s.cfg.MaxConns, "max_conns_per_peer", s.cfg.MaxConnsPerPeer)
 	}
 }
 
 // done is called by a connection when it has closed.
 func (s *Server) done(c *conn) {
+	c.limit.Release()
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
