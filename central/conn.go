@@ -142,14 +142,14 @@ func (c *conn) readLoop() error {
 				return err
 			}
 		}
+		if served && !proven { // before the answers go: then it is no longer fresh
+			proven = true
+			c.limit.Proven()
+		}
 		c.batch.Wait()
 		c.endBatch()
 		if c.broken.Load() {
 			return nil
-		}
-		if served && !proven {
-			proven = true
-			c.limit.Proven()
 		}
 
 		// Make room: move a partial frame to the front, grow the buffer

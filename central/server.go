@@ -169,8 +169,8 @@ func (s *Server) admit(nc net.Conn) {
 	lc, shed, refused := s.limit.Admit(connlimit.PeerOf(nc.RemoteAddr()), func() { nc.Close() })
 	if lc == nil {
 		s.mu.Unlock()
+		s.met.refuse(refused) // before the close a test may watch
 		nc.Close()
-		s.met.refuse(refused)
 		s.warnFull(refused)
 		return
 	}
