@@ -132,6 +132,13 @@ type CentralConfig struct {
 	// FirstFrameTimeout closes a new connection whose first complete
 	// request has not arrived in this long; zero does not validate.
 	FirstFrameTimeout time.Duration `koanf:"first_frame_timeout"`
+	// MaxWaitingIDs bounds the IDs owed to GenID/GenIDs calls that wait
+	// at the sequence's ceiling, server-wide; past it calls are answered
+	// unavailable at once. Zero does not validate.
+	MaxWaitingIDs int `koanf:"max_waiting_ids"`
+	// MaxWaitingCalls bounds the calls that wait at the ceiling,
+	// server-wide; zero does not validate.
+	MaxWaitingCalls int `koanf:"max_waiting_calls"`
 	// IdleTimeout closes a connection that sends nothing (while none of
 	// its calls waits); zero does not validate.
 	IdleTimeout time.Duration `koanf:"idle_timeout"`
@@ -174,7 +181,14 @@ type RESTConfig struct {
 	MaxConns int `koanf:"max_conns"`
 	// MaxConnsPerPeer limits the open HTTP connections of one peer IP
 	// address, shedding as MaxConns; zero does not validate.
-	MaxConnsPerPeer int     `koanf:"max_conns_per_peer"`
+	MaxConnsPerPeer int `koanf:"max_conns_per_peer"`
+	// MaxWaitingIDs bounds the IDs owed to requests that wait at the
+	// sequence's ceiling; past it requests are answered 503 at once. Zero
+	// does not validate.
+	MaxWaitingIDs int `koanf:"max_waiting_ids"`
+	// MaxWaitingCalls bounds the requests that wait at the ceiling; zero
+	// does not validate.
+	MaxWaitingCalls int     `koanf:"max_waiting_calls"`
 	TLS             RESTTLS `koanf:"tls"`
 }
 
@@ -250,9 +264,11 @@ func DefaultConfig() Config {
 		Central: CentralConfig{
 			Listen: "127.0.0.1:7070", MaxBatch: 10000, MaxRequestBytes: 64 << 10, MaxConns: 10000,
 			MaxConnsPerPeer: 1000, FirstFrameTimeout: 5 * time.Second,
+			MaxWaitingIDs: core.DefaultMaxWaitingIDs, MaxWaitingCalls: core.DefaultMaxWaitingCalls,
 			IdleTimeout: 5 * time.Minute, ReadTimeout: 10 * time.Second,
 		},
-		REST:    RESTConfig{Listen: "127.0.0.1:7080", MaxConns: 10000, MaxConnsPerPeer: 1000},
+		REST: RESTConfig{Listen: "127.0.0.1:7080", MaxConns: 10000, MaxConnsPerPeer: 1000,
+			MaxWaitingIDs: core.DefaultMaxWaitingIDs, MaxWaitingCalls: core.DefaultMaxWaitingCalls},
 		Client:  ClientConfig{Servers: []string{}, Timeout: 200 * time.Millisecond, Retries: 2, Fallback: true},
 		Segment: defaultSegment(),
 		Log:     LogConfig{Level: "info", Format: "text"},

@@ -175,6 +175,8 @@ func TestEnvMapping(t *testing.T) {
 		"VESTA_CENTRAL_MAX_CONNS=7",
 		"VESTA_CENTRAL_MAX_CONNS_PER_PEER=3",
 		"VESTA_CENTRAL_FIRST_FRAME_TIMEOUT=1s",
+		"VESTA_CENTRAL_MAX_WAITING_IDS=5000",
+		"VESTA_CENTRAL_MAX_WAITING_CALLS=9",
 		"VESTA_CENTRAL_IDLE_TIMEOUT=1m",
 		"VESTA_CENTRAL_READ_TIMEOUT=2s",
 		"VESTA_CENTRAL_TLS_CERT=c.pem",
@@ -185,6 +187,8 @@ func TestEnvMapping(t *testing.T) {
 		"VESTA_REST_METRICS_AUTH=true",
 		"VESTA_REST_MAX_CONNS=9",
 		"VESTA_REST_MAX_CONNS_PER_PEER=4",
+		"VESTA_REST_MAX_WAITING_IDS=6000",
+		"VESTA_REST_MAX_WAITING_CALLS=11",
 		"VESTA_REST_TLS_CERT=c.pem",
 		"VESTA_REST_TLS_KEY=k.pem",
 		"VESTA_CLIENT_SERVERS=a:1,b:2",
@@ -220,9 +224,12 @@ func TestEnvMapping(t *testing.T) {
 		},
 		TimeGuard: conf.TimeGuardConfig{Window: 5 * time.Millisecond, MaxStartupWait: time.Minute},
 		Central: conf.CentralConfig{Listen: "127.0.0.1:0", MaxBatch: 500, MaxRequestBytes: 1024, MaxConns: 7,
-			MaxConnsPerPeer: 3, FirstFrameTimeout: time.Second, IdleTimeout: time.Minute, ReadTimeout: 2 * time.Second,
+			MaxConnsPerPeer: 3, FirstFrameTimeout: time.Second,
+			MaxWaitingIDs: 5000, MaxWaitingCalls: 9, IdleTimeout: time.Minute, ReadTimeout: 2 * time.Second,
 			TLS: conf.CentralTLS{Cert: "c.pem", Key: "k.pem", ClientCA: "ca.pem"}},
-		REST:   conf.RESTConfig{Listen: ":8080", Token: "tok", MetricsAuth: true, MaxConns: 9, MaxConnsPerPeer: 4, TLS: conf.RESTTLS{Cert: "c.pem", Key: "k.pem"}},
+		REST: conf.RESTConfig{Listen: ":8080", Token: "tok", MetricsAuth: true, MaxConns: 9, MaxConnsPerPeer: 4,
+			MaxWaitingIDs: 6000, MaxWaitingCalls: 11,
+			TLS: conf.RESTTLS{Cert: "c.pem", Key: "k.pem"}},
 		Client: conf.ClientConfig{Servers: []string{"a:1", "b:2"}, Timeout: time.Second, Prefetch: 100},
 		Segment: conf.SegmentConfig{Store: "redis", DSN: "u:p@tcp(db:3306)/leaf", Table: "ids_alloc",
 			Redis:     conf.SegmentRedisConfig{Addrs: []string{"s1:6379", "s2:6379"}, Password: "spw", KeyPrefix: "seq"},
@@ -233,8 +240,8 @@ func TestEnvMapping(t *testing.T) {
 	if got := l.Config; !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n%v\nwant\n%v", got, want)
 	}
-	if len(l.Env) != 59 {
-		t.Errorf("%d variables applied; want 59", len(l.Env))
+	if len(l.Env) != 63 {
+		t.Errorf("%d variables applied; want 63", len(l.Env))
 	}
 }
 
