@@ -89,7 +89,9 @@ type RedisConfig struct {
 	// it. Below 1s does not validate.
 	LeaseTTL time.Duration `koanf:"lease_ttl"`
 	// MaxClockSkew is how far the local clock may be from Redis's TIME
-	// when leasing; zero skips the check.
+	// when leasing and at every renewal; zero (no check) does not validate
+	// when the redis provider is used: a new holder's quarantine counts on
+	// the bound.
 	MaxClockSkew time.Duration `koanf:"max_clock_skew"`
 	// EmbeddedRange is the part of machine.embedded_range that leases
 	// hand out. The zero Range (YAML "") is all of it when the redis
@@ -99,6 +101,10 @@ type RedisConfig struct {
 	EmbeddedRange machineid.Range `koanf:"embedded_range"`
 	// ServerRange is EmbeddedRange for machine.server_range.
 	ServerRange machineid.Range `koanf:"server_range"`
+	// MinReplicas: above zero, every lease write is followed by WAIT for
+	// this many replicas, and fewer acknowledgements fail the write; zero
+	// waits for none.
+	MinReplicas int `koanf:"min_replicas"`
 }
 
 // TimeGuardConfig is the time guard's high-water mark.

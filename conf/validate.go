@@ -225,6 +225,12 @@ func (r RedisConfig) validate(ck *checker, used bool) {
 	if r.MaxClockSkew < 0 {
 		ck.add("machine.redis.max_clock_skew", "%s; want 0 (no check) or more", r.MaxClockSkew)
 	}
+	if r.MaxClockSkew == 0 && used {
+		ck.add("machine.redis.max_clock_skew", "0 turns the clock check off, but the redis provider (machine.providers) needs a bound: a new holder's quarantine counts on every clock being within it of Redis's TIME; set it, e.g. 2s")
+	}
+	if r.MinReplicas < 0 {
+		ck.add("machine.redis.min_replicas", "%d; want 0 (no WAIT) or more", r.MinReplicas)
+	}
 }
 
 func (t TimeGuardConfig) validate(ck *checker, typ core.Type) {

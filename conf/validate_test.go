@@ -116,6 +116,11 @@ func invalidCases(t testing.TB) []struct {
 			"924 lies in the IDs Redis leases hand out (machine.redis.server_range 924-1023"},
 		{"machine.redis.lease_ttl", func(c *conf.Config) { c.Machine.Redis.LeaseTTL = 0 }, "0s; want at least 1s"},
 		{"machine.redis.max_clock_skew", func(c *conf.Config) { c.Machine.Redis.MaxClockSkew = -time.Millisecond }, "-1ms; want 0 (no check) or more"},
+		{"machine.redis.max_clock_skew", func(c *conf.Config) {
+			c.Machine.Providers = []string{"redis"}
+			c.Machine.Redis.MaxClockSkew = 0
+		}, "0 turns the clock check off, but the redis provider"},
+		{"machine.redis.min_replicas", func(c *conf.Config) { c.Machine.Redis.MinReplicas = -1 }, "-1; want 0 (no WAIT) or more"},
 		{"time_guard.window", func(c *conf.Config) { c.TimeGuard.Window = 0 }, "0s; want at least one time unit of id.type max-peak (1s)"},
 		{"time_guard.window", func(c *conf.Config) { c.TimeGuard.Window = 999 * time.Millisecond }, "999ms; want at least"},
 		{"time_guard.window", func(c *conf.Config) {

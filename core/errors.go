@@ -34,6 +34,11 @@ var (
 	// last durable mark.
 	ErrGuard = errors.New("core: time guard store failed")
 
+	// ErrShape: the time guard's mark was written by a generator whose IDs
+	// are laid out differently (another layout), or by an earlier epoch
+	// that a start would have to wait out; the message names both.
+	ErrShape = errors.New("core: the time guard's mark was written with another shape")
+
 	// ErrFenced: issuing was stopped from outside (see Generator.Fence),
 	// for example because a machine-ID lease was lost.
 	ErrFenced = errors.New("core: issuing is fenced")

@@ -282,9 +282,13 @@ func (g *Generator) startRun(ctx context.Context, machine MachineID, guard Guard
 		r.entered.Store(r.state.Load() >> g.sb)
 		return r, nil
 	}
-	mark, err := guard.Load(ctx)
+	mk, err := loadMark(ctx, guard, GuardUse{Machine: machine, Shape: g.Shape(), MaxBorrow: g.cfg.MaxBorrow})
 	if err != nil {
 		return nil, fmt.Errorf("%w: loading the mark of machine %d: %w", ErrGuard, machine, err)
+	}
+	mark, moved, err := g.shapeFloor(machine, mk)
+	if err != nil {
+		return nil, err
 	}
 	floor := max(g.unitCeil(mark), minFloor)
 	if floor > g.maxTime {
@@ -300,6 +304,11 @@ func (g *Generator) startRun(ctx context.Context, machine MachineID, guard Guard
 		ready := g.instantOf(floor - g.borrow)
 		gap := ready.Sub(g.clock.Now())
 		if gap > g.cfg.MaxStartupWait {
+			if moved != "" {
+				return nil, fmt.Errorf("%w: %w: machine %d: %s; the clock reads %s, %s before that (max_borrow %s, max_startup_wait %s); keep the old epoch, use another machine ID, or wait",
+					ErrClockBehind, ErrShape, machine, moved, g.clock.Now().UTC().Format(time.RFC3339Nano),
+					g.instantOf(floor).Sub(g.clock.Now()).Round(time.Millisecond), g.cfg.MaxBorrow, g.cfg.MaxStartupWait)
+			}
 			return nil, fmt.Errorf("%w: the clock reads %s, %s behind the mark %s of machine %d (max_borrow %s, max_startup_wait %s); fix the clock or wait",
 				ErrClockBehind, g.clock.Now().UTC().Format(time.RFC3339Nano), g.instantOf(floor).Sub(g.clock.Now()).Round(time.Millisecond),
 				mark.UTC().Format(time.RFC3339Nano), machine, g.cfg.MaxBorrow, g.cfg.MaxStartupWait)
@@ -334,6 +343,60 @@ func (g *Generator) startRun(ctx context.Context, machine MachineID, guard Guard
 	r.done = make(chan struct{})
 	go g.reserve(r)
 	return r, nil
+}
+
+// loadMark loads the mark, with its shape when the store records one.
+func loadMark(ctx context.Context, guard GuardStore, use GuardUse) (Mark, error) {
+	if sg, ok := guard.(ShapedGuard); ok {
+		return sg.LoadFor(ctx, use)
+	}
+	at, err := guard.Load(ctx)
+	return Mark{At: at}, err
+}
+
+// shapeFloor applies the rules of a mark written with another shape and
+// returns the instant the new time fields must start at (or above). When
+// that instant lies later than the mark because the epoch moved later, it
+// also says so, naming both epochs, for the error if the wait is too long.
+//
+//   - Another layout: refused. The fields sit elsewhere, so an ID of one
+//     layout can equal an ID of the other whatever the instants.
+//   - A later epoch: the same instant gives smaller time fields, so the new
+//     fields start above every old one at mark + (new epoch - old epoch).
+//   - An earlier epoch: the mark itself suffices (larger fields).
+//   - Another type or version: the IDs differ in bit 62 or 63 and cannot
+//     meet; the epoch rule above still applies, because the mark is the
+//     only record of every earlier shape of this machine ID (a later
+//     return to the old type must still start above its IDs).
+func (g *Generator) shapeFloor(machine MachineID, mk Mark) (time.Time, string, error) {
+	own := g.Shape()
+	if !mk.HasShape || mk.At.IsZero() || mk.Shape == own {
+		return mk.At, "", nil
+	}
+	old := mk.Shape
+	at := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+	if old.Layout != own.Layout {
+		return time.Time{}, "", fmt.Errorf("%w: machine %d: the time guard's mark %s was written by a generator issuing layout %s (%s); this one issues layout %s (%s): IDs of one layout can equal IDs of the other; keep layout %s for machine %d or use another machine ID",
+			ErrShape, machine, at(mk.At), old.Layout, old, own.Layout, own, old.Layout, machine)
+	}
+	from := mk.At
+	var moved string
+	oldEpoch, newEpoch := time.UnixMilli(old.EpochMs), time.UnixMilli(own.EpochMs)
+	switch {
+	case own.EpochMs > old.EpochMs:
+		from = mk.At.Add(newEpoch.Sub(oldEpoch))
+		moved = fmt.Sprintf("the epoch moved later, from %s to %s, so IDs may start only at %s (the mark %s plus the %s the epoch moved), above every time field issued under the old epoch",
+			at(oldEpoch), at(newEpoch), at(from), at(mk.At), newEpoch.Sub(oldEpoch))
+		g.log.Warn("time guard: "+moved, "machine", machine)
+	case own.EpochMs < old.EpochMs:
+		g.log.Info("time guard: the epoch moved earlier; starting at the mark, whose time fields are larger than every old one",
+			"machine", machine, "old_epoch", at(oldEpoch), "new_epoch", at(newEpoch), "mark", at(mk.At))
+	}
+	if old.Type != own.Type || old.Version != own.Version {
+		g.log.Info("time guard: the mark was written with another type or version; those IDs differ in bit 62 or 63 and cannot equal the new ones",
+			"machine", machine, "old", old.String(), "new", own.String(), "start", at(from))
+	}
+	return from, moved, nil
 }
 
 // reserve keeps the durable mark ahead of issuing: every third of the window
@@ -869,6 +932,35 @@ func (g *Generator) Ready() error {
 	_, err := g.nowUnit()
 	return err
 }
+
+// Shape returns what the generator's time fields mean: layout, type,
+// epoch and version.
+func (g *Generator) Shape() Shape {
+	return Shape{Layout: g.cfg.Layout, Type: g.cfg.Type, EpochMs: g.epochMs, Version: g.cfg.Version}
+}
+
+// ReadyAt is the first clock reading at which a run starting on a guard
+// whose mark is mark needs no wait: the unit at or after mark, less the
+// whole units of MaxBorrow. A lease that must hold a new holder off until
+// mark waits until then, however long, before New or Rekey (which wait
+// only MaxStartupWait).
+func (g *Generator) ReadyAt(mark time.Time) time.Time { return g.cfg.ReadyAt(mark) }
+
+// ReadyAt is Generator.ReadyAt for a generator with this Config, before it
+// exists. The Config must be valid.
+func (c Config) ReadyAt(mark time.Time) time.Time {
+	codec, _ := NewCodec(c.Layout, c.Epoch)
+	unit := c.Type.Unit()
+	epoch := codec.Epoch()
+	if !mark.After(epoch) {
+		return epoch
+	}
+	units := (mark.Sub(epoch) + unit - 1) / unit // ceil
+	return epoch.Add((units - c.MaxBorrow/unit) * unit)
+}
+
+// MaxBorrow returns how far the generator may issue ahead of its clock.
+func (g *Generator) MaxBorrow() time.Duration { return g.cfg.MaxBorrow }
 
 // Codec returns the generator's codec (layout and epoch).
 func (g *Generator) Codec() Codec { return g.codec }
