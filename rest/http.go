@@ -67,7 +67,7 @@ func (s *Server) checkRequest(c echo.Context) error {
 	}
 	if r.ContentLength > s.cfg.BodyLimit {
 		return &apiError{status: http.StatusRequestEntityTooLarge, code: codeInvalidArgument,
-			message: fmt.Sprintf("body: Content-Length %d is larger than %d bytes", r.ContentLength, s.cfg.BodyLimit)}
+			message: fmt.Sprintf("body: larger than %d bytes (Content-Length %d)", s.cfg.BodyLimit, r.ContentLength)}
 	}
 	if vals := c.ParamValues(); len(vals) > 0 {
 		changed := false

@@ -160,3 +160,28 @@ func TestMetricsAuth(t *testing.T) {
 		t.Error("MetricsAuth without a token: no error")
 	}
 }
+
+// TestParamFormsShared: REST follows the central server's rules for
+// parameter values (central/wire's fields.go; central's TestParamForms
+// sends the same over RPC).
+func TestParamFormsShared(t *testing.T) {
+	gen, _ := vestaGen(t)
+	base := serve(t, newServer(t, gen, rest.Config{}))
+	for _, tc := range []struct {
+		path   string
+		status int
+		has    string
+	}{
+		{"/makeid?time=5&seq=3&method=CENTRAL&type=MIN-GRANULARITY", http.StatusOK, ""},
+		{"/makeid?time=5&seq=3&method=%20CENTRAL", http.StatusBadRequest, `method: " CENTRAL"; want 0-3`},
+		{"/makeid?time=5&seq=%203", http.StatusBadRequest, `seq: " 3" is not an unsigned decimal integer`},
+		{"/makeid?time=5&seq=0003", http.StatusOK, ""},
+		{"/v1/ids/-1", http.StatusBadRequest, "Long.toUnsignedString"},
+		{"/v1/transtime?time=5&type=min-granularity", http.StatusOK, ""},
+	} {
+		resp, body := do(t, newReq(t, http.MethodGet, base+tc.path))
+		if resp.StatusCode != tc.status || !strings.Contains(body, tc.has) {
+			t.Errorf("GET %s: %d %s; want %d with %q", tc.path, resp.StatusCode, body, tc.status, tc.has)
+		}
+	}
+}
