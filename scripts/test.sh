@@ -31,3 +31,8 @@ $GO test -race -count=1 -timeout 30m ./...
 # module proxy, its tests use no network.
 echo "== deploy/k8s/validate"
 (cd deploy/k8s/validate && $GO mod download && $GO vet ./... && $GO test -race -count=1 ./...)
+
+# rest/openapilint is a module of its own too (kin-openapi, the strict
+# validator of the served OpenAPI document and its examples).
+echo "== rest/openapilint"
+(cd rest/openapilint && $GO mod download && $GO vet ./... && $GO test -race -count=1 ./...)
