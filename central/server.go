@@ -32,7 +32,7 @@ import (
 // Methods: Vesta.GenID -> uint64; Vesta.GenIDs {count} -> [uint64...];
 // Vesta.TakeIDs {count} -> {ids, retry_after_ms}; Vesta.ExpID {id} -> map;
 // Vesta.MakeID {time, seq, machine?, method?, type?, version?} -> uint64;
-// Vesta.TransTime {time} -> map; Vesta.Info -> map; with Config.Sequences,
+// Vesta.TransTime {time, type?} -> map; Vesta.Info -> map; with Config.Sequences,
 // Vesta.NextSeq {tag} -> int64 and Vesta.NextSeqs {tag, count} -> [int64...].
 //
 // At the sequence's ceiling (about a million IDs a second, plus the
