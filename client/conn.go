@@ -14,7 +14,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 )
 
-// maxChunk caps the count of one Vesta.GenIDs call whatever a server's
+// maxChunk caps the count of one Vesta.GenIDs or Vesta.TakeIDs call whatever a server's
 // max_batch, which bounds the replies a connection must accept.
 const maxChunk = 1 << 16
 
@@ -122,6 +122,7 @@ func (cn *conn) handshake(ctx context.Context) (identity, error) {
 	return identity{
 		codec: codec, typ: core.Type(info.Type), version: uint8(info.Version),
 		machine: core.MachineID(info.Machine), maxBatch: int(min(info.MaxBatch, maxChunk)),
+		takeIDs: info.TakeIDs == 1,
 	}, nil
 }
 

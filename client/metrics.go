@@ -1,6 +1,8 @@
 package client
 
 import (
+	"errors"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
 )
@@ -13,13 +15,21 @@ type metrics struct {
 	fallbackIDs prometheus.Counter
 	mode        prometheus.Gauge // 1 central, 0 fallback
 	buffered    prometheus.Gauge
+	// ceilingWaits and ceilingWait are vesta_ceiling_waits_total and
+	// vesta_ceiling_wait_seconds with mode="client", names shared with the
+	// servers' and the embedded issuer's.
+	ceilingWaits prometheus.Counter
+	ceilingWait  prometheus.Observer
 }
 
 // Results of calls_total besides the wire error codes: ok, timeout (the
 // attempt's deadline passed), network (dial, TLS or a broken connection),
-// rejected (the breaker was open), protocol (a malformed reply).
+// rejected (the breaker was open), protocol (a malformed reply), busy
+// (Vesta.TakeIDs gave fewer IDs than asked: the server's sequence is at
+// its ceiling; a success for the breaker).
 const (
 	resultOK       = "ok"
+	resultBusy     = "busy"
 	resultTimeout  = "timeout"
 	resultNetwork  = "network"
 	resultRejected = "rejected"
@@ -50,16 +60,52 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Prefetched central IDs ready to hand out.",
 		}),
 	}
+	waits := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vesta_ceiling_waits_total",
+		Help: "Calls that waited at the sequence ceiling (client: every server said busy, so the call slept until one had room).",
+	}, []string{"mode"})
+	wait := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "vesta_ceiling_wait_seconds",
+		Help:    "How long calls waited at the sequence ceiling.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"mode"})
 	m.mode.Set(1)
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.calls, m.breaker, m.fallbackIDs, m.mode, m.buffered} {
-		if err := reg.Register(c); err != nil {
+	if reg != nil {
+		for _, c := range m.collectors() {
+			if err := reg.Register(c); err != nil {
+				m.unregister(reg)
+				return nil, err
+			}
+		}
+		// The ceiling's metrics are shared by name with an embedded
+		// issuer or a server on the same Registerer: join theirs (and
+		// leave them registered at Close).
+		var err error
+		if waits, err = shared(reg, waits); err != nil {
+			m.unregister(reg)
+			return nil, err
+		}
+		if wait, err = shared(reg, wait); err != nil {
+			m.unregister(reg)
+			reg.Unregister(waits)
 			return nil, err
 		}
 	}
+	m.ceilingWaits = waits.WithLabelValues("client")
+	m.ceilingWait = wait.WithLabelValues("client")
 	return m, nil
+}
+
+// shared registers c, or returns the collector of the same name already
+// registered.
+func shared[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	if are := (prometheus.AlreadyRegisteredError{}); errors.As(err, &are) {
+		if old, ok := are.ExistingCollector.(C); ok {
+			return old, nil
+		}
+	}
+	return c, err
 }
 
 // unregister removes the collectors again, so a closed client leaves the
@@ -68,7 +114,7 @@ func (m *metrics) unregister(reg prometheus.Registerer) {
 	if reg == nil {
 		return
 	}
-	for _, c := range []prometheus.Collector{m.calls, m.breaker, m.fallbackIDs, m.mode, m.buffered} {
+	for _, c := range m.collectors() {
 		reg.Unregister(c)
 	}
 }
@@ -84,4 +130,8 @@ func breakerValue(s gobreaker.State) float64 {
 	default:
 		return 0
 	}
+}
+
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.calls, m.breaker, m.fallbackIDs, m.mode, m.buffered}
 }

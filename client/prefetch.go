@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,28 +12,38 @@ import (
 
 // prefetch keeps up to size central IDs ready (Leaf's double buffer): when
 // fewer than low remain, one background goroutine fetches the difference
-// with Vesta.GenIDs while callers keep taking from what is left. Every ID
-// leaves the buffer exactly once, under mu, so none is handed out twice.
+// while callers keep taking from what is left. Every ID leaves the buffer
+// exactly once, under mu, so none is handed out twice.
+//
+// The buffer is a queue of segments, one per piece a refill brought (one
+// server's answer), each in increasing order. Callers copy out of them
+// with no work per ID beyond the copy, and a refill appends a segment in
+// constant time, so mu is never held for long; only a batch that spans two
+// segments compares their ends, and is sorted in the rare case that pieces
+// of several servers arrived out of order.
 type prefetch struct {
 	size, low int
-	fill      func(ctx context.Context, n int) ([]core.ID, error) // central only, never the fallback
-	gauge     prometheus.Gauge
+	// fill fetches n central IDs (never the fallback), handing each piece
+	// to put as it comes.
+	fill  func(ctx context.Context, n int, put func([]core.ID)) error
+	gauge prometheus.Gauge
 
 	kick chan struct{} // wakes the refiller; one slot
 
 	mu      sync.Mutex
-	ids     []core.ID     // ready IDs, taken from the front
+	segs    [][]core.ID   // ready IDs, taken from the front of segs[0]
+	n       int           // IDs in segs
 	filling bool          // a refill is asked for or running
-	round   chan struct{} // closed when the running refill ends
+	changed chan struct{} // closed when IDs arrive or a refill ends
+	rounds  uint64        // refills ended
 	failed  error         // why the last refill fell short, if it did
 	stopped bool
 }
 
-func newPrefetch(size int, fill func(context.Context, int) ([]core.ID, error), gauge prometheus.Gauge) *prefetch {
+func newPrefetch(size int, fill func(context.Context, int, func([]core.ID)) error, gauge prometheus.Gauge) *prefetch {
 	return &prefetch{
 		size: size, low: max(1, size/2), fill: fill, gauge: gauge,
-		kick: make(chan struct{}, 1), round: make(chan struct{}),
-		ids: make([]core.ID, 0, size),
+		kick: make(chan struct{}, 1), changed: make(chan struct{}),
 	}
 }
 
@@ -47,24 +58,42 @@ func (p *prefetch) run(ctx context.Context) {
 		case <-p.kick:
 		}
 		p.mu.Lock()
-		want := p.size - len(p.ids)
+		want := p.size - p.n
 		p.mu.Unlock()
-		var got []core.ID
 		var err error
 		if want > 0 {
-			got, err = p.fill(ctx, want) // on error, keep what came
+			err = p.fill(ctx, want, p.put) // on error, keep what came
 		}
 		p.mu.Lock()
 		p.failed = err
-		if !p.stopped {
-			p.ids = append(p.ids, got...)
-			p.gauge.Set(float64(len(p.ids)))
-		}
 		p.filling = false
-		close(p.round)
-		p.round = make(chan struct{})
+		p.rounds++
+		p.signalLocked()
 		p.mu.Unlock()
 	}
+}
+
+// put adds a piece of a refill. Its order is checked here, on the
+// refiller's goroutine, so that callers never have to.
+func (p *prefetch) put(ids []core.ID) {
+	if !slices.IsSorted(ids) {
+		slices.Sort(ids)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return
+	}
+	p.segs = append(p.segs, ids)
+	p.n += len(ids)
+	p.gauge.Set(float64(p.n))
+	p.signalLocked()
+}
+
+// signalLocked wakes the callers waiting for IDs.
+func (p *prefetch) signalLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
 }
 
 // stop drops the buffer and releases waiters.
@@ -72,10 +101,9 @@ func (p *prefetch) stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stopped = true
-	p.ids = nil
+	p.segs, p.n = nil, 0
 	p.gauge.Set(0)
-	close(p.round)
-	p.round = make(chan struct{})
+	p.signalLocked()
 }
 
 // askLocked starts a refill unless one is on its way.
@@ -90,54 +118,102 @@ func (p *prefetch) askLocked() {
 	}
 }
 
-// take returns a buffered ID. When the buffer is empty it waits for one
-// refill round; if that brings nothing for this caller it reports ok=false,
-// with the refill's error if it failed (or the context's), and the caller
-// issues elsewhere, so a failing refill never blocks anyone longer than one
-// round (itself bounded by the call timeouts).
+// take returns a buffered ID. When the buffer is empty it waits until IDs
+// arrive or one refill ends; if that refill ends with nothing for this
+// caller it reports ok=false, with the refill's error if it failed (or the
+// context's), and the caller issues elsewhere. At the ceiling a refill
+// waits for the servers, and so do the callers it brings IDs to; a failing
+// refill blocks no one longer than one round (itself bounded by the call
+// timeouts).
 func (p *prefetch) take(ctx context.Context) (id core.ID, ok bool, err error) {
-	for waited := false; ; waited = true {
-		p.mu.Lock()
-		if n := len(p.ids); n > 0 {
-			id, p.ids = p.ids[0], p.ids[1:]
-			if n-1 < p.low {
-				p.askLocked()
-			}
-			p.gauge.Set(float64(n - 1))
-			p.mu.Unlock()
-			return id, true, nil
-		}
-		if waited || p.stopped {
+	p.mu.Lock()
+	round := p.rounds
+	for p.n == 0 {
+		if p.stopped || p.rounds > round+1 || (p.rounds > round && !p.filling) {
 			err := p.failed
 			p.mu.Unlock()
 			return 0, false, err
 		}
-		round := p.round
+		changed := p.changed
 		p.askLocked()
 		p.mu.Unlock()
 		select {
-		case <-round:
+		case <-changed:
 		case <-ctx.Done():
 			return 0, false, ctx.Err()
 		}
+		p.mu.Lock()
+	}
+	seg := p.segs[0]
+	id = seg[0]
+	if len(seg) == 1 {
+		p.popLocked()
+	} else {
+		p.segs[0] = seg[1:]
+	}
+	p.n--
+	if p.n < p.low {
+		p.askLocked()
+	}
+	p.gauge.Set(float64(p.n))
+	p.mu.Unlock()
+	return id, true, nil
+}
+
+// popLocked drops the first segment, which is used up.
+func (p *prefetch) popLocked() {
+	p.segs[0] = nil
+	p.segs = p.segs[1:]
+	if len(p.segs) == 0 {
+		p.segs = p.segs[:0:0] // let the spent array go
 	}
 }
 
-// takeN returns n buffered IDs if the buffer holds that many, else none.
+// takeN returns n buffered IDs in increasing order if the buffer holds
+// that many, else nil.
 func (p *prefetch) takeN(n int) []core.ID {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.ids) < n {
-		if len(p.ids) < p.low {
+	if p.n < n {
+		if p.n < p.low {
 			p.askLocked()
 		}
+		p.mu.Unlock()
 		return nil
 	}
-	out := append([]core.ID(nil), p.ids[:n]...)
-	p.ids = p.ids[n:]
-	if len(p.ids) < p.low {
+	var out []core.ID
+	sorted := true
+	if seg := p.segs[0]; len(seg) >= n {
+		// The common case, a single copy (append does not clear first).
+		out = append([]core.ID(nil), seg[:n]...)
+		if len(seg) == n {
+			p.popLocked()
+		} else {
+			p.segs[0] = seg[n:]
+		}
+	} else {
+		out = make([]core.ID, 0, n)
+		for len(out) < n {
+			seg := p.segs[0]
+			k := min(len(seg), n-len(out))
+			if len(out) > 0 && seg[0] < out[len(out)-1] {
+				sorted = false
+			}
+			out = append(out, seg[:k]...)
+			if k == len(seg) {
+				p.popLocked()
+			} else {
+				p.segs[0] = seg[k:]
+			}
+		}
+	}
+	p.n -= n
+	if p.n < p.low {
 		p.askLocked()
 	}
-	p.gauge.Set(float64(len(p.ids)))
+	p.gauge.Set(float64(p.n))
+	p.mu.Unlock()
+	if !sorted {
+		slices.Sort(out)
+	}
 	return out
 }
