@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,48 +46,62 @@ func openBenchTarget(ctx context.Context, o benchOptions) (*benchTarget, error) 
 	case "redis-incr":
 		return openRedisINCR(ctx, o)
 	}
-	// rpc, rest and client: a server at --addr, or one of our own.
-	var srv *benchServer
-	addr, where := o.addr, "--addr"
-	if addr == "" {
-		var err error
-		if srv, err = startBenchServer(ctx); err != nil {
-			return nil, err
+	// rpc, rest and client: servers at --addr, or our own.
+	var srvs []*benchServer
+	stopAll := func() error {
+		var errs []error
+		for _, srv := range srvs {
+			errs = append(errs, srv.stop())
 		}
+		return errors.Join(errs...)
+	}
+	addrs, where := o.addrs, "--addr"
+	if len(addrs) == 0 {
 		where = "in-process, no --addr"
-		addr = srv.central
-		if o.target == "rest" {
-			addr = srv.rest
+		for i := range o.servers {
+			srv, err := startBenchServer(ctx, core.MachineID(1023-i))
+			if err != nil {
+				return nil, errors.Join(err, stopAll())
+			}
+			srvs = append(srvs, srv)
+			addr := srv.central
+			if o.target == "rest" {
+				addr = srv.rest
+			}
+			addrs = append(addrs, addr)
 		}
 	}
 	var tg *benchTarget
 	var err error
 	switch o.target {
 	case "rpc":
-		tg, err = openRPC(o, addr)
+		tg, err = openRPC(o, addrs[0])
 	case "rest":
-		tg, err = openREST(o, addr)
+		tg, err = openREST(o, addrs[0])
 	default:
-		tg, err = openClient(ctx, o, addr)
+		tg, err = openClient(ctx, o, addrs)
 	}
 	if err != nil {
-		if srv != nil {
-			err = errors.Join(err, srv.stop())
-		}
-		return nil, err
+		return nil, errors.Join(err, stopAll())
 	}
 	tg.server += " (" + where + ")"
-	if srv != nil {
-		tg.ahead = srv.ahead
+	if len(srvs) > 0 {
+		tg.ahead = func() time.Duration {
+			var d time.Duration
+			for _, srv := range srvs {
+				d = max(d, srv.ahead())
+			}
+			return d
+		}
 		closeTarget := tg.close
-		tg.close = func() error { return errors.Join(closeTarget(), srv.stop()) }
+		tg.close = func() error { return errors.Join(closeTarget(), stopAll()) }
 	}
 	return tg, nil
 }
 
 // benchServer is the central and REST server bench runs itself when rpc,
-// rest or client have no --addr: 'vesta serve' on its defaults, on
-// 127.0.0.1:0, with the time guard in a temporary directory.
+// rest or client have no --addr: 'vesta serve' on its defaults but for the
+// machine ID, on 127.0.0.1:0, with the time guard in a temporary directory.
 type benchServer struct {
 	central, rest string
 	gen           *core.Generator
@@ -97,7 +112,7 @@ type benchServer struct {
 	wg            sync.WaitGroup
 }
 
-func startBenchServer(ctx context.Context) (_ *benchServer, err error) {
+func startBenchServer(ctx context.Context, machine core.MachineID) (_ *benchServer, err error) {
 	s := &benchServer{}
 	if s.dir, err = os.MkdirTemp("", "vesta-bench-"); err != nil {
 		return nil, err
@@ -110,6 +125,7 @@ func startBenchServer(ctx context.Context) (_ *benchServer, err error) {
 	cfg := conf.DefaultConfig()
 	log := slog.New(slog.DiscardHandler)
 	mcfg := cfg.MachineID(core.Central)
+	mcfg.Static = machine
 	mcfg.Logger = log
 	if s.lease, err = machineid.Acquire(ctx, mcfg, machineid.Server); err != nil {
 		return nil, err
@@ -205,8 +221,9 @@ func openEmbedded(ctx context.Context, o benchOptions) (*benchTarget, error) {
 	return tg, nil
 }
 
-func openClient(ctx context.Context, o benchOptions, addr string) (*benchTarget, error) {
-	cfg := client.DefaultConfig(addr)
+func openClient(ctx context.Context, o benchOptions, addrs []string) (*benchTarget, error) {
+	cfg := client.DefaultConfig(addrs...)
+	cfg.Prefetch = o.prefetch
 	// A fallback ID would be measured as a central one: a server that is
 	// down must show as errors.
 	cfg.Fallback = false
@@ -218,7 +235,14 @@ func openClient(ctx context.Context, o benchOptions, addr string) (*benchTarget,
 	if err != nil {
 		return nil, usageIf(err)
 	}
-	tg := &benchTarget{server: "Go client to the central server at " + addr, conns: conns, close: cl.Close}
+	what := "Go client to the central server at " + addrs[0]
+	if len(addrs) > 1 {
+		what = "Go client to the central servers at " + strings.Join(addrs, ", ")
+	}
+	if o.prefetch > 0 {
+		what += fmt.Sprintf(", prefetching %d", o.prefetch)
+	}
+	tg := &benchTarget{server: what, conns: conns, close: cl.Close}
 	if o.batch == 1 {
 		tg.call = func(ctx context.Context, _ int) (int, error) {
 			_, err := cl.NextID(ctx)
