@@ -243,25 +243,33 @@ func (c *Client) NextID(ctx context.Context) (core.ID, error) {
 // in turn (and the fallback, when every server is down); the result is
 // sorted, and IDs of every server and the fallback are distinct.
 func (c *Client) NextIDs(ctx context.Context, n int) ([]core.ID, error) {
+	return c.AppendIDs(ctx, nil, n)
+}
+
+// AppendIDs is NextIDs appending to dst, so that a caller reusing its slice
+// allocates nothing: the n IDs appended are in increasing order. On error
+// it returns nil.
+func (c *Client) AppendIDs(ctx context.Context, dst []core.ID, n int) ([]core.ID, error) {
 	if n < 1 || n > MaxCount {
 		return nil, fmt.Errorf("client: NextIDs(%d): want 1-%d: %w", n, MaxCount, core.ErrInvalidCount)
 	}
 	if c.pf != nil {
-		if ids := c.pf.takeN(n); ids != nil {
-			return ids, nil // sorted by takeN
+		if out, ok := c.pf.takeN(dst, n); ok {
+			return out, nil // sorted by takeN
 		}
 	}
-	ids, err := c.issue(ctx, make([]core.ID, 0, n), n)
+	start := len(dst)
+	dst, err := c.issue(ctx, slices.Grow(dst, n), n)
 	if err != nil {
 		return nil, err
 	}
 	// Pieces from several servers (split at max_batch, or the rest of a
 	// busy server's share asked from the next) and the fallback's
 	// interleave: sort them.
-	if !slices.IsSorted(ids) {
+	if ids := dst[start:]; !slices.IsSorted(ids) {
 		slices.Sort(ids)
 	}
-	return ids, nil
+	return dst, nil
 }
 
 // issue appends n IDs to dst from the servers, and from the fallback for

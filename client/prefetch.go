@@ -169,36 +169,45 @@ func (p *prefetch) popLocked() {
 	}
 }
 
-// takeN returns n buffered IDs in increasing order if the buffer holds
-// that many, else nil.
-func (p *prefetch) takeN(n int) []core.ID {
+// takeN appends n buffered IDs to dst, in increasing order, if the buffer
+// holds that many; else it reports false. With a nil dst and the IDs in one
+// segment it copies nothing: it returns that part of the segment, capped at
+// n so that the caller's appends copy it, and the rest of the segment goes
+// to later callers (disjoint parts of one array: no ID is shared). The
+// array lives while any part is used: a caller that keeps its batch keeps
+// at most one server reply (max_batch IDs) alive.
+func (p *prefetch) takeN(dst []core.ID, n int) ([]core.ID, bool) {
 	p.mu.Lock()
 	if p.n < n {
 		if p.n < p.low {
 			p.askLocked()
 		}
 		p.mu.Unlock()
-		return nil
+		return dst, false
 	}
-	var out []core.ID
+	start := len(dst)
 	sorted := true
 	if seg := p.segs[0]; len(seg) >= n {
-		// The common case, a single copy (append does not clear first).
-		out = append([]core.ID(nil), seg[:n]...)
+		if dst == nil {
+			dst = seg[:n:n]
+		} else {
+			dst = append(dst, seg[:n]...)
+		}
 		if len(seg) == n {
 			p.popLocked()
 		} else {
 			p.segs[0] = seg[n:]
 		}
 	} else {
-		out = make([]core.ID, 0, n)
-		for len(out) < n {
+		dst = slices.Grow(dst, n)
+		for left := n; left > 0; {
 			seg := p.segs[0]
-			k := min(len(seg), n-len(out))
-			if len(out) > 0 && seg[0] < out[len(out)-1] {
+			k := min(len(seg), left)
+			if len(dst) > start && seg[0] < dst[len(dst)-1] {
 				sorted = false
 			}
-			out = append(out, seg[:k]...)
+			dst = append(dst, seg[:k]...)
+			left -= k
 			if k == len(seg) {
 				p.popLocked()
 			} else {
@@ -213,7 +222,7 @@ func (p *prefetch) takeN(n int) []core.ID {
 	p.gauge.Set(float64(p.n))
 	p.mu.Unlock()
 	if !sorted {
-		slices.Sort(out)
+		slices.Sort(dst[start:])
 	}
-	return out
+	return dst, true
 }
