@@ -171,6 +171,8 @@ func TestEnvMapping(t *testing.T) {
 		"VESTA_CENTRAL_MAX_BATCH=500",
 		"VESTA_CENTRAL_MAX_REQUEST_BYTES=1024",
 		"VESTA_CENTRAL_MAX_CONNS=7",
+		"VESTA_CENTRAL_MAX_WAITING_IDS=5000",
+		"VESTA_CENTRAL_MAX_WAITING_CALLS=9",
 		"VESTA_CENTRAL_IDLE_TIMEOUT=1m",
 		"VESTA_CENTRAL_READ_TIMEOUT=2s",
 		"VESTA_CENTRAL_TLS_CERT=c.pem",
@@ -178,6 +180,8 @@ func TestEnvMapping(t *testing.T) {
 		"VESTA_CENTRAL_TLS_CLIENT_CA=ca.pem",
 		"VESTA_REST_LISTEN=:8080",
 		"VESTA_REST_TOKEN=tok",
+		"VESTA_REST_MAX_WAITING_IDS=6000",
+		"VESTA_REST_MAX_WAITING_CALLS=11",
 		"VESTA_REST_TLS_CERT=c.pem",
 		"VESTA_REST_TLS_KEY=k.pem",
 		"VESTA_CLIENT_SERVERS=a:1,b:2",
@@ -201,9 +205,10 @@ func TestEnvMapping(t *testing.T) {
 		},
 		TimeGuard: conf.TimeGuardConfig{Window: 5 * time.Millisecond, MaxStartupWait: time.Minute},
 		Central: conf.CentralConfig{Listen: "127.0.0.1:0", MaxBatch: 500, MaxRequestBytes: 1024, MaxConns: 7,
-			IdleTimeout: time.Minute, ReadTimeout: 2 * time.Second,
+			MaxWaitingIDs: 5000, MaxWaitingCalls: 9, IdleTimeout: time.Minute, ReadTimeout: 2 * time.Second,
 			TLS: conf.CentralTLS{Cert: "c.pem", Key: "k.pem", ClientCA: "ca.pem"}},
-		REST:    conf.RESTConfig{Listen: ":8080", Token: "tok", TLS: conf.RESTTLS{Cert: "c.pem", Key: "k.pem"}},
+		REST: conf.RESTConfig{Listen: ":8080", Token: "tok", MaxWaitingIDs: 6000, MaxWaitingCalls: 11,
+			TLS: conf.RESTTLS{Cert: "c.pem", Key: "k.pem"}},
 		Client:  conf.ClientConfig{Servers: []string{"a:1", "b:2"}, Timeout: time.Second, Prefetch: 100},
 		Metrics: conf.MetricsConfig{Listen: "127.0.0.1:9090"},
 		Log:     conf.LogConfig{Level: "warn", Format: "json"},
@@ -211,8 +216,8 @@ func TestEnvMapping(t *testing.T) {
 	if got := l.Config; !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n%v\nwant\n%v", got, want)
 	}
-	if len(l.Env) != 41 {
-		t.Errorf("%d variables applied; want 41", len(l.Env))
+	if len(l.Env) != 45 {
+		t.Errorf("%d variables applied; want 45", len(l.Env))
 	}
 }
 

@@ -24,6 +24,8 @@ const (
 	minRequestBytes = 256 // holds any legitimate request
 	maxRequestBytes = 64 << 20
 	maxConnsLimit   = 1_000_000
+	maxWaitingIDs   = 1 << 30
+	maxWaitingCalls = 1 << 24
 	maxRetries      = 10
 	maxBorrowLimit  = 24 * time.Hour // core.Config refuses more
 	minLeaseTTL     = time.Second
@@ -190,6 +192,8 @@ func (c CentralConfig) validate(ck *checker) {
 	checkInt(ck, "central.max_batch", c.MaxBatch, 1, maxBatchLimit)
 	checkInt(ck, "central.max_request_bytes", c.MaxRequestBytes, minRequestBytes, maxRequestBytes)
 	checkInt(ck, "central.max_conns", c.MaxConns, 1, maxConnsLimit)
+	checkInt(ck, "central.max_waiting_ids", c.MaxWaitingIDs, 1, maxWaitingIDs)
+	checkInt(ck, "central.max_waiting_calls", c.MaxWaitingCalls, 1, maxWaitingCalls)
 	for _, d := range []struct {
 		key string
 		v   time.Duration
@@ -217,6 +221,8 @@ func (r RESTConfig) validate(ck *checker, centralListen string) {
 	if strings.IndexFunc(string(r.Token), func(c rune) bool { return unicode.IsSpace(c) || unicode.IsControl(c) }) >= 0 {
 		ck.add("rest.token", "holds whitespace or control characters (the token is not shown); want a bearer token")
 	}
+	checkInt(ck, "rest.max_waiting_ids", r.MaxWaitingIDs, 1, maxWaitingIDs)
+	checkInt(ck, "rest.max_waiting_calls", r.MaxWaitingCalls, 1, maxWaitingCalls)
 	checkPair(ck, "rest.tls", r.TLS.Cert, r.TLS.Key)
 }
 

@@ -41,8 +41,14 @@ var (
 	// ErrClosed: the generator was closed.
 	ErrClosed = errors.New("core: generator closed")
 
-	// ErrInvalidCount: a batch size below 1.
-	ErrInvalidCount = errors.New("core: count must be at least 1")
+	// ErrInvalidCount: a batch size below 1 or above MaxCount (or a
+	// caller's own maximum).
+	ErrInvalidCount = errors.New("core: invalid count")
+
+	// ErrBusy: a Share already holds as many waiting calls, or owes as
+	// many IDs, as it may; the call was refused at once. Retrying later,
+	// or another server, may succeed.
+	ErrBusy = errors.New("core: too many calls wait for the sequence")
 )
 
 // RangeError reports a field value that does not fit its bits.
