@@ -202,9 +202,9 @@ func (c *Client) identity() identity {
 
 // MaxCount is the largest count NextIDs accepts: a larger one is an error
 // wrapping core.ErrInvalidCount, never an allocation that cannot succeed.
-// It is core's bound on one call, so a count the embedded issuer refuses
-// is refused here too.
-const MaxCount = 1 << 24
+// It is core's bound on one call, so a count the embedded issuer (and the
+// fallback) refuses is refused here too.
+const MaxCount = core.MaxCount
 
 // maxRetryAfter caps a server's retry_after_ms: a server that asks for a
 // longer wait is asked again after this long instead, so a wrong or
@@ -363,8 +363,7 @@ func (c *Client) central(ctx context.Context, dst []core.ID, n int, eager bool) 
 	var waited time.Duration
 	defer func() {
 		if waited > 0 {
-			c.m.ceilingWaits.Inc()
-			c.m.ceilingWait.Observe(waited.Seconds())
+			c.m.ceil.Waited(waited)
 		}
 	}()
 	for len(dst) < want {

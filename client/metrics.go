@@ -1,10 +1,10 @@
 package client
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
+
+	"github.com/vesta-go/vesta/internal/ceilingmetric"
 )
 
 // metrics are the client's Prometheus collectors. They always exist (so the
@@ -15,11 +15,10 @@ type metrics struct {
 	fallbackIDs prometheus.Counter
 	mode        prometheus.Gauge // 1 central, 0 fallback
 	buffered    prometheus.Gauge
-	// ceilingWaits and ceilingWait are vesta_ceiling_waits_total and
-	// vesta_ceiling_wait_seconds with mode="client", names shared with the
-	// servers' and the embedded issuer's.
-	ceilingWaits prometheus.Counter
-	ceilingWait  prometheus.Observer
+	// ceil counts the calls that waited at the ceiling, under the names
+	// the servers and the embedded issuer share (mode="client"); nil
+	// without a Registerer.
+	ceil *ceilingmetric.Metrics
 }
 
 // Results of calls_total besides the wire error codes: ok, timeout (the
@@ -60,52 +59,31 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Prefetched central IDs ready to hand out.",
 		}),
 	}
-	waits := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "vesta_ceiling_waits_total",
-		Help: "Calls that waited at the sequence ceiling (client: every server said busy, so the call slept until one had room).",
-	}, []string{"mode"})
-	wait := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "vesta_ceiling_wait_seconds",
-		Help:    "How long calls waited at the sequence ceiling.",
-		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-	}, []string{"mode"})
 	m.mode.Set(1)
-	if reg != nil {
-		for _, c := range m.collectors() {
-			if err := reg.Register(c); err != nil {
-				m.unregister(reg)
-				return nil, err
-			}
-		}
-		// The ceiling's metrics are shared by name with an embedded
-		// issuer or a server on the same Registerer: join theirs (and
-		// leave them registered at Close).
-		var err error
-		if waits, err = shared(reg, waits); err != nil {
-			m.unregister(reg)
-			return nil, err
-		}
-		if wait, err = shared(reg, wait); err != nil {
-			m.unregister(reg)
-			reg.Unregister(waits)
-			return nil, err
+	if reg == nil {
+		return m, nil
+	}
+	var done []prometheus.Collector
+	undo := func() {
+		for _, c := range done { // only ours: another's may share the names
+			reg.Unregister(c)
 		}
 	}
-	m.ceilingWaits = waits.WithLabelValues("client")
-	m.ceilingWait = wait.WithLabelValues("client")
+	for _, c := range m.collectors() {
+		if err := reg.Register(c); err != nil {
+			undo()
+			return nil, err
+		}
+		done = append(done, c)
+	}
+	// Shared with a server or an embedded issuer on the same Registerer,
+	// so left registered at Close.
+	var err error
+	if m.ceil, err = ceilingmetric.New(reg, ceilingmetric.Client); err != nil {
+		undo()
+		return nil, err
+	}
 	return m, nil
-}
-
-// shared registers c, or returns the collector of the same name already
-// registered.
-func shared[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	if are := (prometheus.AlreadyRegisteredError{}); errors.As(err, &are) {
-		if old, ok := are.ExistingCollector.(C); ok {
-			return old, nil
-		}
-	}
-	return c, err
 }
 
 // unregister removes the collectors again, so a closed client leaves the

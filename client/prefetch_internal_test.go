@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,10 +23,13 @@ func TestPrefetchSegmentsOutOfOrder(t *testing.T) {
 		return out
 	}
 	pieces := [][]core.ID{seq(100, 10), seq(0, 10), {55, 53, 51, 57, 59}, seq(20, 5)}
+	var once sync.Once // later refills bring nothing
 	fill := func(_ context.Context, n int, put func([]core.ID)) error {
-		for _, p := range pieces {
-			put(slices.Clone(p))
-		}
+		once.Do(func() {
+			for _, p := range pieces {
+				put(slices.Clone(p))
+			}
+		})
 		return nil
 	}
 	p := newPrefetch(30, fill, prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"}))
