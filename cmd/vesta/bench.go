@@ -52,11 +52,12 @@ var benchTargets = []string{"embedded", "rpc", "rest", "client", "redis-incr", "
 // benchOptions are the validated flags of one vesta bench run.
 type benchOptions struct {
 	target      string
-	addr        string   // "" = the target's default (see benchLong)
-	addrs       []string // addr split at commas (client: several servers)
-	servers     int      // in-process central servers (client, without --addr)
-	prefetch    int      // client: Config.Prefetch
-	rate        float64  // offered calls/s in all (open loop); 0 = closed loop
+	addr        string        // "" = the target's default (see benchLong)
+	addrs       []string      // addr split at commas (client: several servers)
+	servers     int           // in-process central servers (client, without --addr)
+	prefetch    int           // client: Config.Prefetch
+	timeout     time.Duration // client: Config.Timeout; 0 = its default
+	rate        float64       // offered calls/s in all (open loop); 0 = closed loop
 	concurrency int
 	conns       int // 0 = the target's default
 	duration    time.Duration
@@ -96,8 +97,10 @@ Targets, each with --batch B asking for B IDs per call:
                  connections, 200ms timeout) but no fallback, to the central
                  servers at --addr (host:port[,host:port...]); --conns sets its
                  connections per server, --prefetch N its Prefetch (IDs kept
-                 ready). Without --addr, --servers N starts N servers in this
-                 process (machines 1023, 1022, ...).
+                 ready), --timeout D its Timeout. Without --addr, --servers N
+                 starts N servers in this process (machines 1023, 1022, ...).
+                 After the run, stderr tells the client's calls by result (ok,
+                 busy, timeout, ...) and how many calls waited at the ceiling.
   redis-incr     go-redis INCR (INCRBY B with --batch) on the Redis at --addr
                  (required): the anchor of rpc and client.
   http-baseline  an echo v4 handler returning a constant 19-digit string, on the
@@ -154,6 +157,7 @@ func newBenchCmd() *cobra.Command {
 	fs.Float64Var(&o.rate, "rate", 0, "open loop: offer this many calls/s in all, on a fixed schedule (0: closed loop)")
 	fs.IntVar(&o.servers, "servers", 1, "client without --addr: central servers to start in this process")
 	fs.IntVar(&o.prefetch, "prefetch", 0, "client: IDs the client keeps ready (Config.Prefetch; 0: none)")
+	fs.DurationVar(&o.timeout, "timeout", 0, "client: the time an attempt on one server may take (Config.Timeout; 0: its default, 200ms)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (load, and the server when in-process) to `FILE`, for go tool pprof")
 	return cmd
 }
@@ -229,6 +233,10 @@ func (o *benchOptions) validate(connsSet, serversSet, prefetchSet bool) error {
 		return fmt.Errorf("%w: --prefetch: only the client target prefetches", errUsage)
 	case o.prefetch < 0 || o.prefetch > 1<<20:
 		return fmt.Errorf("%w: --prefetch %d; want 0-%d", errUsage, o.prefetch, 1<<20)
+	case o.timeout != 0 && o.target != "client":
+		return fmt.Errorf("%w: --timeout: only the client target has one", errUsage)
+	case o.timeout < 0 || o.timeout > time.Minute:
+		return fmt.Errorf("%w: --timeout %v; want 0 (the client's default) to 1m", errUsage, o.timeout)
 	case math.IsNaN(o.rate) || o.rate < 0 || o.rate/float64(o.concurrency) > maxCallerRate:
 		return fmt.Errorf("%w: --rate %v; want 0 (closed loop) or more, at most %g per caller", errUsage, o.rate, maxCallerRate)
 	}
@@ -258,6 +266,9 @@ type benchTarget struct {
 	// it runs ahead of the clock (borrowed credit); nil otherwise.
 	ahead func() time.Duration
 	close func() error
+	// report, if set, writes what the target saw (client: its calls by
+	// result) to stderr after the run.
+	report func(w io.Writer)
 }
 
 // benchResult is the outcome of a run; its JSON form is the --json output.
@@ -332,6 +343,9 @@ func runBench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) (er
 		}
 	}
 	res, ahead, firstErr := measure(ctx, o, tg, stderr)
+	if tg.report != nil {
+		tg.report(stderr)
+	}
 	if o.cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}

@@ -8,15 +8,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
@@ -224,6 +227,11 @@ func openEmbedded(ctx context.Context, o benchOptions) (*benchTarget, error) {
 func openClient(ctx context.Context, o benchOptions, addrs []string) (*benchTarget, error) {
 	cfg := client.DefaultConfig(addrs...)
 	cfg.Prefetch = o.prefetch
+	if o.timeout > 0 {
+		cfg.Timeout = o.timeout
+	}
+	reg := prometheus.NewRegistry()
+	cfg.Registerer = reg
 	// A fallback ID would be measured as a central one: a server that is
 	// down must show as errors.
 	cfg.Fallback = false
@@ -242,7 +250,7 @@ func openClient(ctx context.Context, o benchOptions, addrs []string) (*benchTarg
 	if o.prefetch > 0 {
 		what += fmt.Sprintf(", prefetching %d", o.prefetch)
 	}
-	tg := &benchTarget{server: what, conns: conns, close: cl.Close}
+	tg := &benchTarget{server: what, conns: conns, close: cl.Close, report: func(w io.Writer) { reportClient(w, reg) }}
 	if o.batch == 1 {
 		tg.call = func(ctx context.Context, _ int) (int, error) {
 			_, err := cl.NextID(ctx)
@@ -674,4 +682,36 @@ func openBaseline(o benchOptions) (*benchTarget, error) {
 		return err
 	}
 	return tg, nil
+}
+
+// reportClient writes the client's calls by result, summed over servers,
+// and its waits at the ceiling, from its metrics.
+func reportClient(w io.Writer, reg *prometheus.Registry) {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return
+	}
+	results := map[string]float64{}
+	var waits float64
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			switch mf.GetName() {
+			case "vesta_client_calls_total":
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "result" {
+						results[l.GetValue()] += m.GetCounter().GetValue()
+					}
+				}
+			case "vesta_ceiling_waits_total":
+				waits += m.GetCounter().GetValue()
+			}
+		}
+	}
+	keys := slices.Sorted(maps.Keys(results))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %.0f", k, results[k])
+	}
+	fmt.Fprintf(w, "vesta bench: client: calls to servers by result (warm-up included): %s; calls that waited at the ceiling: %.0f\n",
+		strings.Join(parts, ", "), waits)
 }

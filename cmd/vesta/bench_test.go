@@ -113,6 +113,9 @@ func TestBenchFlags(t *testing.T) {
 		{"prefetch for rpc", []string{"bench", "rpc", "--prefetch", "10"}, "--prefetch: only the client target prefetches"},
 		{"prefetch negative", []string{"bench", "client", "--prefetch", "-1"}, "--prefetch -1; want 0-1048576"},
 		{"prefetch absurd", []string{"bench", "client", "--prefetch", "1048577"}, "--prefetch 1048577; want 0-1048576"},
+		{"timeout for rpc", []string{"bench", "rpc", "--timeout", "1s"}, "--timeout: only the client target has one"},
+		{"timeout negative", []string{"bench", "client", "--timeout", "-1s"}, "--timeout -1s; want 0 (the client's default) to 1m"},
+		{"timeout absurd", []string{"bench", "client", "--timeout", "2h"}, "--timeout 2h0m0s; want 0 (the client's default) to 1m"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := cli(t, "", tc.args...)
@@ -216,7 +219,7 @@ func TestBenchTargets(t *testing.T) {
 		{"warm-up", "rpc", 2, 1, []string{"--addr", rpcAddr, "--warmup", "100ms"}},
 		{"aligned", "embedded", 2, 1, []string{"--align", "-d", "1s"}},
 		{"open loop", "embedded", 4, 1, []string{"--rate", "2000"}},
-		{"client, open loop, prefetch", "client", 8, 1, []string{"--rate", "4000", "--prefetch", "1000"}},
+		{"client, open loop, prefetch", "client", 8, 1, []string{"--rate", "4000", "--prefetch", "1000", "--timeout", "2s"}},
 		{"client, three servers in-process, batch", "client", 4, 100, []string{"--servers", "3"}},
 		{"client, two servers at addr, prefetch", "client", 4, 10, []string{"--addr", rpcAddr + "," + rpcAddr2, "--prefetch", "500"}},
 	} {
