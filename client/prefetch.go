@@ -119,17 +119,19 @@ func (p *prefetch) askLocked() {
 }
 
 // take returns a buffered ID. When the buffer is empty it waits until IDs
-// arrive or one refill ends; if that refill ends with nothing for this
-// caller it reports ok=false, with the refill's error if it failed (or the
-// context's), and the caller issues elsewhere. At the ceiling a refill
-// waits for the servers, and so do the callers it brings IDs to; a failing
-// refill blocks no one longer than one round (itself bounded by the call
-// timeouts).
+// arrive, asking for refills as needed, as long as they succeed: at the
+// ceiling the refill waits for the servers and the callers wait with it,
+// rather than each asking a server itself (one call in flight instead of
+// one per caller). Once a refill ended short of IDs with an error after
+// this caller began waiting (no server could give any: see ErrUnavailable),
+// it reports ok=false with that error, and the caller issues elsewhere
+// (the fallback), so a failing refill blocks no one longer than one round
+// (itself bounded by the call timeouts). ctx and Close end the wait.
 func (p *prefetch) take(ctx context.Context) (id core.ID, ok bool, err error) {
 	p.mu.Lock()
 	round := p.rounds
 	for p.n == 0 {
-		if p.stopped || p.rounds > round+1 || (p.rounds > round && !p.filling) {
+		if p.stopped || (p.rounds > round && p.failed != nil) {
 			err := p.failed
 			p.mu.Unlock()
 			return 0, false, err
