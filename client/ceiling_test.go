@@ -436,3 +436,47 @@ func histogram(t testing.TB, reg *prometheus.Registry, name, mode string) (uint6
 	}
 	return 0, 0
 }
+
+// At the ceiling, callers on an empty prefetch buffer wait for the refill,
+// which alone asks the servers; they do not each call a server.
+func TestPrefetchCallersWaitForRefillAtCeiling(t *testing.T) {
+	f := startTaker(t, 1000, 100, 0, 100)
+	cfg, reg := testConfig(t, f.addr)
+	cfg.Prefetch = 200
+	clk := core.NewManualClock(time.Now())
+	c := clockClient(t, cfg, clk)
+	ctx := context.Background()
+	if err := clk.BlockUntil(ctx, 1); err != nil { // the refill waits
+		t.Fatal(err)
+	}
+	const callers = 8
+	var wg sync.WaitGroup
+	var all collect
+	for range callers {
+		wg.Go(func() {
+			for range 50 {
+				id, err := c.NextID(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				all.add(id)
+			}
+		})
+	}
+	waitFor(t, "callers waiting", func() bool { return f.takes.Load() == 1 })
+	f.room.Store(-1)
+	clk.Advance(100 * time.Millisecond)
+	wg.Wait()
+	if len(all.seen) != callers*50 || all.dups > 0 {
+		t.Fatalf("%d distinct IDs, %d duplicates", len(all.seen), all.dups)
+	}
+	if got := counter(t, reg, "vesta_ceiling_waits_total", "mode", "client"); got != 1 {
+		t.Errorf("ceiling waits %v; want 1: the refill's, the callers waiting on the buffer", got)
+	}
+	// One busy answer to the first refill, then refills of up to 200
+	// with max_batch 100: two calls each, never one per caller.
+	if takes := f.takes.Load(); takes > 1+2*(callers*50/100+1) {
+		t.Errorf("%d TakeIDs calls for %d IDs; want only the refills'", takes, callers*50)
+	}
+}
