@@ -480,3 +480,43 @@ func TestPrefetchCallersWaitForRefillAtCeiling(t *testing.T) {
 		t.Errorf("%d TakeIDs calls for %d IDs; want only the refills'", takes, callers*50)
 	}
 }
+
+// A call that times out on a silent connection closes it; the other calls
+// in flight on it are asked again on a new connection, and the breaker
+// counts the one timeout, not every call in flight.
+func TestSilentConnectionFailsOneCall(t *testing.T) {
+	f := startTaker(t, 1000, 100, -1, 0)
+	f.silentFirst.Store(true)
+	cfg, reg := testConfig(t, f.addr)
+	cfg.Fallback = false
+	cfg.ConnsPerServer = 1
+	cfg.Timeout = 2 * time.Second // the others' deadlines are a second after the first's
+	cfg.BreakerFailures = 2
+	c := newClient(t, cfg)
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.NextID(context.Background())
+		first <- err
+	}()
+	waitFor(t, "the first call", func() bool { return f.calls.Load() == 1 })
+	time.Sleep(cfg.Timeout / 2)
+	const others = 5
+	var wg sync.WaitGroup
+	for range others {
+		wg.Go(func() {
+			if _, err := c.NextID(context.Background()); err != nil {
+				t.Errorf("a call in flight when another timed out: %v", err)
+			}
+		})
+	}
+	if err := <-first; !errors.Is(err, client.ErrUnavailable) {
+		t.Errorf("the call on the silent connection: %v; want ErrUnavailable (a timeout)", err)
+	}
+	wg.Wait()
+	if s := c.Servers()[0]; s.Breaker != gobreaker.StateClosed {
+		t.Errorf("breaker %v after one timeout; want closed", s.Breaker)
+	}
+	if got := counter(t, reg, "vesta_client_calls_total", "server", f.addr, "result", "timeout"); got != 1 {
+		t.Errorf("%v timeouts counted; want 1", got)
+	}
+}

@@ -148,7 +148,9 @@ func newClient(ctx context.Context, cfg Config, clock core.Clock) (*Client, erro
 			},
 			OnStateChange: c.breakerChanged,
 			IsExcluded: func(err error) bool {
-				return errors.Is(err, errCallerGone) || errors.Is(err, ErrClosed)
+				// errSilent: the connection was closed because another
+				// call timed out, which the breaker counted already.
+				return errors.Is(err, errCallerGone) || errors.Is(err, ErrClosed) || errors.Is(err, errSilent)
 			},
 			IsSuccessful: func(err error) bool { return err == nil || answered(err) },
 		})
@@ -361,6 +363,7 @@ func (c *Client) central(ctx context.Context, dst []core.ID, n int, eager bool) 
 	var until int64     // the earliest busy mark seen since the last answer, as clock nanoseconds
 	var last error
 	var waited time.Duration
+	resent := false // asked a server again after its connection was closed for silence
 	defer func() {
 		if waited > 0 {
 			c.m.ceil.Waited(waited)
@@ -420,6 +423,15 @@ func (c *Client) central(ctx context.Context, dst []core.ID, n int, eager bool) 
 				continue
 			}
 			idle, fails, until = 0, 0, 0
+			continue
+		}
+		if errors.Is(err, errSilent) && !resent {
+			// Another call's timeout closed the connection this one was
+			// on (and the breaker counted that call): ask again, once,
+			// on a new connection, so that one pause fails one call,
+			// not every call in flight.
+			resent = true
+			i--
 			continue
 		}
 		idle++

@@ -33,6 +33,9 @@ type fake struct {
 
 	fail   atomic.Pointer[wire.Error] // answer GenID(s) and TakeIDs with this error
 	silent atomic.Bool                // read GenID(s) and TakeIDs requests, never answer
+	// silentFirst: the first connection is silent, later ones answer.
+	silentFirst atomic.Bool
+	accepted    atomic.Int64
 	calls  atomic.Int64               // GenID, GenIDs and TakeIDs requests read
 
 	// Vesta.TakeIDs, offered (Info's take_ids) when takeIDs is set: it
@@ -122,6 +125,7 @@ func (f *fake) kill() {
 
 func (f *fake) handle(nc net.Conn) {
 	defer nc.Close()
+	first := f.accepted.Add(1) == 1
 	r := wire.NewReader(nc, wire.DefaultMaxRequestBytes)
 	enc := wire.NewEncoder()
 	var out []byte
@@ -134,7 +138,7 @@ func (f *fake) handle(nc net.Conn) {
 		if err != nil {
 			continue
 		}
-		if f.silent.Load() && req.Method != wire.MethodInfo {
+		if (f.silent.Load() || (first && f.silentFirst.Load())) && req.Method != wire.MethodInfo {
 			f.calls.Add(1)
 			continue
 		}
