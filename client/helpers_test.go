@@ -36,7 +36,7 @@ type fake struct {
 	// silentFirst: the first connection is silent, later ones answer.
 	silentFirst atomic.Bool
 	accepted    atomic.Int64
-	calls  atomic.Int64               // GenID, GenIDs and TakeIDs requests read
+	calls       atomic.Int64 // GenID, GenIDs and TakeIDs requests read
 
 	// Vesta.TakeIDs, offered (Info's take_ids) when takeIDs is set: it
 	// gives at most room IDs in all (negative: no limit) and says
