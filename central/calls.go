@@ -3,7 +3,6 @@ package central
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/vesta-go/vesta/central/wire"
@@ -28,7 +27,8 @@ func wouldBlock(err error) bool { return errors.Is(err, context.Canceled) }
 type answer struct {
 	err   *wire.Error
 	id    uint64
-	value any // nil: the result is id
+	value any  // nil: the result is id
+	take  bool // with a nil value: the result is TakeIDs' of the one ID id
 }
 
 // call serves one request; every path answers it exactly once.
@@ -153,49 +153,45 @@ func (c *conn) maxOwed() int { return 4 * c.s.cfg.MaxBatch }
 // share issues n IDs (a GenID when n is 1) through the server's Share.
 // What needs no wait is answered by the read loop. The rest waits, unless
 // the connection is past its own bounds (MaxInFlight waiting calls, or
-// maxOwed IDs), when it is answered unavailable at once.
+// maxOwed IDs owed to waiting calls and unwritten answers), when it is
+// answered unavailable at once, without trying: such a connection
+// pipelines past what it may be owed, or does not read its answers, and
+// issuing for it could only drop IDs.
 func (c *conn) share(msgid uint32, m int, t0 time.Time, n int) {
 	c.pmu.Lock()
 	mayWait := int(c.waiting.Load()) < c.s.cfg.MaxInFlight && c.owed+n <= c.maxOwed()
 	if mayWait {
 		c.owed += n // reserved before the call can finish on another goroutine
 	}
+	owed := c.owed
 	c.pmu.Unlock()
-	var done func([]core.ID, error)
+	if !mayWait {
+		c.s.ceil.Retried()
+		werr := wire.Errorf(wire.Unavailable, "this connection has %d calls waiting (max_in_flight %d) and is owed %d IDs (max %d)",
+			c.waiting.Load(), c.s.cfg.MaxInFlight, owed, c.maxOwed())
+		c.respond(true, msgid, m, t0, answer{err: werr})
+		return
+	}
+	c.waiting.Add(1)
+	c.calls.Add(1)
 	queuedAt := time.Now()
-	if mayWait {
-		c.waiting.Add(1)
-		c.calls.Add(1)
-		done = func(ids []core.ID, err error) {
-			c.s.ceil.Waited(time.Since(queuedAt))
-			c.finish(waited{msgid: msgid, method: m, t0: t0, n: n, a: c.result(n, ids, err)})
-		}
+	done := func(ids []core.ID, err error) {
+		c.s.ceil.Waited(time.Since(queuedAt))
+		c.finish(waited{msgid: msgid, method: m, t0: t0, n: n, a: c.result(n, ids, err)})
 	}
 	ids, queued, err := c.s.share.Append(c.ctx, c.key, core.Central, nil, n, done)
 	if queued {
 		return
 	}
-	if mayWait {
-		c.pmu.Lock()
-		c.owed -= n
-		c.pmu.Unlock()
-		c.waiting.Add(-1)
-		c.calls.Done()
-	}
+	c.pmu.Lock()
+	c.owed -= n
+	c.pmu.Unlock()
+	c.waiting.Add(-1)
+	c.calls.Done()
 	if errors.Is(err, core.ErrBusy) {
 		c.s.ceil.Retried()
-		if !mayWait {
-			err = fmt.Errorf("%w: this connection has %d calls waiting (max_in_flight %d), owed %d IDs (max %d)",
-				core.ErrBusy, c.waiting.Load(), c.s.cfg.MaxInFlight, c.owedNow(), c.maxOwed())
-		}
 	}
 	c.respond(true, msgid, m, t0, c.result(n, ids, err))
-}
-
-func (c *conn) owedNow() int {
-	c.pmu.Lock()
-	defer c.pmu.Unlock()
-	return c.owed
 }
 
 // result is the answer of GenID (n 1) or GenIDs.
@@ -210,6 +206,16 @@ func (c *conn) result(n int, ids []core.ID, err error) answer {
 // ask again. It never waits. IDs issued before an error are answered, with
 // a retry of a millisecond: the next call reports the error.
 func (c *conn) takeIDs(n int) answer {
+	if n == 1 { // a client's NextID: the generator's fast path, no allocation
+		id, err := c.s.gen.NextID(noWait, core.Central)
+		if err == nil {
+			c.count(1)
+			return answer{id: uint64(id), take: true}
+		}
+		if !wouldBlock(err) {
+			return answer{err: c.genError(err)}
+		}
+	}
 	ids, retry, err := c.s.share.Take(core.Central, nil, n)
 	if err != nil && len(ids) == 0 {
 		return answer{err: c.genError(err)}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/core"
 )
 
 // readBufSize is the read buffer a connection starts with, and returns to
@@ -248,7 +249,10 @@ func (c *conn) respond(fromLoop bool, msgid uint32, method int, t0 time.Time, a 
 	if c.werr != nil {
 		return
 	}
-	if a.err == nil && a.value == nil {
+	if a.err == nil && a.value == nil && a.take {
+		one := [1]core.ID{core.ID(a.id)}
+		c.out = wire.AppendTakeIDsResponse(c.out, msgid, one[:], 0)
+	} else if a.err == nil && a.value == nil {
 		c.out = wire.AppendIDResponse(c.out, msgid, a.id)
 	} else if t, ok := a.value.(takeResult); ok && a.err == nil {
 		c.out = wire.AppendTakeIDsResponse(c.out, msgid, t.ids, t.retryAfterMS)

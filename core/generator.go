@@ -520,23 +520,35 @@ const guardRetry = 10 * time.Millisecond
 // time guard) comes with the IDs issued before it. n must be 1-MaxCount.
 // Results grow as IDs are issued: nothing is allocated for IDs not issued.
 func (g *Generator) TryAppendIDs(m Method, dst []ID, n int) ([]ID, time.Duration, error) {
-	return g.tryAppend(m, dst, n, 0)
+	return g.tryAppend(m, dst, n, 0, nil)
 }
 
 // tryAppend is TryAppendIDs that also stays below pace (a packed state; 0
-// is no such bound), the bound of Share.
-func (g *Generator) tryAppend(m Method, dst []ID, n int, pace uint64) ([]ID, time.Duration, error) {
+// is no such bound), the bound of Share. One call's IDs come from one run:
+// when *from is set and the generator was re-keyed since, it fails with
+// ErrFenced (the IDs of two machine IDs need not increase); from nil is
+// one call.
+func (g *Generator) tryAppend(m Method, dst []ID, n int, pace uint64, from **run) ([]ID, time.Duration, error) {
 	if err := validMethod(m); err != nil {
 		return dst, 0, err
 	}
 	if err := checkCount(n); err != nil {
 		return dst, 0, err
 	}
+	var own *run
+	if from == nil {
+		from = &own
+	}
 	ns := g.nowNanos()
 	for left := uint64(n); left > 0; {
 		r, p, cnt, blocked, err := g.reserveAt(left, ns, pace)
 		if err != nil {
 			return dst, 0, err
+		}
+		if *from == nil {
+			*from = r
+		} else if r != *from {
+			return dst, 0, fmt.Errorf("%w: the machine ID changed during the call", ErrFenced)
 		}
 		if cnt == 0 {
 			d, err := g.retryAfter(r, blocked, ns, pace)

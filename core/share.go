@@ -101,6 +101,7 @@ type shareWaiter struct {
 	stop   func() bool // stops the context's AfterFunc
 	err    error
 	queued bool
+	from   *run // the run its IDs come from, once it has some
 }
 
 // NewShare returns a Share of g's IDs. It copies cfg.
@@ -174,7 +175,7 @@ func (s *Share) quantum(keys int) int {
 // n, retryAfter (above zero) says when asking again may give more.
 func (s *Share) Take(m Method, dst []ID, n int) ([]ID, time.Duration, error) {
 	if n == 1 {
-		return s.g.tryAppend(m, dst, 1, 0)
+		return s.g.tryAppend(m, dst, 1, 0, nil)
 	}
 	if err := checkCount(n); err != nil {
 		return dst, 0, err
@@ -185,7 +186,7 @@ func (s *Share) Take(m Method, dst []ID, n int) ([]ID, time.Duration, error) {
 		ask = min(n, s.quantum(k+1))
 	}
 	before := len(dst)
-	dst, d, err := s.g.tryAppend(m, dst, ask, s.g.pace(s.g.nowNanos()))
+	dst, d, err := s.g.tryAppend(m, dst, ask, s.g.pace(s.g.nowNanos()), nil)
 	if err == nil && len(dst)-before < n {
 		d = max(d, shareTick)
 	}
@@ -210,6 +211,7 @@ func (s *Share) Append(ctx context.Context, key uint64, m Method, dst []ID, n in
 		return dst, false, err
 	}
 	before := len(dst)
+	var from *run // the run of the call's IDs
 	if s.nWaiting.Load() == 0 || n == 1 {
 		// Nobody waits (or a single ID, never paced): issue inline what
 		// can be, and queue only the rest.
@@ -218,7 +220,7 @@ func (s *Share) Append(ctx context.Context, key uint64, m Method, dst []ID, n in
 			pace = 0
 		}
 		var err error
-		dst, _, err = s.g.tryAppend(m, dst, n, pace)
+		dst, _, err = s.g.tryAppend(m, dst, n, pace, &from)
 		if err != nil || len(dst)-before == n {
 			return dst, false, err
 		}
@@ -229,7 +231,7 @@ func (s *Share) Append(ctx context.Context, key uint64, m Method, dst []ID, n in
 	if err := ctx.Err(); err != nil {
 		return dst, false, err
 	}
-	w := &shareWaiter{m: m, ids: dst, want: n - (len(dst) - before), done: done}
+	w := &shareWaiter{m: m, ids: dst, want: n - (len(dst) - before), done: done, from: from}
 	s.mu.Lock()
 	switch {
 	case s.closed:
@@ -387,7 +389,7 @@ func (s *Share) round(fin *[]*shareWaiter) time.Duration {
 		ns := g.nowNanos()
 		var d time.Duration
 		var err error
-		w.ids, d, err = g.tryAppend(w.m, w.ids, ask, g.pace(ns))
+		w.ids, d, err = g.tryAppend(w.m, w.ids, ask, g.pace(ns), &w.from)
 		got := len(w.ids) - before
 		w.want -= got
 		s.ids -= got

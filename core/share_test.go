@@ -314,3 +314,99 @@ func TestShareBacklog(t *testing.T) {
 		t.Fatalf("Backlog(100) behind 3000 = %v; want 4ms", d)
 	}
 }
+
+// TestShareConcurrentUnique: Take, Append and the generator's own NextID
+// from many goroutines, across many units (the clock ticking under them):
+// every call gets exactly what it asked for (Append) or at most that
+// (Take), increasing, and no ID is issued twice.
+func TestShareConcurrentUnique(t *testing.T) {
+	clk := core.NewManualClock(t0)
+	g := newGen(t, core.Config{Type: core.MinGranularity, MaxBorrow: 2 * time.Millisecond, Clock: clk})
+	s, err := core.NewShare(g, core.ShareConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ticker(t, clk, 50*time.Microsecond)
+	const workers, calls = 8, 300
+	var mu sync.Mutex
+	var all []core.ID
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			var mine []core.ID
+			for i := range calls {
+				n := 1 + (i*7919+w*104729)%3000
+				var ids []core.ID
+				switch i % 3 {
+				case 0:
+					var err error
+					if ids, err = s.AppendIDs(context.Background(), uint64(w%3), core.Central, nil, n); err != nil || len(ids) != n {
+						t.Errorf("AppendIDs(%d): %d IDs, %v", n, len(ids), err)
+						return
+					}
+				case 1:
+					var err error
+					if ids, _, err = s.Take(core.Central, nil, n); err != nil || len(ids) > n {
+						t.Errorf("Take(%d): %d IDs, %v", n, len(ids), err)
+						return
+					}
+				default:
+					id, err := g.NextID(context.Background(), core.Central)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					ids = []core.ID{id}
+				}
+				checkIncreasing(t, ids)
+				mine = append(mine, ids...)
+			}
+			mu.Lock()
+			all = append(all, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	checkUnique(t, all)
+	if ids, calls := s.Waiting(); ids != 0 || calls != 0 {
+		t.Fatalf("Waiting() = %d, %d at the end", ids, calls)
+	}
+}
+
+// TestShareRekeyMidCall: a waiting call whose first IDs came from one
+// machine ID is not completed with another's (they need not increase): it
+// fails with ErrFenced; a call with no IDs yet is served by the new one.
+func TestShareRekeyMidCall(t *testing.T) {
+	g, s, clk := shared(t, core.ShareConfig{})
+	if _, _, err := s.Take(core.Central, nil, 24); err != nil {
+		t.Fatal(err)
+	}
+	c := &collector{got: map[string]outcome{}}
+	if !c.append(s, context.Background(), 1, "straddling", 3000) { // 1000 now, 2000 later
+		t.Fatal("not queued")
+	}
+	if !c.append(s, context.Background(), 2, "fresh", 10) {
+		t.Fatal("not queued")
+	}
+	if err := g.Rekey(context.Background(), 9, nil); err != nil {
+		t.Fatal(err)
+	}
+	for c.step(t, s, clk) {
+	}
+	for c.n() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	if o, _ := c.get("straddling"); !errors.Is(o.err, core.ErrFenced) {
+		t.Fatalf("straddling call: %d IDs, %v; want ErrFenced", len(o.ids), o.err)
+	}
+	o, _ := c.get("fresh")
+	if o.err != nil && !errors.Is(o.err, core.ErrFenced) {
+		t.Fatalf("fresh call: %v", o.err)
+	}
+	for _, id := range o.ids {
+		if m := g.Codec().Explain(id).Machine; m != 9 {
+			t.Fatalf("fresh call got an ID of machine %d", m)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package rest_test
 import (
 	"context"
 	"errors"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -113,5 +114,58 @@ func TestCeilingConfig(t *testing.T) {
 		if _, err := rest.NewServer(gen, tt.cfg); !errors.Is(err, rest.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.field) {
 			t.Errorf("NewServer(%+v): %v; want ErrInvalidConfig naming %s", tt.cfg, err, tt.field)
 		}
+	}
+}
+
+// TestCeilingFairBetweenClients: requests of one client address waiting in
+// bulk do not hold up another address's request by more than a tick.
+func TestCeilingFairBetweenClients(t *testing.T) {
+	gen, clock := ceilingGen(t)
+	s := newServer(t, gen, rest.Config{RequestTimeout: time.Minute})
+	from := func(addr, target string) response {
+		q := req("GET", target, "", "")
+		q.RemoteAddr = addr
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, q)
+		return response{rec.Code, rec.Header(), rec.Body.String()}
+	}
+	type answer struct {
+		who string
+		r   response
+	}
+	answers := make(chan answer, 5)
+	for range 4 {
+		go func() { answers <- answer{"greedy", from("192.0.2.1:1000", "/v1/ids?count=3000")} }()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := clock.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // let all four queue
+	go func() { answers <- answer{"light", from("192.0.2.2:2000", "/v1/ids?count=10")} }()
+	time.Sleep(50 * time.Millisecond) // let it queue behind the four
+	// 12010 IDs at 1024 a tick: the light request is served in the first.
+	var order []string
+	for deadline := time.Now().Add(20 * time.Second); len(order) < 5; {
+		select {
+		case a := <-answers:
+			if a.r.Status != 200 {
+				t.Fatalf("%s: %d %s", a.who, a.r.Status, a.r.Body)
+			}
+			order = append(order, a.who)
+			continue
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 20s: answers %v", order)
+		}
+		if clock.Waiters() > 0 {
+			clock.Advance(time.Millisecond)
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	if order[0] != "light" {
+		t.Fatalf("answered in the order %v; want the light client first", order)
 	}
 }

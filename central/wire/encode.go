@@ -97,7 +97,11 @@ func (e *Encoder) AppendRequest(dst []byte, msgid uint32, method string, params 
 		return append(dst, 0x90), nil
 	case *TakeIDsParams: // the most common request of new clients
 		return appendCountRequest(dst, msgid, method, p.Count), nil
+	case TakeIDsParams:
+		return appendCountRequest(dst, msgid, method, p.Count), nil
 	case *GenIDsParams:
+		return appendCountRequest(dst, msgid, method, p.Count), nil
+	case GenIDsParams:
 		return appendCountRequest(dst, msgid, method, p.Count), nil
 	}
 	return e.append(dst, frame4{Type: TypeRequest, MsgID: msgid, A: method, B: paramsOf(params)})
@@ -133,11 +137,12 @@ func (e *Encoder) AppendResponse(dst []byte, msgid uint32, err *Error, result an
 			return appendUint(dst, r.RetryAfterMS), nil
 		}
 	}
-	f := frame4{Type: TypeResponse, MsgID: msgid, B: result}
-	if err != nil {
-		f.A, f.B = err.Error(), nil
+	if err != nil { // by hand too: a server refusing a flood answers many
+		dst = append(dst, 0x94, TypeResponse)
+		dst = appendUint(dst, uint64(msgid))
+		return append(appendStr(dst, err.Error()), 0xc0), nil
 	}
-	return e.append(dst, f)
+	return e.append(dst, frame4{Type: TypeResponse, MsgID: msgid, B: result})
 }
 
 // AppendIDResponse appends the response [1, msgid, nil, id] to dst, as

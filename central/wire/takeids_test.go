@@ -138,3 +138,17 @@ func BenchmarkDecodeResultTakeIDs(b *testing.B) {
 		}
 	}
 }
+
+// TestErrorResponseBytes: error answers, written by hand, are the codec's.
+func TestErrorResponseBytes(t *testing.T) {
+	e := wire.NewEncoder()
+	for _, n := range []int{0, 5, 31, 32, 255, 256, 70000} {
+		msg := strings.Repeat("x", n)
+		werr := &wire.Error{Code: wire.Unavailable, Message: msg}
+		got, err := e.AppendResponse(nil, 77, werr, nil)
+		want := byCodec(t, []any{1, uint32(77), werr.Error(), nil})
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("error of %d bytes: % x; want % x", n, got[:min(len(got), 12)], want[:min(len(want), 12)])
+		}
+	}
+}
