@@ -31,19 +31,28 @@ type prefetch struct {
 	kick chan struct{} // wakes the refiller; one slot
 
 	mu      sync.Mutex
-	segs    [][]core.ID   // ready IDs, taken from the front of segs[0]
-	n       int           // IDs in segs
-	filling bool          // a refill is asked for or running
-	changed chan struct{} // closed when IDs arrive or a refill ends
-	rounds  uint64        // refills ended
-	failed  error         // why the last refill fell short, if it did
+	segs    [][]core.ID // ready IDs, taken from the front of segs[0]
+	n       int         // IDs in segs; while above 0, nobody waits
+	waiters []*waiter   // callers waiting for an ID, served in order
+	filling bool        // a refill is asked for or running
+	failed  error       // why the last refill fell short, if it did
 	stopped bool
+}
+
+// waiter is a caller of take waiting on an empty buffer. Under mu, the
+// refiller either hands it an ID (ok) or releases it (with the refill's
+// error, or none at Close), then closes ch.
+type waiter struct {
+	ch  chan struct{}
+	id  core.ID
+	ok  bool
+	err error
 }
 
 func newPrefetch(size int, fill func(context.Context, int, func([]core.ID)) error, gauge prometheus.Gauge) *prefetch {
 	return &prefetch{
 		size: size, low: max(1, size/2), fill: fill, gauge: gauge,
-		kick: make(chan struct{}, 1), changed: make(chan struct{}),
+		kick: make(chan struct{}, 1),
 	}
 }
 
@@ -67,8 +76,12 @@ func (p *prefetch) run(ctx context.Context) {
 		p.mu.Lock()
 		p.failed = err
 		p.filling = false
-		p.rounds++
-		p.signalLocked()
+		switch {
+		case err != nil: // no server could give more: waiters go elsewhere
+			p.releaseLocked(err)
+		case len(p.waiters) > 0: // still wanted: at the ceiling, go on
+			p.askLocked()
+		}
 		p.mu.Unlock()
 	}
 }
@@ -84,16 +97,30 @@ func (p *prefetch) put(ids []core.ID) {
 	if p.stopped {
 		return
 	}
-	p.segs = append(p.segs, ids)
-	p.n += len(ids)
+	// Waiters first, in the order they came: at the ceiling, where every
+	// piece is snapped up, no caller waits behind later ones.
+	i := 0
+	for ; i < len(ids) && len(p.waiters) > 0; i++ {
+		w := p.waiters[0]
+		p.waiters[0] = nil
+		p.waiters = p.waiters[1:]
+		w.id, w.ok = ids[i], true
+		close(w.ch)
+	}
+	if i < len(ids) {
+		p.segs = append(p.segs, ids[i:])
+		p.n += len(ids) - i
+	}
 	p.gauge.Set(float64(p.n))
-	p.signalLocked()
 }
 
-// signalLocked wakes the callers waiting for IDs.
-func (p *prefetch) signalLocked() {
-	close(p.changed)
-	p.changed = make(chan struct{})
+// releaseLocked sends every waiter away without an ID, with err.
+func (p *prefetch) releaseLocked(err error) {
+	for _, w := range p.waiters {
+		w.err = err
+		close(w.ch)
+	}
+	p.waiters = nil
 }
 
 // stop drops the buffer and releases waiters.
@@ -103,7 +130,7 @@ func (p *prefetch) stop() {
 	p.stopped = true
 	p.segs, p.n = nil, 0
 	p.gauge.Set(0)
-	p.signalLocked()
+	p.releaseLocked(nil)
 }
 
 // askLocked starts a refill unless one is on its way.
@@ -118,33 +145,43 @@ func (p *prefetch) askLocked() {
 	}
 }
 
-// take returns a buffered ID. When the buffer is empty it waits until IDs
-// arrive, asking for refills as needed, as long as they succeed: at the
+// take returns a buffered ID. When the buffer is empty the caller joins
+// the queue of waiters, served in order as refills bring IDs: at the
 // ceiling the refill waits for the servers and the callers wait with it,
 // rather than each asking a server itself (one call in flight instead of
-// one per caller). Once a refill ended short of IDs with an error after
-// this caller began waiting (no server could give any: see ErrUnavailable),
-// it reports ok=false with that error, and the caller issues elsewhere
-// (the fallback), so a failing refill blocks no one longer than one round
-// (itself bounded by the call timeouts). ctx and Close end the wait.
+// one per caller), and refills go on while callers wait. When a refill
+// ends short of IDs with an error (no server could give any: see
+// ErrUnavailable), the waiters are released with it (ok=false) and issue
+// elsewhere (the fallback), so a failing refill blocks no one longer than
+// one round (itself bounded by the call timeouts). ctx and Close end the
+// wait.
 func (p *prefetch) take(ctx context.Context) (id core.ID, ok bool, err error) {
 	p.mu.Lock()
-	round := p.rounds
-	for p.n == 0 {
-		if p.stopped || (p.rounds > round && p.failed != nil) {
-			err := p.failed
+	if p.n == 0 {
+		if p.stopped {
 			p.mu.Unlock()
-			return 0, false, err
+			return 0, false, nil
 		}
-		changed := p.changed
+		w := &waiter{ch: make(chan struct{})}
+		p.waiters = append(p.waiters, w)
 		p.askLocked()
 		p.mu.Unlock()
 		select {
-		case <-changed:
+		case <-w.ch:
+			return w.id, w.ok, w.err
 		case <-ctx.Done():
-			return 0, false, ctx.Err()
 		}
 		p.mu.Lock()
+		defer p.mu.Unlock()
+		select {
+		case <-w.ch: // served (or released) meanwhile
+			return w.id, w.ok, w.err
+		default:
+		}
+		if i := slices.Index(p.waiters, w); i >= 0 {
+			p.waiters = slices.Delete(p.waiters, i, i+1)
+		}
+		return 0, false, ctx.Err()
 	}
 	seg := p.segs[0]
 	id = seg[0]

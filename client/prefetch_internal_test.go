@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -79,5 +80,74 @@ func TestPrefetchSegmentsOutOfOrder(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("handed out %v; want each of %v once", got, want)
+	}
+}
+
+// Callers waiting on an empty buffer are served in the order they came;
+// one whose context ends leaves the queue.
+func TestPrefetchWaitersInOrder(t *testing.T) {
+	pieces := make(chan []core.ID)
+	fill := func(ctx context.Context, n int, put func([]core.ID)) error {
+		for {
+			select {
+			case p := <-pieces:
+				put(p)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	p := newPrefetch(10, fill, prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	queued := func(n int) {
+		t.Helper()
+		for {
+			p.mu.Lock()
+			k := len(p.waiters)
+			p.mu.Unlock()
+			if k == n {
+				return
+			}
+			runtime.Gosched()
+		}
+	}
+	got := make([]chan core.ID, 4)
+	wctx, wcancel := context.WithCancel(context.Background())
+	for i := range got {
+		got[i] = make(chan core.ID, 1)
+		c := context.Background()
+		if i == 1 {
+			c = wctx // leaves before any ID comes
+		}
+		go func() {
+			id, ok, err := p.take(c)
+			if !ok {
+				id = core.ID(1 << 40)
+				if err == nil {
+					t.Error("take failed without an error")
+				}
+			}
+			got[i] <- id
+		}()
+		queued(i + 1)
+	}
+	wcancel()
+	if id := <-got[1]; id != 1<<40 {
+		t.Fatalf("the caller whose context ended got %d", id)
+	}
+	queued(3)
+	pieces <- []core.ID{7}
+	pieces <- []core.ID{8, 9, 10}
+	for i, want := range map[int]core.ID{0: 7, 2: 8, 3: 9} {
+		if id := <-got[i]; id != want {
+			t.Errorf("waiter %d got %d; want %d (first come, first served)", i, id, want)
+		}
+	}
+	if id, ok, _ := p.take(context.Background()); !ok || id != 10 {
+		t.Errorf("take after the waiters = %d, %v; want 10 from the buffer", id, ok)
 	}
 }
