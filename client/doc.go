@@ -91,10 +91,12 @@
 // rest (Leaf's double buffer), in pieces of at most max_batch, each from the
 // next server in turn and put in the buffer as it comes, so most NextID
 // calls make no round trip and a refill spreads over every server. Each
-// buffered ID is handed out once; callers that find the buffer empty wait
-// until IDs arrive or one refill ends, and otherwise call a server
-// themselves. At the ceiling the refill waits for the servers as any call
-// does, and the callers wait with it (each bounded by its own context).
+// buffered ID is handed out once; callers that find the buffer empty queue
+// and are handed IDs by the refills, first come, first served. At the
+// ceiling the refill waits for the servers as any call does, and the
+// callers wait with it (each bounded by its own context); when a refill
+// fails (no server answered), they call a server themselves, or the
+// fallback.
 // NextIDs(n) takes n from the buffer when it holds that many: the pieces
 // are kept in order, so a batch is copied out (or, for NextIDs, handed out
 // as its part of the piece, without a copy) with no work per ID.
