@@ -122,4 +122,3 @@ func breakerValue(s gobreaker.State) float64 {
 		return 0
 	}
 }
-
