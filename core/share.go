@@ -238,12 +238,14 @@ func (s *Share) Append(ctx context.Context, key uint64, m Method, dst []ID, n in
 		s.mu.Unlock()
 		return dst, false, ErrClosed
 	case s.calls >= s.cfg.MaxWaitingCalls:
-		s.mu.Unlock()
-		return dst, false, fmt.Errorf("%w: %d calls wait for the sequence already (max %d)", ErrBusy, s.calls, s.cfg.MaxWaitingCalls)
+		err := fmt.Errorf("%w: %d calls wait for the sequence already (max %d)", ErrBusy, s.calls, s.cfg.MaxWaitingCalls)
+		s.mu.Unlock() // after reading s.calls: serve changes it
+		return dst, false, err
 	case s.ids+w.want > s.cfg.MaxWaitingIDs:
-		s.mu.Unlock()
-		return dst, false, fmt.Errorf("%w: %d IDs are owed to waiting calls already, %d more would pass the maximum %d",
+		err := fmt.Errorf("%w: %d IDs are owed to waiting calls already, %d more would pass the maximum %d",
 			ErrBusy, s.ids, w.want, s.cfg.MaxWaitingIDs)
+		s.mu.Unlock() // after reading s.ids: serve changes it
+		return dst, false, err
 	}
 	k := s.keys[key]
 	if k == nil {
