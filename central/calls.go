@@ -124,35 +124,18 @@ func (c *conn) compute(req wire.Request) answer {
 // genID serves Vesta.GenID: inline when the generator need not wait, else
 // through the server's Share.
 func (c *conn) genID(msgid uint32, m int, t0 time.Time) {
-	gen := c.s.gen
-	switch c.s.spawn {
-	case spawnWhenBlocked:
-		id, err := gen.NextID(noWait, core.Central)
-		if !wouldBlock(err) {
-			c.respond(true, msgid, m, t0, c.issued(uint64(id), nil, err))
-			return
-		}
-		c.share(msgid, m, t0, 1)
-	default:
-		c.wait(msgid, m, t0, func(ctx context.Context) answer {
-			id, err := gen.NextID(ctx, core.Central)
-			return c.issued(uint64(id), nil, err)
-		})
+	id, err := c.s.gen.NextID(noWait, core.Central)
+	if !wouldBlock(err) {
+		c.respond(true, msgid, m, t0, c.issued(uint64(id), nil, err))
+		return
 	}
+	c.share(msgid, m, t0, 1)
 }
 
 // genIDs serves Vesta.GenIDs through the server's Share: at once when the
 // pace allows, else waiting fairly.
 func (c *conn) genIDs(msgid uint32, m int, t0 time.Time, n int) {
-	if c.s.spawn == spawnWhenBlocked {
-		c.share(msgid, m, t0, n)
-		return
-	}
-	gen := c.s.gen
-	c.wait(msgid, m, t0, func(ctx context.Context) answer {
-		ids, err := gen.AppendIDs(ctx, core.Central, make([]core.ID, 0, n), n)
-		return c.issued(0, ids, err)
-	})
+	c.share(msgid, m, t0, n)
 }
 
 // maxOwed is how many IDs one connection may be owed by waiting calls and
@@ -304,35 +287,10 @@ func (c *conn) writePending() {
 	}
 }
 
-// spawnMode says how issuing calls are served. Only the first is for
-// use; the others exist for the benchmark that measures why.
-type spawnMode int
-
-const (
-	// spawnWhenBlocked tries inline first and moves to a goroutine only a
-	// call that must wait.
-	spawnWhenBlocked spawnMode = iota
-	// spawnAlways serves every issuing call on a goroutine of its own,
-	// which writes its answer unless the read loop is about to.
-	spawnAlways
-	// spawnBatched serves every issuing call on a goroutine of its own,
-	// and the read loop waits for those of its batch before writing, so
-	// answers are written as inline ones are.
-	spawnBatched
-)
-
 // wait serves fn, a call that may wait for the generator, on a goroutine
 // of its own, or refuses it when MaxInFlight calls of the connection
 // already wait.
 func (c *conn) wait(msgid uint32, m int, t0 time.Time, fn func(context.Context) answer) {
-	if c.s.spawn == spawnBatched {
-		c.batch.Add(1)
-		go func() {
-			defer c.batch.Done()
-			c.respond(true, msgid, m, t0, fn(c.ctx))
-		}()
-		return
-	}
 	if max := c.s.cfg.MaxInFlight; int(c.waiting.Load()) >= max {
 		werr := wire.Errorf(wire.Unavailable, "%d calls of this connection already wait for the generator", max)
 		c.respond(true, msgid, m, t0, answer{err: werr})

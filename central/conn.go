@@ -40,7 +40,6 @@ type conn struct {
 	broken     atomic.Bool  // a write failed
 	waiting    atomic.Int32 // calls on goroutines of their own
 	calls      sync.WaitGroup
-	batch      sync.WaitGroup // calls of spawnBatched
 
 	// key identifies the connection to the server's core.Share. The calls
 	// of the connection that wait there are answered through pending:
@@ -160,7 +159,6 @@ func (c *conn) readLoop() error {
 			proven = true
 			c.limit.Proven()
 		}
-		c.batch.Wait()
 		c.endBatch()
 		if c.broken.Load() {
 			return nil

@@ -66,7 +66,7 @@ func (c *conn) nextSeq(req wire.Request, m int, t0 time.Time) {
 	}
 	// Inline only for tags this server has issued before: for a tag new to
 	// the issuer the lookup itself asks the store.
-	if _, known := c.s.seqTags.Load(p.Tag); known && c.s.spawn == spawnWhenBlocked {
+	if _, known := c.s.seqTags.Load(p.Tag); known {
 		a, err := issue(noWait)
 		if !wouldBlock(err) {
 			c.respond(true, req.MsgID, m, t0, c.seqAnswer(p.Tag, a, err))

@@ -61,10 +61,6 @@ type Server struct {
 	ctx   context.Context // ends on Close; calls waiting for the generator end with it
 	stop  context.CancelFunc
 
-	// spawn is how issuing calls are served: inline first (the default),
-	// or, for the benchmark that compares the ways, always on goroutines.
-	spawn spawnMode
-
 	mu        sync.Mutex
 	shutdown  bool // Shutdown or Close began: accept nothing more
 	listeners map[net.Listener]struct{}

@@ -27,7 +27,6 @@ import (
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
-	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/rest"
 )
 
@@ -106,15 +105,12 @@ func openBenchTarget(ctx context.Context, o benchOptions) (*benchTarget, error) 
 
 // benchServer is the central and REST server bench runs itself when rpc,
 // rest or client have no --addr: 'vesta serve' on its defaults but for the
-// machine ID, on 127.0.0.1:0, with the time guard in a temporary directory.
+// machine ID, built by the same assemble, on 127.0.0.1:0, with the time
+// guard in a temporary directory and without metrics.listen.
 type benchServer struct {
 	central, rest string
-	gen           *core.Generator
-	lease         *machineid.Lease
-	rpc           *central.Server
-	http          *rest.Server
+	a             *assembled
 	dir           string
-	wg            sync.WaitGroup
 }
 
 func startBenchServer(ctx context.Context, machine core.MachineID) (_ *benchServer, err error) {
@@ -122,75 +118,26 @@ func startBenchServer(ctx context.Context, machine core.MachineID) (_ *benchServ
 	if s.dir, err = os.MkdirTemp("", "vesta-bench-"); err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, s.stop())
-		}
-	}()
 	cfg := conf.DefaultConfig()
 	cfg.Machine.ID = new(int(machine)) // an explicit choice: the benchmark's IDs are discarded
-	log := slog.New(slog.DiscardHandler)
-	mcfg := cfg.MachineID(core.Central)
-	mcfg.Static = new(machine)
-	mcfg.Logger = log
-	if s.lease, err = machineid.Acquire(ctx, mcfg, core.Central); err != nil {
-		return nil, err
+	cfg.Central.Listen, cfg.REST.Listen, cfg.Metrics.Listen = "127.0.0.1:0", "127.0.0.1:0", ""
+	cfg.TimeGuard.Dir = s.dir
+	if s.a, err = assemble(ctx, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry()); err != nil {
+		return nil, errors.Join(err, os.RemoveAll(s.dir))
 	}
-	ccfg, err := cfg.Core(core.Central)
-	if err != nil {
-		return nil, err
-	}
-	ccfg.Logger = log
-	if s.gen, err = s.lease.NewGenerator(ctx, ccfg, s.dir); err != nil {
-		return nil, err
-	}
-	if s.rpc, err = central.NewServer(s.gen, central.DefaultConfig()); err != nil {
-		return nil, err
-	}
-	if s.http, err = rest.NewServer(s.gen, rest.DefaultConfig()); err != nil {
-		return nil, err
-	}
-	lnC, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	lnR, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		lnC.Close()
-		return nil, err
-	}
-	s.central, s.rest = lnC.Addr().String(), lnR.Addr().String()
-	s.wg.Go(func() { s.rpc.Serve(lnC) })
-	s.wg.Go(func() { s.http.Serve(lnR) })
+	s.central, s.rest = s.a.lnCentral.Addr().String(), s.a.lnREST.Addr().String()
 	return s, nil
 }
 
 // ahead is how far the generator issues ahead of the clock.
-func (s *benchServer) ahead() time.Duration { return s.gen.Stats().Ahead }
+func (s *benchServer) ahead() time.Duration { return s.a.gen.Stats().Ahead }
 
 // stop shuts the servers down, closes the generator and the lease, and
-// removes the time guard's directory. It undoes a partial start too.
+// removes the time guard's directory.
 func (s *benchServer) stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
-	var errs []error
-	if s.rpc != nil {
-		errs = append(errs, s.rpc.Shutdown(ctx))
-	}
-	if s.http != nil {
-		errs = append(errs, s.http.Shutdown(ctx))
-	}
-	s.wg.Wait()
-	if s.gen != nil {
-		errs = append(errs, s.gen.Close())
-	}
-	if s.lease != nil {
-		errs = append(errs, s.lease.Close(ctx))
-	}
-	if s.dir != "" {
-		errs = append(errs, os.RemoveAll(s.dir))
-	}
-	return errors.Join(errs...)
+	return errors.Join(s.a.stop(ctx), os.RemoveAll(s.dir))
 }
 
 func openEmbedded(ctx context.Context, o benchOptions) (*benchTarget, error) {
