@@ -52,16 +52,16 @@ type bitField struct {
 // and for scripts, from the generator's Stats, the lease and the segment
 // issuer.
 type serverStatus struct {
-	Now        string     `json:"now"` // the server's wall clock, RFC 3339
-	Layout     string     `json:"layout"`
-	Epoch      string     `json:"epoch"`
-	Type       uint8      `json:"type"`
-	TypeName   string     `json:"type_name"`
-	Version    uint8      `json:"version"`
-	Machine    uint16     `json:"machine"`
-	Method     uint8      `json:"method"`
-	MethodName string     `json:"method_name"`
-	Fields     []bitField `json:"fields"` // the layout of an ID of this type, highest bits first
+	Now        string        `json:"now"` // the server's wall clock, RFC 3339
+	Layout     string        `json:"layout"`
+	Epoch      string        `json:"epoch"`
+	Type       uint8         `json:"type"`
+	TypeName   string        `json:"type_name"`
+	Version    uint8         `json:"version"`
+	Machine    uint16        `json:"machine"`
+	Method     uint8         `json:"method"`
+	MethodName string        `json:"method_name"`
+	Fields     [2][]bitField `json:"fields"` // [t]: the layout of an ID of type t, highest bits first
 
 	Ready        string  `json:"ready"`           // "ok" or why /readyz fails
 	Issued       uint64  `json:"issued"`          // by the generator, every method
@@ -158,7 +158,7 @@ func (s *Server) apiStatus(c echo.Context) error {
 		Layout: s.gen.Layout().String(), Epoch: s.codec.Epoch().Format(time.RFC3339Nano),
 		Type: uint8(s.gen.Type()), TypeName: s.gen.Type().String(), Version: s.gen.Version(),
 		Machine: uint16(s.gen.Machine()), Method: uint8(core.REST), MethodName: core.REST.String(),
-		Fields: layoutFields(s.codec, s.gen.Type()),
+		Fields: [2][]bitField{layoutFields(s.codec, core.MaxPeak), layoutFields(s.codec, core.MinGranularity)},
 		Ready:  "ok", Issued: st.Issued, Waits: st.Waits, Fenced: st.Fenced,
 		AheadMs: ms(st.Ahead), ClockOffsetM: ms(st.ClockOffset), GuardFailed: st.GuardFailed,
 	}
