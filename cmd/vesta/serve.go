@@ -200,6 +200,7 @@ func startServers(cfg conf.Config, gen *core.Generator, lease *machineid.Lease, 
 		rcfg.TLS, rcfg.Token, rcfg.MaxBatch = tlsCfg, cfg.REST.Token.Reveal(), cfg.Central.MaxBatch
 		rcfg.Logger, rcfg.Registerer, rcfg.Gatherer = log.With("server", "rest"), reg, reg
 		rcfg.Ready = func() error { return lease.Status().Err }
+		rcfg.Lease = leaseStatus(lease) // status.go
 		if seq != nil {
 			rcfg.Sequences = seq.is
 		}
