@@ -121,6 +121,10 @@ func (c *pipeConn) readLoop() {
 			rep.err = resp.Error
 		} else if resp.Result[0] >= 0x90 && resp.Result[0] <= 0x9f || resp.Result[0] == 0xdc || resp.Result[0] == 0xdd {
 			rep.err = wire.DecodeResult(resp.Result, &rep.ids)
+		} else if resp.Result[0] >= 0x80 && resp.Result[0] <= 0x8f { // TakeIDs
+			var t wire.TakeIDsResult
+			rep.err = wire.DecodeResult(resp.Result, &t)
+			rep.ids = t.IDs
 		} else {
 			var id uint64
 			rep.err = wire.DecodeResult(resp.Result, &id)
@@ -188,7 +192,8 @@ var benchCallers = []int{1, 16, 64}
 // loopback connection, with calls that need not wait served inline (the
 // server's way), or each on a goroutine of its own that writes its answer
 // ("always") or whose answer the read loop writes with its batch
-// ("batched"); and through package client.
+// ("batched"); Vesta.TakeIDs {count: 1}, a new client's NextID; and
+// through package client.
 func BenchmarkGenID(b *testing.B) {
 	for _, mode := range []string{"inline", "always", "batched"} {
 		for _, callers := range benchCallers {
@@ -204,6 +209,23 @@ func BenchmarkGenID(b *testing.B) {
 				})
 			})
 		}
+	}
+	for _, callers := range benchCallers {
+		b.Run(fmt.Sprintf("takeids/callers=%d", callers), func(b *testing.B) {
+			c := newPipeConn(b, benchServer(b, "inline"))
+			chans := make([]chan reply, callers)
+			for i := range chans {
+				chans[i] = make(chan reply, 1)
+			}
+			params := &wire.TakeIDsParams{Count: 1}
+			run(b, callers, func(i int) error {
+				ids, err := c.call(wire.MethodTakeIDs, params, chans[i])
+				if err == nil && len(ids) != 1 {
+					err = fmt.Errorf("TakeIDs {1}: %d IDs", len(ids))
+				}
+				return err
+			})
+		})
 	}
 	for _, callers := range benchCallers {
 		b.Run(fmt.Sprintf("client/callers=%d", callers), func(b *testing.B) {

@@ -27,7 +27,8 @@ func wouldBlock(err error) bool { return errors.Is(err, context.Canceled) }
 type answer struct {
 	err   *wire.Error
 	id    uint64
-	value any // nil: the result is id
+	value any  // nil: the result is id
+	take  bool // with a nil value: the result is TakeIDs' of the one ID id
 }
 
 // call serves one request; every path answers it exactly once.
@@ -54,6 +55,18 @@ func (c *conn) call(req wire.Request, t0 time.Time) {
 		c.genIDs(req.MsgID, m, t0, int(p.Count))
 	case wire.MethodNextSeq, wire.MethodNextSeqs: // see seq.go
 		c.nextSeq(req, m, t0)
+	case wire.MethodTakeIDs:
+		var p wire.TakeIDsParams
+		if err := wire.DecodeParams(req.Params, &p); err != nil {
+			c.respond(true, req.MsgID, m, t0, c.argError(err))
+			return
+		}
+		if p.Count < 1 || p.Count > uint64(c.s.cfg.MaxBatch) {
+			werr := wire.Errorf(wire.InvalidArgument, "count %d; want 1-%d", p.Count, c.s.cfg.MaxBatch)
+			c.respond(true, req.MsgID, m, t0, answer{err: werr})
+			return
+		}
+		c.respond(true, req.MsgID, m, t0, c.takeIDs(int(p.Count)))
 	default:
 		c.respond(true, req.MsgID, m, t0, c.compute(req))
 	}
@@ -102,39 +115,186 @@ func (c *conn) compute(req wire.Request) answer {
 }
 
 // genID serves Vesta.GenID: inline when the generator need not wait, else
-// on a goroutine of its own.
+// through the server's Share.
 func (c *conn) genID(msgid uint32, m int, t0 time.Time) {
 	gen := c.s.gen
-	if c.s.spawn == spawnWhenBlocked {
+	switch c.s.spawn {
+	case spawnWhenBlocked:
 		id, err := gen.NextID(noWait, core.Central)
 		if !wouldBlock(err) {
 			c.respond(true, msgid, m, t0, c.issued(uint64(id), nil, err))
 			return
 		}
+		c.share(msgid, m, t0, 1)
+	default:
+		c.wait(msgid, m, t0, func(ctx context.Context) answer {
+			id, err := gen.NextID(ctx, core.Central)
+			return c.issued(uint64(id), nil, err)
+		})
 	}
+}
+
+// genIDs serves Vesta.GenIDs through the server's Share: at once when the
+// pace allows, else waiting fairly.
+func (c *conn) genIDs(msgid uint32, m int, t0 time.Time, n int) {
+	if c.s.spawn == spawnWhenBlocked {
+		c.share(msgid, m, t0, n)
+		return
+	}
+	gen := c.s.gen
 	c.wait(msgid, m, t0, func(ctx context.Context) answer {
-		id, err := gen.NextID(ctx, core.Central)
-		return c.issued(uint64(id), nil, err)
+		ids, err := gen.AppendIDs(ctx, core.Central, make([]core.ID, 0, n), n)
+		return c.issued(0, ids, err)
 	})
 }
 
-// genIDs serves Vesta.GenIDs like genID; a call that must wait keeps the
-// IDs its try issued and asks only for the rest.
-func (c *conn) genIDs(msgid uint32, m int, t0 time.Time, n int) {
-	gen := c.s.gen
-	ids := make([]core.ID, 0, n)
-	if c.s.spawn == spawnWhenBlocked {
-		var err error
-		ids, err = gen.AppendIDs(noWait, core.Central, ids, n)
+// maxOwed is how many IDs one connection may be owed by waiting calls and
+// their unwritten answers: a few of the largest batches.
+func (c *conn) maxOwed() int { return 4 * c.s.cfg.MaxBatch }
+
+// share issues n IDs (a GenID when n is 1) through the server's Share.
+// What needs no wait is answered by the read loop. The rest waits, unless
+// the connection is past its own bounds (MaxInFlight waiting calls, or
+// maxOwed IDs owed to waiting calls and unwritten answers), when it is
+// answered unavailable at once, without trying: such a connection
+// pipelines past what it may be owed, or does not read its answers, and
+// issuing for it could only drop IDs.
+func (c *conn) share(msgid uint32, m int, t0 time.Time, n int) {
+	c.pmu.Lock()
+	mayWait := int(c.waiting.Load()) < c.s.cfg.MaxInFlight && c.owed+n <= c.maxOwed()
+	if mayWait {
+		c.owed += n // reserved before the call can finish on another goroutine
+	}
+	owed := c.owed
+	c.pmu.Unlock()
+	if !mayWait {
+		c.s.ceil.Retried()
+		werr := wire.Errorf(wire.Unavailable, "this connection has %d calls waiting (max_in_flight %d) and is owed %d IDs (max %d)",
+			c.waiting.Load(), c.s.cfg.MaxInFlight, owed, c.maxOwed())
+		c.respond(true, msgid, m, t0, answer{err: werr})
+		return
+	}
+	c.waiting.Add(1)
+	c.calls.Add(1)
+	queuedAt := time.Now()
+	done := func(ids []core.ID, err error) {
+		c.s.ceil.Waited(time.Since(queuedAt))
+		c.finish(waited{msgid: msgid, method: m, t0: t0, n: n, a: c.result(n, ids, err)})
+	}
+	ids, queued, err := c.s.share.Append(c.ctx, c.key, core.Central, nil, n, done)
+	if queued {
+		return
+	}
+	c.pmu.Lock()
+	c.owed -= n
+	c.pmu.Unlock()
+	c.waiting.Add(-1)
+	c.calls.Done()
+	if errors.Is(err, core.ErrBusy) {
+		c.s.ceil.Retried()
+	}
+	c.respond(true, msgid, m, t0, c.result(n, ids, err))
+}
+
+// result is the answer of GenID (n 1) or GenIDs.
+func (c *conn) result(n int, ids []core.ID, err error) answer {
+	if err != nil || n != 1 {
+		return c.issued(0, ids, err)
+	}
+	return c.issued(uint64(ids[0]), nil, nil)
+}
+
+// takeIDs serves Vesta.TakeIDs: what the Share gives at once, and when to
+// ask again. It never waits. IDs issued before an error are answered, with
+// a retry of a millisecond: the next call reports the error.
+func (c *conn) takeIDs(n int) answer {
+	if n == 1 { // a client's NextID: the generator's fast path, no allocation
+		id, err := c.s.gen.NextID(noWait, core.Central)
+		if err == nil {
+			c.count(1)
+			return answer{id: uint64(id), take: true}
+		}
 		if !wouldBlock(err) {
-			c.respond(true, msgid, m, t0, c.issued(0, ids, err))
-			return
+			return answer{err: c.genError(err)}
 		}
 	}
-	c.wait(msgid, m, t0, func(ctx context.Context) answer {
-		ids, err := gen.AppendIDs(ctx, core.Central, ids, n-len(ids))
-		return c.issued(0, ids, err)
-	})
+	ids, retry, err := c.s.share.Take(core.Central, nil, n)
+	if err != nil && len(ids) == 0 {
+		return answer{err: c.genError(err)}
+	}
+	c.count(len(ids))
+	var ms uint64
+	if len(ids) < n {
+		ms = max(uint64((retry+time.Millisecond-1)/time.Millisecond), 1)
+		c.s.ceil.Retried()
+	}
+	if ids == nil {
+		ids = []core.ID{}
+	}
+	return answer{value: takeResult{ids: ids, retryAfterMS: ms}}
+}
+
+// takeResult is the answer of Vesta.TakeIDs, written by wire.AppendTakeIDsResponse.
+type takeResult struct {
+	ids          []core.ID
+	retryAfterMS uint64
+}
+
+// waited is the answer of a call that waited, on its way to the peer.
+type waited struct {
+	msgid  uint32
+	method int
+	t0     time.Time
+	n      int // IDs it was owed, released once written
+	a      answer
+}
+
+// finish queues the answer of a call that waited and makes sure a
+// goroutine writes it. It never blocks on the peer: it runs on the Share's
+// goroutine, which serves every connection.
+func (c *conn) finish(w waited) {
+	c.pmu.Lock()
+	c.pending = append(c.pending, w)
+	start := !c.flushing
+	if start {
+		c.flushing = true
+		c.calls.Add(1) // while w's own count is held, so calls.Wait cannot have returned
+	}
+	c.pmu.Unlock()
+	if start {
+		go c.writePending()
+	}
+}
+
+// writePending writes the answers of calls that waited until none is left;
+// a peer that does not read holds it (and only it) up to WriteTimeout.
+func (c *conn) writePending() {
+	defer c.calls.Done()
+	var batch []waited
+	for {
+		c.pmu.Lock()
+		if len(c.pending) == 0 {
+			c.flushing = false
+			c.pmu.Unlock()
+			return
+		}
+		batch, c.pending = c.pending, batch[:0]
+		c.pmu.Unlock()
+		owed := 0
+		for i, w := range batch {
+			c.respond(true, w.msgid, w.method, w.t0, w.a) // batched: one write below
+			owed += w.n
+			batch[i] = waited{}
+		}
+		c.endBatch()
+		c.pmu.Lock()
+		c.owed -= owed
+		c.pmu.Unlock()
+		for range batch {
+			c.waiting.Add(-1)
+			c.calls.Done()
+		}
+	}
 }
 
 // spawnMode says how issuing calls are served. Only the first is for
@@ -229,5 +389,6 @@ func (s *Server) info() wire.Info {
 		Method:   uint64(core.Central),
 		Version:  uint64(s.gen.Version()),
 		MaxBatch: uint64(s.cfg.MaxBatch),
+		TakeIDs:  1,
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/core"
 )
 
 // Defaults, used for zero Config fields.
@@ -18,6 +19,11 @@ const (
 	DefaultIdleTimeout  = 5 * time.Minute
 	DefaultReadTimeout  = 10 * time.Second
 	DefaultWriteTimeout = 10 * time.Second
+	// DefaultMaxWaitingIDs is a second of a max-peak sequence: the IDs
+	// waiting calls may be owed, server-wide (8 MiB of results at most).
+	DefaultMaxWaitingIDs = core.DefaultMaxWaitingIDs
+	// DefaultMaxWaitingCalls bounds waiting calls server-wide.
+	DefaultMaxWaitingCalls = core.DefaultMaxWaitingCalls
 )
 
 // Bounds that Validate enforces.
@@ -27,13 +33,16 @@ const (
 	maxRequestBytes = 64 << 20
 	maxConnsLimit   = 1_000_000
 	maxInFlight     = 1 << 20
+	maxWaitingIDs   = 1 << 30
+	maxWaitingCalls = 1 << 24
 )
 
 // Config configures a Server. The zero Config is valid and means the
 // defaults; the address to listen on is not here, as Serve takes a
 // listener.
 type Config struct {
-	// MaxBatch is the largest count of Vesta.GenIDs; zero is 10000.
+	// MaxBatch is the largest count of Vesta.GenIDs and Vesta.TakeIDs;
+	// zero is 10000.
 	MaxBatch int
 	// MaxRequestBytes bounds one request frame; a larger one closes the
 	// connection. Zero is 65536. Memory held for reading is at most this
@@ -46,6 +55,16 @@ type Config struct {
 	// generator at once (the sequence ran out, or the time guard lags);
 	// past it, calls are answered unavailable at once. Zero is 1024.
 	MaxInFlight int
+	// MaxWaitingIDs bounds the IDs owed to calls that wait at the
+	// sequence's ceiling (GenID, GenIDs), over all connections: a call
+	// that would pass it is answered unavailable at once. Each connection
+	// may besides have at most 4 x MaxBatch IDs owed to its waiting calls
+	// or in their answers not yet written. Zero is 1048576.
+	MaxWaitingIDs int
+	// MaxWaitingCalls bounds the calls that wait at the ceiling, over all
+	// connections; past it, calls are answered unavailable at once. Zero
+	// is 4096.
+	MaxWaitingCalls int
 	// IdleTimeout closes a connection that sends nothing while no call of
 	// its is waiting; zero is 5 minutes.
 	IdleTimeout time.Duration
@@ -79,6 +98,8 @@ func DefaultConfig() Config {
 		MaxRequestBytes: wire.DefaultMaxRequestBytes,
 		MaxConns:        DefaultMaxConns,
 		MaxInFlight:     DefaultMaxInFlight,
+		MaxWaitingIDs:   DefaultMaxWaitingIDs,
+		MaxWaitingCalls: DefaultMaxWaitingCalls,
 		IdleTimeout:     DefaultIdleTimeout,
 		ReadTimeout:     DefaultReadTimeout,
 		WriteTimeout:    DefaultWriteTimeout,
@@ -96,6 +117,8 @@ func (c Config) Validate() error {
 		{"MaxRequestBytes", c.MaxRequestBytes, minRequestBytes, maxRequestBytes},
 		{"MaxConns", c.MaxConns, 1, maxConnsLimit},
 		{"MaxInFlight", c.MaxInFlight, 1, maxInFlight},
+		{"MaxWaitingIDs", c.MaxWaitingIDs, 1, maxWaitingIDs},
+		{"MaxWaitingCalls", c.MaxWaitingCalls, 1, maxWaitingCalls},
 	}
 	for _, f := range ints {
 		if f.v != 0 && (f.v < f.min || f.v > f.max) {
@@ -136,6 +159,8 @@ func (c Config) withDefaults() Config {
 	c.MaxRequestBytes = pick(c.MaxRequestBytes, d.MaxRequestBytes)
 	c.MaxConns = pick(c.MaxConns, d.MaxConns)
 	c.MaxInFlight = pick(c.MaxInFlight, d.MaxInFlight)
+	c.MaxWaitingIDs = pick(c.MaxWaitingIDs, d.MaxWaitingIDs)
+	c.MaxWaitingCalls = pick(c.MaxWaitingCalls, d.MaxWaitingCalls)
 	c.IdleTimeout = pickD(c.IdleTimeout, d.IdleTimeout)
 	c.ReadTimeout = pickD(c.ReadTimeout, d.ReadTimeout)
 	c.WriteTimeout = pickD(c.WriteTimeout, d.WriteTimeout)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/core"
 )
 
 // readBufSize is the read buffer a connection starts with, and returns to
@@ -22,8 +23,9 @@ const readBufSize = 4096
 // answers at once every call that need not wait, into out; it writes out
 // only when no further complete frame is buffered (or out is large), so
 // pipelined calls are answered with few writes. Calls that must wait for
-// the generator run on goroutines of their own (tracked by calls) and
-// append their answers to out themselves.
+// the generator wait in the server's core.Share, with no goroutine; their
+// answers are written by a goroutine of the connection (see pending).
+// Both are tracked by calls.
 type conn struct {
 	s      *Server
 	nc     net.Conn
@@ -37,6 +39,18 @@ type conn struct {
 	calls      sync.WaitGroup
 	batch      sync.WaitGroup // calls of spawnBatched
 
+	// key identifies the connection to the server's core.Share. The calls
+	// of the connection that wait there are answered through pending:
+	// the Share's goroutine must never block on a peer, so it only queues
+	// the answer, and one goroutine at a time (flushing) writes them.
+	// owed counts the IDs of waiting calls and of their answers not yet
+	// written, for the per-connection bound.
+	key      uint64
+	pmu      sync.Mutex
+	pending  []waited
+	flushing bool
+	owed     int
+
 	wmu      sync.Mutex
 	enc      *wire.Encoder
 	out      []byte
@@ -46,7 +60,7 @@ type conn struct {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
-	return &conn{s: s, nc: nc, ctx: ctx, cancel: cancel, enc: wire.NewEncoder()}
+	return &conn{s: s, nc: nc, ctx: ctx, cancel: cancel, enc: wire.NewEncoder(), key: s.keys.Add(1)}
 }
 
 // drainGrace is how long a connection keeps reading after Shutdown began:
@@ -235,8 +249,13 @@ func (c *conn) respond(fromLoop bool, msgid uint32, method int, t0 time.Time, a 
 	if c.werr != nil {
 		return
 	}
-	if a.err == nil && a.value == nil {
+	if a.err == nil && a.value == nil && a.take {
+		one := [1]core.ID{core.ID(a.id)}
+		c.out = wire.AppendTakeIDsResponse(c.out, msgid, one[:], 0)
+	} else if a.err == nil && a.value == nil {
 		c.out = wire.AppendIDResponse(c.out, msgid, a.id)
+	} else if t, ok := a.value.(takeResult); ok && a.err == nil {
+		c.out = wire.AppendTakeIDsResponse(c.out, msgid, t.ids, t.retryAfterMS)
 	} else {
 		var err error
 		c.out, err = c.enc.AppendResponse(c.out, msgid, a.err, a.value)

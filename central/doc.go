@@ -23,9 +23,14 @@
 // answer.
 //
 // Each connection has one goroutine that reads requests and answers, at
-// once, every call that need not wait: that is every call but an issuing
-// one whose time unit has run out of sequence (or whose time guard lags),
-// which moves to a goroutine of its own so that it stalls nobody else.
-// Answers are written when no further request is buffered, so a client
-// that pipelines many calls gets their answers in few writes.
+// once, every call that need not wait. At the sequence's ceiling,
+// Vesta.TakeIDs answers at once with what it can and when to retry, while
+// GenID and GenIDs wait in the server's core.Share: batches paced at the
+// ceiling's rate, waiting calls served round-robin per connection, within
+// server-wide and per-connection bounds (past them: unavailable at once).
+// A waiting call holds no goroutine; its answer is written by the one
+// goroutine its connection starts for such answers, so a peer that does not
+// read stalls nobody else. Answers are written when no further request is
+// buffered, so a client that pipelines many calls gets their answers in
+// few writes.
 package central

@@ -27,7 +27,7 @@ func wireError(err error) *wire.Error {
 		code = wire.LeaseLost
 	case errors.Is(err, core.ErrClockBehind), errors.Is(err, core.ErrBeforeEpoch), errors.Is(err, core.ErrEndOfTime):
 		code = wire.Clock
-	case errors.Is(err, core.ErrGuard), errors.Is(err, core.ErrClosed),
+	case errors.Is(err, core.ErrGuard), errors.Is(err, core.ErrClosed), errors.Is(err, core.ErrBusy),
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		code = wire.Unavailable
 	case errors.Is(err, core.ErrOutOfRange), errors.Is(err, core.ErrInvalidCount):

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/ceilingmetric"
 )
 
 // Server publishes a core.Generator over MessagePack-RPC.
@@ -28,10 +29,21 @@ import (
 // 1-10000". Notifications [2, method, params] are read and dropped.
 //
 // Methods: Vesta.GenID -> uint64; Vesta.GenIDs {count} -> [uint64...];
-// Vesta.ExpID {id} -> map; Vesta.MakeID {time, seq, machine?, method?,
-// type?, version?} -> uint64; Vesta.TransTime {time} -> map; Vesta.Info ->
-// map; with Config.Sequences, Vesta.NextSeq {tag} -> int64 and
-// Vesta.NextSeqs {tag, count} -> [int64...].
+// Vesta.TakeIDs {count} -> {ids, retry_after_ms}; Vesta.ExpID {id} -> map;
+// Vesta.MakeID {time, seq, machine?, method?, type?, version?} -> uint64;
+// Vesta.TransTime {time} -> map; Vesta.Info -> map; with Config.Sequences,
+// Vesta.NextSeq {tag} -> int64 and Vesta.NextSeqs {tag, count} -> [int64...].
+//
+// At the sequence's ceiling (about a million IDs a second, plus the
+// generator's MaxBorrow), TakeIDs answers at once with the IDs it can give
+// and when to ask again, while GenID and GenIDs wait. Waiting is fair
+// between connections (a core.Share paces batches and serves waiting calls
+// round-robin per connection, so single IDs never wait behind a greedy
+// connection's batches) and bounded: MaxWaitingIDs and MaxWaitingCalls
+// server-wide, MaxInFlight calls and 4 x MaxBatch IDs per connection;
+// beyond, calls are answered unavailable at once. Waiting calls hold no
+// goroutine: their results grow as IDs are issued, and are written by at
+// most one goroutine per connection.
 //
 // A frame that is not MessagePack, larger than MaxRequestBytes, nested too
 // deep, or a request whose msgid cannot be read closes the connection;
@@ -41,8 +53,12 @@ type Server struct {
 	cfg  Config
 	log  *slog.Logger
 	met  *metrics
-	ctx  context.Context // ends on Close; calls waiting for the generator end with it
-	stop context.CancelFunc
+	ceil *ceilingmetric.Metrics
+	// share deals the generator's IDs between connections at the ceiling.
+	share *core.Share
+	keys  atomic.Uint64   // numbers connections, the keys of share
+	ctx   context.Context // ends on Close; calls waiting for the generator end with it
+	stop  context.CancelFunc
 
 	// spawn is how issuing calls are served: inline first (the default),
 	// or, for the benchmark that compares the ways, always on goroutines.
@@ -76,12 +92,26 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	ceil, err := ceilingmetric.New(cfg.Registerer, ceilingmetric.Central)
+	if err != nil {
+		return nil, fmt.Errorf("central: metrics: %w", err)
+	}
+	share, err := core.NewShare(gen, core.ShareConfig{MaxWaitingIDs: cfg.MaxWaitingIDs, MaxWaitingCalls: cfg.MaxWaitingCalls})
+	if err != nil {
+		return nil, err
+	}
+	waitingIDs := func() float64 { ids, _ := share.Waiting(); return float64(ids) }
+	if err := ceilingmetric.RegisterWaitingIDs(cfg.Registerer, waitingIDs); err != nil {
+		return nil, fmt.Errorf("central: metrics: %w", err)
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	return &Server{
 		gen:       gen,
 		cfg:       cfg,
 		log:       cfg.Logger,
 		met:       met,
+		ceil:      ceil,
+		share:     share,
 		ctx:       ctx,
 		stop:      stop,
 		listeners: make(map[net.Listener]struct{}),
@@ -271,6 +301,7 @@ func (s *Server) Close() error {
 		s.stop() // after closing: the calls it ends are not answered
 		s.accepting.Wait()
 		s.serving.Wait()
+		s.share.Close()
 	})
 	// A second caller waits too: closeOnce blocks until the first is done.
 	return nil

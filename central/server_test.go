@@ -74,7 +74,7 @@ func TestMethods(t *testing.T) {
 
 	var info wire.Info
 	p.result(wire.MethodInfo, nil, &info)
-	want := wire.Info{Layout: "sorted", Epoch: "2025-01-01T00:00:00Z", Type: 0, Machine: 1000, Method: 1, Version: 0, MaxBatch: 500}
+	want := wire.Info{Layout: "sorted", Epoch: "2025-01-01T00:00:00Z", Type: 0, Machine: 1000, Method: 1, Version: 0, MaxBatch: 500, TakeIDs: 1}
 	if info != want {
 		t.Fatalf("Info: %+v; want %+v", info, want)
 	}
@@ -160,7 +160,9 @@ func TestPipelined(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := clock.BlockUntil(ctx, 2); err != nil { // both issuing calls sleep
+	// Both issuing calls wait in the server's Share, whose one goroutine
+	// sleeps for them.
+	if err := clock.BlockUntil(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Millisecond)
@@ -208,7 +210,7 @@ func TestWaitingBounded(t *testing.T) {
 	p.result(wire.MethodInfo, nil, &info)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := clock.BlockUntil(ctx, 2); err != nil {
+	if err := clock.BlockUntil(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Millisecond)

@@ -89,7 +89,9 @@ type RedisConfig struct {
 	// it. Below 1s does not validate.
 	LeaseTTL time.Duration `koanf:"lease_ttl"`
 	// MaxClockSkew is how far the local clock may be from Redis's TIME
-	// when leasing; zero skips the check.
+	// when leasing and at every renewal; zero (no check) does not validate
+	// when the redis provider is used: a new holder's quarantine counts on
+	// the bound.
 	MaxClockSkew time.Duration `koanf:"max_clock_skew"`
 	// EmbeddedRange is the part of machine.embedded_range that leases
 	// hand out. The zero Range (YAML "") is all of it when the redis
@@ -99,6 +101,10 @@ type RedisConfig struct {
 	EmbeddedRange machineid.Range `koanf:"embedded_range"`
 	// ServerRange is EmbeddedRange for machine.server_range.
 	ServerRange machineid.Range `koanf:"server_range"`
+	// MinReplicas: above zero, every lease write is followed by WAIT for
+	// this many replicas, and fewer acknowledgements fail the write; zero
+	// waits for none.
+	MinReplicas int `koanf:"min_replicas"`
 }
 
 // TimeGuardConfig is the time guard's high-water mark.
@@ -125,6 +131,13 @@ type CentralConfig struct {
 	MaxRequestBytes int `koanf:"max_request_bytes"`
 	// MaxConns limits open connections; zero does not validate.
 	MaxConns int `koanf:"max_conns"`
+	// MaxWaitingIDs bounds the IDs owed to GenID/GenIDs calls that wait
+	// at the sequence's ceiling, server-wide; past it calls are answered
+	// unavailable at once. Zero does not validate.
+	MaxWaitingIDs int `koanf:"max_waiting_ids"`
+	// MaxWaitingCalls bounds the calls that wait at the ceiling,
+	// server-wide; zero does not validate.
+	MaxWaitingCalls int `koanf:"max_waiting_calls"`
 	// IdleTimeout closes a connection that sends nothing (while none of
 	// its calls waits); zero does not validate.
 	IdleTimeout time.Duration `koanf:"idle_timeout"`
@@ -157,8 +170,15 @@ type RESTConfig struct {
 	Token Secret `koanf:"token"`
 	// TokenFile holds the token (read by Load, trailing newline
 	// trimmed); "" is none. Setting it and Token is an error.
-	TokenFile string  `koanf:"token_file"`
-	TLS       RESTTLS `koanf:"tls"`
+	TokenFile string `koanf:"token_file"`
+	// MaxWaitingIDs bounds the IDs owed to requests that wait at the
+	// sequence's ceiling; past it requests are answered 503 at once. Zero
+	// does not validate.
+	MaxWaitingIDs int `koanf:"max_waiting_ids"`
+	// MaxWaitingCalls bounds the requests that wait at the ceiling; zero
+	// does not validate.
+	MaxWaitingCalls int     `koanf:"max_waiting_calls"`
+	TLS             RESTTLS `koanf:"tls"`
 }
 
 // RESTTLS is the REST server's TLS; both empty is plain HTTP.
@@ -232,9 +252,11 @@ func DefaultConfig() Config {
 		TimeGuard: TimeGuardConfig{Dir: "./vesta-data", Window: 3 * time.Second, MaxStartupWait: 10 * time.Second},
 		Central: CentralConfig{
 			Listen: "127.0.0.1:7070", MaxBatch: 10000, MaxRequestBytes: 64 << 10, MaxConns: 10000,
+			MaxWaitingIDs: core.DefaultMaxWaitingIDs, MaxWaitingCalls: core.DefaultMaxWaitingCalls,
 			IdleTimeout: 5 * time.Minute, ReadTimeout: 10 * time.Second,
 		},
-		REST:    RESTConfig{Listen: "127.0.0.1:7080"},
+		REST: RESTConfig{Listen: "127.0.0.1:7080",
+			MaxWaitingIDs: core.DefaultMaxWaitingIDs, MaxWaitingCalls: core.DefaultMaxWaitingCalls},
 		Client:  ClientConfig{Servers: []string{}, Timeout: 200 * time.Millisecond, Retries: 2, Fallback: true},
 		Segment: defaultSegment(),
 		Log:     LogConfig{Level: "info", Format: "text"},

@@ -39,6 +39,7 @@ func (c Config) MachineID(mode core.Method) machineid.Config {
 			KeyPrefix:    m.Redis.KeyPrefix,
 			LeaseTTL:     m.Redis.LeaseTTL,
 			MaxClockSkew: m.Redis.MaxClockSkew,
+			MinReplicas:  m.Redis.MinReplicas,
 		},
 	}
 }

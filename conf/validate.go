@@ -24,6 +24,8 @@ const (
 	minRequestBytes = 256 // holds any legitimate request
 	maxRequestBytes = 64 << 20
 	maxConnsLimit   = 1_000_000
+	maxWaitingIDs   = 1 << 30
+	maxWaitingCalls = 1 << 24
 	maxRetries      = 10
 	maxBorrowLimit  = 24 * time.Hour // core.Config refuses more
 	minLeaseTTL     = time.Second
@@ -223,6 +225,12 @@ func (r RedisConfig) validate(ck *checker, used bool) {
 	if r.MaxClockSkew < 0 {
 		ck.add("machine.redis.max_clock_skew", "%s; want 0 (no check) or more", r.MaxClockSkew)
 	}
+	if r.MaxClockSkew == 0 && used {
+		ck.add("machine.redis.max_clock_skew", "0 turns the clock check off, but the redis provider (machine.providers) needs a bound: a new holder's quarantine counts on every clock being within it of Redis's TIME; set it, e.g. 2s")
+	}
+	if r.MinReplicas < 0 {
+		ck.add("machine.redis.min_replicas", "%d; want 0 (no WAIT) or more", r.MinReplicas)
+	}
 }
 
 func (t TimeGuardConfig) validate(ck *checker, typ core.Type) {
@@ -243,6 +251,8 @@ func (c CentralConfig) validate(ck *checker) {
 	checkInt(ck, "central.max_batch", c.MaxBatch, 1, maxBatchLimit)
 	checkInt(ck, "central.max_request_bytes", c.MaxRequestBytes, minRequestBytes, maxRequestBytes)
 	checkInt(ck, "central.max_conns", c.MaxConns, 1, maxConnsLimit)
+	checkInt(ck, "central.max_waiting_ids", c.MaxWaitingIDs, 1, maxWaitingIDs)
+	checkInt(ck, "central.max_waiting_calls", c.MaxWaitingCalls, 1, maxWaitingCalls)
 	for _, d := range []struct {
 		key string
 		v   time.Duration
@@ -270,6 +280,8 @@ func (r RESTConfig) validate(ck *checker, centralListen string) {
 	if strings.IndexFunc(string(r.Token), func(c rune) bool { return unicode.IsSpace(c) || unicode.IsControl(c) }) >= 0 {
 		ck.add("rest.token", "holds whitespace or control characters (the token is not shown); want a bearer token")
 	}
+	checkInt(ck, "rest.max_waiting_ids", r.MaxWaitingIDs, 1, maxWaitingIDs)
+	checkInt(ck, "rest.max_waiting_calls", r.MaxWaitingCalls, 1, maxWaitingCalls)
 	checkPair(ck, "rest.tls", r.TLS.Cert, r.TLS.Key)
 }
 

@@ -116,6 +116,11 @@ func invalidCases(t testing.TB) []struct {
 			"924 lies in the IDs Redis leases hand out (machine.redis.server_range 924-1023"},
 		{"machine.redis.lease_ttl", func(c *conf.Config) { c.Machine.Redis.LeaseTTL = 0 }, "0s; want at least 1s"},
 		{"machine.redis.max_clock_skew", func(c *conf.Config) { c.Machine.Redis.MaxClockSkew = -time.Millisecond }, "-1ms; want 0 (no check) or more"},
+		{"machine.redis.max_clock_skew", func(c *conf.Config) {
+			c.Machine.Providers = []string{"redis"}
+			c.Machine.Redis.MaxClockSkew = 0
+		}, "0 turns the clock check off, but the redis provider"},
+		{"machine.redis.min_replicas", func(c *conf.Config) { c.Machine.Redis.MinReplicas = -1 }, "-1; want 0 (no WAIT) or more"},
 		{"time_guard.window", func(c *conf.Config) { c.TimeGuard.Window = 0 }, "0s; want at least one time unit of id.type max-peak (1s)"},
 		{"time_guard.window", func(c *conf.Config) { c.TimeGuard.Window = 999 * time.Millisecond }, "999ms; want at least"},
 		{"time_guard.window", func(c *conf.Config) {
@@ -131,6 +136,11 @@ func invalidCases(t testing.TB) []struct {
 		{"central.max_request_bytes", func(c *conf.Config) { c.Central.MaxRequestBytes = 255 }, "255; want 256-67108864"},
 		{"central.max_request_bytes", func(c *conf.Config) { c.Central.MaxRequestBytes = 64<<20 + 1 }, "want 256-67108864"},
 		{"central.max_conns", func(c *conf.Config) { c.Central.MaxConns = 0 }, "0; want 1-1000000"},
+		{"central.max_waiting_ids", func(c *conf.Config) { c.Central.MaxWaitingIDs = 0 }, "0; want 1-1073741824"},
+		{"central.max_waiting_ids", func(c *conf.Config) { c.Central.MaxWaitingIDs = 1<<30 + 1 }, "1073741825; want 1-1073741824"},
+		{"central.max_waiting_calls", func(c *conf.Config) { c.Central.MaxWaitingCalls = -1 }, "-1; want 1-16777216"},
+		{"rest.max_waiting_ids", func(c *conf.Config) { c.REST.MaxWaitingIDs = 0 }, "0; want 1-1073741824"},
+		{"rest.max_waiting_calls", func(c *conf.Config) { c.REST.MaxWaitingCalls = 1<<24 + 1 }, "16777217; want 1-16777216"},
 		{"central.tls.key", func(c *conf.Config) { c.Central.TLS.Cert = "cert.pem" }, "both or neither"},
 		{"central.tls.cert", func(c *conf.Config) { c.Central.TLS.Key = "key.pem" }, "both or neither"},
 		{"central.tls.client_ca", func(c *conf.Config) { c.Central.TLS.ClientCA = "ca.pem" }, "set without central.tls.cert"},

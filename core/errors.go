@@ -34,6 +34,11 @@ var (
 	// last durable mark.
 	ErrGuard = errors.New("core: time guard store failed")
 
+	// ErrShape: the time guard's mark was written by a generator whose IDs
+	// are laid out differently (another layout), or by an earlier epoch
+	// that a start would have to wait out; the message names both.
+	ErrShape = errors.New("core: the time guard's mark was written with another shape")
+
 	// ErrFenced: issuing was stopped from outside (see Generator.Fence),
 	// for example because a machine-ID lease was lost.
 	ErrFenced = errors.New("core: issuing is fenced")
@@ -41,8 +46,14 @@ var (
 	// ErrClosed: the generator was closed.
 	ErrClosed = errors.New("core: generator closed")
 
-	// ErrInvalidCount: a batch size below 1.
-	ErrInvalidCount = errors.New("core: count must be at least 1")
+	// ErrInvalidCount: a batch size below 1 or above MaxCount (or a
+	// caller's own maximum).
+	ErrInvalidCount = errors.New("core: invalid count")
+
+	// ErrBusy: a Share already holds as many waiting calls, or owes as
+	// many IDs, as it may; the call was refused at once. Retrying later,
+	// or another server, may succeed.
+	ErrBusy = errors.New("core: too many calls wait for the sequence")
 )
 
 // RangeError reports a field value that does not fit its bits.

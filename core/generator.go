@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -281,9 +282,13 @@ func (g *Generator) startRun(ctx context.Context, machine MachineID, guard Guard
 		r.entered.Store(r.state.Load() >> g.sb)
 		return r, nil
 	}
-	mark, err := guard.Load(ctx)
+	mk, err := loadMark(ctx, guard, GuardUse{Machine: machine, Shape: g.Shape(), MaxBorrow: g.cfg.MaxBorrow})
 	if err != nil {
 		return nil, fmt.Errorf("%w: loading the mark of machine %d: %w", ErrGuard, machine, err)
+	}
+	mark, moved, err := g.shapeFloor(machine, mk)
+	if err != nil {
+		return nil, err
 	}
 	floor := max(g.unitCeil(mark), minFloor)
 	if floor > g.maxTime {
@@ -299,6 +304,11 @@ func (g *Generator) startRun(ctx context.Context, machine MachineID, guard Guard
 		ready := g.instantOf(floor - g.borrow)
 		gap := ready.Sub(g.clock.Now())
 		if gap > g.cfg.MaxStartupWait {
+			if moved != "" {
+				return nil, fmt.Errorf("%w: %w: machine %d: %s; the clock reads %s, %s before that (max_borrow %s, max_startup_wait %s); keep the old epoch, use another machine ID, or wait",
+					ErrClockBehind, ErrShape, machine, moved, g.clock.Now().UTC().Format(time.RFC3339Nano),
+					g.instantOf(floor).Sub(g.clock.Now()).Round(time.Millisecond), g.cfg.MaxBorrow, g.cfg.MaxStartupWait)
+			}
 			return nil, fmt.Errorf("%w: the clock reads %s, %s behind the mark %s of machine %d (max_borrow %s, max_startup_wait %s); fix the clock or wait",
 				ErrClockBehind, g.clock.Now().UTC().Format(time.RFC3339Nano), g.instantOf(floor).Sub(g.clock.Now()).Round(time.Millisecond),
 				mark.UTC().Format(time.RFC3339Nano), machine, g.cfg.MaxBorrow, g.cfg.MaxStartupWait)
@@ -333,6 +343,60 @@ func (g *Generator) startRun(ctx context.Context, machine MachineID, guard Guard
 	r.done = make(chan struct{})
 	go g.reserve(r)
 	return r, nil
+}
+
+// loadMark loads the mark, with its shape when the store records one.
+func loadMark(ctx context.Context, guard GuardStore, use GuardUse) (Mark, error) {
+	if sg, ok := guard.(ShapedGuard); ok {
+		return sg.LoadFor(ctx, use)
+	}
+	at, err := guard.Load(ctx)
+	return Mark{At: at}, err
+}
+
+// shapeFloor applies the rules of a mark written with another shape and
+// returns the instant the new time fields must start at (or above). When
+// that instant lies later than the mark because the epoch moved later, it
+// also says so, naming both epochs, for the error if the wait is too long.
+//
+//   - Another layout: refused. The fields sit elsewhere, so an ID of one
+//     layout can equal an ID of the other whatever the instants.
+//   - A later epoch: the same instant gives smaller time fields, so the new
+//     fields start above every old one at mark + (new epoch - old epoch).
+//   - An earlier epoch: the mark itself suffices (larger fields).
+//   - Another type or version: the IDs differ in bit 62 or 63 and cannot
+//     meet; the epoch rule above still applies, because the mark is the
+//     only record of every earlier shape of this machine ID (a later
+//     return to the old type must still start above its IDs).
+func (g *Generator) shapeFloor(machine MachineID, mk Mark) (time.Time, string, error) {
+	own := g.Shape()
+	if !mk.HasShape || mk.At.IsZero() || mk.Shape == own {
+		return mk.At, "", nil
+	}
+	old := mk.Shape
+	at := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+	if old.Layout != own.Layout {
+		return time.Time{}, "", fmt.Errorf("%w: machine %d: the time guard's mark %s was written by a generator issuing layout %s (%s); this one issues layout %s (%s): IDs of one layout can equal IDs of the other; keep layout %s for machine %d or use another machine ID",
+			ErrShape, machine, at(mk.At), old.Layout, old, own.Layout, own, old.Layout, machine)
+	}
+	from := mk.At
+	var moved string
+	oldEpoch, newEpoch := time.UnixMilli(old.EpochMs), time.UnixMilli(own.EpochMs)
+	switch {
+	case own.EpochMs > old.EpochMs:
+		from = mk.At.Add(newEpoch.Sub(oldEpoch))
+		moved = fmt.Sprintf("the epoch moved later, from %s to %s, so IDs may start only at %s (the mark %s plus the %s the epoch moved), above every time field issued under the old epoch",
+			at(oldEpoch), at(newEpoch), at(from), at(mk.At), newEpoch.Sub(oldEpoch))
+		g.log.Warn("time guard: "+moved, "machine", machine)
+	case own.EpochMs < old.EpochMs:
+		g.log.Info("time guard: the epoch moved earlier; starting at the mark, whose time fields are larger than every old one",
+			"machine", machine, "old_epoch", at(oldEpoch), "new_epoch", at(newEpoch), "mark", at(mk.At))
+	}
+	if old.Type != own.Type || old.Version != own.Version {
+		g.log.Info("time guard: the mark was written with another type or version; those IDs differ in bit 62 or 63 and cannot equal the new ones",
+			"machine", machine, "old", old.String(), "new", own.String(), "start", at(from))
+	}
+	return from, moved, nil
 }
 
 // reserve keeps the durable mark ahead of issuing: every third of the window
@@ -447,15 +511,28 @@ func (g *Generator) NextIDs(ctx context.Context, m Method, n int) ([]ID, error) 
 	return g.AppendIDs(ctx, m, nil, n)
 }
 
+// MaxCount is the largest count NextIDs, AppendIDs and TryAppendIDs take
+// in one call (16,777,216: 128 MiB of IDs, 16 s of a max-peak sequence).
+// Larger counts fail with ErrInvalidCount instead of trying to allocate.
+const MaxCount = 1 << 24
+
+// checkCount refuses counts that can never be issued in one call.
+func checkCount(n int) error {
+	if n < 1 || n > MaxCount {
+		return fmt.Errorf("%w: count %d; want 1-%d", ErrInvalidCount, n, MaxCount)
+	}
+	return nil
+}
+
 // AppendIDs appends n new IDs with method m to dst. Runs of sequence numbers
 // are reserved with one compare-and-swap each, spanning units as needed. On
-// error, dst holds the IDs issued before it.
+// error, dst holds the IDs issued before it. n must be 1-MaxCount.
 func (g *Generator) AppendIDs(ctx context.Context, m Method, dst []ID, n int) ([]ID, error) {
 	if err := validMethod(m); err != nil {
 		return dst, err
 	}
-	if n < 1 {
-		return dst, fmt.Errorf("%w: count %d", ErrInvalidCount, n)
+	if err := checkCount(n); err != nil {
+		return dst, err
 	}
 	if cap(dst)-len(dst) < n {
 		grown := make([]ID, len(dst), len(dst)+n)
@@ -468,22 +545,108 @@ func (g *Generator) AppendIDs(ctx context.Context, m Method, dst []ID, n int) ([
 			return dst, err
 		}
 		left -= cnt
-		for cnt > 0 {
-			seq := p & g.seqMask
-			k := min(cnt, g.seqMask-seq+1) // the rest of this unit
-			id := r.base[m] | (p>>g.sb)<<g.shifts.time | seq<<g.shifts.seq
-			step := uint64(1) << g.shifts.seq
-			out := dst[len(dst) : len(dst)+int(k)]
-			for i := range out {
-				out[i] = ID(id)
-				id += step
-			}
-			dst = dst[:len(dst)+int(k)]
-			p += k
-			cnt -= k
-		}
+		dst = g.appendStates(dst, r, p, cnt, m)
 	}
 	return dst, nil
+}
+
+// appendStates appends the IDs of the cnt packed states from p of run r.
+func (g *Generator) appendStates(dst []ID, r *run, p, cnt uint64, m Method) []ID {
+	dst = slices.Grow(dst, int(cnt))
+	for cnt > 0 {
+		seq := p & g.seqMask
+		k := min(cnt, g.seqMask-seq+1) // the rest of this unit
+		id := r.base[m] | (p>>g.sb)<<g.shifts.time | seq<<g.shifts.seq
+		step := uint64(1) << g.shifts.seq
+		out := dst[len(dst) : len(dst)+int(k)]
+		for i := range out {
+			out[i] = ID(id)
+			id += step
+		}
+		dst = dst[:len(dst)+int(k)]
+		p += k
+		cnt -= k
+	}
+	return dst
+}
+
+// guardRetry is the retry hint of TryAppendIDs while the time guard's
+// reservation lags behind issuing (a save in flight): it is usually a
+// store's round trip away, and says nothing about the sequence.
+const guardRetry = 10 * time.Millisecond
+
+// TryAppendIDs appends to dst up to n new IDs with method m that can be
+// issued now, in increasing order, and never waits. When it appended fewer
+// than n, retryAfter (above zero) says when issuing may continue: the start
+// of the next unit that MaxBorrow lets it reach, or guardRetry while the
+// time guard's reservation lags. An error (fenced, closed, clock, a failed
+// time guard) comes with the IDs issued before it. n must be 1-MaxCount.
+// Results grow as IDs are issued: nothing is allocated for IDs not issued.
+func (g *Generator) TryAppendIDs(m Method, dst []ID, n int) ([]ID, time.Duration, error) {
+	return g.tryAppend(m, dst, n, 0, nil)
+}
+
+// tryAppend is TryAppendIDs that also stays below pace (a packed state; 0
+// is no such bound), the bound of Share. One call's IDs come from one run:
+// when *from is set and the generator was re-keyed since, it fails with
+// ErrFenced (the IDs of two machine IDs need not increase); from nil is
+// one call.
+func (g *Generator) tryAppend(m Method, dst []ID, n int, pace uint64, from **run) ([]ID, time.Duration, error) {
+	if err := validMethod(m); err != nil {
+		return dst, 0, err
+	}
+	if err := checkCount(n); err != nil {
+		return dst, 0, err
+	}
+	var own *run
+	if from == nil {
+		from = &own
+	}
+	ns := g.nowNanos()
+	for left := uint64(n); left > 0; {
+		r, p, cnt, blocked, err := g.reserveAt(left, ns, pace)
+		if err != nil {
+			return dst, 0, err
+		}
+		if *from == nil {
+			*from = r
+		} else if r != *from {
+			return dst, 0, fmt.Errorf("%w: the machine ID changed during the call", ErrFenced)
+		}
+		if cnt == 0 {
+			d, err := g.retryAfter(r, blocked, ns, pace)
+			return dst, d, err
+		}
+		left -= cnt
+		dst = g.appendStates(dst, r, p, cnt, m)
+	}
+	return dst, 0, nil
+}
+
+// retryAfter says how long from ns until start may be issued, or why it
+// never can; it asks the reserver to extend when the guard is the bound.
+func (g *Generator) retryAfter(r *run, start uint64, ns int64, pace uint64) (time.Duration, error) {
+	if start >= g.endPk {
+		return 0, fmt.Errorf("%w: unit %d is past the last unit %d (%s)", ErrEndOfTime, start>>g.sb, g.maxTime,
+			FormatInstant(g.cfg.Type, g.instantOf(g.maxTime)))
+	}
+	if start >= r.limit.Load() {
+		if e := r.guardErr.Load(); e != nil {
+			return 0, *e
+		}
+		select {
+		case r.kick <- struct{}{}:
+		default:
+		}
+		return guardRetry, nil
+	}
+	var at int64 // Unix ns at which start may be issued
+	if pace != 0 && start >= pace {
+		at = g.paceTime(start)
+	} else {
+		at = g.epochNs + int64(start>>g.sb-g.borrow)*g.unitMs*1e6
+	}
+	return time.Duration(max(at-ns, 1)), nil
 }
 
 // take reserves up to n consecutive packed states and returns the first and
@@ -495,21 +658,37 @@ func (g *Generator) take(ctx context.Context, n uint64) (*run, uint64, uint64, e
 	return g.takeAt(ctx, n, g.nowNanos())
 }
 
-// takeAt is take with the clock already read at ns. The clock is read
-// once, before the state: the window between loading the state and
-// swapping it stays a few instructions wide, and a lost race retries
-// without another clock read. A reading a little stale is harmless: it can
-// only delay a new unit or tighten the bound.
+// takeAt is take with the clock already read at ns, waiting as needed.
 func (g *Generator) takeAt(ctx context.Context, n uint64, ns int64) (*run, uint64, uint64, error) {
+	for {
+		r, p, cnt, blocked, err := g.reserveAt(n, ns, 0)
+		if err != nil || cnt > 0 {
+			return r, p, cnt, err
+		}
+		if err := g.wait(ctx, r, blocked); err != nil {
+			return nil, 0, 0, err
+		}
+		ns = g.nowNanos()
+	}
+}
+
+// reserveAt reserves up to n consecutive packed states at clock reading ns
+// without waiting, also below pace unless it is 0. With nothing issuable
+// now it returns cnt 0, the run and the first state it could not issue.
+// The clock is read once, before the state: the window between loading the
+// state and swapping it stays a few instructions wide, and a lost race
+// retries without another clock read. A reading a little stale is
+// harmless: it can only delay a new unit or tighten the bound.
+func (g *Generator) reserveAt(n uint64, ns int64, pace uint64) (r *run, p, cnt, blocked uint64, err error) {
 	for {
 		if gt := g.gate.Load(); gt != 0 && (gt < 0 || ns >= gt) {
 			if err := g.gateErr(ns); err != nil {
-				return nil, 0, 0, err
+				return nil, 0, 0, 0, err
 			}
 		}
 		now, err := g.unitOf(ns)
 		if err != nil {
-			return nil, 0, 0, err
+			return nil, 0, 0, 0, err
 		}
 		r := g.cur.Load()
 		old := r.state.Load()
@@ -523,27 +702,26 @@ func (g *Generator) takeAt(ctx context.Context, n uint64, ns int64) (*run, uint6
 		// clock; never at or past the durable mark or the end of time.
 		bound := max(now+g.borrow+1, r.entered.Load()+1) << g.sb
 		bound = min(bound, g.endPk, r.limit.Load())
+		if pace != 0 {
+			bound = min(bound, pace)
+		}
 		if start >= bound { // also when the run is closed: its state is above any bound
 			if old&closedBit != 0 {
 				if g.cur.Load() != r {
 					continue // re-keyed under us
 				}
 				if g.rekeying.Load() {
-					return nil, 0, 0, errRekeying
+					return nil, 0, 0, 0, errRekeying
 				}
-				return nil, 0, 0, ErrClosed
+				return nil, 0, 0, 0, ErrClosed
 			}
-			if err := g.wait(ctx, r, start); err != nil {
-				return nil, 0, 0, err
-			}
-			ns = g.nowNanos()
-			continue
+			return r, 0, 0, start, nil
 		}
 		end := min(start+n, bound)
 		if !jump {
 			if r.state.CompareAndSwap(old, end-1) {
 				g.enter(r, (end-1)>>g.sb)
-				return r, start, end - start, nil
+				return r, start, end - start, 0, nil
 			}
 			continue
 		}
@@ -556,7 +734,7 @@ func (g *Generator) takeAt(ctx context.Context, n uint64, ns int64) (*run, uint6
 		r.jumpMu.Unlock()
 		if ok {
 			g.enter(r, (end-1)>>g.sb)
-			return r, start, end - start, nil
+			return r, start, end - start, 0, nil
 		}
 	}
 }
@@ -568,15 +746,22 @@ func (g *Generator) randSeq() uint64 {
 	return rand.Uint64N(g.randMax)
 }
 
-// wait blocks until start may be issued, or says why it never can.
+// wait blocks until start may be issued, or says why it never can. The
+// run's limit channel wakes it too: it is closed when the limit moves and
+// when the run is closed (Close, Rekey), so no caller stays parked on a run
+// that will never issue again; its retry then finds ErrClosed, ErrFenced
+// while re-keying, or the new run.
 func (g *Generator) wait(ctx context.Context, r *run, start uint64) error {
 	unit := start >> g.sb
 	if start >= g.endPk {
 		return fmt.Errorf("%w: unit %d is past the last unit %d (%s)", ErrEndOfTime, unit, g.maxTime,
 			FormatInstant(g.cfg.Type, g.instantOf(g.maxTime)))
 	}
+	ch := *r.limitCh.Load()
+	if r.state.Load()&closedBit != 0 {
+		return nil // closed since reserveAt looked: it says so on the retry
+	}
 	if start >= r.limit.Load() {
-		ch := *r.limitCh.Load()
 		if e := r.guardErr.Load(); e != nil {
 			return *e
 		}
@@ -603,10 +788,17 @@ func (g *Generator) wait(ctx context.Context, r *run, start uint64) error {
 	}
 	g.waits.Add(1)
 	d := g.instantOf(unit - g.borrow).Sub(g.clock.Now())
-	if err := sleep(ctx, g.clock, d); err != nil {
-		return fmt.Errorf("sequence exhausted, waiting for the clock: %w", err)
+	if d <= 0 {
+		return nil
 	}
-	return nil
+	select {
+	case <-g.clock.After(d):
+		return nil
+	case <-ch: // the limit moved or the run closed: look again
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("sequence exhausted, waiting for the clock: %w", ctx.Err())
+	}
 }
 
 // Fence stops issuing: every call fails with an error wrapping ErrFenced and
@@ -741,6 +933,35 @@ func (g *Generator) Ready() error {
 	return err
 }
 
+// Shape returns what the generator's time fields mean: layout, type,
+// epoch and version.
+func (g *Generator) Shape() Shape {
+	return Shape{Layout: g.cfg.Layout, Type: g.cfg.Type, EpochMs: g.epochMs, Version: g.cfg.Version}
+}
+
+// ReadyAt is the first clock reading at which a run starting on a guard
+// whose mark is mark needs no wait: the unit at or after mark, less the
+// whole units of MaxBorrow. A lease that must hold a new holder off until
+// mark waits until then, however long, before New or Rekey (which wait
+// only MaxStartupWait).
+func (g *Generator) ReadyAt(mark time.Time) time.Time { return g.cfg.ReadyAt(mark) }
+
+// ReadyAt is Generator.ReadyAt for a generator with this Config, before it
+// exists. The Config must be valid.
+func (c Config) ReadyAt(mark time.Time) time.Time {
+	codec, _ := NewCodec(c.Layout, c.Epoch)
+	unit := c.Type.Unit()
+	epoch := codec.Epoch()
+	if !mark.After(epoch) {
+		return epoch
+	}
+	units := (mark.Sub(epoch) + unit - 1) / unit // ceil
+	return epoch.Add((units - c.MaxBorrow/unit) * unit)
+}
+
+// MaxBorrow returns how far the generator may issue ahead of its clock.
+func (g *Generator) MaxBorrow() time.Duration { return g.cfg.MaxBorrow }
+
 // Codec returns the generator's codec (layout and epoch).
 func (g *Generator) Codec() Codec { return g.codec }
 
@@ -842,10 +1063,15 @@ func (g *Generator) Close() error {
 func (g *Generator) closeRun(r *run) (uint64, error) {
 	last := r.state.Or(closedBit) &^ closedBit // one atomic step, however busy
 	if r.guard == nil {
+		close(*r.limitCh.Load()) // wake the callers waiting for the clock
 		return last, nil
 	}
 	close(r.stop)
 	<-r.done
+	// The reserver has stopped, so nothing else closes the limit channel:
+	// close it to wake every caller waiting on this run for the guard or
+	// the clock.
+	close(*r.limitCh.Load())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	end := min(last>>g.sb+1, g.maxTime+1)

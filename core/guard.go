@@ -30,6 +30,54 @@ type GuardStore interface {
 // ErrGuardLocked: another process holds the file guard of this machine ID.
 var ErrGuardLocked = errors.New("core: time guard file is locked by another process")
 
+// Shape is what the time fields of a generator's IDs mean: the layout, the
+// type, the epoch and the version. A mark is an instant; which IDs it
+// covers depends on the shape it was written with, so stores that can
+// record it (ShapedGuard) keep it beside the mark, and a generator with
+// another shape starts only where its IDs cannot meet the old ones.
+type Shape struct {
+	Layout  Layout
+	Type    Type
+	EpochMs int64 // the epoch in Unix milliseconds (the layout's own when Config.Epoch is zero)
+	Version uint8
+}
+
+// String describes the shape for messages.
+func (s Shape) String() string {
+	return fmt.Sprintf("layout %s, type %s, epoch %s, version %d", s.Layout, s.Type,
+		time.UnixMilli(s.EpochMs).UTC().Format(time.RFC3339Nano), s.Version)
+}
+
+// GuardUse says who loads a mark: the shape a generator issues with and
+// how far it may borrow ahead of its clock (a store beside a lease needs
+// it to bound what an unknown earlier holder may have issued).
+type GuardUse struct {
+	Machine   MachineID
+	Shape     Shape
+	MaxBorrow time.Duration
+}
+
+// Mark is a stored high-water mark and the shape it was written with.
+type Mark struct {
+	// At is the mark; the zero Time when there is none.
+	At time.Time
+	// Shape is the shape of the generator that wrote it, when HasShape.
+	Shape Shape
+	// HasShape is false for a mark written before shapes were recorded
+	// (read as written by the loading generator's own shape).
+	HasShape bool
+}
+
+// ShapedGuard is a GuardStore that records the shape of the generator
+// writing its mark. The generator calls LoadFor instead of Load when its
+// store has it; every later Save then records use.Shape beside the mark.
+// FileGuard, MemGuard and the Redis store of package machineid have it; a
+// store without it is read as "same shape".
+type ShapedGuard interface {
+	GuardStore
+	LoadFor(ctx context.Context, use GuardUse) (Mark, error)
+}
+
 // FileGuard stores the mark of one machine ID in a file of a directory,
 // written atomically (temp file, fsync, rename, fsync of the directory). It
 // also holds an exclusive lock on the file for as long as it is open, so a
@@ -42,13 +90,38 @@ type FileGuard struct {
 
 	mu     sync.Mutex
 	closed bool
+	shape  *Shape // recorded by every Save once LoadFor told it
 }
 
-// markFile is the stored form: the mark in milliseconds, with a readable copy.
+// markFile is the stored form: the mark in milliseconds, with a readable
+// copy, and the shape of the generator that wrote it. Files written before
+// shapes were recorded have no layout field and are read as "same shape".
 type markFile struct {
-	Machine    MachineID `json:"machine"`
-	MarkUnixMs int64     `json:"mark_unix_ms"`
-	Mark       string    `json:"mark"`
+	Machine     MachineID `json:"machine"`
+	MarkUnixMs  int64     `json:"mark_unix_ms"`
+	Mark        string    `json:"mark"`
+	Layout      *string   `json:"layout,omitempty"`
+	Type        *Type     `json:"type,omitempty"`
+	EpochUnixMs *int64    `json:"epoch_unix_ms,omitempty"`
+	Version     *uint8    `json:"version,omitempty"`
+}
+
+// shape returns the recorded shape, if the file has one.
+func (m markFile) shape() (Shape, bool, error) {
+	if m.Layout == nil && m.Type == nil && m.EpochUnixMs == nil && m.Version == nil {
+		return Shape{}, false, nil
+	}
+	if m.Layout == nil || m.Type == nil || m.EpochUnixMs == nil || m.Version == nil {
+		return Shape{}, false, errors.New("the shape is incomplete")
+	}
+	l, err := ParseLayout(*m.Layout)
+	if err != nil {
+		return Shape{}, false, err
+	}
+	if *m.Type > MinGranularity || *m.Version > 1 {
+		return Shape{}, false, fmt.Errorf("type %d or version %d out of range", *m.Type, *m.Version)
+	}
+	return Shape{Layout: l, Type: *m.Type, EpochMs: *m.EpochUnixMs, Version: *m.Version}, true, nil
 }
 
 // OpenFileGuard opens (creating dir if needed) the guard of machine in dir
@@ -78,19 +151,43 @@ func (f *FileGuard) Path() string { return f.path }
 // Load reads the mark; a missing file is no mark, a damaged one an error
 // (guessing could re-issue IDs).
 func (f *FileGuard) Load(ctx context.Context) (time.Time, error) {
+	m, err := f.load()
+	return m.At, err
+}
+
+// LoadFor is Load with the shape the mark was written with; every later
+// Save records use.Shape.
+func (f *FileGuard) LoadFor(ctx context.Context, use GuardUse) (Mark, error) {
+	m, err := f.load()
+	if err != nil {
+		return Mark{}, err
+	}
+	f.mu.Lock()
+	f.shape = &use.Shape
+	f.mu.Unlock()
+	return m, nil
+}
+
+func (f *FileGuard) load() (Mark, error) {
 	b, err := os.ReadFile(f.path)
 	if errors.Is(err, os.ErrNotExist) {
-		return time.Time{}, nil
+		return Mark{}, nil
 	}
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: %w", ErrGuard, err)
+		return Mark{}, fmt.Errorf("%w: %w", ErrGuard, err)
 	}
 	var m markFile
-	if err := json.Unmarshal(b, &m); err != nil || m.MarkUnixMs <= 0 {
-		return time.Time{}, fmt.Errorf("%w: %s is damaged (%v); remove it only if no ID was issued with this machine ID in the last minutes",
+	err = json.Unmarshal(b, &m)
+	var sh Shape
+	var has bool
+	if err == nil {
+		sh, has, err = m.shape()
+	}
+	if err != nil || m.MarkUnixMs <= 0 {
+		return Mark{}, fmt.Errorf("%w: %s is damaged (%v); remove it only if no ID was issued with this machine ID in the last minutes",
 			ErrGuard, f.path, err)
 	}
-	return time.UnixMilli(m.MarkUnixMs).UTC(), nil
+	return Mark{At: time.UnixMilli(m.MarkUnixMs).UTC(), Shape: sh, HasShape: has}, nil
 }
 
 // Save writes mark atomically and durably.
@@ -104,8 +201,12 @@ func (f *FileGuard) Save(ctx context.Context, mark time.Time) error {
 	if mark.Sub(time.UnixMilli(ms)) > 0 {
 		ms++ // round up: the mark must not fall below what was issued
 	}
-	b, _ := json.Marshal(markFile{MarkUnixMs: ms, Mark: time.UnixMilli(ms).UTC().Format(time.RFC3339Nano),
-		Machine: f.machine})
+	mf := markFile{MarkUnixMs: ms, Mark: time.UnixMilli(ms).UTC().Format(time.RFC3339Nano), Machine: f.machine}
+	if sh := f.shape; sh != nil {
+		l := sh.Layout.String()
+		mf.Layout, mf.Type, mf.EpochUnixMs, mf.Version = &l, &sh.Type, &sh.EpochMs, &sh.Version
+	}
+	b, _ := json.Marshal(mf)
 	if err := writeFileSync(f.path, b); err != nil {
 		return fmt.Errorf("%w: %w", ErrGuard, err)
 	}
@@ -157,6 +258,8 @@ func writeFileSync(path string, b []byte) error {
 type MemGuard struct {
 	mu    sync.Mutex
 	mark  time.Time
+	shape *Shape // of the mark; nil: none recorded
+	use   *Shape // recorded by every Save once LoadFor told it
 	saves int
 	err   error
 	gate  chan struct{} // when non-nil, Save waits for it to close
@@ -173,6 +276,40 @@ func (m *MemGuard) Load(ctx context.Context) (time.Time, error) {
 		return time.Time{}, m.err
 	}
 	return m.mark, nil
+}
+
+// LoadFor returns the mark and its shape; every later Save records
+// use.Shape.
+func (m *MemGuard) LoadFor(ctx context.Context, use GuardUse) (Mark, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return Mark{}, m.err
+	}
+	m.use = &use.Shape
+	mk := Mark{At: m.mark}
+	if m.shape != nil {
+		mk.Shape, mk.HasShape = *m.shape, true
+	}
+	return mk, nil
+}
+
+// SetShape stores sh as the shape of the mark, as if a generator of that
+// shape had written it.
+func (m *MemGuard) SetShape(sh Shape) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.shape = &sh
+}
+
+// Shape returns the shape recorded with the mark.
+func (m *MemGuard) Shape() (Shape, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.shape == nil {
+		return Shape{}, false
+	}
+	return *m.shape, true
 }
 
 // Save stores mark, unless failing or blocked.
@@ -193,6 +330,9 @@ func (m *MemGuard) Save(ctx context.Context, mark time.Time) error {
 		return m.err
 	}
 	m.mark = mark
+	if m.use != nil {
+		m.shape = m.use
+	}
 	m.saves++
 	return nil
 }

@@ -160,6 +160,9 @@ func TestRedisLeasedIssuers(t *testing.T) {
 	cfg.DataDir = ""
 	cfg.Machine.Providers = []string{machineid.ProviderRedis}
 	cfg.Machine.Redis.Addrs = []string{srv.Addr()}
+	// A short lease and skew bound keep the quarantine of a fresh claim
+	// (TTL + 2*skew) short.
+	cfg.Machine.Redis.LeaseTTL, cfg.Machine.Redis.MaxClockSkew = 2*time.Second, 20*time.Millisecond
 	cfg.Machine.EmbeddedRange, _ = machineid.ParseRange("10-11")
 	a, b := open(t, cfg), open(t, cfg)
 	ma, mb := a.Generator().Machine(), b.Generator().Machine()

@@ -39,7 +39,7 @@ func serverEnv(t testing.TB, rds *redistest.Server, prefix string, ttl time.Dura
 			"VESTA_MACHINE_REDIS_ADDRS":          rds.Addr(),
 			"VESTA_MACHINE_REDIS_KEY_PREFIX":     prefix,
 			"VESTA_MACHINE_REDIS_LEASE_TTL":      ttl.String(),
-			"VESTA_MACHINE_REDIS_MAX_CLOCK_SKEW": "2s",
+			"VESTA_MACHINE_REDIS_MAX_CLOCK_SKEW": "100ms", // one host's clocks: keeps the quarantine short
 		})
 	}
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -59,6 +59,7 @@ func embedConfig(t testing.TB, rds *redistest.Server, prefix string, ttl time.Du
 		cfg.Machine.Redis.Addrs = []string{rds.Addr()}
 		cfg.Machine.Redis.KeyPrefix = prefix
 		cfg.Machine.Redis.LeaseTTL = ttl
+		cfg.Machine.Redis.MaxClockSkew = 100 * time.Millisecond // one host's clocks: keeps the quarantine short
 	}
 	return cfg
 }

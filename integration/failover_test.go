@@ -46,9 +46,10 @@ func TestFailover(t *testing.T) {
 	// ordered; client 2 prefetches.
 	var clients []*client.Client
 	for i := range 2 {
-		// The fallback's lease is a long one: a short TTL only serves the
-		// servers, which must re-lease their IDs soon after dying.
-		cfg := clientConfig(t, addrs, time.Second, rds, prefix, 10*time.Second)
+		// The fallback's lease is 3s: it is claimed when the first call
+		// falls back, and that call waits out the claim's quarantine
+		// (lease TTL + 2*max_clock_skew), which must fit its 5s.
+		cfg := clientConfig(t, addrs, time.Second, rds, prefix, 3*time.Second)
 		if i == 1 {
 			cfg.Prefetch = 2000
 		}

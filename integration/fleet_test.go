@@ -30,15 +30,17 @@ func TestFleet(t *testing.T) {
 		launch(t, "central-3", serverEnv(t, rds, prefix, ttl)),
 	}
 	addrs := waitAll(t, servers...)
+	// The embedded issuers first: each waits out its claim's quarantine,
+	// which would age the clients' prefetched IDs past the ledger's start.
+	var issuers []*embed.Issuer
+	for range 2 {
+		issuers = append(issuers, openEmbed(t, embedConfig(t, rds, prefix, ttl)))
+	}
 	var clients []*client.Client
 	for range 2 {
 		cfg := clientConfig(t, addrs, 2*time.Second, rds, prefix, ttl)
 		cfg.Prefetch = 20000
 		clients = append(clients, newClient(t, cfg))
-	}
-	var issuers []*embed.Issuer
-	for range 2 {
-		issuers = append(issuers, openEmbed(t, embedConfig(t, rds, prefix, ttl)))
 	}
 	machines := map[string]int{}
 	for _, s := range servers {

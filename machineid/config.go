@@ -140,8 +140,14 @@ type RedisConfig struct {
 	// LeaseTTL, so that a renewal is due before the deadline.
 	SafetyMargin time.Duration
 	// MaxClockSkew is how far the local clock may be from Redis's TIME
-	// when leasing; zero skips the check.
+	// when leasing and at every renewal. The quarantine of a new holder
+	// counts on it, so with the redis provider zero (no check) does not
+	// validate.
 	MaxClockSkew time.Duration
+	// MinReplicas: when above zero, every write of the lease (claim,
+	// renewal, mark, release) is followed by WAIT for this many replicas;
+	// fewer acknowledgements count as a failed write. Zero waits for none.
+	MinReplicas int
 	// Client, when set, is used instead of a client dialled from the
 	// fields above, and is not closed by the lease.
 	Client redis.UniversalClient
@@ -149,8 +155,8 @@ type RedisConfig struct {
 
 // String prints the configuration with the password hidden.
 func (r RedisConfig) String() string {
-	return fmt.Sprintf("{Addrs:%v MasterName:%q Username:%q Password:%s DB:%d TLS:%t KeyPrefix:%q LeaseTTL:%s SafetyMargin:%s MaxClockSkew:%s}",
-		r.Addrs, r.MasterName, r.Username, redact(r.Password), r.DB, r.TLS != nil, r.KeyPrefix, r.LeaseTTL, r.SafetyMargin, r.MaxClockSkew)
+	return fmt.Sprintf("{Addrs:%v MasterName:%q Username:%q Password:%s DB:%d TLS:%t KeyPrefix:%q LeaseTTL:%s SafetyMargin:%s MaxClockSkew:%s MinReplicas:%d}",
+		r.Addrs, r.MasterName, r.Username, redact(r.Password), r.DB, r.TLS != nil, r.KeyPrefix, r.LeaseTTL, r.SafetyMargin, r.MaxClockSkew, r.MinReplicas)
 }
 
 // GoString is String, so that %#v hides the password too.
@@ -298,6 +304,12 @@ func (c Config) resolve() (Config, error) {
 	}
 	if rc.MaxClockSkew < 0 {
 		return bad("Redis.MaxClockSkew", "%s is negative", rc.MaxClockSkew)
+	}
+	if rc.MaxClockSkew == 0 && seen[ProviderRedis] {
+		return bad("Redis.MaxClockSkew", "0 turns the clock check off, but the redis provider needs a bound: a new holder's quarantine counts on every clock being within it of Redis's TIME; set it (e.g. 2s)")
+	}
+	if rc.MinReplicas < 0 {
+		return bad("Redis.MinReplicas", "%d is negative; want 0 (no WAIT) or more", rc.MinReplicas)
 	}
 	switch {
 	case rc.SafetyMargin < 0:

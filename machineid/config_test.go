@@ -82,7 +82,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestValidateDoesNotChangeTheConfig(t *testing.T) {
-	c := machineid.Config{Providers: []string{"redis"}, Redis: machineid.RedisConfig{Addrs: []string{"a:1"}}}
+	c := machineid.Config{Providers: []string{"redis"}, Redis: machineid.RedisConfig{Addrs: []string{"a:1"}, MaxClockSkew: time.Second}}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -57,16 +57,30 @@
 // was never lost and unfences at once.
 //
 // The time guard's high-water mark of each ID lives beside its lease, in
-// {prefix:machine:N}:mark (unix milliseconds, no TTL), and only the lease's
-// holder can write it (the script checks the token first). Whoever takes an
-// ID next starts after everything ever issued with it, even on a host whose
-// clock is behind (core.New waits up to MaxStartupWait, or refuses). As the
-// core never issues past a durable mark, even a holder frozen past its
-// lease (a GC pause, SIGSTOP) cannot collide with the next holder: all it
-// can still issue lies below the mark the next holder starts from. The
-// marks are only as durable as Redis: run it with persistence (AOF), or a
-// Redis that restarts empty forgets them and a host with a slow clock could
-// re-issue recent IDs of another host.
+// {prefix:machine:N}:mark (unix milliseconds, no TTL, only ever raised),
+// with the shape of the generator that wrote it in {prefix:machine:N}:shape,
+// and only the lease's holder can write them (the script checks the token
+// first). Whoever takes an ID next starts after everything ever issued with
+// it, even on a host whose clock is behind (core.New waits up to
+// MaxStartupWait, or refuses). As the core never issues past a durable
+// mark, even a holder frozen past its lease (a GC pause, SIGSTOP) cannot
+// collide with the next holder: all it can still issue lies below the mark
+// the next holder starts from.
+//
+// # Redis losing data
+//
+// Redis may lose the lease and the mark (FLUSHALL, a restart empty or from
+// older data, a failover to a replica behind). A claim that does not follow
+// a clean release on the same Redis instance is therefore quarantined: its
+// guard's Load never returns less than claim + LeaseTTL + 2*MaxClockSkew +
+// the generator's MaxBorrow, above anything a holder whose key Redis lost
+// can still issue before its deadline, and WaitQuarantine (called by
+// NewGenerator, and before re-keying) waits until then. Close writes a
+// release record ({prefix:machine:N}:released: the exact final mark and
+// Redis's run_id and master_replid, read inside the script); the next claim
+// consumes it atomically and skips the quarantine only when the identity is
+// still the same (no restart, no failover since). MinReplicas adds WAIT to
+// every write. MaxClockSkew is checked at every renewal too.
 //
 // # Order of operations
 //
@@ -75,7 +89,8 @@
 //
 //	lease, err := machineid.Acquire(ctx, cfg, machineid.Server) // the ID; a Redis lease is renewed from here on
 //	guard, err := lease.TimeGuard(dataDir)                      // Redis store, or a core.FileGuard in dataDir
-//	gen, err := core.New(ctx, core.Config{Machine: lease.ID(), Guard: guard, ...})
+//	err = lease.WaitQuarantine(ctx, gcfg)                       // a fresh Redis claim: wait out the quarantine
+//	gen, err := core.New(ctx, gcfg)                             // gcfg.Machine = lease.ID(), gcfg.Guard = guard
 //	err = lease.Attach(gen)                                     // fence, re-acquire and re-key gen from now on
 //	... issue ...
 //	gen.Close()                                                 // saves the final mark while the lease is held

@@ -46,6 +46,11 @@ var (
 	// longer holds the lease was refused.
 	ErrNotHolder = errors.New("machineid: not the lease holder")
 
+	// ErrReplicas: fewer replicas than Redis.MinReplicas acknowledged a
+	// write in time (WAIT), so a failover could lose it: the write counts
+	// as failed (a claim is released and the provider unavailable).
+	ErrReplicas = errors.New("machineid: too few replicas acknowledged the write")
+
 	// ErrAttached: Attach was called twice, or with a generator of
 	// another machine ID.
 	ErrAttached = errors.New("machineid: bad attach")

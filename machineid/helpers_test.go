@@ -14,15 +14,54 @@ import (
 	"github.com/vesta-go/vesta/machineid"
 )
 
+// testSkew is the clock-skew bound of the tests: every clock is the host's,
+// so a small bound keeps the quarantine (TTL + 2*skew + max_borrow) short.
+const testSkew = 20 * time.Millisecond
+
 // redisConfig leases from srv with the given TTL, with the redis provider
-// only and no clock-skew check.
+// only.
 func redisConfig(srv *redistest.Server, ttl time.Duration) machineid.Config {
 	c := machineid.DefaultConfig()
 	c.Providers = []string{machineid.ProviderRedis}
 	c.Redis.Addrs = []string{srv.Addr()}
 	c.Redis.LeaseTTL = ttl
-	c.Redis.MaxClockSkew = 0
+	c.Redis.MaxClockSkew = testSkew
 	return c
+}
+
+// releasedCleanly leases every ID of rng once on the host's clock (waiting
+// out the quarantine of a short lease), starts a generator on it and closes
+// both, so that the next claim of each finds a clean release record: tests
+// on a fake clock then start without a quarantine.
+func releasedCleanly(t testing.TB, srv *redistest.Server, mode machineid.Mode, rng machineid.Range) {
+	t.Helper()
+	c := redisConfig(srv, 2*time.Second) // under load, a shorter lease may expire while it waits
+	c.ServerRange, c.EmbeddedRange = machineid.DefaultServerRange, machineid.DefaultEmbeddedRange
+	if mode == machineid.Server {
+		c.ServerRange = rng
+	} else {
+		c.EmbeddedRange = rng
+	}
+	var leases []*machineid.Lease
+	for range rng.Count {
+		l, err := machineid.Acquire(context.Background(), c, mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases = append(leases, l)
+	}
+	for _, l := range leases {
+		gen, err := l.NewGenerator(context.Background(), core.Config{}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := gen.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // client is a plain go-redis client of srv, closed at the end of the test.
@@ -32,8 +71,9 @@ func client(t testing.TB, srv *redistest.Server) *redis.Client {
 	return c
 }
 
-// generator starts a generator on the lease's ID and time guard and
-// attaches it; both are closed at the end of the test, generator first.
+// generator starts a generator on the lease's ID and time guard, after its
+// quarantine, and attaches it; both are closed at the end of the test,
+// generator first.
 func generator(t testing.TB, l *machineid.Lease, cfg core.Config) *core.Generator {
 	t.Helper()
 	g, err := l.TimeGuard("")
@@ -41,6 +81,9 @@ func generator(t testing.TB, l *machineid.Lease, cfg core.Config) *core.Generato
 		t.Fatal(err)
 	}
 	cfg.Machine, cfg.Guard = l.ID(), g
+	if err := l.WaitQuarantine(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
 	gen, err := core.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("core.New: %v", err)

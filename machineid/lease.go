@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -62,6 +63,11 @@ type Status struct {
 	RenewFailures uint64
 	// Err says why the state is not held; nil otherwise.
 	Err error
+	// QuarantineUntil is, for a Redis lease whose claim did not follow a
+	// clean release on the same Redis instance, the instant above which
+	// its IDs' time fields lie (an unknown earlier holder whose key Redis
+	// lost may issue below it); zero otherwise. See WaitQuarantine.
+	QuarantineUntil time.Time
 }
 
 // leaseBase is what every lease shares, whatever its provider.
@@ -102,15 +108,18 @@ const (
 // lease and re-keys the generator), the other fences the generator when
 // the renewal deadline passes.
 //
-// The wire format in Redis, per machine ID (see Keys): the lease key holds
-// "<128 random bits>/<host>/<pid>" with the TTL; the mark key holds the
-// time guard's mark in unix milliseconds, without a TTL.
+// The wire format in Redis, per machine ID (see Keys, ShapeKey and
+// ReleasedKey): the lease key holds "<128 random bits>/<host>/<pid>" with
+// the TTL; the mark key holds the time guard's mark in unix milliseconds,
+// without a TTL, only ever raised; the shape key the JSON shape of the
+// generator that last wrote it; the released key the clean-release record.
 type Lease struct {
 	leaseBase
 	provider string
 
 	// Redis leases only; rc is nil for the other providers.
 	rc      redis.UniversalClient
+	conn    *conn
 	ownsRC  bool
 	ttl     time.Duration
 	margin  time.Duration
@@ -135,6 +144,7 @@ type Lease struct {
 	rekeying bool // a Rekey of gen to hold runs
 	// lastRecoverErr is the last re-acquisition failure, logged once.
 	lastRecoverErr string
+	skewed         bool // the last renewal found the clock beyond MaxClockSkew
 	fences         uint64
 	failures       uint64
 	closed         bool
@@ -163,6 +173,7 @@ func acquireRedis(ctx context.Context, b leaseBase) (*Lease, error) {
 		changed: make(chan struct{}),
 	}
 	l.rc, l.ownsRC = newClient(rc)
+	l.conn = newConn(l.rc, rc)
 	h, sent, err := l.claim(ctx, 0, false)
 	if err != nil {
 		if l.ownsRC {
@@ -174,7 +185,8 @@ func acquireRedis(ctx context.Context, b leaseBase) (*Lease, error) {
 	l.install(h, sent)
 	l.initial = h.guard
 	l.log.Info("machineid: leased a machine ID", "machine", h.id, "mode", b.mode, "range", b.rng,
-		"key", h.leaseKey, "ttl", l.ttl, "fence_after", l.ttl-l.margin, "redis", rc.where())
+		"key", h.leaseKey, "ttl", l.ttl, "fence_after", l.ttl-l.margin, "redis", rc.where(),
+		"clean_release", h.guard.q.clean, "min_replicas", rc.MinReplicas)
 	l.wg.Add(2)
 	go l.renewer()
 	go l.watchdog()
@@ -283,6 +295,11 @@ func (l *Lease) Status() Status {
 		Fences: l.fences, RenewFailures: l.failures, Err: l.cause, At: l.clock.Now()}
 	if l.rc != nil {
 		st.RenewAt = l.renewAt
+	}
+	if l.hold != nil {
+		if f, clean := l.hold.guard.quarantineFloor(0); !clean {
+			st.QuarantineUntil = f
+		}
 	}
 	return st
 }
@@ -400,15 +417,43 @@ func (l *Lease) renew(h *hold) {
 
 	ctx, cancel := context.WithTimeout(l.ctx, l.period)
 	sent, start := l.clock.Now(), time.Now()
-	n, err := renewScript.Run(ctx, l.rc, []string{h.leaseKey}, h.token, l.ttl.Milliseconds()).Int64()
+	res, err := l.conn.run(ctx, renewScript, []string{h.leaseKey}, h.token, l.ttl.Milliseconds())
+	back := l.clock.Now()
 	cancel()
 	if l.ctx.Err() != nil {
 		return
+	}
+	var n int64
+	if err == nil {
+		n, err = renewReply(res)
+	} else if errors.Is(err, ErrReplicas) {
+		err = fmt.Errorf("%w: machine %d: renewing %s: %w", ErrUnavailable, h.id, h.leaseKey, err)
+	}
+	var skewErr error
+	if err == nil {
+		// The renewal re-checks the clock against Redis's TIME: the
+		// quarantine of the next holder counts on it.
+		rt, _ := renewTime(res)
+		skewErr = l.judgeSkew(sent, back, rt)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.hold != h {
 		return
+	}
+	if skewErr != nil && n != 0 {
+		// The key was extended and stays ours, but a clock this far from
+		// Redis's breaks the bound another holder's quarantine relies on:
+		// count it as a failed renewal, so issuing stops at the deadline
+		// until the clock is back within the bound.
+		if !l.skewed {
+			l.log.Error("machineid: the clock drifted beyond max_clock_skew; renewals count as failed until it is back", "machine", h.id, "err", skewErr)
+		}
+		l.skewed = true
+		err = skewErr
+	} else if err == nil && l.skewed {
+		l.skewed = false
+		l.log.Info("machineid: the clock is back within max_clock_skew", "machine", h.id)
 	}
 	switch {
 	case err != nil:
@@ -421,6 +466,9 @@ func (l *Lease) renew(h *hold) {
 		l.renewAt = l.clock.Now().Add(l.retry)
 		if !l.clock.Now().Before(l.deadline) {
 			l.overdueLocked()
+			if skewErr != nil {
+				l.cause = fmt.Errorf("%w: machine %d: %w", ErrLeaseLost, h.id, skewErr)
+			}
 		}
 	case n == 0:
 		l.failures++
@@ -464,6 +512,7 @@ func (l *Lease) recover(gen *core.Generator) {
 		}
 		return
 	}
+	h.guard.setShape(gen.Shape())
 	if h.id == old {
 		ctx, cancel := context.WithTimeout(l.ctx, l.period)
 		err := h.guard.raise(ctx, gen.Stats().Mark)
@@ -475,6 +524,11 @@ func (l *Lease) recover(gen *core.Generator) {
 		}
 	}
 	l.mu.Lock()
+	if l.closed { // Close came while claiming: give the ID back at once
+		l.mu.Unlock()
+		l.release(h)
+		return
+	}
 	l.rekeying = true // before install, which must not unfence the old run
 	l.install(h, sent)
 	l.mu.Unlock()
@@ -488,7 +542,10 @@ func (l *Lease) recover(gen *core.Generator) {
 // mark while the renewer keeps h alive.
 func (l *Lease) rekey(gen *core.Generator, h *hold, old core.MachineID) {
 	defer l.wg.Done()
-	err := gen.Rekey(l.ctx, h.id, h.guard)
+	err := l.waitQuarantine(l.ctx, h, gen.MaxBorrow(), gen.ReadyAt)
+	if err == nil {
+		err = gen.Rekey(l.ctx, h.id, h.guard)
+	}
 	l.mu.Lock()
 	l.rekeying = false
 	current := l.hold == h
@@ -522,10 +579,12 @@ func (l *Lease) rekey(gen *core.Generator, h *hold, old core.MachineID) {
 func (l *Lease) release(h *hold) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.ctx), l.period)
 	defer cancel()
-	n, err := releaseScript.Run(ctx, l.rc, []string{h.leaseKey}, h.token).Int64()
+	h.guard.final() // no write of this hold succeeds any more
+	res, err := l.conn.run(ctx, releaseScript, []string{h.leaseKey}, h.token)
 	if err != nil {
 		return redisErr(err, "releasing %s", h.leaseKey)
 	}
+	n, _ := res.(int64)
 	if n == 0 {
 		l.log.Info("machineid: the lease was no longer ours at release", "key", h.leaseKey)
 	}
@@ -586,15 +645,7 @@ func (l *Lease) close(ctx context.Context) error {
 		l.cancel()
 		l.wg.Wait()
 		if h != nil {
-			n, err := releaseScript.Run(ctx, l.rc, []string{h.leaseKey}, h.token).Int64()
-			switch {
-			case err != nil:
-				errs = append(errs, redisErr(err, "releasing %s (it expires within %s)", h.leaseKey, l.ttl))
-			case n == 0:
-				l.log.Info("machineid: the lease was no longer ours at release", "key", h.leaseKey)
-			default:
-				l.log.Info("machineid: released the lease", "machine", h.id, "key", h.leaseKey)
-			}
+			errs = append(errs, l.releaseClean(ctx, h))
 		}
 		if l.ownsRC {
 			errs = append(errs, l.rc.Close())
@@ -606,15 +657,104 @@ func (l *Lease) close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// releaseClean deletes h's key if it still holds h's token and, when a
+// generator loaded h's mark, writes the release record: the exact end of
+// what was issued under h, and the identity of the Redis instance, so that
+// the next claim on this same instance need not wait out the quarantine.
+func (l *Lease) releaseClean(ctx context.Context, h *hold) error {
+	final, ok := h.guard.final()
+	var res any
+	var err error
+	if ok {
+		relKey := ReleasedKey(l.cfg.Redis.KeyPrefix, h.id)
+		res, err = l.conn.run(ctx, releaseCleanScript, []string{h.leaseKey, relKey}, h.token, final.UnixMilli())
+	} else {
+		res, err = l.conn.run(ctx, releaseScript, []string{h.leaseKey}, h.token)
+	}
+	n, _ := res.(int64)
+	switch {
+	case err != nil && n != 0: // ErrReplicas: a failover may lose the record (the next claim is then quarantined)
+		return redisErr(err, "releasing %s", h.leaseKey)
+	case err != nil:
+		return redisErr(err, "releasing %s (it expires within %s)", h.leaseKey, l.ttl)
+	case n == 0:
+		l.log.Info("machineid: the lease was no longer ours at release", "key", h.leaseKey)
+	default:
+		l.log.Info("machineid: released the lease", "machine", h.id, "key", h.leaseKey, "release_record", ok,
+			"final_mark", final.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// WaitQuarantine waits, renewing the lease meanwhile, until a generator
+// with cfg can start on the lease's guard without waiting: when the claim
+// did not follow a clean release of the previous holder on the same Redis
+// instance, a holder whose key Redis lost may still issue IDs with time
+// fields up to lease TTL + 2*max_clock_skew + max_borrow after the claim,
+// and the new holder's fields must lie above them. The wait is bounded by
+// ctx only, not by cfg.MaxStartupWait. NewGenerator calls it; call it
+// before core.New when building the generator yourself. It returns at once
+// for the other providers.
+func (l *Lease) WaitQuarantine(ctx context.Context, cfg core.Config) error {
+	if l.rc == nil {
+		return nil
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	h := l.hold
+	l.mu.Unlock()
+	if h == nil {
+		return nil // lost: core.New's first save fails
+	}
+	return l.waitQuarantine(ctx, h, cfg.MaxBorrow, cfg.ReadyAt)
+}
+
+func (l *Lease) waitQuarantine(ctx context.Context, h *hold, borrow time.Duration, readyAt func(time.Time) time.Time) error {
+	floor, clean := h.guard.quarantineFloor(borrow)
+	if clean {
+		l.log.Info("machineid: the previous holder released cleanly on this Redis instance: no quarantine",
+			"machine", h.id, "issues_from", floor.UTC().Format(time.RFC3339Nano))
+		return nil
+	}
+	until := readyAt(floor)
+	l.log.Warn(fmt.Sprintf("machineid: quarantine: machine %d issues from %s; no clean release of the previous holder", h.id, floor.UTC().Format(time.RFC3339Nano)),
+		"machine", h.id, "wait", max(until.Sub(l.clock.Now()), 0).Round(time.Millisecond),
+		"lease_ttl", l.ttl, "max_clock_skew", l.cfg.Redis.MaxClockSkew, "max_borrow", borrow)
+	defer l.m.setQuarantine(0)
+	for {
+		left := until.Sub(l.clock.Now())
+		l.m.setQuarantine(max(left, 0))
+		if left <= 0 {
+			return nil
+		}
+		l.mu.Lock()
+		lost := l.hold != h
+		l.mu.Unlock()
+		if lost {
+			return fmt.Errorf("%w: machine %d: lost during the quarantine", ErrLeaseLost, h.id)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("machineid: machine %d: waiting out the quarantine until %s: %w", h.id, until.UTC().Format(time.RFC3339Nano), ctx.Err())
+		case <-l.clock.After(min(left, time.Second)):
+		}
+	}
+}
+
 // NewGenerator runs the rest of the order of operations on the lease: it
-// opens the time guard (TimeGuard(dataDir)), starts a core.Generator with
-// cfg on the lease's machine ID and guard, and attaches it. cfg.Machine and
-// cfg.Guard are overwritten; a nil cfg.Clock takes the lease's clock. On
-// success close the generator first, then the lease; on error only the
-// lease.
+// opens the time guard (TimeGuard(dataDir)), waits out the quarantine of a
+// Redis lease (WaitQuarantine), starts a core.Generator with cfg on the
+// lease's machine ID and guard, and attaches it. cfg.Machine and cfg.Guard
+// are overwritten; a nil cfg.Clock takes the lease's clock. On success
+// close the generator first, then the lease; on error only the lease.
 func (l *Lease) NewGenerator(ctx context.Context, cfg core.Config, dataDir string) (*core.Generator, error) {
 	guard, err := l.TimeGuard(dataDir)
 	if err != nil {
+		return nil, err
+	}
+	if err := l.WaitQuarantine(ctx, cfg); err != nil {
 		return nil, err
 	}
 	if guard == nil && cfg.Logger != nil {
@@ -634,4 +774,28 @@ func (l *Lease) NewGenerator(ctx context.Context, cfg core.Config, dataDir strin
 		return nil, err
 	}
 	return gen, nil
+}
+
+// renewReply is the renew script's first element: 1 when extended.
+func renewReply(res any) (int64, error) {
+	a, ok := res.([]any)
+	if !ok || len(a) < 3 {
+		return 0, fmt.Errorf("machineid: renewal: unexpected reply %v", res)
+	}
+	n, _ := a[0].(int64)
+	return n, nil
+}
+
+// renewTime is Redis's TIME as the renew script returned it.
+func renewTime(res any) (time.Time, bool) {
+	a, ok := res.([]any)
+	if !ok || len(a) < 3 {
+		return time.Time{}, false
+	}
+	sec, err1 := strconv.ParseInt(fmt.Sprint(a[1]), 10, 64)
+	usec, err2 := strconv.ParseInt(fmt.Sprint(a[2]), 10, 64)
+	if err1 != nil || err2 != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(sec, usec*1000), true
 }

@@ -219,9 +219,13 @@ func TestExpiredLeaseIsReclaimedWithoutGoingBack(t *testing.T) {
 // fences exactly at the deadline, not before, while renewals fail.
 func TestDeadlineOnAFakeClock(t *testing.T) {
 	srv := redistest.Start(t)
+	one := machineid.Range{First: 1000, Count: 1}
+	releasedCleanly(t, srv, machineid.Server, one) // no quarantine on the fake clock
 	clock := core.NewManualClock(time.Now())
 	c := redisConfig(srv, 3*time.Second) // renew every 1s, retry every 300ms
-	c.Redis.SafetyMargin = time.Second   // deadline 2s after a renewal was sent
+	c.ServerRange = one
+	c.Redis.MaxClockSkew = time.Minute // the fake clock runs ahead of Redis's
+	c.Redis.SafetyMargin = time.Second // deadline 2s after a renewal was sent
 	c.Clock = clock
 	l := mustAcquire(t, c, machineid.Server)
 	gen := generator(t, l, core.Config{})
@@ -255,8 +259,12 @@ func TestDeadlineOnAFakeClock(t *testing.T) {
 // renewal that then finds the token still in Redis unfences at once.
 func TestRenewalAfterTheDeadlineUnfences(t *testing.T) {
 	srv := redistest.Start(t)
+	one := machineid.Range{First: 1000, Count: 1}
+	releasedCleanly(t, srv, machineid.Server, one) // no quarantine on the fake clock
 	clock := core.NewManualClock(time.Now())
 	c := redisConfig(srv, 30*time.Second)
+	c.ServerRange = one
+	c.Redis.MaxClockSkew = 10 * time.Minute // the fake clock runs ahead of Redis's
 	c.Clock = clock
 	l := mustAcquire(t, c, machineid.Server)
 	gen := generator(t, l, core.Config{})
@@ -287,7 +295,7 @@ func holderConfig(addr string) machineid.Config {
 	c.Providers = []string{machineid.ProviderRedis}
 	c.Redis.Addrs = []string{addr}
 	c.Redis.LeaseTTL = 2 * time.Second
-	c.Redis.MaxClockSkew = 0
+	c.Redis.MaxClockSkew = testSkew
 	c.ServerRange = machineid.Range{First: 1000, Count: 1}
 	return c
 }
@@ -299,7 +307,12 @@ func runHolder(addr string) int {
 		fmt.Fprintln(os.Stderr, "holder:", err)
 		return 1
 	}
-	gen, err := core.New(ctx, core.Config{Machine: l.ID(), Guard: l.Guard(), MaxBorrow: time.Second})
+	cfg := core.Config{Machine: l.ID(), Guard: l.Guard(), MaxBorrow: time.Second}
+	err = l.WaitQuarantine(ctx, cfg)
+	var gen *core.Generator
+	if err == nil {
+		gen, err = core.New(ctx, cfg)
+	}
 	if err == nil {
 		err = l.Attach(gen)
 	}

@@ -17,6 +17,7 @@ type metrics struct {
 	failures prometheus.Counter
 	fences   prometheus.Counter
 	skew     prometheus.Gauge
+	quar     prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer, mode Mode) *metrics {
@@ -48,10 +49,15 @@ func newMetrics(reg prometheus.Registerer, mode Mode) *metrics {
 		}),
 		skew: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "vesta_machine_clock_skew_seconds", ConstLabels: labels,
-			Help: "Local clock minus Redis TIME, measured when leasing.",
+			Help: "Local clock minus Redis TIME, measured when leasing and at every renewal.",
+		}),
+		quar: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "vesta_machine_quarantine_seconds", ConstLabels: labels,
+			Help: "Seconds left before a newly claimed machine ID may issue: the quarantine after a claim that did not follow a clean release on the same Redis instance.",
 		}),
 	}
 	m.state = register(reg, m.state)
+	m.quar = register(reg, m.quar)
 	m.machine = register(reg, m.machine)
 	m.renew = register(reg, m.renew)
 	m.failures = register(reg, m.failures)
@@ -114,5 +120,11 @@ func (m *metrics) fenced() {
 func (m *metrics) setSkew(d time.Duration) {
 	if m != nil {
 		m.skew.Set(d.Seconds())
+	}
+}
+
+func (m *metrics) setQuarantine(d time.Duration) {
+	if m != nil {
+		m.quar.Set(d.Seconds())
 	}
 }

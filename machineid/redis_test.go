@@ -131,8 +131,10 @@ func TestOnlyTheHolderWritesTheMark(t *testing.T) {
 		t.Fatal("TimeGuard of a Redis lease is not its Redis store")
 	}
 	ctx := context.Background()
-	if m, err := g.Load(ctx); err != nil || !m.IsZero() {
-		t.Fatalf("Load of a fresh ID = %v, %v; want no mark", m, err)
+	// A fresh ID has no mark, but no clean release either: Load returns
+	// the quarantine's floor.
+	if m, err := g.Load(ctx); err != nil || m.IsZero() || !m.Equal(l.Status().QuarantineUntil) {
+		t.Fatalf("Load of a fresh ID = %v, %v; want the quarantine's floor %v", m, err, l.Status().QuarantineUntil)
 	}
 	mark := time.Date(2030, 1, 2, 3, 4, 5, 600_000_001, time.UTC)
 	if err := g.Save(ctx, mark); err != nil {
@@ -252,5 +254,16 @@ func TestCluster(t *testing.T) {
 	}
 	if rc.Ping(context.Background()).Err() != nil {
 		t.Fatal("Close closed the caller's client")
+	}
+	// The release record (written with the node's identity, read inside
+	// the script) is in the keys' slot.
+	if v := rc.HGet(context.Background(), machineid.ReleasedKey("vesta", l.ID()), "run_id").Val(); v == "" {
+		t.Fatal("no release record through the cluster")
+	}
+	// WAIT goes to the keys' node, on the write's connection: the node has
+	// no replica, so a claim with min_replicas 1 fails.
+	c.Redis.MinReplicas = 1
+	if _, err := machineid.Acquire(context.Background(), c, machineid.Server); !errors.Is(err, machineid.ErrReplicas) {
+		t.Fatalf("Acquire on a cluster without replicas, min_replicas 1: %v; want ErrReplicas", err)
 	}
 }

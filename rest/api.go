@@ -14,16 +14,14 @@ import (
 
 // GET /v1/id → {"id":"…"}
 func (s *Server) apiID(c echo.Context) error {
-	ctx := s.issueCtx(c)
-	defer ctx.release()
-	id, err := s.gen.NextID(ctx, core.REST)
+	ids, err := s.issue(c, 1)
 	if err != nil {
 		return err
 	}
 	s.m.issued.Inc()
 	b := make([]byte, 0, 32)
 	b = append(b, `{"id":"`...)
-	b = strconv.AppendUint(b, uint64(id), 10)
+	b = strconv.AppendUint(b, uint64(ids[0]), 10)
 	b = append(b, "\"}\n"...)
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
 }
@@ -37,13 +35,11 @@ func (s *Server) apiIDs(c echo.Context) error {
 	if n < 1 || n > uint64(s.cfg.MaxBatch) {
 		return badParam("count", "%d out of range 1-%d", n, s.cfg.MaxBatch)
 	}
-	ctx := s.issueCtx(c)
-	defer ctx.release()
-	ids, err := s.gen.NextIDs(ctx, core.REST, int(n))
-	s.m.issued.Add(float64(len(ids))) // a failed batch may have issued some
+	ids, err := s.issue(c, int(n))
 	if err != nil {
-		return err
+		return err // IDs issued before an error are dropped, never answered
 	}
+	s.m.issued.Add(float64(len(ids)))
 	b := make([]byte, 0, 12+len(ids)*23)
 	b = append(b, `{"ids":[`...)
 	for i, id := range ids {

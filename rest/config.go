@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vesta-go/vesta/core"
 )
 
 // Sentinel errors of the package; messages add the details.
@@ -31,6 +32,8 @@ const (
 
 	// maxMaxBatch keeps one response below ~25 MB.
 	maxMaxBatch = 1 << 20
+	// maxWaiting catches a typo in MaxWaitingIDs or MaxWaitingCalls.
+	maxWaiting = 1 << 30
 )
 
 // Config configures a Server. The zero Config is valid: plain HTTP, no
@@ -57,6 +60,15 @@ type Config struct {
 	// the answer is 503 unavailable), and the connection's read and write
 	// deadlines. Zero is 5s.
 	RequestTimeout time.Duration
+
+	// MaxWaitingIDs bounds the IDs owed to requests waiting at the
+	// sequence's ceiling; past it requests get 503 with Retry-After at
+	// once. Zero is core.DefaultMaxWaitingIDs (1048576).
+	MaxWaitingIDs int
+
+	// MaxWaitingCalls bounds the requests waiting at the ceiling; zero is
+	// core.DefaultMaxWaitingCalls (4096).
+	MaxWaitingCalls int
 
 	// Logger receives the access log (Debug, one record per request; Warn
 	// for 5xx answers) and server errors; nil discards.
@@ -117,6 +129,12 @@ func (c Config) Validate() error {
 	}
 	if c.RequestTimeout < 0 {
 		return fmt.Errorf("%w: RequestTimeout: %s; want 0 (meaning %s) or more", ErrInvalidConfig, c.RequestTimeout, DefaultRequestTimeout)
+	}
+	if c.MaxWaitingIDs < 0 || c.MaxWaitingIDs > maxWaiting {
+		return fmt.Errorf("%w: MaxWaitingIDs: %d; want 0 (meaning %d) to %d", ErrInvalidConfig, c.MaxWaitingIDs, core.DefaultMaxWaitingIDs, maxWaiting)
+	}
+	if c.MaxWaitingCalls < 0 || c.MaxWaitingCalls > maxWaiting {
+		return fmt.Errorf("%w: MaxWaitingCalls: %d; want 0 (meaning %d) to %d", ErrInvalidConfig, c.MaxWaitingCalls, core.DefaultMaxWaitingCalls, maxWaiting)
 	}
 	if c.Registerer != nil && c.Gatherer == nil {
 		if _, ok := c.Registerer.(prometheus.Gatherer); !ok {

@@ -62,4 +62,11 @@
 //
 // The Vesta-compatible routes answer errors with the same status and
 // "code: message" as plain text. A caller's mistake is never a 500.
+//
+// At the ID sequence's ceiling (about a million IDs a second), /v1/id,
+// /v1/ids and /genid wait within the request timeout, fairly between
+// client addresses and within MaxWaitingIDs and MaxWaitingCalls; a request
+// that would wait past its deadline, or past those bounds, is answered at
+// once 503 unavailable with Retry-After (seconds, rounded up), and so is
+// one whose deadline passes while it waits.
 package rest

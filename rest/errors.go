@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/vesta-go/vesta/core"
@@ -27,10 +28,11 @@ const (
 // apiError is an error answer: its status, code and the message the
 // caller sees. cause, when set, is logged and never sent.
 type apiError struct {
-	status  int
-	code    string
-	message string
-	cause   error
+	status     int
+	code       string
+	message    string
+	cause      error
+	retryAfter int // seconds; > 0 sends Retry-After
 }
 
 func (e *apiError) Error() string { return e.code + ": " + e.message }
@@ -69,6 +71,8 @@ func fromCore(err error) *apiError {
 		return unavailable(codeLeaseLost)
 	case errors.Is(err, core.ErrEndOfTime), errors.Is(err, core.ErrBeforeEpoch), errors.Is(err, core.ErrClockBehind):
 		return unavailable(codeClock)
+	case errors.Is(err, core.ErrBusy):
+		return busy(time.Second, strings.TrimPrefix(err.Error(), "core: "))
 	case errors.Is(err, core.ErrGuard), errors.Is(err, core.ErrClosed):
 		return unavailable(codeUnavailable)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):

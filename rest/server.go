@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/ceilingmetric"
 )
 
 // Server is the REST server of one generator; IDs issued here carry method
@@ -41,6 +43,8 @@ import (
 // server and must close it after the Server.
 type Server struct {
 	gen   *core.Generator
+	share *core.Share // deals IDs fairly at the ceiling
+	ceil  *ceilingmetric.Metrics
 	codec core.Codec
 	cfg   Config
 	log   *slog.Logger
@@ -107,6 +111,12 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.m = m
+	if s.ceil, err = ceilingmetric.New(reg, ceilingmetric.REST); err != nil {
+		return nil, fmt.Errorf("rest: metrics: %w", err)
+	}
+	if s.share, err = core.NewShare(gen, core.ShareConfig{MaxWaitingIDs: cfg.MaxWaitingIDs, MaxWaitingCalls: cfg.MaxWaitingCalls}); err != nil {
+		return nil, err
+	}
 	s.metricsHandler = promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError),
 	})
@@ -210,6 +220,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if done != nil {
 		<-done
 	}
+	s.share.Close()
 	return err
 }
 
@@ -224,6 +235,7 @@ func (s *Server) Close() error {
 		if done != nil {
 			<-done
 		}
+		s.share.Close()
 	})
 	return err
 }
@@ -325,6 +337,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	ae := classify(err, c)
+	if ae.retryAfter > 0 {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(ae.retryAfter))
+	}
 	if ae.code == codeInternal { // the others are in the access log
 		s.log.Error("rest: request failed", "method", c.Request().Method, "route", c.Path(),
 			"status", ae.status, "code", ae.code, "error", err)

@@ -30,8 +30,10 @@ type LeaseStatus struct {
 	// HasDeadline tells that UntilDeadline and UntilRenewal mean something
 	// (a Redis lease); false for the providers with nothing to renew.
 	HasDeadline bool
-	// Quarantine is how long a newly taken machine ID still waits before it
-	// may issue; zero when it may issue.
+	// Quarantine is how far ahead of the clock the quarantine floor of a
+	// newly taken machine ID still lies (its IDs' time fields stay above
+	// it, as an earlier holder Redis forgot may have issued below); zero
+	// when there is none or the clock has passed it.
 	Quarantine time.Duration
 	// Fences counts the times the generator was fenced.
 	Fences uint64

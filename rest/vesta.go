@@ -35,15 +35,13 @@ type vestaID struct {
 
 // GET /genid: one ID, as a bare decimal.
 func (s *Server) vestaGenID(c echo.Context) error {
-	ctx := s.issueCtx(c)
-	defer ctx.release()
-	id, err := s.gen.NextID(ctx, core.REST)
+	ids, err := s.issue(c, 1)
 	if err != nil {
 		return err
 	}
 	s.m.issued.Inc()
 	var buf [20]byte
-	return c.Blob(http.StatusOK, echo.MIMETextPlainCharsetUTF8, strconv.AppendUint(buf[:0], uint64(id), 10))
+	return c.Blob(http.StatusOK, echo.MIMETextPlainCharsetUTF8, strconv.AppendUint(buf[:0], uint64(ids[0]), 10))
 }
 
 // GET /expid?id=: the ID's fields, as Vesta's JSON.

@@ -29,6 +29,7 @@
 //
 //	Vesta.GenID     []                       -> uint64
 //	Vesta.GenIDs    [{count}]                -> [uint64, ...] (count 1 ... max_batch)
+//	Vesta.TakeIDs   [{count}]                -> {ids: [uint64, ...], retry_after_ms: uint64}
 //	Vesta.ExpID     [{id}]                   -> Explanation map
 //	Vesta.MakeID    [{time, seq, machine?, method?, type?, version?}] -> uint64
 //	Vesta.TransTime [{time}]                 -> TransTimeResult map
@@ -40,6 +41,13 @@
 // (fixint, else the shortest signed form); any integer encoding that holds
 // an int64 is accepted on input. A tag is a str (or bin) of 1-MaxTagLen
 // bytes of UTF-8; the server's issuer checks its characters.
+//
+// GenID and GenIDs wait at the sequence's ceiling (fairly, within the
+// server's budget of waiting IDs, beyond which they fail with unavailable).
+// TakeIDs never waits: it returns at once with 0 to count IDs in increasing
+// order, and when it gave fewer than count, retry_after_ms (at least 1) says
+// in how many milliseconds asking again may give more. Info's take_ids is 1
+// on a server that has TakeIDs; an older server sends no such key.
 //
 // # Errors
 //
@@ -62,7 +70,8 @@
 // Frames are encoded, and results decoded for the client, with
 // github.com/hashicorp/go-msgpack/v2 (MsgpackHandle, current spec: str 8
 // and bin). The frames sent most often (an answer holding one ID or an
-// array of IDs, a request without params) and results holding IDs are
-// written and read by hand instead, as the codec reflects on every value;
-// the tests check that the bytes are the codec's.
+// array of IDs, a request without params or with a count, the TakeIDs
+// result) and results holding IDs are written and read by hand instead, as
+// the codec reflects on every value; the tests check that the bytes are the
+// codec's.
 package wire

@@ -89,11 +89,20 @@ func (e *Encoder) append(dst []byte, v any) ([]byte, error) {
 // params is nil (no arguments) or one of the *Params structs (or any value
 // that encodes as a map).
 func (e *Encoder) AppendRequest(dst []byte, msgid uint32, method string, params any) ([]byte, error) {
-	if params == nil { // Vesta.GenID, the most common request
+	switch p := params.(type) {
+	case nil: // Vesta.GenID, the most common request of old clients
 		dst = append(dst, 0x94, TypeRequest)
 		dst = appendUint(dst, uint64(msgid))
 		dst = appendStr(dst, method)
 		return append(dst, 0x90), nil
+	case *TakeIDsParams: // the most common request of new clients
+		return appendCountRequest(dst, msgid, method, p.Count), nil
+	case TakeIDsParams:
+		return appendCountRequest(dst, msgid, method, p.Count), nil
+	case *GenIDsParams:
+		return appendCountRequest(dst, msgid, method, p.Count), nil
+	case GenIDsParams:
+		return appendCountRequest(dst, msgid, method, p.Count), nil
 	}
 	return e.append(dst, frame4{Type: TypeRequest, MsgID: msgid, A: method, B: paramsOf(params)})
 }
@@ -114,22 +123,30 @@ func (e *Encoder) AppendResponse(dst []byte, msgid uint32, err *Error, result an
 		case []core.ID: // Vesta.GenIDs: the codec would reflect on every ID
 			dst = append(dst, 0x94, TypeResponse)
 			dst = appendUint(dst, uint64(msgid))
-			dst = appendArrayLen(append(dst, 0xc0), len(r))
-			for _, id := range r {
-				dst = appendUint(dst, uint64(id))
+			return appendIDs(append(dst, 0xc0), r), nil
+		case TakeIDsResult:
+			dst = append(dst, 0x94, TypeResponse)
+			dst = appendUint(dst, uint64(msgid))
+			dst = append(dst, 0xc0, 0x82)
+			dst = appendStr(dst, "ids")
+			dst = appendArrayLen(dst, len(r.IDs))
+			for _, id := range r.IDs {
+				dst = appendUint(dst, id)
 			}
-			return dst, nil
+			dst = appendStr(dst, "retry_after_ms")
+			return appendUint(dst, r.RetryAfterMS), nil
 		case int64: // Vesta.NextSeq
 			return AppendIntResponse(dst, msgid, r), nil
 		case []int64: // Vesta.NextSeqs
 			return appendIntsResponse(dst, msgid, r), nil
 		}
 	}
-	f := frame4{Type: TypeResponse, MsgID: msgid, B: result}
-	if err != nil {
-		f.A, f.B = err.Error(), nil
+	if err != nil { // by hand too: a server refusing a flood answers many
+		dst = append(dst, 0x94, TypeResponse)
+		dst = appendUint(dst, uint64(msgid))
+		return append(appendStr(dst, err.Error()), 0xc0), nil
 	}
-	return e.append(dst, f)
+	return e.append(dst, frame4{Type: TypeResponse, MsgID: msgid, B: result})
 }
 
 // AppendIDResponse appends the response [1, msgid, nil, id] to dst, as
@@ -139,6 +156,39 @@ func AppendIDResponse(dst []byte, msgid uint32, id uint64) []byte {
 	dst = append(dst, 0x94, TypeResponse)
 	dst = appendUint(dst, uint64(msgid))
 	return appendUint(append(dst, 0xc0), id)
+}
+
+// AppendTakeIDsResponse appends the answer to Vesta.TakeIDs,
+// [1, msgid, nil, {"ids": ids, "retry_after_ms": retryAfterMS}], to dst,
+// as AppendResponse does for a TakeIDsResult holding the same values,
+// without an Encoder and without converting the IDs.
+func AppendTakeIDsResponse(dst []byte, msgid uint32, ids []core.ID, retryAfterMS uint64) []byte {
+	dst = append(dst, 0x94, TypeResponse)
+	dst = appendUint(dst, uint64(msgid))
+	dst = append(dst, 0xc0, 0x82)
+	dst = appendStr(dst, "ids")
+	dst = appendIDs(dst, ids)
+	dst = appendStr(dst, "retry_after_ms")
+	return appendUint(dst, retryAfterMS)
+}
+
+// appendCountRequest appends [0, msgid, method, [{"count": count}]], the
+// request of Vesta.GenIDs and Vesta.TakeIDs.
+func appendCountRequest(dst []byte, msgid uint32, method string, count uint64) []byte {
+	dst = append(dst, 0x94, TypeRequest)
+	dst = appendUint(dst, uint64(msgid))
+	dst = appendStr(dst, method)
+	dst = append(dst, 0x91, 0x81)
+	dst = appendStr(dst, "count")
+	return appendUint(dst, count)
+}
+
+func appendIDs(dst []byte, ids []core.ID) []byte {
+	dst = appendArrayLen(dst, len(ids))
+	for _, id := range ids {
+		dst = appendUint(dst, uint64(id))
+	}
+	return dst
 }
 
 // The frames sent most often are written by the functions below rather
@@ -186,9 +236,11 @@ func appendArrayLen(dst []byte, n int) []byte {
 }
 
 // DecodeResult decodes a Response's Result into v: *uint64 (Vesta.GenID,
-// Vesta.MakeID), *[]uint64 (Vesta.GenIDs), *int64 (Vesta.NextSeq), *[]int64
-// (Vesta.NextSeqs), *Explanation, *TransTimeResult or *Info. Keys it does
-// not know are ignored, so a later server may add some.
+// Vesta.MakeID), *[]uint64 (Vesta.GenIDs), *TakeIDsResult, *int64
+// (Vesta.NextSeq), *[]int64 (Vesta.NextSeqs), *Explanation, *TransTimeResult
+// or *Info. Keys it does not know are ignored, so a later server may add
+// some. The slices of *[]uint64 and *TakeIDsResult are reused when they have
+// room.
 func DecodeResult(result []byte, v any) error {
 	if len(result) == 0 {
 		return fmt.Errorf("%w: empty result", ErrMalformed)
@@ -205,7 +257,19 @@ func DecodeResult(result []byte, v any) error {
 		*v, err = r.int()
 	case *[]int64: // Vesta.NextSeqs
 		*v, err = decodeInts(result, (*v)[:0])
+	case *TakeIDsResult: // NextID's answer with a new server: by hand too
+		err = decodeTakeIDs(result, v)
 	default:
+		// The codec leaves the fields of absent keys as they were: start
+		// from zero, so an old server's Info reads TakeIDs 0.
+		switch v := v.(type) {
+		case *Info:
+			*v = Info{}
+		case *Explanation:
+			*v = Explanation{}
+		case *TransTimeResult:
+			*v = TransTimeResult{}
+		}
 		d := decoders.Get().(*codec.Decoder)
 		d.ResetBytes(result)
 		err = d.Decode(v)
@@ -220,6 +284,65 @@ func DecodeResult(result []byte, v any) error {
 
 // decoders are reused: a new Decoder costs some 500 bytes.
 var decoders = sync.Pool{New: func() any { return codec.NewDecoderBytes(nil, handle) }}
+
+// decodeTakeIDs reads a TakeIDsResult map: "ids" is required (an array of
+// unsigned integers, never nil), "retry_after_ms" optional (0), each at
+// most once; other keys are skipped. Nothing past the map is allowed.
+func decodeTakeIDs(b []byte, v *TakeIDsResult) error {
+	r := reader{b: b}
+	n, err := r.mapLen()
+	if err != nil {
+		return err
+	}
+	ids, retry := v.IDs[:0], uint64(0)
+	var seenIDs, seenRetry bool
+	for ; n > 0; n-- {
+		key, err := r.str()
+		if err != nil {
+			return fmt.Errorf("key: %w", err)
+		}
+		switch string(key) {
+		case "ids":
+			if seenIDs {
+				return fmt.Errorf("key ids given twice")
+			}
+			seenIDs = true
+			start := r.i
+			if r.isNil() {
+				return fmt.Errorf("ids: want an array, got nil")
+			}
+			if err := r.skip(); err != nil {
+				return fmt.Errorf("ids: %w", err)
+			}
+			if ids, err = decodeUints(b[start:r.i], ids); err != nil {
+				return fmt.Errorf("ids: %w", err)
+			}
+		case "retry_after_ms":
+			if seenRetry {
+				return fmt.Errorf("key retry_after_ms given twice")
+			}
+			seenRetry = true
+			if retry, err = r.uint(); err != nil {
+				return fmt.Errorf("retry_after_ms: %w", err)
+			}
+		default:
+			if err := r.skip(); err != nil {
+				return fmt.Errorf("%s: %w", quote(key), err)
+			}
+		}
+	}
+	if r.i != len(b) {
+		return fmt.Errorf("trailing bytes after the map")
+	}
+	if !seenIDs {
+		return fmt.Errorf("missing key ids")
+	}
+	if ids == nil {
+		ids = []uint64{}
+	}
+	v.IDs, v.RetryAfterMS = ids, retry
+	return nil
+}
 
 // decodeUints reads an array of unsigned integers into dst.
 func decodeUints(b []byte, dst []uint64) ([]uint64, error) {

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/core"
 )
 
 // FuzzDecodeRequest feeds arbitrary bytes through what the server does with
@@ -22,6 +23,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	}{
 		{wire.MethodGenID, nil},
 		{wire.MethodGenIDs, &wire.GenIDsParams{Count: 1000}},
+		{wire.MethodTakeIDs, &wire.TakeIDsParams{Count: 1}},
 		{wire.MethodExpID, &wire.ExpIDParams{ID: 1<<63 + 12345}},
 		{wire.MethodMakeID, &wire.MakeIDParams{Time: 1, Seq: 2, Machine: new(uint64)}},
 		{wire.MethodTransTime, &wire.TransTimeParams{Time: 284025600}},
@@ -75,7 +77,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			}
 			return
 		}
-		for _, dst := range []any{nil, new(wire.GenIDsParams), new(wire.ExpIDParams), new(wire.MakeIDParams), new(wire.TransTimeParams)} {
+		for _, dst := range []any{nil, new(wire.GenIDsParams), new(wire.TakeIDsParams), new(wire.ExpIDParams), new(wire.MakeIDParams), new(wire.TransTimeParams)} {
 			_ = wire.DecodeParams(req.Params, dst)
 		}
 		var seq wire.NextSeqsParams
@@ -114,7 +116,9 @@ func FuzzDecodeResponse(f *testing.F) {
 	info, _ := e.AppendResponse(nil, 4, nil, wire.Info{Layout: "sorted", Epoch: "2025-01-01T00:00:00Z"})
 	seq := wire.AppendIntResponse(nil, 5, -1<<40)
 	seqs, _ := e.AppendResponse(nil, 6, nil, []int64{-1, 0, 1 << 62})
-	for _, s := range [][]byte{ok, bad, ids, info, seq, seqs} {
+	take := wire.AppendTakeIDsResponse(nil, 7, []core.ID{1, 1 << 62}, 7)
+	short := wire.AppendTakeIDsResponse(nil, 8, nil, 1)
+	for _, s := range [][]byte{ok, bad, ids, info, seq, seqs, take, short} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -135,6 +139,48 @@ func FuzzDecodeResponse(f *testing.F) {
 		var i64s []int64
 		for _, v := range []any{&u, &us, &x, &in, &i64, &i64s} {
 			_ = wire.DecodeResult(resp.Result, v)
+		}
+	})
+}
+
+// FuzzDecodeTakeIDs: a TakeIDs result from a hostile or broken server
+// never panics, and what decodes re-encodes to a result that decodes the
+// same (the IDs and the retry hint survive).
+func FuzzDecodeTakeIDs(f *testing.F) {
+	for _, s := range [][]byte{
+		wire.AppendTakeIDsResponse(nil, 1, []core.ID{1, 2, 1 << 63}, 0),
+		wire.AppendTakeIDsResponse(nil, 2, nil, 1000),
+		{0x94, 0x01, 0x03, 0xc0, 0x81, 0xa3, 'i', 'd', 's', 0xdd, 0xff, 0xff, 0xff, 0xff},
+		{0x94, 0x01, 0x04, 0xc0, 0x82, 0xa3, 'i', 'd', 's', 0x90, 0xa1, 'x', 0xc0},
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		n, err := wire.Split(b, 1<<16)
+		if err != nil || n == 0 {
+			return
+		}
+		resp, err := wire.DecodeResponse(b[:n])
+		if err != nil || resp.Error != nil {
+			return
+		}
+		var r wire.TakeIDsResult
+		if wire.DecodeResult(resp.Result, &r) != nil {
+			return
+		}
+		ids := make([]core.ID, len(r.IDs))
+		for i, id := range r.IDs {
+			ids[i] = core.ID(id)
+		}
+		again, err := wire.DecodeResponse(wire.AppendTakeIDsResponse(nil, resp.MsgID, ids, r.RetryAfterMS))
+		var r2 wire.TakeIDsResult
+		if err != nil || wire.DecodeResult(again.Result, &r2) != nil || len(r2.IDs) != len(r.IDs) || r2.RetryAfterMS != r.RetryAfterMS {
+			t.Fatalf("round trip: %+v -> %+v, %v", r, r2, err)
+		}
+		for i := range r.IDs {
+			if r.IDs[i] != r2.IDs[i] {
+				t.Fatalf("id %d: %d -> %d", i, r.IDs[i], r2.IDs[i])
+			}
 		}
 	})
 }

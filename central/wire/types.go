@@ -15,10 +15,11 @@ const (
 	MethodMakeID    = "Vesta.MakeID"
 	MethodTransTime = "Vesta.TransTime"
 	MethodInfo      = "Vesta.Info"
+	MethodTakeIDs   = "Vesta.TakeIDs"
 )
 
 var methods = [...]string{MethodGenID, MethodGenIDs, MethodExpID, MethodMakeID, MethodTransTime, MethodInfo,
-	MethodNextSeq, MethodNextSeqs}
+	MethodTakeIDs, MethodNextSeq, MethodNextSeqs}
 
 // Methods returns every method name, in the order above.
 func Methods() []string { return methods[:] }
@@ -26,6 +27,20 @@ func Methods() []string { return methods[:] }
 // GenIDsParams are the arguments of Vesta.GenIDs.
 type GenIDsParams struct {
 	Count uint64 `codec:"count"` // 1 ... the server's max_batch
+}
+
+// TakeIDsParams are the arguments of Vesta.TakeIDs.
+type TakeIDsParams struct {
+	Count uint64 `codec:"count"` // 1 ... the server's max_batch
+}
+
+// TakeIDsResult is the result of Vesta.TakeIDs: between 0 and count IDs in
+// increasing order, issued at once, never waited for. When it holds fewer
+// than count, RetryAfterMS (at least 1) says in how many milliseconds the
+// server's sequence will have room again; otherwise it is 0.
+type TakeIDsResult struct {
+	IDs          []uint64 `codec:"ids"`
+	RetryAfterMS uint64   `codec:"retry_after_ms"`
 }
 
 // ExpIDParams are the arguments of Vesta.ExpID.
@@ -60,7 +75,7 @@ type TransTimeParams struct {
 }
 
 // DecodeParams decodes the Params of a request into dst, which is one of
-// *GenIDsParams, *ExpIDParams, *MakeIDParams, *TransTimeParams,
+// *GenIDsParams, *TakeIDsParams, *ExpIDParams, *MakeIDParams, *TransTimeParams,
 // *NextSeqParams, *NextSeqsParams, or nil for
 // methods without arguments (then only an absent or empty map passes). It
 // is strict: every key must be known and given once, required keys must be
@@ -72,6 +87,8 @@ func DecodeParams(params []byte, dst any) error {
 	switch p := dst.(type) {
 	case nil:
 	case *GenIDsParams:
+		fs = []field{{name: "count", dst: &p.Count}}
+	case *TakeIDsParams:
 		fs = []field{{name: "count", dst: &p.Count}}
 	case *ExpIDParams:
 		fs = []field{{name: "id", dst: &p.ID}}
@@ -219,7 +236,10 @@ type Info struct {
 	Machine  uint64 `codec:"machine"`
 	Method   uint64 `codec:"method"` // 1, central
 	Version  uint64 `codec:"version"`
-	MaxBatch uint64 `codec:"max_batch"` // the largest count of Vesta.GenIDs
+	MaxBatch uint64 `codec:"max_batch"` // the largest count of Vesta.GenIDs and Vesta.TakeIDs
+	// TakeIDs is 1 when the server has Vesta.TakeIDs; a server that
+	// predates it sends no such key, which decodes as 0.
+	TakeIDs uint64 `codec:"take_ids"`
 }
 
 // Codec returns the codec that decodes the server's IDs, so a client can

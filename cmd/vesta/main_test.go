@@ -297,6 +297,7 @@ func startServe(tb testing.TB, args ...string) served {
 		}
 		select {
 		case code := <-done:
+			done <- code // for stop, which the cleanup calls
 			tb.Fatalf("serve exited %d: %s", code, errb.String())
 		case <-deadline:
 			tb.Fatalf("serve did not start: %s", errb.String())
@@ -625,6 +626,10 @@ func TestServeRedisLeases(t *testing.T) {
 	t.Setenv("VESTA_MACHINE_PROVIDERS", "redis")
 	t.Setenv("VESTA_MACHINE_REDIS_ADDRS", rs.Addr())
 	t.Setenv("VESTA_MACHINE_SERVER_RANGE", "1000-1003")
+	// A short lease and skew bound keep the quarantine of each fresh claim
+	// (lease TTL + 2*skew) short.
+	t.Setenv("VESTA_MACHINE_REDIS_LEASE_TTL", "1s")
+	t.Setenv("VESTA_MACHINE_REDIS_MAX_CLOCK_SKEW", "50ms")
 	t.Setenv("VESTA_TIME_GUARD_DIR", "")
 	info := func(s served) int {
 		t.Helper()

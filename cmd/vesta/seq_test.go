@@ -63,7 +63,7 @@ func TestSeqCommands(t *testing.T) {
 		t.Fatalf("list: %s", r.stdout)
 	}
 
-	srv := startServe(t, "--central-listen", "127.0.0.1:0", "--rest-listen", "127.0.0.1:0", "--data-dir", t.TempDir())
+	srv := startServe(t, "--central-listen", "127.0.0.1:0", "--rest-listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--machine", "1023")
 	code, body := httpGet(t, "http://"+srv.rest+"/api/segment/get/orders")
 	if code != 200 || body != "1000" {
 		t.Fatalf("Leaf API: %d %q; want 1000 (Leaf: a tag created with max_id N issues N first)", code, body)
@@ -114,7 +114,7 @@ func TestSeqCommands(t *testing.T) {
 
 	// A preloaded tag missing from the store stops start-up.
 	t.Setenv("VESTA_SEGMENT_PRELOAD", "orders,missing")
-	r = cli(t, "", "serve", "--central-listen", "127.0.0.1:0", "--rest-listen", "127.0.0.1:0", "--data-dir", t.TempDir())
+	r = cli(t, "", "serve", "--central-listen", "127.0.0.1:0", "--rest-listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--machine", "1023")
 	if r.code == 0 || !strings.Contains(r.stderr, "missing") {
 		t.Fatalf("serve with a missing preloaded tag: %d %s", r.code, r.stderr)
 	}

@@ -18,6 +18,9 @@ func leaseStatus(lease *machineid.Lease) func() rest.LeaseStatus {
 			ls.UntilDeadline = st.Deadline.Sub(st.At)
 			ls.UntilRenewal = max(st.RenewAt.Sub(st.At), 0)
 		}
+		if !st.QuarantineUntil.IsZero() {
+			ls.Quarantine = max(st.QuarantineUntil.Sub(st.At), 0)
+		}
 		if st.Err != nil {
 			ls.Err = st.Err.Error()
 		}

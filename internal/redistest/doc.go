@@ -1,7 +1,9 @@
 // Package redistest starts a real redis-server for tests: on a free port of
 // 127.0.0.1, in a temporary directory, without persistence, stopped when the
 // test ends. Tests can stop, kill and restart it (on the same port) to
-// simulate Redis lost and recovered while a client runs.
+// simulate Redis lost and recovered while a client runs; flush it
+// (FlushAll), kill it and bring it back empty or rolled back to a snapshot
+// (KillAndRestart), and start replicas of it (StartReplica) for WAIT.
 //
 // redis-server must be on PATH; scripts/deps.sh installs it. A missing
 // binary fails the test rather than skipping it, so a CI run that lacks it

@@ -28,6 +28,7 @@ type Server struct {
 	dir     string
 	port    int
 	cluster bool
+	replica string // host:port of the master, for a replica
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -70,6 +71,103 @@ func start(t testing.TB, cluster bool) *Server {
 	}
 	t.Fatalf("redistest: %v", last)
 	return nil
+}
+
+// StartReplica starts a replica of master (REPLICAOF), like Start, and
+// waits until its link to the master is up, so that WAIT on the master
+// counts it.
+func StartReplica(t testing.TB, master *Server) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redistest: redis-server is not on PATH (%v); install it with scripts/deps.sh", err)
+	}
+	s := &Server{t: t, bin: bin, dir: t.TempDir(), replica: master.Addr()}
+	t.Cleanup(s.Stop)
+	var last error
+	for range 5 {
+		if s.port, err = freePort(); err != nil {
+			t.Fatalf("redistest: finding a free port: %v", err)
+		}
+		if last = s.start(); last == nil {
+			break
+		}
+	}
+	if last != nil {
+		t.Fatalf("redistest: %v", last)
+	}
+	deadline := time.Now().Add(startTimeout)
+	for {
+		info, err := command(s.Addr(), "INFO", "replication")
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redistest: replica %s of %s: link not up within %s (%v): %s", s.Addr(), master.Addr(), startTimeout, err, info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Command sends one command and returns its reply as text (a simple or
+// bulk string; an integer as its digits); an error reply is an error.
+func (s *Server) Command(args ...string) (string, error) { return command(s.Addr(), args...) }
+
+// FlushAll deletes every key (FLUSHALL), as an operator's mistake would,
+// failing the test if the server does not answer.
+func (s *Server) FlushAll() {
+	s.t.Helper()
+	if reply, err := command(s.Addr(), "FLUSHALL"); err != nil || reply != "OK" {
+		s.t.Fatalf("redistest: FLUSHALL on %s: %q, %v", s.Addr(), reply, err)
+	}
+}
+
+// Snapshot saves the data set (SAVE) and returns the RDB file's bytes, for
+// RestoreSnapshot.
+func (s *Server) Snapshot() []byte {
+	s.t.Helper()
+	if reply, err := command(s.Addr(), "SAVE"); err != nil || reply != "OK" {
+		s.t.Fatalf("redistest: SAVE on %s: %q, %v", s.Addr(), reply, err)
+	}
+	b, err := os.ReadFile(filepath.Join(s.dir, "dump.rdb"))
+	if err != nil {
+		s.t.Fatalf("redistest: reading the snapshot: %v", err)
+	}
+	return b
+}
+
+// KillAndRestart kills the server (SIGKILL) and starts it again on the same
+// port from rdb: nil is an EMPTY data dir (every RDB and AOF file
+// deleted), a Redis that lost everything; a Snapshot is a Redis rolled
+// back to it (a restore from backup, or asynchronous persistence that lost
+// the latest writes). Either way its run_id is new.
+func (s *Server) KillAndRestart(rdb []byte) {
+	s.t.Helper()
+	s.Kill()
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		s.t.Fatalf("redistest: %v", err)
+	}
+	for _, e := range entries {
+		if n := e.Name(); strings.HasSuffix(n, ".rdb") || strings.HasPrefix(n, "appendonly") {
+			if err := os.RemoveAll(filepath.Join(s.dir, n)); err != nil {
+				s.t.Fatalf("redistest: emptying the data dir: %v", err)
+			}
+		}
+	}
+	if rdb != nil {
+		if err := os.WriteFile(filepath.Join(s.dir, "dump.rdb"), rdb, 0o644); err != nil {
+			s.t.Fatalf("redistest: restoring the snapshot: %v", err)
+		}
+	}
+	var last error
+	for range 20 {
+		if last = s.start(); last == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.t.Fatalf("redistest: restart on %s: %v", s.Addr(), last)
 }
 
 // Addr is host:port of the server, the same across restarts.
@@ -127,6 +225,10 @@ func (s *Server) start() error {
 		"--logfile", logFile, "--daemonize", "no"}
 	if s.cluster {
 		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	}
+	if s.replica != "" {
+		host, port, _ := net.SplitHostPort(s.replica)
+		args = append(args, "--replicaof", host, port)
 	}
 	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout, cmd.Stderr = nil, nil
@@ -240,6 +342,8 @@ func command(addr string, args ...string) (string, error) {
 		return line[1:], nil
 	case strings.HasPrefix(line, "-"):
 		return "", errors.New(line[1:])
+	case strings.HasPrefix(line, ":"):
+		return line[1:], nil
 	case strings.HasPrefix(line, "$"):
 		n, err := strconv.Atoi(line[1:])
 		if err != nil || n < 0 {

@@ -115,3 +115,56 @@ func TestClusterOfOneNode(t *testing.T) {
 		t.Fatalf("SET after restart: %q, %v", got, err)
 	}
 }
+
+func TestFlushSnapshotRollbackReplica(t *testing.T) {
+	s := redistest.Start(t)
+	runID := func() string {
+		info, err := s.Command("INFO", "server")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, rest, _ := strings.Cut(info, "run_id:")
+		id, _, _ := strings.Cut(rest, "\r\n")
+		return id
+	}
+	if _, err := s.Command("SET", "a", "1"); err != nil {
+		t.Fatal(err)
+	}
+	snap := s.Snapshot()
+	if _, err := s.Command("SET", "b", "2"); err != nil {
+		t.Fatal(err)
+	}
+	id0 := runID()
+	s.KillAndRestart(snap)
+	if v, _ := s.Command("GET", "a"); v != "1" {
+		t.Fatalf("after the rollback a = %q; want the snapshot's 1", v)
+	}
+	if v, err := s.Command("EXISTS", "b"); err != nil || v != "0" {
+		t.Fatalf("after the rollback EXISTS b = %q, %v; want 0", v, err)
+	}
+	id1 := runID()
+	if id1 == id0 {
+		t.Fatal("run_id unchanged by a restart")
+	}
+	s.KillAndRestart(nil)
+	if v, _ := s.Command("DBSIZE"); v != "0" {
+		t.Fatalf("after an empty restart DBSIZE = %q", v)
+	}
+	if _, err := s.Command("SET", "c", "3"); err != nil {
+		t.Fatal(err)
+	}
+	s.FlushAll()
+	if v, _ := s.Command("DBSIZE"); v != "0" {
+		t.Fatalf("after FLUSHALL DBSIZE = %q", v)
+	}
+	r := redistest.StartReplica(t, s)
+	if _, err := s.Command("SET", "d", "4"); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.Command("WAIT", "1", "5000"); err != nil || v != "1" {
+		t.Fatalf("WAIT 1 with a replica: %q, %v", v, err)
+	}
+	if v, _ := r.Command("GET", "d"); v != "4" {
+		t.Fatalf("the replica has d = %q", v)
+	}
+}

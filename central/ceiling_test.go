@@ -1,0 +1,192 @@
+package central_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vesta-go/vesta/central"
+	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/promtest"
+)
+
+// advance moves the manual clock a millisecond at a time, each time once
+// the server's Share sleeps on it, n times.
+func advance(t *testing.T, clock *core.ManualClock, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for range n {
+		if err := clock.BlockUntil(ctx, 1); err != nil {
+			t.Fatal("nothing waits on the clock")
+		}
+		clock.Advance(time.Millisecond)
+	}
+}
+
+// TestTakeIDs: TakeIDs never waits; past the ceiling it gives what there
+// is and says when to come back, and that hint is right.
+func TestTakeIDs(t *testing.T) {
+	gen, clock := manualGen(t) // 1024 IDs a millisecond, no borrowing
+	_, addr := serve(t, gen, central.Config{})
+	p := dial(t, addr)
+	var r wire.TakeIDsResult
+	p.result(wire.MethodTakeIDs, &wire.TakeIDsParams{Count: 3000}, &r)
+	if len(r.IDs) == 0 || len(r.IDs) > 1024 || r.RetryAfterMS != 1 {
+		t.Fatalf("first take: %d IDs, retry after %d ms; want the unit's and 1", len(r.IDs), r.RetryAfterMS)
+	}
+	for i := 1; i < len(r.IDs); i++ {
+		if r.IDs[i] <= r.IDs[i-1] {
+			t.Fatal("IDs not increasing")
+		}
+	}
+	last := r.IDs[len(r.IDs)-1]
+	p.result(wire.MethodTakeIDs, &wire.TakeIDsParams{Count: 5}, &r)
+	if len(r.IDs) != 0 || r.RetryAfterMS != 1 {
+		t.Fatalf("spent unit: %d IDs, retry after %d ms", len(r.IDs), r.RetryAfterMS)
+	}
+	clock.Advance(time.Duration(r.RetryAfterMS) * time.Millisecond)
+	p.result(wire.MethodTakeIDs, &wire.TakeIDsParams{Count: 1}, &r)
+	if len(r.IDs) != 1 || r.RetryAfterMS != 0 || r.IDs[0] <= last {
+		t.Fatalf("after the retry: %v, retry after %d", r.IDs, r.RetryAfterMS)
+	}
+	var info wire.Info
+	p.result(wire.MethodInfo, nil, &info)
+	if info.TakeIDs != 1 {
+		t.Fatalf("Info.TakeIDs = %d", info.TakeIDs)
+	}
+}
+
+// TestHugeCounts: counts out of range are invalid_argument, never a panic
+// or an allocation, for every issuing method.
+func TestHugeCounts(t *testing.T) {
+	gen, _ := manualGen(t)
+	_, addr := serve(t, gen, central.Config{})
+	p := dial(t, addr)
+	for _, m := range []string{wire.MethodGenIDs, wire.MethodTakeIDs} {
+		for _, n := range []uint64{0, central.DefaultMaxBatch + 1, 1 << 24, 1 << 62, math.MaxUint64} {
+			var params any = &wire.GenIDsParams{Count: n}
+			if m == wire.MethodTakeIDs {
+				params = &wire.TakeIDsParams{Count: n}
+			}
+			resp := p.call(m, params)
+			if !errors.Is(resp.Error, &wire.Error{Code: wire.InvalidArgument}) || !strings.Contains(resp.Error.Message, "count") {
+				t.Fatalf("%s count %d: %+v", m, n, resp.Error)
+			}
+		}
+	}
+	p.genID()
+}
+
+// TestSingleIDsNotStarved: one connection keeps GenIDs calls waiting at
+// the ceiling; another's GenID is answered within a tick, ahead of them.
+func TestSingleIDsNotStarved(t *testing.T) {
+	gen, clock := manualGen(t)
+	_, addr := serve(t, gen, central.Config{MaxBatch: 10000})
+	greedy, light := dial(t, addr), dial(t, addr)
+	exhaust(t, gen)
+	for range 4 {
+		greedy.send(wire.MethodGenIDs, &wire.GenIDsParams{Count: 10000})
+	}
+	var info wire.Info
+	greedy.result(wire.MethodInfo, nil, &info) // the four are queued
+	id := light.send(wire.MethodGenID, nil)
+	light.result(wire.MethodInfo, nil, &info) // so is the GenID
+	advance(t, clock, 1)
+	resp := light.recv()
+	if resp.MsgID != id || resp.Error != nil {
+		t.Fatalf("light GenID: %+v", resp)
+	}
+	// The greedy calls finish too, in time: 40000 IDs at 1024 a tick,
+	// 1023 of them in the tick that served the GenID.
+	advance(t, clock, 39)
+	for range 4 {
+		resp := greedy.recv()
+		var ids []uint64
+		if resp.Error != nil || wire.DecodeResult(resp.Result, &ids) != nil || len(ids) != 10000 {
+			t.Fatalf("greedy: %+v, %d IDs", resp.Error, len(ids))
+		}
+	}
+}
+
+// TestWaitingBudget: past the server-wide budget of waiting IDs, calls are
+// unavailable at once, on any connection; past a connection's own bound
+// (4 x max_batch IDs) too, while other connections still wait.
+func TestWaitingBudget(t *testing.T) {
+	gen, clock := manualGen(t)
+	reg := prometheus.NewRegistry()
+	_, addr := serve(t, gen, central.Config{MaxBatch: 1000, MaxWaitingIDs: 6000, Registerer: reg})
+	a, b, c := dial(t, addr), dial(t, addr), dial(t, addr)
+	exhaust(t, gen)
+	for range 4 {
+		a.send(wire.MethodGenIDs, &wire.GenIDsParams{Count: 1000})
+	}
+	resp := a.call(wire.MethodGenIDs, &wire.GenIDsParams{Count: 1000}) // a's fifth: 5000 > 4 x 1000
+	if !errors.Is(resp.Error, &wire.Error{Code: wire.Unavailable}) || !strings.Contains(resp.Error.Message, "this connection") {
+		t.Fatalf("a's fifth call: %+v", resp.Error)
+	}
+	for range 2 {
+		b.send(wire.MethodGenIDs, &wire.GenIDsParams{Count: 1000})
+	}
+	var info wire.Info
+	b.result(wire.MethodInfo, nil, &info)
+	resp = c.call(wire.MethodGenIDs, &wire.GenIDsParams{Count: 10}) // 6010 > 6000
+	if !errors.Is(resp.Error, &wire.Error{Code: wire.Unavailable}) || !strings.Contains(resp.Error.Message, "owed") {
+		t.Fatalf("past the budget: %+v", resp.Error)
+	}
+	if v, _ := promtest.Value(t, reg, "vesta_rpc_waiting_ids"); v != 6000 {
+		t.Fatalf("vesta_rpc_waiting_ids = %v; want 6000", v)
+	}
+	advance(t, clock, 6)
+	for _, p := range []*peer{a, a, a, a, b, b} {
+		if resp := p.recv(); resp.Error != nil {
+			t.Fatal(resp.Error)
+		}
+	}
+	c.genID() // the budget is free again
+	// 6 calls waited, 2 were refused; the histogram has the 6.
+	if v, _ := promtest.Value(t, reg, "vesta_ceiling_waits_total", "mode", "central"); v != 8 {
+		t.Fatalf("vesta_ceiling_waits_total = %v; want 8", v)
+	}
+	if v, _ := promtest.Value(t, reg, "vesta_ceiling_wait_seconds", "mode", "central"); v != 6 {
+		t.Fatalf("vesta_ceiling_wait_seconds count = %v; want 6", v)
+	}
+	if v, _ := promtest.Value(t, reg, "vesta_rpc_waiting_ids"); v != 0 {
+		t.Fatalf("vesta_rpc_waiting_ids = %v after", v)
+	}
+}
+
+// TestCloseDuringWaits: closing the generator while calls wait answers
+// every one of them (unavailable), and the server closes cleanly.
+func TestCloseDuringWaits(t *testing.T) {
+	gen, clock := manualGen(t)
+	srv, addr := serve(t, gen, central.Config{})
+	peers := []*peer{dial(t, addr), dial(t, addr), dial(t, addr)}
+	exhaust(t, gen)
+	for _, p := range peers {
+		p.send(wire.MethodGenID, nil)
+		p.send(wire.MethodGenIDs, &wire.GenIDsParams{Count: 5000})
+		var info wire.Info
+		p.result(wire.MethodInfo, nil, &info)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := clock.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	gen.Close()
+	for _, p := range peers {
+		for range 2 {
+			if resp := p.recv(); !errors.Is(resp.Error, &wire.Error{Code: wire.Unavailable}) {
+				t.Fatalf("a waiting call got %+v; want unavailable (closed)", resp)
+			}
+		}
+	}
+	srv.Close()
+}

@@ -1,0 +1,483 @@
+package machineid_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/redistest"
+	"github.com/vesta-go/vesta/machineid"
+)
+
+// The tests of Redis losing the lease and the mark: two issuers take turns
+// on one machine ID (a one-ID range) while Redis forgets, and a ledger of
+// every ID both issued must hold no duplicate.
+
+var oneID = machineid.Range{First: 1000, Count: 1}
+
+// lossConfig leases oneID with a short TTL; the generators issue
+// milliseconds and borrow up to 50ms ahead, so the quarantine's max_borrow
+// term matters.
+func lossConfig(srv *redistest.Server) (machineid.Config, core.Config) {
+	c := redisConfig(srv, 2*time.Second)
+	c.ServerRange = oneID
+	return c, core.Config{Type: core.MinGranularity, MaxBorrow: 50 * time.Millisecond, MaxStartupWait: 10 * time.Second}
+}
+
+// noDuplicates fails on an ID in both sets or twice in one, and on a time
+// field of b not above every time field of a (the quarantine's promise).
+func noDuplicates(t testing.TB, codec core.Codec, a, b []core.ID) {
+	t.Helper()
+	seen := make(map[core.ID]string, len(a)+len(b))
+	var maxA, minB uint64 = 0, ^uint64(0)
+	for _, id := range a {
+		if seen[id] != "" {
+			t.Fatalf("ID %d issued twice by the first holder", id)
+		}
+		seen[id] = "first"
+		maxA = max(maxA, codec.Explain(id).Time)
+	}
+	for _, id := range b {
+		if who := seen[id]; who != "" {
+			t.Fatalf("ID %d issued by the %s holder and the second", id, who)
+		}
+		seen[id] = "second"
+		minB = min(minB, codec.Explain(id).Time)
+	}
+	if len(a) == 0 || len(b) == 0 {
+		t.Fatalf("ledger: %d and %d IDs; both holders must have issued", len(a), len(b))
+	}
+	if minB <= maxA {
+		t.Fatalf("the second holder's lowest time field %d is not above the first's highest %d", minB, maxA)
+	}
+	t.Logf("ledger: %d + %d IDs, no duplicate; the second holder starts %dms above the first's last time field",
+		len(a), len(b), minB-maxA)
+}
+
+func snapshot(o *issued) []core.ID {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]core.ID(nil), o.ids...)
+}
+
+func TestFlushAllTakeoverWaitsForTheHolderToFence(t *testing.T) {
+	srv := redistest.Start(t)
+	c, gc := lossConfig(srv)
+	a := mustAcquire(t, c, machineid.Server)
+	genA := generator(t, a, gc)
+	var outA issued
+	stopA := issue(t, genA, &outA)
+	eventually(t, "IDs issued", func() bool { n, _ := outA.count(); return n > 1000 })
+
+	srv.FlushAll() // the lease and the mark are gone; the holder still issues
+	reg := prometheus.NewRegistry()
+	c.Registerer = reg
+	b := mustAcquire(t, c, machineid.Server) // free at once
+	q := b.Status().QuarantineUntil
+	if q.IsZero() {
+		t.Fatal("a claim after FLUSHALL has no quarantine")
+	}
+	start := time.Now()
+	genB := generator(t, b, gc)
+	waited := time.Since(start)
+	// By the time the second holder may issue, the first cannot: its
+	// deadline has passed, if the lost key did not fence it earlier.
+	if err := genA.Ready(); !errors.Is(err, core.ErrFenced) {
+		t.Fatalf("the first holder is not fenced when the second starts: %v", err)
+	}
+	if v, _ := gauge(t, reg, "vesta_machine_quarantine_seconds", nil); v != 0 {
+		t.Fatalf("quarantine gauge %v after the wait; want 0", v)
+	}
+	var outB issued
+	stopB := issue(t, genB, &outB)
+	eventually(t, "IDs issued by the second holder", func() bool { n, _ := outB.count(); return n > 1000 })
+	stopA()
+	stopB()
+	t.Logf("quarantine: waited %s (lease TTL %s, max_clock_skew %s, max_borrow %s)", waited.Round(time.Millisecond),
+		c.Redis.LeaseTTL, c.Redis.MaxClockSkew, gc.MaxBorrow)
+	noDuplicates(t, genA.Codec(), snapshot(&outA), snapshot(&outB))
+	if s := a.Status(); s.Fences == 0 || s.State != machineid.StateFenced {
+		t.Fatalf("first holder's status %+v; want fenced", s)
+	}
+}
+
+func TestRedisKilledAndRestartedEmptyUnderLoad(t *testing.T) {
+	srv := redistest.Start(t)
+	c, gc := lossConfig(srv)
+	a := mustAcquire(t, c, machineid.Server)
+	genA := generator(t, a, gc)
+	var outA issued
+	stopA := issue(t, genA, &outA)
+	eventually(t, "IDs issued", func() bool { n, _ := outA.count(); return n > 1000 })
+
+	srv.KillAndRestart(nil) // kill -9, every RDB and AOF file deleted
+	// A second issuer takes the ID as soon as Redis answers; the first one
+	// retries its renewal on its own schedule and usually loses the race.
+	var b *machineid.Lease
+	eventually(t, "a lease on the empty Redis", func() bool {
+		l, err := machineid.Acquire(context.Background(), c, machineid.Server)
+		if err != nil {
+			if !errors.Is(err, machineid.ErrUnavailable) && !errors.Is(err, machineid.ErrRangeFull) {
+				t.Fatalf("Acquire: %v", err)
+			}
+			return false
+		}
+		b = l
+		return true
+	})
+	t.Cleanup(func() { b.Close(context.Background()) })
+	if b.Status().QuarantineUntil.IsZero() {
+		t.Fatal("a claim on a Redis restarted empty has no quarantine")
+	}
+	genB := generator(t, b, gc)
+	var outB issued
+	stopB := issue(t, genB, &outB)
+	eventually(t, "IDs issued by the second holder", func() bool { n, _ := outB.count(); return n > 1000 })
+	stopA()
+	stopB()
+	noDuplicates(t, genA.Codec(), snapshot(&outA), snapshot(&outB))
+}
+
+// TestStaleReleaseRecordAfterRollback: a clean release record is used once;
+// a Redis rolled back to a snapshot that still holds it (restarted: new
+// run_id) must not let the next claim skip the quarantine while the
+// holder that consumed the record still issues.
+func TestStaleReleaseRecordAfterRollback(t *testing.T) {
+	srv := redistest.Start(t)
+	c, gc := lossConfig(srv)
+	first := mustAcquire(t, c, machineid.Server)
+	g0 := generator(t, first, gc)
+	if _, err := g0.NextIDs(context.Background(), core.Central, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := g0.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rdb := client(t, srv)
+	relKey := machineid.ReleasedKey("vesta", oneID.First)
+	if n := rdb.Exists(context.Background(), relKey).Val(); n != 1 {
+		t.Fatal("no release record after a clean close")
+	}
+	snap := srv.Snapshot() // holds the record
+
+	a := mustAcquire(t, c, machineid.Server) // consumes the record
+	if q := a.Status().QuarantineUntil; !q.IsZero() {
+		t.Fatalf("a claim after a clean release on the same Redis is quarantined until %s", q)
+	}
+	if n := rdb.Exists(context.Background(), relKey).Val(); n != 0 {
+		t.Fatal("the claim left the release record for another")
+	}
+	genA := generator(t, a, gc)
+	var outA issued
+	stopA := issue(t, genA, &outA)
+	eventually(t, "IDs issued", func() bool { n, _ := outA.count(); return n > 1000 })
+
+	srv.KillAndRestart(snap) // rolled back: the record is back, the lease gone
+	var b *machineid.Lease
+	eventually(t, "a lease on the rolled-back Redis", func() bool {
+		l, err := machineid.Acquire(context.Background(), c, machineid.Server)
+		if err != nil {
+			return false
+		}
+		b = l
+		return true
+	})
+	t.Cleanup(func() { b.Close(context.Background()) })
+	if b.Status().QuarantineUntil.IsZero() {
+		t.Fatal("the stale release record was trusted after a rollback")
+	}
+	genB := generator(t, b, gc)
+	var outB issued
+	stopB := issue(t, genB, &outB)
+	eventually(t, "IDs issued by the second holder", func() bool { n, _ := outB.count(); return n > 1000 })
+	stopA()
+	stopB()
+	noDuplicates(t, genA.Codec(), snapshot(&outA), snapshot(&outB))
+}
+
+// TestCleanReleaseSkipsTheQuarantine measures the start-up cost both ways
+// on one Redis: a claim without a release record waits out the quarantine,
+// a claim after a clean release starts at once, above everything issued.
+func TestCleanReleaseSkipsTheQuarantine(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redisConfig(srv, 2*time.Second)
+	c.ServerRange = oneID
+	gc := core.DefaultConfig() // max_borrow 1s, seconds
+	startup := func() (*machineid.Lease, *core.Generator, time.Duration) {
+		start := time.Now()
+		l, err := machineid.Acquire(context.Background(), c, machineid.Server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gen, err := l.NewGenerator(context.Background(), gc, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l, gen, time.Since(start)
+	}
+	l1, g1, cold := startup()
+	if l1.Status().QuarantineUntil.IsZero() {
+		t.Fatal("the first claim has no quarantine")
+	}
+	// The first IDs after a quarantine are borrowed up to max_borrow ahead
+	// of the clock; issue again once the clock has caught up, as a holder
+	// that ran for a while would, so that its exact end is the clock's unit.
+	if _, err := g1.NextIDs(context.Background(), core.Central, 5000); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the clock to catch up with the borrowed IDs", func() bool { return g1.Stats().Ahead == 0 })
+	ids1, err := g1.NextIDs(context.Background(), core.Central, 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l1.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l2, g2, warm := startup()
+	defer l2.Close(context.Background())
+	defer g2.Close()
+	if q := l2.Status().QuarantineUntil; !q.IsZero() {
+		t.Fatalf("quarantined until %s after a clean release", q)
+	}
+	ids2, err := g2.NextIDs(context.Background(), core.Central, 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids2[0] <= ids1[len(ids1)-1] {
+		t.Fatalf("after the clean release the first ID %d is not above the last %d", ids2[0], ids1[len(ids1)-1])
+	}
+	t.Logf("start-up cost (lease TTL %s, max_clock_skew %s, max_borrow %s): quarantined %s, after a clean release %s",
+		c.Redis.LeaseTTL, c.Redis.MaxClockSkew, gc.MaxBorrow, cold.Round(time.Millisecond), warm.Round(time.Millisecond))
+}
+
+func TestMarksOnlyGrowAndTheReleaseRecordIsExact(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := client(t, srv)
+	c := redisConfig(srv, 2*time.Second)
+	c.ServerRange = oneID
+	l := mustAcquire(t, c, machineid.Server)
+	_, markKey := machineid.Keys("vesta", oneID.First)
+	guard := l.Guard()
+	ctx := context.Background()
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	for _, m := range []time.Time{base.Add(10 * time.Second), base.Add(time.Second), base} {
+		if err := guard.Save(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v := rdb.Get(ctx, markKey).Val(); v != strconv.FormatInt(base.Add(10*time.Second).UnixMilli(), 10) {
+		t.Fatalf("mark %s after late lower writes; want the highest, %d", v, base.Add(10*time.Second).UnixMilli())
+	}
+	l.Close(ctx)
+
+	// A generator's exact end goes into the release record, below its
+	// last reservation, which stays the mark.
+	l = mustAcquire(t, c, machineid.Server)
+	gen := generator(t, l, core.Config{Type: core.MinGranularity})
+	ids, err := gen.NextIDs(ctx, core.Central, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gen.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec := rdb.HGetAll(ctx, machineid.ReleasedKey("vesta", oneID.First)).Val()
+	final, _ := strconv.ParseInt(rec["final_ms"], 10, 64)
+	last := gen.Codec().Explain(ids[len(ids)-1]).Instant
+	if final != last.UnixMilli()+1 {
+		t.Fatalf("release record %v; want final_ms %d, just past the last ID issued", rec, last.UnixMilli()+1)
+	}
+	mark, _ := strconv.ParseInt(rdb.Get(ctx, markKey).Val(), 10, 64)
+	if mark < final {
+		t.Fatalf("mark %d below the final %d", mark, final)
+	}
+	if rec["run_id"] == "" || rec["replid"] == "" || rec["token"] == "" {
+		t.Fatalf("release record %v; want run_id, replid and token", rec)
+	}
+	shape := rdb.Get(ctx, machineid.ShapeKey("vesta", oneID.First)).Val()
+	if !strings.Contains(shape, `"layout":"sorted"`) || !strings.Contains(shape, `"type":1`) {
+		t.Fatalf("shape %q; want the generator's layout and type", shape)
+	}
+}
+
+func TestMinReplicas(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redisConfig(srv, 2*time.Second)
+	c.ServerRange = oneID
+	c.Redis.MinReplicas = 1
+	_, err := machineid.Acquire(context.Background(), c, machineid.Server)
+	if !errors.Is(err, machineid.ErrReplicas) || !errors.Is(err, machineid.ErrUnavailable) || !strings.Contains(err.Error(), "min_replicas 1") {
+		t.Fatalf("Acquire with no replica: %v; want ErrReplicas (unavailable) naming min_replicas", err)
+	}
+	leaseKey, _ := machineid.Keys("vesta", oneID.First)
+	if n := client(t, srv).Exists(context.Background(), leaseKey).Val(); n != 0 {
+		t.Fatal("a claim that no replica acknowledged was not released")
+	}
+
+	replica := redistest.StartReplica(t, srv)
+	l := mustAcquire(t, c, machineid.Server)
+	gen := generator(t, l, core.Config{})
+	if _, err := gen.NextIDs(context.Background(), core.Central, 100); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a renewal", func() bool { return l.Status().Deadline.After(time.Now().Add(300 * time.Millisecond)) })
+	if err := gen.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// WAIT returned after the replica had the record.
+	if v, err := replica.Command("HGET", machineid.ReleasedKey("vesta", oneID.First), "final_ms"); err != nil || v == "" {
+		t.Fatalf("the replica lacks the release record: %q, %v", v, err)
+	}
+	if s := l.Status(); s.RenewFailures != 0 {
+		t.Fatalf("renewals failed with a replica: %+v", s)
+	}
+}
+
+func TestClockSkewBoundRequiredWithRedis(t *testing.T) {
+	c := machineid.DefaultConfig()
+	c.Providers = []string{machineid.ProviderRedis}
+	c.Redis.MaxClockSkew = 0
+	err := c.Validate()
+	if !errors.Is(err, machineid.ErrConfig) || !strings.Contains(err.Error(), "Redis.MaxClockSkew") {
+		t.Fatalf("Validate with max_clock_skew 0 and the redis provider: %v; want ErrConfig naming Redis.MaxClockSkew", err)
+	}
+	c.Providers = []string{machineid.ProviderStatic}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("max_clock_skew 0 without the redis provider: %v", err)
+	}
+	c.Providers = []string{machineid.ProviderRedis}
+	c.Redis.MaxClockSkew, c.Redis.MinReplicas = time.Second, -1
+	if err := c.Validate(); !errors.Is(err, machineid.ErrConfig) || !strings.Contains(err.Error(), "Redis.MinReplicas") {
+		t.Fatalf("negative MinReplicas: %v", err)
+	}
+}
+
+// TestRenewalRechecksTheClock: a clock that drifts beyond max_clock_skew
+// after the claim counts its renewals as failed (the key stays ours), so
+// issuing stops at the deadline and stays stopped while the clock is off.
+func TestRenewalRechecksTheClock(t *testing.T) {
+	srv := redistest.Start(t)
+	releasedCleanly(t, srv, machineid.Server, oneID)
+	clock := core.NewManualClock(time.Now())
+	c := redisConfig(srv, 3*time.Second) // renew every 1s, retry every 300ms
+	c.ServerRange = oneID
+	c.Redis.MaxClockSkew = 500 * time.Millisecond
+	c.Redis.SafetyMargin = time.Second // deadline 2s after a renewal was sent
+	c.Clock = clock
+	l := mustAcquire(t, c, machineid.Server)
+	gen := generator(t, l, core.Config{})
+	clock.Advance(2 * time.Second) // to the deadline, and 2s ahead of Redis
+	eventually(t, "the fence", func() bool { return gen.Ready() != nil })
+	for range 3 { // retries: each finds the clock still skewed
+		n := l.Status().RenewFailures
+		clock.Advance(300 * time.Millisecond)
+		eventually(t, "a retried renewal", func() bool { return l.Status().RenewFailures > n })
+	}
+	if err := gen.Ready(); !errors.Is(err, machineid.ErrLeaseLost) {
+		t.Fatalf("Ready: %v; want fenced with ErrLeaseLost", err)
+	}
+	if s := l.Status(); !errors.Is(s.Err, machineid.ErrClockSkew) || s.State != machineid.StateFenced {
+		t.Fatalf("status %+v; want fenced for the clock skew", s)
+	}
+}
+
+// TestReleaseRecordAfterAFailoverIsNotTrusted: the same redis-server
+// process (same run_id) that became a replica and was promoted again has a
+// new master_replid, as after a failover: a release record it got from its
+// master must not skip the quarantine.
+func TestReleaseRecordAfterAFailoverIsNotTrusted(t *testing.T) {
+	srv := redistest.Start(t)
+	replica := redistest.StartReplica(t, srv)
+	c, gc := lossConfig(srv)
+	l := mustAcquire(t, c, machineid.Server)
+	gen := generator(t, l, gc)
+	if err := gen.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	relKey := machineid.ReleasedKey("vesta", oneID.First)
+	if v, err := srv.Command("WAIT", "1", "5000"); err != nil || v != "1" {
+		t.Fatalf("WAIT: %q, %v", v, err)
+	}
+	// The replica is promoted, the old master follows it (getting the
+	// record back through replication) and is promoted in turn.
+	mustCommand(t, replica, "REPLICAOF", "NO", "ONE")
+	host, port, _ := strings.Cut(replica.Addr(), ":")
+	mustCommand(t, srv, "REPLICAOF", host, port)
+	eventually(t, "the old master to sync from the new one", func() bool {
+		info, err := srv.Command("INFO", "replication")
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	})
+	mustCommand(t, srv, "REPLICAOF", "NO", "ONE")
+	if v, _ := srv.Command("EXISTS", relKey); v != "1" {
+		t.Fatal("the release record did not come back through replication")
+	}
+	b := mustAcquire(t, c, machineid.Server)
+	if b.Status().QuarantineUntil.IsZero() {
+		t.Fatal("a release record written before a failover was trusted")
+	}
+}
+
+func mustCommand(t testing.TB, s *redistest.Server, args ...string) {
+	t.Helper()
+	if _, err := s.Command(args...); err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+}
+
+// TestRedisMarkKnowsItsShape: the shape beside the Redis mark makes a
+// restart of the machine ID with another layout refuse, naming both; a
+// mark written without a shape (by earlier versions) reads as the same
+// shape.
+func TestRedisMarkKnowsItsShape(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := client(t, srv)
+	c, _ := lossConfig(srv)
+	l := mustAcquire(t, c, machineid.Server)
+	gen := generator(t, l, core.Config{})
+	if err := gen.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l = mustAcquire(t, c, machineid.Server) // after a clean release: at once
+	_, err := l.NewGenerator(context.Background(), core.Config{Layout: core.Vesta}, "")
+	if !errors.Is(err, core.ErrShape) || !strings.Contains(err.Error(), "layout sorted") || !strings.Contains(err.Error(), "layout vesta") {
+		t.Fatalf("a Vesta-layout generator on a sorted-layout mark: %v; want ErrShape naming both layouts", err)
+	}
+	l.Close(context.Background())
+
+	// A mark without a shape: the next generator, of any shape, starts.
+	rdb.Del(context.Background(), machineid.ShapeKey("vesta", oneID.First))
+	l = mustAcquire(t, c, machineid.Server)
+	gen, err = l.NewGenerator(context.Background(), core.Config{Layout: core.Vesta}, "")
+	if err != nil {
+		t.Fatalf("a mark without a shape: %v", err)
+	}
+	defer l.Close(context.Background())
+	defer gen.Close()
+	if sh := rdb.Get(context.Background(), machineid.ShapeKey("vesta", oneID.First)).Val(); !strings.Contains(sh, `"layout":"vesta"`) {
+		t.Fatalf("shape %q after the first save; want the new generator's", sh)
+	}
+}

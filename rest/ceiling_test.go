@@ -1,0 +1,171 @@
+package rest_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/rest"
+)
+
+// ceilingGen is a min-granularity generator (1024 IDs a millisecond, no
+// borrowing) on a manual clock, with its current unit spent.
+func ceilingGen(t *testing.T) (*core.Generator, *core.ManualClock) {
+	t.Helper()
+	gen, clock := newGen(t, core.Config{Layout: core.Vesta, Type: core.MinGranularity, Machine: 7})
+	if _, d, err := gen.TryAppendIDs(core.REST, nil, core.MaxCount); err != nil || d <= 0 {
+		t.Fatalf("spending the unit: %v, %v", d, err)
+	}
+	return gen, clock
+}
+
+// TestCeilingWaitsThenAnswers: a batch past the ceiling waits for the
+// clock and gets every ID, in order.
+func TestCeilingWaitsThenAnswers(t *testing.T) {
+	gen, clock := ceilingGen(t)
+	s := newServer(t, gen, rest.Config{})
+	got := make(chan response, 1)
+	go func() { got <- get(t, s.Handler(), "/v1/ids?count=2000") }()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for range 2 { // two units of 1024
+		if err := clock.BlockUntil(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Millisecond)
+	}
+	r := <-got
+	if r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
+	}
+	var body struct{ IDs []string }
+	decode(t, r.Body, &body)
+	if len(body.IDs) != 2000 {
+		t.Fatalf("%d IDs", len(body.IDs))
+	}
+	var last uint64
+	for _, s := range body.IDs {
+		id, _ := strconv.ParseUint(s, 10, 64)
+		if id <= last {
+			t.Fatalf("ID %d after %d", id, last)
+		}
+		last = id
+	}
+}
+
+// TestCeilingRetryAfter: a wait that would outlast the request's deadline
+// is a 503 unavailable with Retry-After at once.
+func TestCeilingRetryAfter(t *testing.T) {
+	gen, _ := ceilingGen(t)
+	s := newServer(t, gen, rest.Config{MaxBatch: 1 << 20, RequestTimeout: 100 * time.Millisecond})
+	// 2^20 IDs take 1024 units of a millisecond (the unit in progress is
+	// spent): 1.025s, past the deadline.
+	r := get(t, s.Handler(), "/v1/ids?count=1048576")
+	wantJSONError(t, r, 503, "unavailable", "past the request's deadline")
+	if ra := r.Header.Get("Retry-After"); ra != "2" {
+		t.Fatalf("Retry-After %q; want 2 (1.025s rounded up)", ra)
+	}
+}
+
+// TestCeilingBoundedAndClosed: past MaxWaitingCalls a request is refused at
+// once (503, Retry-After); closing the server returns the requests that
+// wait, with 503s.
+func TestCeilingBoundedAndClosed(t *testing.T) {
+	gen, clock := ceilingGen(t)
+	s, err := rest.NewServer(gen, rest.Config{MaxWaitingCalls: 1, RequestTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan response, 1)
+	go func() { got <- get(t, s.Handler(), "/v1/ids?count=2000") }()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := clock.BlockUntil(ctx, 1); err != nil { // it waits
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/v1/ids?count=10", "/v1/id"} {
+		r := get(t, s.Handler(), path)
+		wantJSONError(t, r, 503, "unavailable", "wait")
+		if ra := r.Header.Get("Retry-After"); ra != "1" {
+			t.Fatalf("%s: Retry-After %q; want 1", path, ra)
+		}
+	}
+	r := get(t, s.Handler(), "/genid")
+	wantTextError(t, r, 503, "unavailable", "wait")
+	s.Close()
+	wantJSONError(t, <-got, 503, "unavailable", "closed")
+}
+
+func TestCeilingConfig(t *testing.T) {
+	gen, _ := vestaGen(t)
+	for _, tt := range []struct {
+		cfg   rest.Config
+		field string
+	}{
+		{rest.Config{MaxWaitingIDs: -1}, "MaxWaitingIDs"},
+		{rest.Config{MaxWaitingCalls: -1}, "MaxWaitingCalls"},
+		{rest.Config{MaxWaitingIDs: 1<<30 + 1}, "MaxWaitingIDs"},
+	} {
+		if _, err := rest.NewServer(gen, tt.cfg); !errors.Is(err, rest.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.field) {
+			t.Errorf("NewServer(%+v): %v; want ErrInvalidConfig naming %s", tt.cfg, err, tt.field)
+		}
+	}
+}
+
+// TestCeilingFairBetweenClients: requests of one client address waiting in
+// bulk do not hold up another address's request by more than a tick.
+func TestCeilingFairBetweenClients(t *testing.T) {
+	gen, clock := ceilingGen(t)
+	s := newServer(t, gen, rest.Config{RequestTimeout: time.Minute})
+	from := func(addr, target string) response {
+		q := req("GET", target, "", "")
+		q.RemoteAddr = addr
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, q)
+		return response{rec.Code, rec.Header(), rec.Body.String()}
+	}
+	type answer struct {
+		who string
+		r   response
+	}
+	answers := make(chan answer, 5)
+	for range 4 {
+		go func() { answers <- answer{"greedy", from("192.0.2.1:1000", "/v1/ids?count=3000")} }()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := clock.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // let all four queue
+	go func() { answers <- answer{"light", from("192.0.2.2:2000", "/v1/ids?count=10")} }()
+	time.Sleep(50 * time.Millisecond) // let it queue behind the four
+	// 12010 IDs at 1024 a tick: the light request is served in the first.
+	var order []string
+	for deadline := time.Now().Add(20 * time.Second); len(order) < 5; {
+		select {
+		case a := <-answers:
+			if a.r.Status != 200 {
+				t.Fatalf("%s: %d %s", a.who, a.r.Status, a.r.Body)
+			}
+			order = append(order, a.who)
+			continue
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 20s: answers %v", order)
+		}
+		if clock.Waiters() > 0 {
+			clock.Advance(time.Millisecond)
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	if order[0] != "light" {
+		t.Fatalf("answered in the order %v; want the light client first", order)
+	}
+}
