@@ -362,7 +362,7 @@ func (c *conn) count(n int) {
 
 // genError maps an error of the generator or codec, logging the unexpected.
 func (c *conn) genError(err error) *wire.Error {
-	werr := wireError(err)
+	werr := wire.ErrorOf(err)
 	if werr.Code == wire.Internal {
 		c.s.log.Error("central: call failed", "err", err)
 	}

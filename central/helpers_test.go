@@ -14,6 +14,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/gentest"
 )
 
 func TestMain(m *testing.M) {
@@ -23,18 +24,14 @@ func TestMain(m *testing.M) {
 // start is 2025-06-01, a little after the sorted layout's epoch.
 var start = time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
 
-// newGen starts a generator for machine 1000, closed at cleanup.
+// newGen starts a generator for machine 1000 (unless cfg says), closed at
+// cleanup.
 func newGen(t testing.TB, cfg core.Config) *core.Generator {
 	t.Helper()
 	if cfg.Machine == 0 {
 		cfg.Machine = 1000
 	}
-	gen, err := core.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gen.Close() })
-	return gen
+	return gentest.New(t, cfg)
 }
 
 // manualGen is a min-granularity generator on a manual clock that never

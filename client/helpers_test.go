@@ -16,6 +16,7 @@ import (
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/nettest"
 	"github.com/vesta-go/vesta/internal/promtest"
 )
 
@@ -183,16 +184,7 @@ func (f *fake) answer(req wire.Request) (any, *wire.Error) {
 }
 
 // deadAddr returns a loopback address where nothing listens.
-func deadAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
+var deadAddr = nettest.DeadAddr
 
 // testConfig is DefaultConfig for addrs with the fallback's time guard in
 // a temporary directory, a breaker that opens after 3 failures and tries

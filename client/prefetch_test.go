@@ -9,20 +9,12 @@ import (
 
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/waittest"
 )
 
-// waitFor polls cond until it holds; it fails the test after a long grace
-// (a safety net against hangs, not a speed assertion).
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting: %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+// waitFor polls cond until it holds (waittest.Until: a safety net against
+// hangs, not a speed assertion).
+var waitFor = waittest.Until
 
 func TestPrefetchRefill(t *testing.T) {
 	f := startFake(t, 1000, 64) // refills of 100 take two calls

@@ -1,8 +1,10 @@
 package conf
 
 import (
+	"encoding"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -11,25 +13,45 @@ import (
 	"time"
 
 	"github.com/go-viper/mapstructure/v2"
-	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/machineid"
 )
 
 // Decoding turns the merged map (YAML values, environment strings, flag
-// values) into a Config. The hook below does every conversion itself, so
-// that each bad value gets a message naming what the key allows, and so
-// that the weak conversions of mapstructure cannot bite: 70000 wrapping
-// into a small integer, 1.5 truncated to 1, "" read as 0, a bare 5 read as
-// 5ns.
+// values) into a Config with mapstructure. The domain types read their own
+// text (core.Layout, core.Type, machineid.Range and Secret implement
+// encoding.TextUnmarshaler, used through mapstructure's hook), unknown keys
+// are mapstructure's ErrorUnused, and weak typing is off. The hooks below
+// are only what no library does strictly enough: a bare 5 must not be 5ns,
+// 1.5 must not truncate to 1, 18446744073709551615 must not wrap to -1,
+// "010" must not be octal, and the environment writes lists as text.
+
+// decoderConfig is the mapstructure configuration of Load.
+func decoderConfig() *mapstructure.DecoderConfig {
+	return &mapstructure.DecoderConfig{
+		DecodeHook: mapstructure.ComposeDecodeHookFunc(
+			epochHook,
+			durationHook,
+			listHook,
+			textHook,
+			mapstructure.TextUnmarshallerHookFunc(),
+			mapstructure.StringToBoolHookFunc(),
+			intHook,
+			floatHook,
+		),
+		ErrorUnused: true,
+		// Keys are exact: "Layout" is not id.layout.
+		MatchName: func(key, field string) bool { return key == field },
+	}
+}
 
 var (
-	layoutType   = reflect.TypeFor[core.Layout]()
-	typeType     = reflect.TypeFor[core.Type]()
-	rangeType    = reflect.TypeFor[machineid.Range]()
-	timeType     = reflect.TypeFor[time.Time]()
-	durationType = reflect.TypeFor[time.Duration]()
-	secretType   = reflect.TypeFor[Secret]()
+	timeType        = reflect.TypeFor[time.Time]()
+	durationType    = reflect.TypeFor[time.Duration]()
+	secretType      = reflect.TypeFor[Secret]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
+
+// isText reports a type that reads its own text.
+func isText(t reflect.Type) bool { return reflect.PointerTo(t).Implements(textUnmarshaler) }
 
 // valueError is a hook's message: the value and what is allowed.
 type valueError string
@@ -40,77 +62,39 @@ func badValue(v any, format string, args ...any) error {
 	return valueError(show(v) + "; " + fmt.Sprintf(format, args...))
 }
 
-func decodeHook(from, to reflect.Value) (any, error) {
-	data := from.Interface()
-	switch to.Type() {
-	case layoutType:
-		if l, ok := data.(core.Layout); ok {
-			return l, nil
-		}
-		l, err := core.ParseLayout(scalarText(data))
-		if err != nil {
-			return nil, badValue(data, "want sorted or vesta")
-		}
-		return l, nil
-	case typeType:
-		if t, ok := data.(core.Type); ok {
-			return t, nil
-		}
-		t, err := core.ParseType(scalarText(data))
-		if err != nil {
-			return nil, badValue(data, "want max-peak, min-granularity, 0 or 1")
-		}
-		return t, nil
-	case rangeType:
-		if r, ok := data.(machineid.Range); ok {
-			return r, nil
-		}
-		if data == nil || scalarText(data) == "" {
-			return machineid.Range{}, nil // unset; the keys that need one say so in Validate
-		}
-		r, err := machineid.ParseRange(scalarText(data))
-		if err != nil {
-			return nil, badValue(data, "want first-last within 0-%d, e.g. 0-923", core.MaxMachine)
-		}
-		return r, nil
-	case timeType:
-		return decodeTime(data)
-	case durationType:
-		return decodeDuration(data)
-	case secretType:
+// textHook prepares values for keys that hold text. A YAML number or
+// boolean is handed over as its text, so that `type: 1` and `type: "1"`
+// read alike and `layout: 1` is refused by the layout's parser instead of
+// being converted to a Layout by number. A list or mapping given to a
+// type that reads text is refused here, by that type's parser, before
+// mapstructure could decode it field by field (a Range is a struct).
+func textHook(from, to reflect.Type, data any) (any, error) {
+	if to.Kind() != reflect.String && !isText(to) {
 		return data, nil
 	}
-	switch to.Kind() {
-	case reflect.Int:
-		return decodeInt(data)
-	case reflect.Float64:
-		return decodeFloat(data)
-	case reflect.Bool:
-		return decodeBool(data)
-	case reflect.Slice:
-		if s, ok := data.(string); ok {
-			return splitList(s), nil
-		}
-	case reflect.Map:
-		if s, ok := data.(string); ok {
-			return parseIPTable(s)
-		}
+	switch data.(type) {
+	case string:
+		return data, nil
+	case int, int64, uint64, float64, bool:
+		return fmt.Sprint(data), nil
 	}
-	return data, nil
+	if !isText(to) || from == to || from == reflect.PointerTo(to) {
+		return data, nil
+	}
+	err := reflect.New(to).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(show(data)))
+	if err == nil { // a type that takes any text, such as Secret
+		err = badValue(data, "want a string")
+	}
+	return nil, err
 }
 
-// scalarText is the text of a scalar, so that `type: 1` and `type: "1"`
-// read alike; other values give text no parser accepts.
-func scalarText(v any) string {
-	switch v.(type) {
-	case string, int, int64, uint64, float64, bool:
-		return fmt.Sprint(v)
+// epochHook reads id.epoch: RFC 3339, or "" for the zero Time (the
+// layout's own epoch).
+func epochHook(from, to reflect.Type, data any) (any, error) {
+	if to != timeType {
+		return data, nil
 	}
-	return "\x00"
-}
-
-func decodeTime(v any) (any, error) {
-	switch x := v.(type) {
+	switch x := data.(type) {
 	case time.Time:
 		return x, nil
 	case string:
@@ -122,13 +106,17 @@ func decodeTime(v any) (any, error) {
 			return t, nil
 		}
 	}
-	return nil, badValue(v, `want an RFC 3339 instant such as 2025-01-01T00:00:00Z, or "" for the layout's own epoch`)
+	return nil, badValue(data, `want an RFC 3339 instant such as 2025-01-01T00:00:00Z, or "" for the layout's own epoch`)
 }
 
 const wantDuration = "want a duration such as 1s, 250ms or 1m30s"
 
-func decodeDuration(v any) (any, error) {
-	switch x := v.(type) {
+// durationHook is the one reading of durations: text with a unit, or 0.
+func durationHook(from, to reflect.Type, data any) (any, error) {
+	if to != durationType {
+		return data, nil
+	}
+	switch x := data.(type) {
 	case time.Duration:
 		return x, nil
 	case string:
@@ -141,26 +129,28 @@ func decodeDuration(v any) (any, error) {
 		}
 		d, err := time.ParseDuration(s)
 		if err != nil {
-			return nil, badValue(v, wantDuration)
+			return nil, badValue(data, wantDuration)
 		}
 		return d, nil
 	case int, int64, uint64, float64:
-		// A bare number has no unit: 0 is unambiguous, 15 is not (mapstructure
-		// would read it as 15ns).
+		// A bare number has no unit: 0 is unambiguous, 15 is not (it
+		// would be 15ns).
 		if fmt.Sprint(x) == "0" {
 			return time.Duration(0), nil
 		}
-		return nil, badValue(v, "want a duration with a unit, such as %vs", x)
+		return nil, badValue(data, "want a duration with a unit, such as %vs", x)
 	}
-	return nil, badValue(v, wantDuration)
+	return nil, badValue(data, wantDuration)
 }
 
-func decodeInt(v any) (any, error) {
-	switch x := v.(type) {
-	case int:
-		return x, nil
-	case int64:
-		return x, nil
+// intHook reads integers exactly: decimal text, whole floats (YAML's 10.0)
+// and unsigned values that fit; anything else is refused rather than
+// truncated or wrapped.
+func intHook(from, to reflect.Type, data any) (any, error) {
+	if to.Kind() != reflect.Int {
+		return data, nil
+	}
+	switch x := data.(type) {
 	case uint64:
 		if x <= math.MaxInt64 {
 			return int64(x), nil
@@ -173,12 +163,19 @@ func decodeInt(v any) (any, error) {
 		if n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64); err == nil {
 			return n, nil
 		}
+	default:
+		return data, nil // ints pass; other kinds are refused by mapstructure
 	}
-	return nil, badValue(v, "want an integer")
+	return nil, badValue(data, "want an integer")
 }
 
-func decodeFloat(v any) (any, error) {
-	switch x := v.(type) {
+// floatHook reads numbers such as segment.threshold: YAML numbers and
+// decimal text; NaN and the infinities are refused.
+func floatHook(from, to reflect.Type, data any) (any, error) {
+	if to.Kind() != reflect.Float64 {
+		return data, nil
+	}
+	switch x := data.(type) {
 	case float64:
 		return x, nil
 	case int:
@@ -192,22 +189,23 @@ func decodeFloat(v any) (any, error) {
 			return f, nil
 		}
 	}
-	return nil, badValue(v, "want a number such as 0.1")
+	return nil, badValue(data, "want a number such as 0.1")
 }
 
-func decodeBool(v any) (any, error) {
-	switch x := v.(type) {
-	case bool:
-		return x, nil
-	case string:
-		switch strings.ToLower(strings.TrimSpace(x)) {
-		case "true":
-			return true, nil
-		case "false":
-			return false, nil
-		}
+// listHook reads the environment's forms of a list (comma-separated) and
+// of the IP table (IP=ID pairs).
+func listHook(from, to reflect.Type, data any) (any, error) {
+	s, ok := data.(string)
+	if !ok {
+		return data, nil
 	}
-	return nil, badValue(v, "want true or false")
+	switch to.Kind() {
+	case reflect.Slice:
+		return splitList(s), nil
+	case reflect.Map:
+		return parseIPTable(s)
+	}
+	return data, nil
 }
 
 // splitList reads a comma-separated list, as the environment gives lists.
@@ -239,8 +237,9 @@ func parseIPTable(s string) (any, error) {
 	return out, nil
 }
 
-// decodeErrors turns mapstructure's errors into KeyErrors.
-func (l *loader) decodeErrors(err error) {
+// decodeErrors turns mapstructure's errors into KeyErrors; raw is the
+// merged map it decoded, where unknown keys are looked up.
+func (l *loader) decodeErrors(err error, raw map[string]any) {
 	var found []*mapstructure.DecodeError
 	var walk func(error)
 	walk = func(err error) {
@@ -262,11 +261,11 @@ func (l *loader) decodeErrors(err error) {
 	// mapstructure visits map entries in random order.
 	slices.SortStableFunc(found, func(a, b *mapstructure.DecodeError) int { return strings.Compare(a.Name(), b.Name()) })
 	for _, de := range found {
-		l.decodeError(de)
+		l.decodeError(de, raw)
 	}
 }
 
-func (l *loader) decodeError(de *mapstructure.DecodeError) {
+func (l *loader) decodeError(de *mapstructure.DecodeError, raw map[string]any) {
 	// Names are key paths; list items and map entries add [i] or [k].
 	key, elem := de.Name(), ""
 	if i := strings.IndexByte(key, '['); i >= 0 {
@@ -274,7 +273,9 @@ func (l *loader) decodeError(de *mapstructure.DecodeError) {
 	}
 	lf, isLeaf := leafByKey[key]
 	var msg string
+	var cause error
 	var ve valueError
+	var ne *strconv.NumError
 	var pe *mapstructure.ParseError
 	var ue *mapstructure.UnconvertibleTypeError
 	switch {
@@ -282,17 +283,76 @@ func (l *loader) decodeError(de *mapstructure.DecodeError) {
 		msg = "(value not shown); want a string"
 	case errors.As(de, &ve):
 		msg = string(ve)
+	case errors.As(de, &ne):
+		msg = show(ne.Num) + "; want " + describe(key)
 	case errors.As(de, &pe):
 		msg = show(pe.Value) + "; want " + describe(key)
 	case errors.As(de, &ue):
 		msg = show(ue.Value) + "; want " + describe(key)
+	case isLeaf && isText(lf.typ):
+		// The type's UnmarshalText refused the text: its error names
+		// the value and what is allowed.
+		cause = errors.Unwrap(de)
+		msg = cause.Error()
 	default:
-		msg = "want " + describe(key)
+		v, _ := lookup(raw, key)
+		if m, ok := v.(map[string]any); ok && !isLeaf {
+			// ErrorUnused: the section holds keys Config does not have.
+			l.unknownKeys(key, m)
+			return
+		}
+		msg = show(v) + "; want " + describe(key)
 	}
 	if elem != "" {
 		msg = "item " + clip(elem) + ": " + msg
 	}
-	l.fail(key, "", "%s", msg)
+	l.errs = append(l.errs, &KeyError{Key: key, Msg: msg, err: cause})
+}
+
+// lookup returns the value at a key path of the merged map.
+func lookup(raw map[string]any, key string) (any, bool) {
+	var v any = raw
+	if key == "" {
+		return v, true
+	}
+	for name := range strings.SplitSeq(key, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[name]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// unknownKeys reports each key of the section at path (m, in the merged
+// map) that the section's struct lacks, with the nearest known key.
+func (l *loader) unknownKeys(path string, m map[string]any) {
+	t, prefix := reflect.TypeFor[Config](), ""
+	if path != "" {
+		for name := range strings.SplitSeq(path, ".") {
+			f, _ := sectionField(t, name)
+			t = f.typ
+		}
+		prefix = path + "."
+	}
+	var names []string
+	for _, f := range fieldsOf(t) {
+		names = append(names, f.name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		if slices.Contains(names, name) {
+			continue
+		}
+		msg := "unknown key"
+		if s := suggest(name, names); s != "" {
+			msg += "; did you mean " + prefix + s + "?"
+		}
+		l.errs = append(l.errs, &KeyError{Key: prefix + clip(name), Msg: msg, unknown: true,
+			Source: l.origin[prefix+name]})
+	}
 }
 
 // describe says what a key holds, for messages about values of the wrong
@@ -313,7 +373,7 @@ func describe(key string) string {
 	case reflect.Pointer, reflect.Int:
 		return "an integer"
 	case reflect.Float64:
-		return "a number"
+		return "a number such as 0.1"
 	case reflect.Bool:
 		return "true or false"
 	}

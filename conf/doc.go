@@ -16,6 +16,12 @@
 // Validate report all the bad keys at once, each by its YAML path with
 // the values it allows, so a typo costs one restart, not one per key.
 //
+// Decoding is mapstructure's: the domain types read their own text
+// (core.Layout, core.Type, machineid.Range and Secret implement
+// encoding.TextUnmarshaler), unknown keys are its ErrorUnused, and weak
+// typing is off; decode.go adds only strict readings of durations,
+// integers, the epoch and the environment's lists.
+//
 // Secrets (the Redis password and the REST token) may come from files
 // (machine.redis.password_file, rest.token_file), which suits container
 // secret mounts. They are held as Secret values, which print and log

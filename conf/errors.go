@@ -31,7 +31,7 @@ type KeyError struct {
 	Source string
 
 	unknown bool
-	err     error // a sentinel of another package it also matches, or nil
+	err     error // an error of another package it also matches, or nil
 }
 
 func (e *KeyError) Error() string {
@@ -46,8 +46,10 @@ func (e *KeyError) Error() string {
 }
 
 // Unwrap makes errors.Is(err, ErrInvalid) true, errors.Is(err,
-// ErrUnknownKey) true for an unknown key, and errors.Is(err,
-// machineid.ErrNoMachineID) true for the error of RequireMachine.
+// ErrUnknownKey) true for an unknown key, errors.Is(err,
+// machineid.ErrNoMachineID) true for the error of RequireMachine, and
+// keeps the error of a type that refused its text (core.ErrUnknownName,
+// machineid.ErrRange).
 func (e *KeyError) Unwrap() []error {
 	out := []error{ErrInvalid}
 	if e.unknown {

@@ -5,14 +5,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
 
-	"github.com/go-viper/mapstructure/v2"
 	kmaps "github.com/knadh/koanf/maps"
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/env/v2"
@@ -123,14 +120,8 @@ func Load(opts Options) (Loaded, error) {
 	}
 
 	cfg := DefaultConfig()
-	err = ko.UnmarshalWithConf("", &cfg, koanf.UnmarshalConf{
-		Tag: "koanf",
-		DecoderConfig: &mapstructure.DecoderConfig{
-			DecodeHook:       mapstructure.DecodeHookFuncValue(decodeHook),
-			WeaklyTypedInput: true,
-		},
-	})
-	l.decodeErrors(err)
+	err = ko.UnmarshalWithConf("", &cfg, koanf.UnmarshalConf{Tag: "koanf", DecoderConfig: decoderConfig()})
+	l.decodeErrors(err, ko.Raw())
 	l.readSecret(&cfg.Machine.Redis.Password, &cfg.Machine.Redis.PasswordFile, "machine.redis.password")
 	l.readSecret(&cfg.REST.Token, &cfg.REST.TokenFile, "rest.token")
 	l.readSecret(&cfg.Segment.DSN, &cfg.Segment.DSNFile, "segment.dsn")
@@ -175,11 +166,11 @@ func (l *loader) fail(key, source, format string, args ...any) {
 	l.errs = append(l.errs, &KeyError{Key: key, Msg: fmt.Sprintf(format, args...), Source: source})
 }
 
-// mergeFile checks the file's keys against the schema before merging: an
-// unknown key is an error (with the nearest known key) and is dropped.
+// mergeFile records where each of the file's keys came from; unknown
+// keys are left for the decoder (ErrorUnused) to report.
 func (l *loader) mergeFile(source string) func(src, dest map[string]any) error {
 	return func(src, dest map[string]any) error {
-		l.checkKeys(src, "", reflect.TypeFor[Config](), source)
+		l.recordOrigin(src, "", source)
 		kmaps.Merge(src, dest)
 		return nil
 	}
@@ -190,26 +181,11 @@ func mergePlain(src, dest map[string]any) error {
 	return nil
 }
 
-func (l *loader) checkKeys(m map[string]any, prefix string, t reflect.Type, source string) {
-	for _, name := range slices.Sorted(maps.Keys(m)) {
-		f, ok := sectionField(t, name)
-		if !ok {
-			var names []string
-			for _, f := range fieldsOf(t) {
-				names = append(names, f.name)
-			}
-			msg := "unknown key"
-			if s := suggest(name, names); s != "" {
-				msg += "; did you mean " + prefix + s + "?"
-			}
-			l.errs = append(l.errs, &KeyError{Key: prefix + clip(name), Msg: msg, Source: source, unknown: true})
-			delete(m, name)
-			continue
-		}
-		key := prefix + name
-		l.origin[key] = source
-		if sub, ok := m[name].(map[string]any); ok && f.section {
-			l.checkKeys(sub, key+".", f.typ, source)
+func (l *loader) recordOrigin(m map[string]any, prefix, source string) {
+	for name, v := range m {
+		l.origin[prefix+name] = source
+		if sub, ok := v.(map[string]any); ok {
+			l.recordOrigin(sub, prefix+name+".", source)
 		}
 	}
 }

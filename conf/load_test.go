@@ -112,6 +112,7 @@ func TestUnknownYAMLKey(t *testing.T) {
 		{"central: {tls: {ca: x}}", "central.tls.ca", "unknown key"},
 		{"rest: {tls: {client_ca: x}}", "rest.tls.client_ca", "unknown key"},
 		{"something_else: 1", "something_else", "unknown key"},
+		{"id: {Layout: vesta}", "id.Layout", "did you mean id.layout?"}, // keys are exact
 	} {
 		t.Run(tc.key, func(t *testing.T) {
 			_, err := loadYAML(t, tc.yaml)
@@ -121,6 +122,29 @@ func TestUnknownYAMLKey(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An unknown key and a bad value in one section are both reported, and a
+// bad name keeps its package's sentinel.
+func TestUnknownKeyBesideBadValue(t *testing.T) {
+	_, err := loadYAML(t, "id: {layuot: vesta, layout: foo}\n")
+	kes := conf.KeyErrors(err)
+	if len(kes) != 2 || kes[0].Key != "id.layuot" || kes[1].Key != "id.layout" {
+		t.Fatalf("errors %v; want id.layuot (unknown) then id.layout", err)
+	}
+	if !errors.Is(err, conf.ErrUnknownKey) || !errors.Is(err, core.ErrUnknownName) {
+		t.Errorf("errors.Is(%v, ErrUnknownKey / core.ErrUnknownName) = false", err)
+	}
+}
+
+// Integers are decimal: a leading zero is not octal, 0x is not hex.
+func TestIntegersAreDecimal(t *testing.T) {
+	l := mustLoad(t, conf.Options{Env: []string{"VESTA_MACHINE_ID=010"}})
+	if *l.Config.Machine.ID != 10 {
+		t.Errorf("VESTA_MACHINE_ID=010 is %d; want 10", *l.Config.Machine.ID)
+	}
+	_, err := conf.Load(conf.Options{Env: []string{"VESTA_MACHINE_ID=0x10"}})
+	wantKeyErrors(t, err, "machine.id", `"0x10"; want an integer`)
 }
 
 func TestUnknownEnv(t *testing.T) {
@@ -257,9 +281,11 @@ func TestDecodeInvalid(t *testing.T) {
 		want string
 	}{
 		{"id: {layout: foo}", "id.layout", `"foo"; want sorted or vesta`},
-		{"id: {layout: 1}", "id.layout", "1; want sorted or vesta"},
-		{"id: {type: 2}", "id.type", "2; want max-peak, min-granularity, 0 or 1"},
-		{"id: {type: [0]}", "id.type", "[0]; want max-peak"},
+		// The layout and type read their own text (core's UnmarshalText):
+		// a number or a list is judged as its text.
+		{"id: {layout: 1}", "id.layout", `"1"; want sorted or vesta`},
+		{"id: {type: 2}", "id.type", `"2"; want max-peak, min-granularity, 0 or 1`},
+		{"id: {type: [0]}", "id.type", `"[0]"; want max-peak`},
 		{"id: {epoch: 2025-13-01}", "id.epoch", `"2025-13-01"; want an RFC 3339 instant`},
 		{"id: {epoch: 1735689600}", "id.epoch", "1735689600; want an RFC 3339 instant"},
 		{"id: {version: 1.5}", "id.version", "1.5; want an integer"},
@@ -279,6 +305,7 @@ func TestDecodeInvalid(t *testing.T) {
 		{"machine: {k8s_offset: true}", "machine.k8s_offset", "true; want an integer"},
 		{"machine: {embedded_range: 5-x}", "machine.embedded_range", `"5-x"; want first-last within 0-1023`},
 		{"machine: {server_range: 1000-2000}", "machine.server_range", `"1000-2000"; want first-last`},
+		{"machine: {server_range: {first: 1}}", "machine.server_range", `want first-last within 0-1023`},
 		{"machine: {redis: {addrs: {a: 1}}}", "machine.redis.addrs", "want a list"},
 		{"machine: {redis: {master_name: {a: 1}}}", "machine.redis.master_name", "want a string"},
 		{"machine: {redis: {password: [hunter2, x]}}", "machine.redis.password", "(value not shown); want a string"},

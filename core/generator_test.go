@@ -11,20 +11,14 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/gentest"
 )
 
 // t0 is an arbitrary instant well after both epochs, on a whole second.
 var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 
-func newGen(tb testing.TB, cfg core.Config) *core.Generator {
-	tb.Helper()
-	g, err := core.New(context.Background(), cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { g.Close() })
-	return g
-}
+// newGen starts a generator, closed at cleanup.
+var newGen = gentest.New
 
 func next(tb testing.TB, g *core.Generator) core.ID {
 	tb.Helper()

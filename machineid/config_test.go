@@ -148,3 +148,31 @@ func TestPasswordIsNeverShown(t *testing.T) {
 		t.Fatalf("log does not say the password is hidden: %q", buf.String())
 	}
 }
+
+// A Range's text is first-last, and "" for the zero Range (unset).
+func TestRangeText(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want machineid.Range
+		text string
+	}{
+		{"0-923", machineid.DefaultEmbeddedRange, "0-923"},
+		{" 924 - 1023 ", machineid.DefaultServerRange, "924-1023"},
+		{"5", machineid.Range{First: 5, Count: 1}, "5-5"},
+		{"", machineid.Range{}, ""},
+	} {
+		var r machineid.Range
+		if err := r.UnmarshalText([]byte(tc.in)); err != nil || r != tc.want {
+			t.Errorf("UnmarshalText(%q) = %v, %v; want %v", tc.in, r, err, tc.want)
+		}
+		if b, err := r.MarshalText(); err != nil || string(b) != tc.text {
+			t.Errorf("%v.MarshalText() = %q, %v; want %q", r, b, err, tc.text)
+		}
+	}
+	for _, bad := range []string{"5-x", "1000-2000", "9-3", "[1 2]"} {
+		r := machineid.DefaultServerRange
+		if err := r.UnmarshalText([]byte(bad)); !errors.Is(err, machineid.ErrRange) || r != machineid.DefaultServerRange {
+			t.Errorf("UnmarshalText(%q) = %v (range %v); want ErrRange, range unchanged", bad, err, r)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/promtest"
 	"github.com/vesta-go/vesta/internal/redistest"
+	"github.com/vesta-go/vesta/internal/waittest"
 	"github.com/vesta-go/vesta/machineid"
 )
 
@@ -95,18 +96,9 @@ func generator(t testing.TB, l *machineid.Lease, cfg core.Config) *core.Generato
 	return gen
 }
 
-// eventually polls cond until it holds, failing after a generous timeout.
-// It waits for things that must happen, never to judge speed.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+// eventually polls cond until it holds (waittest.Until: it waits for
+// things that must happen, never to judge speed).
+var eventually = waittest.Until
 
 // gauge reads one series of a registry; the series' labels must include
 // those given (the mode label is implied).

@@ -3,12 +3,12 @@ package machineid_test
 import (
 	"context"
 	"errors"
-	"net"
 	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/nettest"
 	"github.com/vesta-go/vesta/machineid"
 )
 
@@ -21,15 +21,7 @@ func addrs(s ...string) []netip.Addr {
 }
 
 // deadAddr is an address where nothing listens.
-func deadAddr(t testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
+var deadAddr = nettest.DeadAddr
 
 func acquire(t testing.TB, c machineid.Config, mode machineid.Mode) (*machineid.Lease, error) {
 	t.Helper()

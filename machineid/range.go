@@ -68,6 +68,30 @@ func (r Range) String() string {
 	return fmt.Sprintf("%d-%d", r.First, r.Last())
 }
 
+// MarshalText is "first-last", or "" for the zero Range (as configuration
+// files write "unset").
+func (r Range) MarshalText() ([]byte, error) {
+	if r.IsZero() {
+		return nil, nil
+	}
+	return []byte(r.String()), nil
+}
+
+// UnmarshalText parses "first-last" or a single ID as ParseRange does; ""
+// is the zero Range.
+func (r *Range) UnmarshalText(b []byte) error {
+	if strings.TrimSpace(string(b)) == "" {
+		*r = Range{}
+		return nil
+	}
+	v, err := ParseRange(string(b))
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
+}
+
 // Check returns an error naming id, the range and the mode when id lies
 // outside r.
 func (r Range) Check(id core.MachineID, mode string) error {

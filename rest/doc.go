@@ -49,7 +49,8 @@
 //	{"error":{"code":"invalid_argument","message":"count: 0 out of range 1-10000"}}
 //
 // whose message names the parameter at fault, with these codes (the
-// central server's, plus the HTTP-only ones):
+// central server's, from the one mapping of errors to codes both servers
+// use, wire.CodeOf, plus the HTTP-only ones):
 //
 //	400 invalid_argument   a parameter or body the server cannot use (413, 415 for size and type)
 //	401 unauthenticated    missing or wrong bearer token

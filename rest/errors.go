@@ -9,21 +9,31 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
 )
 
 // Error codes of the wire format (see the package comment). The first
-// ones are the central server's; the others exist only in HTTP.
+// ones are the central server's (wire.Code); the others exist only in
+// HTTP.
 const (
-	codeInvalidArgument  = "invalid_argument"
+	codeInvalidArgument  = string(wire.InvalidArgument)
+	codeUnavailable      = string(wire.Unavailable)
+	codeInternal         = string(wire.Internal)
 	codeUnauthenticated  = "unauthenticated"
 	codeNotFound         = "not_found"
 	codeMethodNotAllowed = "method_not_allowed"
-	codeUnavailable      = "unavailable"
-	codeLeaseLost        = "lease_lost"
-	codeClock            = "clock"
-	codeInternal         = "internal"
 )
+
+// statusOf is the HTTP status of each code of wire.CodeOf: a caller's
+// mistake is a 400, whatever another server may answer a 503, a bug a 500.
+var statusOf = map[wire.Code]int{
+	wire.InvalidArgument: http.StatusBadRequest,
+	wire.Unavailable:     http.StatusServiceUnavailable,
+	wire.LeaseLost:       http.StatusServiceUnavailable,
+	wire.Clock:           http.StatusServiceUnavailable,
+	wire.Internal:        http.StatusInternalServerError,
+}
 
 // apiError is an error answer: its status, code and the message the
 // caller sees. cause, when set, is logged and never sent.
@@ -59,33 +69,28 @@ func classify(err error, c echo.Context) *apiError {
 	return fromCore(err)
 }
 
-// fromCore maps the generator's errors with errors.Is; the order matters,
-// since a fenced error wraps whatever cause the fencer gave.
+// fromCore answers an error of the generator or codec with the code of
+// wire.CodeOf, the one mapping the central server uses too.
 func fromCore(err error) *apiError {
-	unavailable := func(code string) *apiError {
-		return &apiError{status: http.StatusServiceUnavailable, code: code, message: strings.TrimPrefix(err.Error(), "core: ")}
+	we := wire.ErrorOf(err)
+	status, ok := statusOf[we.Code]
+	if !ok {
+		status = http.StatusInternalServerError
 	}
+	ae := &apiError{status: status, code: string(we.Code), message: we.Message}
 	var re *core.RangeError
 	switch {
-	case errors.Is(err, core.ErrFenced):
-		return unavailable(codeLeaseLost)
-	case errors.Is(err, core.ErrEndOfTime), errors.Is(err, core.ErrBeforeEpoch), errors.Is(err, core.ErrClockBehind):
-		return unavailable(codeClock)
 	case errors.Is(err, core.ErrBusy):
-		return busy(time.Second, strings.TrimPrefix(err.Error(), "core: "))
-	case errors.Is(err, core.ErrGuard), errors.Is(err, core.ErrClosed):
-		return unavailable(codeUnavailable)
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable,
-			message: "request timed out: " + strings.TrimPrefix(err.Error(), "core: "), cause: err}
-	case errors.As(err, &re):
+		return busy(time.Second, we.Message)
+	case we.Code == wire.Internal:
+		ae.cause = err
+	case we.Code == wire.InvalidArgument && errors.As(err, &re):
+		// Named as every parameter error of this server is.
 		return badParam(re.Field, "%d out of range 0-%d", re.Value, re.Max)
-	case errors.Is(err, core.ErrInvalidID), errors.Is(err, core.ErrUnknownName), errors.Is(err, core.ErrInvalidCount):
-		return &apiError{status: http.StatusBadRequest, code: codeInvalidArgument, message: strings.TrimPrefix(err.Error(), "core: ")}
+	case we.Code == wire.Unavailable && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)):
+		ae.message, ae.cause = "request timed out: "+we.Message, err
 	}
-	e := *errInternal
-	e.cause = err
-	return &e
+	return ae
 }
 
 // fromEcho maps the errors echo itself raises: unknown routes, wrong

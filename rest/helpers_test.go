@@ -1,8 +1,6 @@
 package rest_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -10,11 +8,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/gentest"
+	"github.com/vesta-go/vesta/internal/logtest"
 	"github.com/vesta-go/vesta/rest"
 )
 
@@ -22,20 +21,11 @@ import (
 // 284025600 s after the vesta epoch.
 var start2024 = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// newGen starts a generator on a manual clock; it is closed at cleanup.
+// newGen starts a generator on a manual clock at start2024 (or cfg.Clock);
+// it is closed at cleanup.
 func newGen(t testing.TB, cfg core.Config) (*core.Generator, *core.ManualClock) {
 	t.Helper()
-	clock, ok := cfg.Clock.(*core.ManualClock)
-	if !ok {
-		clock = core.NewManualClock(start2024)
-		cfg.Clock = clock
-	}
-	gen, err := core.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("core.New: %v", err)
-	}
-	t.Cleanup(func() { gen.Close() })
-	return gen, clock
+	return gentest.Manual(t, cfg, start2024)
 }
 
 // vestaGen is the generator of DESIGN's worked example: vesta layout,
@@ -200,21 +190,6 @@ func wantTextError(t testing.TB, r response, status int, code, mention string) {
 }
 
 // syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = logtest.Buffer
 
 var errLease = errors.New("lease lost: renewal failed for 12s")

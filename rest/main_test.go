@@ -7,7 +7,7 @@ import (
 )
 
 // TestMain fails the package if any test leaves a goroutine behind: every
-// server, client and browser a test starts is stopped by it.
+// server and client a test starts is stopped by it.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }

@@ -13,10 +13,16 @@ unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
+# Test-only modules beside the product module: their dependencies (chromedp
+# for the page's browser test) stay out of the product's go.mod.
+test_modules=(rest/browser)
+
 echo "== go vet"
 $GO vet ./...
+for m in "${test_modules[@]}"; do (cd "$m" && $GO vet ./...); done
 echo "== staticcheck"
 $GO run "honnef.co/go/tools/cmd/staticcheck@${STATICCHECK_VERSION}" ./...
+for m in "${test_modules[@]}"; do (cd "$m" && $GO run "honnef.co/go/tools/cmd/staticcheck@${STATICCHECK_VERSION}" ./...); done
 
 if [ "${1:-}" = "--lint-only" ]; then exit 0; fi
 
@@ -31,3 +37,8 @@ $GO test -race -count=1 -timeout 30m ./...
 # module proxy, its tests use no network.
 echo "== deploy/k8s/validate"
 (cd deploy/k8s/validate && $GO mod download && $GO vet ./... && $GO test -race -count=1 ./...)
+
+for m in "${test_modules[@]}"; do
+  echo "== go test -race ($m)"
+  (cd "$m" && $GO test -race -count=1 -timeout 10m ./...)
+done

@@ -54,6 +54,11 @@
 // An error is a string that begins with a stable code, a colon and a space:
 // "invalid_argument: count 0; want 1-10000". The codes are the Code
 // constants; ParseError splits such a string back into code and message.
+// CodeOf is the one mapping from the errors a call can end with (the
+// generator's sentinels, a caller's context) to codes: the central server
+// answers with ErrorOf, and the REST server turns the same codes into HTTP
+// statuses. A new kind of error gets its row in that mapping, not in a
+// server.
 //
 // # Hostile input
 //

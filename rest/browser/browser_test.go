@@ -1,10 +1,11 @@
-package rest_test
+package browser_test
 
 import (
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strconv"
@@ -14,8 +15,18 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/gentest"
 	"github.com/vesta-go/vesta/rest"
+	"go.uber.org/goleak"
 )
+
+// TestMain fails the package if the test leaves a goroutine behind: the
+// server and the browser it starts are stopped by it.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+const token = "s3cret-Token_42"
 
 // chromiumPath finds the browser for TestPageInBrowser: $VESTA_CHROMIUM,
 // else chromium on PATH (Debian's package). The test never skips, in CI or
@@ -41,9 +52,15 @@ func chromiumPath(t testing.TB) string {
 func TestPageInBrowser(t *testing.T) {
 	exe := chromiumPath(t)
 	now := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
-	gen, _ := newGen(t, core.Config{Layout: core.Vesta, Machine: 1022, Version: 1, Clock: core.NewManualClock(now)})
-	s := newServer(t, gen, rest.Config{Token: token})
-	base := serve(t, s)
+	gen, _ := gentest.Manual(t, core.Config{Layout: core.Vesta, Machine: 1022, Version: 1}, now)
+	s, err := rest.NewServer(gen, rest.Config{Token: token})
+	if err != nil {
+		t.Fatalf("NewServer: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	base := ts.URL
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -1,0 +1,35 @@
+// Package gentest starts core generators for tests: each is closed when
+// its test ends, and a generator that cannot start fails the test.
+package gentest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/vesta-go/vesta/core"
+)
+
+// New starts a generator with cfg, closed at cleanup.
+func New(tb testing.TB, cfg core.Config) *core.Generator {
+	tb.Helper()
+	gen, err := core.New(context.Background(), cfg)
+	if err != nil {
+		tb.Fatalf("core.New: %v", err)
+	}
+	tb.Cleanup(func() { gen.Close() })
+	return gen
+}
+
+// Manual starts a generator on a manual clock, closed at cleanup, and
+// returns both: cfg.Clock when it is a *core.ManualClock already, else a
+// new one reading start.
+func Manual(tb testing.TB, cfg core.Config, start time.Time) (*core.Generator, *core.ManualClock) {
+	tb.Helper()
+	clock, ok := cfg.Clock.(*core.ManualClock)
+	if !ok {
+		clock = core.NewManualClock(start)
+		cfg.Clock = clock
+	}
+	return New(tb, cfg), clock
+}
