@@ -1,4 +1,4 @@
-package rest_test
+package browser_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/internal/gentest"
 	"github.com/vesta-go/vesta/rest"
 )
 
@@ -99,15 +101,20 @@ func TestOperatorPageInBrowser(t *testing.T) {
 
 func testOperatorPage(t *testing.T, layout core.Layout) {
 	now := time.Date(2026, 11, 30, 14, 5, 6, 0, time.UTC)
-	clock := core.NewManualClock(now)
-	gen, _ := newGen(t, core.Config{Layout: layout, Machine: 613, Version: 1, Clock: clock,
-		Guard: core.NewMemGuard(time.Time{}), GuardWindow: 3 * time.Second})
+	gen, _ := gentest.Manual(t, core.Config{Layout: layout, Machine: 613, Version: 1,
+		Guard: core.NewMemGuard(time.Time{}), GuardWindow: 3 * time.Second}, now)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(embed.NewCollector(gen))
 	lease := rest.LeaseStatus{Provider: "redis", State: "held", HasDeadline: true,
 		UntilRenewal: 4200 * time.Millisecond, UntilDeadline: 11500 * time.Millisecond, Fences: 1}
-	s := newServer(t, gen, rest.Config{Token: token, Registerer: reg, Lease: func() rest.LeaseStatus { return lease }})
-	base := serve(t, s)
+	s, err := rest.NewServer(gen, rest.Config{Token: token, Registerer: reg, Lease: func() rest.LeaseStatus { return lease }})
+	if err != nil {
+		t.Fatalf("NewServer: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	base := ts.URL
 	api := newPageClient(t, base)
 	bctx := browser(t, 90*time.Second)
 
