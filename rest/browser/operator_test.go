@@ -21,6 +21,7 @@ import (
 	"github.com/vesta-go/vesta/embed"
 	"github.com/vesta-go/vesta/internal/gentest"
 	"github.com/vesta-go/vesta/rest"
+	"github.com/vesta-go/vesta/segment"
 )
 
 // browser starts headless Chromium for one test and returns its context.
@@ -107,7 +108,19 @@ func testOperatorPage(t *testing.T, layout core.Layout) {
 	reg.MustRegister(embed.NewCollector(gen))
 	lease := rest.LeaseStatus{Provider: "redis", State: "held", HasDeadline: true,
 		UntilRenewal: 4200 * time.Millisecond, UntilDeadline: 11500 * time.Millisecond, Fences: 1}
-	s, err := rest.NewServer(gen, rest.Config{Token: token, Registerer: reg, Lease: func() rest.LeaseStatus { return lease }})
+	store := segment.NewMemStore()
+	if err := store.Create(context.Background(), segment.TagInfo{Tag: "orders", MaxID: 1, Step: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	segCfg := segment.DefaultConfig()
+	segCfg.RefreshTags = -1
+	seq, err := segment.Open(context.Background(), store, segCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { seq.Close() })
+	s, err := rest.NewServer(gen, rest.Config{Token: token, Registerer: reg, Sequences: seq,
+		Lease: func() rest.LeaseStatus { return lease }})
 	if err != nil {
 		t.Fatalf("NewServer: %v", err)
 	}
@@ -174,6 +187,15 @@ func testOperatorPage(t *testing.T, layout core.Layout) {
 	markSecs, _ := strconv.ParseFloat(api.metric("vesta_generator_time_guard_mark_timestamp_seconds"), 64)
 	if mark, _ := time.Parse(time.RFC3339Nano, st.Mark); float64(mark.UnixMilli())/1e3 != markSecs {
 		t.Errorf("mark %s on the page, %v s in /metrics", st.Mark, markSecs)
+	}
+
+	// The segment store and a tag's count, once the page has polled again.
+	if _, err := seq.NextN(context.Background(), "orders", 17); err != nil {
+		t.Fatal(err)
+	}
+	waitJS("segment", `(document.querySelector('#s-segment-tags dd[data-tag="orders"]') || {}).textContent === "17 issued, 983 buffered, step 1000"`)
+	if got := text("s-segment"); got != "ok" {
+		t.Errorf("#s-segment shows %q, want ok", got)
 	}
 
 	// The count issued matches /metrics once the page has polled again.
