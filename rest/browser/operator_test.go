@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -91,16 +93,18 @@ func (p *pageClient) metric(series string) string {
 // TestOperatorPageInBrowser drives the operator's page in headless
 // Chromium, for both layouts: what it shows matches /v1/info, /v1/status
 // and /metrics; the chart moves while IDs are issued; an ID's bit-field
-// drawing is what Explain (so `vesta explain`) reads, for both types. With
+// drawing is what `vesta explain` (the binary, built here) and
+// core.Codec.Explain read, for both types. With
 // VESTA_SCREENSHOT=path it saves a screenshot of the page there (the one
 // in docs/ was made so).
 func TestOperatorPageInBrowser(t *testing.T) {
+	explain := vestaExplain(t)
 	for _, layout := range []core.Layout{core.Vesta, core.Sorted} {
-		t.Run(layout.String(), func(t *testing.T) { testOperatorPage(t, layout) })
+		t.Run(layout.String(), func(t *testing.T) { testOperatorPage(t, layout, explain) })
 	}
 }
 
-func testOperatorPage(t *testing.T, layout core.Layout) {
+func testOperatorPage(t *testing.T, layout core.Layout, explain func(core.Layout, string) map[string]string) {
 	now := time.Date(2026, 11, 30, 14, 5, 6, 0, time.UTC)
 	gen, _ := gentest.Manual(t, core.Config{Layout: layout, Machine: 613, Version: 1,
 		Guard: core.NewMemGuard(time.Time{}), GuardWindow: 3 * time.Second}, now)
@@ -246,10 +250,10 @@ func testOperatorPage(t *testing.T, layout core.Layout) {
 	issued := text("f-id")
 	other := fmt.Sprint(uint64(1)<<63 | 1<<62 | 0x2a5f3c19d7e1)
 	do("bits issued", chromedp.WaitReady(chromedp.CSS(`#bits[data-id="`+issued+`"]`)))
-	checkBits(t, bctx, gen.Codec(), issued)
+	checkBits(t, bctx, gen.Codec(), issued, explain(layout, issued))
 	do("paste", chromedp.SetValue(chromedp.ID("id-input"), other), chromedp.Click(chromedp.ID("explain")),
 		chromedp.WaitReady(chromedp.CSS(`#bits[data-id="`+other+`"]`)))
-	checkBits(t, bctx, gen.Codec(), other)
+	checkBits(t, bctx, gen.Codec(), other, explain(layout, other))
 
 	if path := os.Getenv("VESTA_SCREENSHOT"); path != "" && layout == core.Vesta {
 		// Twenty seconds of a varying load, for a chart worth looking at.
@@ -273,9 +277,40 @@ func testOperatorPage(t *testing.T, layout core.Layout) {
 	}
 }
 
-// checkBits compares the page's drawing of id with codec.Explain: each
-// field's value, and the bits, which read together must be the ID's 64.
-func checkBits(t *testing.T, bctx context.Context, codec core.Codec, id string) {
+// vestaExplain builds the vesta binary from the main module once per test
+// and returns a function running `vesta explain --layout L ID`, parsed
+// into its key=value fields.
+func vestaExplain(t *testing.T) func(layout core.Layout, id string) map[string]string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "vesta")
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-C", root, "-o", bin, "./cmd/vesta")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building vesta: %v\n%s", err, out)
+	}
+	return func(layout core.Layout, id string) map[string]string {
+		t.Helper()
+		out, err := exec.Command(bin, "explain", "--layout", layout.String(), id).CombinedOutput()
+		if err != nil {
+			t.Fatalf("vesta explain %s: %v\n%s", id, err, out)
+		}
+		fields := map[string]string{}
+		for _, kv := range strings.Fields(string(out)) {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				fields[k] = v
+			}
+		}
+		return fields
+	}
+}
+
+// checkBits compares the page's drawing of id with `vesta explain` (its
+// key=value output) and codec.Explain: each field's value, and the bits,
+// which read together must be the ID's 64.
+func checkBits(t *testing.T, bctx context.Context, codec core.Codec, id string, explain map[string]string) {
 	t.Helper()
 	type field struct{ Name, Value, Bits string }
 	drawn, err := chromedp.Run(bctx, chromedp.Evaluate[[]field](`Array.from(document.querySelectorAll("#bits .bitfield")).map(function (g) {
@@ -299,6 +334,9 @@ func checkBits(t *testing.T, bctx context.Context, codec core.Codec, id string) 
 		seen[f.Name] = true
 		if w, ok := want[f.Name]; !ok || f.Value != strconv.FormatUint(w, 10) {
 			t.Errorf("%s: the drawing's %s is %q, Explain says %d", id, f.Name, f.Value, w)
+		}
+		if f.Value != explain[f.Name] {
+			t.Errorf("%s: the drawing's %s is %q, vesta explain says %q", id, f.Name, f.Value, explain[f.Name])
 		}
 		if v, err := strconv.ParseUint(f.Bits, 2, 64); err != nil || v != want[f.Name] {
 			t.Errorf("%s: the drawing's %s bits %q are not its value %d", id, f.Name, f.Bits, want[f.Name])
