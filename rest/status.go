@@ -149,7 +149,7 @@ func layoutFields(codec core.Codec, t core.Type) []bitField {
 	return out
 }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+func durMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // GET /v1/status
 func (s *Server) apiStatus(c echo.Context) error {
@@ -162,7 +162,7 @@ func (s *Server) apiStatus(c echo.Context) error {
 		Machine: uint16(s.gen.Machine()), Method: uint8(core.REST), MethodName: core.REST.String(),
 		Fields: [2][]bitField{layoutFields(s.codec, core.MaxPeak), layoutFields(s.codec, core.MinGranularity)},
 		Ready:  "ok", Issued: st.Issued, Waits: st.Waits, Fenced: st.Fenced,
-		AheadMs: ms(st.Ahead), ClockOffsetM: ms(st.ClockOffset), GuardFailed: st.GuardFailed,
+		AheadMs: durMs(st.Ahead), ClockOffsetM: durMs(st.ClockOffset), GuardFailed: st.GuardFailed,
 	}
 	if err := s.readiness(); err != nil {
 		b.Ready = err.message
@@ -170,14 +170,14 @@ func (s *Server) apiStatus(c echo.Context) error {
 	if !st.Mark.IsZero() {
 		m := st.Mark.UTC().Format(time.RFC3339Nano)
 		b.Mark = &m
-		b.MarkAheadMs = ms(st.MarkAhead)
+		b.MarkAheadMs = durMs(st.MarkAhead)
 	}
 	if s.cfg.Lease != nil {
 		l := s.cfg.Lease()
-		lb := &leaseBody{Provider: l.Provider, State: l.State, QuarantineMs: ms(l.Quarantine),
+		lb := &leaseBody{Provider: l.Provider, State: l.State, QuarantineMs: durMs(l.Quarantine),
 			Fences: l.Fences, RenewFailures: l.RenewFailures, Error: l.Err}
 		if l.HasDeadline {
-			r, d := ms(l.UntilRenewal), ms(l.UntilDeadline)
+			r, d := durMs(l.UntilRenewal), durMs(l.UntilDeadline)
 			lb.RenewalInMs, lb.DeadlineInMs = &r, &d
 		}
 		b.Lease = lb
@@ -194,7 +194,7 @@ func (s *Server) apiStatus(c echo.Context) error {
 				}
 				ts := segTagStats{Tag: tag, Issued: x.Issued, Remaining: x.Remaining, Step: x.Step,
 					RangesFetched: x.RangesFetched, StoreErrors: x.StoreErrors,
-					StoreLatencyMs: ms(x.StoreLatency), Waits: x.Waits}
+					StoreLatencyMs: durMs(x.StoreLatency), Waits: x.Waits}
 				if x.LastError != nil {
 					ts.LastError = x.LastError.Error()
 				}
