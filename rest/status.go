@@ -65,15 +65,15 @@ type serverStatus struct {
 	MethodName string        `json:"method_name"`
 	Fields     [2][]bitField `json:"fields"` // [t]: the layout of an ID of type t, highest bits first
 
-	Ready        string  `json:"ready"`           // "ok" or why /readyz fails
-	Issued       uint64  `json:"issued"`          // by the generator, every method
-	Waits        uint64  `json:"waits"`           // sleeps: the sequence ran out beyond max_borrow
-	Fenced       bool    `json:"fenced"`          // nothing is issued
-	AheadMs      float64 `json:"ahead_ms"`        // the last issued unit ahead of the clock
-	ClockOffsetM float64 `json:"clock_offset_ms"` // wall clock minus the issuing clock
-	Mark         *string `json:"mark"`            // the time guard's durable mark; null without a guard
-	MarkAheadMs  float64 `json:"mark_ahead_ms"`   // how far the mark is ahead of the clock
-	GuardFailed  bool    `json:"guard_failed"`    // the last save of the mark failed
+	Ready         string  `json:"ready"`           // "ok" or why /readyz fails
+	Issued        uint64  `json:"issued"`          // by the generator, every method
+	Waits         uint64  `json:"waits"`           // sleeps: the sequence ran out beyond max_borrow
+	Fenced        bool    `json:"fenced"`          // nothing is issued
+	AheadMs       float64 `json:"ahead_ms"`        // the last issued unit ahead of the clock
+	ClockOffsetMs float64 `json:"clock_offset_ms"` // wall clock minus the issuing clock
+	Mark          *string `json:"mark"`            // the time guard's durable mark; null without a guard
+	MarkAheadMs   float64 `json:"mark_ahead_ms"`   // how far the mark is ahead of the clock
+	GuardFailed   bool    `json:"guard_failed"`    // the last save of the mark failed
 
 	Lease   *leaseBody   `json:"lease"`   // null when the server was given no lease
 	Segment *segmentBody `json:"segment"` // null without a segment store
@@ -162,7 +162,7 @@ func (s *Server) apiStatus(c echo.Context) error {
 		Machine: uint16(s.gen.Machine()), Method: uint8(core.REST), MethodName: core.REST.String(),
 		Fields: [2][]bitField{layoutFields(s.codec, core.MaxPeak), layoutFields(s.codec, core.MinGranularity)},
 		Ready:  "ok", Issued: st.Issued, Waits: st.Waits, Fenced: st.Fenced,
-		AheadMs: durMs(st.Ahead), ClockOffsetM: durMs(st.ClockOffset), GuardFailed: st.GuardFailed,
+		AheadMs: durMs(st.Ahead), ClockOffsetMs: durMs(st.ClockOffset), GuardFailed: st.GuardFailed,
 	}
 	if err := s.readiness(); err != nil {
 		b.Ready = err.message
