@@ -251,12 +251,14 @@ func (c CentralConfig) validate(ck *checker) {
 	checkInt(ck, "central.max_batch", c.MaxBatch, 1, maxBatchLimit)
 	checkInt(ck, "central.max_request_bytes", c.MaxRequestBytes, minRequestBytes, maxRequestBytes)
 	checkInt(ck, "central.max_conns", c.MaxConns, 1, maxConnsLimit)
+	checkInt(ck, "central.max_conns_per_peer", c.MaxConnsPerPeer, 1, maxConnsLimit)
 	checkInt(ck, "central.max_waiting_ids", c.MaxWaitingIDs, 1, maxWaitingIDs)
 	checkInt(ck, "central.max_waiting_calls", c.MaxWaitingCalls, 1, maxWaitingCalls)
 	for _, d := range []struct {
 		key string
 		v   time.Duration
-	}{{"central.idle_timeout", c.IdleTimeout}, {"central.read_timeout", c.ReadTimeout}} {
+	}{{"central.idle_timeout", c.IdleTimeout}, {"central.read_timeout", c.ReadTimeout},
+		{"central.first_frame_timeout", c.FirstFrameTimeout}} {
 		if d.v < 10*time.Millisecond || d.v > 24*time.Hour {
 			ck.add(d.key, "%s; want 10ms to 24h", d.v)
 		}
@@ -283,6 +285,11 @@ func (r RESTConfig) validate(ck *checker, centralListen string) {
 	checkInt(ck, "rest.max_waiting_ids", r.MaxWaitingIDs, 1, maxWaitingIDs)
 	checkInt(ck, "rest.max_waiting_calls", r.MaxWaitingCalls, 1, maxWaitingCalls)
 	checkPair(ck, "rest.tls", r.TLS.Cert, r.TLS.Key)
+	checkInt(ck, "rest.max_conns", r.MaxConns, 1, maxConnsLimit)
+	checkInt(ck, "rest.max_conns_per_peer", r.MaxConnsPerPeer, 1, maxConnsLimit)
+	if r.MetricsAuth && r.Token == "" && r.TokenFile == "" {
+		ck.add("rest.metrics_auth", "true without rest.token (or token_file); want a token, or false for an open /metrics")
+	}
 }
 
 func (m MetricsConfig) validate(ck *checker, others ...string) {

@@ -183,6 +183,7 @@ func startServers(cfg conf.Config, gen *core.Generator, lease *machineid.Lease, 
 		ccfg := central.DefaultConfig()
 		ccfg.MaxBatch, ccfg.MaxRequestBytes, ccfg.MaxConns = cfg.Central.MaxBatch, cfg.Central.MaxRequestBytes, cfg.Central.MaxConns
 		ccfg.IdleTimeout, ccfg.ReadTimeout = cfg.Central.IdleTimeout, cfg.Central.ReadTimeout
+		ccfg.MaxConnsPerPeer, ccfg.FirstFrameTimeout = cfg.Central.MaxConnsPerPeer, cfg.Central.FirstFrameTimeout
 		ccfg.MaxWaitingIDs, ccfg.MaxWaitingCalls = cfg.Central.MaxWaitingIDs, cfg.Central.MaxWaitingCalls
 		ccfg.TLS, ccfg.Logger, ccfg.Registerer = tlsCfg, log.With("server", "central"), reg
 		if seq != nil { // a nil *segment.Issuer in the interface would not be nil
@@ -199,6 +200,7 @@ func startServers(cfg conf.Config, gen *core.Generator, lease *machineid.Lease, 
 		}
 		rcfg := rest.DefaultConfig()
 		rcfg.TLS, rcfg.Token, rcfg.MaxBatch = tlsCfg, cfg.REST.Token.Reveal(), cfg.Central.MaxBatch
+		rcfg.MaxConns, rcfg.MaxConnsPerPeer, rcfg.MetricsAuth = cfg.REST.MaxConns, cfg.REST.MaxConnsPerPeer, cfg.REST.MetricsAuth
 		rcfg.MaxWaitingIDs, rcfg.MaxWaitingCalls = cfg.REST.MaxWaitingIDs, cfg.REST.MaxWaitingCalls
 		rcfg.Logger, rcfg.Registerer, rcfg.Gatherer = log.With("server", "rest"), reg, reg
 		rcfg.Ready = func() error { return lease.Status().Err }
