@@ -59,9 +59,9 @@ type Config struct {
 	// shedding that peer's own silent or idle connections first as
 	// MaxConns does. Zero is 1000.
 	MaxConnsPerPeer int
-	// FirstFrameTimeout closes a new connection (after its TLS handshake)
-	// whose first complete frame has not arrived in this long. Zero is 5
-	// seconds.
+	// FirstFrameTimeout closes a new connection whose first complete
+	// frame has not arrived this long after accept (the TLS handshake
+	// included). Zero is 5 seconds.
 	FirstFrameTimeout time.Duration
 	// MaxInFlight bounds the calls of one connection that wait for the
 	// generator at once (the sequence ran out, or the time guard lags);
