@@ -9,6 +9,7 @@ type Stats struct {
 	Ahead       time.Duration // how far the last issued unit is ahead of the clock
 	ClockOffset time.Duration // wall clock minus the issuing clock (SystemClock only)
 	Mark        time.Time     // the durable reservation (zero without a guard)
+	MarkAhead   time.Duration // Mark minus the issuing clock's now (zero without a guard)
 	GuardFailed bool          // the last save of the mark failed
 	Fenced      bool
 }
@@ -25,6 +26,7 @@ func (g *Generator) Stats() Stats {
 	}
 	if r.guard != nil {
 		s.Mark = g.instantOf(r.limit.Load() >> g.sb)
+		s.MarkAhead = s.Mark.Sub(time.Unix(0, g.nowNanos()))
 		s.GuardFailed = r.guardErr.Load() != nil
 	}
 	return s

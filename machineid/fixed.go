@@ -14,6 +14,7 @@ import (
 type fixedLease struct {
 	provider string
 	id       core.MachineID
+	clock    core.Clock
 
 	mu      sync.Mutex
 	gen     *core.Generator
@@ -26,7 +27,7 @@ func newFixedLease(b leaseBase, provider string, id core.MachineID) *Lease {
 	b.log.Info("machineid: machine ID", "provider", provider, "machine", id, "method", b.method, "range", b.rng)
 	b.m.setMachine(int(id))
 	b.m.setState(StateNone)
-	return &Lease{leaseBase: b, provider: provider, h: &fixedLease{provider: provider, id: id}}
+	return &Lease{leaseBase: b, provider: provider, h: &fixedLease{provider: provider, id: id, clock: b.clock}}
 }
 
 func (f *fixedLease) machine() core.MachineID { return f.id }
@@ -66,7 +67,7 @@ func (f *fixedLease) attach(gen *core.Generator) error {
 }
 
 func (f *fixedLease) status() Status {
-	return Status{Provider: f.provider, Machine: f.id, State: StateNone}
+	return Status{Provider: f.provider, Machine: f.id, State: StateNone, At: f.clock.Now()}
 }
 
 func (f *fixedLease) awaitQuarantine(context.Context, core.Config) error { return nil }

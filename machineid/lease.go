@@ -46,6 +46,12 @@ type Status struct {
 	// Deadline is when the generator is fenced unless a renewal succeeds
 	// first, on the lease's clock; zero without a Redis lease.
 	Deadline time.Time
+	// RenewAt is when the next renewal is due, on the lease's clock; zero
+	// without a Redis lease.
+	RenewAt time.Time
+	// At is the lease clock's reading when the snapshot was taken: the
+	// time left is Deadline.Sub(At) and RenewAt.Sub(At).
+	At time.Time
 	// Fences counts the times the generator was fenced.
 	Fences uint64
 	// RenewFailures counts renewals that did not reach Redis or found the

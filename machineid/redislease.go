@@ -121,7 +121,7 @@ func (l *redisLease) status() Status {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := Status{Provider: ProviderRedis, Machine: l.id, State: l.stateLocked(), Deadline: l.deadline,
-		Fences: l.fences, RenewFailures: l.failures, Err: l.cause}
+		RenewAt: l.renewAt, At: l.clock.Now(), Fences: l.fences, RenewFailures: l.failures, Err: l.cause}
 	if l.hold != nil {
 		if f, clean := l.hold.guard.quarantineFloor(0); !clean {
 			st.QuarantineUntil = f

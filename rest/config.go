@@ -108,6 +108,12 @@ type Config struct {
 	// /readyz gives. Nil is none.
 	Ready func() error
 
+	// Lease reports the machine-ID lease (how the ID was obtained, its
+	// state, time to renewal and deadline) for GET /v1/status and the
+	// page; it is called on each request and must be quick. Nil shows no
+	// lease ("lease": null).
+	Lease func() LeaseStatus
+
 	// Sequences serves /v1/seq/{tag} and Leaf's /api/segment/get/{key}
 	// (segment sequences; a *segment.Issuer, which the caller owns and
 	// closes after the server). Its state is the "segment" field of

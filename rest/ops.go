@@ -95,16 +95,8 @@ func (s *Server) healthz(c echo.Context) error {
 // can be issued ("ok" or "unavailable: why"); it does not decide readiness, as every
 // server shares the store and IDs are still issued while it is down.
 func (s *Server) readyz(c echo.Context) error {
-	if s.draining.Load() {
-		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, message: "shutting down"}
-	}
-	if err := s.gen.Ready(); err != nil {
-		return notReady(err)
-	}
-	if s.cfg.Ready != nil {
-		if err := s.cfg.Ready(); err != nil {
-			return notReady(err)
-		}
+	if ae := s.readiness(); ae != nil { // status.go
+		return ae
 	}
 	return c.JSON(http.StatusOK, statusBody{Status: "ready", Segment: s.segmentStatus()})
 }

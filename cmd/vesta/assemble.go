@@ -127,6 +127,7 @@ func (a *assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 		rcfg.Logger, rcfg.Registerer, rcfg.Gatherer = log.With("server", "rest"), reg, reg
 		lease := a.lease
 		rcfg.Ready = func() error { return lease.Status().Err }
+		rcfg.Lease = leaseStatus(lease) // status.go
 		if a.seq != nil {
 			rcfg.Sequences = a.seq.is
 		}
