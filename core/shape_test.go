@@ -85,7 +85,7 @@ func TestFileGuardRecordsTheShape(t *testing.T) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	if m["layout"] != "vesta" || m["type"] != 1.0 || m["epoch_unix_ms"] != float64(epoch.UnixMilli()) || m["version"] != 0.0 {
+	if m["layout"] != "vesta" || m["type"] != "min-granularity" || m["epoch_unix_ms"] != float64(epoch.UnixMilli()) || m["version"] != 0.0 {
 		t.Fatalf("mark file %s; want layout, type, epoch and version recorded", b)
 	}
 }

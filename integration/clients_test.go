@@ -64,17 +64,6 @@ func embedConfig(t testing.TB, rds *redistest.Server, prefix string, ttl time.Du
 	return cfg
 }
 
-// openEmbed opens an embedded issuer, closed when the test ends.
-func openEmbed(t testing.TB, cfg embed.Config) *embed.Issuer {
-	t.Helper()
-	is, err := embed.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatal("embed.Open:", err)
-	}
-	t.Cleanup(func() { is.Close() })
-	return is
-}
-
 // clientConfig is a Go client of servers that fails over fast: an attempt
 // timeout of attempt, every other server tried, breakers that open after 2
 // failures for 250ms, and the embedded fallback leasing from rds (or on a
@@ -133,7 +122,15 @@ func dialRaw(t testing.TB, addr string) *rawConn {
 }
 
 func tryDialRaw(addr string) (*rawConn, error) {
-	nc, err := net.DialTimeout("tcp", addr, rawTimeout)
+	var d net.Dialer
+	return tryDialRawWith(d.DialContext, addr)
+}
+
+// tryDialRawWith dials with dial (from a test host's namespace, say).
+func tryDialRawWith(dial func(ctx context.Context, network, addr string) (net.Conn, error), addr string) (*rawConn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), rawTimeout)
+	defer cancel()
+	nc, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,30 @@
 //   - TestThirdPartyClient: a MessagePack-RPC client in Python, written
 //     against the spec with the msgpack package, calls every method.
 //
+// Issue 9's scenarios, where a machine ID could be held twice:
+//
+//   - TestFlushAllTakeover, TestRedisKilledEmptyTakeover,
+//     TestSentinelFailoverTakeover: Redis forgets a live holder's lease
+//     (FLUSHALL; kill -9 and restart empty; a Sentinel failover to a
+//     replica that lacks the latest renewals and marks) and a second server
+//     on the same one-ID range takes the ID: the takeover quarantine keeps
+//     every ID of the second above every ID of the first.
+//   - TestPartition: servers and Redis on test hosts of their own
+//     (package netnstest); one server cut off from Redis silently (iptables
+//     DROP) or loudly (link down) fences before its lease expires, another
+//     takes its ID, the healed one rejoins above it.
+//   - TestTwoHostsOnDefaults: `vesta gen --servers DEAD` on two test hosts
+//     at once, on defaults: both refuse, or no ID twice.
+//   - TestRestartChangedShape: a restart on the same machine ID with a
+//     later epoch or the other layout refuses naming both, or issues no ID
+//     twice.
+//   - TestStartupCost (and BenchmarkStartupCost): what the quarantine costs
+//     at start-up, against a start after a clean release.
+//
+// The partition and two-hosts tests need root (network namespaces) and
+// iptables; the Sentinel test needs redis-sentinel: scripts/deps.sh
+// installs them, and a test fails rather than skips without them.
+//
 // The package holds no code outside its tests; this file is its
 // documentation.
 package integration

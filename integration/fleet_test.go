@@ -2,8 +2,10 @@ package integration_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +24,9 @@ const fleetIDs = 5_000_000
 // million IDs were issued: none twice, each from a machine ID its issuer
 // holds, and per machine ID increasing for every sequential caller.
 func TestFleet(t *testing.T) {
+	// Begun before anything issues: the clients prefetch at New, and a
+	// fresh lease's quarantine makes New and Open take seconds each.
+	led := newLedger(core.MaxPeak)
 	rds := redistest.Start(t)
 	const prefix, ttl = "fleet", 10 * time.Second
 	servers := []*proc{
@@ -30,17 +35,29 @@ func TestFleet(t *testing.T) {
 		launch(t, "central-3", serverEnv(t, rds, prefix, ttl)),
 	}
 	addrs := waitAll(t, servers...)
-	// The embedded issuers first: each waits out its claim's quarantine,
-	// which would age the clients' prefetched IDs past the ledger's start.
-	var issuers []*embed.Issuer
-	for range 2 {
-		issuers = append(issuers, openEmbed(t, embedConfig(t, rds, prefix, ttl)))
-	}
-	var clients []*client.Client
-	for range 2 {
+	// Opened at once, as each waits out its fresh lease's quarantine.
+	clients := make([]*client.Client, 2)
+	issuers := make([]*embed.Issuer, 2)
+	errs := make([]error, 4)
+	var opening sync.WaitGroup
+	for i := range 2 {
 		cfg := clientConfig(t, addrs, 2*time.Second, rds, prefix, ttl)
 		cfg.Prefetch = 20000
-		clients = append(clients, newClient(t, cfg))
+		ecfg := embedConfig(t, rds, prefix, ttl)
+		opening.Go(func() { clients[i], errs[i] = client.New(context.Background(), cfg) })
+		opening.Go(func() { issuers[i], errs[2+i] = embed.Open(context.Background(), ecfg) })
+	}
+	opening.Wait()
+	for i := range 2 {
+		if c := clients[i]; c != nil {
+			t.Cleanup(func() { c.Close() })
+		}
+		if is := issuers[i]; is != nil {
+			t.Cleanup(func() { is.Close() })
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal("opening the clients and embedded issuers:", err)
 	}
 	machines := map[string]int{}
 	for _, s := range servers {
@@ -54,7 +71,6 @@ func TestFleet(t *testing.T) {
 	}
 	t.Logf("machine IDs: %v", machines)
 
-	led := newLedger(core.MaxPeak)
 	ld := newLoad(10 * time.Second)
 	for i, c := range clients {
 		// More than the prefetch buffer holds: always from the servers, in

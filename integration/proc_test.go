@@ -64,8 +64,16 @@ func baseEnv(env map[string]string) []string {
 // data races and panics when the test ends.
 func launch(t testing.TB, name string, env map[string]string) *proc {
 	t.Helper()
+	return launchWrapped(t, name, env, nil)
+}
+
+// launchWrapped is launch with a command line prefix that must exec vesta
+// (`ip netns exec NS`, to run it on a test host).
+func launchWrapped(t testing.TB, name string, env map[string]string, wrap []string) *proc {
+	t.Helper()
 	p := &proc{t: t, name: name, env: maps.Clone(env), changed: make(chan struct{}), exited: make(chan struct{})}
-	p.cmd = exec.Command(vestaBinary(t), "serve")
+	argv := append(slices.Clone(wrap), vestaBinary(t), "serve")
+	p.cmd = exec.Command(argv[0], argv[1:]...)
 	p.cmd.Env = baseEnv(env)
 	p.cmd.Dir = t.TempDir() // a relative path in the config cannot land in the repository
 	p.cmd.SysProcAttr = procAttr()

@@ -359,7 +359,7 @@ func TestClockSkewBoundRequiredWithRedis(t *testing.T) {
 	if !errors.Is(err, machineid.ErrConfig) || !strings.Contains(err.Error(), "Redis.MaxClockSkew") {
 		t.Fatalf("Validate with max_clock_skew 0 and the redis provider: %v; want ErrConfig naming Redis.MaxClockSkew", err)
 	}
-	c.Providers = []string{machineid.ProviderStatic}
+	c.Providers, c.Static = []string{machineid.ProviderStatic}, new(core.MachineID(1))
 	if err := c.Validate(); err != nil {
 		t.Fatalf("max_clock_skew 0 without the redis provider: %v", err)
 	}

@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
 # Installs the programs the tests start for real, when they are missing:
-# redis-server (machine-ID leases, segment/redisstore), Debian's chromium
-# (the REST page's browser test), python3-msgpack (a MessagePack-RPC client
-# in another language), mariadb-server (segment/mysqlstore, through
-# internal/mariadbtest), and for the deploy and monitoring kits podman with
-# runc (the image test), systemd-analyze (the unit's check) and promtool (the
-# alert rules; Debian's prometheus package). Idempotent; run by
+# redis-server (machine-ID leases, segment/redisstore), redis-sentinel
+# (failover of a Redis that lost acknowledged writes), iptables (silent
+# network partitions of the integration tests' hosts in network namespaces;
+# `ip` comes with iproute2), Debian's chromium (the REST page's browser
+# test), python3-msgpack (a MessagePack-RPC client in another language),
+# mariadb-server (segment/mysqlstore, through internal/mariadbtest), and for
+# the deploy and monitoring kits podman with runc (the image test),
+# systemd-analyze (the unit's check) and promtool (the alert rules; Debian's
+# prometheus package). Idempotent; run by
 # scripts/test.sh before the tests.
 set -euo pipefail
 
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
+command -v iptables >/dev/null 2>&1 || need+=(iptables) # also how podman publishes ports
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 /usr/bin/python3 -c 'import msgpack' >/dev/null 2>&1 || need+=(python3-msgpack)
 command -v podman >/dev/null 2>&1 || need+=(podman)
 command -v runc >/dev/null 2>&1 || need+=(runc)
-command -v iptables >/dev/null 2>&1 || need+=(iptables) # podman publishes ports through it
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 [ -s /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
@@ -28,10 +33,14 @@ sudo=""
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -q >/dev/null || true
 $sudo apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
-# The tests start their own redis-server on a free port; the package's
-# service on 6379 is not needed.
-if [ -x /usr/sbin/service ] && [[ " ${need[*]} " == *" redis-server "* ]]; then
-  $sudo service redis-server stop >/dev/null 2>&1 || true
+# The tests start their own redis-server and redis-sentinel on free ports;
+# the packages' services on 6379 and 26379 are not needed.
+if [ -x /usr/sbin/service ]; then
+  for svc in redis-server redis-sentinel; do
+    if [[ " ${need[*]} " == *" $svc "* ]]; then
+      $sudo service "$svc" stop >/dev/null 2>&1 || true
+    fi
+  done
 fi
 # Nor is the prometheus package's server: the tests use its promtool.
 if [ -x /usr/sbin/service ] && [[ " ${need[*]} " == *" prometheus "* ]]; then

@@ -142,7 +142,7 @@ machine:
   redis:
     addrs: [`+rs+`]
     key_prefix: chain
-    lease_ttl: 1s
+    lease_ttl: 3s
     max_clock_skew: 100ms
     server_range: 1000-1003
 `+extra+`

@@ -5,6 +5,13 @@
 // (FlushAll), kill it and bring it back empty or rolled back to a snapshot
 // (KillAndRestart), and start replicas of it (StartReplica) for WAIT.
 //
+// StartWith runs a server elsewhere: on a test host's address in a network
+// namespace (package netnstest), with more arguments. StartReplicated runs
+// a master, a replica and three redis-sentinel processes; PauseReplication
+// and Failover make Sentinel promote a replica that lacks writes the master
+// acknowledged, as asynchronous replication allows. redis-sentinel must be
+// on PATH too.
+//
 // redis-server must be on PATH; scripts/deps.sh installs it. A missing
 // binary fails the test rather than skipping it, so a CI run that lacks it
 // cannot pass unnoticed.

@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,7 +30,8 @@ type Server struct {
 	dir     string
 	port    int
 	cluster bool
-	replica string // host:port of the master, for a replica
+	opt     Options // of StartWith
+	replica string  // host:port of the master, for a replica
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -52,12 +55,24 @@ func StartCluster(t testing.TB) *Server {
 
 func start(t testing.TB, cluster bool) *Server {
 	t.Helper()
+	return startWith(t, cluster, Options{})
+}
+
+func startWith(t testing.TB, cluster bool, opt Options) *Server {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("redistest: redis-server is not on PATH (%v); install it with scripts/deps.sh", err)
 	}
-	s := &Server{t: t, bin: bin, dir: t.TempDir(), cluster: cluster}
+	s := &Server{t: t, bin: bin, dir: t.TempDir(), cluster: cluster, opt: opt}
 	t.Cleanup(s.Stop)
+	if opt.Port != 0 {
+		s.port = opt.Port
+		if err := s.start(); err != nil {
+			t.Fatalf("redistest: %v", err)
+		}
+		return s
+	}
 	// A port found free may be taken before redis-server binds it: retry
 	// with another.
 	var last error
@@ -98,7 +113,7 @@ func StartReplica(t testing.TB, master *Server) *Server {
 	}
 	deadline := time.Now().Add(startTimeout)
 	for {
-		info, err := command(s.Addr(), "INFO", "replication")
+		info, err := s.command("INFO", "replication")
 		if err == nil && strings.Contains(info, "master_link_status:up") {
 			return s
 		}
@@ -111,13 +126,13 @@ func StartReplica(t testing.TB, master *Server) *Server {
 
 // Command sends one command and returns its reply as text (a simple or
 // bulk string; an integer as its digits); an error reply is an error.
-func (s *Server) Command(args ...string) (string, error) { return command(s.Addr(), args...) }
+func (s *Server) Command(args ...string) (string, error) { return s.command(args...) }
 
 // FlushAll deletes every key (FLUSHALL), as an operator's mistake would,
 // failing the test if the server does not answer.
 func (s *Server) FlushAll() {
 	s.t.Helper()
-	if reply, err := command(s.Addr(), "FLUSHALL"); err != nil || reply != "OK" {
+	if reply, err := s.command("FLUSHALL"); err != nil || reply != "OK" {
 		s.t.Fatalf("redistest: FLUSHALL on %s: %q, %v", s.Addr(), reply, err)
 	}
 }
@@ -126,7 +141,7 @@ func (s *Server) FlushAll() {
 // RestoreSnapshot.
 func (s *Server) Snapshot() []byte {
 	s.t.Helper()
-	if reply, err := command(s.Addr(), "SAVE"); err != nil || reply != "OK" {
+	if reply, err := s.command("SAVE"); err != nil || reply != "OK" {
 		s.t.Fatalf("redistest: SAVE on %s: %q, %v", s.Addr(), reply, err)
 	}
 	b, err := os.ReadFile(filepath.Join(s.dir, "dump.rdb"))
@@ -171,7 +186,14 @@ func (s *Server) KillAndRestart(rdb []byte) {
 }
 
 // Addr is host:port of the server, the same across restarts.
-func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+func (s *Server) Addr() string { return net.JoinHostPort(s.host(), strconv.Itoa(s.port)) }
+
+func (s *Server) host() string {
+	if s.opt.Bind != "" {
+		return s.opt.Bind
+	}
+	return "127.0.0.1"
+}
 
 // Dir is the server's working directory (its log is redis.log there).
 func (s *Server) Dir() string { return s.dir }
@@ -220,7 +242,7 @@ func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	logFile := filepath.Join(s.dir, "redis.log")
-	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+	args := []string{"--port", strconv.Itoa(s.port), "--bind", s.host(),
 		"--save", "", "--appendonly", "no", "--dir", s.dir,
 		"--logfile", logFile, "--daemonize", "no"}
 	if s.cluster {
@@ -230,7 +252,9 @@ func (s *Server) start() error {
 		host, port, _ := net.SplitHostPort(s.replica)
 		args = append(args, "--replicaof", host, port)
 	}
-	cmd := exec.Command(s.bin, args...)
+	args = append(args, s.opt.Args...)
+	argv := append(append(slices.Clone(s.opt.Wrap), s.bin), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = nil, nil
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", s.bin, err)
@@ -247,9 +271,9 @@ func (s *Server) start() error {
 			return fmt.Errorf("redis-server on port %d exited at start (%s); log:\n%s", s.port, cmd.ProcessState, tail(logFile))
 		default:
 		}
-		err := ping(s.Addr())
+		err := s.ping()
 		if err == nil && s.cluster {
-			err = clusterUp(s.Addr())
+			err = s.clusterUp()
 		}
 		if err == nil {
 			s.cmd, s.done = cmd, done
@@ -288,8 +312,8 @@ func (s *Server) signal(sig syscall.Signal) {
 }
 
 // ping sends PING and expects PONG.
-func ping(addr string) error {
-	reply, err := command(addr, "PING")
+func (s *Server) ping() error {
+	reply, err := s.command("PING")
 	if err == nil && reply != "PONG" {
 		err = fmt.Errorf("PING answered %q", reply)
 	}
@@ -298,8 +322,8 @@ func ping(addr string) error {
 
 // clusterUp gives a fresh node every slot and reports whether the cluster
 // is ready.
-func clusterUp(addr string) error {
-	info, err := command(addr, "CLUSTER", "INFO")
+func (s *Server) clusterUp() error {
+	info, err := s.command("CLUSTER", "INFO")
 	if err != nil {
 		return err
 	}
@@ -307,17 +331,29 @@ func clusterUp(addr string) error {
 		return nil
 	}
 	if strings.Contains(info, "cluster_slots_assigned:0") {
-		if reply, err := command(addr, "CLUSTER", "ADDSLOTSRANGE", "0", "16383"); err != nil || reply != "OK" {
+		if reply, err := s.command("CLUSTER", "ADDSLOTSRANGE", "0", "16383"); err != nil || reply != "OK" {
 			return fmt.Errorf("CLUSTER ADDSLOTSRANGE: %q, %v", reply, err)
 		}
 	}
 	return fmt.Errorf("cluster not ready yet")
 }
 
+// command sends one command to the server.
+func (s *Server) command(args ...string) (string, error) {
+	return command(s.opt.Dial, s.Addr(), args...)
+}
+
 // command sends one command and returns its reply: a simple or bulk
-// string, or an error reply as an error.
-func command(addr string, args ...string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+// string or an integer, or an error reply as an error. dial nil is
+// net.Dialer's.
+func command(dial DialFunc, addr string, args ...string) (string, error) {
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	c, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return "", err
 	}
@@ -331,29 +367,49 @@ func command(addr string, args ...string) (string, error) {
 	if _, err := c.Write([]byte(b.String())); err != nil {
 		return "", err
 	}
-	r := bufio.NewReader(c)
+	return reply(bufio.NewReader(c))
+}
+
+// reply reads one reply; an array's elements are joined by newlines, a nil
+// reply is "".
+func reply(r *bufio.Reader) (string, error) {
 	line, err := r.ReadString('\n')
 	if err != nil {
 		return "", err
 	}
 	line = strings.TrimRight(line, "\r\n")
 	switch {
-	case strings.HasPrefix(line, "+"):
+	case strings.HasPrefix(line, "+"), strings.HasPrefix(line, ":"):
 		return line[1:], nil
 	case strings.HasPrefix(line, "-"):
 		return "", errors.New(line[1:])
-	case strings.HasPrefix(line, ":"):
-		return line[1:], nil
 	case strings.HasPrefix(line, "$"):
 		n, err := strconv.Atoi(line[1:])
-		if err != nil || n < 0 {
+		if err != nil {
 			return "", fmt.Errorf("bad bulk reply %q", line)
+		}
+		if n < 0 {
+			return "", nil
 		}
 		buf := make([]byte, n+2)
 		if _, err := io.ReadFull(r, buf); err != nil {
 			return "", err
 		}
 		return string(buf[:n]), nil
+	case strings.HasPrefix(line, "*"):
+		n, err := strconv.Atoi(line[1:])
+		if err != nil {
+			return "", fmt.Errorf("bad array reply %q", line)
+		}
+		var out []string
+		for range max(n, 0) {
+			e, err := reply(r)
+			if err != nil {
+				return "", err
+			}
+			out = append(out, e)
+		}
+		return strings.Join(out, "\n"), nil
 	}
 	return line, nil
 }
