@@ -222,8 +222,16 @@ func stopGracefully(tb testing.TB, name string) {
 	if exit != "0" || !strings.Contains(l, `"msg":"stopped"`) {
 		tb.Errorf("after SIGTERM: exit %s; logs:\n%s", exit, l)
 	}
-	if strings.Contains(l, `"level":"ERROR"`) || strings.Contains(l, `"level":"WARN"`) {
-		tb.Errorf("the server logged warnings or errors:\n%s", l)
+	for line := range strings.SplitSeq(l, "\n") {
+		// A fresh Redis lease waits out its takeover quarantine, and says
+		// so at Warn: expected here, where every claim is fresh.
+		if strings.Contains(line, `"msg":"machineid: quarantine:`) {
+			continue
+		}
+		if strings.Contains(line, `"level":"ERROR"`) || strings.Contains(line, `"level":"WARN"`) {
+			tb.Errorf("the server logged warnings or errors:\n%s", l)
+			break
+		}
 	}
 }
 
@@ -295,6 +303,9 @@ func testRedisLease(t *testing.T, run []string, tag string) {
 	redis := redistest.Start(t)
 	env := composeEnv(t, "vesta-1")
 	env["VESTA_MACHINE_REDIS_ADDRS"] = redis.Addr()
+	// A short lease, so the fresh claim's quarantine (lease_ttl +
+	// 2 x max_clock_skew) takes seconds, not the defaults' 19s.
+	env["VESTA_MACHINE_REDIS_LEASE_TTL"], env["VESTA_MACHINE_REDIS_MAX_CLOCK_SKEW"] = "2s", "100ms"
 	// The host's network, to reach the test's Redis on loopback; listeners
 	// on free ports, read back from the log.
 	env["VESTA_CENTRAL_LISTEN"], env["VESTA_REST_LISTEN"], env["VESTA_METRICS_LISTEN"] = "127.0.0.1:0", "127.0.0.1:0", ""

@@ -310,7 +310,7 @@ func TestMarksOnlyGrowAndTheReleaseRecordIsExact(t *testing.T) {
 		t.Fatalf("release record %v; want run_id, replid and token", rec)
 	}
 	shape := rdb.Get(ctx, machineid.ShapeKey("vesta", oneID.First)).Val()
-	if !strings.Contains(shape, `"layout":"sorted"`) || !strings.Contains(shape, `"type":1`) {
+	if !strings.Contains(shape, `"layout":"sorted"`) || !strings.Contains(shape, `"type":"min-granularity"`) {
 		t.Fatalf("shape %q; want the generator's layout and type", shape)
 	}
 }
