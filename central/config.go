@@ -35,6 +35,10 @@ const (
 	maxInFlight     = 1 << 20
 	maxWaitingIDs   = 1 << 30
 	maxWaitingCalls = 1 << 24
+	// IdleTimeout and ReadTimeout: below 10ms a healthy peer is cut off,
+	// above a day is a typo.
+	minTimeout = 10 * time.Millisecond
+	maxTimeout = 24 * time.Hour
 )
 
 // Config configures a Server. The zero Config is valid and means the
@@ -66,11 +70,11 @@ type Config struct {
 	// is 4096.
 	MaxWaitingCalls int
 	// IdleTimeout closes a connection that sends nothing while no call of
-	// its is waiting; zero is 5 minutes.
+	// its is waiting; zero is 5 minutes, else 10ms to 24h.
 	IdleTimeout time.Duration
 	// ReadTimeout bounds how long a frame may take to arrive once its first
 	// byte has, and the TLS handshake; a peer that sends half a frame and
-	// stalls is cut off. Zero is 10 seconds.
+	// stalls is cut off. Zero is 10 seconds, else 10ms to 24h.
 	ReadTimeout time.Duration
 	// WriteTimeout bounds each write of responses to a connection; a peer
 	// that does not read is cut off. Zero is 10 seconds.
@@ -129,9 +133,12 @@ func (c Config) Validate() error {
 		name string
 		v    time.Duration
 	}{{"IdleTimeout", c.IdleTimeout}, {"ReadTimeout", c.ReadTimeout}, {"WriteTimeout", c.WriteTimeout}}
-	for _, f := range durations {
+	for i, f := range durations {
 		if f.v < 0 {
 			return fmt.Errorf("%w: %s %v; want 0 (default) or more", ErrInvalidConfig, f.name, f.v)
+		}
+		if i < 2 && f.v != 0 && (f.v < minTimeout || f.v > maxTimeout) {
+			return fmt.Errorf("%w: %s %v; want 0 (default) or %v to %v", ErrInvalidConfig, f.name, f.v, minTimeout, "24h")
 		}
 	}
 	if c.TLS != nil && len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil && c.TLS.GetConfigForClient == nil {

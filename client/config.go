@@ -29,6 +29,7 @@ const (
 
 	maxConnsPerServer = 64
 	maxPrefetch       = 1 << 20
+	maxRetries        = 10 // each retry is another server: more is a typo
 )
 
 // Config configures a Client. The zero Config is not usable (it names no
@@ -45,7 +46,8 @@ type Config struct {
 
 	// Retries is how many more servers a call tries after the first one
 	// failed, each a different server (so at most len(Servers)-1 retries
-	// happen). Zero tries one server only; DefaultConfig sets 2.
+	// happen). Zero tries one server only; DefaultConfig sets 2; at most
+	// 10.
 	Retries int
 
 	// ConnsPerServer is how many TCP connections the client keeps to each
@@ -162,8 +164,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Timeout < 0:
 		return fmt.Errorf("%w: Timeout: %v; want > 0 (or 0 for %v)", ErrConfig, c.Timeout, defaultTimeout)
-	case c.Retries < 0:
-		return fmt.Errorf("%w: Retries: %d; want >= 0", ErrConfig, c.Retries)
+	case c.Retries < 0 || c.Retries > maxRetries:
+		return fmt.Errorf("%w: Retries: %d; want 0-%d", ErrConfig, c.Retries, maxRetries)
 	case c.ConnsPerServer < 0 || c.ConnsPerServer > maxConnsPerServer:
 		return fmt.Errorf("%w: ConnsPerServer: %d; want 0-%d", ErrConfig, c.ConnsPerServer, maxConnsPerServer)
 	case c.Prefetch < 0 || c.Prefetch > maxPrefetch:

@@ -176,15 +176,11 @@ func startServers(cfg conf.Config, gen *core.Generator, lease *machineid.Lease, 
 	reg *prometheus.Registry, lnCentral, lnREST, lnMetrics net.Listener) (*running, error) {
 	r := &running{failed: make(chan error, 3)}
 	if lnCentral != nil {
-		tlsCfg, err := cfg.Central.TLS.Load()
+		ccfg, err := cfg.CentralConfig()
 		if err != nil {
 			return nil, err
 		}
-		ccfg := central.DefaultConfig()
-		ccfg.MaxBatch, ccfg.MaxRequestBytes, ccfg.MaxConns = cfg.Central.MaxBatch, cfg.Central.MaxRequestBytes, cfg.Central.MaxConns
-		ccfg.IdleTimeout, ccfg.ReadTimeout = cfg.Central.IdleTimeout, cfg.Central.ReadTimeout
-		ccfg.MaxWaitingIDs, ccfg.MaxWaitingCalls = cfg.Central.MaxWaitingIDs, cfg.Central.MaxWaitingCalls
-		ccfg.TLS, ccfg.Logger, ccfg.Registerer = tlsCfg, log.With("server", "central"), reg
+		ccfg.Logger, ccfg.Registerer = log.With("server", "central"), reg
 		if seq != nil { // a nil *segment.Issuer in the interface would not be nil
 			ccfg.Sequences = seq.is
 		}
@@ -193,13 +189,10 @@ func startServers(cfg conf.Config, gen *core.Generator, lease *machineid.Lease, 
 		}
 	}
 	if lnREST != nil {
-		tlsCfg, err := cfg.REST.TLS.Load()
+		rcfg, err := cfg.RESTConfig()
 		if err != nil {
 			return nil, err
 		}
-		rcfg := rest.DefaultConfig()
-		rcfg.TLS, rcfg.Token, rcfg.MaxBatch = tlsCfg, cfg.REST.Token.Reveal(), cfg.Central.MaxBatch
-		rcfg.MaxWaitingIDs, rcfg.MaxWaitingCalls = cfg.REST.MaxWaitingIDs, cfg.REST.MaxWaitingCalls
 		rcfg.Logger, rcfg.Registerer, rcfg.Gatherer = log.With("server", "rest"), reg, reg
 		rcfg.Ready = func() error { return lease.Status().Err }
 		if seq != nil {
