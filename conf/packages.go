@@ -11,6 +11,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/rest"
+	"github.com/vesta-go/vesta/segment"
 )
 
 // conf is a mapping: YAML, environment and flag keys onto the Config of
@@ -84,6 +85,16 @@ var machineKeys = []fieldKey{
 	{field: "Redis.MinReplicas", key: "machine.redis.min_replicas"},
 }
 
+// segmentKeys: segment.Config, from SegmentIssuer. The store keys are
+// conf's (no package config holds them all); target_duration and
+// refresh_tags keep conf's 1s-24h bounds, which segment (driven by fake
+// clocks in its tests) does not impose.
+var segmentKeys = []fieldKey{
+	{field: "Threshold", key: "segment.threshold"},
+	{field: "MaxStep", key: "segment.max_step"},
+	{field: "Preload", key: "segment.preload"},
+}
+
 // checkConversion validates cfg, one section converted, with its package's
 // Validate, and reports a failing field by its YAML key. A package reports
 // its first bad field only; to report every bad key at once, each field is
@@ -155,6 +166,7 @@ func (c Config) validatePackages(ck *checker) {
 	mbase := machineid.DefaultConfig()
 	mbase.Static = new(core.MachineID(0))
 	checkConversion(ck, "machine", []string{"machine"}, c.MachineID(core.Central), mbase, machineKeys)
+	checkConversion(ck, "segment", []string{"segment"}, c.segmentConfig(), segment.DefaultConfig(), segmentKeys)
 }
 
 // coreConfig is Core without the checks. An id.version that no uint8

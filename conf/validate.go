@@ -277,12 +277,6 @@ func checkHostPort(s string, minPort int) string {
 	return fmt.Sprintf("%q; want host:port with a port %d-65535", clip(s), minPort)
 }
 
-func checkInt(ck *checker, key string, v, lo, hi int) {
-	if v < lo || v > hi {
-		ck.add(key, "%d; want %d-%d", v, lo, hi)
-	}
-}
-
 // checkPair checks that a TLS cert and key are given together.
 func checkPair(ck *checker, prefix, cert, key string) {
 	switch {
