@@ -99,11 +99,18 @@ func (c *conn) compute(req wire.Request) answer {
 		if err := wire.DecodeParams(req.Params, &p); err != nil {
 			return c.argError(err)
 		}
-		instant, err := gen.Codec().TransTime(gen.Type(), p.Time)
+		t := gen.Type()
+		if p.Type != nil { // a time of the other type, as REST's transtime takes
+			if *p.Type > uint64(core.MinGranularity) {
+				return c.argError(wire.Errorf(wire.InvalidArgument, "type: %d out of range 0-1", *p.Type))
+			}
+			t = core.Type(*p.Type)
+		}
+		instant, err := gen.Codec().TransTime(t, p.Time)
 		if err != nil {
 			return answer{err: c.genError(err)}
 		}
-		return answer{value: wire.TransTimeResultOf(gen.Type(), instant)}
+		return answer{value: wire.TransTimeResultOf(t, instant)}
 
 	case wire.MethodInfo:
 		if err := wire.DecodeParams(req.Params, nil); err != nil {

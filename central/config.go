@@ -15,6 +15,8 @@ import (
 const (
 	DefaultMaxBatch     = 10000
 	DefaultMaxConns     = 10000
+	DefaultMaxConnsPeer = 1000
+	DefaultFirstFrame   = 5 * time.Second
 	DefaultMaxInFlight  = 1024
 	DefaultIdleTimeout  = 5 * time.Minute
 	DefaultReadTimeout  = 10 * time.Second
@@ -35,8 +37,8 @@ const (
 	maxInFlight     = 1 << 20
 	maxWaitingIDs   = 1 << 30
 	maxWaitingCalls = 1 << 24
-	// IdleTimeout and ReadTimeout: below 10ms a healthy peer is cut off,
-	// above a day is a typo.
+	// IdleTimeout, ReadTimeout and FirstFrameTimeout (0 is the default):
+	// below 10ms a healthy peer is cut off, above a day is a typo.
 	minTimeout = 10 * time.Millisecond
 	maxTimeout = 24 * time.Hour
 )
@@ -52,9 +54,19 @@ type Config struct {
 	// connection. Zero is 65536. Memory held for reading is at most this
 	// much per connection.
 	MaxRequestBytes int
-	// MaxConns bounds open connections; past it, new connections are
-	// closed as soon as they are accepted. Zero is 10000.
+	// MaxConns bounds open connections. At it, a new connection sheds the
+	// oldest connection that has not sent a complete frame yet, else the
+	// one idle the longest; when every connection is mid-call it is closed
+	// as soon as accepted. Zero is 10000.
 	MaxConns int
+	// MaxConnsPerPeer bounds the open connections of one peer IP address,
+	// shedding that peer's own silent or idle connections first as
+	// MaxConns does. Zero is 1000.
+	MaxConnsPerPeer int
+	// FirstFrameTimeout closes a new connection (after its TLS handshake)
+	// whose first complete frame has not arrived in this long. Zero is 5
+	// seconds, else 10ms to 24h.
+	FirstFrameTimeout time.Duration
 	// MaxInFlight bounds the calls of one connection that wait for the
 	// generator at once (the sequence ran out, or the time guard lags);
 	// past it, calls are answered unavailable at once. Zero is 1024.
@@ -98,15 +110,17 @@ type Config struct {
 // DefaultConfig returns the defaults, spelled out.
 func DefaultConfig() Config {
 	return Config{
-		MaxBatch:        DefaultMaxBatch,
-		MaxRequestBytes: wire.DefaultMaxRequestBytes,
-		MaxConns:        DefaultMaxConns,
-		MaxInFlight:     DefaultMaxInFlight,
-		MaxWaitingIDs:   DefaultMaxWaitingIDs,
-		MaxWaitingCalls: DefaultMaxWaitingCalls,
-		IdleTimeout:     DefaultIdleTimeout,
-		ReadTimeout:     DefaultReadTimeout,
-		WriteTimeout:    DefaultWriteTimeout,
+		MaxBatch:          DefaultMaxBatch,
+		MaxRequestBytes:   wire.DefaultMaxRequestBytes,
+		MaxConns:          DefaultMaxConns,
+		MaxConnsPerPeer:   DefaultMaxConnsPeer,
+		FirstFrameTimeout: DefaultFirstFrame,
+		MaxInFlight:       DefaultMaxInFlight,
+		MaxWaitingIDs:     DefaultMaxWaitingIDs,
+		MaxWaitingCalls:   DefaultMaxWaitingCalls,
+		IdleTimeout:       DefaultIdleTimeout,
+		ReadTimeout:       DefaultReadTimeout,
+		WriteTimeout:      DefaultWriteTimeout,
 	}
 }
 
@@ -120,6 +134,7 @@ func (c Config) Validate() error {
 		{"MaxBatch", c.MaxBatch, 1, maxBatchLimit},
 		{"MaxRequestBytes", c.MaxRequestBytes, minRequestBytes, maxRequestBytes},
 		{"MaxConns", c.MaxConns, 1, maxConnsLimit},
+		{"MaxConnsPerPeer", c.MaxConnsPerPeer, 1, maxConnsLimit},
 		{"MaxInFlight", c.MaxInFlight, 1, maxInFlight},
 		{"MaxWaitingIDs", c.MaxWaitingIDs, 1, maxWaitingIDs},
 		{"MaxWaitingCalls", c.MaxWaitingCalls, 1, maxWaitingCalls},
@@ -132,12 +147,13 @@ func (c Config) Validate() error {
 	durations := []struct {
 		name string
 		v    time.Duration
-	}{{"IdleTimeout", c.IdleTimeout}, {"ReadTimeout", c.ReadTimeout}, {"WriteTimeout", c.WriteTimeout}}
-	for i, f := range durations {
+	}{{"IdleTimeout", c.IdleTimeout}, {"ReadTimeout", c.ReadTimeout}, {"WriteTimeout", c.WriteTimeout},
+		{"FirstFrameTimeout", c.FirstFrameTimeout}}
+	for _, f := range durations {
 		if f.v < 0 {
 			return fmt.Errorf("%w: %s %v; want 0 (default) or more", ErrInvalidConfig, f.name, f.v)
 		}
-		if i < 2 && f.v != 0 && (f.v < minTimeout || f.v > maxTimeout) {
+		if f.name != "WriteTimeout" && f.v != 0 && (f.v < minTimeout || f.v > maxTimeout) {
 			return fmt.Errorf("%w: %s %v; want 0 (default) or %v to %v", ErrInvalidConfig, f.name, f.v, minTimeout, "24h")
 		}
 	}
@@ -166,6 +182,8 @@ func (c Config) withDefaults() Config {
 	c.MaxRequestBytes = pick(c.MaxRequestBytes, d.MaxRequestBytes)
 	c.MaxConns = pick(c.MaxConns, d.MaxConns)
 	c.MaxInFlight = pick(c.MaxInFlight, d.MaxInFlight)
+	c.MaxConnsPerPeer = pick(c.MaxConnsPerPeer, d.MaxConnsPerPeer)
+	c.FirstFrameTimeout = pickD(c.FirstFrameTimeout, d.FirstFrameTimeout)
 	c.MaxWaitingIDs = pick(c.MaxWaitingIDs, d.MaxWaitingIDs)
 	c.MaxWaitingCalls = pick(c.MaxWaitingCalls, d.MaxWaitingCalls)
 	c.IdleTimeout = pickD(c.IdleTimeout, d.IdleTimeout)

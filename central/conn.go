@@ -13,6 +13,7 @@ import (
 
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/connlimit"
 )
 
 // readBufSize is the read buffer a connection starts with, and returns to
@@ -31,6 +32,8 @@ type conn struct {
 	nc     net.Conn
 	ctx    context.Context // ends when the connection breaks or the server closes
 	cancel context.CancelFunc
+	limit  *connlimit.Conn // its place under the connection caps: fresh, idle or busy
+	opened time.Time       // when accepted: FirstFrameTimeout runs from here
 
 	draining   atomic.Bool  // Shutdown: read only what arrives before drainUntil
 	drainUntil atomic.Int64 // Unix ns
@@ -60,7 +63,7 @@ type conn struct {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
-	return &conn{s: s, nc: nc, ctx: ctx, cancel: cancel, enc: wire.NewEncoder(), key: s.keys.Add(1)}
+	return &conn{s: s, nc: nc, ctx: ctx, cancel: cancel, enc: wire.NewEncoder(), key: s.keys.Add(1), opened: time.Now()}
 }
 
 // drainGrace is how long a connection keeps reading after Shutdown began:
@@ -135,6 +138,7 @@ func (c *conn) readLoop() error {
 	buf := make([]byte, readBufSize)
 	start, end := 0, 0
 	var frameSince time.Time // when the partial frame at buf[start:end] began
+	proven := false          // a complete frame has arrived
 	for {
 		served := false
 		for {
@@ -151,6 +155,10 @@ func (c *conn) readLoop() error {
 			if err != nil {
 				return err
 			}
+		}
+		if served && !proven { // before the answers go: then it is no longer fresh
+			proven = true
+			c.limit.Proven()
 		}
 		c.batch.Wait()
 		c.endBatch()
@@ -177,9 +185,18 @@ func (c *conn) readLoop() error {
 			}
 		}
 
-		deadline := time.Now().Add(cfg.IdleTimeout)
+		now := time.Now()
+		deadline := now.Add(cfg.IdleTimeout)
 		if !frameSince.IsZero() {
 			deadline = frameSince.Add(cfg.ReadTimeout)
+		}
+		if first := c.opened.Add(cfg.FirstFrameTimeout); !proven && first.Before(deadline) {
+			deadline = first
+		}
+		// A newcomer at a connection cap may shed a connection without
+		// a complete frame yet, else an idle one (package connlimit).
+		if proven && start == end && c.waiting.Load() == 0 {
+			c.limit.SetIdle(now.UnixNano())
 		}
 		c.nc.SetReadDeadline(deadline)
 		if c.draining.Load() { // after setting the deadline: see drain
@@ -190,6 +207,9 @@ func (c *conn) readLoop() error {
 			c.nc.SetReadDeadline(until)
 		}
 		n, err := c.nc.Read(buf[end:])
+		if n > 0 {
+			c.limit.SetBusy()
+		}
 		end += n
 		if n > 0 || err == nil {
 			continue // an error comes back on the next Read
@@ -197,6 +217,8 @@ func (c *conn) readLoop() error {
 		switch {
 		case c.draining.Load():
 			return nil
+		case errors.Is(err, os.ErrDeadlineExceeded) && !proven:
+			return errors.New("no complete frame within the first-frame timeout")
 		case errors.Is(err, os.ErrDeadlineExceeded) && !frameSince.IsZero():
 			return errors.New("read timeout within a frame")
 		case errors.Is(err, os.ErrDeadlineExceeded) && c.waiting.Load() > 0:

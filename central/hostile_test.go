@@ -51,13 +51,13 @@ func TestBadRequests(t *testing.T) {
 		msg  string
 	}{
 		{"count 0", request("Vesta.GenIDs", 0x91, 0x81, "count", 0x00), wire.InvalidArgument, "count 0; want 1-10000"},
-		{"count -1", request("Vesta.GenIDs", 0x91, 0x81, "count", 0xff), wire.InvalidArgument, "count: want an unsigned integer, got -1"},
-		{"count int64 -1", request("Vesta.GenIDs", 0x91, 0x81, "count", 0xd3, bytes.Repeat([]byte{0xff}, 8)), wire.InvalidArgument, "got -1"},
+		{"count -1", request("Vesta.GenIDs", 0x91, 0x81, "count", 0xff), wire.InvalidArgument, `count: "-1" is negative`},
+		{"count int64 -1", request("Vesta.GenIDs", 0x91, 0x81, "count", 0xd3, bytes.Repeat([]byte{0xff}, 8)), wire.InvalidArgument, `count: "-1" is negative`},
 		{"count 10001", request("Vesta.GenIDs", 0x91, 0x81, "count", 0xcd, 0x27, 0x11), wire.InvalidArgument, "count 10001; want 1-10000"},
 		{"count 2^64-1", request("Vesta.GenIDs", 0x91, 0x81, "count", 0xcf, bytes.Repeat([]byte{0xff}, 8)), wire.InvalidArgument, "count 18446744073709551615; want 1-10000"},
 		{"count float", request("Vesta.GenIDs", 0x91, 0x81, "count", 0xcb, 0x40, 0x14, 0, 0, 0, 0, 0, 0), wire.InvalidArgument, "count: want an unsigned integer, got float"},
-		{"count string", request("Vesta.GenIDs", 0x91, 0x81, "count", "5"), wire.InvalidArgument, "count: want an unsigned integer, got string"},
-		{"count nil", request("Vesta.GenIDs", 0x91, 0x81, "count", 0xc0), wire.InvalidArgument, "got nil"},
+		{"count a word", request("Vesta.GenIDs", 0x91, 0x81, "count", "five"), wire.InvalidArgument, `count: "five" is not an unsigned decimal integer`},
+		{"count nil", request("Vesta.GenIDs", 0x91, 0x81, "count", 0xc0), wire.InvalidArgument, "missing field count (null)"},
 		{"count missing", request("Vesta.GenIDs", 0x91, 0x80), wire.InvalidArgument, "missing field count"},
 		{"no params", request("Vesta.GenIDs", 0x90), wire.InvalidArgument, "missing field count"},
 		{"extra field", request("Vesta.GenIDs", 0x91, 0x82, "count", 0x01, "x", 0x01), wire.InvalidArgument, `unknown field "x"`},
@@ -77,7 +77,7 @@ func TestBadRequests(t *testing.T) {
 		{"MakeID no seq", request("Vesta.MakeID", 0x91, 0x81, "time", 0x01), wire.InvalidArgument, "missing field seq"},
 		{"MakeID machine 1024", request("Vesta.MakeID", 0x91, 0x83, "time", 0x01, "seq", 0x01, "machine", 0xcd, 0x04, 0x00),
 			wire.InvalidArgument, "machine"},
-		{"MakeID method -1", request("Vesta.MakeID", 0x91, 0x83, "time", 0x01, "seq", 0x01, "method", 0xff), wire.InvalidArgument, "method: want an unsigned integer"},
+		{"MakeID method -1", request("Vesta.MakeID", 0x91, 0x83, "time", 0x01, "seq", 0x01, "method", 0xff), wire.InvalidArgument, `method: "-1" is negative`},
 		{"TransTime no time", request("Vesta.TransTime", 0x90), wire.InvalidArgument, "missing field time"},
 		{"Info with params", request("Vesta.Info", 0x91, 0x81, "x", 0x01), wire.InvalidArgument, "takes no params"},
 
@@ -221,29 +221,6 @@ func TestSlowReader(t *testing.T) {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		t.Fatal("the server never closed the connection")
-	}
-	good.genID()
-}
-
-// TestMaxConns: connections past MaxConns are closed at once and counted;
-// those within it are served.
-func TestMaxConns(t *testing.T) {
-	gen := newGen(t, core.Config{})
-	_, addr := serve(t, gen, central.Config{MaxConns: 3})
-	good := dial(t, addr)
-	good.genID()
-	served, refused := 0, 0
-	for range 12 {
-		p := dial(t, addr)
-		p.send(wire.MethodGenID, nil)
-		if _, err := p.tryRecv(); err == nil {
-			served++
-		} else {
-			refused++
-		}
-	}
-	if served != 2 || refused != 10 {
-		t.Fatalf("served %d, refused %d; want 2 and 10", served, refused)
 	}
 	good.genID()
 }

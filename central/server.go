@@ -14,6 +14,7 @@ import (
 
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/ceilingmetric"
+	"github.com/vesta-go/vesta/internal/connlimit"
 )
 
 // Server publishes a core.Generator over MessagePack-RPC.
@@ -31,7 +32,7 @@ import (
 // Methods: Vesta.GenID -> uint64; Vesta.GenIDs {count} -> [uint64...];
 // Vesta.TakeIDs {count} -> {ids, retry_after_ms}; Vesta.ExpID {id} -> map;
 // Vesta.MakeID {time, seq, machine?, method?, type?, version?} -> uint64;
-// Vesta.TransTime {time} -> map; Vesta.Info -> map; with Config.Sequences,
+// Vesta.TransTime {time, type?} -> map; Vesta.Info -> map; with Config.Sequences,
 // Vesta.NextSeq {tag} -> int64 and Vesta.NextSeqs {tag, count} -> [int64...].
 //
 // At the sequence's ceiling (about a million IDs a second, plus the
@@ -73,7 +74,8 @@ type Server struct {
 	serving   sync.WaitGroup // connections
 	closeOnce sync.Once
 
-	lastWarn atomic.Int64 // unix nanoseconds of the last MaxConns warning
+	limit    *connlimit.Limiter // MaxConns, MaxConnsPerPeer; shedding (limits.go)
+	lastWarn atomic.Int64       // unix nanoseconds of the last MaxConns warning
 
 	seqTags sync.Map // tags that issued here: their calls are tried inline (seq.go)
 }
@@ -116,6 +118,7 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 		stop:      stop,
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
+		limit:     connlimit.NewLimiter(cfg.MaxConns, cfg.MaxConnsPerPeer),
 	}, nil
 }
 
@@ -183,7 +186,9 @@ func retryable(err error) bool {
 	return false
 }
 
-// admit starts serving nc, or closes it when MaxConns are open.
+// admit starts serving nc, shedding a silent or idle connection at
+// MaxConns or MaxConnsPerPeer (see package connlimit), or closes nc when
+// every connection it could shed is mid-call.
 func (s *Server) admit(nc net.Conn) {
 	s.mu.Lock()
 	if s.shutdown {
@@ -191,22 +196,23 @@ func (s *Server) admit(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	if len(s.conns) >= s.cfg.MaxConns {
+	lc, shed, refused := s.limit.Admit(connlimit.PeerOf(nc.RemoteAddr()), func() { nc.Close() })
+	if lc == nil {
 		s.mu.Unlock()
+		s.met.refuse(refused) // before the close a test may watch
 		nc.Close()
-		if s.met != nil {
-			s.met.rejected.Inc()
-		}
-		s.warnFull()
+		s.warnFull(refused)
 		return
 	}
 	if s.cfg.TLS != nil {
 		nc = tls.Server(nc, s.cfg.TLS)
 	}
 	c := newConn(s, nc)
+	c.limit = lc
 	s.conns[c] = struct{}{}
 	s.serving.Add(1)
 	s.mu.Unlock()
+	s.met.shed(shed)
 	if s.met != nil {
 		s.met.conns.Inc()
 	}
@@ -214,16 +220,18 @@ func (s *Server) admit(nc net.Conn) {
 }
 
 // warnFull logs that connections are refused, at most once a minute.
-func (s *Server) warnFull() {
+func (s *Server) warnFull(reason connlimit.Reason) {
 	now := time.Now().UnixNano()
 	last := s.lastWarn.Load()
 	if now-last > int64(time.Minute) && s.lastWarn.CompareAndSwap(last, now) {
-		s.log.Warn("central: connection limit reached; refusing connections", "max_conns", s.cfg.MaxConns)
+		s.log.Warn("central: connection limit reached with every connection busy; refusing connections",
+			"reason", string(reason), "max_conns", s.cfg.MaxConns, "max_conns_per_peer", s.cfg.MaxConnsPerPeer)
 	}
 }
 
 // done is called by a connection when it has closed.
 func (s *Server) done(c *conn) {
+	c.limit.Release()
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()

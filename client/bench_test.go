@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/client"
+	"github.com/vesta-go/vesta/core"
 )
 
 // BenchmarkNextID: NextID through the client against a real central server
@@ -76,3 +78,93 @@ func latencies(b *testing.B, callers int, call func() error) {
 	b.ReportMetric(float64(hists[0].ValueAtQuantile(99))/1e3, "p99-µs")
 	b.ReportMetric(0, "ns/op")
 }
+
+// BenchmarkNextIDs1000: NextIDs(ctx, 1000) served from the prefetch buffer
+// beside its anchors, as sub-benchmarks of one benchmark (run it with
+// -count N and take the median of the per-round ratios):
+//
+//   - append: a plain loop appending 1000 uint64 to a slice it reuses (the
+//     least work per ID there is);
+//   - append-new: the same loop into a new slice each time (what any call
+//     returning 1000 IDs in a slice of their own must at least do);
+//   - client: NextIDs(1000) from a full buffer. The server borrows up to
+//     24h ahead, so the sequence ceiling does not pace the refills, and the
+//     timer stops while the buffer refills, so what is measured is the
+//     client's own work on a call: its lock, its copy, its allocation;
+//   - client-append: AppendIDs(ctx, buf[:0], 1000) into a reused slice,
+//     likewise.
+//
+// Each reports ns/id.
+func BenchmarkNextIDs1000(b *testing.B) {
+	const n = 1000
+	perID := func(b *testing.B) {
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/id")
+	}
+	b.Run("append", func(b *testing.B) {
+		out := make([]uint64, 0, n)
+		for b.Loop() {
+			out = out[:0]
+			for i := range uint64(n) {
+				out = append(out, i)
+			}
+		}
+		sinkU = out
+		perID(b)
+	})
+	b.Run("append-new", func(b *testing.B) {
+		for b.Loop() {
+			out := make([]uint64, 0, n)
+			for i := range uint64(n) {
+				out = append(out, i)
+			}
+			sinkU = out
+		}
+		perID(b)
+	})
+	for _, reuse := range []bool{false, true} {
+		name := "client"
+		if reuse {
+			name = "client-append"
+		}
+		b.Run(name, func(b *testing.B) {
+			const prefetch = 1 << 20
+			srv := startCentralGen(b, core.Config{Machine: 1000, MaxBorrow: 24 * time.Hour}, central.Config{})
+			cfg := client.DefaultConfig(srv.addr)
+			cfg.Fallback = false
+			cfg.Timeout = 5 * time.Second
+			cfg.Prefetch = prefetch
+			reg := prometheus.NewRegistry()
+			cfg.Registerer = reg
+			c := newClient(b, cfg)
+			ctx := context.Background()
+			full := func() {
+				b.StopTimer()
+				waitFor(b, "a full buffer", func() bool { return gauge(b, reg, "vesta_client_prefetch_buffered") == prefetch })
+				b.StartTimer()
+			}
+			full()
+			buf := make([]core.ID, 0, n)
+			taken := 0
+			for b.Loop() {
+				var err error
+				if reuse {
+					buf, err = c.AppendIDs(ctx, buf[:0], n)
+				} else {
+					buf, err = c.NextIDs(ctx, n)
+				}
+				if err != nil || len(buf) != n {
+					b.Fatal(len(buf), err)
+				}
+				// The call that took the buffer below half started a
+				// refill: wait for it outside the timing.
+				if taken += n; prefetch-taken < prefetch/2 {
+					full()
+					taken = 0
+				}
+			}
+			perID(b)
+		})
+	}
+}
+
+var sinkU []uint64

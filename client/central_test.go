@@ -30,7 +30,13 @@ type centralServer struct {
 
 func startCentral(t testing.TB, machine core.MachineID, cfg central.Config) *centralServer {
 	t.Helper()
-	gen, err := core.New(context.Background(), core.Config{Machine: machine, MaxBorrow: time.Second})
+	return startCentralGen(t, core.Config{Machine: machine, MaxBorrow: time.Second}, cfg)
+}
+
+// startCentralGen is startCentral with the generator's config.
+func startCentralGen(t testing.TB, gcfg core.Config, cfg central.Config) *centralServer {
+	t.Helper()
+	gen, err := core.New(context.Background(), gcfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,6 +64,7 @@ type identity struct {
 	version  uint8
 	machine  core.MachineID
 	maxBatch int
+	takeIDs  bool // the server has Vesta.TakeIDs (Vesta.Info's take_ids)
 }
 
 func identityOf(cfg embed.Config) (identity, error) {
@@ -92,6 +93,7 @@ type Client struct {
 	fb      *fallback     // nil without Fallback
 	pf      *prefetch     // nil without Prefetch
 	seq     seqState      // per-tag buffers of segment sequences (seq.go)
+	clock   core.Clock    // busy marks and waits at the ceiling (tests: a ManualClock)
 
 	ident    atomic.Pointer[identity] // the first server's
 	preset   identity                 // the fallback's (or FallbackConfig's), until ident is set
@@ -117,6 +119,11 @@ type Client struct {
 // background), so New succeeds while servers are down; calls then fail
 // over to the fallback, or fail with ErrUnavailable without it.
 func New(ctx context.Context, cfg Config) (*Client, error) {
+	return newClient(ctx, cfg, core.NewSystemClock())
+}
+
+// newClient is New with the clock that times waits at the ceiling.
+func newClient(ctx context.Context, cfg Config, clock core.Clock) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -142,11 +149,11 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		}
 		return nil, fmt.Errorf("%w: Registerer: %w", ErrConfig, err)
 	}
-	c := &Client{cfg: cfg, log: cfg.Logger, m: m, preset: preset, fb: fb, conns: make(map[*conn]struct{})}
+	c := &Client{cfg: cfg, log: cfg.Logger, m: m, preset: preset, fb: fb, clock: clock, conns: make(map[*conn]struct{})}
 	c.bg, c.cancel = context.WithCancel(context.Background())
 	for _, addr := range cfg.Servers {
 		s := &server{addr: addr, slots: make([]slot, cfg.ConnsPerServer), c: c,
-			ok: m.calls.WithLabelValues(addr, resultOK)}
+			ok: m.calls.WithLabelValues(addr, resultOK), busy: m.calls.WithLabelValues(addr, resultBusy)}
 		m.breaker.WithLabelValues(addr).Set(0)
 		s.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 			Name:    addr,
@@ -156,7 +163,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			},
 			OnStateChange: c.breakerChanged,
 			IsExcluded: func(err error) bool {
-				return errors.Is(err, errCallerGone) || errors.Is(err, ErrClosed)
+				// errSilent: the connection was closed because another
+				// call timed out, which the breaker counted already.
+				return errors.Is(err, errCallerGone) || errors.Is(err, ErrClosed) || errors.Is(err, errSilent)
 			},
 			IsSuccessful: func(err error) bool { return err == nil || answered(err) },
 		})
@@ -164,7 +173,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	c.logStart()
 	if cfg.Prefetch > 0 {
-		c.pf = newPrefetch(cfg.Prefetch, c.fetchCentral, m.buffered)
+		c.pf = newPrefetch(cfg.Prefetch, c.refill, m.buffered)
 		c.wg.Go(func() { c.pf.run(c.bg) })
 		c.pf.mu.Lock()
 		c.pf.askLocked()
@@ -203,6 +212,17 @@ func (c *Client) identity() identity {
 	return c.preset
 }
 
+// MaxCount is the largest count NextIDs accepts: a larger one is an error
+// wrapping core.ErrInvalidCount, never an allocation that cannot succeed.
+// It is core's bound on one call, so a count the embedded issuer (and the
+// fallback) refuses is refused here too.
+const MaxCount = core.MaxCount
+
+// maxRetryAfter caps a server's retry_after_ms: a server that asks for a
+// longer wait is asked again after this long instead, so a wrong or
+// hostile answer cannot park callers for long.
+const maxRetryAfter = 2 * time.Second
+
 // NextID issues one ID: from the prefetch buffer if it holds one, else
 // from a server, else (every server down) from the fallback.
 func (c *Client) NextID(ctx context.Context) (core.ID, error) {
@@ -230,48 +250,52 @@ func (c *Client) NextID(ctx context.Context) (core.ID, error) {
 	return ids[0], nil
 }
 
-// NextIDs issues n IDs in increasing order. Counts above a server's
-// max_batch are split into several Vesta.GenIDs calls, which may reach
-// different servers (or the fallback); the result is sorted, and IDs of
-// every server and the fallback are distinct.
+// NextIDs issues n IDs (1 to MaxCount) in increasing order. Counts above a
+// server's max_batch are split into several calls, spread over the servers
+// in turn (and the fallback, when every server is down); the result is
+// sorted, and IDs of every server and the fallback are distinct.
 func (c *Client) NextIDs(ctx context.Context, n int) ([]core.ID, error) {
-	if n < 1 {
-		return nil, fmt.Errorf("client: NextIDs(%d): %w", n, core.ErrInvalidCount)
+	return c.AppendIDs(ctx, nil, n)
+}
+
+// AppendIDs is NextIDs appending to dst, so that a caller reusing its slice
+// allocates nothing: the n IDs appended are in increasing order. On error
+// it returns nil.
+func (c *Client) AppendIDs(ctx context.Context, dst []core.ID, n int) ([]core.ID, error) {
+	if n < 1 || n > MaxCount {
+		return nil, fmt.Errorf("client: NextIDs(%d): want 1-%d: %w", n, MaxCount, core.ErrInvalidCount)
 	}
-	var ids []core.ID
 	if c.pf != nil {
-		ids = c.pf.takeN(n)
-	}
-	if ids == nil {
-		var err error
-		if ids, err = c.issue(ctx, make([]core.ID, 0, n), n); err != nil {
-			return nil, err
+		if out, ok := c.pf.takeN(dst, n); ok {
+			return out, nil // sorted by takeN
 		}
 	}
-	// Pieces from several servers (GenIDs split at max_batch, refills of
-	// the prefetch buffer, the fallback) interleave: sort them.
-	if !slices.IsSorted(ids) {
+	start := len(dst)
+	dst, err := c.issue(ctx, slices.Grow(dst, n), n)
+	if err != nil {
+		return nil, err
+	}
+	// Pieces from several servers (split at max_batch, or the rest of a
+	// busy server's share asked from the next) and the fallback's
+	// interleave: sort them.
+	if ids := dst[start:]; !slices.IsSorted(ids) {
 		slices.Sort(ids)
 	}
-	return ids, nil
+	return dst, nil
 }
 
 // issue appends n IDs to dst from the servers, and from the fallback for
 // what they cannot give.
 func (c *Client) issue(ctx context.Context, dst []core.ID, n int) ([]core.ID, error) {
 	want := len(dst) + n
-	for len(dst) < want {
-		var err error
-		dst, err = c.central(ctx, dst, want-len(dst))
-		if err == nil {
-			continue
-		}
-		if c.fb == nil || !errors.Is(err, ErrUnavailable) {
-			return nil, err
-		}
-		return c.fromFallback(ctx, dst, want-len(dst), err)
+	dst, err := c.central(ctx, dst, n, false)
+	if err == nil {
+		return dst, nil
 	}
-	return dst, nil
+	if c.fb == nil || !errors.Is(err, ErrUnavailable) {
+		return nil, err
+	}
+	return c.fromFallback(ctx, dst, want-len(dst), err)
 }
 
 // fromFallback appends k IDs of the fallback to dst; cause is why the
@@ -306,43 +330,118 @@ func (c *Client) fallbackErr(central, err error) error {
 	return errors.Join(central, fmt.Errorf("client: fallback: %w", err))
 }
 
-// fetchCentral fills the prefetch buffer: servers only, never the fallback.
-func (c *Client) fetchCentral(ctx context.Context, n int) ([]core.ID, error) {
-	dst := make([]core.ID, 0, n)
-	for len(dst) < n {
-		var err error
-		if dst, err = c.central(ctx, dst, n-len(dst)); err != nil {
-			return dst, err
+// refill fetches n IDs for the prefetch buffer from the servers only
+// (never the fallback), handing each piece to put as it comes, so callers
+// waiting on an empty buffer get IDs before the whole refill is in. Pieces
+// are at most one max_batch, each from the next server in turn.
+func (c *Client) refill(ctx context.Context, n int, put func([]core.ID)) error {
+	for n > 0 {
+		piece, err := c.central(ctx, nil, min(n, c.identity().maxBatch), true)
+		if len(piece) > 0 {
+			n -= len(piece)
+			put(piece)
+		}
+		if err != nil {
+			return err
 		}
 	}
-	return dst, nil
+	return nil
 }
 
-// central appends up to n IDs (at most one server's max_batch) from one
-// server, trying up to 1+Retries different servers starting at the next
-// one in turn. Servers whose breaker is open are skipped without counting
-// as an attempt. It fails with ErrUnavailable when no server gave IDs.
-func (c *Client) central(ctx context.Context, dst []core.ID, n int) ([]core.ID, error) {
+// central appends n IDs to dst from the servers; eager returns what it has
+// instead of waiting at the ceiling, once it has some.
+//
+// It walks the servers in turn, from the next one in the client's turn.
+// Each attempt asks one server for the rest (at most its max_batch). A
+// server that gives fewer than asked is busy (its ceiling): it is marked
+// busy until its retry_after (for every call of the client) and the rest
+// is asked from the next server at once. Servers marked busy and those
+// whose breaker is open are skipped; a failed attempt (the server's own
+// fault: see retryable) moves on too, up to 1+Retries failed attempts
+// between two answers. Only when a whole turn of the servers gave nothing
+// does the call stop: it waits for the earliest busy mark to pass (bounded
+// by ctx and Close, never by Timeout) and walks again, or, when no server
+// was busy, fails with ErrUnavailable wrapping the last failure.
+func (c *Client) central(ctx context.Context, dst []core.ID, n int, eager bool) ([]core.ID, error) {
+	want, had := len(dst)+n, len(dst)
+	ns := len(c.servers)
+	i := int(c.next.Add(1) - 1)
+	idle, fails := 0, 0 // servers in a row that gave nothing now; failed attempts
+	var until int64     // the earliest busy mark seen since the last answer, as clock nanoseconds
 	var last error
-	start := int(c.next.Add(1) - 1)
-	for i, tries := 0, 0; i < len(c.servers) && tries <= c.cfg.Retries; i++ {
+	var waited time.Duration
+	resent := false // asked a server again after its connection was closed for silence
+	defer func() {
+		if waited > 0 {
+			c.m.ceil.Waited(waited)
+		}
+	}()
+	for len(dst) < want {
 		if err := c.live(ctx); err != nil {
 			return dst, err
 		}
-		s := c.servers[(start+i)%len(c.servers)]
+		if idle >= ns {
+			if until == 0 {
+				if last == nil {
+					last = errors.New("client: every server's breaker is open")
+				}
+				return dst, fmt.Errorf("%w: %w", ErrUnavailable, last)
+			}
+			if eager && len(dst) > had {
+				return dst, nil
+			}
+			d, err := c.wait(ctx, until)
+			waited += d
+			if err != nil {
+				return dst, err
+			}
+			idle, fails, until = 0, 0, 0
+			continue
+		}
+		s := c.servers[i%ns]
+		i++
+		if b := s.busyUntil.Load(); b != 0 && b > c.clock.Now().UnixNano() {
+			idle++
+			until = earliest(until, b)
+			continue
+		}
+		if fails > c.cfg.Retries {
+			idle++
+			continue
+		}
 		var out []core.ID
+		var retry time.Duration
 		_, err := s.cb.Execute(func() (struct{}, error) {
 			var err error
-			out, err = c.attempt(ctx, s, dst, n)
+			out, retry, err = c.attempt(ctx, s, dst, want-len(dst))
 			return struct{}{}, err
 		})
 		if err == nil {
+			dst = out
 			if c.fallback.CompareAndSwap(true, false) {
 				c.m.mode.Set(1)
 				c.log.Info("client: central mode: a server answers again", "server", s.addr)
 			}
-			return out, nil
+			if retry > 0 {
+				b := c.clock.Now().Add(retry).UnixNano()
+				s.busyUntil.Store(b)
+				idle++
+				until = earliest(until, b)
+				continue
+			}
+			idle, fails, until = 0, 0, 0
+			continue
 		}
+		if errors.Is(err, errSilent) && !resent {
+			// Another call's timeout closed the connection this one was
+			// on (and the breaker counted that call): ask again, once,
+			// on a new connection, so that one pause fails one call,
+			// not every call in flight.
+			resent = true
+			i--
+			continue
+		}
+		idle++
 		if rejected(err) {
 			c.m.calls.WithLabelValues(s.addr, resultRejected).Inc()
 			if last == nil {
@@ -350,7 +449,7 @@ func (c *Client) central(ctx context.Context, dst []core.ID, n int) ([]core.ID, 
 			}
 			continue
 		}
-		tries++
+		fails++
 		switch {
 		case errors.Is(err, errCallerGone):
 			return dst, context.Cause(ctx)
@@ -362,10 +461,33 @@ func (c *Client) central(ctx context.Context, dst []core.ID, n int) ([]core.ID, 
 		c.log.Debug("client: attempt failed", "server", s.addr, "err", err)
 		last = err
 	}
-	if err := c.live(ctx); err != nil {
-		return dst, err
+	return dst, nil
+}
+
+// earliest is the earlier of two busy marks; 0 is none.
+func earliest(a, b int64) int64 {
+	if a == 0 || b < a {
+		return b
 	}
-	return dst, fmt.Errorf("%w: %w", ErrUnavailable, last)
+	return a
+}
+
+// wait sleeps until the clock reads until (nanoseconds), or ctx ends, or
+// the client closes; it returns how long it slept.
+func (c *Client) wait(ctx context.Context, until int64) (time.Duration, error) {
+	start := c.clock.Now()
+	d := time.Duration(until - start.UnixNano())
+	if d <= 0 {
+		return 0, nil
+	}
+	select {
+	case <-c.clock.After(d):
+		return d, nil
+	case <-ctx.Done():
+		return c.clock.Now().Sub(start), ctx.Err()
+	case <-c.bg.Done():
+		return c.clock.Now().Sub(start), ErrClosed
+	}
 }
 
 // spawn runs f on a goroutine that Close waits for, unless the client is
@@ -388,46 +510,73 @@ func (c *Client) live(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// attempt makes one call on s within Timeout.
-func (c *Client) attempt(ctx context.Context, s *server, dst []core.ID, n int) ([]core.ID, error) {
+// attempt makes one call on s within Timeout. A retry above zero says the
+// server was busy: it gave fewer IDs than asked (maybe none) and has room
+// again after retry.
+func (c *Client) attempt(ctx context.Context, s *server, dst []core.ID, n int) ([]core.ID, time.Duration, error) {
 	actx, cancel := context.WithTimeoutCause(ctx, c.cfg.Timeout, errAttemptTimeout)
 	defer cancel()
-	out, err := c.call(actx, s, dst, n)
+	out, retry, err := c.call(actx, s, dst, n)
 	if err == nil {
-		s.ok.Inc()
-		return out, nil
+		if retry > 0 {
+			s.busy.Inc()
+		} else {
+			s.ok.Inc()
+		}
+		return out, retry, nil
 	}
 	result, err := c.classify(ctx, actx, s, err)
 	c.m.calls.WithLabelValues(s.addr, result).Inc()
-	return out, err
+	return out, 0, err
 }
 
-// call asks s for up to n IDs: Vesta.GenID for one, else Vesta.GenIDs
-// for at most the server's max_batch.
-func (c *Client) call(ctx context.Context, s *server, dst []core.ID, n int) ([]core.ID, error) {
+// call asks s for up to n IDs: with Vesta.TakeIDs when the server has it
+// (it answers at once, with fewer IDs and a retry_after_ms when its
+// sequence is short), else Vesta.GenID for one and Vesta.GenIDs for more
+// (at most the server's max_batch; they wait in the server at the ceiling).
+func (c *Client) call(ctx context.Context, s *server, dst []core.ID, n int) ([]core.ID, time.Duration, error) {
 	cn, err := s.conn(ctx)
 	if err != nil {
-		return dst, err
-	}
-	if n == 1 {
-		var id uint64
-		if err := cn.invoke(ctx, wire.MethodGenID, nil, &id); err != nil {
-			return dst, err
-		}
-		return append(dst, core.ID(id)), nil
+		return dst, 0, err
 	}
 	k := min(n, cn.info.maxBatch)
+	if cn.info.takeIDs {
+		var res wire.TakeIDsResult
+		if err := cn.invoke(ctx, wire.MethodTakeIDs, &wire.TakeIDsParams{Count: uint64(k)}, &res); err != nil {
+			return dst, 0, err
+		}
+		if len(res.IDs) > k {
+			return dst, 0, fmt.Errorf("%w: %s: %d IDs for a count of %d", ErrProtocol, wire.MethodTakeIDs, len(res.IDs), k)
+		}
+		for _, id := range res.IDs {
+			dst = append(dst, core.ID(id))
+		}
+		if len(res.IDs) == k {
+			return dst, 0, nil
+		}
+		// Short: busy. A retry_after_ms of 0 would be a server's bug; a
+		// millisecond keeps the client from spinning on it.
+		ms := min(max(res.RetryAfterMS, 1), uint64(maxRetryAfter/time.Millisecond))
+		return dst, time.Duration(ms) * time.Millisecond, nil
+	}
+	if k == 1 {
+		var id uint64
+		if err := cn.invoke(ctx, wire.MethodGenID, nil, &id); err != nil {
+			return dst, 0, err
+		}
+		return append(dst, core.ID(id)), 0, nil
+	}
 	var ids []uint64
 	if err := cn.invoke(ctx, wire.MethodGenIDs, wire.GenIDsParams{Count: uint64(k)}, &ids); err != nil {
-		return dst, err
+		return dst, 0, err
 	}
 	if len(ids) != k {
-		return dst, fmt.Errorf("%w: Vesta.GenIDs: %d IDs for a count of %d", ErrProtocol, len(ids), k)
+		return dst, 0, fmt.Errorf("%w: %s: %d IDs for a count of %d", ErrProtocol, wire.MethodGenIDs, len(ids), k)
 	}
 	for _, id := range ids {
 		dst = append(dst, core.ID(id))
 	}
-	return dst, nil
+	return dst, 0, nil
 }
 
 // classify turns an attempt's error into the error returned and the

@@ -40,14 +40,17 @@ type Config struct {
 	Servers []string
 
 	// Timeout bounds each attempt (dial, handshake and call) on one server;
-	// the caller's context deadline, when earlier, bounds it too. Zero is
-	// 200ms.
+	// the caller's context deadline, when earlier, bounds it too. A server
+	// that does not answer within it counts as failed. Waiting at the
+	// sequence ceiling (every server busy) is not an attempt: only the
+	// caller's context bounds it. Zero is 200ms.
 	Timeout time.Duration
 
 	// Retries is how many more servers a call tries after the first one
 	// failed, each a different server (so at most len(Servers)-1 retries
-	// happen). Zero tries one server only; DefaultConfig sets 2; at most
-	// 10.
+	// happen), counted afresh after each server's answer and after each
+	// wait at the ceiling. A busy answer is not a failure. Zero tries one
+	// server only; DefaultConfig sets 2; at most 10.
 	Retries int
 
 	// ConnsPerServer is how many TCP connections the client keeps to each
@@ -56,8 +59,9 @@ type Config struct {
 	ConnsPerServer int
 
 	// Prefetch is how many IDs the client keeps ready: when fewer than half
-	// remain, a background goroutine fetches more with Vesta.GenIDs (Leaf's
-	// double buffer), so most NextID calls return without a round trip.
+	// remain, a background goroutine fetches more (Leaf's double buffer),
+	// spread over the servers, so most NextID calls return without a round
+	// trip.
 	// Prefetched IDs are central IDs only; they are dropped by Close.
 	// Zero turns prefetching off.
 	Prefetch int

@@ -9,14 +9,18 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
 )
 
-// maxChunk caps the count of one Vesta.GenIDs call whatever a server's
+// maxChunk caps the count of one Vesta.GenIDs or Vesta.TakeIDs call whatever a server's
 // max_batch, which bounds the replies a connection must accept.
 const maxChunk = 1 << 16
+
+// maxGrace bounds the grace a timed-out call gives the reader (see grace).
+const maxGrace = 50 * time.Millisecond
 
 // errSilent closes a connection on which a call timed out while nothing at
 // all was read: it may be stuck (a half-open TCP connection, a server that
@@ -31,6 +35,8 @@ type conn struct {
 	nc   net.Conn
 	addr string
 	info identity // the server's, from the handshake
+
+	graceFor time.Duration // see grace
 
 	wake  chan struct{} // one slot: calls are queued
 	done  chan struct{} // closed when the connection broke
@@ -70,7 +76,7 @@ func (c *Client) dial(ctx context.Context, addr string) (*conn, error) {
 		nc = tc
 	}
 	cn := &conn{
-		nc: nc, addr: addr,
+		nc: nc, addr: addr, graceFor: min(c.cfg.Timeout/4, maxGrace),
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
 		pending: make(map[uint32]*call),
 	}
@@ -122,6 +128,7 @@ func (cn *conn) handshake(ctx context.Context) (identity, error) {
 	return identity{
 		codec: codec, typ: core.Type(info.Type), version: uint8(info.Version),
 		machine: core.MachineID(info.Machine), maxBatch: int(min(info.MaxBatch, maxChunk)),
+		takeIDs: info.TakeIDs == 1,
 	}, nil
 }
 
@@ -158,13 +165,16 @@ func (cn *conn) invoke(ctx context.Context, method string, params, v any) error 
 	select {
 	case <-cl.done:
 	case <-ctx.Done():
-		cn.mu.Lock()
-		delete(cn.pending, cl.msgid)
-		cn.mu.Unlock()
-		if errors.Is(context.Cause(ctx), errAttemptTimeout) && cn.reads.Load() == reads {
-			cn.close(errSilent) // not when the caller merely gave up early
+		timedOut := errors.Is(context.Cause(ctx), errAttemptTimeout)
+		if !timedOut || !cn.grace(cl) {
+			cn.mu.Lock()
+			delete(cn.pending, cl.msgid)
+			cn.mu.Unlock()
+			if timedOut && cn.reads.Load() == reads {
+				cn.close(errSilent) // not when the caller merely gave up early
+			}
+			return ctx.Err()
 		}
-		return ctx.Err()
 	}
 	if cl.err != nil {
 		return fmt.Errorf("%w: %w", ErrConnection, cl.err)
@@ -176,6 +186,24 @@ func (cn *conn) invoke(ctx context.Context, method string, params, v any) error 
 		return fmt.Errorf("%w: %s: %w", ErrProtocol, method, err)
 	}
 	return nil
+}
+
+// grace gives the reader a last chance once a call's attempt timed out:
+// on a loaded machine the client's own process may have been descheduled
+// past the deadline, and when it runs again every timer fires before the
+// reader has read the replies waiting in the socket; without a grace, one
+// such pause fails every call in flight at once and opens the breaker of a
+// healthy server. It reports whether the reply (or the connection's end)
+// came within the grace.
+func (cn *conn) grace(cl *call) bool {
+	t := time.NewTimer(cn.graceFor)
+	defer t.Stop()
+	select {
+	case <-cl.done: // close() ends every pending call too
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // writeLoop sends queued calls until the connection breaks.

@@ -13,7 +13,32 @@
 // to queue join the same write), and a reader goroutine hands each reply to
 // its caller, so a few connections carry any number of concurrent callers.
 // The first call on every connection is Vesta.Info, which tells the client
-// the server's layout, epoch, type, version, machine and max_batch.
+// the server's layout, epoch, type, version, machine and max_batch, and
+// whether it has Vesta.TakeIDs (take_ids).
+//
+// IDs come from Vesta.TakeIDs when the server has it (NextID, NextIDs and
+// prefetch refills alike), else from Vesta.GenID and Vesta.GenIDs (older
+// servers). A call asks one server for at most its max_batch; larger counts
+// are split into pieces, each asked from the next server in turn.
+//
+// # At the ceiling: busy is not dead
+//
+// A server's machine ID issues at most its sequence ceiling (1,048,576
+// IDs/s for max-peak) plus max_borrow of credit. Vesta.TakeIDs never waits
+// for it: it answers at once with the IDs it can issue now, and when they
+// are fewer than asked, with retry_after_ms, when its sequence has room
+// again. Such a busy answer is a success for the breaker, keeps the
+// connection and never sends the call to the fallback. The client marks
+// the server busy until then (every call of the client skips it
+// meanwhile) and asks the next server for the rest at once, so that n
+// servers give about n ceilings. Only when every server was busy (or down)
+// in one turn does the call wait: until the earliest busy mark passes
+// (retry_after_ms is capped at 2s), bounded by the caller's context and by
+// Close, never by Config.Timeout, and then walks the servers again. So
+// callers that want more than the ceilings get every ID they asked for,
+// later. A dead or silent server is still detected by the per-attempt
+// Timeout, and failed over, while a busy one is waited for; the fallback
+// serves only when no server answered at all.
 //
 // Every attempt is bounded by Config.Timeout (or the caller's deadline, if
 // earlier). An attempt that fails for a reason of that one server — the
@@ -75,9 +100,18 @@
 //
 // With Config.Prefetch > 0 the client keeps up to that many central IDs
 // ready: when fewer than half remain, one background goroutine fetches the
-// rest with Vesta.GenIDs (Leaf's double buffer), so most NextID calls make
-// no round trip. Each buffered ID is handed out once; callers that find the
-// buffer empty wait for one refill and otherwise call a server themselves.
+// rest (Leaf's double buffer), in pieces of at most max_batch, each from the
+// next server in turn and put in the buffer as it comes, so most NextID
+// calls make no round trip and a refill spreads over every server. Each
+// buffered ID is handed out once; callers that find the buffer empty queue
+// and are handed IDs by the refills, first come, first served. At the
+// ceiling the refill waits for the servers as any call does, and the
+// callers wait with it (each bounded by its own context); when a refill
+// fails (no server answered), they call a server themselves, or the
+// fallback.
+// NextIDs(n) takes n from the buffer when it holds that many: the pieces
+// are kept in order, so a batch is copied out (or, for NextIDs, handed out
+// as its part of the piece, without a copy) with no work per ID.
 // Fallback IDs never enter the buffer. Prefetched IDs are issued at fetch
 // time, so with a large buffer and a slow consumer they are older than
 // their hand-out time (their time field says when the server issued them).
@@ -100,7 +134,8 @@
 //
 // With Config.Registerer the client exports:
 //
-//	vesta_client_calls_total{server,result}  calls by result: ok, invalid_argument,
+//	vesta_client_calls_total{server,result}  calls by result: ok, busy (fewer IDs than
+//	                                         asked: the server's ceiling), invalid_argument,
 //	                                         unavailable, lease_lost, clock, internal,
 //	                                         timeout, network, protocol, rejected, canceled
 //	vesta_client_breaker_state{server}       0 closed, 1 half-open, 2 open
@@ -108,7 +143,11 @@
 //	vesta_client_mode                        1 central, 0 fallback
 //	vesta_client_prefetch_buffered           prefetched IDs ready
 //	vesta_client_fallback_machine_id         the fallback's machine ID (with Fallback)
+//	vesta_ceiling_waits_total{mode="client"} calls that waited because every server was busy
+//	vesta_ceiling_wait_seconds{mode="client"} how long they waited (histogram)
 //
 // and, with Fallback, the fallback's machine-ID lease metrics
-// (vesta_machine_*{mode="embedded"}, see package machineid).
+// (vesta_machine_*{mode="embedded"}, see package machineid). The ceiling
+// metrics share their names with the servers' and the embedded issuer's
+// (other modes), and stay registered after Close.
 package client

@@ -15,9 +15,14 @@ import (
 )
 
 // FuzzServerReplies: whatever a server sends back, every call returns (an
-// ID or an error) within its timeout, and nothing panics. The seeds are
-// the replies of a well-behaved server to the client's first calls on a
-// connection: Vesta.Info (msgid 1), then Vesta.GenID and Vesta.GenIDs.
+// ID or an error) within its timeout, and nothing panics; a batch is whole
+// and in increasing order. The seeds are the replies of a well-behaved
+// server to the client's first calls on a connection: Vesta.Info (msgid
+// 1), then Vesta.GenID and Vesta.GenIDs, or, when Info says take_ids,
+// Vesta.TakeIDs with every IDs it asked for, or fewer and a retry_after_ms
+// (busy), and some that break the protocol (more IDs than asked, a short
+// answer without retry_after_ms, an absurd retry_after_ms). Waits at the
+// ceiling run on a clock that skips ahead, so a busy answer costs no time.
 func FuzzServerReplies(f *testing.F) {
 	enc := wire.NewEncoder()
 	reply := func(b []byte, msgid uint32, err *wire.Error, result any) []byte {
@@ -33,6 +38,13 @@ func FuzzServerReplies(f *testing.F) {
 	f.Add(reply(info, 2, wire.Errorf(wire.InvalidArgument, "count"), nil))
 	f.Add(reply(nil, 1, nil, wire.Info{Layout: "vesta", Epoch: "x"}))
 	f.Add([]byte{0x94, 0x01, 0x01, 0xc0})
+	take := reply(nil, 1, nil, wire.Info{Layout: "sorted", Epoch: wire.FormatEpoch(core.SortedEpoch), Machine: 1000, Method: 1, MaxBatch: 2, TakeIDs: 1})
+	f.Add(reply(reply(take, 2, nil, wire.TakeIDsResult{IDs: []uint64{1 << 40}}), 3, nil, wire.TakeIDsResult{IDs: []uint64{5, 6}}))
+	f.Add(reply(reply(reply(take, 2, nil, wire.TakeIDsResult{IDs: []uint64{}, RetryAfterMS: 5}), 3, nil, wire.TakeIDsResult{IDs: []uint64{9}}),
+		4, nil, wire.TakeIDsResult{IDs: []uint64{7}, RetryAfterMS: 1000}))
+	f.Add(reply(reply(take, 2, nil, wire.TakeIDsResult{IDs: []uint64{1, 2, 3}}), 3, nil, wire.TakeIDsResult{IDs: []uint64{8, 7}}))
+	f.Add(reply(reply(take, 2, nil, wire.TakeIDsResult{IDs: []uint64{}}), 3, nil, wire.TakeIDsResult{IDs: []uint64{4}, RetryAfterMS: 1 << 63}))
+	f.Add(reply(reply(take, 2, wire.Errorf(wire.Unavailable, "x"), nil), 3, nil, uint64(5)))
 
 	f.Fuzz(func(t *testing.T, replies []byte) {
 		var wg sync.WaitGroup
@@ -52,7 +64,7 @@ func FuzzServerReplies(f *testing.F) {
 			wg.Go(func() { peer.Write(replies) })
 			return mine, nil
 		}
-		c, err := client.New(context.Background(), cfg)
+		c, err := client.NewWithClock(context.Background(), cfg, &skipClock{now: time.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +72,7 @@ func FuzzServerReplies(f *testing.F) {
 		if _, err := c.NextID(ctx); err != nil && !errors.Is(err, client.ErrUnavailable) && !errors.Is(err, &wire.Error{Code: wire.InvalidArgument}) && !errors.Is(err, &wire.Error{Code: wire.Internal}) {
 			t.Fatalf("NextID: unexpected error %v", err)
 		}
-		if ids, err := c.NextIDs(ctx, 2); err == nil && len(ids) != 2 {
+		if ids, err := c.NextIDs(ctx, 2); err == nil && (len(ids) != 2 || ids[0] > ids[1]) {
 			t.Fatalf("NextIDs(2) = %v", ids)
 		}
 		c.Close()
@@ -71,4 +83,26 @@ func FuzzServerReplies(f *testing.F) {
 		mu.Unlock()
 		wg.Wait()
 	})
+}
+
+// skipClock is a clock on which every wait ends at once, moving the clock
+// ahead by its length.
+type skipClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *skipClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *skipClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(max(d, 0))
+	ch := make(chan time.Time, 1)
+	ch <- c.now
+	return ch
 }

@@ -32,9 +32,21 @@ type fake struct {
 	addr     string
 	tls      *tls.Config
 
-	fail   atomic.Pointer[wire.Error] // answer GenID(s) with this error
-	silent atomic.Bool                // read GenID(s) requests, never answer
-	calls  atomic.Int64               // GenID and GenIDs requests read
+	fail   atomic.Pointer[wire.Error] // answer GenID(s) and TakeIDs with this error
+	silent atomic.Bool                // read GenID(s) and TakeIDs requests, never answer
+	// silentFirst: the first connection is silent, later ones answer.
+	silentFirst atomic.Bool
+	accepted    atomic.Int64
+	calls       atomic.Int64 // GenID, GenIDs and TakeIDs requests read
+
+	// Vesta.TakeIDs, offered (Info's take_ids) when takeIDs is set: it
+	// gives at most room IDs in all (negative: no limit) and says
+	// retryMS when it gives fewer than asked.
+	takeIDs atomic.Bool
+	room    atomic.Int64
+	retryMS atomic.Uint64
+	takes   atomic.Int64 // TakeIDs requests answered
+	busy    atomic.Int64 // ... of which short (busy)
 
 	mu    sync.Mutex
 	ln    net.Listener
@@ -56,6 +68,8 @@ func startFakeOn(t testing.TB, addr string, machine core.MachineID, maxBatch int
 		t.Fatal(err)
 	}
 	f := &fake{t: t, gen: gen, maxBatch: maxBatch, tls: tc, conns: map[net.Conn]struct{}{}}
+	f.room.Store(-1)
+	f.retryMS.Store(100)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -112,6 +126,7 @@ func (f *fake) kill() {
 
 func (f *fake) handle(nc net.Conn) {
 	defer nc.Close()
+	first := f.accepted.Add(1) == 1
 	r := wire.NewReader(nc, wire.DefaultMaxRequestBytes)
 	enc := wire.NewEncoder()
 	var out []byte
@@ -124,7 +139,7 @@ func (f *fake) handle(nc net.Conn) {
 		if err != nil {
 			continue
 		}
-		if f.silent.Load() && req.Method != wire.MethodInfo {
+		if (f.silent.Load() || (first && f.silentFirst.Load())) && req.Method != wire.MethodInfo {
 			f.calls.Add(1)
 			continue
 		}
@@ -144,11 +159,56 @@ func (f *fake) answer(req wire.Request) (any, *wire.Error) {
 	switch req.Method {
 	case wire.MethodInfo:
 		c := f.gen.Codec()
+		var take uint64
+		if f.takeIDs.Load() {
+			take = 1
+		}
 		return wire.Info{
 			Layout: c.Layout().String(), Epoch: wire.FormatEpoch(c.Epoch()), Type: uint64(f.gen.Type()),
 			Machine: uint64(f.gen.Machine()), Method: uint64(core.Central), Version: uint64(f.gen.Version()),
-			MaxBatch: uint64(f.maxBatch),
+			MaxBatch: uint64(f.maxBatch), TakeIDs: take,
 		}, nil
+	case wire.MethodTakeIDs:
+		f.calls.Add(1)
+		if e := f.fail.Load(); e != nil {
+			return nil, e
+		}
+		var p wire.TakeIDsParams
+		if err := wire.DecodeParams(req.Params, &p); err != nil {
+			var we *wire.Error
+			errors.As(err, &we)
+			return nil, we
+		}
+		if p.Count < 1 || p.Count > uint64(f.maxBatch) {
+			return nil, wire.Errorf(wire.InvalidArgument, "count %d; want 1-%d", p.Count, f.maxBatch)
+		}
+		k := int64(p.Count)
+		for {
+			room := f.room.Load()
+			if room < 0 {
+				break
+			}
+			k = min(k, room)
+			if f.room.CompareAndSwap(room, room-k) {
+				break
+			}
+		}
+		f.takes.Add(1)
+		res := wire.TakeIDsResult{IDs: []uint64{}}
+		if k > 0 {
+			ids, err := f.gen.NextIDs(context.Background(), core.Central, int(k))
+			if err != nil {
+				return nil, wire.Errorf(wire.Unavailable, "%v", err)
+			}
+			for _, id := range ids {
+				res.IDs = append(res.IDs, uint64(id))
+			}
+		}
+		if k < int64(p.Count) {
+			f.busy.Add(1)
+			res.RetryAfterMS = f.retryMS.Load()
+		}
+		return res, nil
 	case wire.MethodGenID, wire.MethodGenIDs:
 		f.calls.Add(1)
 		if e := f.fail.Load(); e != nil {

@@ -3,6 +3,8 @@ package client
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
+
+	"github.com/vesta-go/vesta/internal/ceilingmetric"
 )
 
 // metrics are the client's Prometheus collectors. They always exist (so the
@@ -14,13 +16,20 @@ type metrics struct {
 	mode        prometheus.Gauge // 1 central, 0 fallback
 	buffered    prometheus.Gauge
 	fallbackID  prometheus.GaugeFunc // nil without the fallback
+	// ceil counts the calls that waited at the ceiling, under the names
+	// the servers and the embedded issuer share (mode="client"); nil
+	// without a Registerer.
+	ceil *ceilingmetric.Metrics
 }
 
 // Results of calls_total besides the wire error codes: ok, timeout (the
 // attempt's deadline passed), network (dial, TLS or a broken connection),
-// rejected (the breaker was open), protocol (a malformed reply).
+// rejected (the breaker was open), protocol (a malformed reply), busy
+// (Vesta.TakeIDs gave fewer IDs than asked: the server's sequence is at
+// its ceiling; a success for the breaker).
 const (
 	resultOK       = "ok"
+	resultBusy     = "busy"
 	resultTimeout  = "timeout"
 	resultNetwork  = "network"
 	resultRejected = "rejected"
@@ -59,13 +68,25 @@ func newMetrics(reg prometheus.Registerer, fb *fallback) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for i, c := range m.collectors() {
+	var done []prometheus.Collector
+	undo := func() {
+		for _, c := range done { // only ours: another's may share the names
+			reg.Unregister(c)
+		}
+	}
+	for _, c := range m.collectors() {
 		if err := reg.Register(c); err != nil {
-			for _, done := range m.collectors()[:i] {
-				reg.Unregister(done)
-			}
+			undo()
 			return nil, err
 		}
+		done = append(done, c)
+	}
+	// Shared with a server or an embedded issuer on the same Registerer,
+	// so left registered at Close.
+	var err error
+	if m.ceil, err = ceilingmetric.New(reg, ceilingmetric.Client); err != nil {
+		undo()
+		return nil, err
 	}
 	return m, nil
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,28 +12,47 @@ import (
 
 // prefetch keeps up to size central IDs ready (Leaf's double buffer): when
 // fewer than low remain, one background goroutine fetches the difference
-// with Vesta.GenIDs while callers keep taking from what is left. Every ID
-// leaves the buffer exactly once, under mu, so none is handed out twice.
+// while callers keep taking from what is left. Every ID leaves the buffer
+// exactly once, under mu, so none is handed out twice.
+//
+// The buffer is a queue of segments, one per piece a refill brought (one
+// server's answer), each in increasing order. Callers copy out of them
+// with no work per ID beyond the copy, and a refill appends a segment in
+// constant time, so mu is never held for long; only a batch that spans two
+// segments compares their ends, and is sorted in the rare case that pieces
+// of several servers arrived out of order.
 type prefetch struct {
 	size, low int
-	fill      func(ctx context.Context, n int) ([]core.ID, error) // central only, never the fallback
-	gauge     prometheus.Gauge
+	// fill fetches n central IDs (never the fallback), handing each piece
+	// to put as it comes.
+	fill  func(ctx context.Context, n int, put func([]core.ID)) error
+	gauge prometheus.Gauge
 
 	kick chan struct{} // wakes the refiller; one slot
 
 	mu      sync.Mutex
-	ids     []core.ID     // ready IDs, taken from the front
-	filling bool          // a refill is asked for or running
-	round   chan struct{} // closed when the running refill ends
-	failed  error         // why the last refill fell short, if it did
+	segs    [][]core.ID // ready IDs, taken from the front of segs[0]
+	n       int         // IDs in segs; while above 0, nobody waits
+	waiters []*waiter   // callers waiting for an ID, served in order
+	filling bool        // a refill is asked for or running
+	failed  error       // why the last refill fell short, if it did
 	stopped bool
 }
 
-func newPrefetch(size int, fill func(context.Context, int) ([]core.ID, error), gauge prometheus.Gauge) *prefetch {
+// waiter is a caller of take waiting on an empty buffer. Under mu, the
+// refiller either hands it an ID (ok) or releases it (with the refill's
+// error, or none at Close), then closes ch.
+type waiter struct {
+	ch  chan struct{}
+	id  core.ID
+	ok  bool
+	err error
+}
+
+func newPrefetch(size int, fill func(context.Context, int, func([]core.ID)) error, gauge prometheus.Gauge) *prefetch {
 	return &prefetch{
 		size: size, low: max(1, size/2), fill: fill, gauge: gauge,
-		kick: make(chan struct{}, 1), round: make(chan struct{}),
-		ids: make([]core.ID, 0, size),
+		kick: make(chan struct{}, 1),
 	}
 }
 
@@ -47,24 +67,60 @@ func (p *prefetch) run(ctx context.Context) {
 		case <-p.kick:
 		}
 		p.mu.Lock()
-		want := p.size - len(p.ids)
+		want := p.size - p.n
 		p.mu.Unlock()
-		var got []core.ID
 		var err error
 		if want > 0 {
-			got, err = p.fill(ctx, want) // on error, keep what came
+			err = p.fill(ctx, want, p.put) // on error, keep what came
 		}
 		p.mu.Lock()
 		p.failed = err
-		if !p.stopped {
-			p.ids = append(p.ids, got...)
-			p.gauge.Set(float64(len(p.ids)))
-		}
 		p.filling = false
-		close(p.round)
-		p.round = make(chan struct{})
+		switch {
+		case err != nil: // no server could give more: waiters go elsewhere
+			p.releaseLocked(err)
+		case len(p.waiters) > 0: // still wanted: at the ceiling, go on
+			p.askLocked()
+		}
 		p.mu.Unlock()
 	}
+}
+
+// put adds a piece of a refill. Its order is checked here, on the
+// refiller's goroutine, so that callers never have to.
+func (p *prefetch) put(ids []core.ID) {
+	if !slices.IsSorted(ids) {
+		slices.Sort(ids)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return
+	}
+	// Waiters first, in the order they came: at the ceiling, where every
+	// piece is snapped up, no caller waits behind later ones.
+	i := 0
+	for ; i < len(ids) && len(p.waiters) > 0; i++ {
+		w := p.waiters[0]
+		p.waiters[0] = nil
+		p.waiters = p.waiters[1:]
+		w.id, w.ok = ids[i], true
+		close(w.ch)
+	}
+	if i < len(ids) {
+		p.segs = append(p.segs, ids[i:])
+		p.n += len(ids) - i
+	}
+	p.gauge.Set(float64(p.n))
+}
+
+// releaseLocked sends every waiter away without an ID, with err.
+func (p *prefetch) releaseLocked(err error) {
+	for _, w := range p.waiters {
+		w.err = err
+		close(w.ch)
+	}
+	p.waiters = nil
 }
 
 // stop drops the buffer and releases waiters.
@@ -72,10 +128,9 @@ func (p *prefetch) stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stopped = true
-	p.ids = nil
+	p.segs, p.n = nil, 0
 	p.gauge.Set(0)
-	close(p.round)
-	p.round = make(chan struct{})
+	p.releaseLocked(nil)
 }
 
 // askLocked starts a refill unless one is on its way.
@@ -90,54 +145,123 @@ func (p *prefetch) askLocked() {
 	}
 }
 
-// take returns a buffered ID. When the buffer is empty it waits for one
-// refill round; if that brings nothing for this caller it reports ok=false,
-// with the refill's error if it failed (or the context's), and the caller
-// issues elsewhere, so a failing refill never blocks anyone longer than one
-// round (itself bounded by the call timeouts).
+// take returns a buffered ID. When the buffer is empty the caller joins
+// the queue of waiters, served in order as refills bring IDs: at the
+// ceiling the refill waits for the servers and the callers wait with it,
+// rather than each asking a server itself (one call in flight instead of
+// one per caller), and refills go on while callers wait. When a refill
+// ends short of IDs with an error (no server could give any: see
+// ErrUnavailable), the waiters are released with it (ok=false) and issue
+// elsewhere (the fallback), so a failing refill blocks no one longer than
+// one round (itself bounded by the call timeouts). ctx and Close end the
+// wait.
 func (p *prefetch) take(ctx context.Context) (id core.ID, ok bool, err error) {
-	for waited := false; ; waited = true {
-		p.mu.Lock()
-		if n := len(p.ids); n > 0 {
-			id, p.ids = p.ids[0], p.ids[1:]
-			if n-1 < p.low {
-				p.askLocked()
-			}
-			p.gauge.Set(float64(n - 1))
+	p.mu.Lock()
+	if p.n == 0 {
+		if p.stopped {
 			p.mu.Unlock()
-			return id, true, nil
+			return 0, false, nil
 		}
-		if waited || p.stopped {
-			err := p.failed
-			p.mu.Unlock()
-			return 0, false, err
-		}
-		round := p.round
+		w := &waiter{ch: make(chan struct{})}
+		p.waiters = append(p.waiters, w)
 		p.askLocked()
 		p.mu.Unlock()
 		select {
-		case <-round:
+		case <-w.ch:
+			return w.id, w.ok, w.err
 		case <-ctx.Done():
-			return 0, false, ctx.Err()
 		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		select {
+		case <-w.ch: // served (or released) meanwhile
+			return w.id, w.ok, w.err
+		default:
+		}
+		if i := slices.Index(p.waiters, w); i >= 0 {
+			p.waiters = slices.Delete(p.waiters, i, i+1)
+		}
+		return 0, false, ctx.Err()
+	}
+	seg := p.segs[0]
+	id = seg[0]
+	if len(seg) == 1 {
+		p.popLocked()
+	} else {
+		p.segs[0] = seg[1:]
+	}
+	p.n--
+	if p.n < p.low {
+		p.askLocked()
+	}
+	p.gauge.Set(float64(p.n))
+	p.mu.Unlock()
+	return id, true, nil
+}
+
+// popLocked drops the first segment, which is used up.
+func (p *prefetch) popLocked() {
+	p.segs[0] = nil
+	p.segs = p.segs[1:]
+	if len(p.segs) == 0 {
+		p.segs = p.segs[:0:0] // let the spent array go
 	}
 }
 
-// takeN returns n buffered IDs if the buffer holds that many, else none.
-func (p *prefetch) takeN(n int) []core.ID {
+// takeN appends n buffered IDs to dst, in increasing order, if the buffer
+// holds that many; else it reports false. With a nil dst and the IDs in one
+// segment it copies nothing: it returns that part of the segment, capped at
+// n so that the caller's appends copy it, and the rest of the segment goes
+// to later callers (disjoint parts of one array: no ID is shared). The
+// array lives while any part is used: a caller that keeps its batch keeps
+// at most one server reply (max_batch IDs) alive.
+func (p *prefetch) takeN(dst []core.ID, n int) ([]core.ID, bool) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.ids) < n {
-		if len(p.ids) < p.low {
+	if p.n < n {
+		if p.n < p.low {
 			p.askLocked()
 		}
-		return nil
+		p.mu.Unlock()
+		return dst, false
 	}
-	out := append([]core.ID(nil), p.ids[:n]...)
-	p.ids = p.ids[n:]
-	if len(p.ids) < p.low {
+	start := len(dst)
+	sorted := true
+	if seg := p.segs[0]; len(seg) >= n {
+		if dst == nil {
+			dst = seg[:n:n]
+		} else {
+			dst = append(dst, seg[:n]...)
+		}
+		if len(seg) == n {
+			p.popLocked()
+		} else {
+			p.segs[0] = seg[n:]
+		}
+	} else {
+		dst = slices.Grow(dst, n)
+		for left := n; left > 0; {
+			seg := p.segs[0]
+			k := min(len(seg), left)
+			if len(dst) > start && seg[0] < dst[len(dst)-1] {
+				sorted = false
+			}
+			dst = append(dst, seg[:k]...)
+			left -= k
+			if k == len(seg) {
+				p.popLocked()
+			} else {
+				p.segs[0] = seg[k:]
+			}
+		}
+	}
+	p.n -= n
+	if p.n < p.low {
 		p.askLocked()
 	}
-	p.gauge.Set(float64(len(p.ids)))
-	return out
+	p.gauge.Set(float64(p.n))
+	p.mu.Unlock()
+	if !sorted {
+		slices.Sort(dst[start:])
+	}
+	return dst, true
 }

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -126,5 +127,71 @@ func TestPrefetchFallsBackWhenServersDown(t *testing.T) {
 	}
 	if fallbackIDs < 150 || all.dups != 0 {
 		t.Fatalf("%d fallback IDs of 200, %d duplicates", fallbackIDs, all.dups)
+	}
+}
+
+// NextIDs hands out parts of the buffer without copying them: each batch
+// is still the caller's own, so appending to one or writing into it leaves
+// the others alone.
+func TestPrefetchBatchesAreTheirOwn(t *testing.T) {
+	f := startFake(t, 1000, 1000)
+	cfg, reg := testConfig(t, f.addr)
+	cfg.Prefetch = 1000
+	c := newClient(t, cfg)
+	waitFor(t, "the first fill", func() bool { return gauge(t, reg, "vesta_client_prefetch_buffered") == 1000 })
+	ctx := context.Background()
+	a, err := c.NextIDs(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.NextIDs(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(b)
+	a = append(a, 0, 0, 0)
+	for i := range a {
+		a[i] = 0
+	}
+	if !slices.Equal(b, want) {
+		t.Fatalf("writing to one batch changed the next: %v, want %v", b, want)
+	}
+	var all collect
+	all.add(b...)
+	all.add(want...)
+	if all.dups != len(b) || b[0] == 0 {
+		t.Fatalf("batches %v", b)
+	}
+}
+
+func TestAppendIDs(t *testing.T) {
+	for _, prefetch := range []int{0, 500} {
+		f := startFake(t, 1000, 100)
+		cfg, reg := testConfig(t, f.addr)
+		cfg.Prefetch = prefetch
+		c := newClient(t, cfg)
+		if prefetch > 0 {
+			waitFor(t, "the first fill", func() bool { return gauge(t, reg, "vesta_client_prefetch_buffered") == float64(prefetch) })
+		}
+		ctx := context.Background()
+		buf := []core.ID{3, 2, 1}
+		var all collect
+		for range 5 {
+			var err error
+			buf, err = c.AppendIDs(ctx, buf[:3], 150)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(buf) != 153 || !slices.Equal(buf[:3], []core.ID{3, 2, 1}) || !slices.IsSorted(buf[3:]) {
+				t.Fatalf("prefetch %d: AppendIDs gave %d IDs after %v, sorted %v", prefetch, len(buf)-3, buf[:3], slices.IsSorted(buf[3:]))
+			}
+			all.add(buf[3:]...)
+		}
+		if all.dups > 0 {
+			t.Fatalf("%d duplicates", all.dups)
+		}
+		if _, err := c.AppendIDs(ctx, buf, client.MaxCount+1); !errors.Is(err, core.ErrInvalidCount) {
+			t.Fatalf("AppendIDs(MaxCount+1): %v", err)
+		}
 	}
 }

@@ -19,6 +19,10 @@ type server struct {
 	rr    atomic.Uint32
 	c     *Client
 	ok    prometheus.Counter // calls_total{server=addr,result=ok}, looked up once
+	busy  prometheus.Counter // calls_total{server=addr,result=busy}
+	// busyUntil is when the server said its sequence has room again (the
+	// client clock's Unix nanoseconds); until then calls skip it.
+	busyUntil atomic.Int64
 }
 
 // slot holds one connection of a server, dialled on first use and again

@@ -129,8 +129,15 @@ type CentralConfig struct {
 	MaxBatch int `koanf:"max_batch"`
 	// MaxRequestBytes limits one request's size; zero does not validate.
 	MaxRequestBytes int `koanf:"max_request_bytes"`
-	// MaxConns limits open connections; zero does not validate.
+	// MaxConns limits open connections (at it a newcomer sheds a silent,
+	// else an idle connection); zero does not validate.
 	MaxConns int `koanf:"max_conns"`
+	// MaxConnsPerPeer limits the open connections of one peer IP address,
+	// shedding as MaxConns; zero does not validate.
+	MaxConnsPerPeer int `koanf:"max_conns_per_peer"`
+	// FirstFrameTimeout closes a new connection whose first complete
+	// request has not arrived in this long; zero does not validate.
+	FirstFrameTimeout time.Duration `koanf:"first_frame_timeout"`
 	// MaxWaitingIDs bounds the IDs owed to GenID/GenIDs calls that wait
 	// at the sequence's ceiling, server-wide; past it calls are answered
 	// unavailable at once. Zero does not validate.
@@ -171,6 +178,16 @@ type RESTConfig struct {
 	// TokenFile holds the token (read by Load, trailing newline
 	// trimmed); "" is none. Setting it and Token is an error.
 	TokenFile string `koanf:"token_file"`
+	// MetricsAuth makes GET /metrics require the token too; false leaves
+	// it open (for a Prometheus without the token). True needs a token.
+	MetricsAuth bool `koanf:"metrics_auth"`
+	// MaxConns limits open HTTP connections (at it a newcomer sheds a
+	// connection that has not sent a request yet, else an idle
+	// keep-alive one); zero does not validate.
+	MaxConns int `koanf:"max_conns"`
+	// MaxConnsPerPeer limits the open HTTP connections of one peer IP
+	// address, shedding as MaxConns; zero does not validate.
+	MaxConnsPerPeer int `koanf:"max_conns_per_peer"`
 	// MaxWaitingIDs bounds the IDs owed to requests that wait at the
 	// sequence's ceiling; past it requests are answered 503 at once. Zero
 	// does not validate.
@@ -252,10 +269,11 @@ func DefaultConfig() Config {
 		TimeGuard: TimeGuardConfig{Dir: "./vesta-data", Window: 3 * time.Second, MaxStartupWait: 10 * time.Second},
 		Central: CentralConfig{
 			Listen: "127.0.0.1:7070", MaxBatch: 10000, MaxRequestBytes: 64 << 10, MaxConns: 10000,
+			MaxConnsPerPeer: 1000, FirstFrameTimeout: 5 * time.Second,
 			MaxWaitingIDs: core.DefaultMaxWaitingIDs, MaxWaitingCalls: core.DefaultMaxWaitingCalls,
 			IdleTimeout: 5 * time.Minute, ReadTimeout: 10 * time.Second,
 		},
-		REST: RESTConfig{Listen: "127.0.0.1:7080",
+		REST: RESTConfig{Listen: "127.0.0.1:7080", MaxConns: 10000, MaxConnsPerPeer: 1000,
 			MaxWaitingIDs: core.DefaultMaxWaitingIDs, MaxWaitingCalls: core.DefaultMaxWaitingCalls},
 		Client:  ClientConfig{Servers: []string{}, Timeout: 200 * time.Millisecond, Retries: 2, Fallback: true},
 		Segment: defaultSegment(),

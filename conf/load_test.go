@@ -197,6 +197,8 @@ func TestEnvMapping(t *testing.T) {
 		"VESTA_CENTRAL_MAX_BATCH=500",
 		"VESTA_CENTRAL_MAX_REQUEST_BYTES=1024",
 		"VESTA_CENTRAL_MAX_CONNS=7",
+		"VESTA_CENTRAL_MAX_CONNS_PER_PEER=3",
+		"VESTA_CENTRAL_FIRST_FRAME_TIMEOUT=1s",
 		"VESTA_CENTRAL_MAX_WAITING_IDS=5000",
 		"VESTA_CENTRAL_MAX_WAITING_CALLS=9",
 		"VESTA_CENTRAL_IDLE_TIMEOUT=1m",
@@ -206,6 +208,9 @@ func TestEnvMapping(t *testing.T) {
 		"VESTA_CENTRAL_TLS_CLIENT_CA=ca.pem",
 		"VESTA_REST_LISTEN=:8080",
 		"VESTA_REST_TOKEN=tok",
+		"VESTA_REST_METRICS_AUTH=true",
+		"VESTA_REST_MAX_CONNS=9",
+		"VESTA_REST_MAX_CONNS_PER_PEER=4",
 		"VESTA_REST_MAX_WAITING_IDS=6000",
 		"VESTA_REST_MAX_WAITING_CALLS=11",
 		"VESTA_REST_TLS_CERT=c.pem",
@@ -243,9 +248,11 @@ func TestEnvMapping(t *testing.T) {
 		},
 		TimeGuard: conf.TimeGuardConfig{Window: 5 * time.Millisecond, MaxStartupWait: time.Minute},
 		Central: conf.CentralConfig{Listen: "127.0.0.1:0", MaxBatch: 500, MaxRequestBytes: 1024, MaxConns: 7,
+			MaxConnsPerPeer: 3, FirstFrameTimeout: time.Second,
 			MaxWaitingIDs: 5000, MaxWaitingCalls: 9, IdleTimeout: time.Minute, ReadTimeout: 2 * time.Second,
 			TLS: conf.CentralTLS{Cert: "c.pem", Key: "k.pem", ClientCA: "ca.pem"}},
-		REST: conf.RESTConfig{Listen: ":8080", Token: "tok", MaxWaitingIDs: 6000, MaxWaitingCalls: 11,
+		REST: conf.RESTConfig{Listen: ":8080", Token: "tok", MetricsAuth: true, MaxConns: 9, MaxConnsPerPeer: 4,
+			MaxWaitingIDs: 6000, MaxWaitingCalls: 11,
 			TLS: conf.RESTTLS{Cert: "c.pem", Key: "k.pem"}},
 		Client: conf.ClientConfig{Servers: []string{"a:1", "b:2"}, Timeout: time.Second, Prefetch: 100},
 		Segment: conf.SegmentConfig{Store: "redis", DSN: "u:p@tcp(db:3306)/leaf", Table: "ids_alloc",
@@ -257,8 +264,8 @@ func TestEnvMapping(t *testing.T) {
 	if got := l.Config; !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n%v\nwant\n%v", got, want)
 	}
-	if len(l.Env) != 58 {
-		t.Errorf("%d variables applied; want 58", len(l.Env))
+	if len(l.Env) != 63 {
+		t.Errorf("%d variables applied; want 63", len(l.Env))
 	}
 }
 

@@ -49,10 +49,12 @@ var centralKeys = []fieldKey{
 	{field: "MaxBatch", key: "central.max_batch"},
 	{field: "MaxRequestBytes", key: "central.max_request_bytes"},
 	{field: "MaxConns", key: "central.max_conns"},
+	{field: "MaxConnsPerPeer", key: "central.max_conns_per_peer"},
 	{field: "MaxWaitingIDs", key: "central.max_waiting_ids"},
 	{field: "MaxWaitingCalls", key: "central.max_waiting_calls"},
 	{field: "IdleTimeout", key: "central.idle_timeout"},
 	{field: "ReadTimeout", key: "central.read_timeout"},
+	{field: "FirstFrameTimeout", key: "central.first_frame_timeout"},
 }
 
 // restKeys: rest.Config, from RESTConfig. REST's largest batch is
@@ -63,6 +65,9 @@ var restKeys = []fieldKey{
 	{field: "MaxBatch", key: "central.max_batch"},
 	{field: "MaxWaitingIDs", key: "rest.max_waiting_ids"},
 	{field: "MaxWaitingCalls", key: "rest.max_waiting_calls"},
+	{field: "MaxConns", key: "rest.max_conns"},
+	{field: "MaxConnsPerPeer", key: "rest.max_conns_per_peer"},
+	{field: "MetricsAuth", key: "rest.metrics_auth", with: []string{"Token"}},
 }
 
 // clientKeys: client.Config, from ClientConfig. client.servers is checked
@@ -192,6 +197,7 @@ func (c Config) centralConfig() central.Config {
 	cc := central.DefaultConfig()
 	cc.MaxBatch, cc.MaxRequestBytes, cc.MaxConns = c.Central.MaxBatch, c.Central.MaxRequestBytes, c.Central.MaxConns
 	cc.IdleTimeout, cc.ReadTimeout = c.Central.IdleTimeout, c.Central.ReadTimeout
+	cc.MaxConnsPerPeer, cc.FirstFrameTimeout = c.Central.MaxConnsPerPeer, c.Central.FirstFrameTimeout
 	cc.MaxWaitingIDs, cc.MaxWaitingCalls = c.Central.MaxWaitingIDs, c.Central.MaxWaitingCalls
 	return cc
 }
@@ -201,6 +207,7 @@ func (c Config) restConfig() rest.Config {
 	rc := rest.DefaultConfig()
 	rc.Token, rc.MaxBatch = c.REST.Token.Reveal(), c.Central.MaxBatch
 	rc.MaxWaitingIDs, rc.MaxWaitingCalls = c.REST.MaxWaitingIDs, c.REST.MaxWaitingCalls
+	rc.MaxConns, rc.MaxConnsPerPeer, rc.MetricsAuth = c.REST.MaxConns, c.REST.MaxConnsPerPeer, c.REST.MetricsAuth
 	return rc
 }
 

@@ -3,6 +3,7 @@ package embed_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -125,8 +126,12 @@ func TestIssuerMethods(t *testing.T) {
 	if err != nil || !inst.Equal(e.Instant) {
 		t.Fatalf("TransTime = %s, %v", inst, err)
 	}
-	if _, err := is.NextIDs(context.Background(), 0); !errors.Is(err, core.ErrInvalidCount) {
-		t.Fatalf("NextIDs(0): %v", err)
+	// Counts that can never be issued are errors, never a panic or an
+	// allocation of their size.
+	for _, n := range []int{0, -1, core.MaxCount + 1, 1 << 40, 1 << 62, math.MaxInt} {
+		if ids, err := is.NextIDs(context.Background(), n); !errors.Is(err, core.ErrInvalidCount) || ids != nil {
+			t.Fatalf("NextIDs(%d) = %d IDs, %v; want core.ErrInvalidCount", n, len(ids), err)
+		}
 	}
 	if _, err := is.TransTime(1 << 41); !errors.Is(err, core.ErrOutOfRange) {
 		t.Fatalf("TransTime too wide: %v", err)

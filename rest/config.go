@@ -29,6 +29,11 @@ const (
 	DefaultMaxBatch       = 10000
 	DefaultBodyLimit      = 64 << 10
 	DefaultRequestTimeout = 5 * time.Second
+	DefaultMaxConns       = 10000
+	DefaultMaxConnsPeer   = 1000
+
+	// maxConnsLimit bounds MaxConns and MaxConnsPerPeer.
+	maxConnsLimit = 1_000_000
 
 	// maxMaxBatch keeps one response below ~25 MB.
 	maxMaxBatch = 1 << 20
@@ -49,8 +54,22 @@ type Config struct {
 	// readiness, metrics, the OpenAPI document and the page stay open.
 	Token string
 
+	// MetricsAuth makes GET /metrics require Token too; false leaves it
+	// open. It needs a Token.
+	MetricsAuth bool
+
 	// MaxBatch is the largest count /v1/ids accepts; zero is 10000.
 	MaxBatch int
+
+	// MaxConns bounds open connections. At it, a new connection sheds
+	// the oldest one that has not sent a request yet, else the one idle
+	// the longest; when all are mid-request it is closed on accept
+	// (package connlimit). Zero is 10000.
+	MaxConns int
+
+	// MaxConnsPerPeer bounds the open connections of one peer IP address,
+	// shedding that peer's own silent or idle ones first. Zero is 1000.
+	MaxConnsPerPeer int
 
 	// BodyLimit caps a request body in bytes (413 past it); zero is 64 KiB.
 	BodyLimit int64
@@ -101,7 +120,8 @@ type Config struct {
 // DefaultConfig returns the recommended configuration: the zero Config with
 // its defaults spelled out.
 func DefaultConfig() Config {
-	return Config{MaxBatch: DefaultMaxBatch, BodyLimit: DefaultBodyLimit, RequestTimeout: DefaultRequestTimeout}
+	return Config{MaxBatch: DefaultMaxBatch, BodyLimit: DefaultBodyLimit, RequestTimeout: DefaultRequestTimeout,
+		MaxConns: DefaultMaxConns, MaxConnsPerPeer: DefaultMaxConnsPeer}
 }
 
 // Validate reports the first field that cannot be used, by name.
@@ -117,6 +137,17 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBatch < 0 || c.MaxBatch > maxMaxBatch {
 		return fmt.Errorf("%w: MaxBatch: %d; want 0 (meaning %d) to %d", ErrInvalidConfig, c.MaxBatch, DefaultMaxBatch, maxMaxBatch)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"MaxConns", c.MaxConns}, {"MaxConnsPerPeer", c.MaxConnsPerPeer}} {
+		if f.v < 0 || f.v > maxConnsLimit {
+			return fmt.Errorf("%w: %s: %d; want 0 (default) to %d", ErrInvalidConfig, f.name, f.v, maxConnsLimit)
+		}
+	}
+	if c.MetricsAuth && c.Token == "" {
+		return fmt.Errorf("%w: MetricsAuth: set without a Token", ErrInvalidConfig)
 	}
 	if c.BodyLimit < 0 {
 		return fmt.Errorf("%w: BodyLimit: %d; want 0 (meaning %d) or more bytes", ErrInvalidConfig, c.BodyLimit, DefaultBodyLimit)
@@ -145,6 +176,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BodyLimit == 0 {
 		c.BodyLimit = DefaultBodyLimit
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxConnsPerPeer == 0 {
+		c.MaxConnsPerPeer = DefaultMaxConnsPeer
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout

@@ -7,15 +7,16 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
+	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
 )
 
-// Parameters are parsed strictly: an integer is unsigned decimal digits
-// only (no sign, space, fraction, exponent or hex), and every error is a
-// 400 whose message names the parameter. Range checks of ID fields are
+// Parameters are parsed strictly, by the rules the central server uses
+// too (central/wire's fields.go): an integer is unsigned decimal digits
+// only (no sign, space, fraction, exponent or hex), method and type take
+// names, and every error is a 400 whose message names the parameter. Range checks of ID fields are
 // left to core.Codec.Make, whose RangeError names the field too.
 
 // query returns the single value of a query parameter; present is false
@@ -44,46 +45,29 @@ func requiredUint(c echo.Context, name string) (uint64, error) {
 	return parseUint(name, s)
 }
 
-// parseUint parses an unsigned decimal integer named name.
+// parseUint parses an unsigned decimal integer named name, by the rules
+// the central server shares (wire.ParseUint).
 func parseUint(name, s string) (uint64, error) {
-	if s == "" {
-		return 0, badParam(name, "empty; want an unsigned decimal integer")
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			if s[0] == '-' {
-				return 0, badParam(name, "%q is negative; want an unsigned decimal integer", clip(s))
-			}
-			return 0, badParam(name, "%q is not an unsigned decimal integer", clip(s))
-		}
-	}
-	v, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, badParam(name, "%q does not fit in 64 bits (max 18446744073709551615)", clip(s))
-	}
-	return v, nil
+	v, err := wire.ParseUint(name, s)
+	return v, paramError(err)
 }
 
 // parseField parses the value of an ID field: a number, or for method and
-// type also a name (rest, max-peak, ...). name is what the caller wrote
-// (genMethod for method), so the message names it.
+// type also a name (rest, max-peak, ...), by wire.ParseField. name is what
+// the caller wrote (genMethod for method), so the message names it.
 func parseField(field, name, s string) (uint64, error) {
-	if s != "" && s[0] >= '0' && s[0] <= '9' {
-		return parseUint(name, s)
+	v, err := wire.ParseField(field, name, s)
+	return v, paramError(err)
+}
+
+// paramError turns a parameter's *wire.Error (whose message names the
+// parameter) into a 400.
+func paramError(err error) error {
+	var we *wire.Error
+	if errors.As(err, &we) {
+		return &apiError{status: http.StatusBadRequest, code: codeInvalidArgument, message: we.Message}
 	}
-	switch field {
-	case "method":
-		if m, err := core.ParseMethod(s); err == nil {
-			return uint64(m), nil
-		}
-		return 0, badParam(name, "%q; want 0-3 or embedded, central, rest, reserved", clip(s))
-	case "type":
-		if t, err := core.ParseType(s); err == nil {
-			return uint64(t), nil
-		}
-		return 0, badParam(name, "%q; want 0, 1, max-peak or min-granularity", clip(s))
-	}
-	return parseUint(name, s)
+	return err
 }
 
 // makeFields are the fields of a make request, in the order messages list them.

@@ -58,6 +58,7 @@ type Server struct {
 	metricsHandler http.Handler
 
 	draining atomic.Bool // set by Shutdown: /readyz fails first
+	limits   *connLimits // MaxConns, MaxConnsPerPeer (limits.go)
 
 	mu      sync.Mutex
 	serving bool
@@ -111,6 +112,9 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.m = m
+	if s.limits, err = newConnLimits(reg, cfg); err != nil {
+		return nil, err
+	}
 	if s.ceil, err = ceilingmetric.New(reg, ceilingmetric.REST); err != nil {
 		return nil, fmt.Errorf("rest: metrics: %w", err)
 	}
@@ -120,6 +124,7 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 	s.metricsHandler = promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError),
 	})
+	e.Pre(s.pre) // http.go
 	e.Use(s.middleware)
 
 	s.http = &http.Server{
@@ -129,8 +134,9 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 		ReadTimeout:       cfg.RequestTimeout,
 		WriteTimeout:      2 * cfg.RequestTimeout,
 		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    32 << 10,
+		MaxHeaderBytes:    serverHeaderBytes, // MaxHeaderBytes is enforced by checkRequest
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ConnState:         s.limits.connState,
 	}
 	return s, nil
 }
@@ -158,7 +164,7 @@ func (s *Server) routes() {
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
-	e.GET("/metrics", s.metrics)
+	e.GET("/metrics", s.metrics, s.metricsMiddleware()...)
 	e.GET("/openapi.json", s.openAPI)
 	e.GET("/", s.index)
 }
@@ -195,6 +201,7 @@ func (s *Server) Serve(ln net.Listener) error {
 
 	s.log.Info("rest: serving", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil, "auth", s.cfg.Token != "")
 	var err error
+	ln = s.limits.listener(ln)
 	if s.cfg.TLS != nil {
 		err = s.http.ServeTLS(ln, "", "")
 	} else {
@@ -288,7 +295,12 @@ func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		if req.Body != nil && req.Body != http.NoBody {
 			req.Body = http.MaxBytesReader(c.Response(), req.Body, s.cfg.BodyLimit)
 		}
-		if err := s.call(next, c); err != nil {
+		err := s.checkRequest(c) // http.go
+		if err == nil {
+			err = s.call(next, c)
+		}
+		if err != nil {
+			allowHead(c)
 			s.handleError(err, c)
 		}
 		d := time.Since(start)
@@ -342,10 +354,6 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if ae.code == codeInternal { // the others are in the access log
 		s.log.Error("rest: request failed", "method", c.Request().Method, "route", c.Path(),
 			"status", ae.status, "code", ae.code, "error", err)
-	}
-	if c.Request().Method == http.MethodHead {
-		_ = c.NoContent(ae.status)
-		return
 	}
 	if s.vesta[c.Path()] {
 		_ = c.Blob(ae.status, echo.MIMETextPlainCharsetUTF8, []byte(ae.code+": "+ae.message+"\n"))

@@ -14,8 +14,9 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 # Test-only modules beside the product module: their dependencies (chromedp
-# for the page's browser test) stay out of the product's go.mod.
-test_modules=(rest/browser)
+# for the page's browser test, kin-openapi for rest/openapilint's strict
+# validation of the served OpenAPI document) stay out of the product's go.mod.
+test_modules=(rest/browser rest/openapilint)
 
 echo "== go vet"
 $GO vet ./...
@@ -37,7 +38,6 @@ $GO test -race -count=1 -timeout 30m ./...
 # module proxy, its tests use no network.
 echo "== deploy/k8s/validate"
 (cd deploy/k8s/validate && $GO mod download && $GO vet ./... && $GO test -race -count=1 ./...)
-
 for m in "${test_modules[@]}"; do
   echo "== go test -race ($m)"
   (cd "$m" && $GO test -race -count=1 -timeout 10m ./...)

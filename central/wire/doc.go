@@ -32,7 +32,7 @@
 //	Vesta.TakeIDs   [{count}]                -> {ids: [uint64, ...], retry_after_ms: uint64}
 //	Vesta.ExpID     [{id}]                   -> Explanation map
 //	Vesta.MakeID    [{time, seq, machine?, method?, type?, version?}] -> uint64
-//	Vesta.TransTime [{time}]                 -> TransTimeResult map
+//	Vesta.TransTime [{time, type?}]          -> TransTimeResult map
 //	Vesta.Info      []                       -> Info map
 //	Vesta.NextSeq   [{tag}]                  -> int64 (the next number of a segment sequence)
 //	Vesta.NextSeqs  [{tag, count}]           -> [int64, ...] (increasing; count 1 ... max_batch)

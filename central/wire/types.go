@@ -71,7 +71,8 @@ func (p MakeIDParams) Partial() core.Partial {
 
 // TransTimeParams are the arguments of Vesta.TransTime.
 type TransTimeParams struct {
-	Time uint64 `codec:"time"` // a raw time field of the server's type
+	Time uint64  `codec:"time"`           // a raw time field
+	Type *uint64 `codec:"type,omitempty"` // its type; nil is the server's
 }
 
 // DecodeParams decodes the Params of a request into dst, which is one of
@@ -79,8 +80,9 @@ type TransTimeParams struct {
 // *NextSeqParams, *NextSeqsParams, or nil for
 // methods without arguments (then only an absent or empty map passes). It
 // is strict: every key must be known and given once, required keys must be
-// present, and values must be non-negative integers (a tag: a string of
-// 1-MaxTagLen bytes of UTF-8). Errors are
+// present, and values must follow the rules of fields.go (non-negative
+// integers or their decimal text, names for method and type, nil for an
+// optional field left out; a tag: a string of 1-MaxTagLen bytes of UTF-8). Errors are
 // InvalidArgument *Errors that name the field.
 func DecodeParams(params []byte, dst any) error {
 	var fs []field
@@ -93,14 +95,14 @@ func DecodeParams(params []byte, dst any) error {
 	case *ExpIDParams:
 		fs = []field{{name: "id", dst: &p.ID}}
 	case *TransTimeParams:
-		fs = []field{{name: "time", dst: &p.Time}}
+		fs = []field{{name: "time", dst: &p.Time}, {name: "type", opt: &p.Type, named: true}}
 	case *MakeIDParams:
 		fs = []field{
 			{name: "time", dst: &p.Time},
 			{name: "seq", dst: &p.Seq},
 			{name: "machine", opt: &p.Machine},
-			{name: "method", opt: &p.Method},
-			{name: "type", opt: &p.Type},
+			{name: "method", opt: &p.Method, named: true},
+			{name: "type", opt: &p.Type, named: true},
 			{name: "version", opt: &p.Version},
 		}
 	default:
@@ -113,12 +115,13 @@ func DecodeParams(params []byte, dst any) error {
 }
 
 // field is one named argument: required (dst, or str for a tag) or
-// optional (opt).
+// optional (opt); named when it takes names too (fields.go).
 type field struct {
-	name string
-	dst  *uint64
-	opt  **uint64
-	str  *string
+	name  string
+	dst   *uint64
+	opt   **uint64
+	str   *string
+	named bool
 }
 
 func decodeFields(params []byte, fs []field) error {
@@ -159,13 +162,16 @@ func decodeFields(params []byte, fs []field) error {
 			*fs[k].str = s
 			continue
 		}
-		v, err := r.uint()
-		if err != nil {
-			return Errorf(InvalidArgument, "%s: %v", fs[k].name, err)
-		}
-		if fs[k].dst != nil {
+		v, null, err := r.fieldValue(fs[k])
+		switch {
+		case err != nil:
+			return err
+		case null && fs[k].dst != nil: // nil is leaving the field out
+			return Errorf(InvalidArgument, "missing field %s (null)", fs[k].name)
+		case null:
+		case fs[k].dst != nil:
 			*fs[k].dst = v
-		} else {
+		default:
 			*fs[k].opt = &v
 		}
 	}

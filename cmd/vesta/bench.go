@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +39,11 @@ const (
 	// errorBackoff keeps a failing target (a server down) from turning
 	// the run into a busy loop of errors.
 	errorBackoff = 10 * time.Millisecond
+	// maxCallerRate bounds --rate per caller: a schedule finer than a
+	// microsecond measures the timers, not the target.
+	maxCallerRate = 1e6
+	// maxBenchServers bounds --servers.
+	maxBenchServers = 16
 )
 
 // benchTargets are the targets of vesta bench, in the order of its help.
@@ -45,7 +52,12 @@ var benchTargets = []string{"embedded", "rpc", "rest", "client", "redis-incr", "
 // benchOptions are the validated flags of one vesta bench run.
 type benchOptions struct {
 	target      string
-	addr        string // "" = the target's default (see benchLong)
+	addr        string        // "" = the target's default (see benchLong)
+	addrs       []string      // addr split at commas (client: several servers)
+	servers     int           // in-process central servers (client, without --addr)
+	prefetch    int           // client: Config.Prefetch
+	timeout     time.Duration // client: Config.Timeout; 0 = its default
+	rate        float64       // offered calls/s in all (open loop); 0 = closed loop
 	concurrency int
 	conns       int // 0 = the target's default
 	duration    time.Duration
@@ -66,6 +78,17 @@ object: target, concurrency, batch, seconds, calls, ids, calls_per_sec,
 ids_per_sec, p50_us, p99_us, p999_us, max_us, errors. Calls that fail are
 counted in errors, not in calls; any error makes the exit status 1.
 
+Closed loop (the default): each caller makes its next call as soon as the last
+one returned. Open loop (--rate R): the callers offer R calls/s in all, each on
+a fixed schedule (caller i every C/R seconds, the callers' schedules staggered),
+whatever the target's speed. A call's latency is then counted as a perfect
+load generator would see it: from its scheduled start to the end of a call as
+long as the measured one, started at that time or, if later, when the caller's
+previous call would have ended (so the wait in line behind a slow call counts,
+as in wrk2, but a timer of the load generator that wakes late does not); calls
+that would have started behind schedule are reported as late. R/C may be at
+most 1e6.
+
 Targets, each with --batch B asking for B IDs per call:
   embedded       an in-process embedded issuer (NextID, or NextIDs(B)); time
                  guard in a temporary directory. Takes no --addr.
@@ -74,7 +97,12 @@ Targets, each with --batch B asking for B IDs per call:
   rest           HTTP GET /genid, or /v1/ids?count=B, to the REST server at --addr.
   client         the Go client (package client) with its defaults (2 pipelined
                  connections, 200ms timeout) but no fallback, to the central
-                 server at --addr; --conns sets its connections per server.
+                 servers at --addr (host:port[,host:port...]); --conns sets its
+                 connections per server, --prefetch N its Prefetch (IDs kept
+                 ready), --timeout D its Timeout. Without --addr, --servers N
+                 starts N servers in this process (machines 1023, 1022, ...).
+                 After the run, stderr tells the client's calls by result (ok,
+                 busy, timeout, ...) and how many calls waited at the ceiling.
   redis-incr     go-redis INCR (INCRBY B with --batch) on the Redis at --addr
                  (required): the anchor of rpc and client.
   http-baseline  an echo v4 handler returning a constant 19-digit string, on the
@@ -112,13 +140,13 @@ clock is the wall clock's, read at its start).`
 func newBenchCmd() *cobra.Command {
 	var o benchOptions
 	cmd := &cobra.Command{
-		Use:   "bench TARGET [--addr A] [--concurrency C] [--duration D] [--batch B] [--conns N] [--warmup D] [--align] [--json]",
+		Use:   "bench TARGET [--addr A] [--concurrency C] [--duration D] [--batch B] [--conns N] [--warmup D] [--align] [--rate R] [--json]",
 		Short: "Load-test a target (embedded, rpc, rest, client) or an anchor (redis-incr, http-baseline)",
 		Long:  benchLong,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.target = args[0]
-			if err := o.validate(cmd.Flags().Changed("conns")); err != nil {
+			if err := o.validate(cmd.Flags().Changed("conns"), cmd.Flags().Changed("servers"), cmd.Flags().Changed("prefetch")); err != nil {
 				return err
 			}
 			return runBench(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -135,13 +163,18 @@ func newBenchCmd() *cobra.Command {
 	fs.BoolVar(&o.json, "json", false, "print one JSON object instead of a table")
 	fs.StringVar(&o.tag, "tag", "bench", "rpc-seq, client-seq: the segment sequence tag")
 	fs.IntVar(&o.seqPrefetch, "seq-prefetch", 0, "client-seq: numbers the client keeps ready per tag")
+	fs.Float64Var(&o.rate, "rate", 0, "open loop: offer this many calls/s in all, on a fixed schedule (0: closed loop)")
+	fs.IntVar(&o.servers, "servers", 1, "client without --addr: central servers to start in this process")
+	fs.IntVar(&o.prefetch, "prefetch", 0, "client: IDs the client keeps ready (Config.Prefetch; 0: none)")
+	fs.DurationVar(&o.timeout, "timeout", 0, "client: the time an attempt on one server may take (Config.Timeout; 0: its default, 200ms)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (load, and the server when in-process) to `FILE`, for go tool pprof")
 	return cmd
 }
 
-// validate checks every flag and names the one at fault; connsSet tells
-// whether --conns was given.
-func (o *benchOptions) validate(connsSet bool) error {
+// validate checks every flag and names the one at fault; connsSet,
+// serversSet and prefetchSet tell whether --conns, --servers and
+// --prefetch were given.
+func (o *benchOptions) validate(connsSet, serversSet, prefetchSet bool) error {
 	known := false
 	for _, t := range benchTargets {
 		known = known || o.target == t
@@ -185,9 +218,36 @@ func (o *benchOptions) validate(connsSet bool) error {
 	case o.addr == "" && o.target == "redis-incr":
 		return fmt.Errorf("%w: --addr: redis-incr needs the host:port of a Redis server", errUsage)
 	case o.addr != "":
-		if err := checkAddr(o.addr); err != nil {
-			return fmt.Errorf("%w: --addr %q: %s", errUsage, o.addr, err)
+		o.addrs = strings.Split(o.addr, ",")
+		if len(o.addrs) > 1 && o.target != "client" {
+			return fmt.Errorf("%w: --addr %q: only the client target takes several servers", errUsage, o.addr)
 		}
+		for i, a := range o.addrs {
+			if err := checkAddr(a); err != nil {
+				return fmt.Errorf("%w: --addr %q: %s", errUsage, o.addr, err)
+			}
+			if slices.Contains(o.addrs[:i], a) {
+				return fmt.Errorf("%w: --addr %q: %s appears twice", errUsage, o.addr, a)
+			}
+		}
+	}
+	switch {
+	case serversSet && o.target != "client":
+		return fmt.Errorf("%w: --servers: only the client target starts several servers", errUsage)
+	case serversSet && o.addr != "":
+		return fmt.Errorf("%w: --servers: with --addr the servers are the ones given", errUsage)
+	case o.servers < 1 || o.servers > maxBenchServers:
+		return fmt.Errorf("%w: --servers %d; want 1-%d", errUsage, o.servers, maxBenchServers)
+	case prefetchSet && o.target != "client":
+		return fmt.Errorf("%w: --prefetch: only the client target prefetches", errUsage)
+	case o.prefetch < 0 || o.prefetch > 1<<20:
+		return fmt.Errorf("%w: --prefetch %d; want 0-%d", errUsage, o.prefetch, 1<<20)
+	case o.timeout != 0 && o.target != "client":
+		return fmt.Errorf("%w: --timeout: only the client target has one", errUsage)
+	case o.timeout < 0 || o.timeout > time.Minute:
+		return fmt.Errorf("%w: --timeout %v; want 0 (the client's default) to 1m", errUsage, o.timeout)
+	case math.IsNaN(o.rate) || o.rate < 0 || o.rate/float64(o.concurrency) > maxCallerRate:
+		return fmt.Errorf("%w: --rate %v; want 0 (closed loop) or more, at most %g per caller", errUsage, o.rate, maxCallerRate)
 	}
 	return o.validateSeq()
 }
@@ -215,6 +275,9 @@ type benchTarget struct {
 	// it runs ahead of the clock (borrowed credit); nil otherwise.
 	ahead func() time.Duration
 	close func() error
+	// report, if set, writes what the target saw (client: its calls by
+	// result) to stderr after the run.
+	report func(w io.Writer)
 }
 
 // benchResult is the outcome of a run; its JSON form is the --json output.
@@ -232,6 +295,10 @@ type benchResult struct {
 	P999us      float64 `json:"p999_us"`
 	MaxUs       float64 `json:"max_us"`
 	Errors      uint64  `json:"errors"`
+	// Open loop only (--rate): the calls/s offered, and how many calls
+	// started behind their schedule.
+	OfferedPerSec float64 `json:"offered_per_sec,omitempty"`
+	Late          uint64  `json:"late,omitempty"`
 }
 
 // Phases of a run, as the callers see them.
@@ -248,6 +315,7 @@ type benchCaller struct {
 	calls    atomic.Uint64
 	ids      atomic.Uint64
 	errors   atomic.Uint64
+	late     uint64
 	hist     *hdrhistogram.Histogram
 	max      int64
 	firstErr error
@@ -265,6 +333,9 @@ func runBench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) (er
 		fmt.Fprintf(stderr, " over %d connections", tg.conns)
 	}
 	fmt.Fprintf(stderr, ", batch %d, %v", o.batch, o.duration)
+	if o.rate > 0 {
+		fmt.Fprintf(stderr, ", open loop at %.0f calls/s", o.rate)
+	}
 	if o.warmup > 0 {
 		fmt.Fprintf(stderr, " after %v of warm-up", o.warmup)
 	}
@@ -281,6 +352,9 @@ func runBench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) (er
 		}
 	}
 	res, ahead, firstErr := measure(ctx, o, tg, stderr)
+	if tg.report != nil {
+		tg.report(stderr)
+	}
 	if o.cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -319,6 +393,12 @@ func measure(ctx context.Context, o benchOptions, tg *benchTarget, stderr io.Wri
 		c := &callers[w]
 		// Nanoseconds with two significant digits (1%): 30 KB a caller.
 		c.hist = hdrhistogram.New(1, int64(maxLatency), 2)
+		if o.rate > 0 {
+			interval := time.Duration(float64(o.concurrency) / o.rate * float64(time.Second))
+			offset := interval * time.Duration(w) / time.Duration(o.concurrency)
+			wg.Go(func() { c.openLoop(runCtx, tg, w, &phase, interval, offset) })
+			continue
+		}
 		wg.Go(func() { c.loop(runCtx, tg, w, &phase) })
 	}
 
@@ -382,12 +462,14 @@ loop:
 		res.Calls += c.calls.Load()
 		res.IDs += c.ids.Load()
 		res.Errors += c.errors.Load()
+		res.Late += c.late
 		if firstErr == nil {
 			firstErr = c.firstErr
 		}
 	}
 	us := func(ns int64) float64 { return float64(ns) / 1e3 }
 	res.Target, res.Concurrency, res.Batch = o.target, o.concurrency, o.batch
+	res.OfferedPerSec = o.rate
 	res.Seconds = elapsed.Seconds()
 	res.CallsPerSec = float64(res.Calls) / res.Seconds
 	res.IDsPerSec = float64(res.IDs) / res.Seconds
@@ -434,6 +516,59 @@ func (c *benchCaller) loop(ctx context.Context, tg *benchTarget, w int, phase *a
 	}
 }
 
+// openLoop makes calls on a fixed schedule, every interval from offset
+// after its start, until the run is done (see benchLong for how latency
+// is counted).
+func (c *benchCaller) openLoop(ctx context.Context, tg *benchTarget, w int, phase *atomic.Int32, interval, offset time.Duration) {
+	timer := time.NewTimer(offset)
+	defer timer.Stop()
+	next := time.Now().Add(offset)
+	var idealEnd time.Time
+	for {
+		if d := time.Until(next); d > 0 {
+			timer.Reset(d)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+		t0 := time.Now()
+		n, err := tg.call(ctx, w)
+		service := time.Since(t0)
+		// The call as a perfect load generator would have made it: at its
+		// scheduled time, or when its previous call ended if that was
+		// later, taking as long as it took.
+		start, late := next, idealEnd.After(next)
+		if late {
+			start = idealEnd
+		}
+		idealEnd = start.Add(service)
+		latency := idealEnd.Sub(next)
+		next = next.Add(interval)
+		if err != nil && c.firstErr == nil {
+			c.firstErr = err
+		}
+		switch phase.Load() {
+		case phaseDone:
+			return
+		case phaseMeasure:
+			if err != nil {
+				c.errors.Add(1)
+				break
+			}
+			ns := min(int64(latency), int64(maxLatency))
+			c.hist.RecordValue(ns)
+			c.max = max(c.max, ns)
+			c.ids.Add(uint64(n))
+			c.calls.Add(1)
+			if late {
+				c.late++
+			}
+		}
+	}
+}
+
 // untilMidSecond is how long from t until the middle of a wall-clock
 // second, the farthest from the boundaries of units of a second.
 func untilMidSecond(t time.Time) time.Duration {
@@ -466,6 +601,10 @@ func printBenchTable(w io.Writer, r benchResult, tg *benchTarget) {
 		{"p99.9 µs", fmt.Sprintf("%.1f", r.P999us)},
 		{"max µs", fmt.Sprintf("%.1f", r.MaxUs)},
 		{"errors", strconv.FormatUint(r.Errors, 10)},
+	}
+	if r.OfferedPerSec > 0 {
+		rows = append(rows, [2]string{"offered calls/s", fmt.Sprintf("%.0f", r.OfferedPerSec)},
+			[2]string{"late calls", strconv.FormatUint(r.Late, 10)})
 	}
 	for _, row := range rows {
 		fmt.Fprintf(tw, "%s\t%s\n", row[0], row[1])

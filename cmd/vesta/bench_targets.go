@@ -8,14 +8,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
@@ -47,48 +51,62 @@ func openBenchTarget(ctx context.Context, o benchOptions) (*benchTarget, error) 
 	case "rpc-seq", "client-seq":
 		return openSeqTarget(ctx, o) // bench_seq.go
 	}
-	// rpc, rest and client: a server at --addr, or one of our own.
-	var srv *benchServer
-	addr, where := o.addr, "--addr"
-	if addr == "" {
-		var err error
-		if srv, err = startBenchServer(ctx); err != nil {
-			return nil, err
+	// rpc, rest and client: servers at --addr, or our own.
+	var srvs []*benchServer
+	stopAll := func() error {
+		var errs []error
+		for _, srv := range srvs {
+			errs = append(errs, srv.stop())
 		}
+		return errors.Join(errs...)
+	}
+	addrs, where := o.addrs, "--addr"
+	if len(addrs) == 0 {
 		where = "in-process, no --addr"
-		addr = srv.central
-		if o.target == "rest" {
-			addr = srv.rest
+		for i := range o.servers {
+			srv, err := startBenchServer(ctx, core.MachineID(1023-i))
+			if err != nil {
+				return nil, errors.Join(err, stopAll())
+			}
+			srvs = append(srvs, srv)
+			addr := srv.central
+			if o.target == "rest" {
+				addr = srv.rest
+			}
+			addrs = append(addrs, addr)
 		}
 	}
 	var tg *benchTarget
 	var err error
 	switch o.target {
 	case "rpc":
-		tg, err = openRPC(o, addr)
+		tg, err = openRPC(o, addrs[0])
 	case "rest":
-		tg, err = openREST(o, addr)
+		tg, err = openREST(o, addrs[0])
 	default:
-		tg, err = openClient(ctx, o, addr)
+		tg, err = openClient(ctx, o, addrs)
 	}
 	if err != nil {
-		if srv != nil {
-			err = errors.Join(err, srv.stop())
-		}
-		return nil, err
+		return nil, errors.Join(err, stopAll())
 	}
 	tg.server += " (" + where + ")"
-	if srv != nil {
-		tg.ahead = srv.ahead
+	if len(srvs) > 0 {
+		tg.ahead = func() time.Duration {
+			var d time.Duration
+			for _, srv := range srvs {
+				d = max(d, srv.ahead())
+			}
+			return d
+		}
 		closeTarget := tg.close
-		tg.close = func() error { return errors.Join(closeTarget(), srv.stop()) }
+		tg.close = func() error { return errors.Join(closeTarget(), stopAll()) }
 	}
 	return tg, nil
 }
 
 // benchServer is the central and REST server bench runs itself when rpc,
-// rest or client have no --addr: 'vesta serve' on its defaults, on
-// 127.0.0.1:0, with the time guard in a temporary directory.
+// rest or client have no --addr: 'vesta serve' on its defaults but for the
+// machine ID, on 127.0.0.1:0, with the time guard in a temporary directory.
 type benchServer struct {
 	central, rest string
 	gen           *core.Generator
@@ -99,7 +117,7 @@ type benchServer struct {
 	wg            sync.WaitGroup
 }
 
-func startBenchServer(ctx context.Context) (_ *benchServer, err error) {
+func startBenchServer(ctx context.Context, machine core.MachineID) (_ *benchServer, err error) {
 	s := &benchServer{}
 	if s.dir, err = os.MkdirTemp("", "vesta-bench-"); err != nil {
 		return nil, err
@@ -110,9 +128,10 @@ func startBenchServer(ctx context.Context) (_ *benchServer, err error) {
 		}
 	}()
 	cfg := conf.DefaultConfig()
-	cfg.Machine.ID = new(1023) // an explicit choice: the benchmark's IDs are discarded
+	cfg.Machine.ID = new(int(machine)) // an explicit choice: the benchmark's IDs are discarded
 	log := slog.New(slog.DiscardHandler)
 	mcfg := cfg.MachineID(core.Central)
+	mcfg.Static = new(machine)
 	mcfg.Logger = log
 	if s.lease, err = machineid.Acquire(ctx, mcfg, machineid.Server); err != nil {
 		return nil, err
@@ -209,8 +228,14 @@ func openEmbedded(ctx context.Context, o benchOptions) (*benchTarget, error) {
 	return tg, nil
 }
 
-func openClient(ctx context.Context, o benchOptions, addr string) (*benchTarget, error) {
-	cfg := client.DefaultConfig(addr)
+func openClient(ctx context.Context, o benchOptions, addrs []string) (*benchTarget, error) {
+	cfg := client.DefaultConfig(addrs...)
+	cfg.Prefetch = o.prefetch
+	if o.timeout > 0 {
+		cfg.Timeout = o.timeout
+	}
+	reg := prometheus.NewRegistry()
+	cfg.Registerer = reg
 	// A fallback ID would be measured as a central one: a server that is
 	// down must show as errors.
 	cfg.Fallback = false
@@ -222,7 +247,14 @@ func openClient(ctx context.Context, o benchOptions, addr string) (*benchTarget,
 	if err != nil {
 		return nil, usageIf(err)
 	}
-	tg := &benchTarget{server: "Go client to the central server at " + addr, conns: conns, close: cl.Close}
+	what := "Go client to the central server at " + addrs[0]
+	if len(addrs) > 1 {
+		what = "Go client to the central servers at " + strings.Join(addrs, ", ")
+	}
+	if o.prefetch > 0 {
+		what += fmt.Sprintf(", prefetching %d", o.prefetch)
+	}
+	tg := &benchTarget{server: what, conns: conns, close: cl.Close, report: func(w io.Writer) { reportClient(w, reg) }}
 	if o.batch == 1 {
 		tg.call = func(ctx context.Context, _ int) (int, error) {
 			_, err := cl.NextID(ctx)
@@ -654,4 +686,36 @@ func openBaseline(o benchOptions) (*benchTarget, error) {
 		return err
 	}
 	return tg, nil
+}
+
+// reportClient writes the client's calls by result, summed over servers,
+// and its waits at the ceiling, from its metrics.
+func reportClient(w io.Writer, reg *prometheus.Registry) {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return
+	}
+	results := map[string]float64{}
+	var waits float64
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			switch mf.GetName() {
+			case "vesta_client_calls_total":
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "result" {
+						results[l.GetValue()] += m.GetCounter().GetValue()
+					}
+				}
+			case "vesta_ceiling_waits_total":
+				waits += m.GetCounter().GetValue()
+			}
+		}
+	}
+	keys := slices.Sorted(maps.Keys(results))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %.0f", k, results[k])
+	}
+	fmt.Fprintf(w, "vesta bench: client: calls to servers by result (warm-up included): %s; calls that waited at the ceiling: %.0f\n",
+		strings.Join(parts, ", "), waits)
 }

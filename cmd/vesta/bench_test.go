@@ -24,8 +24,14 @@ import (
 // on 127.0.0.1:0 until the test ends.
 func startCentral(tb testing.TB, cfg central.Config) string {
 	tb.Helper()
+	return startCentralMachine(tb, 1000, cfg)
+}
+
+// startCentralMachine is startCentral with the generator's machine ID.
+func startCentralMachine(tb testing.TB, machine core.MachineID, cfg central.Config) string {
+	tb.Helper()
 	gcfg := core.DefaultConfig()
-	gcfg.Machine = 1000
+	gcfg.Machine = machine
 	gen, err := core.New(context.Background(), gcfg)
 	if err != nil {
 		tb.Fatal(err)
@@ -94,6 +100,22 @@ func TestBenchFlags(t *testing.T) {
 		{"addr port 0", []string{"bench", "client", "--addr", "127.0.0.1:0"}, `--addr "127.0.0.1:0": port "0"; want 1-65535`},
 		{"addr port too high", []string{"bench", "redis-incr", "--addr", "127.0.0.1:70000"}, `port "70000"; want 1-65535`},
 		{"unknown flag", []string{"bench", "rpc", "--callers", "3"}, "unknown flag: --callers"},
+		{"rate negative", []string{"bench", "embedded", "--rate", "-1"}, "--rate -1; want 0 (closed loop) or more, at most 1e+06 per caller"},
+		{"rate NaN", []string{"bench", "embedded", "--rate", "NaN"}, "--rate NaN"},
+		{"rate above a call a microsecond per caller", []string{"bench", "embedded", "-c", "2", "--rate", "3e6"}, "--rate 3e+06; want 0 (closed loop) or more, at most 1e+06 per caller"},
+		{"several addresses for rpc", []string{"bench", "rpc", "--addr", "127.0.0.1:1,127.0.0.1:2"}, "only the client target takes several servers"},
+		{"an address twice", []string{"bench", "client", "--addr", "127.0.0.1:1,127.0.0.1:1"}, "127.0.0.1:1 appears twice"},
+		{"a bad address among several", []string{"bench", "client", "--addr", "127.0.0.1:1,nohost"}, `--addr "127.0.0.1:1,nohost": want host:port`},
+		{"servers for rpc", []string{"bench", "rpc", "--servers", "2"}, "--servers: only the client target starts several servers"},
+		{"servers with addr", []string{"bench", "client", "--servers", "2", "--addr", "127.0.0.1:1"}, "--servers: with --addr the servers are the ones given"},
+		{"servers 0", []string{"bench", "client", "--servers", "0"}, "--servers 0; want 1-16"},
+		{"servers absurd", []string{"bench", "client", "--servers", "17"}, "--servers 17; want 1-16"},
+		{"prefetch for rpc", []string{"bench", "rpc", "--prefetch", "10"}, "--prefetch: only the client target prefetches"},
+		{"prefetch negative", []string{"bench", "client", "--prefetch", "-1"}, "--prefetch -1; want 0-1048576"},
+		{"prefetch absurd", []string{"bench", "client", "--prefetch", "1048577"}, "--prefetch 1048577; want 0-1048576"},
+		{"timeout for rpc", []string{"bench", "rpc", "--timeout", "1s"}, "--timeout: only the client target has one"},
+		{"timeout negative", []string{"bench", "client", "--timeout", "-1s"}, "--timeout -1s; want 0 (the client's default) to 1m"},
+		{"timeout absurd", []string{"bench", "client", "--timeout", "2h"}, "--timeout 2h0m0s; want 0 (the client's default) to 1m"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := cli(t, "", tc.args...)
@@ -138,8 +160,12 @@ func benchJSON(t *testing.T, args ...string) benchResult {
 			t.Fatal(err)
 		}
 	}
-	if !slices.Equal(keys, benchJSONKeys) {
-		t.Errorf("keys %v; want %v", keys, benchJSONKeys)
+	want := benchJSONKeys
+	if slices.Contains(args, "--rate") {
+		want = append(slices.Clip(want), "offered_per_sec", "late")
+	}
+	if !slices.Equal(keys, want) && !(slices.Contains(args, "--rate") && slices.Equal(keys, want[:len(want)-1])) { // late: omitted when 0
+		t.Errorf("keys %v; want %v", keys, want)
 	}
 	var res benchResult
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
@@ -170,6 +196,7 @@ func checkResult(t *testing.T, res benchResult, target string, concurrency, batc
 
 func TestBenchTargets(t *testing.T) {
 	rpcAddr := startCentral(t, central.Config{})
+	rpcAddr2 := startCentralMachine(t, 1001, central.Config{})
 	rds := redistest.Start(t)
 	for _, tc := range []struct {
 		name               string
@@ -191,6 +218,10 @@ func TestBenchTargets(t *testing.T) {
 		{"http-baseline", "http-baseline", 4, 1, nil},
 		{"warm-up", "rpc", 2, 1, []string{"--addr", rpcAddr, "--warmup", "100ms"}},
 		{"aligned", "embedded", 2, 1, []string{"--align", "-d", "1s"}},
+		{"open loop", "embedded", 4, 1, []string{"--rate", "2000"}},
+		{"client, open loop, prefetch", "client", 8, 1, []string{"--rate", "4000", "--prefetch", "1000", "--timeout", "2s"}},
+		{"client, three servers in-process, batch", "client", 4, 100, []string{"--servers", "3"}},
+		{"client, two servers at addr, prefetch", "client", 4, 10, []string{"--addr", rpcAddr + "," + rpcAddr2, "--prefetch", "500"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{tc.target, "-c", strconv.Itoa(tc.concurrency), "-b", strconv.Itoa(tc.batch)}, tc.args...)
@@ -198,6 +229,12 @@ func TestBenchTargets(t *testing.T) {
 			checkResult(t, res, tc.target, tc.concurrency, tc.batch)
 			if slices.Contains(tc.args, "--align") && res.Seconds < 1 {
 				t.Errorf("seconds %v; want the whole second asked for", res.Seconds)
+			}
+			if i := slices.Index(tc.args, "--rate"); i >= 0 {
+				rate, _ := strconv.ParseFloat(tc.args[i+1], 64)
+				if res.OfferedPerSec != rate || res.CallsPerSec > 1.5*rate {
+					t.Errorf("offered %v calls/s, made %v; want %v offered and no more made (give or take the window's edges)", res.OfferedPerSec, res.CallsPerSec, rate)
+				}
 			}
 		})
 	}

@@ -1,0 +1,117 @@
+package rest
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+)
+
+// HTTP details every route shares (issue 13's audit): HEAD wherever GET
+// is, nosniff on every answer, percent-decoded path parameters, a body
+// refused by its Content-Length before any of it is read (so a request
+// with "Expect: 100-continue" gets 413, never 100 Continue), and the
+// header size limit enforced here, so that its 431 is the JSON error body
+// too.
+//
+// net/http still answers a few requests itself, in plain text, before any
+// handler runs: headers past serverHeaderBytes (431), a request line or
+// header it cannot parse (400), an HTTP version other than 1.x (505), and
+// an unknown Transfer-Encoding (501). It has not parsed a request then,
+// so no handler can see one; those answers carry fixed text and echo
+// nothing of the input.
+
+// MaxHeaderBytes is the size of a request's headers (with its request
+// line) past which the answer is 431.
+const MaxHeaderBytes = 32 << 10
+
+// serverHeaderBytes is what net/http reads before answering 431 itself:
+// far enough past MaxHeaderBytes that any request it reads whole is
+// checked, and answered in JSON, by checkRequest.
+const serverHeaderBytes = 1 << 20
+
+// headKey marks, in the echo context, a HEAD request routed as GET.
+const headKey = "vesta.head"
+
+// pre runs before routing: it marks every answer nosniff and routes HEAD
+// as GET (echo routes the very *http.Request net/http holds, so its
+// method is changed for routing and restored by checkRequest: net/http
+// then sends the GET answer's headers, Content-Length included, and
+// drops the body).
+func (s *Server) pre(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set("X-Content-Type-Options", "nosniff")
+		if r := c.Request(); r.Method == http.MethodHead {
+			r.Method = http.MethodGet
+			c.Set(headKey, true)
+		}
+		return next(c)
+	}
+}
+
+// checkRequest refuses, before the handler, headers past MaxHeaderBytes
+// and a body whose declared length is past the limit; it percent-decodes
+// path parameters (echo matches the raw path, so /v1/ids/%31 is id "%31"
+// until here). A parameter that is not valid percent-encoding is left as
+// it came, for the handler to refuse.
+func (s *Server) checkRequest(c echo.Context) error {
+	r := c.Request()
+	if c.Get(headKey) != nil {
+		r.Method = http.MethodHead
+	}
+	if n := headerBytes(r); n > MaxHeaderBytes {
+		return &apiError{status: http.StatusRequestHeaderFieldsTooLarge, code: codeInvalidArgument,
+			message: fmt.Sprintf("headers: %d bytes; at most %d", n, MaxHeaderBytes)}
+	}
+	if r.ContentLength > s.cfg.BodyLimit {
+		return &apiError{status: http.StatusRequestEntityTooLarge, code: codeInvalidArgument,
+			message: fmt.Sprintf("body: larger than %d bytes (Content-Length %d)", s.cfg.BodyLimit, r.ContentLength)}
+	}
+	if vals := c.ParamValues(); len(vals) > 0 {
+		changed := false
+		for i, v := range vals {
+			if strings.IndexByte(v, '%') < 0 {
+				continue
+			}
+			if u, err := url.PathUnescape(v); err == nil {
+				vals[i], changed = u, true
+			}
+		}
+		if changed {
+			c.SetParamValues(vals...)
+		}
+	}
+	return nil
+}
+
+// headerBytes is the size of the request line and headers as sent, give
+// or take the spaces around colons.
+func headerBytes(r *http.Request) int {
+	n := len(r.Method) + len(r.RequestURI) + len(r.Proto) + 4 + len(r.Host) + len("Host: \r\n")
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n
+}
+
+// allowHead adds HEAD to the Allow header of a 405 wherever GET is
+// allowed, as pre serves it.
+func allowHead(c echo.Context) {
+	h := c.Response().Header()
+	if allow := h.Get(echo.HeaderAllow); strings.Contains(allow, http.MethodGet) && !strings.Contains(allow, http.MethodHead) {
+		h.Set(echo.HeaderAllow, allow+", "+http.MethodHead)
+	}
+}
+
+// metricsMiddleware is the token check of /metrics when Config.MetricsAuth
+// is set, else none.
+func (s *Server) metricsMiddleware() []echo.MiddlewareFunc {
+	if s.cfg.MetricsAuth {
+		return []echo.MiddlewareFunc{s.auth}
+	}
+	return nil
+}
