@@ -37,6 +37,10 @@ const (
 	maxInFlight     = 1 << 20
 	maxWaitingIDs   = 1 << 30
 	maxWaitingCalls = 1 << 24
+	// IdleTimeout, ReadTimeout and FirstFrameTimeout (0 is the default):
+	// below 10ms a healthy peer is cut off, above a day is a typo.
+	minTimeout = 10 * time.Millisecond
+	maxTimeout = 24 * time.Hour
 )
 
 // Config configures a Server. The zero Config is valid and means the
@@ -61,7 +65,7 @@ type Config struct {
 	MaxConnsPerPeer int
 	// FirstFrameTimeout closes a new connection whose first complete
 	// frame has not arrived this long after accept (the TLS handshake
-	// included). Zero is 5 seconds.
+	// included). Zero is 5 seconds, else 10ms to 24h.
 	FirstFrameTimeout time.Duration
 	// MaxInFlight bounds the calls of one connection that wait for the
 	// generator at once (the sequence ran out, or the time guard lags);
@@ -78,11 +82,11 @@ type Config struct {
 	// is 4096.
 	MaxWaitingCalls int
 	// IdleTimeout closes a connection that sends nothing while no call of
-	// its is waiting; zero is 5 minutes.
+	// its is waiting; zero is 5 minutes, else 10ms to 24h.
 	IdleTimeout time.Duration
 	// ReadTimeout bounds how long a frame may take to arrive once its first
 	// byte has, and the TLS handshake; a peer that sends half a frame and
-	// stalls is cut off. Zero is 10 seconds.
+	// stalls is cut off. Zero is 10 seconds, else 10ms to 24h.
 	ReadTimeout time.Duration
 	// WriteTimeout bounds each write of responses to a connection; a peer
 	// that does not read is cut off. Zero is 10 seconds.
@@ -148,6 +152,9 @@ func (c Config) Validate() error {
 	for _, f := range durations {
 		if f.v < 0 {
 			return fmt.Errorf("%w: %s %v; want 0 (default) or more", ErrInvalidConfig, f.name, f.v)
+		}
+		if f.name != "WriteTimeout" && f.v != 0 && (f.v < minTimeout || f.v > maxTimeout) {
+			return fmt.Errorf("%w: %s %v; want 0 (default) or %v to %v", ErrInvalidConfig, f.name, f.v, minTimeout, "24h")
 		}
 	}
 	if c.TLS != nil && len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil && c.TLS.GetConfigForClient == nil {

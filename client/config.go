@@ -29,6 +29,7 @@ const (
 
 	maxConnsPerServer = 64
 	maxPrefetch       = 1 << 20
+	maxRetries        = 10 // each retry is another server: more is a typo
 )
 
 // Config configures a Client. The zero Config is not usable (it names no
@@ -49,7 +50,7 @@ type Config struct {
 	// failed, each a different server (so at most len(Servers)-1 retries
 	// happen), counted afresh after each server's answer and after each
 	// wait at the ceiling. A busy answer is not a failure. Zero tries one
-	// server only; DefaultConfig sets 2.
+	// server only; DefaultConfig sets 2; at most 10.
 	Retries int
 
 	// ConnsPerServer is how many TCP connections the client keeps to each
@@ -167,8 +168,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Timeout < 0:
 		return fmt.Errorf("%w: Timeout: %v; want > 0 (or 0 for %v)", ErrConfig, c.Timeout, defaultTimeout)
-	case c.Retries < 0:
-		return fmt.Errorf("%w: Retries: %d; want >= 0", ErrConfig, c.Retries)
+	case c.Retries < 0 || c.Retries > maxRetries:
+		return fmt.Errorf("%w: Retries: %d; want 0-%d", ErrConfig, c.Retries, maxRetries)
 	case c.ConnsPerServer < 0 || c.ConnsPerServer > maxConnsPerServer:
 		return fmt.Errorf("%w: ConnsPerServer: %d; want 0-%d", ErrConfig, c.ConnsPerServer, maxConnsPerServer)
 	case c.Prefetch < 0 || c.Prefetch > maxPrefetch:

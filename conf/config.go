@@ -240,12 +240,12 @@ type LogConfig struct {
 	Format string `koanf:"format"`
 }
 
-// The providers machine.providers may list.
+// The providers machine.providers may list: machineid's names.
 const (
-	ProviderRedis   = "redis"
-	ProviderK8s     = "k8s"
-	ProviderIPTable = "iptable"
-	ProviderStatic  = "static"
+	ProviderRedis   = machineid.ProviderRedis
+	ProviderK8s     = machineid.ProviderK8s
+	ProviderIPTable = machineid.ProviderIPTable
+	ProviderStatic  = machineid.ProviderStatic
 )
 
 // DefaultConfig returns the defaults of every key. Each call returns fresh
@@ -341,15 +341,7 @@ func (c Config) Core(method core.Method) (core.Config, error) {
 	if err := errors.Join(c.Validate(), c.RequireMachine()); err != nil {
 		return core.Config{}, err
 	}
-	var machine core.MachineID
-	if id := c.Machine.Static(); id != nil {
-		machine = *id
-	}
-	return core.Config{
-		Layout: c.ID.Layout, Type: c.ID.Type, Epoch: c.ID.Epoch, Version: uint8(c.ID.Version),
-		Machine: machine, MaxBorrow: c.ID.MaxBorrow,
-		GuardWindow: c.TimeGuard.Window, MaxStartupWait: c.TimeGuard.MaxStartupWait,
-	}, nil
+	return c.coreConfig(), nil
 }
 
 // Embed returns the embedded issuer's configuration: the machine-ID

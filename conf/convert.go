@@ -98,8 +98,7 @@ func (c Config) ClientConfig() (client.Config, error) {
 	if err != nil {
 		return client.Config{}, err
 	}
-	cc := client.DefaultConfig(c.Client.Servers...)
-	cc.Timeout, cc.Retries, cc.Prefetch = c.Client.Timeout, c.Client.Retries, c.Client.Prefetch
+	cc := c.clientConfig()
 	cc.Fallback, cc.FallbackConfig = c.Client.Fallback, fallback
 	return cc, nil
 }

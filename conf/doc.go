@@ -27,6 +27,19 @@
 // secret mounts. They are held as Secret values, which print and log
 // masked, so a logged Config never shows them.
 //
-// The other packages take their own configuration structs; Config turns
-// into them (Embed, Core) so that only this package knows the file format.
+// Validation is done once, by the package that owns each limit. conf is a
+// mapping: Config turns into the Config of each package (Core, Embed,
+// MachineID, CentralConfig, RESTConfig, ClientConfig, SegmentIssuer), so
+// that only this package knows the file format, and Validate converts,
+// calls each package's Validate and names a refused field by its YAML key
+// through one table per conversion (packages.go: Go field -> key). A key
+// means what its field means: 0 is the package's default where the
+// package says so (central.max_batch: 0 is 10000). Packages report their
+// first bad field; Validate still reports every bad key at once by
+// checking each field alone against a valid Config of its package, then
+// the whole Config for what only a combination breaks. conf itself checks
+// only what no package sees: address syntax, colliding listeners, TLS
+// files in pairs, the log, the segment store, and the machine section in
+// YAML terms (ranges, providers and the keys they need, fixed IDs within
+// reach of Redis leases).
 package conf

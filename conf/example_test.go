@@ -45,9 +45,9 @@ func ExampleConfig_Validate_leaseRange() {
 func ExampleConfig_Validate() {
 	c := conf.DefaultConfig()
 	c.Machine.Providers = []string{"redis", "staic"}
-	c.Central.MaxBatch = 0
+	c.Central.MaxBatch = 2_000_000
 	fmt.Println(c.Validate())
 	// Output:
-	// conf: machine.providers: "staic"; want redis, k8s, iptable or static
-	// conf: central.max_batch: 0; want 1-1000000
+	// conf: machine.providers: "staic"; want static, iptable, redis or k8s
+	// conf: central.max_batch: central: invalid config: MaxBatch 2000000; want 0 (default) or 1-1000000
 }

@@ -411,11 +411,11 @@ func TestErrorSources(t *testing.T) {
 	if err := fs.Parse([]string{"--machine=5000"}); err != nil {
 		t.Fatal(err)
 	}
-	path := writeFile(t, "v.yaml", "central: {max_batch: 0}\n")
+	path := writeFile(t, "v.yaml", "central: {max_batch: 2000000}\n")
 	_, err := conf.Load(conf.Options{File: path, Flags: fs, Env: []string{"VESTA_LOG_FORMAT=xml"}})
 	for _, want := range []string{
 		"conf: machine.id: 5000; want 0-1023 (flag --machine)",
-		"conf: central.max_batch: 0; want 1-1000000 (file " + path + ")",
+		"conf: central.max_batch: central: invalid config: MaxBatch 2000000; want 0 (default) or 1-1000000 (file " + path + ")",
 		`conf: log.format: "xml"; want text or json (env VESTA_LOG_FORMAT)`,
 	} {
 		if !strings.Contains(err.Error(), want) {
@@ -586,7 +586,7 @@ func TestCore(t *testing.T) {
 	if err := cc.Validate(); err != nil {
 		t.Error(err)
 	}
-	c.Central.MaxBatch = 0
+	c.Central.MaxBatch = -1
 	if _, err := c.Core(core.Central); !errors.Is(err, conf.ErrInvalid) {
 		t.Errorf("Core of an invalid config: %v; want ErrInvalid", err)
 	}

@@ -1,7 +1,6 @@
 package conf
 
 import (
-	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -132,20 +131,15 @@ func (s SegmentConfig) validate(ck *checker) {
 			ck.add("segment.redis.addrs", "%s", msg)
 		}
 	}
-	if math.IsNaN(s.Threshold) || s.Threshold <= 0 || s.Threshold > 1 {
-		ck.add("segment.threshold", "%v; want more than 0 and at most 1 (Leaf: 0.1, the next range is fetched once 10%% of the current one is issued)", s.Threshold)
-	}
 	if s.TargetDuration < minSegmentDuration || s.TargetDuration > maxSegmentDuration {
 		ck.add("segment.target_duration", "%s; want %s to %s (Leaf: 15m)", s.TargetDuration, minSegmentDuration, fmtDuration(maxSegmentDuration))
 	}
-	checkInt(ck, "segment.max_step", s.MaxStep, 1, math.MaxInt32)
+	// segment.threshold, max_step and the preloaded tags are segment's to
+	// judge (segmentKeys); a tag listed twice is conf's.
 	seen := map[string]bool{}
 	for _, tag := range s.Preload {
-		switch {
-		case segment.ValidTag(tag) != nil:
-			ck.add("segment.preload", "%q; want tags of 1-%d characters of A-Z a-z 0-9 _ . : -", clip(tag), segment.MaxTagLen)
-		case seen[tag]:
-			ck.add("segment.preload", "%q listed twice", tag)
+		if seen[tag] {
+			ck.add("segment.preload", "%q listed twice", clip(tag))
 		}
 		seen[tag] = true
 	}
@@ -162,6 +156,11 @@ func (c Config) SegmentIssuer() (segment.Config, error) {
 	if err := c.Validate(); err != nil {
 		return segment.Config{}, err
 	}
+	return c.segmentConfig(), nil
+}
+
+// segmentConfig is SegmentIssuer without the checks.
+func (c Config) segmentConfig() segment.Config {
 	s := c.Segment
 	cfg := segment.DefaultConfig()
 	cfg.Threshold, cfg.TargetDuration, cfg.MaxStep = s.Threshold, s.TargetDuration, int64(s.MaxStep)
@@ -170,5 +169,5 @@ func (c Config) SegmentIssuer() (segment.Config, error) {
 	if s.RefreshTags == 0 {
 		cfg.RefreshTags = -1
 	}
-	return cfg, nil
+	return cfg
 }

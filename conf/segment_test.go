@@ -50,7 +50,7 @@ func TestSegmentThresholdDecoding(t *testing.T) {
 		{"segment: {threshold: 1}", 1, ""},
 		{`segment: {threshold: "0.5"}`, 0.5, ""},
 		{"segment: {threshold: ten}", 0, `"ten"; want a number such as 0.1`},
-		{"segment: {threshold: .nan}", 0, "want"},
+		{"segment: {threshold: .nan}", 0, "Threshold NaN out of range"},
 		{"segment: {threshold: [0.1]}", 0, "want"},
 	} {
 		t.Run(tc.yaml, func(t *testing.T) {

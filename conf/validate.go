@@ -10,28 +10,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/machineid"
 )
 
-// Limits of the numeric keys. The upper bounds are far beyond any sane
-// value; they exist to catch a typo (an extra digit or two) at start-up
-// rather than as a memory exhaustion later.
-const (
-	maxBatchLimit   = 1_000_000
-	minRequestBytes = 256 // holds any legitimate request
-	maxRequestBytes = 64 << 20
-	maxConnsLimit   = 1_000_000
-	maxWaitingIDs   = 1 << 30
-	maxWaitingCalls = 1 << 24
-	maxRetries      = 10
-	maxBorrowLimit  = 24 * time.Hour // core.Config refuses more
-	minLeaseTTL     = time.Second
-)
+// The limits of the numeric keys are their packages' (see packages.go).
 
-var knownProviders = []string{ProviderRedis, ProviderK8s, ProviderIPTable, ProviderStatic}
+var knownProviders = machineid.Providers()
 
 // checker collects every bad key, so a user sees them all at once.
 type checker struct{ errs []error }
@@ -40,44 +26,45 @@ func (c *checker) add(key, format string, args ...any) {
 	c.errs = append(c.errs, &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)})
 }
 
+// addErr reports err, a package's Validate refusing the field read from
+// key, unless key is reported already; the KeyError matches err too.
+func (c *checker) addErr(key string, err error) {
+	for _, e := range c.errs {
+		if ke, ok := e.(*KeyError); ok && ke.Key == key {
+			return
+		}
+	}
+	c.errs = append(c.errs, &KeyError{Key: key, Msg: err.Error(), err: err})
+}
+
 // Validate checks every key and returns all the bad ones joined: each a
 // *KeyError naming the key by its YAML path and the allowed values (see
-// KeyErrors); the result matches ErrInvalid. It does not touch the files
+// KeyErrors); the result matches ErrInvalid. conf's own checks come first,
+// then each package's Validate on its conversion (packages.go), whose
+// errors keep the package's message (and match its sentinel), e.g.
+// "conf: central.max_batch: central: invalid config: MaxBatch 2000000;
+// want 0 (default) or 1-1000000". It does not touch the files
 // the config names (TLS certificates, the data dir): their users report
 // those when they open them.
 func (c Config) Validate() error {
 	var ck checker
 	c.ID.validate(&ck)
 	c.Machine.validate(&ck)
-	c.TimeGuard.validate(&ck, c.ID.Type)
 	c.Central.validate(&ck)
 	c.REST.validate(&ck, c.Central.Listen)
 	c.Client.validate(&ck)
 	c.Segment.validate(&ck)
 	c.Metrics.validate(&ck, c.Central.Listen, c.REST.Listen)
 	c.Log.validate(&ck)
+	c.validatePackages(&ck)
 	return errors.Join(ck.errs...)
 }
 
+// validate checks what the conversion to core.Config would lose: an
+// id.version no uint8 holds. core checks the rest (coreKeys).
 func (c IDConfig) validate(ck *checker) {
-	layoutOK := c.Layout == core.Sorted || c.Layout == core.Vesta
-	if !layoutOK {
-		ck.add("id.layout", "%s; want sorted or vesta", c.Layout)
-	}
-	if c.Type != core.MaxPeak && c.Type != core.MinGranularity {
-		ck.add("id.type", "%s; want max-peak, min-granularity, 0 or 1", c.Type)
-	}
-	if !c.Epoch.IsZero() && layoutOK {
-		if _, err := core.NewCodec(c.Layout, c.Epoch); err != nil {
-			ck.add("id.epoch", "%s; want an instant from 1970-01-01T00:00:00Z to before 2200-01-01T00:00:00Z in whole milliseconds, or \"\" for the layout's own epoch",
-				c.Epoch.Format(time.RFC3339Nano))
-		}
-	}
-	if c.Version != 0 && c.Version != 1 {
+	if c.Version < 0 || c.Version > 255 {
 		ck.add("id.version", "%d; want 0 or 1", c.Version)
-	}
-	if c.MaxBorrow < 0 || c.MaxBorrow > maxBorrowLimit {
-		ck.add("id.max_borrow", "%s; want 0 (never ahead of the clock) to %s", c.MaxBorrow, fmtDuration(maxBorrowLimit))
 	}
 }
 
@@ -146,10 +133,6 @@ func (m MachineConfig) validate(ck *checker) {
 		} else if msg := inRanges(id); msg != "" {
 			ck.add("machine.ip_table", "%q: %d lies in no range%s", clip(ip), id, msg)
 		}
-	}
-
-	if m.K8sOffset < 0 || m.K8sOffset > int(core.MaxMachine) {
-		ck.add("machine.k8s_offset", "%d; want 0-%d", m.K8sOffset, core.MaxMachine)
 	}
 
 	m.Redis.validate(ck, m.Uses(ProviderRedis))
@@ -222,26 +205,8 @@ func (r RedisConfig) validate(ck *checker, used bool) {
 	if r.KeyPrefix == "" && used {
 		ck.add("machine.redis.key_prefix", `""; the redis provider (machine.providers) needs a prefix, e.g. vesta`)
 	}
-	if r.LeaseTTL < minLeaseTTL {
-		ck.add("machine.redis.lease_ttl", "%s; want at least %s", r.LeaseTTL, minLeaseTTL)
-	}
-	if r.MaxClockSkew < 0 {
-		ck.add("machine.redis.max_clock_skew", "%s; want 0 (no check) or more", r.MaxClockSkew)
-	}
 	if r.MaxClockSkew == 0 && used {
 		ck.add("machine.redis.max_clock_skew", "0 turns the clock check off, but the redis provider (machine.providers) needs a bound: a new holder's quarantine counts on every clock being within it of Redis's TIME; set it, e.g. 2s")
-	}
-	if r.MinReplicas < 0 {
-		ck.add("machine.redis.min_replicas", "%d; want 0 (no WAIT) or more", r.MinReplicas)
-	}
-}
-
-func (t TimeGuardConfig) validate(ck *checker, typ core.Type) {
-	if unit := typ.Unit(); t.Window < unit {
-		ck.add("time_guard.window", "%s; want at least one time unit of id.type %s (%s)", t.Window, typ, unit)
-	}
-	if t.MaxStartupWait < 0 {
-		ck.add("time_guard.max_startup_wait", "%s; want 0 (fail at once) or more", t.MaxStartupWait)
 	}
 }
 
@@ -249,21 +214,6 @@ func (c CentralConfig) validate(ck *checker) {
 	if c.Listen != "" {
 		if msg := checkHostPort(c.Listen, 0); msg != "" {
 			ck.add("central.listen", `%s, or "" for off`, msg)
-		}
-	}
-	checkInt(ck, "central.max_batch", c.MaxBatch, 1, maxBatchLimit)
-	checkInt(ck, "central.max_request_bytes", c.MaxRequestBytes, minRequestBytes, maxRequestBytes)
-	checkInt(ck, "central.max_conns", c.MaxConns, 1, maxConnsLimit)
-	checkInt(ck, "central.max_conns_per_peer", c.MaxConnsPerPeer, 1, maxConnsLimit)
-	checkInt(ck, "central.max_waiting_ids", c.MaxWaitingIDs, 1, maxWaitingIDs)
-	checkInt(ck, "central.max_waiting_calls", c.MaxWaitingCalls, 1, maxWaitingCalls)
-	for _, d := range []struct {
-		key string
-		v   time.Duration
-	}{{"central.idle_timeout", c.IdleTimeout}, {"central.read_timeout", c.ReadTimeout},
-		{"central.first_frame_timeout", c.FirstFrameTimeout}} {
-		if d.v < 10*time.Millisecond || d.v > 24*time.Hour {
-			ck.add(d.key, "%s; want 10ms to 24h", d.v)
 		}
 	}
 	checkPair(ck, "central.tls", c.TLS.Cert, c.TLS.Key)
@@ -280,19 +230,7 @@ func (r RESTConfig) validate(ck *checker, centralListen string) {
 			ck.add("rest.listen", "%q is also central.listen; want another port", r.Listen)
 		}
 	}
-	// A token arrives in an Authorization header, which cannot carry
-	// these; one read from a file with a stray "\r" would never match.
-	if strings.IndexFunc(string(r.Token), func(c rune) bool { return unicode.IsSpace(c) || unicode.IsControl(c) }) >= 0 {
-		ck.add("rest.token", "holds whitespace or control characters (the token is not shown); want a bearer token")
-	}
-	checkInt(ck, "rest.max_waiting_ids", r.MaxWaitingIDs, 1, maxWaitingIDs)
-	checkInt(ck, "rest.max_waiting_calls", r.MaxWaitingCalls, 1, maxWaitingCalls)
 	checkPair(ck, "rest.tls", r.TLS.Cert, r.TLS.Key)
-	checkInt(ck, "rest.max_conns", r.MaxConns, 1, maxConnsLimit)
-	checkInt(ck, "rest.max_conns_per_peer", r.MaxConnsPerPeer, 1, maxConnsLimit)
-	if r.MetricsAuth && r.Token == "" && r.TokenFile == "" {
-		ck.add("rest.metrics_auth", "true without rest.token (or token_file); want a token, or false for an open /metrics")
-	}
 }
 
 func (m MetricsConfig) validate(ck *checker, others ...string) {
@@ -318,11 +256,6 @@ func (c ClientConfig) validate(ck *checker) {
 		}
 		seen[s] = true
 	}
-	if c.Timeout <= 0 {
-		ck.add("client.timeout", "%s; want more than 0, e.g. 200ms", c.Timeout)
-	}
-	checkInt(ck, "client.retries", c.Retries, 0, maxRetries)
-	checkInt(ck, "client.prefetch", c.Prefetch, 0, maxBatchLimit)
 }
 
 func (l LogConfig) validate(ck *checker) {
@@ -345,12 +278,6 @@ func checkHostPort(s string, minPort int) string {
 		}
 	}
 	return fmt.Sprintf("%q; want host:port with a port %d-65535", clip(s), minPort)
-}
-
-func checkInt(ck *checker, key string, v, lo, hi int) {
-	if v < lo || v > hi {
-		ck.add(key, "%d; want %d-%d", v, lo, hi)
-	}
 }
 
 // checkPair checks that a TLS cert and key are given together.

@@ -48,17 +48,17 @@ func invalidCases(t testing.TB) []struct {
 		set  func(*conf.Config)
 		want string
 	}{
-		{"id.layout", func(c *conf.Config) { c.ID.Layout = 7 }, "layout(7); want sorted or vesta"},
-		{"id.type", func(c *conf.Config) { c.ID.Type = 2 }, "type(2); want max-peak, min-granularity, 0 or 1"},
-		{"id.epoch", func(c *conf.Config) { c.ID.Epoch = time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC) }, "1960-01-01T00:00:00Z; want"},
-		{"id.epoch", func(c *conf.Config) { c.ID.Epoch = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC) }, "2200-01-01T00:00:00Z; want"},
-		{"id.epoch", func(c *conf.Config) { c.ID.Epoch = time.Date(2025, 1, 1, 0, 0, 0, 500, time.UTC) }, "whole milliseconds"},
-		{"id.version", func(c *conf.Config) { c.ID.Version = 2 }, "2; want 0 or 1"},
+		{"id.layout", func(c *conf.Config) { c.ID.Layout = 7 }, "Layout 7; want Sorted (0) or Vesta (1)"},
+		{"id.type", func(c *conf.Config) { c.ID.Type = 2 }, "Type 2; want MaxPeak (0) or MinGranularity (1)"},
+		{"id.epoch", func(c *conf.Config) { c.ID.Epoch = time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC) }, "epoch 1960-01-01T00:00:00Z outside"},
+		{"id.epoch", func(c *conf.Config) { c.ID.Epoch = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC) }, "epoch 2200-01-01T00:00:00Z outside"},
+		{"id.epoch", func(c *conf.Config) { c.ID.Epoch = time.Date(2025, 1, 1, 0, 0, 0, 500, time.UTC) }, "not a whole millisecond"},
+		{"id.version", func(c *conf.Config) { c.ID.Version = 2 }, "Version 2; want 0 or 1"},
 		{"id.version", func(c *conf.Config) { c.ID.Version = -1 }, "-1; want 0 or 1"},
-		{"id.max_borrow", func(c *conf.Config) { c.ID.MaxBorrow = -time.Second }, "-1s; want 0 (never ahead of the clock) to 24h"},
-		{"id.max_borrow", func(c *conf.Config) { c.ID.MaxBorrow = 25 * time.Hour }, "25h0m0s; want"},
-		{"machine.providers", func(c *conf.Config) { c.Machine.Providers = nil }, "empty; want one or more of redis, k8s, iptable, static"},
-		{"machine.providers", func(c *conf.Config) { c.Machine.Providers = []string{"etcd"} }, `"etcd"; want redis, k8s, iptable or static`},
+		{"id.max_borrow", func(c *conf.Config) { c.ID.MaxBorrow = -time.Second }, "MaxBorrow -1s is negative"},
+		{"id.max_borrow", func(c *conf.Config) { c.ID.MaxBorrow = 25 * time.Hour }, "MaxBorrow 25h0m0s; want at most 24h"},
+		{"machine.providers", func(c *conf.Config) { c.Machine.Providers = nil }, "empty; want one or more of static, iptable, redis, k8s"},
+		{"machine.providers", func(c *conf.Config) { c.Machine.Providers = []string{"etcd"} }, `"etcd"; want static, iptable, redis or k8s`},
 		{"machine.providers", func(c *conf.Config) { c.Machine.Providers = []string{"Static"} }, `"Static"; want`},
 		{"machine.providers", func(c *conf.Config) { c.Machine.Providers = []string{"static", "k8s", "static"} }, `"static" listed twice`},
 		{"machine.id", func(c *conf.Config) { c.Machine.ID = intp(-1) }, "-1; want 0-1023"},
@@ -79,8 +79,8 @@ func invalidCases(t testing.TB) []struct {
 			c.Machine.ServerRange = mustRange(t, "1000-1023")
 			c.Machine.IPTable = map[string]int{"10.1.2.3": 950}
 		}, `"10.1.2.3": 950 lies in no range`},
-		{"machine.k8s_offset", func(c *conf.Config) { c.Machine.K8sOffset = -1 }, "-1; want 0-1023"},
-		{"machine.k8s_offset", func(c *conf.Config) { c.Machine.K8sOffset = 1024 }, "1024; want 0-1023"},
+		{"machine.k8s_offset", func(c *conf.Config) { c.Machine.K8sOffset = -1 }, "K8sOffset: -1; want 0-1023"},
+		{"machine.k8s_offset", func(c *conf.Config) { c.Machine.K8sOffset = 1024 }, "K8sOffset: 1024; want 0-1023"},
 		{"machine.embedded_range", func(c *conf.Config) { c.Machine.EmbeddedRange = machineid.Range{} }, "empty; want first-last within 0-1023"},
 		{"machine.embedded_range", func(c *conf.Config) { c.Machine.EmbeddedRange = mustRange(t, "900-950") },
 			`"900-950" overlaps machine.server_range "924-1023"`},
@@ -97,7 +97,7 @@ func invalidCases(t testing.TB) []struct {
 			c.Machine.Providers = []string{"redis", "static"}
 			c.Machine.Redis.KeyPrefix = ""
 		}, `""; the redis provider`},
-		{"machine.redis.lease_ttl", func(c *conf.Config) { c.Machine.Redis.LeaseTTL = 999 * time.Millisecond }, "999ms; want at least 1s"},
+		{"machine.redis.lease_ttl", func(c *conf.Config) { c.Machine.Redis.LeaseTTL = 99 * time.Millisecond }, "Redis.LeaseTTL: 99ms; want at least 100ms"},
 		{"machine.redis.embedded_range", func(c *conf.Config) { c.Machine.Redis.EmbeddedRange = mustRange(t, "900-950") },
 			`900-950; want a part of machine.embedded_range 0-923, or "" for all of it`},
 		{"machine.redis.server_range", func(c *conf.Config) { c.Machine.Redis.ServerRange = mustRange(t, "0-1023") },
@@ -114,60 +114,56 @@ func invalidCases(t testing.TB) []struct {
 		}, "930 lies in the IDs Redis leases hand out (machine.redis.server_range 924-1023"},
 		{"machine.k8s_offset", func(c *conf.Config) { c.Machine.Providers = []string{"k8s", "redis"} },
 			"924 lies in the IDs Redis leases hand out (machine.redis.server_range 924-1023"},
-		{"machine.redis.lease_ttl", func(c *conf.Config) { c.Machine.Redis.LeaseTTL = 0 }, "0s; want at least 1s"},
-		{"machine.redis.max_clock_skew", func(c *conf.Config) { c.Machine.Redis.MaxClockSkew = -time.Millisecond }, "-1ms; want 0 (no check) or more"},
+		{"machine.redis.max_clock_skew", func(c *conf.Config) { c.Machine.Redis.MaxClockSkew = -time.Millisecond }, "Redis.MaxClockSkew: -1ms is negative"},
 		{"machine.redis.max_clock_skew", func(c *conf.Config) {
 			c.Machine.Providers = []string{"redis"}
 			c.Machine.Redis.MaxClockSkew = 0
 		}, "0 turns the clock check off, but the redis provider"},
-		{"machine.redis.min_replicas", func(c *conf.Config) { c.Machine.Redis.MinReplicas = -1 }, "-1; want 0 (no WAIT) or more"},
-		{"time_guard.window", func(c *conf.Config) { c.TimeGuard.Window = 0 }, "0s; want at least one time unit of id.type max-peak (1s)"},
-		{"time_guard.window", func(c *conf.Config) { c.TimeGuard.Window = 999 * time.Millisecond }, "999ms; want at least"},
+		{"machine.redis.min_replicas", func(c *conf.Config) { c.Machine.Redis.MinReplicas = -1 }, "Redis.MinReplicas: -1 is negative; want 0 (no WAIT) or more"},
+		{"time_guard.window", func(c *conf.Config) { c.TimeGuard.Window = 999 * time.Millisecond }, "GuardWindow 999ms is shorter than one time unit (1s)"},
 		{"time_guard.window", func(c *conf.Config) {
 			c.ID.Type = core.MinGranularity
 			c.TimeGuard.Window = time.Microsecond
-		}, "min-granularity (1ms)"},
-		{"time_guard.max_startup_wait", func(c *conf.Config) { c.TimeGuard.MaxStartupWait = -time.Second }, "-1s; want 0 (fail at once) or more"},
+		}, "GuardWindow 1µs is shorter than one time unit (1ms)"},
+		{"time_guard.max_startup_wait", func(c *conf.Config) { c.TimeGuard.MaxStartupWait = -time.Second }, "MaxStartupWait -1s is negative"},
 		{"central.listen", func(c *conf.Config) { c.Central.Listen = "7070" }, `"7070"; want host:port with a port 0-65535, or "" for off`},
 		{"central.listen", func(c *conf.Config) { c.Central.Listen = "127.0.0.1:-1" }, "want host:port"},
 		{"central.listen", func(c *conf.Config) { c.Central.Listen = "127.0.0.1:99999" }, "want host:port"},
-		{"central.max_batch", func(c *conf.Config) { c.Central.MaxBatch = 0 }, "0; want 1-1000000"},
-		{"central.max_batch", func(c *conf.Config) { c.Central.MaxBatch = 1_000_001 }, "1000001; want 1-1000000"},
-		{"central.max_request_bytes", func(c *conf.Config) { c.Central.MaxRequestBytes = 255 }, "255; want 256-67108864"},
-		{"central.max_request_bytes", func(c *conf.Config) { c.Central.MaxRequestBytes = 64<<20 + 1 }, "want 256-67108864"},
-		{"central.max_conns", func(c *conf.Config) { c.Central.MaxConns = 0 }, "0; want 1-1000000"},
-		{"central.max_conns_per_peer", func(c *conf.Config) { c.Central.MaxConnsPerPeer = 0 }, "0; want 1-1000000"},
-		{"central.first_frame_timeout", func(c *conf.Config) { c.Central.FirstFrameTimeout = time.Millisecond }, "1ms; want 10ms to 24h"},
-		{"rest.max_conns", func(c *conf.Config) { c.REST.MaxConns = 0 }, "0; want 1-1000000"},
-		{"rest.max_conns_per_peer", func(c *conf.Config) { c.REST.MaxConnsPerPeer = 1_000_001 }, "1000001; want 1-1000000"},
-		{"rest.metrics_auth", func(c *conf.Config) { c.REST.MetricsAuth = true }, "true without rest.token"},
-		{"central.max_waiting_ids", func(c *conf.Config) { c.Central.MaxWaitingIDs = 0 }, "0; want 1-1073741824"},
-		{"central.max_waiting_ids", func(c *conf.Config) { c.Central.MaxWaitingIDs = 1<<30 + 1 }, "1073741825; want 1-1073741824"},
-		{"central.max_waiting_calls", func(c *conf.Config) { c.Central.MaxWaitingCalls = -1 }, "-1; want 1-16777216"},
-		{"rest.max_waiting_ids", func(c *conf.Config) { c.REST.MaxWaitingIDs = 0 }, "0; want 1-1073741824"},
-		{"rest.max_waiting_calls", func(c *conf.Config) { c.REST.MaxWaitingCalls = 1<<24 + 1 }, "16777217; want 1-16777216"},
+		{"central.max_batch", func(c *conf.Config) { c.Central.MaxBatch = -1 }, "MaxBatch -1; want 0 (default) or 1-1000000"},
+		{"central.max_batch", func(c *conf.Config) { c.Central.MaxBatch = 1_000_001 }, "MaxBatch 1000001; want 0 (default) or 1-1000000"},
+		{"central.max_request_bytes", func(c *conf.Config) { c.Central.MaxRequestBytes = 255 }, "MaxRequestBytes 255; want 0 (default) or 256-67108864"},
+		{"central.max_request_bytes", func(c *conf.Config) { c.Central.MaxRequestBytes = 64<<20 + 1 }, "want 0 (default) or 256-67108864"},
+		{"central.max_conns", func(c *conf.Config) { c.Central.MaxConns = 1_000_001 }, "MaxConns 1000001; want 0 (default) or 1-1000000"},
+		{"central.max_waiting_ids", func(c *conf.Config) { c.Central.MaxWaitingIDs = 1<<30 + 1 }, "MaxWaitingIDs 1073741825; want 0 (default) or 1-1073741824"},
+		{"central.max_waiting_calls", func(c *conf.Config) { c.Central.MaxWaitingCalls = -1 }, "MaxWaitingCalls -1; want 0 (default) or 1-16777216"},
+		{"rest.max_waiting_ids", func(c *conf.Config) { c.REST.MaxWaitingIDs = -1 }, "MaxWaitingIDs: -1; want 0 (meaning 1048576) to 1073741824"},
+		{"rest.max_waiting_calls", func(c *conf.Config) { c.REST.MaxWaitingCalls = 1<<30 + 1 }, "MaxWaitingCalls: 1073741825; want 0 (meaning 4096) to 1073741824"},
+		{"central.max_conns_per_peer", func(c *conf.Config) { c.Central.MaxConnsPerPeer = -1 }, "MaxConnsPerPeer -1; want 0 (default) or 1-1000000"},
+		{"central.first_frame_timeout", func(c *conf.Config) { c.Central.FirstFrameTimeout = time.Millisecond }, "FirstFrameTimeout 1ms; want 0 (default) or 10ms to 24h"},
+		{"rest.max_conns", func(c *conf.Config) { c.REST.MaxConns = -1 }, "MaxConns: -1; want 0 (default) to 1000000"},
+		{"rest.max_conns_per_peer", func(c *conf.Config) { c.REST.MaxConnsPerPeer = 1_000_001 }, "MaxConnsPerPeer: 1000001; want 0 (default) to 1000000"},
+		{"rest.metrics_auth", func(c *conf.Config) { c.REST.MetricsAuth = true }, "MetricsAuth: set without a Token"},
 		{"central.tls.key", func(c *conf.Config) { c.Central.TLS.Cert = "cert.pem" }, "both or neither"},
 		{"central.tls.cert", func(c *conf.Config) { c.Central.TLS.Key = "key.pem" }, "both or neither"},
 		{"central.tls.client_ca", func(c *conf.Config) { c.Central.TLS.ClientCA = "ca.pem" }, "set without central.tls.cert"},
 		{"rest.listen", func(c *conf.Config) { c.REST.Listen = "localhost:http" }, `"localhost:http"; want host:port`},
 		{"rest.listen", func(c *conf.Config) { c.REST.Listen = c.Central.Listen }, `"127.0.0.1:7070" is also central.listen`},
 		{"metrics.listen", func(c *conf.Config) { c.Metrics.Listen = "9090" }, `"9090"; want host:port`},
-		{"central.idle_timeout", func(c *conf.Config) { c.Central.IdleTimeout = 0 }, "0s; want 10ms to 24h"},
-		{"central.read_timeout", func(c *conf.Config) { c.Central.ReadTimeout = -time.Second }, "-1s; want 10ms to 24h"},
+		{"central.idle_timeout", func(c *conf.Config) { c.Central.IdleTimeout = time.Millisecond }, "IdleTimeout 1ms; want 0 (default) or 10ms to 24h"},
+		{"central.read_timeout", func(c *conf.Config) { c.Central.ReadTimeout = -time.Second }, "ReadTimeout -1s; want 0 (default) or more"},
 		{"metrics.listen", func(c *conf.Config) { c.Metrics.Listen = c.REST.Listen }, `"127.0.0.1:7080" is also central.listen or rest.listen`},
-		{"rest.token", func(c *conf.Config) { c.REST.Token = "abc def" }, "whitespace or control characters"},
-		{"rest.token", func(c *conf.Config) { c.REST.Token = "abc\r" }, "(the token is not shown)"},
+		{"rest.token", func(c *conf.Config) { c.REST.Token = "abc def" }, "Token: byte 3 is a space, control or non-ASCII character"},
+		{"rest.token", func(c *conf.Config) { c.REST.Token = "abc\r" }, "a bearer token cannot carry it"},
 		{"rest.tls.key", func(c *conf.Config) { c.REST.TLS.Cert = "cert.pem" }, "both or neither"},
 		{"rest.tls.cert", func(c *conf.Config) { c.REST.TLS.Key = "key.pem" }, "both or neither"},
 		{"client.servers", func(c *conf.Config) { c.Client.Servers = []string{"a:1", "b"} }, `"b"; want host:port with a port 1-65535`},
 		{"client.servers", func(c *conf.Config) { c.Client.Servers = []string{"a:0"} }, `"a:0"; want`},
 		{"client.servers", func(c *conf.Config) { c.Client.Servers = []string{"a:1", "a:1"} }, `"a:1" listed twice`},
-		{"client.timeout", func(c *conf.Config) { c.Client.Timeout = 0 }, "0s; want more than 0"},
-		{"client.timeout", func(c *conf.Config) { c.Client.Timeout = -time.Second }, "-1s; want more than 0"},
-		{"client.retries", func(c *conf.Config) { c.Client.Retries = -1 }, "-1; want 0-10"},
-		{"client.retries", func(c *conf.Config) { c.Client.Retries = 11 }, "11; want 0-10"},
-		{"client.prefetch", func(c *conf.Config) { c.Client.Prefetch = -1 }, "-1; want 0-1000000"},
-		{"client.prefetch", func(c *conf.Config) { c.Client.Prefetch = 1_000_001 }, "1000001; want 0-1000000"},
+		{"client.timeout", func(c *conf.Config) { c.Client.Timeout = -time.Second }, "Timeout: -1s; want > 0 (or 0 for 200ms)"},
+		{"client.retries", func(c *conf.Config) { c.Client.Retries = -1 }, "Retries: -1; want 0-10"},
+		{"client.retries", func(c *conf.Config) { c.Client.Retries = 11 }, "Retries: 11; want 0-10"},
+		{"client.prefetch", func(c *conf.Config) { c.Client.Prefetch = -1 }, "Prefetch: -1; want 0-1048576"},
+		{"client.prefetch", func(c *conf.Config) { c.Client.Prefetch = 1<<20 + 1 }, "Prefetch: 1048577; want 0-1048576"},
 		{"log.level", func(c *conf.Config) { c.Log.Level = "verbose" }, `"verbose"; want debug, info, warn or error`},
 		{"log.level", func(c *conf.Config) { c.Log.Level = "" }, `""; want`},
 		{"log.format", func(c *conf.Config) { c.Log.Format = "xml" }, `"xml"; want text or json`},
@@ -186,14 +182,13 @@ func invalidCases(t testing.TB) []struct {
 		}, "empty; the redis store (segment.store) needs at least one host:port"},
 		{"segment.redis.key_prefix", func(c *conf.Config) { c.Segment.Redis.KeyPrefix = "" }, `""; want 1-64 characters`},
 		{"segment.redis.key_prefix", func(c *conf.Config) { c.Segment.Redis.KeyPrefix = "a b" }, `"a b"; want`},
-		{"segment.threshold", func(c *conf.Config) { c.Segment.Threshold = 0 }, "0; want more than 0 and at most 1"},
-		{"segment.threshold", func(c *conf.Config) { c.Segment.Threshold = 1.5 }, "1.5; want"},
-		{"segment.threshold", func(c *conf.Config) { c.Segment.Threshold = -0.1 }, "-0.1; want"},
+		{"segment.threshold", func(c *conf.Config) { c.Segment.Threshold = 1.5 }, "Threshold 1.5 out of range (0, 1]"},
+		{"segment.threshold", func(c *conf.Config) { c.Segment.Threshold = -0.1 }, "Threshold -0.1 out of range"},
 		{"segment.target_duration", func(c *conf.Config) { c.Segment.TargetDuration = 0 }, "0s; want 1s to 24h"},
 		{"segment.target_duration", func(c *conf.Config) { c.Segment.TargetDuration = 25 * time.Hour }, "25h0m0s; want 1s to 24h"},
-		{"segment.max_step", func(c *conf.Config) { c.Segment.MaxStep = 0 }, "0; want 1-2147483647"},
-		{"segment.max_step", func(c *conf.Config) { c.Segment.MaxStep = 1 << 31 }, "2147483648; want 1-2147483647"},
-		{"segment.preload", func(c *conf.Config) { c.Segment.Preload = []string{"orders", "bad tag"} }, `"bad tag"; want tags of 1-128 characters`},
+		{"segment.max_step", func(c *conf.Config) { c.Segment.MaxStep = -1 }, "MaxStep -1 out of range 1-2147483647"},
+		{"segment.max_step", func(c *conf.Config) { c.Segment.MaxStep = 1 << 31 }, "MaxStep 2147483648 out of range 1-2147483647"},
+		{"segment.preload", func(c *conf.Config) { c.Segment.Preload = []string{"orders", "bad tag"} }, `Preload[1]: segment: invalid tag: "bad tag": character ' ' at 3`},
 		{"segment.preload", func(c *conf.Config) { c.Segment.Preload = []string{"a", "a"} }, `"a" listed twice`},
 		{"segment.refresh_tags", func(c *conf.Config) { c.Segment.RefreshTags = time.Millisecond }, "1ms; want 0 (never) or 1s to 24h"},
 		{"segment.refresh_tags", func(c *conf.Config) { c.Segment.RefreshTags = -time.Second }, "-1s; want 0 (never)"},
@@ -294,20 +289,21 @@ func TestValidateValid(t *testing.T) {
 func TestValidateReportsEveryKey(t *testing.T) {
 	c := conf.DefaultConfig()
 	c.ID.Layout = 9
-	c.Central.MaxBatch = 0
+	c.Central.MaxBatch = -1
 	c.Log.Format = "xml"
 	err := c.Validate()
 	var keys []string
 	for _, ke := range conf.KeyErrors(err) {
 		keys = append(keys, ke.Key)
 	}
-	if want := []string{"id.layout", "central.max_batch", "log.format"}; !slices.Equal(keys, want) {
+	// conf's own checks come first, then each package's.
+	if want := []string{"log.format", "id.layout", "central.max_batch"}; !slices.Equal(keys, want) {
 		t.Fatalf("keys = %v; want %v", keys, want)
 	}
 	if got := strings.Count(err.Error(), "\n"); got != 2 {
 		t.Errorf("%d lines; want 3: %q", got+1, err)
 	}
-	if want := "conf: central.max_batch: 0; want 1-1000000"; !strings.Contains(err.Error(), want) {
+	if want := "conf: central.max_batch: central: invalid config: MaxBatch -1; want 0 (default) or 1-1000000"; !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q lacks %q", err, want)
 	}
 }

@@ -49,6 +49,9 @@ const (
 
 var knownProviders = []string{ProviderStatic, ProviderIPTable, ProviderRedis, ProviderK8s}
 
+// Providers returns every provider name, in the order above.
+func Providers() []string { return append([]string(nil), knownProviders...) }
+
 // Config says where an issuer's machine ID comes from. Acquire copies it.
 type Config struct {
 	// Providers are tried in order until one gives an ID; a provider that

@@ -3,150 +3,68 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
-	"sync"
-
-	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/vesta-go/vesta/core"
 )
 
-// handle is the codec's configuration, shared by every Encoder and by
-// DecodeResult. WriteExt writes the current spec (str 8, bin); results are
-// decoded from complete frames only, within the bounds below.
-var handle = func() *codec.MsgpackHandle {
-	h := &codec.MsgpackHandle{WriteExt: true}
-	h.MaxInitLen = 1024 // never pre-allocate more elements than that
-	h.MaxDepth = MaxDepth
-	h.RawToString = true
-	return h
-}()
-
-// frame4 is a request or response: [type, msgid, method|error, params|result].
-type frame4 struct {
-	//lint:ignore U1000 the codec reads its tag
-	_struct bool `codec:",toarray"`
-	Type    uint8
-	MsgID   uint32
-	A       any
-	B       any
-}
-
-// frame3 is a notification: [2, method, params].
-type frame3 struct {
-	//lint:ignore U1000 the codec reads its tag
-	_struct bool `codec:",toarray"`
-	Type    uint8
-	Method  string
-	Params  any
-}
-
-// noParams and oneParam encode the params array: [] and [p].
-type noParams struct {
-	//lint:ignore U1000 the codec reads its tag
-	_struct bool `codec:",toarray"`
-}
-
-type oneParam struct {
-	//lint:ignore U1000 the codec reads its tag
-	_struct bool `codec:",toarray"`
-	P       any
-}
-
-func paramsOf(p any) any {
-	if p == nil {
-		return noParams{}
-	}
-	return oneParam{P: p}
-}
-
-// Encoder appends frames to byte slices with the codec. It is not safe for
-// concurrent use; keep one per connection (or per writer).
-type Encoder struct {
-	enc     *codec.Encoder
-	scratch []byte
-}
+// Encoder appends frames to byte slices. Every frame is written by hand
+// (see values.go), so an Encoder holds no state today; it stays a type so
+// that a connection keeps one per writer, as it may need a scratch buffer
+// again. It is not safe for concurrent use.
+type Encoder struct{}
 
 // NewEncoder returns an Encoder.
-func NewEncoder() *Encoder {
-	e := &Encoder{scratch: make([]byte, 0, 256)}
-	e.enc = codec.NewEncoderBytes(&e.scratch, handle)
-	return e
-}
+func NewEncoder() *Encoder { return &Encoder{} }
 
-func (e *Encoder) append(dst []byte, v any) ([]byte, error) {
-	e.scratch = e.scratch[:0]
-	e.enc.ResetBytes(&e.scratch)
-	if err := e.enc.Encode(v); err != nil {
-		return dst, fmt.Errorf("wire: encode: %w", err)
+// appendParams writes the params array: [] for nil, else [params]. On an
+// error it returns dst as it was.
+func appendParams(dst []byte, params any) ([]byte, error) {
+	if params == nil {
+		return append(dst, 0x90), nil
 	}
-	dst = append(dst, e.scratch...)
-	if cap(e.scratch) > 64<<10 { // do not keep a large batch's buffer
-		e.scratch = make([]byte, 0, 256)
+	out, err := appendValue(append(dst, 0x91), params)
+	if err != nil {
+		return dst, err
 	}
-	return dst, nil
+	return out, nil
 }
 
 // AppendRequest appends the request [0, msgid, method, params] to dst.
-// params is nil (no arguments) or one of the *Params structs (or any value
-// that encodes as a map).
+// params is nil (no arguments), one of the *Params structs, or a plain map
+// with string keys (see appendValue); a value of another type is an error.
 func (e *Encoder) AppendRequest(dst []byte, msgid uint32, method string, params any) ([]byte, error) {
-	switch p := params.(type) {
-	case nil: // Vesta.GenID, the most common request of old clients
-		dst = append(dst, 0x94, TypeRequest)
-		dst = appendUint(dst, uint64(msgid))
-		dst = appendStr(dst, method)
-		return append(dst, 0x90), nil
-	case *TakeIDsParams: // the most common request of new clients
-		return appendCountRequest(dst, msgid, method, p.Count), nil
-	case TakeIDsParams:
-		return appendCountRequest(dst, msgid, method, p.Count), nil
-	case *GenIDsParams:
-		return appendCountRequest(dst, msgid, method, p.Count), nil
-	case GenIDsParams:
-		return appendCountRequest(dst, msgid, method, p.Count), nil
+	out := append(dst, 0x94, TypeRequest)
+	out = appendStr(appendUint(out, uint64(msgid)), method)
+	out, err := appendParams(out, params)
+	if err != nil {
+		return dst, err
 	}
-	return e.append(dst, frame4{Type: TypeRequest, MsgID: msgid, A: method, B: paramsOf(params)})
+	return out, nil
 }
 
 // AppendNotification appends the notification [2, method, params] to dst.
 func (e *Encoder) AppendNotification(dst []byte, method string, params any) ([]byte, error) {
-	return e.append(dst, frame3{Type: TypeNotification, Method: method, Params: paramsOf(params)})
+	out, err := appendParams(appendStr(append(dst, 0x93, TypeNotification), method), params)
+	if err != nil {
+		return dst, err
+	}
+	return out, nil
 }
 
 // AppendResponse appends the response [1, msgid, error, result] to dst:
 // with err non-nil, the error string and a nil result; otherwise a nil error
-// and result.
+// and result (a uint64, []uint64, []core.ID, int64, []int64, TakeIDsResult,
+// Explanation, TransTimeResult or Info).
 func (e *Encoder) AppendResponse(dst []byte, msgid uint32, err *Error, result any) ([]byte, error) {
-	if err == nil {
-		switch r := result.(type) {
-		case uint64:
-			return AppendIDResponse(dst, msgid, r), nil
-		case []core.ID: // Vesta.GenIDs: the codec would reflect on every ID
-			dst = append(dst, 0x94, TypeResponse)
-			dst = appendUint(dst, uint64(msgid))
-			return appendIDs(append(dst, 0xc0), r), nil
-		case TakeIDsResult:
-			dst = append(dst, 0x94, TypeResponse)
-			dst = appendUint(dst, uint64(msgid))
-			dst = append(dst, 0xc0, 0x82)
-			dst = appendStr(dst, "ids")
-			dst = appendArrayLen(dst, len(r.IDs))
-			for _, id := range r.IDs {
-				dst = appendUint(dst, id)
-			}
-			dst = appendStr(dst, "retry_after_ms")
-			return appendUint(dst, r.RetryAfterMS), nil
-		case int64: // Vesta.NextSeq
-			return AppendIntResponse(dst, msgid, r), nil
-		case []int64: // Vesta.NextSeqs
-			return appendIntsResponse(dst, msgid, r), nil
-		}
+	out := append(dst, 0x94, TypeResponse)
+	out = appendUint(out, uint64(msgid))
+	if err != nil {
+		return append(appendStr(out, err.Error()), 0xc0), nil
 	}
-	if err != nil { // by hand too: a server refusing a flood answers many
-		dst = append(dst, 0x94, TypeResponse)
-		dst = appendUint(dst, uint64(msgid))
-		return append(appendStr(dst, err.Error()), 0xc0), nil
+	out, encErr := appendValue(append(out, 0xc0), result)
+	if encErr != nil {
+		return dst, encErr
 	}
-	return e.append(dst, frame4{Type: TypeResponse, MsgID: msgid, B: result})
+	return out, nil
 }
 
 // AppendIDResponse appends the response [1, msgid, nil, id] to dst, as
@@ -172,17 +90,6 @@ func AppendTakeIDsResponse(dst []byte, msgid uint32, ids []core.ID, retryAfterMS
 	return appendUint(dst, retryAfterMS)
 }
 
-// appendCountRequest appends [0, msgid, method, [{"count": count}]], the
-// request of Vesta.GenIDs and Vesta.TakeIDs.
-func appendCountRequest(dst []byte, msgid uint32, method string, count uint64) []byte {
-	dst = append(dst, 0x94, TypeRequest)
-	dst = appendUint(dst, uint64(msgid))
-	dst = appendStr(dst, method)
-	dst = append(dst, 0x91, 0x81)
-	dst = appendStr(dst, "count")
-	return appendUint(dst, count)
-}
-
 func appendIDs(dst []byte, ids []core.ID) []byte {
 	dst = appendArrayLen(dst, len(ids))
 	for _, id := range ids {
@@ -191,9 +98,8 @@ func appendIDs(dst []byte, ids []core.ID) []byte {
 	return dst
 }
 
-// The frames sent most often are written by the functions below rather
-// than by the codec, which reflects on each value; they write what the
-// codec writes, byte for byte (see the tests).
+// The writers below emit what go-msgpack emits for the same Go values,
+// byte for byte (see the tests).
 
 // appendUint writes v in the shortest unsigned encoding.
 func appendUint(dst []byte, v uint64) []byte {
@@ -247,7 +153,7 @@ func DecodeResult(result []byte, v any) error {
 	}
 	var err error
 	switch v := v.(type) {
-	case *uint64: // the most common results, read without the codec
+	case *uint64: // the most common results
 		r := reader{b: result}
 		*v, err = r.uint()
 	case *[]uint64:
@@ -259,31 +165,20 @@ func DecodeResult(result []byte, v any) error {
 		*v, err = decodeInts(result, (*v)[:0])
 	case *TakeIDsResult: // NextID's answer with a new server: by hand too
 		err = decodeTakeIDs(result, v)
+	case *Explanation:
+		err = v.decode(result)
+	case *TransTimeResult:
+		err = v.decode(result)
+	case *Info: // an older server's Info has no take_ids: it reads 0
+		err = v.decode(result)
 	default:
-		// The codec leaves the fields of absent keys as they were: start
-		// from zero, so an old server's Info reads TakeIDs 0.
-		switch v := v.(type) {
-		case *Info:
-			*v = Info{}
-		case *Explanation:
-			*v = Explanation{}
-		case *TransTimeResult:
-			*v = TransTimeResult{}
-		}
-		d := decoders.Get().(*codec.Decoder)
-		d.ResetBytes(result)
-		err = d.Decode(v)
-		d.ResetBytes([]byte{}) // drop the result
-		decoders.Put(d)
+		return fmt.Errorf("wire: DecodeResult cannot decode into %T", v)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: result: %w", ErrMalformed, err)
 	}
 	return nil
 }
-
-// decoders are reused: a new Decoder costs some 500 bytes.
-var decoders = sync.Pool{New: func() any { return codec.NewDecoderBytes(nil, handle) }}
 
 // decodeTakeIDs reads a TakeIDsResult map: "ids" is required (an array of
 // unsigned integers, never nil), "retry_after_ms" optional (0), each at

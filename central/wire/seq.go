@@ -148,17 +148,6 @@ func appendInt(dst []byte, v int64) []byte {
 	return binary.BigEndian.AppendUint64(append(dst, 0xd3), uint64(v))
 }
 
-// appendIntsResponse writes [1, msgid, nil, [v...]] as the codec would.
-func appendIntsResponse(dst []byte, msgid uint32, vs []int64) []byte {
-	dst = append(dst, 0x94, TypeResponse)
-	dst = appendUint(dst, uint64(msgid))
-	dst = appendArrayLen(append(dst, 0xc0), len(vs))
-	for _, v := range vs {
-		dst = appendInt(dst, v)
-	}
-	return dst
-}
-
 // AppendIntResponse appends the response [1, msgid, nil, v] to dst, as
 // AppendResponse does for an int64 result: the answer to Vesta.NextSeq.
 func AppendIntResponse(dst []byte, msgid uint32, v int64) []byte {

@@ -98,16 +98,11 @@ func assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 // start builds the servers of the open listeners and serves them.
 func (a *assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Registry) error {
 	if a.lnCentral != nil {
-		tlsCfg, err := cfg.Central.TLS.Load()
+		ccfg, err := cfg.CentralConfig() // the keys, validated, and the TLS files
 		if err != nil {
 			return err
 		}
-		ccfg := central.DefaultConfig()
-		ccfg.MaxBatch, ccfg.MaxRequestBytes, ccfg.MaxConns = cfg.Central.MaxBatch, cfg.Central.MaxRequestBytes, cfg.Central.MaxConns
-		ccfg.IdleTimeout, ccfg.ReadTimeout = cfg.Central.IdleTimeout, cfg.Central.ReadTimeout
-		ccfg.MaxConnsPerPeer, ccfg.FirstFrameTimeout = cfg.Central.MaxConnsPerPeer, cfg.Central.FirstFrameTimeout
-		ccfg.MaxWaitingIDs, ccfg.MaxWaitingCalls = cfg.Central.MaxWaitingIDs, cfg.Central.MaxWaitingCalls
-		ccfg.TLS, ccfg.Logger, ccfg.Registerer = tlsCfg, log.With("server", "central"), reg
+		ccfg.Logger, ccfg.Registerer = log.With("server", "central"), reg
 		if a.seq != nil { // a nil *segment.Issuer in the interface would not be nil
 			ccfg.Sequences = a.seq.is
 		}
@@ -116,14 +111,10 @@ func (a *assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 		}
 	}
 	if a.lnREST != nil {
-		tlsCfg, err := cfg.REST.TLS.Load()
+		rcfg, err := cfg.RESTConfig()
 		if err != nil {
 			return err
 		}
-		rcfg := rest.DefaultConfig()
-		rcfg.TLS, rcfg.Token, rcfg.MaxBatch = tlsCfg, cfg.REST.Token.Reveal(), cfg.Central.MaxBatch
-		rcfg.MaxConns, rcfg.MaxConnsPerPeer, rcfg.MetricsAuth = cfg.REST.MaxConns, cfg.REST.MaxConnsPerPeer, cfg.REST.MetricsAuth
-		rcfg.MaxWaitingIDs, rcfg.MaxWaitingCalls = cfg.REST.MaxWaitingIDs, cfg.REST.MaxWaitingCalls
 		rcfg.Logger, rcfg.Registerer, rcfg.Gatherer = log.With("server", "rest"), reg, reg
 		lease := a.lease
 		rcfg.Ready = func() error { return lease.Status().Err }

@@ -131,7 +131,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"gen", "--machine", "1", "--layout", "snowflake"}, `id.layout: core: unknown name: layout "snowflake"; want sorted or vesta (flag --layout)`},
 		{[]string{"gen", "--type", "2"}, `id.type: core: unknown name: type "2"; want max-peak, min-granularity, 0 or 1 (flag --type)`},
 		{[]string{"gen", "--epoch", "yesterday"}, `id.epoch: "yesterday"; want an RFC 3339 instant`},
-		{[]string{"gen", "--epoch", "1900-01-01T00:00:00Z"}, "id.epoch: 1900-01-01T00:00:00Z; want an instant from 1970"},
+		{[]string{"gen", "--epoch", "1900-01-01T00:00:00Z"}, "id.epoch: Epoch: core: invalid config: epoch 1900-01-01T00:00:00Z outside 1970-01-01T00:00:00Z"},
 		{[]string{"gen", "extra"}, "unknown command"},
 		{[]string{"gen", "--nope"}, "unknown flag: --nope"},
 		{[]string{"make", "--seq", "1"}, "--time is required"},

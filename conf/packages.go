@@ -1,0 +1,254 @@
+package conf
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+
+	"github.com/vesta-go/vesta/central"
+	"github.com/vesta-go/vesta/client"
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/rest"
+	"github.com/vesta-go/vesta/segment"
+)
+
+// conf is a mapping: YAML, environment and flag keys onto the Config of
+// each package. The limits of a field (ranges, what zero means) are its
+// package's, checked by its package's Validate; conf names the key. Each
+// conversion below has one table from the package's field (a Go path) to
+// the YAML key it is read from. What conf checks itself is what no package
+// sees: the syntax of addresses, listeners that collide, TLS files given in
+// pairs, the log, the segment store, and the machine section's rules
+// stated in YAML terms (ranges, providers and the keys they need, fixed
+// IDs within the reach of Redis leases; machineid checks them again when
+// the lease is acquired).
+
+// fieldKey maps one field of a package's Config to its YAML key. with
+// lists the fields its check depends on, copied along in a probe (an
+// epoch is checked against its layout).
+type fieldKey struct {
+	field, key string
+	with       []string
+}
+
+// coreKeys: core.Config, from Core and Embed.
+var coreKeys = []fieldKey{
+	{field: "Layout", key: "id.layout"},
+	{field: "Type", key: "id.type"},
+	{field: "Epoch", key: "id.epoch", with: []string{"Layout"}},
+	{field: "Version", key: "id.version"},
+	{field: "MaxBorrow", key: "id.max_borrow"},
+	{field: "GuardWindow", key: "time_guard.window", with: []string{"Type"}},
+	{field: "MaxStartupWait", key: "time_guard.max_startup_wait"},
+}
+
+// centralKeys: central.Config, from CentralConfig.
+var centralKeys = []fieldKey{
+	{field: "MaxBatch", key: "central.max_batch"},
+	{field: "MaxRequestBytes", key: "central.max_request_bytes"},
+	{field: "MaxConns", key: "central.max_conns"},
+	{field: "MaxConnsPerPeer", key: "central.max_conns_per_peer"},
+	{field: "MaxWaitingIDs", key: "central.max_waiting_ids"},
+	{field: "MaxWaitingCalls", key: "central.max_waiting_calls"},
+	{field: "IdleTimeout", key: "central.idle_timeout"},
+	{field: "ReadTimeout", key: "central.read_timeout"},
+	{field: "FirstFrameTimeout", key: "central.first_frame_timeout"},
+}
+
+// restKeys: rest.Config, from RESTConfig. REST's largest batch is
+// central.max_batch: one server, one batch limit, whichever protocol a
+// client speaks (Vesta.Info reports it as max_batch).
+var restKeys = []fieldKey{
+	{field: "Token", key: "rest.token"},
+	{field: "MaxBatch", key: "central.max_batch"},
+	{field: "MaxWaitingIDs", key: "rest.max_waiting_ids"},
+	{field: "MaxWaitingCalls", key: "rest.max_waiting_calls"},
+	{field: "MaxConns", key: "rest.max_conns"},
+	{field: "MaxConnsPerPeer", key: "rest.max_conns_per_peer"},
+	{field: "MetricsAuth", key: "rest.metrics_auth", with: []string{"Token"}},
+}
+
+// clientKeys: client.Config, from ClientConfig. client.servers is checked
+// by conf, as the key may be empty when no client is built (the client
+// wants at least one server).
+var clientKeys = []fieldKey{
+	{field: "Timeout", key: "client.timeout"},
+	{field: "Retries", key: "client.retries"},
+	{field: "Prefetch", key: "client.prefetch"},
+}
+
+// machineKeys: machineid.Config, from MachineID. The ranges, providers,
+// static ID and IP table are checked by conf in YAML terms (see
+// MachineConfig.validate); the whole Config is validated after them.
+var machineKeys = []fieldKey{
+	{field: "K8sOffset", key: "machine.k8s_offset"},
+	{field: "Redis.KeyPrefix", key: "machine.redis.key_prefix"},
+	{field: "Redis.LeaseTTL", key: "machine.redis.lease_ttl"},
+	{field: "Redis.MaxClockSkew", key: "machine.redis.max_clock_skew"},
+	{field: "Redis.MinReplicas", key: "machine.redis.min_replicas"},
+}
+
+// segmentKeys: segment.Config, from SegmentIssuer. The store keys are
+// conf's (no package config holds them all); target_duration and
+// refresh_tags keep conf's 1s-24h bounds, which segment (driven by fake
+// clocks in its tests) does not impose.
+var segmentKeys = []fieldKey{
+	{field: "Threshold", key: "segment.threshold"},
+	{field: "MaxStep", key: "segment.max_step"},
+	{field: "Preload", key: "segment.preload"},
+}
+
+// checkConversion validates cfg, one section converted, with its package's
+// Validate, and reports a failing field by its YAML key. A package reports
+// its first bad field only; to report every bad key at once, each field is
+// probed alone: copied (with its dependencies) into base, a valid Config of
+// the package, and validated. Then cfg is validated whole, for what only a
+// combination of fields breaks, unless a key of the section (prefixes) was
+// already reported: that error is reported under section.
+func checkConversion[T interface{ Validate() error }](ck *checker, section string, prefixes []string, cfg, base T, keys []fieldKey) {
+	for _, k := range keys {
+		probe := base
+		for _, f := range k.with {
+			copyField(&probe, &cfg, f)
+		}
+		if probe.Validate() != nil {
+			continue // a field it depends on is bad: its own row reports it
+		}
+		copyField(&probe, &cfg, k.field)
+		if err := probe.Validate(); err != nil {
+			ck.addErr(k.key, err)
+		}
+	}
+	for _, e := range ck.errs {
+		var ke *KeyError
+		if errors.As(e, &ke) && hasAnyPrefix(ke.Key, prefixes) {
+			return
+		}
+	}
+	// No machine ID chosen is RequireMachine's to report: Validate passes
+	// a Config for commands that need none.
+	if err := cfg.Validate(); err != nil && !errors.Is(err, machineid.ErrNoMachineID) {
+		ck.addErr(section, err)
+	}
+}
+
+// copyField sets the field at path (e.g. "Redis.LeaseTTL") of *dst to
+// that of *src. A path that names no field panics: the tables are checked
+// by every Validate, DefaultConfig's included.
+func copyField[T any](dst, src *T, path string) {
+	d, s := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem()
+	for name := range strings.SplitSeq(path, ".") {
+		d, s = d.FieldByName(name), s.FieldByName(name)
+	}
+	d.Set(s)
+}
+
+func hasAnyPrefix(key string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if key == p || strings.HasPrefix(key, p+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// validatePackages checks every conversion with its package's Validate.
+func (c Config) validatePackages(ck *checker) {
+	checkConversion(ck, "id", []string{"id", "time_guard", "machine.id"}, c.coreConfig(), core.Config{}, coreKeys)
+	checkConversion(ck, "central", []string{"central"}, c.centralConfig(), central.Config{}, centralKeys)
+	checkConversion(ck, "rest", []string{"rest", "central.max_batch"}, c.restConfig(), rest.Config{}, restKeys)
+	// The client's fallback is an embedded issuer, checked as such when
+	// ClientConfig builds it.
+	base := client.DefaultConfig("127.0.0.1:1")
+	base.Fallback = false
+	cc := c.clientConfig()
+	if len(cc.Servers) == 0 { // no client is built from this Config
+		cc.Servers = base.Servers
+	}
+	checkConversion(ck, "client", []string{"client"}, cc, base, clientKeys)
+	mbase := machineid.DefaultConfig()
+	mbase.Static = new(core.MachineID(0))
+	checkConversion(ck, "machine", []string{"machine"}, c.MachineID(core.Central), mbase, machineKeys)
+	checkConversion(ck, "segment", []string{"segment"}, c.segmentConfig(), segment.DefaultConfig(), segmentKeys)
+}
+
+// coreConfig is Core without the checks. An id.version that no uint8
+// holds becomes 255, which core refuses.
+func (c Config) coreConfig() core.Config {
+	var machine core.MachineID
+	if id := c.Machine.Static(); id != nil {
+		machine = *id
+	}
+	version := uint8(math.MaxUint8)
+	if c.ID.Version >= 0 && c.ID.Version <= math.MaxUint8 {
+		version = uint8(c.ID.Version)
+	}
+	return core.Config{
+		Layout: c.ID.Layout, Type: c.ID.Type, Epoch: c.ID.Epoch, Version: version,
+		Machine: machine, MaxBorrow: c.ID.MaxBorrow,
+		GuardWindow: c.TimeGuard.Window, MaxStartupWait: c.TimeGuard.MaxStartupWait,
+	}
+}
+
+// centralConfig is CentralConfig without the checks and the TLS files.
+func (c Config) centralConfig() central.Config {
+	cc := central.DefaultConfig()
+	cc.MaxBatch, cc.MaxRequestBytes, cc.MaxConns = c.Central.MaxBatch, c.Central.MaxRequestBytes, c.Central.MaxConns
+	cc.IdleTimeout, cc.ReadTimeout = c.Central.IdleTimeout, c.Central.ReadTimeout
+	cc.MaxConnsPerPeer, cc.FirstFrameTimeout = c.Central.MaxConnsPerPeer, c.Central.FirstFrameTimeout
+	cc.MaxWaitingIDs, cc.MaxWaitingCalls = c.Central.MaxWaitingIDs, c.Central.MaxWaitingCalls
+	return cc
+}
+
+// restConfig is RESTConfig without the checks and the TLS files.
+func (c Config) restConfig() rest.Config {
+	rc := rest.DefaultConfig()
+	rc.Token, rc.MaxBatch = c.REST.Token.Reveal(), c.Central.MaxBatch
+	rc.MaxWaitingIDs, rc.MaxWaitingCalls = c.REST.MaxWaitingIDs, c.REST.MaxWaitingCalls
+	rc.MaxConns, rc.MaxConnsPerPeer, rc.MetricsAuth = c.REST.MaxConns, c.REST.MaxConnsPerPeer, c.REST.MetricsAuth
+	return rc
+}
+
+// clientConfig is ClientConfig without the checks and the fallback.
+func (c Config) clientConfig() client.Config {
+	cc := client.DefaultConfig(c.Client.Servers...)
+	cc.Timeout, cc.Retries, cc.Prefetch = c.Client.Timeout, c.Client.Retries, c.Client.Prefetch
+	return cc
+}
+
+// CentralConfig returns the central server's configuration: the
+// central.* limits and timeouts, and the TLS configuration read from
+// central.tls (nil when off). Logger, Registerer and Sequences are left
+// for the caller. It validates c first.
+func (c Config) CentralConfig() (central.Config, error) {
+	if err := c.Validate(); err != nil {
+		return central.Config{}, err
+	}
+	tlsCfg, err := c.Central.TLS.Load()
+	if err != nil {
+		return central.Config{}, err
+	}
+	cc := c.centralConfig()
+	cc.TLS = tlsCfg
+	return cc, nil
+}
+
+// RESTConfig returns the REST server's configuration: rest.token, the
+// rest.* limits, central.max_batch as its largest batch, and the TLS
+// configuration read from rest.tls (nil when off). Logger, Registerer,
+// Gatherer, Ready and Sequences are left for the caller. It validates c
+// first.
+func (c Config) RESTConfig() (rest.Config, error) {
+	if err := c.Validate(); err != nil {
+		return rest.Config{}, err
+	}
+	tlsCfg, err := c.REST.TLS.Load()
+	if err != nil {
+		return rest.Config{}, err
+	}
+	rc := c.restConfig()
+	rc.TLS = tlsCfg
+	return rc, nil
+}

@@ -1,0 +1,107 @@
+package conf_test
+
+import (
+	"crypto/tls"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/vesta-go/vesta/central"
+	"github.com/vesta-go/vesta/client"
+	"github.com/vesta-go/vesta/conf"
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/tlstest"
+	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/rest"
+)
+
+// TestPackagesJudge: a key's limits are its package's. A value the
+// package refuses is reported under the key and matches the package's
+// sentinel as well as ErrInvalid; a value the package takes (0 for its
+// default) passes.
+func TestPackagesJudge(t *testing.T) {
+	bad := []struct {
+		key  string
+		set  func(*conf.Config)
+		want error
+	}{
+		{"central.max_batch", func(c *conf.Config) { c.Central.MaxBatch = 1_000_001 }, central.ErrInvalidConfig},
+		{"central.read_timeout", func(c *conf.Config) { c.Central.ReadTimeout = 25 * time.Hour }, central.ErrInvalidConfig},
+		{"rest.token", func(c *conf.Config) { c.REST.Token = "é" }, rest.ErrInvalidConfig},
+		{"client.retries", func(c *conf.Config) { c.Client.Retries = 11 }, client.ErrConfig},
+		{"machine.redis.key_prefix", func(c *conf.Config) { c.Machine.Redis.KeyPrefix = "a{b}" }, machineid.ErrConfig},
+		{"machine.redis.lease_ttl", func(c *conf.Config) { c.Machine.Redis.LeaseTTL = time.Millisecond }, machineid.ErrConfig},
+		{"id.max_borrow", func(c *conf.Config) { c.ID.MaxBorrow = 25 * time.Hour }, core.ErrInvalidConfig},
+	}
+	for _, tc := range bad {
+		c := conf.DefaultConfig()
+		tc.set(&c)
+		err := c.Validate()
+		kes := conf.KeyErrors(err)
+		if len(kes) != 1 || kes[0].Key != tc.key || !errors.Is(err, conf.ErrInvalid) || !errors.Is(err, tc.want) {
+			t.Errorf("%s: Validate = %v; want one error naming it, matching ErrInvalid and %v", tc.key, err, tc.want)
+		}
+	}
+
+	c := conf.DefaultConfig()
+	c.Central.MaxBatch, c.Central.MaxConns, c.Central.IdleTimeout = 0, 0, 0
+	c.REST.MaxWaitingIDs, c.Client.Timeout, c.TimeGuard.Window, c.Machine.Redis.LeaseTTL = 0, 0, 0, 0
+	if err := c.Validate(); err != nil {
+		t.Errorf("zeros (each package's default): %v", err)
+	}
+	c.Machine.Redis.LeaseTTL = 100 * time.Millisecond // machineid's floor
+	if err := c.Validate(); err != nil {
+		t.Errorf("lease_ttl 100ms: %v", err)
+	}
+}
+
+// TestCentralAndRESTConfig: the conversions copy every key, give REST
+// central.max_batch, read the TLS files, and refuse an invalid Config.
+func TestCentralAndRESTConfig(t *testing.T) {
+	c := conf.DefaultConfig()
+	c.Central.MaxBatch, c.Central.MaxRequestBytes, c.Central.MaxConns = 500, 4096, 7
+	c.Central.MaxWaitingIDs, c.Central.MaxWaitingCalls = 11, 13
+	c.Central.IdleTimeout, c.Central.ReadTimeout = time.Minute, time.Second
+	c.REST.Token, c.REST.MaxWaitingIDs, c.REST.MaxWaitingCalls = "tok", 17, 19
+	cc, err := c.CentralConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc.MaxBatch != 500 || cc.MaxRequestBytes != 4096 || cc.MaxConns != 7 || cc.MaxWaitingIDs != 11 ||
+		cc.MaxWaitingCalls != 13 || cc.IdleTimeout != time.Minute || cc.ReadTimeout != time.Second || cc.TLS != nil {
+		t.Errorf("CentralConfig = %+v", cc)
+	}
+	rc, err := c.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.MaxBatch != 500 || rc.Token != "tok" || rc.MaxWaitingIDs != 17 || rc.MaxWaitingCalls != 19 || rc.TLS != nil {
+		t.Errorf("RESTConfig = %+v", rc)
+	}
+	if err := errors.Join(cc.Validate(), rc.Validate()); err != nil {
+		t.Error(err)
+	}
+
+	files := tlstest.New(t).WriteFiles(t, t.TempDir())
+	c.Central.TLS.Cert, c.Central.TLS.Key, c.Central.TLS.ClientCA = files.ServerCert, files.ServerKey, files.CA
+	c.REST.TLS.Cert, c.REST.TLS.Key = files.ServerCert, files.ServerKey
+	if cc, err = c.CentralConfig(); err != nil || cc.TLS == nil || cc.TLS.ClientAuth != tls.RequireAndVerifyClientCert {
+		t.Errorf("CentralConfig with TLS: %v, %+v", err, cc.TLS)
+	}
+	if rc, err = c.RESTConfig(); err != nil || rc.TLS == nil || len(rc.TLS.Certificates) != 1 {
+		t.Errorf("RESTConfig with TLS: %v", err)
+	}
+
+	c.REST.TLS.Key = c.REST.TLS.Cert // not a key
+	if _, err := c.RESTConfig(); !errors.Is(err, conf.ErrInvalid) {
+		t.Errorf("RESTConfig with a bad key file: %v; want ErrInvalid", err)
+	}
+	c = conf.DefaultConfig()
+	c.Central.MaxBatch = -1
+	if _, err := c.CentralConfig(); !errors.Is(err, conf.ErrInvalid) {
+		t.Errorf("CentralConfig of an invalid config: %v", err)
+	}
+	if _, err := c.RESTConfig(); !errors.Is(err, conf.ErrInvalid) {
+		t.Errorf("RESTConfig of an invalid config: %v", err)
+	}
+}
