@@ -303,9 +303,11 @@ func testRedisLease(t *testing.T, run []string, tag string) {
 	redis := redistest.Start(t)
 	env := composeEnv(t, "vesta-1")
 	env["VESTA_MACHINE_REDIS_ADDRS"] = redis.Addr()
-	// A short lease, so the fresh claim's quarantine (lease_ttl +
-	// 2 x max_clock_skew) takes seconds, not the defaults' 19s.
-	env["VESTA_MACHINE_REDIS_LEASE_TTL"], env["VESTA_MACHINE_REDIS_MAX_CLOCK_SKEW"] = "2s", "100ms"
+	// A shorter lease, so that the fresh claim's quarantine (lease_ttl +
+	// 2 x max_clock_skew) takes 5s, not the defaults' 19s; still renewed
+	// every 1.7s and fenced 1.1s before it expires, room enough on a
+	// loaded machine (2s was not).
+	env["VESTA_MACHINE_REDIS_LEASE_TTL"], env["VESTA_MACHINE_REDIS_MAX_CLOCK_SKEW"] = "5s", "100ms"
 	// The host's network, to reach the test's Redis on loopback; listeners
 	// on free ports, read back from the log.
 	env["VESTA_CENTRAL_LISTEN"], env["VESTA_REST_LISTEN"], env["VESTA_METRICS_LISTEN"] = "127.0.0.1:0", "127.0.0.1:0", ""
