@@ -27,6 +27,7 @@ import (
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/internal/assemble"
 	"github.com/vesta-go/vesta/rest"
 )
 
@@ -109,7 +110,7 @@ func openBenchTarget(ctx context.Context, o benchOptions) (*benchTarget, error) 
 // guard in a temporary directory and without metrics.listen.
 type benchServer struct {
 	central, rest string
-	a             *assembled
+	a             *assemble.Assembled
 	dir           string
 }
 
@@ -122,22 +123,22 @@ func startBenchServer(ctx context.Context, machine core.MachineID) (_ *benchServ
 	cfg.Machine.ID = new(int(machine)) // an explicit choice: the benchmark's IDs are discarded
 	cfg.Central.Listen, cfg.REST.Listen, cfg.Metrics.Listen = "127.0.0.1:0", "127.0.0.1:0", ""
 	cfg.TimeGuard.Dir = s.dir
-	if s.a, err = assemble(ctx, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry()); err != nil {
+	if s.a, err = assemble.Assemble(ctx, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry()); err != nil {
 		return nil, errors.Join(err, os.RemoveAll(s.dir))
 	}
-	s.central, s.rest = s.a.lnCentral.Addr().String(), s.a.lnREST.Addr().String()
+	s.central, s.rest = s.a.CentralAddr(), s.a.RESTAddr()
 	return s, nil
 }
 
 // ahead is how far the generator issues ahead of the clock.
-func (s *benchServer) ahead() time.Duration { return s.a.gen.Stats().Ahead }
+func (s *benchServer) ahead() time.Duration { return s.a.Generator().Stats().Ahead }
 
 // stop shuts the servers down, closes the generator and the lease, and
 // removes the time guard's directory.
 func (s *benchServer) stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
-	return errors.Join(s.a.stop(ctx), os.RemoveAll(s.dir))
+	return errors.Join(s.a.Stop(ctx), os.RemoveAll(s.dir))
 }
 
 func openEmbedded(ctx context.Context, o benchOptions) (*benchTarget, error) {
