@@ -126,14 +126,15 @@ sorted, max-peak, 1s max_borrow, time guard in a temporary directory). Load and
 server then share the CPUs and the garbage collector: for comparisons with
 Redis (its own process) run 'vesta serve' apart and pass --addr.
 
-Connections: --conns N (default: one per caller, at most 64, the client's own
-bound) is the budget for
-rpc, redis-incr, rest and http-baseline alike. Caller i uses connection i mod N.
-With more callers than connections, the callers of one connection are
-pipelined: the calls queued on a connection go out in one write and their
-answers are matched to them, for rpc (package client's msgid-matched frames)
-and redis-incr (a go-redis pipeline) alike; HTTP/1.1 callers wait for a free connection instead (Go's client does
-not pipeline). So no target gets a trick its anchor does not.
+Connections: --conns N (default: one per caller; at most 64, the client's own
+bound) is the budget for rpc, redis-incr, rest and http-baseline alike. For
+redis-incr caller i uses connection i mod N; rpc's client spreads its calls
+over its N connections. With more callers than connections, calls are
+pipelined: those queued on a connection go out together and their answers
+are matched to them, for rpc (package client's msgid-matched frames) and
+redis-incr (a go-redis pipeline) alike; HTTP/1.1 callers wait for a free
+connection instead (Go's client does not pipeline). So no target gets a trick
+its anchor does not.
 
 Rates just after start may include up to max_borrow (1s) of IDs borrowed ahead
 of the clock, beyond the sequence ceiling (1,048,576 IDs/s for max-peak);
