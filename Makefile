@@ -36,6 +36,12 @@ bench:
 bench-peers:
 	cd bench/peers && $(GO) test -run '^$$' -bench . -count 1 .
 
+# The load generator vesta-bench (BENCHMARKS.md), a module of its own
+# (bench/load) so that the product's go.mod and binary carry none of it.
+.PHONY: bench-load
+bench-load:
+	$(GO) -C bench/load build -o ../../bin/vesta-bench .
+
 # Short fuzzing of every fuzz target (FUZZTIME=30s make fuzz).
 fuzz:
 	scripts/fuzz.sh

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/latencytest"
 )
 
 // BenchmarkNextID: NextID through the client against a real central server
@@ -46,15 +46,12 @@ func BenchmarkNextID(b *testing.B) {
 // latencies runs b.N calls of call spread over callers goroutines and
 // reports calls/s, p50 and p99.
 func latencies(b *testing.B, callers int, call func() error) {
-	const maxLatency = int64(10 * time.Second)
-	hists := make([]*hdrhistogram.Histogram, callers)
-	for i := range hists {
-		hists[i] = hdrhistogram.New(1, maxLatency, 3)
-	}
+	hists := make([]latencytest.Recorder, callers)
 	var wg sync.WaitGroup
 	b.ResetTimer()
 	start := time.Now()
-	for i, h := range hists {
+	for i := range hists {
+		h := &hists[i]
 		n := b.N/callers + min(1, max(0, b.N%callers-i))
 		wg.Go(func() {
 			for range n {
@@ -63,19 +60,19 @@ func latencies(b *testing.B, callers int, call func() error) {
 					b.Error(err)
 					return
 				}
-				h.RecordValue(int64(time.Since(t)))
+				h.Record(time.Since(t))
 			}
 		})
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
-	for _, h := range hists[1:] {
-		hists[0].Merge(h)
+	for i := range hists[1:] {
+		hists[0].Merge(&hists[1+i])
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
-	b.ReportMetric(float64(hists[0].ValueAtQuantile(50))/1e3, "p50-µs")
-	b.ReportMetric(float64(hists[0].ValueAtQuantile(99))/1e3, "p99-µs")
+	b.ReportMetric(float64(hists[0].Quantile(50))/1e3, "p50-µs")
+	b.ReportMetric(float64(hists[0].Quantile(99))/1e3, "p99-µs")
 	b.ReportMetric(0, "ns/op")
 }
 

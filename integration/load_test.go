@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/vesta-go/vesta/internal/latencytest"
 )
 
 // load runs workers, each making one call after another until stop, and
@@ -26,15 +26,13 @@ type load struct {
 	wg       sync.WaitGroup
 
 	mu      sync.Mutex
-	hists   map[int]*hdrhistogram.Histogram // phase -> latency in µs
-	errs    map[int]int                     // phase -> failed calls
-	samples []string                        // the first errors
+	hists   map[int]*latencytest.Recorder // phase -> latency
+	errs    map[int]int                   // phase -> failed calls
+	samples []string                      // the first errors
 }
 
-const maxLatencyMicros = 10 * 60 * 1e6
-
 func newLoad(deadline time.Duration) *load {
-	return &load{deadline: deadline, hists: map[int]*hdrhistogram.Histogram{}, errs: map[int]int{}}
+	return &load{deadline: deadline, hists: map[int]*latencytest.Recorder{}, errs: map[int]int{}}
 }
 
 // setPhase makes the calls started from now on count in phase p.
@@ -44,12 +42,12 @@ func (l *load) setPhase(p int) { l.phase.Store(int32(p)) }
 // returns how many IDs it got.
 func (l *load) worker(name string, call func(ctx context.Context, phase int) (int, error)) {
 	l.wg.Go(func() {
-		local := map[int]*hdrhistogram.Histogram{}
+		local := map[int]*latencytest.Recorder{}
 		defer func() {
 			l.mu.Lock()
 			for p, h := range local {
 				if l.hists[p] == nil {
-					l.hists[p] = hdrhistogram.New(1, maxLatencyMicros, 3)
+					l.hists[p] = &latencytest.Recorder{}
 				}
 				l.hists[p].Merge(h)
 			}
@@ -64,10 +62,10 @@ func (l *load) worker(name string, call func(ctx context.Context, phase int) (in
 			cancel()
 			h := local[p]
 			if h == nil {
-				h = hdrhistogram.New(1, maxLatencyMicros, 3)
+				h = &latencytest.Recorder{}
 				local[p] = h
 			}
-			h.RecordValue(max(1, d.Microseconds()))
+			h.Record(d)
 			l.calls.Add(1)
 			l.ids.Add(int64(n))
 			if err != nil {
@@ -125,13 +123,13 @@ func (l *load) requireNoErrors(t testing.TB) {
 }
 
 // latency returns the histogram of a phase (merged once stopped).
-func (l *load) latency(phase int) *hdrhistogram.Histogram {
+func (l *load) latency(phase int) *latencytest.Recorder {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if h := l.hists[phase]; h != nil {
 		return h
 	}
-	return hdrhistogram.New(1, maxLatencyMicros, 3)
+	return &latencytest.Recorder{}
 }
 
 // report logs each phase's calls, errors and latency percentiles.
@@ -143,8 +141,7 @@ func (l *load) report(t testing.TB, names ...string) {
 		errs := l.errs[p]
 		l.mu.Unlock()
 		t.Logf("phase %d (%s): %d calls, %d failed; latency p50 %v p99 %v p99.9 %v max %v", p, name,
-			h.TotalCount(), errs, us(h.ValueAtQuantile(50)), us(h.ValueAtQuantile(99)),
-			us(h.ValueAtQuantile(99.9)), us(h.Max()))
+			h.Count(), errs, h.Quantile(50), h.Quantile(99), h.Quantile(99.9), h.Max())
 	}
 }
 
@@ -169,5 +166,3 @@ func (p *pacer) took(n int) {
 		time.Sleep(d)
 	}
 }
-
-func us(v int64) time.Duration { return time.Duration(v) * time.Microsecond }

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/labstack/echo/v4"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/latencytest"
 	"github.com/vesta-go/vesta/rest"
 )
 
@@ -83,11 +83,11 @@ func BenchmarkHTTP(b *testing.B) {
 	type result struct {
 		n       int
 		elapsed time.Duration
-		hist    *hdrhistogram.Histogram
+		hist    *latencytest.Recorder
 	}
 	results := make([]result, len(targets))
 	for i := range results {
-		results[i].hist = hdrhistogram.New(1, int64(10*time.Second/time.Microsecond), 3)
+		results[i].hist = &latencytest.Recorder{}
 		if _, err := loadGo(client, targets[i].url, benchConns, results[i].hist); err != nil { // warm up
 			b.Fatal(err)
 		}
@@ -117,8 +117,8 @@ func BenchmarkHTTP(b *testing.B) {
 	for i, tg := range targets {
 		r := results[i]
 		b.ReportMetric(rate(r), tg.name+"-req/s")
-		b.ReportMetric(float64(r.hist.ValueAtQuantile(50)), tg.name+"-p50-µs")
-		b.ReportMetric(float64(r.hist.ValueAtQuantile(99)), tg.name+"-p99-µs")
+		b.ReportMetric(float64(r.hist.Quantile(50))/1e3, tg.name+"-p50-µs")
+		b.ReportMetric(float64(r.hist.Quantile(99))/1e3, tg.name+"-p99-µs")
 		if i > 0 {
 			b.ReportMetric(rate(r)/rate(results[0]), tg.name+"-x_trivial")
 		}
@@ -129,7 +129,7 @@ func BenchmarkHTTP(b *testing.B) {
 // loadGo sends n GETs of url from benchConns goroutines over the client's
 // keep-alive connections, records each latency in hist and returns the
 // wall time taken.
-func loadGo(client *http.Client, url string, n int, hist *hdrhistogram.Histogram) (time.Duration, error) {
+func loadGo(client *http.Client, url string, n int, hist *latencytest.Recorder) (time.Duration, error) {
 	var (
 		next  atomic.Int64
 		wg    sync.WaitGroup
@@ -141,7 +141,7 @@ func loadGo(client *http.Client, url string, n int, hist *hdrhistogram.Histogram
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			h := hdrhistogram.New(1, int64(10*time.Second/time.Microsecond), 3)
+			h := &latencytest.Recorder{}
 			for next.Add(1) <= int64(n) {
 				t0 := time.Now()
 				res, err := client.Get(url)
@@ -156,7 +156,7 @@ func loadGo(client *http.Client, url string, n int, hist *hdrhistogram.Histogram
 					first.CompareAndSwap(nil, &err)
 					return
 				}
-				h.RecordValue(time.Since(t0).Microseconds())
+				h.Record(time.Since(t0))
 			}
 			mu.Lock()
 			hist.Merge(h)

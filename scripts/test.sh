@@ -15,8 +15,9 @@ if [ -n "$unformatted" ]; then
 fi
 # Test-only modules beside the product module: their dependencies (chromedp
 # for the page's browser test, kin-openapi for rest/openapilint's strict
-# validation of the served OpenAPI document) stay out of the product's go.mod.
-test_modules=(rest/browser rest/openapilint)
+# validation of the served OpenAPI document, hdrhistogram for the load
+# generator vesta-bench) stay out of the product's go.mod.
+test_modules=(rest/browser rest/openapilint bench/load)
 
 echo "== go vet"
 $GO vet ./...

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vesta-go/vesta/internal/latencytest"
 	"github.com/vesta-go/vesta/internal/mariadbtest"
 	"github.com/vesta-go/vesta/internal/redistest"
 	"github.com/vesta-go/vesta/segment"
@@ -211,17 +211,17 @@ func benchLatency(b *testing.B, store segment.Store, tag string, pause time.Dura
 // reports percentiles of op's latency.
 func latencies(b *testing.B, pause time.Duration, op func() error) {
 	var mu sync.Mutex
-	all := hdrhistogram.New(1, int64(10*time.Second/time.Nanosecond), 3)
+	all := &latencytest.Recorder{}
 	parallel(b)
 	b.RunParallel(func(pb *testing.PB) {
-		h := hdrhistogram.New(1, int64(10*time.Second/time.Nanosecond), 3)
+		h := &latencytest.Recorder{}
 		for pb.Next() {
 			start := time.Now()
 			if err := op(); err != nil {
 				b.Error(err)
 				return
 			}
-			_ = h.RecordValue(int64(time.Since(start)))
+			h.Record(time.Since(start))
 			if pause > 0 {
 				time.Sleep(pause)
 			}
@@ -232,7 +232,7 @@ func latencies(b *testing.B, pause time.Duration, op func() error) {
 	})
 	b.StopTimer()
 	for _, q := range []float64{50, 99, 99.9} {
-		b.ReportMetric(float64(all.ValueAtQuantile(q))/1e3, fmt.Sprintf("p%v-µs", q))
+		b.ReportMetric(float64(all.Quantile(q))/1e3, fmt.Sprintf("p%v-µs", q))
 	}
 	b.ReportMetric(float64(all.Max())/1e3, "max-µs")
 }

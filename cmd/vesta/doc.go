@@ -5,7 +5,6 @@
 //	vesta gen     [-n N] [--machine M] [--servers ADDR,...]
 //	vesta explain [--layout L] [--json] ID...
 //	vesta make    --time T --seq S [--machine M] [--method M] [--type T] [--version V]
-//	vesta bench   TARGET ...                load generator and anchors
 //	vesta seq     create TAG --start N --step S [--desc D] | list [--json]
 //	                                        segment sequence tags in segment.store
 //	vesta version
@@ -14,5 +13,7 @@
 // errors go to stderr with exit status 1, or 2 for a mistake in how the
 // command was called (a bad flag, argument or configuration value, named in
 // the message). Each command is in a file of its own; run() is main without
-// the process, so the tests drive the real command lines in-process.
+// the process, so the tests drive the real command lines in-process. The
+// load generator is not part of the product: it is the command vesta-bench
+// of the module bench/load.
 package main

@@ -55,7 +55,7 @@ and where they were made. IDs print as unsigned decimals, one per line.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	})
-	root.AddCommand(newServeCmd(), newGenCmd(), newExplainCmd(), newMakeCmd(), newVersionCmd(), newBenchCmd(), newHealthCmd(), newSeqCmd())
+	root.AddCommand(newServeCmd(), newGenCmd(), newExplainCmd(), newMakeCmd(), newVersionCmd(), newHealthCmd(), newSeqCmd())
 	for _, c := range root.Commands() {
 		if c.Args != nil {
 			c.Args = usageArgs(c.Args)

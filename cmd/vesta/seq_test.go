@@ -91,23 +91,6 @@ func TestSeqCommands(t *testing.T) {
 		!strings.Contains(body, `vesta_segment_store_seconds_count{op="next"}`) {
 		t.Fatalf("/metrics:\n%s", grepLines(body, "vesta_segment"))
 	}
-	// vesta bench drives the sequence methods too.
-	for _, target := range []string{"rpc-seq", "client-seq"} {
-		r := cli(t, "", "bench", target, "--addr", srv.central, "--tag", "orders", "-c", "4", "-d", "300ms", "--seq-prefetch", "100", "--json")
-		var res struct{ Calls, Errors int64 }
-		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &res) != nil || res.Calls == 0 || res.Errors != 0 {
-			t.Fatalf("bench %s: %d %s %s", target, r.code, r.stdout, r.stderr)
-		}
-	}
-	for _, args := range [][]string{
-		{"bench", "rpc-seq"},
-		{"bench", "rpc-seq", "--addr", srv.central, "--tag", "bad tag"},
-		{"bench", "client-seq", "--addr", srv.central, "--seq-prefetch", "-1"},
-	} {
-		if r := cli(t, "", args...); r.code != 2 {
-			t.Errorf("%v: exit %d %s; want a usage error", args, r.code, r.stderr)
-		}
-	}
 	if r := srv.stop(); r.code != 0 || !strings.Contains(r.stderr, "segment: sequences on") {
 		t.Fatalf("stop: %d %s", r.code, r.stderr)
 	}

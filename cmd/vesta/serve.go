@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 	"github.com/vesta-go/vesta/conf"
+	"github.com/vesta-go/vesta/internal/assemble"
 )
 
 // shutdownTimeout bounds a graceful stop: in-flight calls are answered
@@ -66,23 +67,26 @@ func serve(ctx context.Context, loaded conf.Loaded, stderr io.Writer) (err error
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	a, err := assemble(ctx, cfg, log, reg)
+	a, err := assemble.Assemble(ctx, cfg, log, reg)
+	if errors.Is(err, assemble.ErrConfig) {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
 	if err != nil {
 		return err
 	}
-	log.Info("serving", "machine", a.gen.Machine(), "provider", a.lease.Provider(),
-		"central", a.addr(a.lnCentral), "rest", a.addr(a.lnREST), "metrics", a.addr(a.lnMetrics))
+	log.Info("serving", "machine", a.Generator().Machine(), "provider", a.Lease().Provider(),
+		"central", a.CentralAddr(), "rest", a.RESTAddr(), "metrics", a.MetricsAddr())
 
 	select {
 	case <-ctx.Done():
 		signal.Reset() // a second signal stops the process at once
 		log.Info("shutting down: finishing calls in flight", "timeout", shutdownTimeout)
-	case err = <-a.failed:
+	case err = <-a.Failed():
 		log.Error("a server failed; shutting down", "err", err)
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
-	if stopErr := a.stop(sctx); stopErr != nil {
+	if stopErr := a.Stop(sctx); stopErr != nil {
 		log.Error("stopped with errors", "err", stopErr)
 		return errors.Join(err, stopErr)
 	}

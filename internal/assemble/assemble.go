@@ -1,4 +1,9 @@
-package main
+// Package assemble builds the servers one configuration runs: the
+// machine-ID lease, the generator on it, the segment sequences and the
+// central, REST and metrics servers. `vesta serve`, the load generator
+// (bench/load) and so every integration test build their servers here, so a
+// benchmark measures the server as it is served.
+package assemble
 
 import (
 	"context"
@@ -20,12 +25,14 @@ import (
 	"github.com/vesta-go/vesta/rest"
 )
 
-// assembled is what one configuration runs: the machine-ID lease, the
+// ErrConfig marks a configuration assemble cannot run (a machine ID out of
+// range, an unknown segment store): the caller's usage error, not a fault.
+var ErrConfig = errors.New("assemble: configuration")
+
+// Assembled is what one configuration runs: the machine-ID lease, the
 // generator on it, the segment sequences (nil with segment.store off) and
-// the servers on their listeners. `vesta serve` and the servers `vesta
-// bench` starts in its own process are both built by assemble, so a
-// benchmark measures the server as it is served.
-type assembled struct {
+// the servers on their listeners.
+type Assembled struct {
 	lease *machineid.Lease
 	gen   *core.Generator
 	seq   *sequences
@@ -39,14 +46,14 @@ type assembled struct {
 	wg     sync.WaitGroup
 }
 
-// assemble listens on cfg's addresses, takes the machine ID, opens the
+// Assemble listens on cfg's addresses, takes the machine ID, opens the
 // generator and the sequences, and serves until stop. On error, what it
 // started is undone. The caller checks cfg (RequireMachine) and owns reg.
-func assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prometheus.Registry) (_ *assembled, err error) {
-	a := &assembled{failed: make(chan error, 3)}
+func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prometheus.Registry) (_ *Assembled, err error) {
+	a := &Assembled{failed: make(chan error, 3)}
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, a.stop(context.Background()))
+			err = errors.Join(err, a.Stop(context.Background()))
 		}
 	}()
 
@@ -71,7 +78,7 @@ func assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 	mcfg.Logger, mcfg.Registerer = log, reg
 	lease, err := machineid.Acquire(ctx, mcfg, core.Central)
 	if errors.Is(err, machineid.ErrRange) || errors.Is(err, machineid.ErrConfig) {
-		return nil, fmt.Errorf("%w: machine (machine.id, machine.providers, machine.server_range, machine.redis.server_range): %w", errUsage, err)
+		return nil, fmt.Errorf("%w: machine (machine.id, machine.providers, machine.server_range, machine.redis.server_range): %w", ErrConfig, err)
 	}
 	if err != nil {
 		return nil, err
@@ -86,7 +93,7 @@ func assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 		return nil, err
 	}
 	reg.MustRegister(embed.NewCollector(a.gen))
-	if a.seq, err = openSequences(ctx, cfg, log, reg); err != nil { // seq.go
+	if a.seq, err = openSequences(ctx, cfg, log, reg); err != nil { // sequences.go
 		return nil, err
 	}
 	if err := a.start(cfg, log, reg); err != nil {
@@ -96,7 +103,7 @@ func assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 }
 
 // start builds the servers of the open listeners and serves them.
-func (a *assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Registry) error {
+func (a *Assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Registry) error {
 	if a.lnCentral != nil {
 		ccfg, err := cfg.CentralConfig() // the keys, validated, and the TLS files
 		if err != nil {
@@ -156,11 +163,11 @@ func (a *assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 	return nil
 }
 
-// stop stops the servers at once (no new connections, calls in flight
+// Stop stops the servers at once (no new connections, calls in flight
 // answered, then connections closed), then the sequences, the generator
 // while the lease is held (so the final mark is saved) and the lease. It
 // undoes a partial assemble too: a listener no server took is closed.
-func (a *assembled) stop(ctx context.Context) error {
+func (a *Assembled) Stop(ctx context.Context) error {
 	var errs [3]error
 	var wg sync.WaitGroup
 	if a.metrics != nil {
@@ -191,8 +198,28 @@ func (a *assembled) stop(ctx context.Context) error {
 	return err
 }
 
+// Generator is the generator the servers issue from.
+func (a *Assembled) Generator() *core.Generator { return a.gen }
+
+// Lease is the machine-ID lease the generator runs on.
+func (a *Assembled) Lease() *machineid.Lease { return a.lease }
+
+// Failed receives the error of a server that stopped serving for another
+// reason than Stop; the caller then stops the rest.
+func (a *Assembled) Failed() <-chan error { return a.failed }
+
+// CentralAddr, RESTAddr and MetricsAddr are the addresses the servers
+// listen on (a ":0" port resolved), or "off".
+func (a *Assembled) CentralAddr() string { return addr(a.lnCentral) }
+
+// RESTAddr: see CentralAddr.
+func (a *Assembled) RESTAddr() string { return addr(a.lnREST) }
+
+// MetricsAddr: see CentralAddr.
+func (a *Assembled) MetricsAddr() string { return addr(a.lnMetrics) }
+
 // addr is ln's address, or "off".
-func (a *assembled) addr(ln net.Listener) string {
+func addr(ln net.Listener) string {
 	if ln == nil {
 		return "off"
 	}

@@ -21,12 +21,12 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
-	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/internal/assemble"
 	"github.com/vesta-go/vesta/rest"
 )
 
@@ -79,7 +79,7 @@ func openBenchTarget(ctx context.Context, o benchOptions) (*benchTarget, error) 
 	var err error
 	switch o.target {
 	case "rpc":
-		tg, err = openRPC(o, addrs[0])
+		tg, err = openRPC(ctx, o, addrs[0])
 	case "rest":
 		tg, err = openREST(o, addrs[0])
 	default:
@@ -109,7 +109,7 @@ func openBenchTarget(ctx context.Context, o benchOptions) (*benchTarget, error) 
 // guard in a temporary directory and without metrics.listen.
 type benchServer struct {
 	central, rest string
-	a             *assembled
+	a             *assemble.Assembled
 	dir           string
 }
 
@@ -122,22 +122,22 @@ func startBenchServer(ctx context.Context, machine core.MachineID) (_ *benchServ
 	cfg.Machine.ID = new(int(machine)) // an explicit choice: the benchmark's IDs are discarded
 	cfg.Central.Listen, cfg.REST.Listen, cfg.Metrics.Listen = "127.0.0.1:0", "127.0.0.1:0", ""
 	cfg.TimeGuard.Dir = s.dir
-	if s.a, err = assemble(ctx, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry()); err != nil {
+	if s.a, err = assemble.Assemble(ctx, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry()); err != nil {
 		return nil, errors.Join(err, os.RemoveAll(s.dir))
 	}
-	s.central, s.rest = s.a.lnCentral.Addr().String(), s.a.lnREST.Addr().String()
+	s.central, s.rest = s.a.CentralAddr(), s.a.RESTAddr()
 	return s, nil
 }
 
 // ahead is how far the generator issues ahead of the clock.
-func (s *benchServer) ahead() time.Duration { return s.a.gen.Stats().Ahead }
+func (s *benchServer) ahead() time.Duration { return s.a.Generator().Stats().Ahead }
 
 // stop shuts the servers down, closes the generator and the lease, and
 // removes the time guard's directory.
 func (s *benchServer) stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
-	return errors.Join(s.a.stop(ctx), os.RemoveAll(s.dir))
+	return errors.Join(s.a.Stop(ctx), os.RemoveAll(s.dir))
 }
 
 func openEmbedded(ctx context.Context, o benchOptions) (*benchTarget, error) {
@@ -342,168 +342,49 @@ func (l *lane) do(c *laneCall) {
 	l.mu.Unlock()
 }
 
-// rpcConn is one connection of the rpc target, used by one lane's leader
-// at a time.
-type rpcConn struct {
-	addr  string
-	batch int
-	nc    net.Conn
-	rd    *wire.Reader
-	enc   *wire.Encoder
-	out   []byte
-	msgid uint32
-	ids   []uint64
-}
-
-func openRPC(o benchOptions, addr string) (*benchTarget, error) {
-	conns := make([]*rpcConn, o.conns)
-	for i := range conns {
-		conns[i] = &rpcConn{addr: addr, batch: o.batch, enc: wire.NewEncoder()}
-	}
-	closeAll := func() error {
-		var errs []error
-		for _, c := range conns {
-			if c.nc != nil {
-				errs = append(errs, c.nc.Close())
-			}
-		}
-		return errors.Join(errs...)
-	}
-	// The first connection asks what the server allows.
-	info, err := conns[0].info()
+// openRPC drives the central server at addr through package client, the
+// one client of the protocol, with nothing of its own on top: no prefetch,
+// no fallback, no retry, --conns connections, each call one Vesta.GenID
+// (Vesta.GenIDs {count: B} with --batch; the client splits a B above the
+// server's max_batch). The client pipelines the calls of its callers on
+// each connection, as redis-incr's lanes do.
+func openRPC(ctx context.Context, o benchOptions, addr string) (*benchTarget, error) {
+	cl, err := client.New(ctx, rpcClientConfig(o, addr))
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("rpc: %s: %w", addr, err), closeAll())
+		return nil, usageIf(err)
 	}
-	if uint64(o.batch) > info.MaxBatch {
-		closeAll()
-		return nil, fmt.Errorf("%w: --batch %d: the server at %s allows at most %d (max_batch)", errUsage, o.batch, addr, info.MaxBatch)
-	}
-	ls := newLanes(o.conns, o.concurrency, func(i int) func([]*laneCall) { return conns[i].exec })
 	method := wire.MethodGenID
 	if o.batch > 1 {
 		method = fmt.Sprintf("%s {count: %d}", wire.MethodGenIDs, o.batch)
 	}
-	return &benchTarget{
-		server: "MessagePack-RPC " + method + " to the central server at " + addr,
+	tg := &benchTarget{
+		server: "Go client (no prefetch, fallback or retry) " + method + " to the central server at " + addr,
 		conns:  o.conns,
-		call:   ls.call,
-		close:  closeAll,
-	}, nil
+		close:  cl.Close,
+	}
+	if o.batch == 1 {
+		tg.call = func(ctx context.Context, _ int) (int, error) {
+			_, err := cl.NextID(ctx)
+			return 1, err
+		}
+	} else {
+		tg.call = func(ctx context.Context, _ int) (int, error) {
+			ids, err := cl.NextIDs(ctx, o.batch)
+			return len(ids), err
+		}
+	}
+	return tg, nil
 }
 
-// dial connects if not connected.
-func (c *rpcConn) dial() error {
-	if c.nc != nil {
-		return nil
-	}
-	nc, err := net.DialTimeout("tcp", c.addr, benchIOTimeout)
-	if err != nil {
-		return err
-	}
-	c.nc = nc
-	c.rd = wire.NewReader(nc, wire.MaxResponseBytes(max(c.batch, central.DefaultMaxBatch)))
-	return nil
-}
-
-// info calls Vesta.Info.
-func (c *rpcConn) info() (wire.Info, error) {
-	var info wire.Info
-	if err := c.dial(); err != nil {
-		return info, err
-	}
-	c.msgid++
-	c.out, _ = c.enc.AppendRequest(c.out[:0], c.msgid, wire.MethodInfo, nil)
-	first, err := c.roundTrip(1, func(r wire.Response) error {
-		if r.Error != nil {
-			return r.Error
-		}
-		return wire.DecodeResult(r.Result, &info)
-	})
-	return info, errors.Join(err, first)
-}
-
-// roundTrip writes c.out and reads n answers, handing each to answer; it
-// returns answer's first error, or the connection's (then closed).
-func (c *rpcConn) roundTrip(n int, answer func(wire.Response) error) (first, connErr error) {
-	c.nc.SetDeadline(time.Now().Add(benchIOTimeout))
-	if _, err := c.nc.Write(c.out); err != nil {
-		return nil, c.broken(err)
-	}
-	for range n {
-		f, err := c.rd.Next()
-		if err != nil {
-			return nil, c.broken(err)
-		}
-		resp, err := wire.DecodeResponse(f)
-		if err != nil {
-			return nil, c.broken(err)
-		}
-		if err := answer(resp); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first, nil
-}
-
-// broken closes the connection after an error; the next call redials.
-func (c *rpcConn) broken(err error) error {
-	c.nc.Close()
-	c.nc, c.rd = nil, nil
-	return err
-}
-
-// exec sends the batch's calls in one write and reads their answers,
-// matched by msgid (the server may answer out of order).
-func (c *rpcConn) exec(batch []*laneCall) {
-	fail := func(err error) {
-		for _, lc := range batch {
-			lc.ids, lc.err = 0, err
-		}
-	}
-	if err := c.dial(); err != nil {
-		fail(err)
-		return
-	}
-	c.out = c.out[:0]
-	base := c.msgid + 1
-	for range batch {
-		c.msgid++
-		if c.batch == 1 {
-			c.out, _ = c.enc.AppendRequest(c.out, c.msgid, wire.MethodGenID, nil)
-		} else {
-			c.out, _ = c.enc.AppendRequest(c.out, c.msgid, wire.MethodGenIDs, &wire.GenIDsParams{Count: uint64(c.batch)})
-		}
-	}
-	for _, lc := range batch {
-		lc.ids, lc.err = 0, errors.New("rpc: no answer")
-	}
-	_, err := c.roundTrip(len(batch), func(r wire.Response) error {
-		i := r.MsgID - base
-		if int(i) >= len(batch) { // uint32 arithmetic: msgids wrap
-			return fmt.Errorf("rpc: answer to msgid %d, which was not asked", r.MsgID)
-		}
-		lc := batch[i]
-		switch {
-		case r.Error != nil:
-			lc.err = r.Error
-		case c.batch == 1:
-			var id uint64
-			if lc.err = wire.DecodeResult(r.Result, &id); lc.err == nil {
-				lc.ids = 1
-			}
-		default:
-			if lc.err = wire.DecodeResult(r.Result, &c.ids); lc.err == nil {
-				lc.ids = len(c.ids)
-				if lc.ids != c.batch {
-					lc.err = fmt.Errorf("rpc: %d IDs for a count of %d", lc.ids, c.batch)
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		fail(err)
-	}
+// rpcClientConfig is the client of rpc and rpc-seq: --conns connections to
+// addr, a call's failure an error (no fallback, no retry, nothing
+// prefetched) and benchIOTimeout per call, as redis-incr's.
+func rpcClientConfig(o benchOptions, addr string) client.Config {
+	cfg := client.DefaultConfig(addr)
+	cfg.ConnsPerServer = o.conns
+	cfg.Fallback, cfg.Retries, cfg.Prefetch, cfg.SeqPrefetch = false, 0, 0, 0
+	cfg.Timeout = benchIOTimeout
+	return cfg
 }
 
 // httpTarget calls one URL with a keep-alive client of conns connections.
@@ -663,6 +544,6 @@ func reportClient(w io.Writer, reg *prometheus.Registry) {
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%s %.0f", k, results[k])
 	}
-	fmt.Fprintf(w, "vesta bench: client: calls to servers by result (warm-up included): %s; calls that waited at the ceiling: %.0f\n",
+	fmt.Fprintf(w, "vesta-bench: client: calls to servers by result (warm-up included): %s; calls that waited at the ceiling: %.0f\n",
 		strings.Join(parts, ", "), waits)
 }

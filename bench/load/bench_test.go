@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/logtest"
 	"github.com/vesta-go/vesta/internal/redistest"
 )
 
@@ -67,58 +68,56 @@ func closedPort(tb testing.TB) string {
 }
 
 func TestBenchFlags(t *testing.T) {
-	small := startCentral(t, central.Config{MaxBatch: 100})
 	for _, tc := range []struct {
 		name string
 		args []string
 		want string // in stderr
 	}{
-		{"no target", []string{"bench"}, "accepts 1 arg"},
-		{"two targets", []string{"bench", "rpc", "rest"}, "accepts 1 arg"},
-		{"unknown target", []string{"bench", "grpc"}, `TARGET "grpc"; want one of embedded, rpc, rest, client, redis-incr, http-baseline`},
-		{"concurrency 0", []string{"bench", "embedded", "--concurrency", "0"}, "--concurrency 0; want 1-4096"},
-		{"concurrency absurd", []string{"bench", "rpc", "-c", "100000"}, "--concurrency 100000; want 1-4096"},
-		{"concurrency not a number", []string{"bench", "rpc", "-c", "many"}, `"many" for "-c, --concurrency"`},
-		{"duration 0", []string{"bench", "embedded", "--duration", "0s"}, "--duration 0s; want more than 0"},
-		{"duration negative", []string{"bench", "embedded", "-d", "-1s"}, "--duration -1s"},
-		{"duration absurd", []string{"bench", "embedded", "-d", "1000h"}, "--duration 1000h0m0s; want more than 0 and at most 24h0m0s"},
-		{"duration not a duration", []string{"bench", "embedded", "-d", "10"}, `"10" for "-d, --duration"`},
-		{"align without whole seconds", []string{"bench", "embedded", "--align", "-d", "1500ms"}, "--duration 1.5s: with --align, want whole seconds"},
-		{"warmup negative", []string{"bench", "embedded", "--warmup", "-1s"}, "--warmup -1s; want 0 to 1h0m0s"},
-		{"batch 0", []string{"bench", "rpc", "--batch", "0"}, "--batch 0; want 1-10000 (max_batch)"},
-		{"batch above max_batch", []string{"bench", "rest", "-b", "10001"}, "--batch 10001; want 1-10000 (max_batch)"},
-		{"batch above the server's max_batch", []string{"bench", "rpc", "--addr", small, "-b", "101"}, "--batch 101: the server at " + small + " allows at most 100 (max_batch)"},
-		{"batch for the baseline", []string{"bench", "http-baseline", "-b", "2"}, "--batch 2: http-baseline issues no IDs"},
-		{"conns 0", []string{"bench", "rpc", "--conns", "0"}, "--conns 0; want 1-1024"},
-		{"conns above the client's", []string{"bench", "client", "--conns", "65"}, "--conns 65; want 1-64"},
-		{"conns for embedded", []string{"bench", "embedded", "--conns", "2"}, "--conns: the embedded target makes no connections"},
-		{"redis without addr", []string{"bench", "redis-incr"}, "--addr: redis-incr needs the host:port of a Redis server"},
-		{"addr for embedded", []string{"bench", "embedded", "--addr", "127.0.0.1:7070"}, `--addr "127.0.0.1:7070": the embedded target runs in this process`},
-		{"addr for the baseline", []string{"bench", "http-baseline", "--addr", "127.0.0.1:80"}, "the http-baseline target runs in this process"},
-		{"addr without port", []string{"bench", "rpc", "--addr", "localhost"}, `--addr "localhost": want host:port`},
-		{"addr without host", []string{"bench", "rest", "--addr", ":7080"}, `--addr ":7080": want host:port`},
-		{"addr port 0", []string{"bench", "client", "--addr", "127.0.0.1:0"}, `--addr "127.0.0.1:0": port "0"; want 1-65535`},
-		{"addr port too high", []string{"bench", "redis-incr", "--addr", "127.0.0.1:70000"}, `port "70000"; want 1-65535`},
-		{"unknown flag", []string{"bench", "rpc", "--callers", "3"}, "unknown flag: --callers"},
-		{"rate negative", []string{"bench", "embedded", "--rate", "-1"}, "--rate -1; want 0 (closed loop) or more, at most 1e+06 per caller"},
-		{"rate NaN", []string{"bench", "embedded", "--rate", "NaN"}, "--rate NaN"},
-		{"rate above a call a microsecond per caller", []string{"bench", "embedded", "-c", "2", "--rate", "3e6"}, "--rate 3e+06; want 0 (closed loop) or more, at most 1e+06 per caller"},
-		{"several addresses for rpc", []string{"bench", "rpc", "--addr", "127.0.0.1:1,127.0.0.1:2"}, "only the client target takes several servers"},
-		{"an address twice", []string{"bench", "client", "--addr", "127.0.0.1:1,127.0.0.1:1"}, "127.0.0.1:1 appears twice"},
-		{"a bad address among several", []string{"bench", "client", "--addr", "127.0.0.1:1,nohost"}, `--addr "127.0.0.1:1,nohost": want host:port`},
-		{"servers for rpc", []string{"bench", "rpc", "--servers", "2"}, "--servers: only the client target starts several servers"},
-		{"servers with addr", []string{"bench", "client", "--servers", "2", "--addr", "127.0.0.1:1"}, "--servers: with --addr the servers are the ones given"},
-		{"servers 0", []string{"bench", "client", "--servers", "0"}, "--servers 0; want 1-16"},
-		{"servers absurd", []string{"bench", "client", "--servers", "17"}, "--servers 17; want 1-16"},
-		{"prefetch for rpc", []string{"bench", "rpc", "--prefetch", "10"}, "--prefetch: only the client target prefetches"},
-		{"prefetch negative", []string{"bench", "client", "--prefetch", "-1"}, "--prefetch -1; want 0-1048576"},
-		{"prefetch absurd", []string{"bench", "client", "--prefetch", "1048577"}, "--prefetch 1048577; want 0-1048576"},
-		{"timeout for rpc", []string{"bench", "rpc", "--timeout", "1s"}, "--timeout: only the client target has one"},
-		{"timeout negative", []string{"bench", "client", "--timeout", "-1s"}, "--timeout -1s; want 0 (the client's default) to 1m"},
-		{"timeout absurd", []string{"bench", "client", "--timeout", "2h"}, "--timeout 2h0m0s; want 0 (the client's default) to 1m"},
+		{"no target", []string{}, "accepts 1 arg"},
+		{"two targets", []string{"rpc", "rest"}, "accepts 1 arg"},
+		{"unknown target", []string{"grpc"}, `TARGET "grpc"; want one of embedded, rpc, rest, client, redis-incr, http-baseline`},
+		{"concurrency 0", []string{"embedded", "--concurrency", "0"}, "--concurrency 0; want 1-4096"},
+		{"concurrency absurd", []string{"rpc", "-c", "100000"}, "--concurrency 100000; want 1-4096"},
+		{"concurrency not a number", []string{"rpc", "-c", "many"}, `"many" for "-c, --concurrency"`},
+		{"duration 0", []string{"embedded", "--duration", "0s"}, "--duration 0s; want more than 0"},
+		{"duration negative", []string{"embedded", "-d", "-1s"}, "--duration -1s"},
+		{"duration absurd", []string{"embedded", "-d", "1000h"}, "--duration 1000h0m0s; want more than 0 and at most 24h0m0s"},
+		{"duration not a duration", []string{"embedded", "-d", "10"}, `"10" for "-d, --duration"`},
+		{"align without whole seconds", []string{"embedded", "--align", "-d", "1500ms"}, "--duration 1.5s: with --align, want whole seconds"},
+		{"warmup negative", []string{"embedded", "--warmup", "-1s"}, "--warmup -1s; want 0 to 1h0m0s"},
+		{"batch 0", []string{"rpc", "--batch", "0"}, "--batch 0; want 1-10000 (max_batch)"},
+		{"batch above max_batch", []string{"rest", "-b", "10001"}, "--batch 10001; want 1-10000 (max_batch)"},
+		{"batch for the baseline", []string{"http-baseline", "-b", "2"}, "--batch 2: http-baseline issues no IDs"},
+		{"conns 0", []string{"rpc", "--conns", "0"}, "--conns 0; want 1-64"},
+		{"conns above the client's", []string{"client", "--conns", "65"}, "--conns 65; want 1-64"},
+		{"conns for embedded", []string{"embedded", "--conns", "2"}, "--conns: the embedded target makes no connections"},
+		{"redis without addr", []string{"redis-incr"}, "--addr: redis-incr needs the host:port of a Redis server"},
+		{"addr for embedded", []string{"embedded", "--addr", "127.0.0.1:7070"}, `--addr "127.0.0.1:7070": the embedded target runs in this process`},
+		{"addr for the baseline", []string{"http-baseline", "--addr", "127.0.0.1:80"}, "the http-baseline target runs in this process"},
+		{"addr without port", []string{"rpc", "--addr", "localhost"}, `--addr "localhost": want host:port`},
+		{"addr without host", []string{"rest", "--addr", ":7080"}, `--addr ":7080": want host:port`},
+		{"addr port 0", []string{"client", "--addr", "127.0.0.1:0"}, `--addr "127.0.0.1:0": port "0"; want 1-65535`},
+		{"addr port too high", []string{"redis-incr", "--addr", "127.0.0.1:70000"}, `port "70000"; want 1-65535`},
+		{"unknown flag", []string{"rpc", "--callers", "3"}, "unknown flag: --callers"},
+		{"rate negative", []string{"embedded", "--rate", "-1"}, "--rate -1; want 0 (closed loop) or more, at most 1e+06 per caller"},
+		{"rate NaN", []string{"embedded", "--rate", "NaN"}, "--rate NaN"},
+		{"rate above a call a microsecond per caller", []string{"embedded", "-c", "2", "--rate", "3e6"}, "--rate 3e+06; want 0 (closed loop) or more, at most 1e+06 per caller"},
+		{"several addresses for rpc", []string{"rpc", "--addr", "127.0.0.1:1,127.0.0.1:2"}, "only the client target takes several servers"},
+		{"an address twice", []string{"client", "--addr", "127.0.0.1:1,127.0.0.1:1"}, "127.0.0.1:1 appears twice"},
+		{"a bad address among several", []string{"client", "--addr", "127.0.0.1:1,nohost"}, `--addr "127.0.0.1:1,nohost": want host:port`},
+		{"servers for rpc", []string{"rpc", "--servers", "2"}, "--servers: only the client target starts several servers"},
+		{"servers with addr", []string{"client", "--servers", "2", "--addr", "127.0.0.1:1"}, "--servers: with --addr the servers are the ones given"},
+		{"servers 0", []string{"client", "--servers", "0"}, "--servers 0; want 1-16"},
+		{"servers absurd", []string{"client", "--servers", "17"}, "--servers 17; want 1-16"},
+		{"prefetch for rpc", []string{"rpc", "--prefetch", "10"}, "--prefetch: only the client target prefetches"},
+		{"prefetch negative", []string{"client", "--prefetch", "-1"}, "--prefetch -1; want 0-1048576"},
+		{"prefetch absurd", []string{"client", "--prefetch", "1048577"}, "--prefetch 1048577; want 0-1048576"},
+		{"timeout for rpc", []string{"rpc", "--timeout", "1s"}, "--timeout: only the client target has one"},
+		{"timeout negative", []string{"client", "--timeout", "-1s"}, "--timeout -1s; want 0 (the client's default) to 1m"},
+		{"timeout absurd", []string{"client", "--timeout", "2h"}, "--timeout 2h0m0s; want 0 (the client's default) to 1m"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := cli(t, "", tc.args...)
+			r := cli(t, tc.args...)
 			if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
 				t.Errorf("exit %d, stderr %q; want exit 2 and %q", r.code, r.stderr, tc.want)
 			}
@@ -129,6 +128,19 @@ func TestBenchFlags(t *testing.T) {
 	}
 }
 
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// cli runs one vesta-bench command line in-process.
+func cli(tb testing.TB, args ...string) result {
+	tb.Helper()
+	var out, errb logtest.Buffer
+	code := run(context.Background(), args, &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
 // benchJSONKeys are the keys of --json, in order.
 var benchJSONKeys = []string{"target", "concurrency", "batch", "seconds", "calls", "ids", "calls_per_sec",
 	"ids_per_sec", "p50_us", "p99_us", "p999_us", "max_us", "errors"}
@@ -137,7 +149,7 @@ var benchJSONKeys = []string{"target", "concurrency", "batch", "seconds", "calls
 // consistency.
 func benchJSON(t *testing.T, args ...string) benchResult {
 	t.Helper()
-	r := cli(t, "", append([]string{"bench", "--json", "-d", "300ms"}, args...)...)
+	r := cli(t, append([]string{"--json", "-d", "300ms"}, args...)...)
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
@@ -253,7 +265,7 @@ func TestBenchTargets(t *testing.T) {
 }
 
 func TestBenchTable(t *testing.T) {
-	r := cli(t, "", "bench", "rpc", "-c", "2", "-d", "200ms", "--conns", "1")
+	r := cli(t, "rpc", "-c", "2", "-d", "200ms", "--conns", "1")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -263,21 +275,21 @@ func TestBenchTable(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", row, r.stdout)
 		}
 	}
-	if !strings.Contains(r.stderr, "vesta bench: rpc: MessagePack-RPC Vesta.GenID") {
+	if !strings.Contains(r.stderr, "vesta-bench: rpc: Go client (no prefetch, fallback or retry) Vesta.GenID") {
 		t.Errorf("stderr does not say what runs: %s", r.stderr)
 	}
 }
 
 func TestBenchCPUProfile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cpu.prof")
-	r := cli(t, "", "bench", "embedded", "-c", "2", "-d", "200ms", "--json", "--cpuprofile", path)
+	r := cli(t, "embedded", "-c", "2", "-d", "200ms", "--json", "--cpuprofile", path)
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
 		t.Errorf("profile: %v, %v; want a non-empty file", fi, err)
 	}
-	r = cli(t, "", "bench", "embedded", "-d", "100ms", "--cpuprofile", filepath.Join(t.TempDir(), "no", "such", "dir"))
+	r = cli(t, "embedded", "-d", "100ms", "--cpuprofile", filepath.Join(t.TempDir(), "no", "such", "dir"))
 	if r.code != 1 || !strings.Contains(r.stderr, "--cpuprofile") {
 		t.Errorf("exit %d, stderr %q; want exit 1 naming --cpuprofile", r.code, r.stderr)
 	}
@@ -288,7 +300,7 @@ func TestBenchUnreachable(t *testing.T) {
 	addr := closedPort(t)
 	for _, target := range []string{"rpc", "rest", "redis-incr"} {
 		t.Run(target, func(t *testing.T) {
-			r := cli(t, "", "bench", target, "--addr", addr, "-d", "100ms", "-c", "1", "--json")
+			r := cli(t, target, "--addr", addr, "-d", "100ms", "-c", "1", "--json")
 			if r.code != 1 || !strings.Contains(r.stderr, "connection refused") {
 				t.Errorf("exit %d, stderr %q; want exit 1 and connection refused", r.code, r.stderr)
 			}

@@ -27,9 +27,11 @@ import (
 // limits, not the issuer's.
 const (
 	maxBenchConcurrency = 4096
-	maxBenchConns       = 1024
-	maxBenchDuration    = 24 * time.Hour
-	maxBenchWarmup      = time.Hour
+	// maxBenchConns is the client's own bound on ConnsPerServer, which
+	// rpc and client use: the anchors get the same budget, no more.
+	maxBenchConns    = 64
+	maxBenchDuration = 24 * time.Hour
+	maxBenchWarmup   = time.Hour
 	// defaultBenchConns caps the default connection budget: one connection
 	// per caller up to this many.
 	defaultBenchConns = 64
@@ -46,10 +48,10 @@ const (
 	maxBenchServers = 16
 )
 
-// benchTargets are the targets of vesta bench, in the order of its help.
+// benchTargets are the targets of vesta-bench, in the order of its help.
 var benchTargets = []string{"embedded", "rpc", "rest", "client", "redis-incr", "http-baseline", "rpc-seq", "client-seq"}
 
-// benchOptions are the validated flags of one vesta bench run.
+// benchOptions are the validated flags of one vesta-bench run.
 type benchOptions struct {
 	target      string
 	addr        string        // "" = the target's default (see benchLong)
@@ -93,7 +95,9 @@ Targets, each with --batch B asking for B IDs per call:
   embedded       an in-process embedded issuer (NextID, or NextIDs(B)); time
                  guard in a temporary directory. Takes no --addr.
   rpc            MessagePack-RPC (Vesta.GenID, or Vesta.GenIDs {count: B}) to the
-                 central server at --addr, framed with central/wire, pipelined (below).
+                 central server at --addr through package client with nothing
+                 on top: --conns connections, no prefetch, no fallback, no
+                 retry, 10s timeout; pipelined (below).
   rest           HTTP GET /genid, or /v1/ids?count=B, to the REST server at --addr.
   client         the Go client (package client) with its defaults (2 pipelined
                  connections, 200ms timeout) but no fallback, to the central
@@ -111,7 +115,8 @@ Targets, each with --batch B asking for B IDs per call:
                  Takes no --addr and only --batch 1.
   rpc-seq        MessagePack-RPC Vesta.NextSeq {tag} (Vesta.NextSeqs with --batch) to
                  the central server at --addr (required: a 'vesta serve' with
-                 segment.store set; --tag names a tag of its store), pipelined.
+                 segment.store set; --tag names a tag of its store), through
+                 package client as rpc.
   client-seq     the Go client's NextSeq(tag) (NextSeqs(tag, B)) to --addr, with
                  --seq-prefetch N numbers kept ready per tag (0: none).
 
@@ -121,13 +126,15 @@ sorted, max-peak, 1s max_borrow, time guard in a temporary directory). Load and
 server then share the CPUs and the garbage collector: for comparisons with
 Redis (its own process) run 'vesta serve' apart and pass --addr.
 
-Connections: --conns N (default: one per caller, at most 64) is the budget for
-rpc, redis-incr, rest and http-baseline alike. Caller i uses connection i mod N.
-With more callers than connections, the callers of one connection are
-pipelined: one of them writes every queued call in one write and reads their
-answers, for rpc (msgid-matched frames) and redis-incr (a go-redis pipeline)
-alike; HTTP/1.1 callers wait for a free connection instead (Go's client does
-not pipeline). So no target gets a trick its anchor does not.
+Connections: --conns N (default: one per caller; at most 64, the client's own
+bound) is the budget for rpc, redis-incr, rest and http-baseline alike. For
+redis-incr caller i uses connection i mod N; rpc's client spreads its calls
+over its N connections. With more callers than connections, calls are
+pipelined: those queued on a connection go out together and their answers
+are matched to them, for rpc (package client's msgid-matched frames) and
+redis-incr (a go-redis pipeline) alike; HTTP/1.1 callers wait for a free
+connection instead (Go's client does not pipeline). So no target gets a trick
+its anchor does not.
 
 Rates just after start may include up to max_borrow (1s) of IDs borrowed ahead
 of the clock, beyond the sequence ceiling (1,048,576 IDs/s for max-peak);
@@ -140,7 +147,7 @@ clock is the wall clock's, read at its start).`
 func newBenchCmd() *cobra.Command {
 	var o benchOptions
 	cmd := &cobra.Command{
-		Use:   "bench TARGET [--addr A] [--concurrency C] [--duration D] [--batch B] [--conns N] [--warmup D] [--align] [--rate R] [--json]",
+		Use:   "vesta-bench TARGET [--addr A] [--concurrency C] [--duration D] [--batch B] [--conns N] [--warmup D] [--align] [--rate R] [--json]",
 		Short: "Load-test a target (embedded, rpc, rest, client) or an anchor (redis-incr, http-baseline)",
 		Long:  benchLong,
 		Args:  cobra.ExactArgs(1),
@@ -201,9 +208,6 @@ func (o *benchOptions) validate(connsSet, serversSet, prefetchSet bool) error {
 		return fmt.Errorf("%w: --batch %d: http-baseline issues no IDs; it takes only --batch 1", errUsage, o.batch)
 	}
 	maxConns := maxBenchConns
-	if o.target == "client" || o.target == "client-seq" {
-		maxConns = 64 // the client's own bound on ConnsPerServer
-	}
 	switch {
 	case connsSet && o.target == "embedded":
 		return fmt.Errorf("%w: --conns: the embedded target makes no connections", errUsage)
@@ -328,7 +332,7 @@ func runBench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) (er
 		return err
 	}
 	defer func() { err = errors.Join(err, tg.close()) }()
-	fmt.Fprintf(stderr, "vesta bench: %s: %s; %d callers", o.target, tg.server, o.concurrency)
+	fmt.Fprintf(stderr, "vesta-bench: %s: %s; %d callers", o.target, tg.server, o.concurrency)
 	if tg.conns > 0 {
 		fmt.Fprintf(stderr, " over %d connections", tg.conns)
 	}
@@ -365,7 +369,7 @@ func runBench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) (er
 		printBenchTable(stdout, res, tg)
 	}
 	if ahead[1] > ahead[0] {
-		fmt.Fprintf(stderr, "vesta bench: note: the generator borrowed ahead of the clock while measuring (%v ahead at the start, %v at the end): "+
+		fmt.Fprintf(stderr, "vesta-bench: note: the generator borrowed ahead of the clock while measuring (%v ahead at the start, %v at the end): "+
 			"the ID rate includes credit beyond the sequence ceiling; a --warmup that spends it measures the sustained rate\n",
 			ahead[0], ahead[1])
 	}
@@ -435,7 +439,7 @@ loop:
 				errs += callers[i].errors.Load()
 			}
 			el := time.Since(t0)
-			fmt.Fprintf(stderr, "vesta bench: %s: %3.0fs: %.0f calls/s so far (%d calls, %d errors)\n",
+			fmt.Fprintf(stderr, "vesta-bench: %s: %3.0fs: %.0f calls/s so far (%d calls, %d errors)\n",
 				o.target, el.Seconds(), float64(calls)/el.Seconds(), calls, errs)
 		case <-end.C:
 			break loop

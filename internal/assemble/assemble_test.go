@@ -1,4 +1,4 @@
-package main
+package assemble_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/assemble"
 )
 
 // assembleConfig is conf's defaults with an explicit machine ID, the time
@@ -29,29 +30,29 @@ func assembleConfig(tb testing.TB) conf.Config {
 
 func TestAssembleServes(t *testing.T) {
 	cfg := assembleConfig(t)
-	a, err := assemble(context.Background(), cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	a, err := assemble.Assemble(context.Background(), cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ccfg := client.DefaultConfig(a.lnCentral.Addr().String())
+	ccfg := client.DefaultConfig(a.CentralAddr())
 	ccfg.Fallback, ccfg.Timeout = false, 30*time.Second
 	cl, err := client.New(context.Background(), ccfg)
 	if err != nil {
-		a.stop(context.Background())
+		a.Stop(context.Background())
 		t.Fatal(err)
 	}
 	id, err := cl.NextID(context.Background())
 	cl.Close()
 	if err != nil {
 		t.Errorf("NextID through the assembled central server: %v", err)
-	} else if e := a.gen.Codec().Explain(id); e.Machine != 1000 || e.Method != core.Central {
+	} else if e := a.Generator().Codec().Explain(id); e.Machine != 1000 || e.Method != core.Central {
 		t.Errorf("ID %d: machine %d, method %v; want 1000, central", id, e.Machine, e.Method)
 	}
-	if err := a.stop(context.Background()); err != nil {
+	if err := a.Stop(context.Background()); err != nil {
 		t.Errorf("stop: %v", err)
 	}
 	// Stopped: the listeners are closed.
-	if c, err := net.Dial("tcp", a.lnCentral.Addr().String()); err == nil {
+	if c, err := net.Dial("tcp", a.CentralAddr()); err == nil {
 		c.Close()
 		t.Errorf("central still accepts after stop")
 	}
@@ -75,7 +76,7 @@ func TestAssembleUndoes(t *testing.T) {
 
 	cfg := assembleConfig(t)
 	cfg.Central.Listen, cfg.Metrics.Listen = centralAddr, busy.Addr().String()
-	_, err = assemble(context.Background(), cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	_, err = assemble.Assemble(context.Background(), cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if !errors.Is(err, syscall.EADDRINUSE) {
 		t.Fatalf("assemble with metrics.listen in use: %v; want EADDRINUSE", err)
 	}
