@@ -18,6 +18,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/logtest"
+	"github.com/vesta-go/vesta/internal/nettest"
 	"github.com/vesta-go/vesta/internal/redistest"
 )
 
@@ -53,18 +54,6 @@ func startCentralMachine(tb testing.TB, machine core.MachineID, cfg central.Conf
 		gen.Close()
 	})
 	return ln.Addr().String()
-}
-
-// closedPort is an address nobody listens on.
-func closedPort(tb testing.TB) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 func TestBenchFlags(t *testing.T) {
@@ -297,7 +286,7 @@ func TestBenchCPUProfile(t *testing.T) {
 
 // A server that cannot be reached is an error (exit 1) naming it.
 func TestBenchUnreachable(t *testing.T) {
-	addr := closedPort(t)
+	addr := nettest.DeadAddr(t)
 	for _, target := range []string{"rpc", "rest", "redis-incr"} {
 		t.Run(target, func(t *testing.T) {
 			r := cli(t, target, "--addr", addr, "-d", "100ms", "-c", "1", "--json")
