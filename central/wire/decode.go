@@ -302,21 +302,9 @@ func (r *reader) uint() (uint64, error) {
 	if c < 0xcc || c > 0xd3 {
 		return 0, r.want("an unsigned integer")
 	}
-	w := int(fixedWidth[c-0xca])
-	if r.i+1+w > len(r.b) {
-		return 0, fmt.Errorf("%w: truncated integer", ErrMalformed)
-	}
-	p := r.b[r.i+1 : r.i+1+w]
-	var u uint64
-	switch w {
-	case 1:
-		u = uint64(p[0])
-	case 2:
-		u = uint64(binary.BigEndian.Uint16(p))
-	case 4:
-		u = uint64(binary.BigEndian.Uint32(p))
-	default:
-		u = binary.BigEndian.Uint64(p)
+	u, w, err := r.fixedInt(c)
+	if err != nil {
+		return 0, err
 	}
 	if c >= 0xd0 { // signed: sign-extend and refuse negatives
 		v := int64(u<<(64-8*w)) >> (64 - 8*w)
@@ -327,6 +315,28 @@ func (r *reader) uint() (uint64, error) {
 	}
 	r.i += 1 + w
 	return u, nil
+}
+
+// fixedInt reads the payload of the fixed-width integer whose type byte c
+// (0xcc-0xd3) is at r.i, without moving r.i: its raw bits and its width in
+// bytes. uint and int share it and differ in what they accept.
+func (r *reader) fixedInt(c byte) (u uint64, w int, err error) {
+	w = int(fixedWidth[c-0xca])
+	if r.i+1+w > len(r.b) {
+		return 0, 0, fmt.Errorf("%w: truncated integer", ErrMalformed)
+	}
+	p := r.b[r.i+1 : r.i+1+w]
+	switch w {
+	case 1:
+		u = uint64(p[0])
+	case 2:
+		u = uint64(binary.BigEndian.Uint16(p))
+	case 4:
+		u = uint64(binary.BigEndian.Uint32(p))
+	default:
+		u = binary.BigEndian.Uint64(p)
+	}
+	return u, w, nil
 }
 
 // skip moves past one object.

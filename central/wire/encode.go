@@ -241,6 +241,12 @@ func decodeTakeIDs(b []byte, v *TakeIDsResult) error {
 
 // decodeUints reads an array of unsigned integers into dst.
 func decodeUints(b []byte, dst []uint64) ([]uint64, error) {
+	return decodeArray(b, dst, (*reader).uint)
+}
+
+// decodeArray reads an array of items read by read into dst (allocated
+// when nil, to the array's length, which the bytes bound).
+func decodeArray[T any](b []byte, dst []T, read func(*reader) (T, error)) ([]T, error) {
 	r := reader{b: b}
 	if r.isNil() {
 		return nil, nil
@@ -253,14 +259,14 @@ func decodeUints(b []byte, dst []uint64) ([]uint64, error) {
 		return dst, fmt.Errorf("an array of %d in %d bytes", n, len(b))
 	}
 	if dst == nil {
-		dst = make([]uint64, 0, n)
+		dst = make([]T, 0, n)
 	}
 	for ; n > 0; n-- {
-		u, err := r.uint()
+		v, err := read(&r)
 		if err != nil {
 			return dst, err
 		}
-		dst = append(dst, u)
+		dst = append(dst, v)
 	}
 	return dst, nil
 }

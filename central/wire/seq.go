@@ -80,21 +80,9 @@ func (r *reader) int() (int64, error) {
 	case c < 0xcc || c > 0xd3:
 		return 0, r.want("an integer")
 	}
-	w := int(fixedWidth[c-0xca])
-	if r.i+1+w > len(r.b) {
-		return 0, fmt.Errorf("%w: truncated integer", ErrMalformed)
-	}
-	p := r.b[r.i+1 : r.i+1+w]
-	var u uint64
-	switch w {
-	case 1:
-		u = uint64(p[0])
-	case 2:
-		u = uint64(binary.BigEndian.Uint16(p))
-	case 4:
-		u = uint64(binary.BigEndian.Uint32(p))
-	default:
-		u = binary.BigEndian.Uint64(p)
+	u, w, err := r.fixedInt(c)
+	if err != nil {
+		return 0, err
 	}
 	r.i += 1 + w
 	if c >= 0xd0 { // signed: sign-extend
@@ -108,28 +96,7 @@ func (r *reader) int() (int64, error) {
 
 // decodeInts reads an array of integers into dst.
 func decodeInts(b []byte, dst []int64) ([]int64, error) {
-	r := reader{b: b}
-	if r.isNil() {
-		return nil, nil
-	}
-	n, err := r.arrayLen()
-	if err != nil {
-		return dst, err
-	}
-	if n > uint64(len(b)) { // one byte at least each: never trust a header
-		return dst, fmt.Errorf("an array of %d in %d bytes", n, len(b))
-	}
-	if dst == nil {
-		dst = make([]int64, 0, n)
-	}
-	for ; n > 0; n-- {
-		v, err := r.int()
-		if err != nil {
-			return dst, err
-		}
-		dst = append(dst, v)
-	}
-	return dst, nil
+	return decodeArray(b, dst, (*reader).int)
 }
 
 // appendInt writes v as the codec does for an int64: a positive or
