@@ -43,33 +43,35 @@ func (c *conn) call(req wire.Request, t0 time.Time) {
 		c.genID(req.MsgID, m, t0)
 	case wire.MethodGenIDs:
 		var p wire.GenIDsParams
-		if err := wire.DecodeParams(req.Params, &p); err != nil {
-			c.respond(true, req.MsgID, m, t0, c.argError(err))
-			return
+		if n, ok := c.batchCount(req, m, t0, &p, &p.Count); ok {
+			c.genIDs(req.MsgID, m, t0, n)
 		}
-		if p.Count < 1 || p.Count > uint64(c.s.cfg.MaxBatch) {
-			werr := wire.Errorf(wire.InvalidArgument, "count %d; want 1-%d", p.Count, c.s.cfg.MaxBatch)
-			c.respond(true, req.MsgID, m, t0, answer{err: werr})
-			return
-		}
-		c.genIDs(req.MsgID, m, t0, int(p.Count))
 	case wire.MethodNextSeq, wire.MethodNextSeqs: // see seq.go
 		c.nextSeq(req, m, t0)
 	case wire.MethodTakeIDs:
 		var p wire.TakeIDsParams
-		if err := wire.DecodeParams(req.Params, &p); err != nil {
-			c.respond(true, req.MsgID, m, t0, c.argError(err))
-			return
+		if n, ok := c.batchCount(req, m, t0, &p, &p.Count); ok {
+			c.respond(true, req.MsgID, m, t0, c.takeIDs(n))
 		}
-		if p.Count < 1 || p.Count > uint64(c.s.cfg.MaxBatch) {
-			werr := wire.Errorf(wire.InvalidArgument, "count %d; want 1-%d", p.Count, c.s.cfg.MaxBatch)
-			c.respond(true, req.MsgID, m, t0, answer{err: werr})
-			return
-		}
-		c.respond(true, req.MsgID, m, t0, c.takeIDs(int(p.Count)))
 	default:
 		c.respond(true, req.MsgID, m, t0, c.compute(req))
 	}
+}
+
+// batchCount decodes the params of a batch call into p, whose count
+// field is count, and checks it against MaxBatch. When either fails it
+// answers the call and reports false.
+func (c *conn) batchCount(req wire.Request, m int, t0 time.Time, p any, count *uint64) (int, bool) {
+	if err := wire.DecodeParams(req.Params, p); err != nil {
+		c.respond(true, req.MsgID, m, t0, c.argError(err))
+		return 0, false
+	}
+	if *count < 1 || *count > uint64(c.s.cfg.MaxBatch) {
+		werr := wire.Errorf(wire.InvalidArgument, "count %d; want 1-%d", *count, c.s.cfg.MaxBatch)
+		c.respond(true, req.MsgID, m, t0, answer{err: werr})
+		return 0, false
+	}
+	return int(*count), true
 }
 
 // compute serves the methods that never wait.

@@ -33,16 +33,8 @@ func (c *conn) nextSeq(req wire.Request, m int, t0 time.Time) {
 			return
 		}
 		p = wire.NextSeqsParams{Tag: p1.Tag, Count: 1}
-	} else {
-		if err := wire.DecodeParams(req.Params, &p); err != nil {
-			c.respond(true, req.MsgID, m, t0, c.argError(err))
-			return
-		}
-		if p.Count < 1 || p.Count > uint64(c.s.cfg.MaxBatch) {
-			werr := wire.Errorf(wire.InvalidArgument, "count %d; want 1-%d", p.Count, c.s.cfg.MaxBatch)
-			c.respond(true, req.MsgID, m, t0, answer{err: werr})
-			return
-		}
+	} else if _, ok := c.batchCount(req, m, t0, &p, &p.Count); !ok {
+		return
 	}
 	seqs := c.s.cfg.Sequences
 	if seqs == nil {
