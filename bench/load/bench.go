@@ -70,6 +70,7 @@ type benchOptions struct {
 	cpuProfile  string
 	tag         string // rpc-seq, client-seq (bench_seq.go)
 	seqPrefetch int    // client-seq
+	pool        bool   // redis-incr: go-redis's own pool, no lanes
 }
 
 const benchLong = `Drive one target with --concurrency callers for --duration and report calls/s,
@@ -108,7 +109,11 @@ Targets, each with --batch B asking for B IDs per call:
                  After the run, stderr tells the client's calls by result (ok,
                  busy, timeout, ...) and how many calls waited at the ceiling.
   redis-incr     go-redis INCR (INCRBY B with --batch) on the Redis at --addr
-                 (required): the anchor of rpc and client.
+                 (required): the anchor of rpc and client. With --pool, each
+                 call is its own rdb.Incr on go-redis's connection pool, as
+                 go-redis users call it: a free connection per command, no
+                 pipelining; --conns is then the pool's size (default:
+                 go-redis's own, 10 per CPU).
   http-baseline  an echo v4 handler returning a constant 19-digit string, on the
                  same server stack as the REST server (net/http, echo, the same
                  timeouts), which bench starts on 127.0.0.1:0: the anchor of rest.
@@ -170,6 +175,7 @@ func newBenchCmd() *cobra.Command {
 	fs.BoolVar(&o.json, "json", false, "print one JSON object instead of a table")
 	fs.StringVar(&o.tag, "tag", "bench", "rpc-seq, client-seq: the segment sequence tag")
 	fs.IntVar(&o.seqPrefetch, "seq-prefetch", 0, "client-seq: numbers the client keeps ready per tag")
+	fs.BoolVar(&o.pool, "pool", false, "redis-incr: each call its own INCR on go-redis's pool (its default size unless --conns), no pipelining")
 	fs.Float64Var(&o.rate, "rate", 0, "open loop: offer this many calls/s in all, on a fixed schedule (0: closed loop)")
 	fs.IntVar(&o.servers, "servers", 1, "client without --addr: central servers to start in this process")
 	fs.IntVar(&o.prefetch, "prefetch", 0, "client: IDs the client keeps ready (Config.Prefetch; 0: none)")
@@ -213,6 +219,10 @@ func (o *benchOptions) validate(connsSet, serversSet, prefetchSet bool) error {
 		return fmt.Errorf("%w: --conns: the embedded target makes no connections", errUsage)
 	case connsSet && (o.conns < 1 || o.conns > maxConns):
 		return fmt.Errorf("%w: --conns %d; want 1-%d", errUsage, o.conns, maxConns)
+	case o.pool && o.target != "redis-incr":
+		return fmt.Errorf("%w: --pool: only the redis-incr target has a go-redis pool", errUsage)
+	case !connsSet && o.pool:
+		o.conns = 0 // go-redis's default pool size
 	case !connsSet && o.target != "client" && o.target != "client-seq" && o.target != "embedded":
 		o.conns = min(o.concurrency, defaultBenchConns)
 	}

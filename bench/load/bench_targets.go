@@ -255,6 +255,17 @@ func openRedisINCR(ctx context.Context, o benchOptions) (*benchTarget, error) {
 			}
 		}
 	}
+	if o.pool {
+		size := rdb.Options().PoolSize // o.conns, or go-redis's default
+		return &benchTarget{
+			server: fmt.Sprintf("go-redis %s on the Redis at %s, each call on its pool of %d connections (no pipelining)", op, o.addr, size),
+			conns:  size,
+			call: func(ctx context.Context, _ int) (int, error) {
+				return o.batch, incr(ctx, rdb).Err()
+			},
+			close: rdb.Close,
+		}, nil
+	}
 	lanes := newLanes(o.conns, o.concurrency, func(int) func([]*laneCall) { return exec })
 	return &benchTarget{
 		server: "go-redis " + op + " on the Redis at " + o.addr,
