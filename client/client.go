@@ -47,8 +47,8 @@ var (
 	ErrFallbackShape = errors.New("client: the fallback's IDs are shaped unlike the servers'")
 )
 
-// errAttemptTimeout is the cause of an attempt's context when Config.Timeout
-// (not the caller's deadline) ended it.
+// errAttemptTimeout is the error of a call that the connection's watchdog
+// failed at its attempt's deadline (Config.Timeout), not the caller's.
 var errAttemptTimeout = errors.New("client: attempt timed out")
 
 // errCallerGone marks an attempt cut short by the caller's own context: it
@@ -514,9 +514,7 @@ func (c *Client) live(ctx context.Context) error {
 // server was busy: it gave fewer IDs than asked (maybe none) and has room
 // again after retry.
 func (c *Client) attempt(ctx context.Context, s *server, dst []core.ID, n int) ([]core.ID, time.Duration, error) {
-	actx, cancel := context.WithTimeoutCause(ctx, c.cfg.Timeout, errAttemptTimeout)
-	defer cancel()
-	out, retry, err := c.call(actx, s, dst, n)
+	out, retry, err := c.call(ctx, time.Now().Add(c.cfg.Timeout), s, dst, n)
 	if err == nil {
 		if retry > 0 {
 			s.busy.Inc()
@@ -525,7 +523,7 @@ func (c *Client) attempt(ctx context.Context, s *server, dst []core.ID, n int) (
 		}
 		return out, retry, nil
 	}
-	result, err := c.classify(ctx, actx, s, err)
+	result, err := c.classify(ctx, s, err)
 	c.m.calls.WithLabelValues(s.addr, result).Inc()
 	return out, 0, err
 }
@@ -534,15 +532,15 @@ func (c *Client) attempt(ctx context.Context, s *server, dst []core.ID, n int) (
 // (it answers at once, with fewer IDs and a retry_after_ms when its
 // sequence is short), else Vesta.GenID for one and Vesta.GenIDs for more
 // (at most the server's max_batch; they wait in the server at the ceiling).
-func (c *Client) call(ctx context.Context, s *server, dst []core.ID, n int) ([]core.ID, time.Duration, error) {
-	cn, err := s.conn(ctx)
+func (c *Client) call(ctx context.Context, deadline time.Time, s *server, dst []core.ID, n int) ([]core.ID, time.Duration, error) {
+	cn, err := s.conn(ctx, deadline)
 	if err != nil {
 		return dst, 0, err
 	}
 	k := min(n, cn.info.maxBatch)
 	if cn.info.takeIDs {
 		var res wire.TakeIDsResult
-		if err := cn.invoke(ctx, wire.MethodTakeIDs, &wire.TakeIDsParams{Count: uint64(k)}, &res); err != nil {
+		if err := cn.invoke(ctx, deadline, wire.MethodTakeIDs, &wire.TakeIDsParams{Count: uint64(k)}, &res); err != nil {
 			return dst, 0, err
 		}
 		if len(res.IDs) > k {
@@ -561,13 +559,13 @@ func (c *Client) call(ctx context.Context, s *server, dst []core.ID, n int) ([]c
 	}
 	if k == 1 {
 		var id uint64
-		if err := cn.invoke(ctx, wire.MethodGenID, nil, &id); err != nil {
+		if err := cn.invoke(ctx, deadline, wire.MethodGenID, nil, &id); err != nil {
 			return dst, 0, err
 		}
 		return append(dst, core.ID(id)), 0, nil
 	}
 	var ids []uint64
-	if err := cn.invoke(ctx, wire.MethodGenIDs, wire.GenIDsParams{Count: uint64(k)}, &ids); err != nil {
+	if err := cn.invoke(ctx, deadline, wire.MethodGenIDs, wire.GenIDsParams{Count: uint64(k)}, &ids); err != nil {
 		return dst, 0, err
 	}
 	if len(ids) != k {
@@ -581,13 +579,13 @@ func (c *Client) call(ctx context.Context, s *server, dst []core.ID, n int) ([]c
 
 // classify turns an attempt's error into the error returned and the
 // metric's result label.
-func (c *Client) classify(ctx, actx context.Context, s *server, err error) (string, error) {
+func (c *Client) classify(ctx context.Context, s *server, err error) (string, error) {
 	switch {
 	case c.bg.Err() != nil:
 		return resultCanceled, ErrClosed
 	case ctx.Err() != nil:
 		return resultCanceled, fmt.Errorf("%w: %w", errCallerGone, ctx.Err())
-	case actx.Err() != nil || errors.Is(err, ErrTimeout):
+	case errors.Is(err, ErrTimeout):
 		return resultTimeout, fmt.Errorf("client: %s: %w (%v)", s.addr, ErrTimeout, c.cfg.Timeout)
 	}
 	if we := (*wire.Error)(nil); errors.As(err, &we) {

@@ -19,7 +19,7 @@ import (
 // max_batch, which bounds the replies a connection must accept.
 const maxChunk = 1 << 16
 
-// maxGrace bounds the grace a timed-out call gives the reader (see grace).
+// maxGrace bounds the grace a timed-out call gives the reader (see call.expires).
 const maxGrace = 50 * time.Millisecond
 
 // errSilent closes a connection on which a call timed out while nothing at
@@ -29,16 +29,24 @@ var errSilent = errors.New("client: connection silent past a call's timeout")
 
 // conn is one connection to a server, shared by any number of concurrent
 // calls. A writer goroutine sends every call queued since its last write
-// in one write; a reader goroutine matches replies to calls by msgid. The
-// first call is Vesta.Info, whose answer is kept in info.
+// in one write; a reader goroutine matches replies to calls by msgid; a
+// watchdog goroutine fails the calls that passed their deadline. The first
+// call is Vesta.Info, whose answer is kept in info.
+//
+// Deadlines are the watchdog's, not a context's: a context with a timeout
+// per call arms and stops a runtime timer per call, which cost about a
+// fifth of the client's CPU at a few hundred thousand calls a second. The
+// watchdog keeps one timer per connection, armed for the earliest expiry
+// in flight, and wakes about once per Timeout under steady load.
 type conn struct {
 	nc   net.Conn
 	addr string
 	info identity // the server's, from the handshake
 
-	graceFor time.Duration // see grace
+	graceFor time.Duration // see call.expires
 
 	wake  chan struct{} // one slot: calls are queued
+	watch chan struct{} // one slot: a call expires before the watchdog's timer
 	done  chan struct{} // closed when the connection broke
 	reads atomic.Uint64 // replies read, to tell a silent connection
 
@@ -47,17 +55,36 @@ type conn struct {
 	msgid   uint32
 	pending map[uint32]*call
 	queue   []*call
+	// order holds the calls with a deadline, oldest first, from head on;
+	// settled ones leave it when they reach the head. armed is the expiry
+	// the watchdog's timer is set for, 0 when it is not set.
+	order []*call
+	head  int
+	armed int64
 }
 
-// call is one request in flight. The reader fills reply and then signals
-// done; the caller reads reply only after done, and never after it gave up.
+// call is one request in flight. Whoever settles it (the reader with a
+// reply, the watchdog at its expiry, close, or its caller giving up) does
+// so under conn.mu, exactly once; then it fills reply or err and closes
+// done, except for a caller that gave up. The caller reads reply and err
+// only after done.
 type call struct {
 	msgid  uint32
 	method string
 	params any
-	done   chan struct{}
-	reply  wire.Response // Result copied out of the reader's buffer
-	err    error         // the connection broke before a reply
+	// expires is the call's deadline plus the grace (Unix ns; 0: none).
+	// The grace gives the reader a last chance: on a loaded machine the
+	// client's own process may have been descheduled past the deadline,
+	// and when it runs again the watchdog may run before the reader has
+	// read the replies waiting in the socket; without a grace, one such
+	// pause fails every call in flight at once and opens the breaker of a
+	// healthy server.
+	expires int64
+	reads   uint64 // conn.reads when queued: unchanged at expiry means silent
+	settled bool   // under conn.mu
+	done    chan struct{}
+	reply   wire.Response // Result copied out of the reader's buffer
+	err     error         // the connection broke, or the deadline passed
 }
 
 // dial opens a connection to s, starts its goroutines (owned by the
@@ -75,11 +102,7 @@ func (c *Client) dial(ctx context.Context, addr string) (*conn, error) {
 		}
 		nc = tc
 	}
-	cn := &conn{
-		nc: nc, addr: addr, graceFor: min(c.cfg.Timeout/4, maxGrace),
-		wake: make(chan struct{}, 1), done: make(chan struct{}),
-		pending: make(map[uint32]*call),
-	}
+	cn := newConn(nc, addr, min(c.cfg.Timeout/4, maxGrace))
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -88,6 +111,7 @@ func (c *Client) dial(ctx context.Context, addr string) (*conn, error) {
 	}
 	c.conns[cn] = struct{}{}
 	c.wg.Go(cn.writeLoop)
+	c.wg.Go(cn.watchLoop)
 	c.wg.Go(func() {
 		cn.readLoop()
 		c.mu.Lock()
@@ -105,6 +129,16 @@ func (c *Client) dial(ctx context.Context, addr string) (*conn, error) {
 	return cn, nil
 }
 
+// newConn makes the conn of nc; its goroutines are the caller's to start:
+// writeLoop, watchLoop and readLoop.
+func newConn(nc net.Conn, addr string, grace time.Duration) *conn {
+	return &conn{
+		nc: nc, addr: addr, graceFor: grace,
+		wake: make(chan struct{}, 1), watch: make(chan struct{}, 1), done: make(chan struct{}),
+		pending: make(map[uint32]*call),
+	}
+}
+
 // tlsConfig is Config.TLS with the server's host as ServerName if unset.
 func (c *Client) tlsConfig(addr string) *tls.Config {
 	tc := c.cfg.TLS
@@ -118,7 +152,7 @@ func (c *Client) tlsConfig(addr string) *tls.Config {
 // handshake asks Vesta.Info and checks the answer.
 func (cn *conn) handshake(ctx context.Context) (identity, error) {
 	var info wire.Info
-	if err := cn.invoke(ctx, wire.MethodInfo, nil, &info); err != nil {
+	if err := cn.invoke(ctx, time.Time{}, wire.MethodInfo, nil, &info); err != nil {
 		return identity{}, err
 	}
 	codec, err := info.Codec()
@@ -143,9 +177,17 @@ func (cn *conn) alive() bool {
 }
 
 // invoke makes one call and decodes its result into v. A server error is
-// returned as a *wire.Error.
-func (cn *conn) invoke(ctx context.Context, method string, params, v any) error {
+// returned as a *wire.Error. Past deadline (zero: none) and the grace, the
+// call fails with ErrTimeout, and the connection closes if nothing at all
+// was read meanwhile (errSilent): it may be stuck (a half-open TCP
+// connection, a server that stopped reading), so the next call dials
+// afresh. When ctx ends first, the call fails with ctx's error and the
+// connection stays: the caller merely gave up.
+func (cn *conn) invoke(ctx context.Context, deadline time.Time, method string, params, v any) error {
 	cl := &call{method: method, params: params, done: make(chan struct{})}
+	if !deadline.IsZero() {
+		cl.expires = deadline.Add(cn.graceFor).UnixNano()
+	}
 	cn.mu.Lock()
 	if cn.err != nil {
 		err := cn.err
@@ -154,29 +196,40 @@ func (cn *conn) invoke(ctx context.Context, method string, params, v any) error 
 	}
 	cn.msgid++
 	cl.msgid = cn.msgid
+	cl.reads = cn.reads.Load()
 	cn.pending[cl.msgid] = cl
 	cn.queue = append(cn.queue, cl)
-	reads := cn.reads.Load()
+	rearm := false
+	if cl.expires != 0 {
+		cn.order = append(cn.order, cl)
+		if cn.armed == 0 || cl.expires < cn.armed {
+			cn.armed, rearm = cl.expires, true
+		}
+	}
 	cn.mu.Unlock()
-	select {
-	case cn.wake <- struct{}{}:
-	default:
+	signal(cn.wake)
+	if rearm {
+		signal(cn.watch)
 	}
 	select {
 	case <-cl.done:
 	case <-ctx.Done():
-		timedOut := errors.Is(context.Cause(ctx), errAttemptTimeout)
-		if !timedOut || !cn.grace(cl) {
-			cn.mu.Lock()
+		cn.mu.Lock()
+		gone := !cl.settled
+		if gone {
+			cl.settled = true
 			delete(cn.pending, cl.msgid)
-			cn.mu.Unlock()
-			if timedOut && cn.reads.Load() == reads {
-				cn.close(errSilent) // not when the caller merely gave up early
-			}
+		}
+		cn.mu.Unlock()
+		if gone {
 			return ctx.Err()
 		}
+		<-cl.done // settled meanwhile: done is closed at once
 	}
 	if cl.err != nil {
+		if errors.Is(cl.err, errAttemptTimeout) {
+			return fmt.Errorf("%w: %s", ErrTimeout, method)
+		}
 		return fmt.Errorf("%w: %w", ErrConnection, cl.err)
 	}
 	if cl.reply.Error != nil {
@@ -188,21 +241,84 @@ func (cn *conn) invoke(ctx context.Context, method string, params, v any) error 
 	return nil
 }
 
-// grace gives the reader a last chance once a call's attempt timed out:
-// on a loaded machine the client's own process may have been descheduled
-// past the deadline, and when it runs again every timer fires before the
-// reader has read the replies waiting in the socket; without a grace, one
-// such pause fails every call in flight at once and opens the breaker of a
-// healthy server. It reports whether the reply (or the connection's end)
-// came within the grace.
-func (cn *conn) grace(cl *call) bool {
-	t := time.NewTimer(cn.graceFor)
-	defer t.Stop()
+// signal wakes the goroutine behind a one-slot channel.
+func signal(ch chan struct{}) {
 	select {
-	case <-cl.done: // close() ends every pending call too
-		return true
-	case <-t.C:
-		return false
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// watchLoop fails calls past their expiry until the connection breaks.
+func (cn *conn) watchLoop() {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	defer t.Stop()
+	for {
+		select {
+		case <-cn.watch:
+		case <-t.C:
+		case <-cn.done:
+			return
+		}
+		now := time.Now().UnixNano()
+		if next := cn.expire(now); next != 0 {
+			t.Reset(time.Duration(next - now))
+		}
+	}
+}
+
+// expire fails the calls whose expiry is at or before now, closes the
+// connection when one of them saw nothing read since it was queued, and
+// returns the earliest expiry still in flight (0: none), for which it
+// marks the watchdog armed. Calls are queued in about the order of their
+// expiries, but not exactly (a call may wait for a dial before it is
+// queued), so it looks at every call in flight.
+func (cn *conn) expire(now int64) int64 {
+	var expired []*call
+	silent := false
+	cn.mu.Lock()
+	cn.trimLocked()
+	next := int64(0)
+	for _, cl := range cn.order[cn.head:] {
+		switch {
+		case cl.settled:
+		case cl.expires <= now:
+			cl.settled = true
+			delete(cn.pending, cl.msgid)
+			expired = append(expired, cl)
+			silent = silent || cn.reads.Load() == cl.reads
+		case next == 0 || cl.expires < next:
+			next = cl.expires
+		}
+	}
+	cn.trimLocked()
+	cn.armed = next
+	cn.mu.Unlock()
+	for _, cl := range expired {
+		cl.err = errAttemptTimeout
+		close(cl.done)
+	}
+	if silent {
+		cn.close(errSilent)
+	}
+	return next
+}
+
+// trimLocked drops settled calls from the head of order, and reuses its
+// array once it is empty or mostly dropped; cn.mu is held.
+func (cn *conn) trimLocked() {
+	for cn.head < len(cn.order) && cn.order[cn.head].settled {
+		cn.order[cn.head] = nil
+		cn.head++
+	}
+	switch {
+	case cn.head == len(cn.order):
+		cn.order, cn.head = cn.order[:0], 0
+	case cn.head > 1024 && cn.head > len(cn.order)/2:
+		n := copy(cn.order, cn.order[cn.head:])
+		clear(cn.order[n:])
+		cn.order, cn.head = cn.order[:n], 0
 	}
 }
 
@@ -262,10 +378,14 @@ func (cn *conn) readLoop() {
 		cn.reads.Add(1)
 		cn.mu.Lock()
 		cl := cn.pending[resp.MsgID]
-		delete(cn.pending, resp.MsgID)
+		if cl != nil {
+			delete(cn.pending, resp.MsgID)
+			cl.settled = true
+			cn.trimLocked()
+		}
 		cn.mu.Unlock()
 		if cl == nil {
-			continue // its caller gave up
+			continue // its caller gave up, or it expired
 		}
 		resp.Result = append([]byte(nil), resp.Result...) // the frame is reused
 		cl.reply = resp
@@ -283,7 +403,10 @@ func (cn *conn) close(err error) {
 	}
 	cn.err = err
 	pending := cn.pending
-	cn.pending, cn.queue = nil, nil
+	for _, cl := range pending {
+		cl.settled = true
+	}
+	cn.pending, cn.queue, cn.order, cn.head, cn.armed = nil, nil, nil, 0, 0
 	cn.mu.Unlock()
 	close(cn.done)
 	cn.nc.Close()

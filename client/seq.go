@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/segment"
@@ -74,8 +75,8 @@ func (c *Client) NextSeq(ctx context.Context, tag string) (int64, error) {
 		}
 	}
 	var v int64
-	err := c.seqServers(ctx, func(ctx context.Context, cn *conn) error {
-		return cn.invoke(ctx, wire.MethodNextSeq, wire.NextSeqParams{Tag: tag}, &v)
+	err := c.seqServers(ctx, func(ctx context.Context, deadline time.Time, cn *conn) error {
+		return cn.invoke(ctx, deadline, wire.MethodNextSeq, wire.NextSeqParams{Tag: tag}, &v)
 	})
 	if err != nil {
 		return 0, err
@@ -117,10 +118,10 @@ func (c *Client) fetchSeq(ctx context.Context, tag string, n int) ([]int64, erro
 	out := make([]int64, 0, n)
 	for len(out) < n {
 		var got []int64
-		err := c.seqServers(ctx, func(ctx context.Context, cn *conn) error {
+		err := c.seqServers(ctx, func(ctx context.Context, deadline time.Time, cn *conn) error {
 			k := min(n-len(out), cn.info.maxBatch)
 			got = got[:0]
-			if err := cn.invoke(ctx, wire.MethodNextSeqs, wire.NextSeqsParams{Tag: tag, Count: uint64(k)}, &got); err != nil {
+			if err := cn.invoke(ctx, deadline, wire.MethodNextSeqs, wire.NextSeqsParams{Tag: tag, Count: uint64(k)}, &got); err != nil {
 				return err
 			}
 			if len(got) != k {
@@ -141,7 +142,7 @@ func (c *Client) fetchSeq(ctx context.Context, tag string, n int) ([]int64, erro
 // skipping those whose breaker is open. It fails with ErrUnavailable when
 // no server answered, and returns invalid_argument and internal errors of
 // a server as they are.
-func (c *Client) seqServers(ctx context.Context, fn func(context.Context, *conn) error) error {
+func (c *Client) seqServers(ctx context.Context, fn seqCall) error {
 	var last error
 	start := int(c.next.Add(1) - 1)
 	for i, tries := 0, 0; i < len(c.servers) && tries <= c.cfg.Retries; i++ {
@@ -180,19 +181,21 @@ func (c *Client) seqServers(ctx context.Context, fn func(context.Context, *conn)
 	return fmt.Errorf("%w: %w", ErrUnavailable, last)
 }
 
+// seqCall is one call of a sequence method on cn, due by deadline.
+type seqCall func(ctx context.Context, deadline time.Time, cn *conn) error
+
 // seqAttempt is one call on s within Timeout.
-func (c *Client) seqAttempt(ctx context.Context, s *server, fn func(context.Context, *conn) error) error {
-	actx, cancel := context.WithTimeoutCause(ctx, c.cfg.Timeout, errAttemptTimeout)
-	defer cancel()
-	cn, err := s.conn(actx)
+func (c *Client) seqAttempt(ctx context.Context, s *server, fn seqCall) error {
+	deadline := time.Now().Add(c.cfg.Timeout)
+	cn, err := s.conn(ctx, deadline)
 	if err == nil {
-		err = fn(actx, cn)
+		err = fn(ctx, deadline, cn)
 	}
 	if err == nil {
 		s.ok.Inc()
 		return nil
 	}
-	result, err := c.classify(ctx, actx, s, err)
+	result, err := c.classify(ctx, s, err)
 	c.m.calls.WithLabelValues(s.addr, result).Inc()
 	return err
 }

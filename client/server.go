@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
@@ -46,10 +47,10 @@ func rejected(err error) bool {
 
 // conn returns a live connection of s, picking its slots in turn. A dial
 // runs on a goroutine of its own, bounded by Config.Timeout and Close but
-// not by any caller's context, so that neither the caller who started it
-// nor those who wait for it wait past their own deadline, and a caller
-// giving up does not fail the dial for the others.
-func (s *server) conn(ctx context.Context) (*conn, error) {
+// not by any caller's context or deadline, so that neither the caller who
+// started it nor those who wait for it wait past their own deadline, and a
+// caller giving up does not fail the dial for the others.
+func (s *server) conn(ctx context.Context, deadline time.Time) (*conn, error) {
 	sl := &s.slots[int(s.rr.Add(1)-1)%len(s.slots)]
 	sl.mu.Lock()
 	if c := sl.c; c != nil && c.alive() {
@@ -66,11 +67,15 @@ func (s *server) conn(ctx context.Context) (*conn, error) {
 		sl.dial = d
 	}
 	sl.mu.Unlock()
+	t := time.NewTimer(time.Until(deadline)) // only while a dial runs
+	defer t.Stop()
 	select {
 	case <-d.done:
 		return d.c, d.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-t.C:
+		return nil, fmt.Errorf("%w: waiting for the dial", ErrTimeout)
 	}
 }
 

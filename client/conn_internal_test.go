@@ -1,0 +1,154 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vesta-go/vesta/central/wire"
+)
+
+// pipeConn is a conn on one end of net.Pipe with its goroutines running,
+// and a fake server on the other end: it answers Vesta.GenID with the
+// msgid and never answers anything else.
+func pipeConn(t testing.TB, grace time.Duration) *conn {
+	t.Helper()
+	cli, srv := net.Pipe()
+	cn := newConn(cli, "pipe", grace)
+	var wg sync.WaitGroup
+	wg.Go(cn.writeLoop)
+	wg.Go(cn.watchLoop)
+	wg.Go(cn.readLoop)
+	wg.Go(func() {
+		r := wire.NewReader(srv, 1<<20)
+		for {
+			frame, err := r.Next()
+			if err != nil {
+				return
+			}
+			req, err := wire.DecodeRequest(frame)
+			if err != nil || req.Method != wire.MethodGenID {
+				continue
+			}
+			if _, err := srv.Write(wire.AppendIDResponse(nil, req.MsgID, uint64(req.MsgID))); err != nil {
+				return
+			}
+		}
+	})
+	t.Cleanup(func() {
+		cn.close(ErrClosed)
+		srv.Close()
+		wg.Wait()
+	})
+	return cn
+}
+
+// inFlight is how many calls the watchdog still looks at.
+func (cn *conn) inFlight() int {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return len(cn.order) - cn.head
+}
+
+// A call queued behind one with a later deadline still expires at its
+// own: the watchdog looks at every call in flight, not only the oldest.
+// Nothing was read meanwhile, so the connection closes as silent and the
+// other call fails at once, with errSilent.
+func TestWatchdogExpiresOutOfOrder(t *testing.T) {
+	cn := pipeConn(t, time.Millisecond)
+	long := make(chan error, 1)
+	go func() {
+		var v uint64
+		long <- cn.invoke(context.Background(), time.Now().Add(time.Hour), wire.MethodNextSeq, wire.NextSeqParams{Tag: "a"}, &v)
+	}()
+	for cn.inFlight() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	short := make(chan error, 1)
+	go func() {
+		var v uint64
+		short <- cn.invoke(context.Background(), time.Now().Add(20*time.Millisecond), wire.MethodNextSeq, wire.NextSeqParams{Tag: "b"}, &v)
+	}()
+	select {
+	case err := <-short:
+		if !errors.Is(err, ErrTimeout) {
+			t.Fatalf("the short call: %v; want ErrTimeout", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the short call did not expire: it waits behind the long one")
+	}
+	select {
+	case err := <-long:
+		if !errors.Is(err, ErrConnection) || !errors.Is(err, errSilent) {
+			t.Errorf("the long call: %v; want ErrConnection for a silent connection", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the long call still waits on a connection closed as silent")
+	}
+	if cn.alive() {
+		t.Error("the connection stays alive though nothing was read past a deadline")
+	}
+}
+
+// A call that expires while replies to others are read fails alone: the
+// connection is not silent and stays. Answered calls leave the watchdog's
+// list as they are answered, and a caller that gives up leaves the
+// connection as it was.
+func TestWatchdogNotSilent(t *testing.T) {
+	cn := pipeConn(t, time.Millisecond)
+	ctx := context.Background()
+	stuck := make(chan error, 1)
+	go func() {
+		var v uint64
+		stuck <- cn.invoke(ctx, time.Now().Add(50*time.Millisecond), wire.MethodNextSeq, wire.NextSeqParams{Tag: "x"}, &v)
+	}()
+	var calls sync.WaitGroup
+	for w := range 8 {
+		calls.Go(func() {
+			for i := 0; ; i++ {
+				var id uint64
+				if err := cn.invoke(ctx, time.Now().Add(time.Hour), wire.MethodGenID, nil, &id); err != nil {
+					t.Errorf("caller %d, call %d: %v", w, i, err)
+					return
+				}
+				select {
+				case err := <-stuck:
+					stuck <- err
+					return
+				default:
+				}
+			}
+		})
+	}
+	calls.Wait()
+	if err := <-stuck; !errors.Is(err, ErrTimeout) {
+		t.Fatalf("the unanswered call: %v; want ErrTimeout", err)
+	}
+	if !cn.alive() {
+		t.Fatal("the connection closed though replies were read past the deadline")
+	}
+	if n := cn.inFlight(); n != 0 {
+		t.Errorf("%d calls left in the watchdog's list after all were settled", n)
+	}
+
+	gone, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		var v uint64
+		done <- cn.invoke(gone, time.Now().Add(time.Hour), wire.MethodNextSeq, wire.NextSeqParams{Tag: "y"}, &v)
+	}()
+	for cn.inFlight() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a caller that gave up: %v; want context.Canceled", err)
+	}
+	var id uint64
+	if err := cn.invoke(ctx, time.Now().Add(time.Hour), wire.MethodGenID, nil, &id); err != nil || !cn.alive() {
+		t.Fatalf("after a caller gave up: %v (alive %v); want the connection as it was", err, cn.alive())
+	}
+}
