@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Vesta.NextSeq against Redis INCR, side by side in one run (BENCHMARKS.md,
+# issue 12): starts two redis-servers (the segment store, and the anchor that
+# the INCRs go to, so neither slows the other) and a `vesta serve` with a
+# Redis segment store, on free ports in a temporary directory, then runs the
+# pairs below in interleaved rounds and prints each pair's calls/s ratio
+# (median and range over the rounds) as a Markdown table.
+#
+#   scripts/bench-seq.sh [ROUNDS] [DURATION] [CONCURRENCY]    (3 5s 64)
+#
+# The pairs, each target against its anchor at the same concurrency:
+#   defaults   `vesta-bench client-seq` (package client, its defaults: 2
+#              pipelined connections, no prefetch, so every number is one
+#              Vesta.NextSeq) against `redis-incr --pool` (go-redis, its
+#              defaults: a pool of 10 connections per CPU, each INCR a round
+#              trip of its own): each as its users call it.
+#   conns=C    both with a connection per caller, no pipelining.
+#   conns=2    both on 2 connections, the calls queued on one sent together
+#              (package client's pipelining; a go-redis pipeline for INCR).
+#   prefetch   client-seq --seq-prefetch 10000 against `redis-incr --pool`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-3} dur=${2:-5s} conc=${3:-64}
+
+command -v redis-server >/dev/null || scripts/deps.sh
+make -s build bench-load
+
+dir=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+waitport() {
+  for _ in $(seq 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  echo "bench-seq: nothing listens on 127.0.0.1:$1" >&2; exit 1
+}
+
+store=$(freeport) anchor=$(freeport)
+for p in "$store" "$anchor"; do
+  redis-server --port "$p" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir" \
+    --logfile "$dir/redis-$p.log" &
+  pids+=($!)
+  waitport "$p"
+done
+central=$(freeport) rest=$(freeport)
+cat >"$dir/vesta.yaml" <<EOF
+machine:
+  id: 1000
+segment:
+  store: redis
+  redis:
+    addrs: ["127.0.0.1:$store"]
+  preload: [bench]
+central:
+  listen: 127.0.0.1:$central
+rest:
+  listen: 127.0.0.1:$rest
+EOF
+bin/vesta seq create bench --start 1 --step 100000 --config "$dir/vesta.yaml" >/dev/null
+bin/vesta serve --config "$dir/vesta.yaml" --data-dir "$dir/data" --log-level error \
+  >"$dir/serve.log" 2>&1 &
+pids+=($!)
+waitport "$central"
+
+# run NAME ROUND ARGS...: one measurement, its calls/s appended to NAME's file.
+run() {
+  local name=$1 round=$2; shift 2
+  bin/vesta-bench "$@" -c "$conc" -d "$dur" --warmup 1s --json 2>/dev/null |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["calls_per_sec"])' >>"$dir/$name"
+  echo "round $round: $name $(tail -1 "$dir/$name")" >&2
+}
+pairs=(defaults "conns=$conc" conns=2 prefetch)
+for r in $(seq "$rounds"); do
+  # Odd rounds run the anchor first, even rounds the target: drift in the
+  # machine's load falls on both sides alike.
+  for pair in "${pairs[@]}"; do
+    case $pair in
+      defaults) t=(client-seq --addr "127.0.0.1:$central" --tag bench)
+                a=(redis-incr --addr "127.0.0.1:$anchor" --pool) ;;
+      conns=2)  t=(rpc-seq --addr "127.0.0.1:$central" --tag bench --conns 2)
+                a=(redis-incr --addr "127.0.0.1:$anchor" --conns 2) ;;
+      prefetch) t=(client-seq --addr "127.0.0.1:$central" --tag bench --seq-prefetch 10000)
+                a=(redis-incr --addr "127.0.0.1:$anchor" --pool) ;;
+      *)        t=(rpc-seq --addr "127.0.0.1:$central" --tag bench --conns "$((conc < 64 ? conc : 64))")
+                a=(redis-incr --addr "127.0.0.1:$anchor" --conns "$((conc < 64 ? conc : 64))") ;;
+    esac
+    if ((r % 2)); then
+      run "$pair.anchor" "$r" "${a[@]}"; run "$pair.target" "$r" "${t[@]}"
+    else
+      run "$pair.target" "$r" "${t[@]}"; run "$pair.anchor" "$r" "${a[@]}"
+    fi
+  done
+done
+
+python3 - "$dir" "$conc" "$dur" "${pairs[@]}" <<'EOF'
+import statistics, sys
+d, conc, dur, pairs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+read = lambda f: [float(x) for x in open(f"{d}/{f}")]
+print(f"{conc} callers, {dur} per run after 1s of warm-up, ratios per round")
+print()
+print("| pair | target calls/s (median) | anchor calls/s (median) | ratio median | range |")
+print("|---|---|---|---|---|")
+for p in pairs:
+    t, a = read(p + ".target"), read(p + ".anchor")
+    r = [x / y for x, y in zip(t, a)]
+    print(f"| {p} | {statistics.median(t):,.0f} | {statistics.median(a):,.0f} | "
+          f"×{statistics.median(r):.2f} | ×{min(r):.2f}–×{max(r):.2f} |")
+EOF
