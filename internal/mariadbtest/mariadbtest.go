@@ -23,11 +23,12 @@ const (
 )
 
 // Server is one mariadbd process. Its methods are safe for concurrent use;
-// they fail the test when the server cannot be controlled.
+// they fail the test when the server cannot be controlled. Stop, Kill,
+// Restart and Running are proctest's: Restart comes back on the same port
+// and data.
 type Server struct {
-	t       testing.TB
+	*proctest.Proc
 	dataDir string
-	proc    *proctest.Proc
 }
 
 // Start initialises a data directory in t.TempDir() with
@@ -38,7 +39,7 @@ func Start(t testing.TB) *Server {
 	bin := proctest.Binary(t, "mariadbd", "/usr/sbin/mariadbd")
 	install := proctest.Binary(t, "mariadb-install-db")
 	dir := t.TempDir()
-	s := &Server{t: t, dataDir: filepath.Join(dir, "data")}
+	s := &Server{dataDir: filepath.Join(dir, "data")}
 	// A unix socket path must fit in 108 bytes: t.TempDir's may not.
 	sockDir, err := os.MkdirTemp("", "mdb")
 	if err != nil {
@@ -56,7 +57,7 @@ func Start(t testing.TB) *Server {
 		t.Fatalf("mariadbtest: mariadb-install-db: %v\n%s", err, out)
 	}
 	logFile := filepath.Join(dir, "error.log")
-	s.proc = proctest.Start(t, proctest.Spec{
+	s.Proc = proctest.Start(t, proctest.Spec{
 		Name: "mariadbd",
 		Argv: func(port int) ([]string, error) {
 			argv := []string{bin, "--no-defaults", "--datadir=" + s.dataDir,
@@ -78,7 +79,7 @@ func Start(t testing.TB) *Server {
 }
 
 // Addr is host:port of the server, the same across restarts.
-func (s *Server) Addr() string { return addr(s.proc.Port()) }
+func (s *Server) Addr() string { return addr(s.Port()) }
 
 func addr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 
@@ -90,24 +91,6 @@ func (s *Server) DSN(db string) string {
 
 // DataDir is the server's data directory (its log is error.log beside it).
 func (s *Server) DataDir() string { return s.dataDir }
-
-// Stop shuts the server down (SIGTERM, then SIGKILL after 30 s) and waits
-// for it to exit. Stopping a stopped server does nothing.
-func (s *Server) Stop() { s.proc.Stop() }
-
-// Kill ends the server with SIGKILL, as a crash would, and waits for it to
-// exit. Killing a stopped server does nothing.
-func (s *Server) Kill() { s.proc.Kill() }
-
-// Restart starts the server again on the same port and data, stopping it
-// first if it runs, and waits until it greets clients.
-func (s *Server) Restart() {
-	s.t.Helper()
-	s.proc.Restart()
-}
-
-// Running reports whether the process is alive.
-func (s *Server) Running() bool { return s.proc.Running() }
 
 // greet reads the server's first packet: a handshake (protocol 10) means
 // it accepts clients; an error packet means not yet.

@@ -7,10 +7,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -177,37 +175,14 @@ func TestStopKillsAStubbornServer(t *testing.T) {
 	down(t, p.Port(), "after Stop")
 }
 
-// fatalTB records Fatalf and ends the goroutine, as testing.T does.
-type fatalTB struct {
-	testing.TB
-	mu  sync.Mutex
-	msg string
-}
-
-func (f *fatalTB) Fatalf(format string, args ...any) {
-	f.mu.Lock()
-	f.msg = fmt.Sprintf(format, args...)
-	f.mu.Unlock()
-	runtime.Goexit()
-}
-
-func (f *fatalTB) Helper() {}
-
-// failure runs fn with a TB that records the first Fatalf; it fails the
-// test when fn returns without one.
+// failure is proctest.Failure, failing the test when fn does not fail.
 func failure(t *testing.T, fn func(tb testing.TB)) string {
 	t.Helper()
-	tb := &fatalTB{TB: t}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn(tb)
-		tb.Fatalf("returned without failing")
-	}()
-	<-done
-	tb.mu.Lock()
-	defer tb.mu.Unlock()
-	return tb.msg
+	msg := proctest.Failure(t, fn)
+	if msg == "" {
+		t.Fatal("returned without failing")
+	}
+	return msg
 }
 
 func TestFailures(t *testing.T) {
@@ -216,6 +191,7 @@ func TestFailures(t *testing.T) {
 		fn   func(tb testing.TB)
 		want []string // in the failure message
 	}{
+		{"Fatal", func(tb testing.TB) { tb.Fatal("a", 1) }, []string{"a1"}},
 		{"missing binary", func(tb testing.TB) { proctest.Binary(tb, "no-such-server-x", "/no/such/path") },
 			[]string{"no-such-server-x is not installed", "scripts/deps.sh"}},
 		{"exits at start", func(tb testing.TB) { proctest.Start(tb, spec(t, "exit")) },

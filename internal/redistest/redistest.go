@@ -24,12 +24,15 @@ const startTimeout = 20 * time.Second
 
 // Server is one redis-server process. Its methods are safe for concurrent
 // use; they fail the test (t.Fatal) when the server cannot be controlled.
+// Stop, Kill, Restart and Running are proctest's: Restart comes back on the
+// same port and, without persistence, empty, as a Redis that lost its data
+// would.
 type Server struct {
+	*proctest.Proc
 	t       testing.TB
 	dir     string
 	cluster bool
 	opt     Options // of StartWith
-	proc    *proctest.Proc
 }
 
 // Start starts redis-server on a free port in t.TempDir() and waits until
@@ -59,9 +62,9 @@ func startWith(t testing.TB, cluster bool, opt Options) *Server {
 		StartTimeout: startTimeout,
 	}
 	if opt.Port != 0 {
-		s.proc = proctest.StartOn(t, spec, opt.Port)
+		s.Proc = proctest.StartOn(t, spec, opt.Port)
 	} else {
-		s.proc = proctest.Start(t, spec)
+		s.Proc = proctest.Start(t, spec)
 	}
 	return s
 }
@@ -160,11 +163,11 @@ func (s *Server) KillAndRestart(rdb []byte) {
 			s.t.Fatalf("redistest: restoring the snapshot: %v", err)
 		}
 	}
-	s.proc.Restart()
+	s.Restart()
 }
 
 // Addr is host:port of the server, the same across restarts.
-func (s *Server) Addr() string { return s.addr(s.proc.Port()) }
+func (s *Server) Addr() string { return s.addr(s.Port()) }
 
 func (s *Server) addr(port int) string { return net.JoinHostPort(s.host(), strconv.Itoa(port)) }
 
@@ -177,25 +180,6 @@ func (s *Server) host() string {
 
 // Dir is the server's working directory (its log is redis.log there).
 func (s *Server) Dir() string { return s.dir }
-
-// Stop shuts the server down (SIGTERM, then SIGKILL after 10s) and waits
-// for it to exit. Stopping a stopped server does nothing.
-func (s *Server) Stop() { s.proc.Stop() }
-
-// Kill ends the server with SIGKILL, as a crash would, and waits for it to
-// exit. Killing a stopped server does nothing.
-func (s *Server) Kill() { s.proc.Kill() }
-
-// Restart starts the server again on the same port, stopping it first if it
-// runs. Without persistence it comes back empty, as a Redis that lost its
-// data would. It waits until the server answers PING.
-func (s *Server) Restart() {
-	s.t.Helper()
-	s.proc.Restart()
-}
-
-// Running reports whether the process is alive.
-func (s *Server) Running() bool { return s.proc.Running() }
 
 // clusterUp gives a fresh node at addr every slot and reports whether the
 // cluster is ready.

@@ -55,10 +55,10 @@ func (s *Server) Do(args ...string) (string, error) { return s.command(args...) 
 // Pause stops the server with SIGSTOP: it holds its connections but
 // answers nothing, as a process stalled by its host would. Resume
 // continues it.
-func (s *Server) Pause() { s.proc.Signal(syscall.SIGSTOP) }
+func (s *Server) Pause() { s.Signal(syscall.SIGSTOP) }
 
 // Resume continues a paused server (SIGCONT).
-func (s *Server) Resume() { s.proc.Signal(syscall.SIGCONT) }
+func (s *Server) Resume() { s.Signal(syscall.SIGCONT) }
 
 // Sentinel timing: a master is down after 1s without an answer, and a
 // failover that fails is tried again after 2*3s. A replica whose link to
@@ -136,7 +136,7 @@ sentinel monitor %[4]s 127.0.0.1 %[5]d %[6]d
 sentinel down-after-milliseconds %[4]s %[7]d
 sentinel failover-timeout %[4]s %[8]d
 sentinel parallel-syncs %[4]s 1
-`, port, dir, log, g.MasterName, g.Master.proc.Port(), quorum,
+`, port, dir, log, g.MasterName, g.Master.Port(), quorum,
 				downAfter.Milliseconds(), failoverTimeout.Milliseconds())
 			return []string{bin, conf}, os.WriteFile(conf, []byte(text), 0o644)
 		},
