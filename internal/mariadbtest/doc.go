@@ -5,6 +5,9 @@
 // Tests can stop, kill (SIGKILL, as a crash) and restart it on the same
 // port and data, to see a store go away and come back under a client.
 //
+// The process is package proctest's: stopped in t.Cleanup, Stop, Kill and
+// Restart idempotent and waiting.
+//
 // The programs must be installed; scripts/deps.sh installs mariadb-server.
 // A missing binary fails the test rather than skipping it, so a CI run
 // that lacks it cannot pass unnoticed.

@@ -3,12 +3,14 @@ package mariadbtest_test
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"testing"
 	"time"
 
 	_ "github.com/go-sql-driver/mysql"
 
 	"github.com/vesta-go/vesta/internal/mariadbtest"
+	"github.com/vesta-go/vesta/internal/proctest"
 )
 
 // The server answers SQL, keeps its data across a kill and a restart on
@@ -38,5 +40,15 @@ func TestStartKillRestart(t *testing.T) {
 	var v int
 	if err := db.QueryRowContext(ctx, "SELECT v FROM t.x").Scan(&v); err != nil || v != 42 {
 		t.Fatalf("after restart: %d, %v; want 42", v, err)
+	}
+}
+
+// Without mariadb-install-db on PATH (mariadbd is found in /usr/sbin too)
+// Start fails naming it and scripts/deps.sh.
+func TestMissingBinaryFailsPointingAtDeps(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	msg := proctest.Failure(t, func(tb testing.TB) { mariadbtest.Start(tb) })
+	if !strings.Contains(msg, "scripts/deps.sh") || !strings.Contains(msg, "mariadb") {
+		t.Fatalf("failure message %q does not name a mariadb program and scripts/deps.sh", msg)
 	}
 }

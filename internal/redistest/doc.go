@@ -12,6 +12,9 @@
 // acknowledged, as asynchronous replication allows. redis-sentinel must be
 // on PATH too.
 //
+// The processes are package proctest's: each stopped in t.Cleanup, Stop,
+// Kill and Restart idempotent and waiting.
+//
 // redis-server must be on PATH; scripts/deps.sh installs it. A missing
 // binary fails the test rather than skipping it, so a CI run that lacks it
 // cannot pass unnoticed.

@@ -8,41 +8,38 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vesta-go/vesta/internal/proctest"
 )
 
-// startTimeout bounds how long a start waits for the first PONG.
+// startTimeout bounds how long a start waits for the first PONG, and a
+// replica for its link to the master.
 const startTimeout = 20 * time.Second
 
 // Server is one redis-server process. Its methods are safe for concurrent
 // use; they fail the test (t.Fatal) when the server cannot be controlled.
+// Stop, Kill, Restart and Running are proctest's: Restart comes back on the
+// same port and, without persistence, empty, as a Redis that lost its data
+// would.
 type Server struct {
+	*proctest.Proc
 	t       testing.TB
-	bin     string
 	dir     string
-	port    int
 	cluster bool
 	opt     Options // of StartWith
-	replica string  // host:port of the master, for a replica
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
 }
 
 // Start starts redis-server on a free port in t.TempDir() and waits until
 // it answers PING. It is stopped in t.Cleanup.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	return start(t, false)
+	return startWith(t, false, Options{})
 }
 
 // StartCluster is Start for a Redis Cluster of one node holding every hash
@@ -50,42 +47,49 @@ func Start(t testing.TB) *Server {
 // slot) without a fleet of processes. Restart keeps the slots.
 func StartCluster(t testing.TB) *Server {
 	t.Helper()
-	return start(t, true)
-}
-
-func start(t testing.TB, cluster bool) *Server {
-	t.Helper()
-	return startWith(t, cluster, Options{})
+	return startWith(t, true, Options{})
 }
 
 func startWith(t testing.TB, cluster bool, opt Options) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatalf("redistest: redis-server is not on PATH (%v); install it with scripts/deps.sh", err)
+	bin := proctest.Binary(t, "redis-server")
+	s := &Server{t: t, dir: t.TempDir(), cluster: cluster, opt: opt}
+	spec := proctest.Spec{
+		Name:         "redis-server",
+		Argv:         func(port int) ([]string, error) { return s.argv(bin, port), nil },
+		Ready:        s.ready,
+		Log:          filepath.Join(s.dir, "redis.log"),
+		StartTimeout: startTimeout,
 	}
-	s := &Server{t: t, bin: bin, dir: t.TempDir(), cluster: cluster, opt: opt}
-	t.Cleanup(s.Stop)
 	if opt.Port != 0 {
-		s.port = opt.Port
-		if err := s.start(); err != nil {
-			t.Fatalf("redistest: %v", err)
-		}
-		return s
+		s.Proc = proctest.StartOn(t, spec, opt.Port)
+	} else {
+		s.Proc = proctest.Start(t, spec)
 	}
-	// A port found free may be taken before redis-server binds it: retry
-	// with another.
-	var last error
-	for range 5 {
-		if s.port, err = freePort(); err != nil {
-			t.Fatalf("redistest: finding a free port: %v", err)
-		}
-		if last = s.start(); last == nil {
-			return s
-		}
+	return s
+}
+
+// argv is the command line of a start on port.
+func (s *Server) argv(bin string, port int) []string {
+	args := []string{"--port", strconv.Itoa(port), "--bind", s.host(),
+		"--save", "", "--appendonly", "no", "--dir", s.dir,
+		"--logfile", filepath.Join(s.dir, "redis.log"), "--daemonize", "no"}
+	if s.cluster {
+		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
 	}
-	t.Fatalf("redistest: %v", last)
-	return nil
+	args = append(args, s.opt.Args...)
+	return append(append(slices.Clone(s.opt.Wrap), bin), args...)
+}
+
+// ready reports whether the server on port answers PING (and, for a
+// cluster, whether the cluster is up).
+func (s *Server) ready(port int) error {
+	addr := s.addr(port)
+	err := ping(s.opt.Dial, addr)
+	if err == nil && s.cluster {
+		err = s.clusterUp(addr)
+	}
+	return err
 }
 
 // StartReplica starts a replica of master (REPLICAOF), like Start, and
@@ -93,24 +97,8 @@ func startWith(t testing.TB, cluster bool, opt Options) *Server {
 // counts it.
 func StartReplica(t testing.TB, master *Server) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatalf("redistest: redis-server is not on PATH (%v); install it with scripts/deps.sh", err)
-	}
-	s := &Server{t: t, bin: bin, dir: t.TempDir(), replica: master.Addr()}
-	t.Cleanup(s.Stop)
-	var last error
-	for range 5 {
-		if s.port, err = freePort(); err != nil {
-			t.Fatalf("redistest: finding a free port: %v", err)
-		}
-		if last = s.start(); last == nil {
-			break
-		}
-	}
-	if last != nil {
-		t.Fatalf("redistest: %v", last)
-	}
+	host, port, _ := net.SplitHostPort(master.Addr())
+	s := startWith(t, false, Options{Args: []string{"--replicaof", host, port}})
 	deadline := time.Now().Add(startTimeout)
 	for {
 		info, err := s.command("INFO", "replication")
@@ -175,18 +163,13 @@ func (s *Server) KillAndRestart(rdb []byte) {
 			s.t.Fatalf("redistest: restoring the snapshot: %v", err)
 		}
 	}
-	var last error
-	for range 20 {
-		if last = s.start(); last == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	s.t.Fatalf("redistest: restart on %s: %v", s.Addr(), last)
+	s.Restart()
 }
 
 // Addr is host:port of the server, the same across restarts.
-func (s *Server) Addr() string { return net.JoinHostPort(s.host(), strconv.Itoa(s.port)) }
+func (s *Server) Addr() string { return s.addr(s.Port()) }
+
+func (s *Server) addr(port int) string { return net.JoinHostPort(s.host(), strconv.Itoa(port)) }
 
 func (s *Server) host() string {
 	if s.opt.Bind != "" {
@@ -198,132 +181,10 @@ func (s *Server) host() string {
 // Dir is the server's working directory (its log is redis.log there).
 func (s *Server) Dir() string { return s.dir }
 
-// Stop shuts the server down (SIGTERM, then SIGKILL after 10s) and waits
-// for it to exit. Stopping a stopped server does nothing.
-func (s *Server) Stop() { s.signal(syscall.SIGTERM) }
-
-// Kill ends the server with SIGKILL, as a crash would, and waits for it to
-// exit. Killing a stopped server does nothing.
-func (s *Server) Kill() { s.signal(syscall.SIGKILL) }
-
-// Restart starts the server again on the same port, stopping it first if it
-// runs. Without persistence it comes back empty, as a Redis that lost its
-// data would. It waits until the server answers PING.
-func (s *Server) Restart() {
-	s.t.Helper()
-	s.Stop()
-	// The old socket may linger briefly; retry the bind for a while.
-	var err error
-	for range 20 {
-		if err = s.start(); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	s.t.Fatalf("redistest: restart on %s: %v", s.Addr(), err)
-}
-
-// Running reports whether the process is alive.
-func (s *Server) Running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return false
-	}
-	select {
-	case <-s.done:
-		return false
-	default:
-		return true
-	}
-}
-
-func (s *Server) start() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	logFile := filepath.Join(s.dir, "redis.log")
-	args := []string{"--port", strconv.Itoa(s.port), "--bind", s.host(),
-		"--save", "", "--appendonly", "no", "--dir", s.dir,
-		"--logfile", logFile, "--daemonize", "no"}
-	if s.cluster {
-		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
-	}
-	if s.replica != "" {
-		host, port, _ := net.SplitHostPort(s.replica)
-		args = append(args, "--replicaof", host, port)
-	}
-	args = append(args, s.opt.Args...)
-	argv := append(append(slices.Clone(s.opt.Wrap), s.bin), args...)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = nil, nil
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting %s: %w", s.bin, err)
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	deadline := time.Now().Add(startTimeout)
-	for {
-		select {
-		case <-done:
-			return fmt.Errorf("redis-server on port %d exited at start (%s); log:\n%s", s.port, cmd.ProcessState, tail(logFile))
-		default:
-		}
-		err := s.ping()
-		if err == nil && s.cluster {
-			err = s.clusterUp()
-		}
-		if err == nil {
-			s.cmd, s.done = cmd, done
-			return nil
-		} else if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			<-done
-			return fmt.Errorf("redis-server on port %d did not answer PING within %s: %v; log:\n%s", s.port, startTimeout, err, tail(logFile))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (s *Server) signal(sig syscall.Signal) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return
-	}
-	cmd, done := s.cmd, s.done
-	s.cmd, s.done = nil, nil
-	select {
-	case <-done:
-		return
-	default:
-	}
-	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		s.t.Errorf("redistest: signalling redis-server: %v", err)
-	}
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
-}
-
-// ping sends PING and expects PONG.
-func (s *Server) ping() error {
-	reply, err := s.command("PING")
-	if err == nil && reply != "PONG" {
-		err = fmt.Errorf("PING answered %q", reply)
-	}
-	return err
-}
-
-// clusterUp gives a fresh node every slot and reports whether the cluster
-// is ready.
-func (s *Server) clusterUp() error {
-	info, err := s.command("CLUSTER", "INFO")
+// clusterUp gives a fresh node at addr every slot and reports whether the
+// cluster is ready.
+func (s *Server) clusterUp(addr string) error {
+	info, err := command(s.opt.Dial, addr, "CLUSTER", "INFO")
 	if err != nil {
 		return err
 	}
@@ -331,11 +192,20 @@ func (s *Server) clusterUp() error {
 		return nil
 	}
 	if strings.Contains(info, "cluster_slots_assigned:0") {
-		if reply, err := s.command("CLUSTER", "ADDSLOTSRANGE", "0", "16383"); err != nil || reply != "OK" {
+		if reply, err := command(s.opt.Dial, addr, "CLUSTER", "ADDSLOTSRANGE", "0", "16383"); err != nil || reply != "OK" {
 			return fmt.Errorf("CLUSTER ADDSLOTSRANGE: %q, %v", reply, err)
 		}
 	}
 	return fmt.Errorf("cluster not ready yet")
+}
+
+// ping sends PING to addr and expects PONG.
+func ping(dial DialFunc, addr string) error {
+	reply, err := command(dial, addr, "PING")
+	if err == nil && reply != "PONG" {
+		err = fmt.Errorf("PING answered %q", reply)
+	}
+	return err
 }
 
 // command sends one command to the server.
@@ -412,26 +282,4 @@ func reply(r *bufio.Reader) (string, error) {
 		return strings.Join(out, "\n"), nil
 	}
 	return line, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tail returns the last lines of a log file, for error messages.
-func tail(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "(no log: " + err.Error() + ")"
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > 20 {
-		lines = lines[len(lines)-20:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vesta-go/vesta/internal/proctest"
 )
 
 // DialFunc connects to a server, as net.Dialer.DialContext does.
@@ -54,22 +55,10 @@ func (s *Server) Do(args ...string) (string, error) { return s.command(args...) 
 // Pause stops the server with SIGSTOP: it holds its connections but
 // answers nothing, as a process stalled by its host would. Resume
 // continues it.
-func (s *Server) Pause() { s.sendSignal(syscall.SIGSTOP) }
+func (s *Server) Pause() { s.Signal(syscall.SIGSTOP) }
 
 // Resume continues a paused server (SIGCONT).
-func (s *Server) Resume() { s.sendSignal(syscall.SIGCONT) }
-
-func (s *Server) sendSignal(sig syscall.Signal) {
-	s.t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		s.t.Fatalf("redistest: %v to a server that is not running", sig)
-	}
-	if err := s.cmd.Process.Signal(sig); err != nil {
-		s.t.Fatalf("redistest: %v to redis-server on %s: %v", sig, s.Addr(), err)
-	}
-}
+func (s *Server) Resume() { s.Signal(syscall.SIGCONT) }
 
 // Sentinel timing: a master is down after 1s without an answer, and a
 // failover that fails is tried again after 2*3s. A replica whose link to
@@ -92,37 +81,22 @@ type Replicated struct {
 	t               testing.TB
 	Master, Replica *Server
 	MasterName      string
-	sentinels       []*sentinel
+	sentinels       []sentinel
 }
 
 // sentinel is one redis-sentinel process.
-type sentinel struct {
-	port int
-	dir  string
-	cmd  *exec.Cmd
-	done chan struct{}
-}
+type sentinel struct{ *proctest.Proc }
 
-func (s *sentinel) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+func (s sentinel) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port())) }
 
 // StartReplicated starts a master, a replica in sync with it and three
 // Sentinels that know both and each other.
 func StartReplicated(t testing.TB) *Replicated {
 	t.Helper()
-	bin, err := exec.LookPath("redis-sentinel")
-	if err != nil {
-		t.Fatalf("redistest: redis-sentinel is not on PATH (%v); install it with scripts/deps.sh", err)
-	}
+	bin := proctest.Binary(t, "redis-sentinel")
 	g := &Replicated{t: t, MasterName: "vesta-test"}
 	g.Master = Start(t)
-	g.Replica = StartWith(t, Options{Args: []string{"--replicaof", "127.0.0.1", strconv.Itoa(g.Master.port)}})
-	g.waitFor("the replica in sync", func() error {
-		info, err := g.Replica.Do("INFO", "replication")
-		if err == nil && !strings.Contains(info, "master_link_status:up") {
-			err = errors.New("master_link_status not up")
-		}
-		return err
-	})
+	g.Replica = StartReplica(t, g.Master)
 	for range 3 {
 		g.sentinels = append(g.sentinels, g.startSentinel(bin))
 	}
@@ -143,16 +117,17 @@ func StartReplicated(t testing.TB) *Replicated {
 
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
-func (g *Replicated) startSentinel(bin string) *sentinel {
+// startSentinel starts a Sentinel monitoring the master; its config file
+// is written afresh for each port tried (Sentinel rewrites it).
+func (g *Replicated) startSentinel(bin string) sentinel {
 	g.t.Helper()
-	var last error
-	for range 5 {
-		port, err := freePort()
-		if err != nil {
-			g.t.Fatalf("redistest: finding a free port: %v", err)
-		}
-		s := &sentinel{port: port, dir: g.t.TempDir()}
-		conf := fmt.Sprintf(`port %d
+	dir := g.t.TempDir()
+	log := filepath.Join(dir, "sentinel.log")
+	conf := filepath.Join(dir, "sentinel.conf")
+	return sentinel{proctest.Start(g.t, proctest.Spec{
+		Name: "redis-sentinel",
+		Argv: func(port int) ([]string, error) {
+			text := fmt.Sprintf(`port %d
 bind 127.0.0.1
 daemonize no
 dir %s
@@ -161,64 +136,18 @@ sentinel monitor %[4]s 127.0.0.1 %[5]d %[6]d
 sentinel down-after-milliseconds %[4]s %[7]d
 sentinel failover-timeout %[4]s %[8]d
 sentinel parallel-syncs %[4]s 1
-`, port, s.dir, filepath.Join(s.dir, "sentinel.log"), g.MasterName, g.Master.port, quorum,
-			downAfter.Milliseconds(), failoverTimeout.Milliseconds())
-		path := filepath.Join(s.dir, "sentinel.conf") // Sentinel rewrites it
-		if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
-			g.t.Fatal(err)
-		}
-		s.cmd = exec.Command(bin, path)
-		if err := s.cmd.Start(); err != nil {
-			g.t.Fatalf("redistest: starting %s: %v", bin, err)
-		}
-		s.done = make(chan struct{})
-		go func() { _ = s.cmd.Wait(); close(s.done) }()
-		g.t.Cleanup(func() { s.stop() })
-		if last = g.waitUp(s); last == nil {
-			return s
-		}
-		s.stop()
-	}
-	g.t.Fatalf("redistest: %v", last)
-	return nil
-}
-
-func (g *Replicated) waitUp(s *sentinel) error {
-	deadline := time.Now().Add(startTimeout)
-	for {
-		select {
-		case <-s.done:
-			return fmt.Errorf("redis-sentinel on port %d exited at start (%s); log:\n%s", s.port, s.cmd.ProcessState, tail(filepath.Join(s.dir, "sentinel.log")))
-		default:
-		}
-		reply, err := command(nil, s.addr(), "PING")
-		if err == nil && reply == "PONG" {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("redis-sentinel on port %d did not answer PING within %s: %v", s.port, startTimeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (s *sentinel) stop() {
-	select {
-	case <-s.done:
-		return
-	default:
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	}
+`, port, dir, log, g.MasterName, g.Master.Port(), quorum,
+				downAfter.Milliseconds(), failoverTimeout.Milliseconds())
+			return []string{bin, conf}, os.WriteFile(conf, []byte(text), 0o644)
+		},
+		Ready:        func(port int) error { return ping(nil, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))) },
+		Log:          log,
+		StartTimeout: startTimeout,
+	})}
 }
 
 // sentinelMaster is SENTINEL MASTER as a map.
-func (g *Replicated) sentinelMaster(s *sentinel) (map[string]string, error) {
+func (g *Replicated) sentinelMaster(s sentinel) (map[string]string, error) {
 	reply, err := command(nil, s.addr(), "SENTINEL", "MASTER", g.MasterName)
 	if err != nil {
 		return nil, err
@@ -299,7 +228,7 @@ func (g *Replicated) Failover() time.Duration {
 func (g *Replicated) Logs() string {
 	var b strings.Builder
 	for _, s := range g.sentinels {
-		fmt.Fprintf(&b, "sentinel %s:\n%s\n", s.addr(), tail(filepath.Join(s.dir, "sentinel.log")))
+		fmt.Fprintf(&b, "sentinel %s:\n%s\n", s.addr(), s.LogTail())
 	}
 	return b.String()
 }
