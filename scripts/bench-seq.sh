@@ -70,11 +70,12 @@ bin/vesta serve --config "$dir/vesta.yaml" --data-dir "$dir/data" --log-level er
 pids+=($!)
 waitport "$central"
 
-# run NAME ROUND ARGS...: one measurement, its calls/s appended to NAME's file.
+# run NAME ROUND ARGS...: one measurement; its calls/s and p99 (µs) are
+# appended to NAME's file.
 run() {
   local name=$1 round=$2; shift 2
   bin/vesta-bench "$@" -c "$conc" -d "$dur" --warmup 1s --json 2>/dev/null |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["calls_per_sec"])' >>"$dir/$name"
+    python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["calls_per_sec"], r["p99_us"])' >>"$dir/$name"
   echo "round $round: $name $(tail -1 "$dir/$name")" >&2
 }
 pairs=(defaults "conns=$conc" conns=2 prefetch)
@@ -103,14 +104,17 @@ done
 python3 - "$dir" "$conc" "$dur" "${pairs[@]}" <<'EOF'
 import statistics, sys
 d, conc, dur, pairs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
-read = lambda f: [float(x) for x in open(f"{d}/{f}")]
-print(f"{conc} callers, {dur} per run after 1s of warm-up, ratios per round")
+read = lambda f: [tuple(map(float, x.split())) for x in open(f"{d}/{f}")]
+med = statistics.median
+print(f"{conc} callers, {dur} per run after 1s of warm-up; ratios are per round (target ÷ anchor), then their median and range")
 print()
-print("| pair | target calls/s (median) | anchor calls/s (median) | ratio median | range |")
-print("|---|---|---|---|---|")
+print("| pair | target calls/s (p99 µs) | anchor calls/s (p99 µs) | calls/s ratio | range | p99 ratio |")
+print("|---|---|---|---|---|---|")
 for p in pairs:
     t, a = read(p + ".target"), read(p + ".anchor")
-    r = [x / y for x, y in zip(t, a)]
-    print(f"| {p} | {statistics.median(t):,.0f} | {statistics.median(a):,.0f} | "
-          f"×{statistics.median(r):.2f} | ×{min(r):.2f}–×{max(r):.2f} |")
+    r = [x[0] / y[0] for x, y in zip(t, a)]
+    l = [x[1] / y[1] for x, y in zip(t, a)]
+    print(f"| {p} | {med(x[0] for x in t):,.0f} ({med(x[1] for x in t):,.0f}) | "
+          f"{med(y[0] for y in a):,.0f} ({med(y[1] for y in a):,.0f}) | "
+          f"×{med(r):.2f} | ×{min(r):.2f}–×{max(r):.2f} | ×{med(l):.2f} |")
 EOF
