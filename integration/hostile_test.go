@@ -63,6 +63,11 @@ func TestHostileClients(t *testing.T) {
 	})
 	raw := dialRaw(t, p.Central)
 	greedy := led.stream("raw/GenIDs(10000)", true, core.Central)
+	// Its first call before the flood too: until a connection's first
+	// complete frame, a newcomer at central.max_conns may shed it.
+	if _, err := batch(greedy, func() ([]core.ID, error) { return raw.genIDs(10000) }); err != nil {
+		t.Fatal(err)
+	}
 	ld.worker(greedy.name, func(context.Context, int) (int, error) {
 		return batch(greedy, func() ([]core.ID, error) { return raw.genIDs(10000) })
 	})
@@ -81,9 +86,11 @@ func TestHostileClients(t *testing.T) {
 	hostile.Go(func() { garbage(ctx, t, p.Central) })
 	hostile.Go(func() { garbage(ctx, t, p.Central) })
 	trickled := make([]*stream, 4)
+	var firstCalls sync.WaitGroup // the trickles' first calls, due before the flood
 	for i := range trickled {
 		trickled[i] = led.stream(fmt.Sprintf("trickle-%d", i+1), true, core.Central)
-		hostile.Go(func() { trickle(ctx, t, p.Central, trickled[i]) })
+		firstCalls.Add(1)
+		hostile.Go(func() { trickle(ctx, t, p.Central, trickled[i], firstCalls.Done) })
 	}
 	for range 4 {
 		hostile.Go(func() { stall(ctx, t, p.Central) })
@@ -92,6 +99,7 @@ func TestHostileClients(t *testing.T) {
 
 	badFrames(t, p.Central)
 	badHTTP(t, p.REST)
+	firstCalls.Wait() // each ends by the deadline of its connection
 	flood(t, p.Central, p.REST)
 	badFrames(t, p.Central) // the server is as before once the flood ended
 
@@ -216,9 +224,12 @@ var genIDFrame = request(wire.MethodGenID, 0x90)
 
 // trickle sends one Vesta.GenID a byte at a time, 200ms apart (well within
 // the server's 10s read timeout), and records the answer. It first makes
-// one call at once: a connection still sending its first frame counts as
-// silent, and a newcomer at central.max_conns (the flood) may shed it.
-func trickle(ctx context.Context, t *testing.T, addr string, s *stream) {
+// one call at once, and calls firstDone once that call ended: a connection
+// still sending its first frame counts as silent, and a newcomer at
+// central.max_conns (the flood) may shed it.
+func trickle(ctx context.Context, t *testing.T, addr string, s *stream, firstDone func()) {
+	var once sync.Once
+	defer once.Do(firstDone)
 	nc := hostileConn(t, "trickle", addr)
 	if nc == nil {
 		return
@@ -247,6 +258,7 @@ func trickle(ctx context.Context, t *testing.T, addr string, s *stream) {
 		return
 	}
 	s.add(core.ID(id0))
+	once.Do(firstDone)
 	nc.SetDeadline(time.Time{})
 	for _, b := range genIDFrame {
 		if _, err := nc.Write([]byte{b}); err != nil {

@@ -94,32 +94,37 @@ func TestStoreWentBack(t *testing.T) {
 	cfg, clk := fakeConfig()
 	cfg.Threshold = 1
 	is := open(t, st, cfg)
-	got, err := is.NextN(ctx, "t", 10)
-	if err != nil || got[9] != 10 {
+	// 9 of the first range [1, 10]: the 10th would start the prefetch,
+	// which must not run before the store goes back.
+	got, err := is.NextN(ctx, "t", 9)
+	if err != nil || got[8] != 9 {
 		t.Fatalf("NextN = %v, %v", got, err)
 	}
 	if err := st.SetMaxID("t", 1); err != nil { // the store forgot everything
 		t.Fatal(err)
+	}
+	if n, err := is.Next(ctx, "t"); err != nil || n != 10 { // starts the prefetch
+		t.Fatalf("Next = %d, %v; want 10", n, err)
 	}
 	waitFor(t, "the refused range", func() bool { s, _ := is.Stats("t"); return s.LastError != nil })
 	if _, err := is.Next(ctx, "t"); !errors.Is(err, segment.ErrBadRange) || !errors.Is(err, segment.ErrUnavailable) {
 		t.Fatalf("Next = %v, want ErrBadRange", err)
 	}
 	// Each retry takes (and drops) a range; once the store passes what was
-	// issued, issuing resumes above it.
-	for i := 0; ; i++ {
+	// issued, issuing resumes above it. A retry's fetch runs in the
+	// background: a Next meanwhile fails fast, so wait for it rather than
+	// count attempts.
+	waitFor(t, "issuing to resume", func() bool {
 		clk.Advance(cfg.RetryBackoff)
 		n, err := is.Next(ctx, "t")
-		if err == nil {
-			if n <= 10 {
-				t.Fatalf("reissued %d", n)
-			}
-			break
+		if err != nil {
+			return false
 		}
-		if i > 100 {
-			t.Fatalf("never recovered: %v", err)
+		if n <= 10 {
+			t.Fatalf("reissued %d", n)
 		}
-	}
+		return true
+	})
 }
 
 // Rows holding max_id 0 or below (Leaf would issue 0 and negatives) issue

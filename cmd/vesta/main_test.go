@@ -261,6 +261,17 @@ type served struct {
 // the addresses it logged.
 func startServe(tb testing.TB, args ...string) served {
 	tb.Helper()
+	srv, exited := tryServe(tb, args...)
+	if exited != nil {
+		tb.Fatalf("serve exited %d: %s", exited.code, exited.stderr)
+	}
+	return srv
+}
+
+// tryServe is startServe, returning what serve said instead of failing
+// the test when it exits before serving.
+func tryServe(tb testing.TB, args ...string) (served, *result) {
+	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errb syncBuffer
 	done := make(chan int, 1)
@@ -279,12 +290,13 @@ func startServe(tb testing.TB, args ...string) served {
 	deadline := time.After(30 * time.Second)
 	for {
 		if m := re.FindStringSubmatch(errb.String()); m != nil {
-			return served{central: m[1], rest: m[2], metrics: m[3], stop: stop}
+			return served{central: m[1], rest: m[2], metrics: m[3], stop: stop}, nil
 		}
 		select {
 		case code := <-done:
 			done <- code // for stop at cleanup, which would wait forever
-			tb.Fatalf("serve exited %d: %s", code, errb.String())
+			r := stop()
+			return served{}, &r
 		case <-deadline:
 			tb.Fatalf("serve did not start: %s", errb.String())
 		case <-time.After(5 * time.Millisecond):
@@ -353,9 +365,25 @@ func TestServe(t *testing.T) {
 // `make run`: serve with nothing but the machine ID chosen in the open
 // runs on the defaults (./vesta-data, 127.0.0.1:7070 and :7080); without
 // the choice it refuses (TestBadInput).
+//
+// The default ports are the machine's, so another run (a test run beside
+// this one, someone's `make run`) may hold them for a while: the test
+// waits until they are free, and starts again when serve failed because
+// one was taken meanwhile.
 func TestServeMakeRun(t *testing.T) {
-	t.Chdir(t.TempDir())
-	srv := startServe(t, "--machine", "1023")
+	defaults := []string{"127.0.0.1:7070", "127.0.0.1:7080"}
+	var srv served
+	for attempt := 1; ; attempt++ {
+		waitFree(t, defaults...)
+		t.Chdir(t.TempDir())
+		var exited *result
+		if srv, exited = tryServe(t, "--machine", "1023"); exited == nil {
+			break
+		}
+		if busy := heldAddrs(defaults...); len(busy) == 0 || attempt == 5 {
+			t.Fatalf("serve exited %d (attempt %d; default addresses held by others: %v): %s", exited.code, attempt, busy, exited.stderr)
+		}
+	}
 	restAddr, stop := srv.rest, srv.stop
 	if restAddr != "127.0.0.1:7080" || srv.central != "127.0.0.1:7070" {
 		t.Fatalf("rest on %s, central on %s", restAddr, srv.central)
@@ -369,6 +397,37 @@ func TestServeMakeRun(t *testing.T) {
 	}
 	if _, err := os.Stat("vesta-data/machine-1023.json"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// heldAddrs returns those of addrs where a listener cannot be opened now.
+func heldAddrs(addrs ...string) []string {
+	var held []string
+	for _, a := range addrs {
+		ln, err := net.Listen("tcp", a)
+		if err != nil {
+			held = append(held, a)
+			continue
+		}
+		ln.Close()
+	}
+	return held
+}
+
+// waitFree waits until every one of addrs can be listened on; the bound
+// only catches an address held for good.
+func waitFree(tb testing.TB, addrs ...string) {
+	tb.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		held := heldAddrs(addrs...)
+		if len(held) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%v still held by another process after a minute", held)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -93,8 +93,8 @@ func (s *Server) ready(port int) error {
 }
 
 // StartReplica starts a replica of master (REPLICAOF), like Start, and
-// waits until its link to the master is up, so that WAIT on the master
-// counts it.
+// waits until its link to the master is up and the master counts it: a
+// write on the master, then WAIT for every replica, is acknowledged.
 func StartReplica(t testing.TB, master *Server) *Server {
 	t.Helper()
 	host, port, _ := net.SplitHostPort(master.Addr())
@@ -103,13 +103,54 @@ func StartReplica(t testing.TB, master *Server) *Server {
 	for {
 		info, err := s.command("INFO", "replication")
 		if err == nil && strings.Contains(info, "master_link_status:up") {
-			return s
+			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("redistest: replica %s of %s: link not up within %s (%v): %s", s.Addr(), master.Addr(), startTimeout, err, info)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// The link being up on the replica's side is not enough: the master
+	// counts a replica in WAIT only once its first ACK came (replicas ack
+	// once a second), and answers WAIT with 0 until then. A write (PUBLISH:
+	// replicated, and it touches no key) and WAIT for every replica, on one
+	// connection, show that the master counts them all.
+	for {
+		err := master.replicasAck()
+		if err == nil {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redistest: replica %s of %s: not acknowledging writes within %s: %v", s.Addr(), master.Addr(), startTimeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// replicasAck is nil when every replica of s acknowledges a write within a
+// second (WAIT).
+func (s *Server) replicasAck() error {
+	info, err := s.command("INFO", "replication")
+	if err != nil {
+		return err
+	}
+	var n string
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
+			n = v
+		}
+	}
+	if n == "" || n == "0" {
+		return fmt.Errorf("INFO replication shows no replica: %s", info)
+	}
+	r, err := commands(s.opt.Dial, s.Addr(), []string{"PUBLISH", "redistest:replica-sync", "x"}, []string{"WAIT", n, "1000"})
+	if err != nil {
+		return err
+	}
+	if r[1] != n {
+		return fmt.Errorf("WAIT %s: %s replicas acknowledged a write", n, r[1])
+	}
+	return nil
 }
 
 // Command sends one command and returns its reply as text (a simple or
@@ -217,6 +258,16 @@ func (s *Server) command(args ...string) (string, error) {
 // string or an integer, or an error reply as an error. dial nil is
 // net.Dialer's.
 func command(dial DialFunc, addr string, args ...string) (string, error) {
+	r, err := commands(dial, addr, args)
+	if err != nil {
+		return "", err
+	}
+	return r[0], nil
+}
+
+// commands sends commands on one connection, as command does one, and
+// returns their replies; the first error reply ends it.
+func commands(dial DialFunc, addr string, cmds ...[]string) ([]string, error) {
 	if dial == nil {
 		var d net.Dialer
 		dial = d.DialContext
@@ -225,19 +276,28 @@ func command(dial DialFunc, addr string, args ...string) (string, error) {
 	defer cancel()
 	c, err := dial(ctx, "tcp", addr)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
 	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	for _, args := range cmds {
+		fmt.Fprintf(&b, "*%d\r\n", len(args))
+		for _, a := range args {
+			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+		}
 	}
 	if _, err := c.Write([]byte(b.String())); err != nil {
-		return "", err
+		return nil, err
 	}
-	return reply(bufio.NewReader(c))
+	rd := bufio.NewReader(c)
+	out := make([]string, len(cmds))
+	for i := range cmds {
+		if out[i], err = reply(rd); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // reply reads one reply; an array's elements are joined by newlines, a nil
