@@ -39,9 +39,17 @@ type seqState struct {
 
 // seqBuf holds numbers of one tag, taken from the front. Every number
 // leaves it exactly once, under seqState.mu.
+//
+// It is a queue of the pieces refills brought, as the ID prefetch is, so
+// that nothing under the lock allocates or copies in proportion to the
+// buffer: appending a refill to one slice copied it into a new array,
+// and the allocation's GC assist could hold every caller of every tag
+// behind the lock for most of a millisecond (p99.9 of a prefetched
+// NextSeq 17-270 µs against 0.6-0.9 µs for a prefetched NextID).
 type seqBuf struct {
 	tag     string
-	nums    []int64
+	segs    [][]int64     // each a piece in the order it came; segs[0] is never empty
+	n       int           // numbers in segs
 	used    uint64        // seqState.tick at the last take, for eviction
 	filling bool          // a refill is running
 	round   chan struct{} // closed when the running refill ends
@@ -222,7 +230,7 @@ func (c *Client) seqKnown(tag string) {
 				lru = b
 			}
 		}
-		lru.dropped, lru.nums = true, nil
+		lru.dropped, lru.segs, lru.n = true, nil, 0
 		delete(st.bufs, lru.tag)
 	}
 	st.tick++
@@ -244,7 +252,7 @@ func (c *Client) askSeqLocked(b *seqBuf) {
 func (c *Client) refillSeq(b *seqBuf) {
 	st := &c.seq
 	st.mu.Lock()
-	want := c.cfg.SeqPrefetch - len(b.nums)
+	want := c.cfg.SeqPrefetch - b.n
 	st.mu.Unlock()
 	var got []int64
 	var err error
@@ -254,8 +262,9 @@ func (c *Client) refillSeq(b *seqBuf) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	b.failed = err
-	if !b.dropped && c.bg.Err() == nil {
-		b.nums = append(b.nums, got...)
+	if !b.dropped && c.bg.Err() == nil && len(got) > 0 {
+		b.segs = append(b.segs, got)
+		b.n += len(got)
 	}
 	b.filling = false
 	close(b.round)
@@ -277,9 +286,9 @@ func (c *Client) takeSeq(ctx context.Context, tag string) (v int64, ok bool, err
 		}
 		st.tick++
 		b.used = st.tick
-		if len(b.nums) > 0 {
-			v, b.nums = b.nums[0], b.nums[1:]
-			if len(b.nums) < max(1, c.cfg.SeqPrefetch/2) {
+		if b.n > 0 {
+			v = b.take(1)[0]
+			if b.n < max(1, c.cfg.SeqPrefetch/2) {
 				c.askSeqLocked(b)
 			}
 			st.mu.Unlock()
@@ -307,6 +316,10 @@ func (c *Client) takeSeq(ctx context.Context, tag string) (v int64, ok bool, err
 // takeSeqN returns n buffered numbers of tag if its buffer holds that
 // many, else none.
 func (c *Client) takeSeqN(tag string, n int) []int64 {
+	if n > c.cfg.SeqPrefetch {
+		return nil // no buffer holds that many
+	}
+	out := make([]int64, 0, n) // allocated outside the lock
 	st := &c.seq
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -316,14 +329,32 @@ func (c *Client) takeSeqN(tag string, n int) []int64 {
 	}
 	st.tick++
 	b.used = st.tick
-	if len(b.nums) < n {
+	if b.n < n {
 		c.askSeqLocked(b)
 		return nil
 	}
-	out := slices.Clone(b.nums[:n])
-	b.nums = b.nums[n:]
-	if len(b.nums) < max(1, c.cfg.SeqPrefetch/2) {
+	for len(out) < n {
+		out = append(out, b.take(n-len(out))...)
+	}
+	if b.n < max(1, c.cfg.SeqPrefetch/2) {
 		c.askSeqLocked(b)
 	}
+	return out
+}
+
+// take removes and returns up to k numbers from the front of b's first
+// piece (at least one: b.n > 0); the result shares the piece's array,
+// which no one writes again. seqState.mu is held.
+func (b *seqBuf) take(k int) []int64 {
+	seg := b.segs[0]
+	k = min(k, len(seg))
+	out := seg[:k:k]
+	if k == len(seg) {
+		b.segs[0] = nil
+		b.segs = b.segs[1:]
+	} else {
+		b.segs[0] = seg[k:]
+	}
+	b.n -= k
 	return out
 }

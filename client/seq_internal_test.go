@@ -1,0 +1,36 @@
+package client
+
+import (
+	"slices"
+	"testing"
+)
+
+// The per-tag buffer hands out every number of its pieces once, in the
+// order they came, whatever the sizes taken, across piece boundaries.
+func TestSeqBufTake(t *testing.T) {
+	pieces := [][]int64{{1, 2, 3}, {10, 11}, {20}, {30, 31, 32, 33}}
+	var all []int64
+	for _, p := range pieces {
+		all = append(all, p...)
+	}
+	for _, sizes := range [][]int{{1}, {2}, {3}, {4}, {10}, {1, 4, 2}, {5, 1}} {
+		b := &seqBuf{}
+		for _, p := range pieces {
+			b.segs = append(b.segs, slices.Clone(p))
+			b.n += len(p)
+		}
+		var got []int64
+		for i := 0; b.n > 0; i++ {
+			k := sizes[i%len(sizes)]
+			want := min(k, b.n)
+			var out []int64
+			for len(out) < want { // as takeSeqN does
+				out = append(out, b.take(want-len(out))...)
+			}
+			got = append(got, out...)
+		}
+		if !slices.Equal(got, all) || len(b.segs) != 0 {
+			t.Errorf("taking %v at a time: %v, %d pieces left; want %v and none", sizes, got, len(b.segs), all)
+		}
+	}
+}
