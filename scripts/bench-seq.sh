@@ -18,6 +18,12 @@
 #   conns=2    both on 2 connections, the calls queued on one sent together
 #              (package client's pipelining; a go-redis pipeline for INCR).
 #   prefetch   client-seq --seq-prefetch 10000 against `redis-incr --pool`.
+#
+# Then the tail with a slow store: a second `vesta serve` whose Redis store
+# is behind a TCP proxy holding every request 5 ms; client-seq with
+# --seq-prefetch 10000 in an open loop of 200,000 calls/s, its p50/p99/p99.9
+# beside the client's prefetched NextID (`client --prefetch 10000`) at the
+# same load on the same server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3} dur=${2:-5s} conc=${3:-64}
@@ -70,6 +76,55 @@ bin/vesta serve --config "$dir/vesta.yaml" --data-dir "$dir/data" --log-level er
 pids+=($!)
 waitport "$central"
 
+# The slow store: a proxy holding each chunk from vesta to Redis 5 ms.
+cat >"$dir/delayproxy.py" <<'PROXY'
+import asyncio, sys
+listen, target, delay = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]) / 1000
+
+async def pipe(r, w, d):
+    try:
+        while data := await r.read(65536):
+            if d:
+                await asyncio.sleep(d)
+            w.write(data)
+            await w.drain()
+    finally:
+        w.close()
+
+async def handle(cr, cw):
+    sr, sw = await asyncio.open_connection("127.0.0.1", target)
+    await asyncio.gather(pipe(cr, sw, delay), pipe(sr, cw, 0), return_exceptions=True)
+
+async def main():
+    async with await asyncio.start_server(handle, "127.0.0.1", listen) as srv:
+        await srv.serve_forever()
+
+asyncio.run(main())
+PROXY
+proxy=$(freeport)
+python3 "$dir/delayproxy.py" "$proxy" "$store" 5 &
+pids+=($!)
+waitport "$proxy"
+slow=$(freeport) slowrest=$(freeport)
+cat >"$dir/slow.yaml" <<EOF
+machine:
+  id: 1001
+segment:
+  store: redis
+  redis:
+    addrs: ["127.0.0.1:$proxy"]
+  preload: [slow]
+central:
+  listen: 127.0.0.1:$slow
+rest:
+  listen: 127.0.0.1:$slowrest
+EOF
+bin/vesta seq create slow --start 1 --step 1000 --config "$dir/slow.yaml" >/dev/null
+bin/vesta serve --config "$dir/slow.yaml" --data-dir "$dir/slow-data" --log-level error \
+  >"$dir/slow.log" 2>&1 &
+pids+=($!)
+waitport "$slow"
+
 # run NAME ROUND ARGS...: one measurement; its calls/s and p99 (µs) are
 # appended to NAME's file.
 run() {
@@ -101,6 +156,19 @@ for r in $(seq "$rounds"); do
   done
 done
 
+# tail_run NAME ROUND ARGS...: one open-loop run; calls/s, p50, p99, p99.9
+# and max (µs) appended to NAME's file.
+tail_run() {
+  local name=$1 round=$2; shift 2
+  bin/vesta-bench "$@" -c "$conc" -d "$dur" --warmup 1s --rate 200000 --json 2>/dev/null |
+    python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["calls_per_sec"], r["p50_us"], r["p99_us"], r["p999_us"], r["max_us"])' >>"$dir/$name"
+  echo "round $round: $name $(tail -1 "$dir/$name")" >&2
+}
+for r in $(seq "$rounds"); do
+  tail_run tail.seq "$r" client-seq --addr "127.0.0.1:$slow" --tag slow --seq-prefetch 10000
+  tail_run tail.id "$r" client --addr "127.0.0.1:$slow" --prefetch 10000
+done
+
 python3 - "$dir" "$conc" "$dur" "${pairs[@]}" <<'EOF'
 import statistics, sys
 d, conc, dur, pairs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
@@ -116,5 +184,15 @@ for p in pairs:
     l = [x[1] / y[1] for x, y in zip(t, a)]
     print(f"| {p} | {med(x[0] for x in t):,.0f} ({med(x[1] for x in t):,.0f}) | "
           f"{med(y[0] for y in a):,.0f} ({med(y[1] for y in a):,.0f}) | "
-          f"×{med(r):.2f} | ×{min(r):.2f}–×{max(r):.2f} | ×{med(l):.2f} |")
+          f"×{med(r):.2f} | ×{min(r):.2f}–×{max(r):.2f} | ×{med(l):.2g} |")
+print()
+print(f"Open loop at 200,000 calls/s, {conc} callers, every store round trip +5 ms (medians over rounds; p99.9 range):")
+print()
+print("| target | calls/s | p50 µs | p99 µs | p99.9 µs | p99.9 range | max µs |")
+print("|---|---|---|---|---|---|---|")
+for name, what in (("tail.seq", "client NextSeq, seq prefetch 10,000"), ("tail.id", "client NextID, prefetch 10,000")):
+    rows = read(name)
+    col = lambda i: med(x[i] for x in rows)
+    p999 = [x[3] for x in rows]
+    print(f"| {what} | {col(0):,.0f} | {col(1):.2f} | {col(2):.2f} | {col(3):.2f} | {min(p999):.2f}–{max(p999):.2f} | {col(4):,.0f} |")
 EOF
