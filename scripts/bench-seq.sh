@@ -56,25 +56,33 @@ for p in "$store" "$anchor"; do
   pids+=($!)
   waitport "$p"
 done
-central=$(freeport) rest=$(freeport)
-cat >"$dir/vesta.yaml" <<EOF
+# serve NAME MACHINE STORE_PORT TAG STEP: a `vesta serve` on machine MACHINE
+# with a Redis segment store at STORE_PORT and TAG created with STEP; its
+# central port is left in $port.
+serve() {
+  local name=$1 machine=$2 storeport=$3 tag=$4 step=$5
+  port=$(freeport)
+  cat >"$dir/$name.yaml" <<EOF
 machine:
-  id: 1000
+  id: $machine
 segment:
   store: redis
   redis:
-    addrs: ["127.0.0.1:$store"]
-  preload: [bench]
+    addrs: ["127.0.0.1:$storeport"]
+  preload: [$tag]
 central:
-  listen: 127.0.0.1:$central
+  listen: 127.0.0.1:$port
 rest:
-  listen: 127.0.0.1:$rest
+  listen: 127.0.0.1:$(freeport)
 EOF
-bin/vesta seq create bench --start 1 --step 100000 --config "$dir/vesta.yaml" >/dev/null
-bin/vesta serve --config "$dir/vesta.yaml" --data-dir "$dir/data" --log-level error \
-  >"$dir/serve.log" 2>&1 &
-pids+=($!)
-waitport "$central"
+  bin/vesta seq create "$tag" --start 1 --step "$step" --config "$dir/$name.yaml" >/dev/null
+  bin/vesta serve --config "$dir/$name.yaml" --data-dir "$dir/$name-data" --log-level error \
+    >"$dir/$name.log" 2>&1 &
+  pids+=($!)
+  waitport "$port"
+}
+serve fast 1000 "$store" bench 100000
+central=$port
 
 # The slow store: a proxy holding each chunk from vesta to Redis 5 ms.
 cat >"$dir/delayproxy.py" <<'PROXY'
@@ -105,25 +113,8 @@ proxy=$(freeport)
 python3 "$dir/delayproxy.py" "$proxy" "$store" 5 &
 pids+=($!)
 waitport "$proxy"
-slow=$(freeport) slowrest=$(freeport)
-cat >"$dir/slow.yaml" <<EOF
-machine:
-  id: 1001
-segment:
-  store: redis
-  redis:
-    addrs: ["127.0.0.1:$proxy"]
-  preload: [slow]
-central:
-  listen: 127.0.0.1:$slow
-rest:
-  listen: 127.0.0.1:$slowrest
-EOF
-bin/vesta seq create slow --start 1 --step 1000 --config "$dir/slow.yaml" >/dev/null
-bin/vesta serve --config "$dir/slow.yaml" --data-dir "$dir/slow-data" --log-level error \
-  >"$dir/slow.log" 2>&1 &
-pids+=($!)
-waitport "$slow"
+serve slow 1001 "$proxy" slow 1000
+slow=$port
 
 # run NAME ROUND ARGS...: one measurement; its calls/s and p99 (µs) are
 # appended to NAME's file.
@@ -174,6 +165,7 @@ import statistics, sys
 d, conc, dur, pairs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 read = lambda f: [tuple(map(float, x.split())) for x in open(f"{d}/{f}")]
 med = statistics.median
+us = lambda v: f"{v:,.0f}" if v >= 10 else f"{v:.2f}"  # latencies in µs
 print(f"{conc} callers, {dur} per run after 1s of warm-up; ratios are per round (target ÷ anchor), then their median and range")
 print()
 print("| pair | target calls/s (p99 µs) | anchor calls/s (p99 µs) | calls/s ratio | range | p99 ratio |")
@@ -182,8 +174,8 @@ for p in pairs:
     t, a = read(p + ".target"), read(p + ".anchor")
     r = [x[0] / y[0] for x, y in zip(t, a)]
     l = [x[1] / y[1] for x, y in zip(t, a)]
-    print(f"| {p} | {med(x[0] for x in t):,.0f} ({med(x[1] for x in t):,.0f}) | "
-          f"{med(y[0] for y in a):,.0f} ({med(y[1] for y in a):,.0f}) | "
+    print(f"| {p} | {med(x[0] for x in t):,.0f} ({us(med(x[1] for x in t))}) | "
+          f"{med(y[0] for y in a):,.0f} ({us(med(y[1] for y in a))}) | "
           f"×{med(r):.2f} | ×{min(r):.2f}–×{max(r):.2f} | ×{med(l):.2g} |")
 print()
 print(f"Open loop at 200,000 calls/s, {conc} callers, every store round trip +5 ms (medians over rounds; p99.9 range):")
