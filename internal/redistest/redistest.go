@@ -73,7 +73,11 @@ func startWith(t testing.TB, cluster bool, opt Options) *Server {
 func (s *Server) argv(bin string, port int) []string {
 	args := []string{"--port", strconv.Itoa(port), "--bind", s.host(),
 		"--save", "", "--appendonly", "no", "--dir", s.dir,
-		"--logfile", filepath.Join(s.dir, "redis.log"), "--daemonize", "no"}
+		"--logfile", filepath.Join(s.dir, "redis.log"), "--daemonize", "no",
+		// A replica's first full sync starts at once: Redis 7 waits 5 s by
+		// default for more replicas to share a diskless transfer, which
+		// every test with a replica would pay.
+		"--repl-diskless-sync-delay", "0"}
 	if s.cluster {
 		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
 	}
