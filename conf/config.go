@@ -332,12 +332,13 @@ func (m MachineConfig) Uses(provider string) bool {
 	return false
 }
 
-// Core returns the generator's configuration for a publish method: layout,
-// type, epoch, version, machine.id (0 when unset: the machine-ID lease
-// sets the generator's, see machineid.Lease.NewGenerator), MaxBorrow and
-// the time guard's window and start-up wait. Clock, Guard and Logger are
-// left nil for the caller. It validates c and RequireMachine first.
-func (c Config) Core(method core.Method) (core.Config, error) {
+// Core returns the generator's configuration, the same for every publish
+// method (the machine-ID lease sets the method): layout, type, epoch,
+// version, machine.id (0 when unset: the lease sets the generator's, see
+// machineid.Lease.NewGenerator), MaxBorrow and the time guard's window and
+// start-up wait. Clock, Guard and Logger are left nil for the caller. It
+// validates c and RequireMachine first.
+func (c Config) Core() (core.Config, error) {
 	if err := errors.Join(c.Validate(), c.RequireMachine()); err != nil {
 		return core.Config{}, err
 	}
@@ -358,7 +359,7 @@ func (c Config) Embed() (embed.Config, error) {
 func (c Config) embed() embed.Config {
 	return embed.Config{
 		Layout: c.ID.Layout, Type: c.ID.Type, Epoch: c.ID.Epoch, Version: uint8(c.ID.Version),
-		Machine:   c.MachineID(core.Embedded),
+		Machine:   c.MachineID(),
 		MaxBorrow: c.ID.MaxBorrow, DataDir: c.TimeGuard.Dir,
 		GuardWindow: c.TimeGuard.Window, MaxStartupWait: c.TimeGuard.MaxStartupWait,
 	}

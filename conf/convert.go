@@ -13,11 +13,11 @@ import (
 
 // MachineID returns the machine-ID configuration: the provider chain, the
 // static ID (nil when machine.id is unset), the IP table, the k8s offset,
-// the ranges, the lease ranges and the Redis lease. method is the publish
-// method it is for; the result is the same for every method
-// (machineid.Acquire takes the method and picks the range). Hostname, host
-// addresses, Clock, Logger and Registerer are left for the caller.
-func (c Config) MachineID(method core.Method) machineid.Config { return c.Machine.machineID() }
+// the ranges, the lease ranges and the Redis lease. It is the same for
+// every publish method: machineid.Acquire takes the method and picks the
+// range. Hostname, host addresses, Clock, Logger and Registerer are left
+// for the caller.
+func (c Config) MachineID() machineid.Config { return c.Machine.machineID() }
 
 func (m MachineConfig) machineID() machineid.Config {
 	table := make(map[string]core.MachineID, len(m.IPTable))

@@ -41,7 +41,7 @@ func TestLeaseRangeKeys(t *testing.T) {
 	if r := c.Machine.LeaseRange(core.Embedded); r != machineid.DefaultEmbeddedRange {
 		t.Fatalf("LeaseRange(embedded) = %v; want all of the embedded range (redis listed)", r)
 	}
-	mc := c.MachineID(core.Central)
+	mc := c.MachineID()
 	if mc.ServerLeaseRange != mustRange(t, "924-1003") || !mc.EmbeddedLeaseRange.IsZero() || mc.Static == nil || *mc.Static != 1023 {
 		t.Fatalf("MachineID() = %+v", mc)
 	}

@@ -526,7 +526,7 @@ func TestFlags(t *testing.T) {
 // issuers refuse (RequireMachine) while static is listed.
 func TestNoDefaultMachineID(t *testing.T) {
 	c := conf.DefaultConfig()
-	if c.Machine.ID != nil || c.Machine.Static() != nil || c.MachineID(core.Central).Static != nil || c.MachineID(core.Embedded).Static != nil {
+	if c.Machine.ID != nil || c.Machine.Static() != nil || c.MachineID().Static != nil || c.MachineID().Static != nil {
 		t.Fatalf("default machine.id %v; want unset", c.Machine.ID)
 	}
 	if err := c.Validate(); err != nil {
@@ -544,7 +544,7 @@ func TestNoDefaultMachineID(t *testing.T) {
 			t.Errorf("%q does not say %q", err, w)
 		}
 	}
-	if _, err := c.Core(core.Central); !errors.Is(err, machineid.ErrNoMachineID) {
+	if _, err := c.Core(); !errors.Is(err, machineid.ErrNoMachineID) {
 		t.Errorf("Core = %v; want ErrNoMachineID", err)
 	}
 	if _, err := c.Embed(); !errors.Is(err, machineid.ErrNoMachineID) {
@@ -563,7 +563,7 @@ func TestNoDefaultMachineID(t *testing.T) {
 		t.Errorf("RequireMachine with redis only = %v", err)
 	}
 	c.Machine.Providers, c.Machine.ID = []string{"static"}, intp(7)
-	if got := c.MachineID(core.Embedded).Static; got == nil || *got != 7 {
+	if got := c.MachineID().Static; got == nil || *got != 7 {
 		t.Errorf("MachineID().Static = %v; want 7", got)
 	}
 	if r := c.Machine.Range(core.REST); r != machineid.DefaultServerRange {
@@ -575,7 +575,7 @@ func TestCore(t *testing.T) {
 	c := conf.DefaultConfig()
 	c.Machine.ID = intp(1023)
 	c.ID.Layout, c.ID.Version = core.Vesta, 1
-	cc, err := c.Core(core.Central)
+	cc, err := c.Core()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -587,7 +587,7 @@ func TestCore(t *testing.T) {
 		t.Error(err)
 	}
 	c.Central.MaxBatch = -1
-	if _, err := c.Core(core.Central); !errors.Is(err, conf.ErrInvalid) {
+	if _, err := c.Core(); !errors.Is(err, conf.ErrInvalid) {
 		t.Errorf("Core of an invalid config: %v; want ErrInvalid", err)
 	}
 }

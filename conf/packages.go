@@ -170,7 +170,7 @@ func (c Config) validatePackages(ck *checker) {
 	checkConversion(ck, "client", []string{"client"}, cc, base, clientKeys)
 	mbase := machineid.DefaultConfig()
 	mbase.Static = new(core.MachineID(0))
-	checkConversion(ck, "machine", []string{"machine"}, c.MachineID(core.Central), mbase, machineKeys)
+	checkConversion(ck, "machine", []string{"machine"}, c.MachineID(), mbase, machineKeys)
 	checkConversion(ck, "segment", []string{"segment"}, c.segmentConfig(), segment.DefaultConfig(), segmentKeys)
 }
 

@@ -74,7 +74,7 @@ func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 		}
 	}
 
-	mcfg := cfg.MachineID(core.Central)
+	mcfg := cfg.MachineID()
 	mcfg.Logger, mcfg.Registerer = log, reg
 	lease, err := machineid.Acquire(ctx, mcfg, core.Central)
 	if errors.Is(err, machineid.ErrRange) || errors.Is(err, machineid.ErrConfig) {
@@ -84,7 +84,7 @@ func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 		return nil, err
 	}
 	a.lease = lease
-	ccfg, err := cfg.Core(core.Central)
+	ccfg, err := cfg.Core()
 	if err != nil {
 		return nil, err
 	}
