@@ -27,6 +27,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3} dur=${2:-5s} conc=${3:-64}
+usage() { echo "bench-seq: $1; usage: scripts/bench-seq.sh [ROUNDS 1-100] [DURATION e.g. 5s] [CONCURRENCY 1-4096]" >&2; exit 2; }
+[[ $rounds =~ ^[0-9]+$ ]] && ((rounds >= 1 && rounds <= 100)) || usage "ROUNDS \"$rounds\""
+[[ $conc =~ ^[0-9]+$ ]] && ((conc >= 1 && conc <= 4096)) || usage "CONCURRENCY \"$conc\""
+[[ $dur =~ ^[0-9]+(ms|s|m)$ ]] || usage "DURATION \"$dur\""
 
 command -v redis-server >/dev/null || scripts/deps.sh
 make -s build bench-load
