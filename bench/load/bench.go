@@ -503,22 +503,8 @@ func (c *benchCaller) loop(ctx context.Context, tg *benchTarget, w int, phase *a
 		t0 := time.Now()
 		n, err := tg.call(ctx, w)
 		d := time.Since(t0)
-		if err != nil && c.firstErr == nil {
-			c.firstErr = err // even in warm-up, to say why no call completed
-		}
-		switch phase.Load() {
-		case phaseDone:
+		if _, done := c.record(phase, n, err, d); done {
 			return
-		case phaseMeasure:
-			if err != nil {
-				c.errors.Add(1)
-				break
-			}
-			ns := min(int64(d), int64(maxLatency))
-			c.hist.RecordValue(ns)
-			c.max = max(c.max, ns)
-			c.ids.Add(uint64(n))
-			c.calls.Add(1)
 		}
 		if err != nil {
 			select {
@@ -560,27 +546,40 @@ func (c *benchCaller) openLoop(ctx context.Context, tg *benchTarget, w int, phas
 		idealEnd = start.Add(service)
 		latency := idealEnd.Sub(next)
 		next = next.Add(interval)
-		if err != nil && c.firstErr == nil {
-			c.firstErr = err
-		}
-		switch phase.Load() {
-		case phaseDone:
+		counted, done := c.record(phase, n, err, latency)
+		if done {
 			return
-		case phaseMeasure:
-			if err != nil {
-				c.errors.Add(1)
-				break
-			}
-			ns := min(int64(latency), int64(maxLatency))
-			c.hist.RecordValue(ns)
-			c.max = max(c.max, ns)
-			c.ids.Add(uint64(n))
-			c.calls.Add(1)
-			if late {
-				c.late++
-			}
+		}
+		if counted && late {
+			c.late++
 		}
 	}
+}
+
+// record counts a call that gave n IDs (or err) in latency d while the
+// run measures: counted says a successful call was counted, done that the
+// run is over. The first error is kept even in warm-up, to say why no call
+// completed.
+func (c *benchCaller) record(phase *atomic.Int32, n int, err error, d time.Duration) (counted, done bool) {
+	if err != nil && c.firstErr == nil {
+		c.firstErr = err
+	}
+	switch phase.Load() {
+	case phaseDone:
+		return false, true
+	case phaseMeasure:
+		if err != nil {
+			c.errors.Add(1)
+			return false, false
+		}
+		ns := min(int64(d), int64(maxLatency))
+		c.hist.RecordValue(ns)
+		c.max = max(c.max, ns)
+		c.ids.Add(uint64(n))
+		c.calls.Add(1)
+		return true, false
+	}
+	return false, false
 }
 
 // untilMidSecond is how long from t until the middle of a wall-clock

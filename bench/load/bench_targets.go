@@ -202,17 +202,7 @@ func openClient(ctx context.Context, o benchOptions, addrs []string) (*benchTarg
 		what += fmt.Sprintf(", prefetching %d", o.prefetch)
 	}
 	tg := &benchTarget{server: what, conns: conns, close: cl.Close, report: func(w io.Writer) { reportClient(w, reg) }}
-	if o.batch == 1 {
-		tg.call = func(ctx context.Context, _ int) (int, error) {
-			_, err := cl.NextID(ctx)
-			return 1, err
-		}
-	} else {
-		tg.call = func(ctx context.Context, _ int) (int, error) {
-			ids, err := cl.NextIDs(ctx, o.batch)
-			return len(ids), err
-		}
-	}
+	idCalls(tg, cl, o)
 	return tg, nil
 }
 
@@ -373,6 +363,13 @@ func openRPC(ctx context.Context, o benchOptions, addr string) (*benchTarget, er
 		conns:  o.conns,
 		close:  cl.Close,
 	}
+	idCalls(tg, cl, o)
+	return tg, nil
+}
+
+// idCalls makes tg's call NextID, or NextIDs(B) with --batch (seqCalls is
+// its twin for sequences).
+func idCalls(tg *benchTarget, cl *client.Client, o benchOptions) {
 	if o.batch == 1 {
 		tg.call = func(ctx context.Context, _ int) (int, error) {
 			_, err := cl.NextID(ctx)
@@ -384,7 +381,6 @@ func openRPC(ctx context.Context, o benchOptions, addr string) (*benchTarget, er
 			return len(ids), err
 		}
 	}
-	return tg, nil
 }
 
 // rpcClientConfig is the client of rpc and rpc-seq: --conns connections to
