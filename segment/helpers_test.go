@@ -41,17 +41,6 @@ func newStore(t testing.TB, step int64, tags ...string) *segment.MemStore {
 	return st
 }
 
-// open opens an Issuer closed at the end of the test.
-func open(t testing.TB, st segment.Store, cfg segment.Config) *segment.Issuer {
-	t.Helper()
-	is, err := segment.Open(context.Background(), st, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = is.Close() })
-	return is
-}
-
 // fakeConfig is DefaultConfig on a manual clock with no refresh loop.
 func fakeConfig() (segment.Config, *core.ManualClock) {
 	clk := core.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))

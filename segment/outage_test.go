@@ -19,7 +19,7 @@ func TestStoreDownThenRecovers(t *testing.T) {
 	st := newStore(t, 100, "t", "idle")
 	cfg, clk := fakeConfig()
 	cfg.Preload = []string{"t"}
-	is := open(t, st, cfg)
+	is := segtest.Open(t, st, cfg)
 	seen := map[int64]bool{}
 	take := func() (int64, error) {
 		n, err := is.Next(ctx, "t")
@@ -93,7 +93,7 @@ func TestStoreWentBack(t *testing.T) {
 	st := newStore(t, 10, "t")
 	cfg, clk := fakeConfig()
 	cfg.Threshold = 1
-	is := open(t, st, cfg)
+	is := segtest.Open(t, st, cfg)
 	// 9 of the first range [1, 10]: the 10th would start the prefetch,
 	// which must not run before the store goes back.
 	got, err := is.NextN(ctx, "t", 9)
@@ -135,7 +135,7 @@ func TestRangeBelowOne(t *testing.T) {
 	if err := st.SetMaxID("t", -15); err != nil {
 		t.Fatal(err)
 	}
-	is := open(t, st, segment.DefaultConfig())
+	is := segtest.Open(t, st, segment.DefaultConfig())
 	n, err := is.Next(ctx, "t")
 	if err != nil || n != 1 {
 		t.Fatalf("Next = %d, %v; want 1", n, err)
@@ -184,7 +184,7 @@ func TestLedgerMemStore(t *testing.T) {
 	for i := range iss {
 		cfg := segment.DefaultConfig()
 		cfg.MaxStep = 100_000
-		iss[i] = open(t, st, cfg)
+		iss[i] = segtest.Open(t, st, cfg)
 	}
 	n := segtest.Ledger(t, iss, tags, callers, perCaller)
 	if n < 5_000_000 {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vesta-go/vesta/internal/segtest"
 	"github.com/vesta-go/vesta/segment"
 )
 
@@ -149,7 +150,7 @@ func TestLeafRanges(t *testing.T) {
 		t.Fatalf("duplicate Create: %v", err)
 	}
 
-	is := open(t, st, segment.DefaultConfig())
+	is := segtest.Open(t, st, segment.DefaultConfig())
 	got, err := is.NextN(ctx, "leaf-segment-test", 3)
 	if err != nil || !slices.Equal(got, []int64{2501, 2502, 2503}) {
 		t.Fatalf("NextN = %v, %v", got, err)
@@ -158,7 +159,7 @@ func TestLeafRanges(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	ctx := context.Background()
-	is := open(t, newStore(t, 10, "a"), segment.DefaultConfig())
+	is := segtest.Open(t, newStore(t, 10, "a"), segment.DefaultConfig())
 	for _, tc := range []struct {
 		name string
 		call func() error
@@ -193,7 +194,7 @@ func TestBadInput(t *testing.T) {
 func TestTagCreatedWhileRunning(t *testing.T) {
 	ctx := context.Background()
 	st := newStore(t, 10, "a")
-	is := open(t, st, segment.DefaultConfig())
+	is := segtest.Open(t, st, segment.DefaultConfig())
 	if got := is.Tags(); !slices.Equal(got, []string{"a"}) {
 		t.Fatalf("Tags = %v", got)
 	}
@@ -215,7 +216,7 @@ func TestDoubleBuffer(t *testing.T) {
 	gate := newGate(newStore(t, 100, "t"))
 	cfg, _ := fakeConfig()
 	cfg.Preload = []string{"t"}
-	is := open(t, gate, cfg)
+	is := segtest.Open(t, gate, cfg)
 	if n := len(gate.stepsAsked()); n != 1 {
 		t.Fatalf("%d fetches after preload, want 1", n)
 	}
@@ -276,7 +277,7 @@ func TestOnStore(t *testing.T) {
 			t.Errorf("OnStore(%s, %s, %v, %v)", op, tag, d, err)
 		}
 	}
-	is := open(t, st, cfg)
+	is := segtest.Open(t, st, cfg)
 	if _, err := is.NextN(ctx, "t", 25); err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +297,7 @@ func TestDynamicStep(t *testing.T) {
 	cfg, clk := fakeConfig()
 	cfg.Threshold = 1 // fetch when a range's last number goes, to make each range's duration exact
 	cfg.MaxStep = 400
-	is := open(t, gate, cfg)
+	is := segtest.Open(t, gate, cfg)
 	// Minutes between fetches, and the step each fetch then asks.
 	for i, tc := range []struct {
 		after time.Duration

@@ -1,6 +1,6 @@
 // Package segtest holds test helpers shared by the tests of segment and its
-// stores: a ledger that runs callers over several issuers sharing a store
-// and checks every number handed out.
+// stores: an issuer closed with the test, and a ledger that runs callers
+// over several issuers sharing a store and checks every number handed out.
 package segtest
 
 import (
@@ -10,6 +10,17 @@ import (
 
 	"github.com/vesta-go/vesta/segment"
 )
+
+// Open opens an Issuer on st, closed at the end of the test.
+func Open(t testing.TB, st segment.Store, cfg segment.Config) *segment.Issuer {
+	t.Helper()
+	is, err := segment.Open(context.Background(), st, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = is.Close() })
+	return is
+}
 
 // Ledger runs callers goroutines, spread over the issuers (which share a
 // store), each taking perCaller numbers over tags (a fifth by Next, the

@@ -61,16 +61,6 @@ func openStore(t testing.TB, dsn string) *mysqlstore.Store {
 	return st
 }
 
-func openIssuer(t testing.TB, st segment.Store, cfg segment.Config) *segment.Issuer {
-	t.Helper()
-	is, err := segment.Open(context.Background(), st, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = is.Close() })
-	return is
-}
-
 // leafNext is Leaf's own transaction (its IDAllocMapper's updateMaxId and
 // getLeafAlloc), answering the range Leaf would issue: [max_id-step, max_id).
 func leafNext(ctx context.Context, db *sql.DB, tag string) (segment.Range, error) {
@@ -125,7 +115,7 @@ func testExistingLeafTable(t *testing.T, srv *mariadbtest.Server, db *sql.DB) {
 		tags[0].MaxID != 1 || tags[0].Step != 2000 || tags[0].Updated.IsZero() || tags[1].Tag != "order" || tags[1].Description != "" {
 		t.Fatalf("Tags = %+v", tags)
 	}
-	is := openIssuer(t, st, segment.DefaultConfig())
+	is := segtest.Open(t, st, segment.DefaultConfig())
 	if n, err := is.Next(ctx, "leaf-segment-test"); err != nil || n != 1 {
 		t.Fatalf("first number = %d, %v; Leaf's is 1", n, err)
 	}
@@ -215,7 +205,7 @@ func testCreateAndErrors(t *testing.T, srv *mariadbtest.Server, db *sql.DB) {
 	if _, err := db.Exec("INSERT INTO vesta_alloc(biz_tag, max_id, step) VALUES ('broken', 1, 0)"); err != nil {
 		t.Fatal(err)
 	}
-	is := openIssuer(t, st, segment.DefaultConfig())
+	is := segtest.Open(t, st, segment.DefaultConfig())
 	if _, err := is.Next(ctx, "broken"); !errors.Is(err, segment.ErrBadRange) {
 		t.Fatalf("Next of a step-0 row = %v", err)
 	}
@@ -258,7 +248,7 @@ func testLedger(t *testing.T, srv *mariadbtest.Server, _ *sql.DB) {
 	for i := range iss {
 		cfg := segment.DefaultConfig()
 		cfg.MaxStep = 20_000
-		iss[i] = openIssuer(t, openStore(t, srv.DSN("leaf")), cfg)
+		iss[i] = segtest.Open(t, openStore(t, srv.DSN("leaf")), cfg)
 	}
 	n := segtest.Ledger(t, iss, tags, 32, 160_000)
 	var fetched int64
@@ -287,7 +277,7 @@ func testKilledMidRun(t *testing.T, srv *mariadbtest.Server, _ *sql.DB) {
 	cfg.Preload = []string{"kill"}
 	cfg.RetryBackoff = 50 * time.Millisecond
 	cfg.StoreTimeout = 3 * time.Second
-	is := openIssuer(t, st, cfg)
+	is := segtest.Open(t, st, cfg)
 	seen := map[int64]bool{}
 	prev := int64(0)
 	take := func() error {

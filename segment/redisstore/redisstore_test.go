@@ -32,16 +32,6 @@ func openStore(t testing.TB, addr string, mod func(*redisstore.Config)) *redisst
 	return st
 }
 
-func openIssuer(t testing.TB, st segment.Store, cfg segment.Config) *segment.Issuer {
-	t.Helper()
-	is, err := segment.Open(context.Background(), st, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = is.Close() })
-	return is
-}
-
 // lineNow is the loss floor's line at the Redis server's clock.
 func lineNow(t testing.TB, addr string) int64 {
 	t.Helper()
@@ -142,7 +132,7 @@ func TestLedger(t *testing.T) {
 	for i := range iss {
 		cfg := segment.DefaultConfig()
 		cfg.MaxStep = 20_000
-		iss[i] = openIssuer(t, openStore(t, srv.Addr(), nil), cfg)
+		iss[i] = segtest.Open(t, openStore(t, srv.Addr(), nil), cfg)
 	}
 	n := segtest.Ledger(t, iss, tags, 32, 160_000)
 	if n < 5_000_000 {
@@ -207,7 +197,7 @@ func TestLossFloor(t *testing.T) {
 				cfg := segment.DefaultConfig()
 				cfg.RetryBackoff = 10 * time.Millisecond
 				cfg.MaxStep = 20 // many fetches
-				iss[i] = openIssuer(t, openStore(t, srv.Addr(), nil), cfg)
+				iss[i] = segtest.Open(t, openStore(t, srv.Addr(), nil), cfg)
 			}
 			var issued atomic.Int64
 			stop := make(chan struct{})
