@@ -119,29 +119,41 @@ func TestRedisKilledAndRestartedEmptyUnderLoad(t *testing.T) {
 	srv.KillAndRestart(nil) // kill -9, every RDB and AOF file deleted
 	// A second issuer takes the ID as soon as Redis answers; the first one
 	// retries its renewal on its own schedule and usually loses the race.
-	var b *machineid.Lease
-	eventually(t, "a lease on the empty Redis", func() bool {
-		l, err := machineid.Acquire(context.Background(), c, core.Central)
-		if err != nil {
+	outB, stopB := secondHolder(t, c, gc, "a lease on the empty Redis", "a claim on a Redis restarted empty has no quarantine",
+		func(err error) bool {
 			if !errors.Is(err, machineid.ErrUnavailable) && !errors.Is(err, machineid.ErrRangeFull) {
 				t.Fatalf("Acquire: %v", err)
 			}
 			return false
+		})
+	stopA()
+	stopB()
+	noDuplicates(t, genA.Codec(), snapshot(&outA), snapshot(outB))
+}
+
+// secondHolder acquires the machine ID of c again (waiting for what while
+// Acquire fails and failed(err) says to go on), fails with noQuarantine
+// unless the claim is quarantined, and issues with it until it issued
+// more than 1000 IDs into the returned ledger (stop ends the issuing).
+func secondHolder(t testing.TB, c machineid.Config, gc core.Config, what, noQuarantine string, failed func(error) bool) (out *issued, stop func()) {
+	t.Helper()
+	var b *machineid.Lease
+	eventually(t, what, func() bool {
+		l, err := machineid.Acquire(context.Background(), c, core.Central)
+		if err != nil {
+			return failed(err)
 		}
 		b = l
 		return true
 	})
 	t.Cleanup(func() { b.Close(context.Background()) })
 	if b.Status().QuarantineUntil.IsZero() {
-		t.Fatal("a claim on a Redis restarted empty has no quarantine")
+		t.Fatal(noQuarantine)
 	}
-	genB := generator(t, b, gc)
-	var outB issued
-	stopB := issue(t, genB, &outB)
-	eventually(t, "IDs issued by the second holder", func() bool { n, _ := outB.count(); return n > 1000 })
-	stopA()
-	stopB()
-	noDuplicates(t, genA.Codec(), snapshot(&outA), snapshot(&outB))
+	out = new(issued)
+	stop = issue(t, generator(t, b, gc), out)
+	eventually(t, "IDs issued by the second holder", func() bool { n, _ := out.count(); return n > 1000 })
+	return out, stop
 }
 
 // TestStaleReleaseRecordAfterRollback: a clean release record is used once;
@@ -182,26 +194,11 @@ func TestStaleReleaseRecordAfterRollback(t *testing.T) {
 	eventually(t, "IDs issued", func() bool { n, _ := outA.count(); return n > 1000 })
 
 	srv.KillAndRestart(snap) // rolled back: the record is back, the lease gone
-	var b *machineid.Lease
-	eventually(t, "a lease on the rolled-back Redis", func() bool {
-		l, err := machineid.Acquire(context.Background(), c, core.Central)
-		if err != nil {
-			return false
-		}
-		b = l
-		return true
-	})
-	t.Cleanup(func() { b.Close(context.Background()) })
-	if b.Status().QuarantineUntil.IsZero() {
-		t.Fatal("the stale release record was trusted after a rollback")
-	}
-	genB := generator(t, b, gc)
-	var outB issued
-	stopB := issue(t, genB, &outB)
-	eventually(t, "IDs issued by the second holder", func() bool { n, _ := outB.count(); return n > 1000 })
+	outB, stopB := secondHolder(t, c, gc, "a lease on the rolled-back Redis", "the stale release record was trusted after a rollback",
+		func(error) bool { return false })
 	stopA()
 	stopB()
-	noDuplicates(t, genA.Codec(), snapshot(&outA), snapshot(&outB))
+	noDuplicates(t, genA.Codec(), snapshot(&outA), snapshot(outB))
 }
 
 // TestCleanReleaseSkipsTheQuarantine measures the start-up cost both ways
