@@ -5,6 +5,7 @@ package segtest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -20,6 +21,31 @@ func Open(t testing.TB, st segment.Store, cfg segment.Config) *segment.Issuer {
 	}
 	t.Cleanup(func() { _ = is.Close() })
 	return is
+}
+
+// StoreLedger is the ledger test of a store: 16 tags created with step 500
+// through one store, then 4 issuers, each on a store of its own from open
+// (its own pool or client) and with MaxStep 20,000 so that reservations
+// contend, run Ledger with 32 callers of 160,000 numbers. It returns the
+// issuers, the tags and how many numbers were checked.
+func StoreLedger(t testing.TB, open func() segment.Store) (iss []*segment.Issuer, tags []string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	setup := open()
+	tags = make([]string, 16)
+	for i := range tags {
+		tags[i] = fmt.Sprintf("ledger-%02d", i)
+		if err := setup.Create(ctx, segment.TagInfo{Tag: tags[i], MaxID: 1, Step: 500}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	iss = make([]*segment.Issuer, 4)
+	for i := range iss {
+		cfg := segment.DefaultConfig()
+		cfg.MaxStep = 20_000
+		iss[i] = Open(t, open(), cfg)
+	}
+	return iss, tags, Ledger(t, iss, tags, 32, 160_000)
 }
 
 // Ledger runs callers goroutines, spread over the issuers (which share a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -235,22 +234,7 @@ func testCreateAndErrors(t *testing.T, srv *mariadbtest.Server, db *sql.DB) {
 // Several issuers, each with its own pool, on one table, 16 tags, 5 M
 // numbers with small steps so that reservations contend.
 func testLedger(t *testing.T, srv *mariadbtest.Server, _ *sql.DB) {
-	ctx := context.Background()
-	setup := openStore(t, srv.DSN("leaf"))
-	tags := make([]string, 16)
-	for i := range tags {
-		tags[i] = fmt.Sprintf("ledger-%02d", i)
-		if err := setup.Create(ctx, segment.TagInfo{Tag: tags[i], MaxID: 1, Step: 500}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	iss := make([]*segment.Issuer, 4)
-	for i := range iss {
-		cfg := segment.DefaultConfig()
-		cfg.MaxStep = 20_000
-		iss[i] = segtest.Open(t, openStore(t, srv.DSN("leaf")), cfg)
-	}
-	n := segtest.Ledger(t, iss, tags, 32, 160_000)
+	iss, tags, n := segtest.StoreLedger(t, func() segment.Store { return openStore(t, srv.DSN("leaf")) })
 	var fetched int64
 	for _, is := range iss {
 		for _, tag := range tags {

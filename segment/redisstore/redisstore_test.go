@@ -3,7 +3,6 @@ package redisstore_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,23 +117,8 @@ func TestBasics(t *testing.T) {
 
 // Several issuers, each with its own client, 16 tags, 5 M numbers.
 func TestLedger(t *testing.T) {
-	ctx := context.Background()
 	srv := redistest.Start(t)
-	setup := openStore(t, srv.Addr(), nil)
-	tags := make([]string, 16)
-	for i := range tags {
-		tags[i] = fmt.Sprintf("ledger-%02d", i)
-		if err := setup.Create(ctx, segment.TagInfo{Tag: tags[i], MaxID: 1, Step: 500}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	iss := make([]*segment.Issuer, 4)
-	for i := range iss {
-		cfg := segment.DefaultConfig()
-		cfg.MaxStep = 20_000
-		iss[i] = segtest.Open(t, openStore(t, srv.Addr(), nil), cfg)
-	}
-	n := segtest.Ledger(t, iss, tags, 32, 160_000)
+	_, _, n := segtest.StoreLedger(t, func() segment.Store { return openStore(t, srv.Addr(), nil) })
 	if n < 5_000_000 {
 		t.Fatalf("ledger of %d numbers", n)
 	}
