@@ -330,14 +330,20 @@ func TestCloseReturnsCallersWaitingAtCeiling(t *testing.T) {
 	}
 }
 
+// startTakers starts n takers (machines 1000 on, max_batch 1000) with
+// room IDs each before they answer busy for a second.
+func startTakers(t testing.TB, n int, room int64) (fs []*fake, addrs []string) {
+	t.Helper()
+	for i := range n {
+		f := startTaker(t, core.MachineID(1000+i), 1000, room, 1000)
+		fs, addrs = append(fs, f), append(addrs, f.addr)
+	}
+	return fs, addrs
+}
+
 func TestSpreadOverServers(t *testing.T) {
 	t.Run("NextIDs", func(t *testing.T) {
-		var fs []*fake
-		var addrs []string
-		for i := range 3 {
-			f := startTaker(t, core.MachineID(1000+i), 1000, 300, 1000)
-			fs, addrs = append(fs, f), append(addrs, f.addr)
-		}
+		fs, addrs := startTakers(t, 3, 300)
 		cfg, reg := testConfig(t, addrs...)
 		clk := core.NewManualClock(time.Now()) // never advanced: a wait would hang
 		c := clockClient(t, cfg, clk)
@@ -360,12 +366,7 @@ func TestSpreadOverServers(t *testing.T) {
 		}
 	})
 	t.Run("prefetch", func(t *testing.T) {
-		var fs []*fake
-		var addrs []string
-		for i := range 3 {
-			f := startTaker(t, core.MachineID(1000+i), 1000, 3000, 1000)
-			fs, addrs = append(fs, f), append(addrs, f.addr)
-		}
+		fs, addrs := startTakers(t, 3, 3000)
 		cfg, reg := testConfig(t, addrs...)
 		cfg.Prefetch = 9000
 		clk := core.NewManualClock(time.Now())
