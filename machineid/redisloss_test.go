@@ -70,10 +70,7 @@ func TestFlushAllTakeoverWaitsForTheHolderToFence(t *testing.T) {
 	srv := redistest.Start(t)
 	c, gc := lossConfig(srv)
 	a := mustAcquire(t, c, core.Central)
-	genA := generator(t, a, gc)
-	var outA issued
-	stopA := issue(t, genA, &outA)
-	eventually(t, "IDs issued", func() bool { n, _ := outA.count(); return n > 1000 })
+	genA, outA, stopA := issuing(t, a, gc)
 
 	srv.FlushAll() // the lease and the mark are gone; the holder still issues
 	reg := prometheus.NewRegistry()
@@ -101,7 +98,7 @@ func TestFlushAllTakeoverWaitsForTheHolderToFence(t *testing.T) {
 	stopB()
 	t.Logf("quarantine: waited %s (lease TTL %s, max_clock_skew %s, max_borrow %s)", waited.Round(time.Millisecond),
 		c.Redis.LeaseTTL, c.Redis.MaxClockSkew, gc.MaxBorrow)
-	noDuplicates(t, genA.Codec(), snapshot(&outA), snapshot(&outB))
+	noDuplicates(t, genA.Codec(), snapshot(outA), snapshot(&outB))
 	if s := a.Status(); s.Fences == 0 || s.State != machineid.StateFenced {
 		t.Fatalf("first holder's status %+v; want fenced", s)
 	}
@@ -111,10 +108,7 @@ func TestRedisKilledAndRestartedEmptyUnderLoad(t *testing.T) {
 	srv := redistest.Start(t)
 	c, gc := lossConfig(srv)
 	a := mustAcquire(t, c, core.Central)
-	genA := generator(t, a, gc)
-	var outA issued
-	stopA := issue(t, genA, &outA)
-	eventually(t, "IDs issued", func() bool { n, _ := outA.count(); return n > 1000 })
+	genA, outA, stopA := issuing(t, a, gc)
 
 	srv.KillAndRestart(nil) // kill -9, every RDB and AOF file deleted
 	// A second issuer takes the ID as soon as Redis answers; the first one
@@ -128,7 +122,7 @@ func TestRedisKilledAndRestartedEmptyUnderLoad(t *testing.T) {
 		})
 	stopA()
 	stopB()
-	noDuplicates(t, genA.Codec(), snapshot(&outA), snapshot(outB))
+	noDuplicates(t, genA.Codec(), snapshot(outA), snapshot(outB))
 }
 
 // secondHolder acquires the machine ID of c again (waiting for what while
@@ -150,10 +144,18 @@ func secondHolder(t testing.TB, c machineid.Config, gc core.Config, what, noQuar
 	if b.Status().QuarantineUntil.IsZero() {
 		t.Fatal(noQuarantine)
 	}
-	out = new(issued)
-	stop = issue(t, generator(t, b, gc), out)
-	eventually(t, "IDs issued by the second holder", func() bool { n, _ := out.count(); return n > 1000 })
+	_, out, stop = issuing(t, b, gc)
 	return out, stop
+}
+
+// issuing starts issuing IDs on l's generator into a ledger and returns
+// once more than 1000 were issued; stop ends the issuing.
+func issuing(t testing.TB, l *machineid.Lease, gc core.Config) (gen *core.Generator, out *issued, stop func()) {
+	t.Helper()
+	gen, out = generator(t, l, gc), new(issued)
+	stop = issue(t, gen, out)
+	eventually(t, "IDs issued", func() bool { n, _ := out.count(); return n > 1000 })
+	return gen, out, stop
 }
 
 // TestStaleReleaseRecordAfterRollback: a clean release record is used once;
@@ -188,17 +190,14 @@ func TestStaleReleaseRecordAfterRollback(t *testing.T) {
 	if n := rdb.Exists(context.Background(), relKey).Val(); n != 0 {
 		t.Fatal("the claim left the release record for another")
 	}
-	genA := generator(t, a, gc)
-	var outA issued
-	stopA := issue(t, genA, &outA)
-	eventually(t, "IDs issued", func() bool { n, _ := outA.count(); return n > 1000 })
+	genA, outA, stopA := issuing(t, a, gc)
 
 	srv.KillAndRestart(snap) // rolled back: the record is back, the lease gone
 	outB, stopB := secondHolder(t, c, gc, "a lease on the rolled-back Redis", "the stale release record was trusted after a rollback",
 		func(error) bool { return false })
 	stopA()
 	stopB()
-	noDuplicates(t, genA.Codec(), snapshot(&outA), snapshot(outB))
+	noDuplicates(t, genA.Codec(), snapshot(outA), snapshot(outB))
 }
 
 // TestCleanReleaseSkipsTheQuarantine measures the start-up cost both ways
