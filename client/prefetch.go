@@ -15,8 +15,8 @@ import (
 // while callers keep taking from what is left. Every ID leaves the buffer
 // exactly once, under mu, so none is handed out twice.
 //
-// The buffer is a queue of segments, one per piece a refill brought (one
-// server's answer), each in increasing order. Callers copy out of them
+// The buffer is a queue of pieces (see pieces), one per piece a refill
+// brought (one server's answer), each in increasing order. Callers copy out of them
 // with no work per ID beyond the copy, and a refill appends a segment in
 // constant time, so mu is never held for long; only a batch that spans two
 // segments compares their ends, and is sorted in the rare case that pieces
@@ -31,11 +31,10 @@ type prefetch struct {
 	kick chan struct{} // wakes the refiller; one slot
 
 	mu      sync.Mutex
-	segs    [][]core.ID // ready IDs, taken from the front of segs[0]
-	n       int         // IDs in segs; while above 0, nobody waits
-	waiters []*waiter   // callers waiting for an ID, served in order
-	filling bool        // a refill is asked for or running
-	failed  error       // why the last refill fell short, if it did
+	ready   pieces[core.ID] // while it holds IDs, nobody waits
+	waiters []*waiter       // callers waiting for an ID, served in order
+	filling bool            // a refill is asked for or running
+	failed  error           // why the last refill fell short, if it did
 	stopped bool
 }
 
@@ -67,7 +66,7 @@ func (p *prefetch) run(ctx context.Context) {
 		case <-p.kick:
 		}
 		p.mu.Lock()
-		want := p.size - p.n
+		want := p.size - p.ready.n
 		p.mu.Unlock()
 		var err error
 		if want > 0 {
@@ -108,10 +107,9 @@ func (p *prefetch) put(ids []core.ID) {
 		close(w.ch)
 	}
 	if i < len(ids) {
-		p.segs = append(p.segs, ids[i:])
-		p.n += len(ids) - i
+		p.ready.push(ids[i:])
 	}
-	p.gauge.Set(float64(p.n))
+	p.gauge.Set(float64(p.ready.n))
 }
 
 // releaseLocked sends every waiter away without an ID, with err.
@@ -128,7 +126,7 @@ func (p *prefetch) stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stopped = true
-	p.segs, p.n = nil, 0
+	p.ready = pieces[core.ID]{}
 	p.gauge.Set(0)
 	p.releaseLocked(nil)
 }
@@ -157,7 +155,7 @@ func (p *prefetch) askLocked() {
 // wait.
 func (p *prefetch) take(ctx context.Context) (id core.ID, ok bool, err error) {
 	p.mu.Lock()
-	if p.n == 0 {
+	if p.ready.n == 0 {
 		if p.stopped {
 			p.mu.Unlock()
 			return 0, false, nil
@@ -183,29 +181,13 @@ func (p *prefetch) take(ctx context.Context) (id core.ID, ok bool, err error) {
 		}
 		return 0, false, ctx.Err()
 	}
-	seg := p.segs[0]
-	id = seg[0]
-	if len(seg) == 1 {
-		p.popLocked()
-	} else {
-		p.segs[0] = seg[1:]
-	}
-	p.n--
-	if p.n < p.low {
+	id = p.ready.take(1)[0]
+	if p.ready.n < p.low {
 		p.askLocked()
 	}
-	p.gauge.Set(float64(p.n))
+	p.gauge.Set(float64(p.ready.n))
 	p.mu.Unlock()
 	return id, true, nil
-}
-
-// popLocked drops the first segment, which is used up.
-func (p *prefetch) popLocked() {
-	p.segs[0] = nil
-	p.segs = p.segs[1:]
-	if len(p.segs) == 0 {
-		p.segs = p.segs[:0:0] // let the spent array go
-	}
 }
 
 // takeN appends n buffered IDs to dst, in increasing order, if the buffer
@@ -217,8 +199,8 @@ func (p *prefetch) popLocked() {
 // at most one server reply (max_batch IDs) alive.
 func (p *prefetch) takeN(dst []core.ID, n int) ([]core.ID, bool) {
 	p.mu.Lock()
-	if p.n < n {
-		if p.n < p.low {
+	if p.ready.n < n {
+		if p.ready.n < p.low {
 			p.askLocked()
 		}
 		p.mu.Unlock()
@@ -226,39 +208,23 @@ func (p *prefetch) takeN(dst []core.ID, n int) ([]core.ID, bool) {
 	}
 	start := len(dst)
 	sorted := true
-	if seg := p.segs[0]; len(seg) >= n {
-		if dst == nil {
-			dst = seg[:n:n]
-		} else {
-			dst = append(dst, seg[:n]...)
-		}
-		if len(seg) == n {
-			p.popLocked()
-		} else {
-			p.segs[0] = seg[n:]
-		}
+	if p.ready.first() >= n && dst == nil {
+		dst = p.ready.take(n)
 	} else {
 		dst = slices.Grow(dst, n)
 		for left := n; left > 0; {
-			seg := p.segs[0]
-			k := min(len(seg), left)
-			if len(dst) > start && seg[0] < dst[len(dst)-1] {
+			part := p.ready.take(left)
+			if len(dst) > start && part[0] < dst[len(dst)-1] {
 				sorted = false
 			}
-			dst = append(dst, seg[:k]...)
-			left -= k
-			if k == len(seg) {
-				p.popLocked()
-			} else {
-				p.segs[0] = seg[k:]
-			}
+			dst = append(dst, part...)
+			left -= len(part)
 		}
 	}
-	p.n -= n
-	if p.n < p.low {
+	if p.ready.n < p.low {
 		p.askLocked()
 	}
-	p.gauge.Set(float64(p.n))
+	p.gauge.Set(float64(p.ready.n))
 	p.mu.Unlock()
 	if !sorted {
 		slices.Sort(dst[start:])

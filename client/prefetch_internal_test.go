@@ -48,7 +48,7 @@ func TestPrefetchSegmentsOutOfOrder(t *testing.T) {
 	}
 	for {
 		p.mu.Lock()
-		n := p.n
+		n := p.ready.n
 		p.mu.Unlock()
 		if n == 29 {
 			break

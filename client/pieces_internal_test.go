@@ -5,26 +5,26 @@ import (
 	"testing"
 )
 
-// The per-tag buffer hands out every number of its pieces once, in the
-// order they came, whatever the sizes taken, across piece boundaries.
-func TestSeqBufTake(t *testing.T) {
-	pieces := [][]int64{{1, 2, 3}, {10, 11}, {20}, {30, 31, 32, 33}}
+// A queue of pieces (the per-tag sequence buffer, the ID prefetch) hands
+// out every value of its pieces once, in the order they came, whatever
+// the sizes taken, across piece boundaries.
+func TestPiecesTake(t *testing.T) {
+	parts := [][]int64{{1, 2, 3}, {10, 11}, {20}, {30, 31, 32, 33}}
 	var all []int64
-	for _, p := range pieces {
+	for _, p := range parts {
 		all = append(all, p...)
 	}
 	for _, sizes := range [][]int{{1}, {2}, {3}, {4}, {10}, {1, 4, 2}, {5, 1}} {
-		b := &seqBuf{}
-		for _, p := range pieces {
-			b.segs = append(b.segs, slices.Clone(p))
-			b.n += len(p)
+		var b pieces[int64]
+		for _, p := range parts {
+			b.push(slices.Clone(p))
 		}
 		var got []int64
 		for i := 0; b.n > 0; i++ {
 			k := sizes[i%len(sizes)]
 			want := min(k, b.n)
 			var out []int64
-			for len(out) < want { // as takeSeqN does
+			for len(out) < want { // as takeSeqN and prefetch.takeN do
 				out = append(out, b.take(want-len(out))...)
 			}
 			got = append(got, out...)
