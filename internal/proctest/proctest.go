@@ -19,14 +19,16 @@ const (
 	defaultStartTimeout = 20 * time.Second
 	defaultStopTimeout  = 10 * time.Second
 	pollEvery           = 20 * time.Millisecond
-	// A port found free may be taken before the server binds it.
-	freePortTries = 5
 	// A restarted server's old socket may linger briefly.
 	restartTries = 20
 	restartPause = 200 * time.Millisecond
 	// tailLines of the log go into a failure message.
 	tailLines = 20
 )
+
+// FreePortTries is how many times a start on free ports is tried: a port
+// found free may be taken before the server binds it.
+const FreePortTries = 5
 
 // Spec says how to run one server program.
 type Spec struct {
@@ -108,12 +110,12 @@ func Start(t testing.TB, spec Spec) *Proc {
 	t.Helper()
 	p := newProc(t, spec)
 	var last error
-	for range freePortTries {
-		port, err := freePort()
+	for range FreePortTries {
+		ports, err := FreePorts(1)
 		if err != nil {
 			t.Fatalf("proctest: finding a free port for %s: %v", spec.Name, err)
 		}
-		p.port = port
+		p.port = ports[0]
 		if last = p.start(); last == nil {
 			return p
 		}
@@ -126,12 +128,26 @@ func Start(t testing.TB, spec Spec) *Proc {
 // namespace of its own every port is free).
 func StartOn(t testing.TB, spec Spec, port int) *Proc {
 	t.Helper()
-	p := newProc(t, spec)
-	p.port = port
-	if err := p.start(); err != nil {
+	p, err := TryStartOn(t, spec, port)
+	if err != nil {
 		t.Fatalf("proctest: %v", err)
 	}
 	return p
+}
+
+// TryStartOn is StartOn returning the failure of the start instead of
+// failing the test, for a harness that retries on other ports itself:
+// servers that must all know each other's ports before the first starts
+// (an etcd cluster's members) are retried together. The Proc of a failed
+// start is nil; a bad Spec still fails the test.
+func TryStartOn(t testing.TB, spec Spec, port int) (*Proc, error) {
+	t.Helper()
+	p := newProc(t, spec)
+	p.port = port
+	if err := p.start(); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 func newProc(t testing.TB, spec Spec) *Proc {
@@ -294,11 +310,26 @@ func (p *Proc) end(sig syscall.Signal) {
 	}
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// FreePorts returns n different ports of 127.0.0.1 that are free now. One
+// may be taken before the server binds it: a start on them must be
+// retried on others, up to FreePortTries times, as Start does.
+func FreePorts(n int) ([]int, error) {
+	// Every listener stays open until all n are found, so that the kernel
+	// cannot hand out one port twice.
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, n)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports[i] = l.Addr().(*net.TCPAddr).Port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports, nil
 }

@@ -238,3 +238,43 @@ func TestNeverReadyIsKilled(t *testing.T) {
 	}
 	down(t, port, "after the failed start")
 }
+
+// FreePorts are different, and each can be bound.
+func TestFreePorts(t *testing.T) {
+	ports, err := proctest.FreePorts(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, p := range ports {
+		if seen[p] {
+			t.Fatalf("FreePorts(6) = %v: %d twice", ports, p)
+		}
+		seen[p] = true
+		l, err := net.Listen("tcp", addr(p))
+		if err != nil {
+			t.Fatalf("port %d of FreePorts: %v", p, err)
+		}
+		l.Close()
+	}
+}
+
+// TryStartOn returns a failed start's error, log tail included, where
+// StartOn would fail the test; a good start runs as StartOn's does.
+func TestTryStartOn(t *testing.T) {
+	ports, err := proctest.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := proctest.TryStartOn(t, spec(t, "exit"), ports[0])
+	if p != nil || err == nil || !strings.Contains(err.Error(), "child: cannot serve on port") {
+		t.Fatalf("TryStartOn of a server that exits: %v, %v", p, err)
+	}
+	p, err = proctest.TryStartOn(t, spec(t, "serve"), ports[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := greeted(p.Port()); err != nil {
+		t.Fatal(err)
+	}
+}
