@@ -9,7 +9,8 @@
 // harness to retry on other ports. The test owns the process: Stop
 // (SIGTERM, then SIGKILL), Kill (SIGKILL, as a crash), Restart on the same
 // port, and a Stop in t.Cleanup, so no process outlives its test. Stop and
-// Kill are idempotent and wait for the exit.
+// Kill are idempotent and wait for the exit; Stop also ends a server
+// stalled with SIGSTOP.
 //
 // It knows no protocol: the harnesses redistest, mariadbtest and etcdtest
 // say how to build the command line (Spec.Argv) and when the server is

@@ -302,6 +302,9 @@ func (p *Proc) end(sig syscall.Signal) {
 	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		p.t.Errorf("proctest: %v to %s on port %d: %v", sig, p.spec.Name, p.port, err)
 	}
+	// A server a test stalled with SIGSTOP acts on SIGTERM only once it
+	// runs again; without this its Stop would wait out StopTimeout.
+	_ = cmd.Process.Signal(syscall.SIGCONT)
 	select {
 	case <-done:
 	case <-time.After(p.spec.StopTimeout):

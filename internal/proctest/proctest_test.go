@@ -278,3 +278,17 @@ func TestTryStartOn(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A server stalled with SIGSTOP stops at once, not after StopTimeout.
+func TestStopPausedServer(t *testing.T) {
+	sp := spec(t, "serve")
+	sp.StopTimeout = 30 * time.Second
+	p := proctest.Start(t, sp)
+	p.Signal(syscall.SIGSTOP)
+	start := time.Now()
+	p.Stop()
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("Stop of a paused server took %v", d)
+	}
+	down(t, p.Port(), "after Stop")
+}
