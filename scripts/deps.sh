@@ -5,11 +5,11 @@
 # network partitions of the integration tests' hosts in network namespaces;
 # `ip` comes with iproute2), Debian's chromium (the REST page's browser
 # test), python3-msgpack (a MessagePack-RPC client in another language),
-# mariadb-server (segment/mysqlstore, through internal/mariadbtest), and for
-# the deploy and monitoring kits podman with runc (the image test),
-# systemd-analyze (the unit's check) and promtool (the alert rules; Debian's
-# prometheus package). Idempotent; run by
-# scripts/test.sh before the tests.
+# mariadb-server (segment/mysqlstore, through internal/mariadbtest),
+# etcd-server (etcd, the clusters of internal/etcdtest), and for the deploy
+# and monitoring kits podman with runc (the image test), systemd-analyze (the
+# unit's check) and promtool (the alert rules; Debian's prometheus package).
+# Idempotent; run by scripts/test.sh before the tests.
 set -euo pipefail
 
 need=()
@@ -25,6 +25,7 @@ command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 [ -s /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
 { command -v mariadbd || [ -x /usr/sbin/mariadbd ]; } >/dev/null 2>&1 && command -v mariadb-install-db >/dev/null 2>&1 || need+=(mariadb-server)
+command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 echo "== installing ${need[*]}"
@@ -50,4 +51,9 @@ fi
 # service the package may have started on 3306 is stopped.
 if [ -x /usr/sbin/service ] && [[ " ${need[*]} " == *" mariadb-server "* ]]; then
   $sudo service mariadb stop >/dev/null 2>&1 || true
+fi
+# And their own etcd members on free ports; the package's etcd on 2379 and
+# 2380 is stopped too.
+if [ -x /usr/sbin/service ] && [[ " ${need[*]} " == *" etcd-server "* ]]; then
+  $sudo service etcd stop >/dev/null 2>&1 || true
 fi
