@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/vesta-go/vesta/internal/etcdtest"
+	"github.com/vesta-go/vesta/internal/netnstest"
 	"github.com/vesta-go/vesta/internal/proctest"
 )
 
@@ -218,4 +219,65 @@ func TestFailedStartNamesMember(t *testing.T) {
 			t.Errorf("failure message %q lacks %q", msg, want)
 		}
 	}
+}
+
+// TestInNamespaces: members on hosts of a test network, one each, reached
+// through the hosts' Dial. A leader cut off from the others by Host.Drop
+// loses the leadership and its quorum, the others elect a new leader and
+// serve writes; healed, it rejoins and catches up.
+func TestInNamespaces(t *testing.T) {
+	n := netnstest.New(t)
+	var hosts []*netnstest.Host
+	var opt etcdtest.Options
+	for i := range 3 {
+		h := n.Host("etcd" + strconv.Itoa(i))
+		hosts = append(hosts, h)
+		// Fixed ports, each host has all of its own; not etcd's defaults,
+		// so that a flag etcd ignored would show.
+		opt.Members = append(opt.Members, etcdtest.MemberOptions{
+			Bind: h.Addr.String(), ClientPort: 12379, PeerPort: 12380, Wrap: h.Wrap(), Dial: h.Dial})
+	}
+	c := etcdtest.StartCluster(t, 3, opt)
+	for i, m := range c.Members() {
+		if want := net.JoinHostPort(hosts[i].Addr.String(), "12379"); m.Endpoint() != want {
+			t.Fatalf("member %s on %s; want %s", m.Name(), m.Endpoint(), want)
+		}
+	}
+	put(t, c.Client(t), "before", "1")
+
+	old := c.WaitLeader()
+	cut := c.Member(old)
+	hosts[old].Drop()
+	leader := c.WaitLeader(old)
+	t.Logf("leader %s cut off, %s elected", cut.Name(), c.Member(leader).Name())
+	put(t, client(t, c, others(c, old)...), "during", "2")
+	// Cut off, it steps down once an election timeout passes without a
+	// quorum, and refuses writes.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		st, err := cut.Status(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("Status of the member cut off, through its host: %v", err)
+		}
+		if st.Leader != st.Header.MemberId {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("member %s cut off still leads after 10s", cut.Name())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	alone := client(t, c, cut)
+	ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(context.Background()), 2*time.Second)
+	_, err := alone.Put(ctx, "cut", "x")
+	cancel()
+	if err == nil {
+		t.Fatal("a member cut off from its quorum accepted a write")
+	}
+
+	hosts[old].Heal()
+	get(t, alone, "during", "2")
+	put(t, alone, "after", "3")
 }
