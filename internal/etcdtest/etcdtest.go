@@ -164,8 +164,9 @@ func StartCluster(t testing.TB, n int, opt Options) *Cluster {
 
 // startAll starts every member's process. When one fails to start (a port
 // found free was taken meanwhile), the members started before it, which
-// wait for it under the ports of this try, are killed and their data
-// directories emptied, so that the next try starts a new cluster afresh.
+// wait for it under the ports of this try, are killed, and their data
+// directories and its own emptied, so that the next try starts a new
+// cluster afresh.
 func (c *Cluster) startAll(bin string) error {
 	c.t.Helper()
 	for i, m := range c.members {
@@ -174,9 +175,11 @@ func (c *Cluster) startAll(bin string) error {
 			m.Proc = p
 			continue
 		}
-		for _, s := range c.members[:i] {
-			s.Kill()
-			s.Proc = nil
+		for _, s := range c.members[:i+1] {
+			if s.Proc != nil {
+				s.Kill()
+				s.Proc = nil
+			}
 			if rerr := os.RemoveAll(s.dataDir()); rerr != nil {
 				c.t.Fatalf("etcdtest: emptying the data dir of member %s: %v", s.name, rerr)
 			}
