@@ -52,7 +52,7 @@ type MachineConfig struct {
 	// ID is the static provider's machine ID; nil is unset. There is no
 	// default: with static listed and ID unset, the issuers refuse
 	// (RequireMachine), as two hosts left on a default would issue the
-	// same IDs. It must lie outside the IDs Redis leases hand out (see
+	// same IDs. It must lie outside the IDs leases hand out (see
 	// RedisConfig.ServerRange).
 	ID *int `koanf:"id"`
 	// IPTable maps an IP address to a machine ID (iptable provider); nil
@@ -68,14 +68,17 @@ type MachineConfig struct {
 	// Range does not validate.
 	ServerRange machineid.Range `koanf:"server_range"`
 	Redis       RedisConfig     `koanf:"redis"`
+	Etcd        EtcdConfig      `koanf:"etcd"`
 }
 
 // RedisConfig is the Redis lease of the redis provider.
 type RedisConfig struct {
-	// Addrs: one address, Sentinel addresses or Cluster nodes, host:port
-	// each. Empty does not validate when the redis provider is used.
+	// Addrs: one address, or the Sentinel addresses with MasterName,
+	// host:port each. Empty does not validate when the redis provider is
+	// used, nor do several without MasterName (Redis Cluster cannot keep a
+	// lease).
 	Addrs []string `koanf:"addrs"`
-	// MasterName selects Sentinel; "" is a single server or a Cluster.
+	// MasterName selects Sentinel; "" is a single server.
 	MasterName string `koanf:"master_name"`
 	// Password; "" is none. Load fills it from PasswordFile when that is set.
 	Password Secret `koanf:"password"`
@@ -106,6 +109,45 @@ type RedisConfig struct {
 	// waits for none.
 	MinReplicas int `koanf:"min_replicas"`
 }
+
+// EtcdConfig is the etcd lease of the etcd provider.
+type EtcdConfig struct {
+	// Endpoints of the cluster's members, host:port or URLs. Empty does
+	// not validate when the etcd provider is used. In the environment
+	// (VESTA_MACHINE_ETCD_ENDPOINTS) comma-separated.
+	Endpoints []string `koanf:"endpoints"`
+	// Username and Password authenticate; "" is none. Load fills Password
+	// from PasswordFile when that is set.
+	Username     string `koanf:"username"`
+	Password     Secret `koanf:"password"`
+	PasswordFile string `koanf:"password_file"`
+	// TLS to the members; no CA speaks plain TCP.
+	TLS EtcdTLS `koanf:"tls"`
+	// KeyPrefix starts every etcd key; "" does not validate when the etcd
+	// provider is used.
+	KeyPrefix string `koanf:"key_prefix"`
+	// LeaseTTL is the etcd lease's time to live, whole seconds, renewed
+	// every third of it. Below 2s does not validate.
+	LeaseTTL time.Duration `koanf:"lease_ttl"`
+	// EmbeddedRange and ServerRange are the lease ranges, as
+	// machine.redis.embedded_range and server_range are for Redis.
+	EmbeddedRange machineid.Range `koanf:"embedded_range"`
+	ServerRange   machineid.Range `koanf:"server_range"`
+}
+
+// EtcdTLS is TLS to etcd's members.
+type EtcdTLS struct {
+	// CA is a PEM file of the CAs that sign the members' certificates;
+	// "" speaks plain TCP.
+	CA string `koanf:"ca"`
+	// Cert and Key are a client certificate (PEM), both or neither; they
+	// need CA.
+	Cert string `koanf:"cert"`
+	Key  string `koanf:"key"`
+}
+
+// Enabled reports whether the etcd client speaks TLS.
+func (t EtcdTLS) Enabled() bool { return t.CA != "" }
 
 // TimeGuardConfig is the time guard's high-water mark.
 type TimeGuardConfig struct {
@@ -246,6 +288,7 @@ const (
 	ProviderK8s     = machineid.ProviderK8s
 	ProviderIPTable = machineid.ProviderIPTable
 	ProviderStatic  = machineid.ProviderStatic
+	ProviderEtcd    = machineid.ProviderEtcd
 )
 
 // DefaultConfig returns the defaults of every key. Each call returns fresh
@@ -264,6 +307,11 @@ func DefaultConfig() Config {
 				KeyPrefix:    "vesta",
 				LeaseTTL:     15 * time.Second,
 				MaxClockSkew: 2 * time.Second,
+			},
+			Etcd: EtcdConfig{
+				Endpoints: []string{"127.0.0.1:2379"},
+				KeyPrefix: "vesta",
+				LeaseTTL:  10 * time.Second,
 			},
 		},
 		TimeGuard: TimeGuardConfig{Dir: "./vesta-data", Window: 3 * time.Second, MaxStartupWait: 10 * time.Second},
@@ -297,7 +345,7 @@ func (m MachineConfig) Static() *core.MachineID {
 	return new(core.MachineID(*m.ID))
 }
 
-// LeaseRange returns the IDs Redis leases hand out in the range of a
+// LeaseRange returns the IDs leases hand out in the range of a
 // publish method (the effective lease range): machine.redis.embedded_range
 // or server_range when set; else the whole range when the redis provider
 // is listed; else none (the zero Range). machineid.Config.LeaseRange
@@ -352,7 +400,10 @@ func (c Config) Embed() (embed.Config, error) {
 	if err := errors.Join(c.Validate(), c.RequireMachine()); err != nil {
 		return embed.Config{}, err
 	}
-	return c.embed(), nil
+	e := c.embed()
+	var err error
+	e.Machine, err = c.Lease()
+	return e, err
 }
 
 // embed is Embed without the checks.

@@ -19,7 +19,20 @@ import (
 // for the caller.
 func (c Config) MachineID() machineid.Config { return c.Machine.machineID() }
 
+// Lease is MachineID with the files it names read: the etcd TLS
+// certificates. Errors name the key.
+func (c Config) Lease() (machineid.Config, error) {
+	m := c.MachineID()
+	var err error
+	m.Etcd.TLS, err = c.Machine.Etcd.TLS.Load()
+	return m, err
+}
+
 func (m MachineConfig) machineID() machineid.Config {
+	leaseEmbedded, leaseServer := m.Redis.EmbeddedRange, m.Redis.ServerRange
+	if m.Uses(ProviderEtcd) {
+		leaseEmbedded, leaseServer = m.Etcd.EmbeddedRange, m.Etcd.ServerRange
+	}
 	table := make(map[string]core.MachineID, len(m.IPTable))
 	for ip, id := range m.IPTable {
 		table[ip] = core.MachineID(id)
@@ -31,8 +44,8 @@ func (m MachineConfig) machineID() machineid.Config {
 		K8sOffset:          m.K8sOffset,
 		EmbeddedRange:      m.EmbeddedRange,
 		ServerRange:        m.ServerRange,
-		EmbeddedLeaseRange: m.Redis.EmbeddedRange,
-		ServerLeaseRange:   m.Redis.ServerRange,
+		EmbeddedLeaseRange: leaseEmbedded,
+		ServerLeaseRange:   leaseServer,
 		Redis: machineid.RedisConfig{
 			Addrs:        append([]string(nil), m.Redis.Addrs...),
 			MasterName:   m.Redis.MasterName,
@@ -42,7 +55,38 @@ func (m MachineConfig) machineID() machineid.Config {
 			MaxClockSkew: m.Redis.MaxClockSkew,
 			MinReplicas:  m.Redis.MinReplicas,
 		},
+		Etcd: machineid.EtcdConfig{
+			Endpoints: append([]string(nil), m.Etcd.Endpoints...),
+			Username:  m.Etcd.Username,
+			Password:  m.Etcd.Password.Reveal(),
+			KeyPrefix: m.Etcd.KeyPrefix,
+			LeaseTTL:  m.Etcd.LeaseTTL,
+		},
 	}
+}
+
+// Load reads the CA and the client certificate; nil when TLS is off.
+func (t EtcdTLS) Load() (*tls.Config, error) {
+	if !t.Enabled() {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(t.CA)
+	if err != nil {
+		return nil, fmt.Errorf("%w: machine.etcd.tls.ca: %w", ErrInvalid, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%w: machine.etcd.tls.ca: %s holds no PEM certificate", ErrInvalid, t.CA)
+	}
+	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if t.Cert != "" {
+		pair, err := tls.LoadX509KeyPair(t.Cert, t.Key)
+		if err != nil {
+			return nil, fmt.Errorf("%w: machine.etcd.tls.cert, machine.etcd.tls.key: %w", ErrInvalid, err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
 }
 
 // Load reads the certificate, key and client CAs; nil when TLS is off.

@@ -39,7 +39,7 @@ func ExampleConfig_Validate_leaseRange() {
 	c.Machine.Providers, c.Machine.ID = []string{"redis", "static"}, new(1023)
 	fmt.Println(c.Validate())
 	// Output:
-	// conf: machine.id: 1023 lies in the IDs Redis leases hand out (machine.redis.server_range 924-1023, all of machine.server_range by default with the redis provider), so a leasing host could take it while this one holds it; narrow machine.redis.server_range (e.g. 924-1022) and take fixed IDs from the rest
+	// conf: machine.id: 1023 lies in the IDs leases hand out (machine.redis.server_range 924-1023, all of machine.server_range by default with the redis provider), so a leasing host could take it while this one holds it; narrow machine.redis.server_range (e.g. 924-1022) and take fixed IDs from the rest
 }
 
 func ExampleConfig_Validate() {
@@ -48,6 +48,6 @@ func ExampleConfig_Validate() {
 	c.Central.MaxBatch = 2_000_000
 	fmt.Println(c.Validate())
 	// Output:
-	// conf: machine.providers: "staic"; want static, iptable, redis or k8s
+	// conf: machine.providers: "staic"; want static, iptable, redis, k8s or etcd
 	// conf: central.max_batch: central: invalid config: MaxBatch 2000000; want 0 (default) or 1-1000000
 }

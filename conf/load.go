@@ -123,6 +123,7 @@ func Load(opts Options) (Loaded, error) {
 	err = ko.UnmarshalWithConf("", &cfg, koanf.UnmarshalConf{Tag: "koanf", DecoderConfig: decoderConfig()})
 	l.decodeErrors(err, ko.Raw())
 	l.readSecret(&cfg.Machine.Redis.Password, &cfg.Machine.Redis.PasswordFile, "machine.redis.password")
+	l.readSecret(&cfg.Machine.Etcd.Password, &cfg.Machine.Etcd.PasswordFile, "machine.etcd.password")
 	l.readSecret(&cfg.REST.Token, &cfg.REST.TokenFile, "rest.token")
 	l.readSecret(&cfg.Segment.DSN, &cfg.Segment.DSNFile, "segment.dsn")
 	l.readSecret(&cfg.Segment.Redis.Password, &cfg.Segment.Redis.PasswordFile, "segment.redis.password")

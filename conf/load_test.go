@@ -190,6 +190,16 @@ func TestEnvMapping(t *testing.T) {
 		"VESTA_MACHINE_REDIS_MAX_CLOCK_SKEW=500ms",
 		"VESTA_MACHINE_REDIS_EMBEDDED_RANGE=10-99",
 		"VESTA_MACHINE_REDIS_SERVER_RANGE=926-1023",
+		"VESTA_MACHINE_ETCD_ENDPOINTS=e1:2379, https://e2:2379",
+		"VESTA_MACHINE_ETCD_USERNAME=vesta",
+		"VESTA_MACHINE_ETCD_PASSWORD=epw",
+		"VESTA_MACHINE_ETCD_TLS_CA=eca.pem",
+		"VESTA_MACHINE_ETCD_TLS_CERT=ec.pem",
+		"VESTA_MACHINE_ETCD_TLS_KEY=ek.pem",
+		"VESTA_MACHINE_ETCD_KEY_PREFIX=eids",
+		"VESTA_MACHINE_ETCD_LEASE_TTL=7s",
+		"VESTA_MACHINE_ETCD_EMBEDDED_RANGE=20-99",
+		"VESTA_MACHINE_ETCD_SERVER_RANGE=930-1023",
 		"VESTA_TIME_GUARD_DIR=",
 		"VESTA_TIME_GUARD_WINDOW=5ms",
 		"VESTA_TIME_GUARD_MAX_STARTUP_WAIT=1m",
@@ -245,6 +255,9 @@ func TestEnvMapping(t *testing.T) {
 			Redis: conf.RedisConfig{Addrs: []string{"r1:6379", "r2:6379"}, MasterName: "mymaster", Password: "pw",
 				KeyPrefix: "ids", LeaseTTL: 90 * time.Second, MaxClockSkew: 500 * time.Millisecond,
 				EmbeddedRange: mustRange(t, "10-99"), ServerRange: mustRange(t, "926-1023")},
+			Etcd: conf.EtcdConfig{Endpoints: []string{"e1:2379", "https://e2:2379"}, Username: "vesta", Password: "epw",
+				TLS: conf.EtcdTLS{CA: "eca.pem", Cert: "ec.pem", Key: "ek.pem"}, KeyPrefix: "eids", LeaseTTL: 7 * time.Second,
+				EmbeddedRange: mustRange(t, "20-99"), ServerRange: mustRange(t, "930-1023")},
 		},
 		TimeGuard: conf.TimeGuardConfig{Window: 5 * time.Millisecond, MaxStartupWait: time.Minute},
 		Central: conf.CentralConfig{Listen: "127.0.0.1:0", MaxBatch: 500, MaxRequestBytes: 1024, MaxConns: 7,
@@ -264,8 +277,8 @@ func TestEnvMapping(t *testing.T) {
 	if got := l.Config; !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n%v\nwant\n%v", got, want)
 	}
-	if len(l.Env) != 63 {
-		t.Errorf("%d variables applied; want 63", len(l.Env))
+	if len(l.Env) != 73 {
+		t.Errorf("%d variables applied; want 73", len(l.Env))
 	}
 }
 

@@ -88,6 +88,8 @@ var machineKeys = []fieldKey{
 	{field: "Redis.LeaseTTL", key: "machine.redis.lease_ttl"},
 	{field: "Redis.MaxClockSkew", key: "machine.redis.max_clock_skew"},
 	{field: "Redis.MinReplicas", key: "machine.redis.min_replicas"},
+	{field: "Etcd.KeyPrefix", key: "machine.etcd.key_prefix"},
+	{field: "Etcd.LeaseTTL", key: "machine.etcd.lease_ttl"},
 }
 
 // segmentKeys: segment.Config, from SegmentIssuer. The store keys are

@@ -135,7 +135,11 @@ func (m MachineConfig) validate(ck *checker) {
 		}
 	}
 
+	if m.Uses(ProviderRedis) && m.Uses(ProviderEtcd) {
+		ck.add("machine.providers", "lists both redis and etcd; two stores cannot keep one machine ID exclusive: list one (a fleet moving from one to the other gives each its own lease range)")
+	}
 	m.Redis.validate(ck, m.Uses(ProviderRedis))
+	m.Etcd.validate(ck, m.Uses(ProviderEtcd))
 	if rangesOK {
 		m.validateLeaseRanges(ck)
 	}
@@ -143,7 +147,7 @@ func (m MachineConfig) validate(ck *checker) {
 
 // validateLeaseRanges checks machine.redis.embedded_range and server_range,
 // then that no fixed ID of a listed provider (machine.id, the ip_table
-// values, the k8s ID of ordinal 0) lies in the IDs Redis leases hand out:
+// values, the k8s ID of ordinal 0) lies in the IDs leases hand out:
 // a host on a fixed ID that a lease can reach would share it with the
 // leasing host. Later k8s ordinals are checked when the ID is acquired.
 func (m MachineConfig) validateLeaseRanges(ck *checker) {
@@ -154,6 +158,8 @@ func (m MachineConfig) validateLeaseRanges(ck *checker) {
 	}{
 		{"machine.redis.embedded_range", "machine.embedded_range", m.Redis.EmbeddedRange, m.EmbeddedRange},
 		{"machine.redis.server_range", "machine.server_range", m.Redis.ServerRange, m.ServerRange},
+		{"machine.etcd.embedded_range", "machine.embedded_range", m.Etcd.EmbeddedRange, m.EmbeddedRange},
+		{"machine.etcd.server_range", "machine.server_range", m.Etcd.ServerRange, m.ServerRange},
 	} {
 		if !r.lease.IsZero() && !r.mode.Covers(r.lease) {
 			ck.add(r.key, "%s; want a part of %s %s, or \"\" for all of it", r.lease, r.modeKey, r.mode)
@@ -162,6 +168,11 @@ func (m MachineConfig) validateLeaseRanges(ck *checker) {
 	}
 	if !ok {
 		return
+	}
+	// The lease ranges of the store listed (redis's when none is).
+	store, embedded, server := "machine.redis", m.Redis.EmbeddedRange, m.Redis.ServerRange
+	if m.Uses(ProviderEtcd) {
+		store, embedded, server = "machine.etcd", m.Etcd.EmbeddedRange, m.Etcd.ServerRange
 	}
 	fixed := func(key string, id int) {
 		if id < 0 || id > int(core.MaxMachine) {
@@ -172,8 +183,8 @@ func (m MachineConfig) validateLeaseRanges(ck *checker) {
 			leaseKey, whole string
 			explicit        machineid.Range
 		}{
-			{core.Embedded, "machine.redis.embedded_range", "machine.embedded_range", m.Redis.EmbeddedRange},
-			{core.Central, "machine.redis.server_range", "machine.server_range", m.Redis.ServerRange},
+			{core.Embedded, store + ".embedded_range", "machine.embedded_range", embedded},
+			{core.Central, store + ".server_range", "machine.server_range", server},
 		} {
 			if msg := machineid.InLease(core.MachineID(id), m.LeaseRange(r.method), !r.explicit.IsZero(), r.leaseKey, r.whole); msg != "" {
 				ck.add(key, "%s", msg)
@@ -207,6 +218,31 @@ func (r RedisConfig) validate(ck *checker, used bool) {
 	}
 	if r.MaxClockSkew == 0 && used {
 		ck.add("machine.redis.max_clock_skew", "0 turns the clock check off, but the redis provider (machine.providers) needs a bound: a new holder's quarantine counts on every clock being within it of Redis's TIME; set it, e.g. 2s")
+	}
+	if len(r.Addrs) > 1 && r.MasterName == "" && used {
+		ck.add("machine.redis.addrs", "%d addresses without machine.redis.master_name would be a Redis Cluster, which cannot keep a machine-ID lease (a Cluster master cut off in a minority keeps accepting writes while a replica is promoted on the majority side); give one Redis, or the Sentinels with machine.redis.master_name, or use the etcd provider", len(r.Addrs))
+	}
+}
+
+func (e EtcdConfig) validate(ck *checker, used bool) {
+	if len(e.Endpoints) == 0 && used {
+		ck.add("machine.etcd.endpoints", "empty; the etcd provider (machine.providers) needs at least one host:port")
+	}
+	for _, a := range e.Endpoints {
+		hostPort := a
+		for _, scheme := range []string{"http://", "https://"} {
+			hostPort = strings.TrimPrefix(hostPort, scheme)
+		}
+		if msg := checkHostPort(hostPort, 1); msg != "" {
+			ck.add("machine.etcd.endpoints", "%s (or http:// or https:// before it)", msg)
+		}
+	}
+	if e.KeyPrefix == "" && used {
+		ck.add("machine.etcd.key_prefix", `""; the etcd provider (machine.providers) needs a prefix, e.g. vesta`)
+	}
+	checkPair(ck, "machine.etcd.tls", e.TLS.Cert, e.TLS.Key)
+	if e.TLS.Cert != "" && e.TLS.CA == "" {
+		ck.add("machine.etcd.tls.ca", `""; a client certificate (machine.etcd.tls.cert) needs the CA of etcd's members`)
 	}
 }
 

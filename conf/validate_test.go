@@ -58,7 +58,7 @@ func invalidCases(t testing.TB) []struct {
 		{"id.max_borrow", func(c *conf.Config) { c.ID.MaxBorrow = -time.Second }, "MaxBorrow -1s is negative"},
 		{"id.max_borrow", func(c *conf.Config) { c.ID.MaxBorrow = 25 * time.Hour }, "MaxBorrow 25h0m0s; want at most 24h"},
 		{"machine.providers", func(c *conf.Config) { c.Machine.Providers = nil }, "empty; want one or more of static, iptable, redis, k8s"},
-		{"machine.providers", func(c *conf.Config) { c.Machine.Providers = []string{"etcd"} }, `"etcd"; want static, iptable, redis or k8s`},
+		{"machine.providers", func(c *conf.Config) { c.Machine.Providers = []string{"zookeeper"} }, `"zookeeper"; want static, iptable, redis, k8s or etcd`},
 		{"machine.providers", func(c *conf.Config) { c.Machine.Providers = []string{"Static"} }, `"Static"; want`},
 		{"machine.providers", func(c *conf.Config) { c.Machine.Providers = []string{"static", "k8s", "static"} }, `"static" listed twice`},
 		{"machine.id", func(c *conf.Config) { c.Machine.ID = intp(-1) }, "-1; want 0-1023"},
@@ -103,23 +103,49 @@ func invalidCases(t testing.TB) []struct {
 		{"machine.redis.server_range", func(c *conf.Config) { c.Machine.Redis.ServerRange = mustRange(t, "0-1023") },
 			`0-1023; want a part of machine.server_range 924-1023`},
 		{"machine.id", func(c *conf.Config) { c.Machine.Providers, c.Machine.ID = []string{"redis", "static"}, intp(1023) },
-			"1023 lies in the IDs Redis leases hand out (machine.redis.server_range 924-1023, all of machine.server_range by default with the redis provider)"},
+			"1023 lies in the IDs leases hand out (machine.redis.server_range 924-1023, all of machine.server_range by default with the redis provider)"},
 		{"machine.id", func(c *conf.Config) {
 			c.Machine.ID, c.Machine.Redis.ServerRange = intp(1000), mustRange(t, "924-1003")
-		}, "1000 lies in the IDs Redis leases hand out (machine.redis.server_range 924-1003)"},
+		}, "1000 lies in the IDs leases hand out (machine.redis.server_range 924-1003)"},
 		{"machine.id", func(c *conf.Config) { c.Machine.Providers, c.Machine.ID = []string{"static", "redis"}, intp(3) },
-			"3 lies in the IDs Redis leases hand out (machine.redis.embedded_range 0-923, all of machine.embedded_range"},
+			"3 lies in the IDs leases hand out (machine.redis.embedded_range 0-923, all of machine.embedded_range"},
 		{`machine.ip_table["10.1.2.3"]`, func(c *conf.Config) {
 			c.Machine.Providers, c.Machine.IPTable = []string{"redis", "iptable"}, map[string]int{"10.1.2.3": 930}
-		}, "930 lies in the IDs Redis leases hand out (machine.redis.server_range 924-1023"},
+		}, "930 lies in the IDs leases hand out (machine.redis.server_range 924-1023"},
 		{"machine.k8s_offset", func(c *conf.Config) { c.Machine.Providers = []string{"k8s", "redis"} },
-			"924 lies in the IDs Redis leases hand out (machine.redis.server_range 924-1023"},
+			"924 lies in the IDs leases hand out (machine.redis.server_range 924-1023"},
 		{"machine.redis.max_clock_skew", func(c *conf.Config) { c.Machine.Redis.MaxClockSkew = -time.Millisecond }, "Redis.MaxClockSkew: -1ms is negative"},
 		{"machine.redis.max_clock_skew", func(c *conf.Config) {
 			c.Machine.Providers = []string{"redis"}
 			c.Machine.Redis.MaxClockSkew = 0
 		}, "0 turns the clock check off, but the redis provider"},
 		{"machine.redis.min_replicas", func(c *conf.Config) { c.Machine.Redis.MinReplicas = -1 }, "Redis.MinReplicas: -1 is negative; want 0 (no WAIT) or more"},
+		{"machine.redis.addrs", func(c *conf.Config) {
+			c.Machine.Providers = []string{"redis"}
+			c.Machine.Redis.Addrs = []string{"a:6379", "b:6379"}
+		}, "2 addresses without machine.redis.master_name would be a Redis Cluster"},
+		{"machine.providers", func(c *conf.Config) { c.Machine.Providers = []string{"redis", "etcd"} }, "lists both redis and etcd"},
+		{"machine.etcd.endpoints", func(c *conf.Config) { c.Machine.Etcd.Endpoints = []string{"e1"} }, `"e1"; want host:port with a port 1-65535`},
+		{"machine.etcd.endpoints", func(c *conf.Config) {
+			c.Machine.Providers = []string{"etcd"}
+			c.Machine.Etcd.Endpoints = nil
+		}, "empty; the etcd provider"},
+		{"machine.etcd.key_prefix", func(c *conf.Config) {
+			c.Machine.Providers = []string{"etcd"}
+			c.Machine.Etcd.KeyPrefix = ""
+		}, `""; the etcd provider`},
+		{"machine.etcd.lease_ttl", func(c *conf.Config) { c.Machine.Etcd.LeaseTTL = time.Second }, "Etcd.LeaseTTL: 1s; want at least 2s"},
+		{"machine.etcd.lease_ttl", func(c *conf.Config) { c.Machine.Etcd.LeaseTTL = 2500 * time.Millisecond }, "want whole seconds"},
+		{"machine.etcd.tls.key", func(c *conf.Config) { c.Machine.Etcd.TLS.CA, c.Machine.Etcd.TLS.Cert = "ca.pem", "c.pem" }, "want the key file of machine.etcd.tls.cert"},
+		{"machine.etcd.tls.cert", func(c *conf.Config) { c.Machine.Etcd.TLS.Key = "k.pem" }, "want the cert file of machine.etcd.tls.key"},
+		{"machine.etcd.tls.ca", func(c *conf.Config) { c.Machine.Etcd.TLS.Cert, c.Machine.Etcd.TLS.Key = "c.pem", "k.pem" }, "needs the CA of etcd's members"},
+		{"machine.etcd.embedded_range", func(c *conf.Config) { c.Machine.Etcd.EmbeddedRange = mustRange(t, "900-950") },
+			`900-950; want a part of machine.embedded_range 0-923`},
+		{"machine.etcd.server_range", func(c *conf.Config) { c.Machine.Etcd.ServerRange = mustRange(t, "0-1023") },
+			`0-1023; want a part of machine.server_range 924-1023`},
+		{"machine.id", func(c *conf.Config) {
+			c.Machine.Providers, c.Machine.ID, c.Machine.Etcd.ServerRange = []string{"etcd", "static"}, intp(1000), mustRange(t, "924-1003")
+		}, "1000 lies in the IDs leases hand out (machine.etcd.server_range 924-1003)"},
 		{"time_guard.window", func(c *conf.Config) { c.TimeGuard.Window = 999 * time.Millisecond }, "GuardWindow 999ms is shorter than one time unit (1s)"},
 		{"time_guard.window", func(c *conf.Config) {
 			c.ID.Type = core.MinGranularity
@@ -211,6 +237,9 @@ var keysWithoutInvalidValues = []string{
 	"machine.redis.master_name",
 	"machine.redis.password",      // any string, spaces included
 	"machine.redis.password_file", // read by Load: see TestSecretFiles
+	"machine.etcd.username",       // any string
+	"machine.etcd.password",       // any string
+	"machine.etcd.password_file",  // read by Load, as machine.redis.password_file
 	"time_guard.dir",              // checked when opened
 	"rest.token_file",             // read by Load: see TestSecretFiles
 	"client.fallback",

@@ -82,6 +82,17 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// Shape is the shape of the IDs a generator with this Config issues
+// (Control.Shape, before the generator exists); an error when the layout
+// or the epoch is invalid.
+func (c Config) Shape() (Shape, error) {
+	codec, err := NewCodec(c.Layout, c.Epoch)
+	if err != nil {
+		return Shape{}, fmt.Errorf("Epoch: %w", err)
+	}
+	return Shape{Layout: c.Layout, Type: c.Type, EpochMs: codec.epochMillis(), Version: c.Version}, nil
+}
+
 // ReadyAt is Control.ReadyAt for a generator with this Config, before it
 // exists. The Config must be valid.
 func (c Config) ReadyAt(mark time.Time) time.Time {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/vesta-go/vesta/core"
 )
@@ -45,9 +44,17 @@ const (
 	ProviderIPTable = "iptable" // Config.IPTable, matched against every address of the host
 	ProviderRedis   = "redis"   // a lease in Redis (Config.Redis)
 	ProviderK8s     = "k8s"     // the StatefulSet ordinal of the hostname plus Config.K8sOffset
+	ProviderEtcd    = "etcd"    // a lease in etcd (Config.Etcd)
 )
 
-var knownProviders = []string{ProviderStatic, ProviderIPTable, ProviderRedis, ProviderK8s}
+var knownProviders = []string{ProviderStatic, ProviderIPTable, ProviderRedis, ProviderK8s, ProviderEtcd}
+
+// leasing reports whether a provider leases IDs from a store (redis,
+// etcd): the IDs it may hand out are the lease range, which fixed IDs
+// must stay out of.
+func leasing(providers []string) bool {
+	return slices.Contains(providers, ProviderRedis) || slices.Contains(providers, ProviderEtcd)
+}
 
 // Providers returns every provider name, in the order above.
 func Providers() []string { return append([]string(nil), knownProviders...) }
@@ -61,7 +68,7 @@ type Config struct {
 	// Static is the static provider's machine ID; nil is none chosen, and
 	// then a listed static provider is refused with ErrNoMachineID: there
 	// is no default ID, as two hosts left on one would issue the same IDs.
-	// Each instance needs its own, outside the IDs Redis leases hand out
+	// Each instance needs its own, outside the IDs leases hand out
 	// (see ServerLeaseRange). Since Go 1.26: new(core.MachineID(42)).
 	Static *core.MachineID
 	// IPTable maps IP addresses (IPv4 or IPv6 text) to machine IDs for
@@ -83,9 +90,9 @@ type Config struct {
 	// Range is DefaultServerRange (924-1023). It must not overlap
 	// EmbeddedRange.
 	ServerRange Range
-	// EmbeddedLeaseRange is the part of EmbeddedRange that Redis leases
-	// hand out. The zero Range is all of EmbeddedRange when the redis
-	// provider is listed, and no ID otherwise. Fixed IDs (Static, the
+	// EmbeddedLeaseRange is the part of EmbeddedRange that leases (Redis
+	// or etcd) hand out. The zero Range is all of EmbeddedRange when the
+	// redis or etcd provider is listed, and no ID otherwise. Fixed IDs (Static, the
 	// IPTable values, the k8s IDs) must lie outside it, so that a host on
 	// a fixed ID never holds one a leasing host can take: a fleet mixing
 	// both sets it in the configuration every host shares.
@@ -94,6 +101,8 @@ type Config struct {
 	ServerLeaseRange Range
 	// Redis configures the redis provider.
 	Redis RedisConfig
+	// Etcd configures the etcd provider.
+	Etcd EtcdConfig
 	// Clock times the lease (deadlines and renewals) and is compared
 	// with Redis's TIME; nil is a core.SystemClock anchored at Acquire.
 	Clock core.Clock
@@ -105,12 +114,20 @@ type Config struct {
 
 // RedisConfig configures the redis provider: where Redis is and how long a
 // lease lives. Its String and LogValue hide the password.
+//
+// A single Redis, or the master of a Redis Sentinel group. Redis Cluster
+// is refused: a Cluster master cut off in a minority keeps accepting
+// writes until its node timeout while a replica on the majority side is
+// promoted, and nothing lets a holder tell (DESIGN.md §3.9).
 type RedisConfig struct {
-	// Addrs: one address (a single Redis), several (Cluster nodes), or
-	// Sentinel addresses with MasterName; host:port each. Empty does not
-	// validate when the redis provider is listed, unless Client is set.
+	// Addrs: one address (a single Redis), or the Sentinel addresses with
+	// MasterName; host:port each. Empty does not validate when the redis
+	// provider is listed, nor do several without MasterName (a Cluster).
 	Addrs []string
-	// MasterName selects Sentinel; "" is a single Redis or a Cluster.
+	// MasterName selects Sentinel: Addrs are the Sentinels, and a lease
+	// write counts only when a majority of the Sentinel group names the
+	// master it went to, at the same config epoch as the claim. "" is a
+	// single Redis.
 	MasterName string
 	// Username and Password authenticate; "" is none.
 	Username string
@@ -139,11 +156,9 @@ type RedisConfig struct {
 	MaxClockSkew time.Duration
 	// MinReplicas: when above zero, every write of the lease (claim,
 	// renewal, mark, release) is followed by WAIT for this many replicas;
-	// fewer acknowledgements count as a failed write. Zero waits for none.
+	// fewer acknowledgements count as a failed write. Zero waits for none:
+	// safety does not depend on it, it narrows what a failover loses.
 	MinReplicas int
-	// Client, when set, is used instead of a client dialled from the
-	// fields above, and is not closed by the lease.
-	Client redis.UniversalClient
 }
 
 // String prints the configuration with the password hidden.
@@ -165,15 +180,51 @@ func (r RedisConfig) LogValue() slog.Value {
 
 // where names the Redis for messages.
 func (r RedisConfig) where() string {
-	switch {
-	case r.Client != nil:
-		return "Redis (the configured client)"
-	case r.MasterName != "":
+	if r.MasterName != "" {
 		return fmt.Sprintf("Redis master %q via Sentinel %v", r.MasterName, r.Addrs)
-	case len(r.Addrs) > 1:
-		return fmt.Sprintf("Redis Cluster %v", r.Addrs)
 	}
 	return fmt.Sprintf("Redis %v", r.Addrs)
+}
+
+// EtcdConfig configures the etcd provider: where etcd is and how long a
+// lease lives. Its String and LogValue hide the password.
+type EtcdConfig struct {
+	// Endpoints of the etcd cluster's members, host:port or URLs. Empty
+	// does not validate when the etcd provider is listed.
+	Endpoints []string
+	// Username and Password authenticate; "" is none.
+	Username string
+	Password string
+	// TLS; nil speaks plain TCP.
+	TLS *tls.Config
+	// KeyPrefix starts every key ("vesta/machine/924/lease"); "" is
+	// "vesta".
+	KeyPrefix string
+	// LeaseTTL is the etcd lease's time to live, in whole seconds (etcd
+	// counts seconds), renewed every third of it; zero is 10s, and it may
+	// not be below 2s.
+	LeaseTTL time.Duration
+	// SafetyMargin: the issuer is fenced once renewal has not succeeded
+	// for LeaseTTL minus SafetyMargin. Zero is max(LeaseTTL/5, 1s), capped
+	// at LeaseTTL/2; it must be below 2/3 of LeaseTTL.
+	SafetyMargin time.Duration
+}
+
+// String prints the configuration with the password hidden.
+func (e EtcdConfig) String() string {
+	return fmt.Sprintf("{Endpoints:%v Username:%q Password:%s TLS:%t KeyPrefix:%q LeaseTTL:%s SafetyMargin:%s}",
+		e.Endpoints, e.Username, redact(e.Password), e.TLS != nil, e.KeyPrefix, e.LeaseTTL, e.SafetyMargin)
+}
+
+// GoString is String, so that %#v hides the password too.
+func (e EtcdConfig) GoString() string { return e.String() }
+
+// LogValue logs the configuration with the password hidden.
+func (e EtcdConfig) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.Any("endpoints", e.Endpoints), slog.String("username", e.Username),
+		slog.String("password", redact(e.Password)), slog.String("key_prefix", e.KeyPrefix),
+		slog.Duration("lease_ttl", e.LeaseTTL))
 }
 
 func redact(secret string) string {
@@ -188,13 +239,16 @@ const (
 	defaultKeyPrefix = "vesta"
 	defaultLeaseTTL  = 15 * time.Second
 	minLeaseTTL      = 100 * time.Millisecond
+	defaultEtcdTTL   = 10 * time.Second
+	minEtcdTTL       = 2 * time.Second
 )
 
 // DefaultConfig returns the recommended configuration: the static provider
 // with no machine ID chosen (Acquire refuses with ErrNoMachineID until
 // Static is set or other providers are chosen), the default ranges, and for
 // the redis provider Redis at 127.0.0.1:6379, key prefix "vesta", a 15s
-// lease and a 2s clock-skew check.
+// lease and a 2s clock-skew check, for the etcd provider etcd at
+// 127.0.0.1:2379, key prefix "vesta" and a 10s lease.
 func DefaultConfig() Config {
 	return Config{
 		Providers:     []string{ProviderStatic},
@@ -204,6 +258,7 @@ func DefaultConfig() Config {
 			Addrs: []string{"127.0.0.1:6379"}, KeyPrefix: defaultKeyPrefix,
 			LeaseTTL: defaultLeaseTTL, MaxClockSkew: 2 * time.Second,
 		},
+		Etcd: EtcdConfig{Endpoints: []string{"127.0.0.1:2379"}, KeyPrefix: defaultKeyPrefix, LeaseTTL: defaultEtcdTTL},
 	}
 }
 
@@ -235,6 +290,9 @@ func (c Config) resolve() (Config, error) {
 			return bad("Providers", "%q is listed twice", p)
 		}
 		seen[p] = true
+	}
+	if seen[ProviderRedis] && seen[ProviderEtcd] {
+		return bad("Providers", "lists both redis and etcd; two stores cannot keep one machine ID exclusive: list one (a fleet moving from one to the other gives each its own lease range)")
 	}
 	if c.Static != nil {
 		id := *c.Static
@@ -312,7 +370,7 @@ func (c Config) resolve() (Config, error) {
 	case rc.SafetyMargin >= rc.LeaseTTL*2/3:
 		return bad("Redis.SafetyMargin", "%s; want below 2/3 of Redis.LeaseTTL %s, so that a renewal is due before the deadline", rc.SafetyMargin, rc.LeaseTTL)
 	}
-	if seen[ProviderRedis] && len(rc.Addrs) == 0 && rc.Client == nil {
+	if seen[ProviderRedis] && len(rc.Addrs) == 0 {
 		return bad("Redis.Addrs", "empty, but the redis provider is listed")
 	}
 	for _, a := range rc.Addrs {
@@ -320,11 +378,55 @@ func (c Config) resolve() (Config, error) {
 			return bad("Redis.Addrs", "holds an empty address")
 		}
 	}
+	if seen[ProviderRedis] && len(rc.Addrs) > 1 && rc.MasterName == "" {
+		return bad("Redis.Addrs", "%d addresses without Redis.MasterName would be a Redis Cluster, which cannot keep a machine-ID lease: a Cluster master cut off in a minority keeps accepting writes while a replica is promoted on the majority side; give one Redis, or the Sentinels with Redis.MasterName, or use etcd", len(rc.Addrs))
+	}
+	if err := r.resolveEtcd(seen[ProviderEtcd]); err != nil {
+		return Config{}, err
+	}
 	// Last, so that a config with other mistakes names those first.
 	if seen[ProviderStatic] && r.Static == nil {
 		return Config{}, fmt.Errorf("%w: Static: unset, but the static provider is listed: %w", ErrConfig, ErrNoMachineID)
 	}
 	return r, nil
+}
+
+// resolveEtcd validates c.Etcd and fills its defaults.
+func (c *Config) resolveEtcd(listed bool) error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrConfig, field, fmt.Sprintf(format, args...))
+	}
+	e := &c.Etcd
+	e.Endpoints = append([]string(nil), e.Endpoints...)
+	if e.KeyPrefix == "" {
+		e.KeyPrefix = defaultKeyPrefix
+	}
+	if e.LeaseTTL == 0 {
+		e.LeaseTTL = defaultEtcdTTL
+	}
+	switch {
+	case e.LeaseTTL < minEtcdTTL:
+		return bad("Etcd.LeaseTTL", "%s; want at least %s", e.LeaseTTL, minEtcdTTL)
+	case e.LeaseTTL%time.Second != 0:
+		return bad("Etcd.LeaseTTL", "%s; want whole seconds (etcd leases count seconds)", e.LeaseTTL)
+	}
+	switch {
+	case e.SafetyMargin < 0:
+		return bad("Etcd.SafetyMargin", "%s is negative", e.SafetyMargin)
+	case e.SafetyMargin == 0:
+		e.SafetyMargin = min(max(e.LeaseTTL/5, time.Second), e.LeaseTTL/2)
+	case e.SafetyMargin >= e.LeaseTTL*2/3:
+		return bad("Etcd.SafetyMargin", "%s; want below 2/3 of Etcd.LeaseTTL %s, so that a renewal is due before the deadline", e.SafetyMargin, e.LeaseTTL)
+	}
+	if listed && len(e.Endpoints) == 0 {
+		return bad("Etcd.Endpoints", "empty, but the etcd provider is listed")
+	}
+	for _, a := range e.Endpoints {
+		if a == "" {
+			return bad("Etcd.Endpoints", "holds an empty endpoint")
+		}
+	}
+	return nil
 }
 
 // Range returns the machine-ID range of publish method m: EmbeddedRange
@@ -337,16 +439,16 @@ func (c Config) Range(m core.Method) Range {
 	return cmp.Or(c.EmbeddedRange, DefaultEmbeddedRange)
 }
 
-// LeaseRange returns the IDs of m's range (see Range) that Redis leases
-// hand out (the effective lease range): EmbeddedLeaseRange or
-// ServerLeaseRange when set; else the whole range when the redis provider
-// is listed; else the zero Range (none). It does not validate c.
+// LeaseRange returns the IDs of m's range (see Range) that leases (Redis
+// or etcd) hand out (the effective lease range): EmbeddedLeaseRange or
+// ServerLeaseRange when set; else the whole range when the redis or etcd
+// provider is listed; else the zero Range (none). It does not validate c.
 func (c Config) LeaseRange(m core.Method) Range {
 	explicit := c.EmbeddedLeaseRange
 	if serverSide(m) {
 		explicit = c.ServerLeaseRange
 	}
-	return EffectiveLeaseRange(explicit, c.Range(m), slices.Contains(c.Providers, ProviderRedis))
+	return EffectiveLeaseRange(explicit, c.Range(m), leasing(c.Providers))
 }
 
 // inLease is InLease for m's effective lease range, naming c's fields.

@@ -70,7 +70,7 @@ func (f *fixedLease) status() Status {
 	return Status{Provider: f.provider, Machine: f.id, State: StateNone, At: f.clock.Now()}
 }
 
-func (f *fixedLease) awaitQuarantine(context.Context, core.Config) error { return nil }
+func (f *fixedLease) prepare(context.Context, core.Config) error { return nil }
 
 // close closes the file guard, if TimeGuard opened one.
 func (f *fixedLease) close(context.Context) error {

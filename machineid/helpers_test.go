@@ -33,7 +33,9 @@ func redisConfig(srv *redistest.Server, ttl time.Duration) machineid.Config {
 // releasedCleanly leases every ID of rng once on the host's clock (waiting
 // out the quarantine of a short lease), starts a generator on it and closes
 // both, so that the next claim of each finds a clean release record: tests
-// on a fake clock then start without a quarantine.
+// on a fake clock then start without a quarantine. Then it deletes the
+// fleet record, as an operator changing the fleet's settings would (the
+// tests lease with other TTLs).
 func releasedCleanly(t testing.TB, srv *redistest.Server, method core.Method, rng machineid.Range) {
 	t.Helper()
 	c := redisConfig(srv, 2*time.Second) // under load, a shorter lease may expire while it waits
@@ -63,6 +65,9 @@ func releasedCleanly(t testing.TB, srv *redistest.Server, method core.Method, rn
 			t.Fatal(err)
 		}
 	}
+	if err := client(t, srv).Del(context.Background(), machineid.FleetKey(c.Redis.KeyPrefix)).Err(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // client is a plain go-redis client of srv, closed at the end of the test.
@@ -82,7 +87,7 @@ func generator(t testing.TB, l *machineid.Lease, cfg core.Config) *core.Generato
 		t.Fatal(err)
 	}
 	cfg.Machine, cfg.Guard = l.ID(), g
-	if err := l.WaitQuarantine(context.Background(), cfg); err != nil {
+	if err := l.Prepare(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	gen, err := core.New(context.Background(), cfg)

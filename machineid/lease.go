@@ -110,7 +110,7 @@ type Lease struct {
 }
 
 // holder is what keeps a Lease's machine ID: a fixedLease (fixed.go) or a
-// redisLease (redislease.go).
+// lease in a store, Redis or etcd (leased.go).
 type holder interface {
 	machine() core.MachineID
 	// guard is the time guard store of the first hold; nil for a fixed ID.
@@ -118,7 +118,7 @@ type holder interface {
 	timeGuard(dir string) (core.GuardStore, error)
 	attach(gen *core.Generator) error
 	status() Status
-	awaitQuarantine(ctx context.Context, cfg core.Config) error
+	prepare(ctx context.Context, cfg core.Config) error
 	close(ctx context.Context) error
 }
 
@@ -182,22 +182,29 @@ func (l *Lease) Close(ctx context.Context) error {
 	return l.closeErr
 }
 
-// WaitQuarantine waits, renewing the lease meanwhile, until a generator
-// with cfg can start on the lease's guard without waiting: when the claim
-// did not follow a clean release of the previous holder on the same Redis
-// instance, a holder whose key Redis lost may still issue IDs with time
-// fields up to lease TTL + 2*max_clock_skew + max_borrow after the claim,
-// and the new holder's fields must lie above them. The wait is bounded by
-// ctx only, not by cfg.MaxStartupWait. NewGenerator calls it; call it
-// before core.New when building the generator yourself. It returns at once
-// for the other providers.
-func (l *Lease) WaitQuarantine(ctx context.Context, cfg core.Config) error {
-	return l.h.awaitQuarantine(ctx, cfg)
+// Prepare readies the lease for a generator with cfg, before core.New:
+//
+//   - A lease in a store (Redis, etcd) checks the fleet's record there: the
+//     first host leasing under the key prefix records its shape (layout,
+//     type, epoch, version) and, on Redis, its lease TTL, max_borrow and
+//     max_clock_skew; a host whose settings differ is refused with ErrFleet,
+//     naming each setting with both values.
+//   - A Redis lease whose claim could follow a holder whose lease Redis
+//     lost (no clean release on the same instance, and a mark Redis may
+//     have lost since it was written) waits, renewing meanwhile, until its
+//     IDs lie above anything such a holder may still issue: up to lease TTL
+//   - 2*max_clock_skew + max_borrow after the claim, bounded by ctx only,
+//     not by cfg.MaxStartupWait. The wait shows as Status().QuarantineUntil.
+//
+// NewGenerator calls it; call it before core.New when building the
+// generator yourself. It returns at once for the other providers.
+func (l *Lease) Prepare(ctx context.Context, cfg core.Config) error {
+	return l.h.prepare(ctx, cfg)
 }
 
 // NewGenerator runs the rest of the order of operations on the lease: it
-// opens the time guard (TimeGuard(dataDir)), waits out the quarantine of a
-// Redis lease (WaitQuarantine), starts a core.Generator with cfg on the
+// opens the time guard (TimeGuard(dataDir)), checks the fleet's record and
+// waits out the quarantine of a lease in a store (Prepare), starts a core.Generator with cfg on the
 // lease's machine ID and guard, and attaches it. cfg.Machine and cfg.Guard
 // are overwritten; a nil cfg.Clock takes the lease's clock. On success
 // close the generator first, then the lease; on error only the lease.
@@ -206,7 +213,7 @@ func (l *Lease) NewGenerator(ctx context.Context, cfg core.Config, dataDir strin
 	if err != nil {
 		return nil, err
 	}
-	if err := l.WaitQuarantine(ctx, cfg); err != nil {
+	if err := l.Prepare(ctx, cfg); err != nil {
 		return nil, err
 	}
 	if guard == nil && cfg.Logger != nil {

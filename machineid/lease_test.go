@@ -290,12 +290,20 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// holderConfig leases the one ID 1000 from the Redis at addr, or from
+// the etcd endpoint after "etcd=".
 func holderConfig(addr string) machineid.Config {
 	c := machineid.DefaultConfig()
-	c.Providers = []string{machineid.ProviderRedis}
-	c.Redis.Addrs = []string{addr}
-	c.Redis.LeaseTTL = 2 * time.Second
-	c.Redis.MaxClockSkew = testSkew
+	if ep, ok := strings.CutPrefix(addr, "etcd="); ok {
+		c.Providers = []string{machineid.ProviderEtcd}
+		c.Etcd.Endpoints = []string{ep}
+		c.Etcd.LeaseTTL = 2 * time.Second
+	} else {
+		c.Providers = []string{machineid.ProviderRedis}
+		c.Redis.Addrs = []string{addr}
+		c.Redis.LeaseTTL = 2 * time.Second
+		c.Redis.MaxClockSkew = testSkew
+	}
 	c.ServerRange = machineid.Range{First: 1000, Count: 1}
 	return c
 }
@@ -308,7 +316,7 @@ func runHolder(addr string) int {
 		return 1
 	}
 	cfg := core.Config{Machine: l.ID(), Guard: l.Guard(), MaxBorrow: time.Second}
-	err = l.WaitQuarantine(ctx, cfg)
+	err = l.Prepare(ctx, cfg)
 	var gen *core.Generator
 	if err == nil {
 		gen, err = core.New(ctx, cfg)

@@ -52,7 +52,7 @@ func TestFixedIDsOutsideTheLeaseRange(t *testing.T) {
 		}, nil},
 		{"k8s offset in the lease range", func(c *machineid.Config) {
 			c.Providers, c.K8sOffset = []string{"k8s", "redis"}, 924
-		}, []string{"K8sOffset", "924 lies in the IDs Redis leases hand out"}},
+		}, []string{"K8sOffset", "924 lies in the IDs leases hand out"}},
 		{"k8s beside a narrowed lease range", func(c *machineid.Config) {
 			c.Providers, c.K8sOffset = []string{"k8s", "redis"}, 924
 			c.ServerLeaseRange = narrow("1000-1023")
@@ -119,7 +119,7 @@ func TestK8sOrdinalInTheLeaseRange(t *testing.T) {
 	c.Redis.Addrs = []string{deadAddr(t)}
 	_, err := acquire(t, c, core.Central)
 	if !errors.Is(err, machineid.ErrRange) || errors.Is(err, machineid.ErrNoProvider) ||
-		!strings.Contains(err.Error(), "984 lies in the IDs Redis leases hand out (ServerLeaseRange 974-1023)") {
+		!strings.Contains(err.Error(), "984 lies in the IDs leases hand out (ServerLeaseRange 974-1023)") {
 		t.Fatalf("Acquire = %v; want ErrRange naming 984 and ServerLeaseRange", err)
 	}
 	c.Hostname = "vesta-49"

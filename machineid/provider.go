@@ -68,10 +68,10 @@ func acquireWith(ctx context.Context, base leaseBase, leaseRng Range, provider s
 		id, err = iptableID(base.cfg)
 	case ProviderK8s:
 		id, err = k8sID(base.cfg)
-	case ProviderRedis:
+	case ProviderRedis, ProviderEtcd:
 		b := base
 		b.rng = leaseRng // the lease claims, and re-claims, from here only
-		return acquireRedis(ctx, b)
+		return acquireStore(ctx, b, provider)
 	}
 	if err != nil {
 		return nil, err
@@ -83,6 +83,19 @@ func acquireWith(ctx context.Context, base leaseBase, leaseRng Range, provider s
 		return nil, fmt.Errorf("%w: %s provider: %s", ErrRange, provider, msg)
 	}
 	return newFixedLease(base, provider, id), nil
+}
+
+// acquireStore claims a lease of b's range in the provider's store.
+func acquireStore(ctx context.Context, b leaseBase, provider string) (*Lease, error) {
+	if provider == ProviderRedis {
+		rc := b.cfg.Redis
+		return acquireLeased(ctx, b, provider, newRedisStore(b), rc.LeaseTTL, rc.SafetyMargin)
+	}
+	st, err := newEtcdStore(b)
+	if err != nil {
+		return nil, err
+	}
+	return acquireLeased(ctx, b, provider, st, b.cfg.Etcd.LeaseTTL, b.cfg.Etcd.SafetyMargin)
 }
 
 // providerError is one provider's reason in a chain's error.

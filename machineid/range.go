@@ -142,5 +142,5 @@ func InLease(id core.MachineID, lease Range, explicit bool, leaseName, wholeName
 	case id < lease.Last():
 		fix = fmt.Sprintf("narrow %s (e.g. %s) and take fixed IDs from the rest", leaseName, Range{First: id + 1, Count: uint16(lease.Last() - id)})
 	}
-	return fmt.Sprintf("%d lies in the IDs Redis leases hand out (%s), so a leasing host could take it while this one holds it; %s", id, how, fix)
+	return fmt.Sprintf("%d lies in the IDs leases hand out (%s), so a leasing host could take it while this one holds it; %s", id, how, fix)
 }

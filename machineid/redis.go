@@ -3,13 +3,12 @@ package machineid
 import (
 	"context"
 	crand "crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,9 +18,8 @@ import (
 
 // Keys returns the Redis keys of machine id under prefix: the lease (its
 // value is the holder's token, with a TTL) and the time guard's mark (unix
-// milliseconds, no TTL). Both carry the hash tag {prefix:machine:id}, so
-// they share a Cluster slot and one script can touch them all (with
-// ShapeKey and ReleasedKey).
+// milliseconds, no TTL). Every key of one machine ID carries the hash tag
+// {prefix:machine:id} (see ShapeKey, ReleasedKey, InstanceKey).
 func Keys(prefix string, id core.MachineID) (lease, mark string) {
 	tag := keyTag(prefix, id)
 	return tag + ":lease", tag + ":mark"
@@ -40,6 +38,22 @@ func ShapeKey(prefix string, id core.MachineID) string { return keyTag(prefix, i
 // instance.
 func ReleasedKey(prefix string, id core.MachineID) string { return keyTag(prefix, id) + ":released" }
 
+// InstanceKey is the identity ("run_id/replid") of the Redis instance that
+// last wrote machine id's mark. A claim that finds it equal to the
+// instance's own knows the mark is intact since (no restart, no failover,
+// no FLUSHALL: it would have gone too), and starts from it at once.
+func InstanceKey(prefix string, id core.MachineID) string { return keyTag(prefix, id) + ":instance" }
+
+// StoreKey is the hash that remembers since when (since_ms, Redis TIME)
+// claims have seen this Redis instance (run_id, replid). Whatever the
+// instance lost, it lost before then, so a quarantine need not reach
+// further back.
+func StoreKey(prefix string) string { return prefix + ":store" }
+
+// FleetKey is the fleet record (see Lease.Prepare): JSON of the shape and
+// timing every issuer under prefix shares.
+func FleetKey(prefix string) string { return prefix + ":fleet" }
+
 func keyTag(prefix string, id core.MachineID) string {
 	return "{" + prefix + ":machine:" + strconv.Itoa(int(id)) + "}"
 }
@@ -53,18 +67,23 @@ local srv = redis.call('INFO', 'server')
 local rep = redis.call('INFO', 'replication')
 local run_id = string.match(srv, 'run_id:(%w+)') or ''
 local replid = string.match(rep, 'master_replid:(%w+)') or ''
+local ident = run_id .. '/' .. replid
 `
 
 // The scripts compare the lease's token before they touch anything, so a
 // process that lost its lease can neither extend it, delete the next
 // holder's, nor move the mark of an ID it no longer holds.
 var (
-	// KEYS: lease, released. ARGV: token, ttl ms. Claims the lease with
-	// SET NX PX and, atomically with it, takes (reads and deletes) the
-	// clean-release record, so it serves one claim only. Returns {0} when
-	// the lease is taken, else {1, final_ms, run_id, replid (of the
-	// record, "" when none), run_id, replid (of this instance)}.
+	// KEYS: lease, released, instance, store. ARGV: token, ttl ms. Claims
+	// the lease with SET NX PX and, atomically with it, takes (reads and
+	// deletes) the clean-release record, so it serves one claim only.
+	// Returns {0} when the lease is taken, else {1, final_ms, run_id,
+	// replid (of the record, "" when none), run_id, replid (of this
+	// instance), the identity that last wrote the mark, since_ms of the
+	// instance, 1 when keys may be evicted (maxmemory with an allkeys-*
+	// policy)}.
 	claimScript = redis.NewScript(`
+local mem = redis.call('INFO', 'memory')
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return {0}
 end
@@ -74,7 +93,25 @@ if redis.call('TYPE', KEYS[2]).ok == 'hash' then
 end
 redis.call('DEL', KEYS[2])
 ` + identityLua + `
-return {1, rec[1] or '', rec[2] or '', rec[3] or '', run_id, replid}`)
+local inst = redis.call('GET', KEYS[3]) or ''
+local st = {false, false, false}
+if redis.call('TYPE', KEYS[4]).ok == 'hash' then
+  st = redis.call('HMGET', KEYS[4], 'run_id', 'replid', 'since_ms')
+end
+local since = st[3]
+if st[1] ~= run_id or st[2] ~= replid or not since then
+  local t = redis.call('TIME')
+  since = tostring(t[1] * 1000 + math.floor(t[2] / 1000))
+  redis.call('DEL', KEYS[4])
+  redis.call('HSET', KEYS[4], 'run_id', run_id, 'replid', replid, 'since_ms', since)
+end
+local maxmem = string.match(mem, 'maxmemory:(%d+)') or '0'
+local policy = string.match(mem, 'maxmemory_policy:([%w-]+)') or ''
+local evicts = 0
+if maxmem ~= '0' and string.sub(policy, 1, 7) == 'allkeys' then
+  evicts = 1
+end
+return {1, rec[1] or '', rec[2] or '', rec[3] or '', run_id, replid, inst, since, evicts}`)
 
 	// KEYS: lease. ARGV: token, ttl ms. Returns {1 when extended else 0,
 	// TIME seconds, TIME microseconds}: each renewal re-checks the clock.
@@ -105,10 +142,11 @@ redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[2], 'final_ms', ARGV[2], 'token', ARGV[1], 'run_id', run_id, 'replid', replid)
 return 1`)
 
-	// KEYS: lease, mark, shape. ARGV: token, mark ms, shape JSON ("" keeps
-	// it). Raises the mark to ARGV[2] (a lower value leaves it: a late
-	// write never lowers a mark) and records the shape. Returns 1 when
-	// written or already as high, 0 when not the holder.
+	// KEYS: lease, mark, shape, instance. ARGV: token, mark ms, shape JSON
+	// ("" keeps it). Raises the mark to ARGV[2] (a lower value leaves it: a
+	// late write never lowers a mark), records the shape and the identity
+	// of this instance. Returns 1 when written or already as high, 0 when
+	// not the holder.
 	markScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
@@ -127,23 +165,38 @@ end
 if ARGV[3] ~= '' then
   redis.call('SET', KEYS[3], ARGV[3])
 end
+` + identityLua + `
+redis.call('SET', KEYS[4], ident)
 return 1`)
+
+	// KEYS: fleet. ARGV: this host's record. Records it when there is none;
+	// returns the record found, or false when it recorded this one.
+	fleetScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  return cur
+end
+redis.call('SET', KEYS[1], ARGV[1])
+return false`)
 )
 
-// newClient dials Redis per the config. Timeouts follow the lease's TTL so
-// that a dead Redis is noticed well before the deadline; go-redis's own
-// retries are off because the lease retries on its own schedule.
-func newClient(rc RedisConfig) (redis.UniversalClient, bool) {
-	if rc.Client != nil {
-		return rc.Client, false
-	}
-	timeout := min(max(rc.LeaseTTL/4, 50*time.Millisecond), 3*time.Second)
-	return redis.NewUniversalClient(&redis.UniversalOptions{
-		Addrs: rc.Addrs, MasterName: rc.MasterName, Username: rc.Username, Password: rc.Password,
+// commandTimeout follows the lease's TTL so that a dead Redis is noticed
+// well before the deadline.
+func commandTimeout(ttl time.Duration) time.Duration {
+	return min(max(ttl/4, 50*time.Millisecond), 3*time.Second)
+}
+
+// newClient dials one Redis (a single server, or a master a Sentinel
+// named); go-redis's own retries are off because the lease retries on its
+// own schedule.
+func newClient(rc RedisConfig, addr string) *redis.Client {
+	timeout := commandTimeout(rc.LeaseTTL)
+	return redis.NewClient(&redis.Options{
+		Addr: addr, Username: rc.Username, Password: rc.Password,
 		DB: rc.DB, TLSConfig: rc.TLS, ClientName: "vesta-machineid",
 		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, DialerRetries: 1,
 		MaxRetries: -1, ContextTimeoutEnabled: true, PoolSize: 4,
-	}), true
+	})
 }
 
 // redisErr says what failed. Errors of the connection (and Redis replies
@@ -167,20 +220,21 @@ func newToken() string {
 	return crand.Text() + "/" + host + "/" + strconv.Itoa(os.Getpid())
 }
 
-// conn runs the lease's scripts. With MinReplicas above zero each write is
-// followed, on the same connection (one pipeline), by WAIT: a write that
-// fewer replicas than that acknowledged in time counts as failed, with
-// ErrReplicas.
+// conn runs the lease's scripts on one Redis. With MinReplicas above zero
+// each write is followed, on the same connection (one pipeline), by WAIT: a
+// write that fewer replicas than that acknowledged in time counts as
+// failed, with ErrReplicas.
 type conn struct {
-	rc       redis.UniversalClient
+	rc       *redis.Client
+	addr     string
 	replicas int
 	waitFor  time.Duration
 }
 
-func newConn(rc redis.UniversalClient, cfg RedisConfig) *conn {
+func newConn(rc *redis.Client, addr string, cfg RedisConfig) *conn {
 	// A fifth of the read timeout (newClient): WAIT's reply, late by its
 	// whole timeout when replicas lag, must still come back in time.
-	return &conn{rc: rc, replicas: cfg.MinReplicas, waitFor: min(max(cfg.LeaseTTL/20, 10*time.Millisecond), 600*time.Millisecond)}
+	return &conn{rc: rc, addr: addr, replicas: cfg.MinReplicas, waitFor: min(max(cfg.LeaseTTL/20, 10*time.Millisecond), 600*time.Millisecond)}
 }
 
 // run runs s; the result is returned even when WAIT fell short.
@@ -188,17 +242,7 @@ func (c *conn) run(ctx context.Context, s *redis.Script, keys []string, args ...
 	if c.replicas == 0 {
 		return s.Run(ctx, c.rc, keys, args...).Result()
 	}
-	var node redis.Cmdable = c.rc
-	if cc, ok := c.rc.(*redis.ClusterClient); ok {
-		// WAIT has no key: send it to the node of the keys, on one
-		// connection with the write.
-		n, err := cc.MasterForKey(ctx, keys[0])
-		if err != nil {
-			return nil, err
-		}
-		node = n
-	}
-	pipe := node.Pipeline()
+	pipe := c.rc.Pipeline()
 	res := s.Eval(ctx, pipe, keys, args...)
 	w := pipe.Do(ctx, "wait", c.replicas, c.waitFor.Milliseconds())
 	_, err := pipe.Exec(ctx)
@@ -219,203 +263,377 @@ func (c *conn) run(ctx context.Context, s *redis.Script, keys []string, args ...
 	return res.Val(), nil
 }
 
-// quarantine is what a claim knows about the ID's previous holder.
-type quarantine struct {
-	claimed time.Time     // when the claim's reply came (lease clock)
-	ttl     time.Duration // of every lease (one configuration per range)
-	skew    time.Duration // MaxClockSkew
-	record  time.Time     // the release record's final mark; zero: none
-	clean   bool          // the record was written on this Redis instance
+// redisStore keeps leases in one Redis, or in the master a majority of
+// Redis Sentinels names (sentinel.go). Redis Cluster is refused: a master
+// cut off in a minority keeps accepting writes while a replica is promoted
+// on the majority side, and nothing lets a holder tell.
+type redisStore struct {
+	base   leaseBase
+	rc     RedisConfig
+	single *conn          // without Sentinel
+	group  *sentinelGroup // with Sentinel
+
+	mu      sync.Mutex
+	masters map[string]*conn // by address, with Sentinel
+	skewed  bool             // the last renewal found the clock beyond MaxClockSkew
 }
 
-// floor is the instant the new holder's time fields must lie above.
-//
-// With a clean release record from this same instance, the previous holder
-// stopped and wrote the exact end of what it issued: the floor is that.
-// Otherwise a live holder may still exist whose key Redis lost: it fences
-// at its next renewal (the key is gone or holds our token) and in any case
-// by its deadline, less than ttl after its last renewal reached Redis,
-// which was before our claim's reply. Its clock is within skew of Redis's
-// TIME, ours too, so within 2*skew of ours; it issues at most borrow
-// ahead of its clock. So its time fields stay below claimed + ttl +
-// 2*skew + borrow, and the floor is 1ms above.
-func (q quarantine) floor(borrow time.Duration) time.Time {
-	if q.clean {
-		return q.record
+// redisHold is a Redis lease's own part of a hold.
+type redisHold struct {
+	token string
+	conn  *conn // the Redis the claim went to; every write of the hold goes there
+	view  view  // with Sentinel: the master and config epoch that confirmed the claim
+}
+
+func newRedisStore(b leaseBase) *redisStore {
+	s := &redisStore{base: b, rc: b.cfg.Redis, masters: map[string]*conn{}}
+	if s.rc.MasterName != "" {
+		s.group = newSentinelGroup(s.rc)
+	} else {
+		s.single = newConn(newClient(s.rc, s.rc.Addrs[0]), s.rc.Addrs[0], s.rc)
 	}
-	return q.claimed.Add(q.ttl + 2*q.skew + borrow + time.Millisecond)
+	return s
 }
 
-// redisGuard is the time guard's store beside a lease: the mark of one
-// machine ID, which only the holder of the lease's token may write. Its
-// Load never returns less than the quarantine's floor.
-type redisGuard struct {
-	conn     *conn
-	machine  core.MachineID
-	leaseKey string
-	markKey  string
-	shapeKey string
-	token    string
-	q        quarantine
-	// notHolder is called when a save finds the lease gone, so the lease
-	// checks at once instead of at its next renewal.
-	notHolder func()
+func (s *redisStore) where() string { return s.rc.where() }
 
-	// borrow is the generator's MaxBorrow (from LoadFor or
-	// WaitQuarantine), read by Status without waiting for a write.
-	borrow atomic.Int64
-
-	// mu is held across every write, so that the release reads the last
-	// one that succeeded and none succeeds after it.
-	mu       sync.Mutex
-	shape    string    // JSON recorded with every write; "" before LoadFor
-	floor    time.Time // what Load returned (the highest), zero before
-	saved    time.Time // the last mark written, exact end included
-	released bool      // no write succeeds any more
-}
-
-// shapeJSON is the stored form of a core.Shape.
-type shapeJSON struct {
-	Layout  string `json:"layout"`
-	Type    uint8  `json:"type"` // a number: core.Type's text form would change the stored format
-	EpochMs int64  `json:"epoch_ms"`
-	Version uint8  `json:"version"`
-}
-
-func encodeShape(s core.Shape) string {
-	b, _ := json.Marshal(shapeJSON{Layout: s.Layout.String(), Type: uint8(s.Type), EpochMs: s.EpochMs, Version: s.Version})
-	return string(b)
-}
-
-func decodeShape(s string) (core.Shape, error) {
-	var j shapeJSON
-	if err := json.Unmarshal([]byte(s), &j); err != nil {
-		return core.Shape{}, err
+// master is the Redis that claims go to: the single one, or the master a
+// majority of the Sentinels names, with that view.
+func (s *redisStore) master(ctx context.Context) (*conn, view, error) {
+	if s.group == nil {
+		return s.single, view{}, nil
 	}
-	l, err := core.ParseLayout(j.Layout)
+	v, err := s.group.view(ctx)
 	if err != nil {
-		return core.Shape{}, err
+		return nil, view{}, err
 	}
-	if core.Type(j.Type) > core.MinGranularity || j.Version > 1 {
-		return core.Shape{}, fmt.Errorf("type %d or version %d out of range", j.Type, j.Version)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.masters[v.addr]
+	if !ok {
+		c = newConn(newClient(s.rc, v.addr), v.addr, s.rc)
+		s.masters[v.addr] = c
 	}
-	return core.Shape{Layout: l, Type: core.Type(j.Type), EpochMs: j.EpochMs, Version: j.Version}, nil
+	return c, v, nil
 }
 
-// Load reads the mark: the higher of the stored mark and the quarantine's
-// floor. None is the zero Time, a damaged one an error (guessing could
-// re-issue IDs).
-func (g *redisGuard) Load(ctx context.Context) (time.Time, error) {
-	m, err := g.LoadFor(ctx, core.GuardUse{Machine: g.machine, MaxBorrow: time.Duration(g.borrow.Load())})
-	return m.At, err
-}
-
-// LoadFor is Load with the shape the mark was written with; every later
-// write records use.Shape (unless use.Shape is the zero Shape of a plain
-// Load).
-func (g *redisGuard) LoadFor(ctx context.Context, use core.GuardUse) (core.Mark, error) {
-	vals, err := g.conn.rc.MGet(ctx, g.markKey, g.shapeKey).Result()
+// checkServer refuses a Redis Cluster node, then compares the local clock
+// with Redis's TIME (Leaf's start-up check). The round trip's half is
+// allowed on top of MaxClockSkew.
+func (s *redisStore) checkServer(ctx context.Context, c *conn) error {
+	info, err := c.rc.Info(ctx, "cluster").Result()
 	if err != nil {
-		return core.Mark{}, redisErr(err, "loading the mark %s", g.markKey)
+		return redisErr(err, "%s: INFO cluster", s.where())
 	}
-	var m core.Mark
-	if s, ok := vals[0].(string); ok {
-		ms, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || ms <= 0 {
-			return core.Mark{}, fmt.Errorf("machineid: the mark %s is damaged (%q); delete it only if no ID was issued with machine ID %d in the last minutes",
-				g.markKey, s, g.machine)
-		}
-		m.At = time.UnixMilli(ms).UTC()
-		if sh, ok := vals[1].(string); ok {
-			if m.Shape, err = decodeShape(sh); err != nil {
-				return core.Mark{}, fmt.Errorf("machineid: the shape %s is damaged (%q: %v); delete it only if every generator of machine ID %d had the same layout, type, epoch and version",
-					g.shapeKey, sh, err, g.machine)
-			}
-			m.HasShape = true
-		}
+	if strings.Contains(info, "cluster_enabled:1") {
+		return fmt.Errorf("%w: Redis.Addrs: %s is a Redis Cluster node: a Cluster master cut off in a minority keeps accepting writes while a replica is promoted on the majority side, which can split a machine-ID lease; lease from a single Redis (AOF on), from Redis Sentinel (Redis.MasterName) or from etcd",
+			ErrConfig, c.addr)
 	}
-	g.borrow.Store(int64(use.MaxBorrow))
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if use.Shape != (core.Shape{}) {
-		g.shape = encodeShape(use.Shape)
+	t0 := s.base.clock.Now()
+	rt, err := c.rc.Time(ctx).Result()
+	t1 := s.base.clock.Now()
+	if err != nil {
+		return redisErr(err, "%s: TIME", s.where())
 	}
-	if g.q.clean {
-		// The previous holder's exact end on this same instance covers
-		// every ID of this machine ID; the stored mark exceeds it only by
-		// that holder's unused reservation.
-		m.At = g.q.record
-	}
-	m.At = latest(m.At, g.q.floor(use.MaxBorrow))
-	g.floor = latest(g.floor, m.At)
-	return m, nil
+	return s.judgeSkew(t0, t1, rt)
 }
 
-// Save raises the mark to mark if the lease is still ours. A lower mark
-// (a generator's exact end, below its last reservation) leaves the stored
-// one and is kept for the release record.
-func (g *redisGuard) Save(ctx context.Context, mark time.Time) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.released {
-		return fmt.Errorf("%w: %s was released; the mark %s was not written", ErrNotHolder, g.leaseKey, g.markKey)
+// judgeSkew compares the local clock between t0 and t1 with Redis's TIME
+// rt read in between, records the skew and says whether it is beyond
+// MaxClockSkew (plus half the round trip).
+func (s *redisStore) judgeSkew(t0, t1, rt time.Time) error {
+	rtt := t1.Sub(t0)
+	local := t0.Add(rtt / 2)
+	skew := local.Sub(rt)
+	s.base.m.setSkew(skew)
+	maxSkew := s.rc.MaxClockSkew
+	if maxSkew > 0 && skew.Abs() > maxSkew+rtt/2 {
+		return fmt.Errorf("%w: the local clock reads %s and Redis TIME %s, %s apart (max_clock_skew %s); fix the clock (NTP) of this host or of Redis",
+			ErrClockSkew, local.UTC().Format(time.RFC3339Nano), rt.UTC().Format(time.RFC3339Nano), skew.Round(time.Millisecond), maxSkew)
 	}
-	ms := mark.UnixMilli()
-	if mark.Sub(time.UnixMilli(ms)) > 0 {
-		ms++ // round up: the mark must not fall below what was issued
-	}
-	res, err := g.conn.run(ctx, markScript, []string{g.leaseKey, g.markKey, g.shapeKey}, g.token, ms, g.shape)
-	if err != nil {
-		return redisErr(err, "saving the mark %s", g.markKey)
-	}
-	if n, _ := res.(int64); n == 0 {
-		if g.notHolder != nil {
-			g.notHolder()
-		}
-		return fmt.Errorf("%w: %s no longer holds this process's token; the mark %s was not written", ErrNotHolder, g.leaseKey, g.markKey)
-	}
-	g.saved = time.UnixMilli(ms).UTC()
 	return nil
 }
 
-// setShape makes every later write record sh.
-func (g *redisGuard) setShape(sh core.Shape) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.shape = encodeShape(sh)
-}
-
-// raise writes mark unless the stored mark is higher (every write does).
-func (g *redisGuard) raise(ctx context.Context, mark time.Time) error {
-	return g.Save(ctx, mark)
-}
-
-// final stops every later write and returns the mark for the release
-// record: everything issued under this hold lies below it. ok is false
-// when no generator loaded the mark (nothing known to vouch for).
-func (g *redisGuard) final() (time.Time, bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.released = true
-	if g.floor.IsZero() {
-		return time.Time{}, false
+// claim tries the IDs in order on the master, with SET NX PX. With
+// Sentinel the claim counts only if, after its reply, a majority of the
+// Sentinels still names the master it went to at the same config epoch
+// (sentinel.go says why that closes a split brain).
+func (s *redisStore) claim(ctx context.Context, ids []core.MachineID) (*hold, time.Time, error) {
+	c, v, err := s.master(ctx)
+	if err != nil {
+		return nil, time.Time{}, err
 	}
-	return latest(g.floor, g.saved), true
+	if err := s.checkServer(ctx, c); err != nil {
+		return nil, time.Time{}, err
+	}
+	token := newToken()
+	for _, id := range ids {
+		h, sent, err := s.try(ctx, c, v, id, token)
+		if err != nil || h == nil {
+			if err != nil {
+				return nil, time.Time{}, err
+			}
+			continue
+		}
+		if s.group != nil {
+			if err := s.group.confirm(ctx, v); err != nil {
+				s.dropClaim(ctx, h)
+				return nil, time.Time{}, fmt.Errorf("%w: claiming %s: %w", ErrUnavailable, h.key, err)
+			}
+			// The quarantine's floor runs from the confirmation at the
+			// latest: a holder at an older epoch sent its last counted
+			// renewal before it (sentinel.go).
+			if h.guard.q.waits() {
+				h.guard.q.from = earliest(h.guard.q.from, s.base.clock.Now())
+			}
+		}
+		return h, sent, nil
+	}
+	return nil, time.Time{}, nil
 }
 
-// quarantineFloor is the floor for a generator that borrows up to borrow,
-// and whether it comes from a clean release.
-func (g *redisGuard) quarantineFloor(borrow time.Duration) (time.Time, bool) {
-	for {
-		b := g.borrow.Load()
-		if b >= int64(borrow) || g.borrow.CompareAndSwap(b, int64(borrow)) {
-			return g.q.floor(time.Duration(max(b, int64(borrow)))), g.q.clean
+// dropClaim gives back a claim that does not count.
+func (s *redisStore) dropClaim(ctx context.Context, h *hold) {
+	rh := h.of.(*redisHold)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commandTimeout(s.rc.LeaseTTL))
+	defer cancel()
+	if _, err := rh.conn.run(ctx, releaseScript, []string{h.key}, rh.token); err != nil && !errors.Is(err, ErrReplicas) {
+		s.base.log.Warn("machineid: releasing a claim that does not count failed; it expires", "key", h.key, "ttl", s.rc.LeaseTTL, "err", err)
+	}
+}
+
+// try claims id on c.
+func (s *redisStore) try(ctx context.Context, c *conn, v view, id core.MachineID, token string) (*hold, time.Time, error) {
+	prefix := s.rc.KeyPrefix
+	leaseKey, markKey := Keys(prefix, id)
+	relKey, instKey := ReleasedKey(prefix, id), InstanceKey(prefix, id)
+	sent := s.base.clock.Now()
+	res, err := c.run(ctx, claimScript, []string{leaseKey, relKey, instKey, StoreKey(prefix)}, token, s.rc.LeaseTTL.Milliseconds())
+	// The quarantine runs from the reply: any renewal of an earlier
+	// holder reached Redis before this claim did.
+	claimed := s.base.clock.Now()
+	if err != nil && !errors.Is(err, ErrReplicas) {
+		return nil, sent, redisErr(err, "%s: claiming %s", s.where(), leaseKey)
+	}
+	a, ok := res.([]any)
+	if !ok || len(a) == 0 {
+		return nil, sent, fmt.Errorf("machineid: %s: claiming %s: unexpected reply %v", s.where(), leaseKey, res)
+	}
+	if got, _ := a[0].(int64); got == 0 {
+		return nil, sent, nil // taken
+	}
+	h := &hold{id: id, key: leaseKey, of: &redisHold{token: token, conn: c, view: v}}
+	if err != nil { // ErrReplicas: the claim may not survive a failover
+		s.dropClaim(ctx, h)
+		return nil, sent, fmt.Errorf("%w: %s: claiming %s: %w", ErrUnavailable, s.where(), leaseKey, err)
+	}
+	str := func(i int) string {
+		if i < len(a) {
+			v, _ := a[i].(string)
+			return v
+		}
+		return ""
+	}
+	runID, replid := str(4), str(5)
+	q := quarantine{from: claimed, ttl: s.rc.LeaseTTL, skew: s.rc.MaxClockSkew}
+	evicts := false
+	if n, _ := a[8].(int64); n == 1 {
+		evicts = true
+	}
+	if ms, perr := strconv.ParseInt(str(1), 10, 64); perr == nil && ms > 0 {
+		if str(2) != "" && str(3) != "" && str(2) == runID && str(3) == replid {
+			q.exact = time.UnixMilli(ms).UTC()
+		} else {
+			s.base.log.Warn("machineid: ignoring a release record written on another Redis instance (restarted or failed over since)",
+				"machine", id, "record_run_id", str(2), "record_replid", str(3), "run_id", runID, "replid", replid)
 		}
 	}
+	switch {
+	case evicts:
+		s.base.log.Warn("machineid: Redis may evict keys (maxmemory with an allkeys-* policy): marks are not trusted and every claim waits out the quarantine; set maxmemory-policy noeviction on the lease database",
+			"machine", id, "redis", c.addr)
+	case runID != "" && str(6) == runID+"/"+replid:
+		q.trusted = true
+	default:
+		if ms, perr := strconv.ParseInt(str(7), 10, 64); perr == nil && ms > 0 {
+			q.from = earliest(q.from, time.UnixMilli(ms))
+		}
+	}
+	ms := &redisMarks{conn: c, leaseKey: leaseKey, markKey: markKey, shapeKey: ShapeKey(prefix, id), instKey: instKey, token: token}
+	h.guard = &leaseGuard{ms: ms, machine: id, q: q}
+	return h, sent, nil
 }
 
-func latest(a, b time.Time) time.Time {
-	if a.After(b) {
+// renew extends h with the compare-and-extend script, re-checks the clock
+// against Redis's TIME and, with Sentinel, has a majority confirm the
+// hold's master and epoch.
+func (s *redisStore) renew(ctx context.Context, h *hold) (time.Time, error) {
+	rh := h.of.(*redisHold)
+	sent := s.base.clock.Now()
+	res, err := rh.conn.run(ctx, renewScript, []string{h.key}, rh.token, s.rc.LeaseTTL.Milliseconds())
+	back := s.base.clock.Now()
+	if err != nil {
+		if errors.Is(err, ErrReplicas) {
+			return sent, fmt.Errorf("%w: machine %d: renewing %s: %w", ErrUnavailable, h.id, h.key, err)
+		}
+		return sent, redisErr(err, "%s: renewing %s", s.where(), h.key)
+	}
+	n, err := renewReply(res)
+	if err != nil {
+		return sent, err
+	}
+	if n == 0 {
+		return sent, fmt.Errorf("%w: machine %d: %s no longer holds this process's token (expired or taken over)", ErrLeaseLost, h.id, h.key)
+	}
+	// The renewal re-checks the clock against Redis's TIME: the quarantine
+	// of the next holder counts on it. A clock this far off counts as a
+	// failed renewal (the key stays ours), so issuing stops at the
+	// deadline until the clock is back within the bound.
+	rt, _ := renewTime(res)
+	skewErr := s.judgeSkew(sent, back, rt)
+	s.mu.Lock()
+	switch {
+	case skewErr != nil && !s.skewed:
+		s.base.log.Error("machineid: the clock drifted beyond max_clock_skew; renewals count as failed until it is back", "machine", h.id, "err", skewErr)
+	case skewErr == nil && s.skewed:
+		s.base.log.Info("machineid: the clock is back within max_clock_skew", "machine", h.id)
+	}
+	s.skewed = skewErr != nil
+	s.mu.Unlock()
+	if skewErr != nil {
+		return sent, skewErr
+	}
+	if s.group != nil {
+		if err := s.group.confirm(ctx, rh.view); err != nil {
+			return sent, fmt.Errorf("machine %d: renewing %s: %w", h.id, h.key, err)
+		}
+	}
+	return sent, nil
+}
+
+// release deletes h's key if it still holds h's token; with exact, it
+// writes the release record, so that the next claim on this same instance
+// starts from final without a quarantine.
+func (s *redisStore) release(ctx context.Context, h *hold, final time.Time, exact bool) error {
+	rh := h.of.(*redisHold)
+	var res any
+	var err error
+	if exact {
+		relKey := ReleasedKey(s.rc.KeyPrefix, h.id)
+		res, err = rh.conn.run(ctx, releaseCleanScript, []string{h.key, relKey}, rh.token, final.UnixMilli())
+	} else {
+		res, err = rh.conn.run(ctx, releaseScript, []string{h.key}, rh.token)
+	}
+	n, _ := res.(int64)
+	switch {
+	case err != nil && n != 0: // ErrReplicas: a failover may lose the record (the next claim is then quarantined)
+		return redisErr(err, "releasing %s", h.key)
+	case err != nil:
+		return redisErr(err, "releasing %s (it expires within %s)", h.key, s.rc.LeaseTTL)
+	case n == 0:
+		s.base.log.Info("machineid: the lease was no longer ours at release", "key", h.key)
+	}
+	return nil
+}
+
+// fleet records f under the key prefix, or compares it with the record.
+func (s *redisStore) fleet(ctx context.Context, f fleet) error {
+	c, _, err := s.master(ctx)
+	if err != nil {
+		return err
+	}
+	key := FleetKey(s.rc.KeyPrefix)
+	res, err := c.run(ctx, fleetScript, []string{key}, f.encode())
+	if errors.Is(err, redis.Nil) {
+		return nil // recorded ours
+	}
+	if err != nil && !errors.Is(err, ErrReplicas) {
+		return redisErr(err, "%s: reading the fleet record %s", s.where(), key)
+	}
+	raw, ok := res.(string)
+	if !ok {
+		return nil // recorded ours
+	}
+	return judgeFleet(f, raw, key, s.where())
+}
+
+func (s *redisStore) close() error {
+	var errs []error
+	if s.single != nil {
+		errs = append(errs, s.single.rc.Close())
+	}
+	s.mu.Lock()
+	for _, c := range s.masters {
+		errs = append(errs, c.rc.Close())
+	}
+	s.mu.Unlock()
+	if s.group != nil {
+		errs = append(errs, s.group.close())
+	}
+	return errors.Join(errs...)
+}
+
+// redisMarks is the markStore of a Redis hold.
+type redisMarks struct {
+	conn                                 *conn
+	leaseKey, markKey, shapeKey, instKey string
+	token                                string
+}
+
+func (r *redisMarks) names() (string, string) { return r.markKey, r.leaseKey }
+
+func (r *redisMarks) read(ctx context.Context) (int64, string, error) {
+	vals, err := r.conn.rc.MGet(ctx, r.markKey, r.shapeKey).Result()
+	if err != nil {
+		return 0, "", redisErr(err, "loading the mark %s", r.markKey)
+	}
+	s, ok := vals[0].(string)
+	if !ok {
+		return 0, "", nil
+	}
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || ms <= 0 {
+		return 0, "", fmt.Errorf("machineid: the mark %s is damaged (%q); delete it only if no ID was issued with its machine ID in the last minutes", r.markKey, s)
+	}
+	sh, _ := vals[1].(string)
+	return ms, sh, nil
+}
+
+func (r *redisMarks) write(ctx context.Context, ms int64, shape string) (bool, error) {
+	res, err := r.conn.run(ctx, markScript, []string{r.leaseKey, r.markKey, r.shapeKey, r.instKey}, r.token, ms, shape)
+	if err != nil {
+		return false, redisErr(err, "saving the mark %s", r.markKey)
+	}
+	n, _ := res.(int64)
+	return n != 0, nil
+}
+
+// renewReply is the renew script's first element: 1 when extended.
+func renewReply(res any) (int64, error) {
+	a, ok := res.([]any)
+	if !ok || len(a) < 3 {
+		return 0, fmt.Errorf("machineid: renewal: unexpected reply %v", res)
+	}
+	n, _ := a[0].(int64)
+	return n, nil
+}
+
+// renewTime is Redis's TIME as the renew script returned it.
+func renewTime(res any) (time.Time, bool) {
+	a, ok := res.([]any)
+	if !ok || len(a) < 3 {
+		return time.Time{}, false
+	}
+	sec, err1 := strconv.ParseInt(fmt.Sprint(a[1]), 10, 64)
+	usec, err2 := strconv.ParseInt(fmt.Sprint(a[2]), 10, 64)
+	if err1 != nil || err2 != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(sec, usec*1000), true
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
 		return a
 	}
 	return b

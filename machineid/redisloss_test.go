@@ -441,10 +441,11 @@ func mustCommand(t testing.TB, s *redistest.Server, args ...string) {
 	}
 }
 
-// TestRedisMarkKnowsItsShape: the shape beside the Redis mark makes a
-// restart of the machine ID with another layout refuse, naming both; a
-// mark written without a shape (by earlier versions) reads as the same
-// shape.
+// TestRedisMarkKnowsItsShape: a restart of the machine ID with another
+// layout is refused, first by the fleet record (ErrFleet) and, should the
+// record be deleted, by the shape beside the Redis mark (core.ErrShape),
+// each naming both layouts; a mark written without a shape (by earlier
+// versions) reads as the same shape.
 func TestRedisMarkKnowsItsShape(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv)
@@ -459,13 +460,18 @@ func TestRedisMarkKnowsItsShape(t *testing.T) {
 	}
 	l = mustAcquire(t, c, core.Central) // after a clean release: at once
 	_, err := l.NewGenerator(context.Background(), core.Config{Layout: core.Vesta}, "")
+	if !errors.Is(err, machineid.ErrFleet) || !strings.Contains(err.Error(), "id.layout vesta (the fleet's: sorted)") {
+		t.Fatalf("a Vesta-layout generator in a sorted-layout fleet: %v; want ErrFleet naming both layouts", err)
+	}
+	rdb.Del(context.Background(), machineid.FleetKey("vesta"))
+	_, err = l.NewGenerator(context.Background(), core.Config{Layout: core.Vesta}, "")
 	if !errors.Is(err, core.ErrShape) || !strings.Contains(err.Error(), "layout sorted") || !strings.Contains(err.Error(), "layout vesta") {
 		t.Fatalf("a Vesta-layout generator on a sorted-layout mark: %v; want ErrShape naming both layouts", err)
 	}
 	l.Close(context.Background())
 
 	// A mark without a shape: the next generator, of any shape, starts.
-	rdb.Del(context.Background(), machineid.ShapeKey("vesta", oneID.First))
+	rdb.Del(context.Background(), machineid.ShapeKey("vesta", oneID.First), machineid.FleetKey("vesta"))
 	l = mustAcquire(t, c, core.Central)
 	gen, err = l.NewGenerator(context.Background(), core.Config{Layout: core.Vesta}, "")
 	if err != nil {

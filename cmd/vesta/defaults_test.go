@@ -167,7 +167,7 @@ func TestRedisStaticChainFleet(t *testing.T) {
 	rs := redistest.Start(t)
 
 	r := cli(t, "", "serve", "--config", serveConfig(t, rs.Addr(), "  providers: [redis, static]\n  id: 1003\n"))
-	if r.code != 2 || !strings.Contains(r.stderr, "machine.id: 1003 lies in the IDs Redis leases hand out (machine.redis.server_range 1000-1003)") {
+	if r.code != 2 || !strings.Contains(r.stderr, "machine.id: 1003 lies in the IDs leases hand out (machine.redis.server_range 1000-1003)") {
 		t.Fatalf("static 1003 inside the lease range: exit %d; want 2 naming machine.id and machine.redis.server_range: %s", r.code, r.stderr)
 	}
 	t.Setenv("VESTA_MACHINE_REDIS_SERVER_RANGE", "") // the default: all of server_range

@@ -1,0 +1,236 @@
+package machineid_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/etcdtest"
+	"github.com/vesta-go/vesta/internal/logtest"
+	"github.com/vesta-go/vesta/machineid"
+)
+
+// etcdConfig leases from the cluster with the given TTL, with the etcd
+// provider only.
+func etcdConfig(c *etcdtest.Cluster, ttl time.Duration) machineid.Config {
+	m := machineid.DefaultConfig()
+	m.Providers = []string{machineid.ProviderEtcd}
+	m.Etcd.Endpoints = c.Endpoints()
+	m.Etcd.LeaseTTL = ttl
+	return m
+}
+
+// get reads one key linearizably ("" when missing).
+func get(t testing.TB, cli *clientv3.Client, key string) (string, int64) {
+	t.Helper()
+	resp, err := cli.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return "", 0
+	}
+	return string(resp.Kvs[0].Value), resp.Kvs[0].Lease
+}
+
+// TestEtcdLease: a lease is claimed, renewed and released at once; the
+// mark lives in etcd; the next holder of the ID starts at once, from the
+// exact end the release wrote, above everything issued: etcd loses no
+// acknowledged write, so there is no quarantine.
+func TestEtcdLease(t *testing.T) {
+	ec := etcdtest.Start(t)
+	cli := ec.Client(t)
+	c := etcdConfig(ec, 3*time.Second)
+	c.ServerRange = oneID
+	l := mustAcquire(t, c, core.Central)
+	if l.Provider() != machineid.ProviderEtcd || l.ID() != oneID.First {
+		t.Fatalf("Acquire: %s %d", l.Provider(), l.ID())
+	}
+	if q := l.Status().QuarantineUntil; !q.IsZero() {
+		t.Fatalf("an etcd lease quarantined until %s", q)
+	}
+	gen := generator(t, l, core.Config{MaxBorrow: time.Second})
+	first := l.Status().Deadline
+	eventually(t, "a renewal", func() bool { return l.Status().Deadline.After(first) })
+	ids, err := gen.NextIDs(context.Background(), core.Central, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaseKey, markKey, shapeKey := machineid.EtcdKeys("vesta", l.ID())
+	if v, lease := get(t, cli, leaseKey); v == "" || lease == 0 {
+		t.Fatalf("lease key %q = %q, etcd lease %x", leaseKey, v, lease)
+	}
+	if v, _ := get(t, cli, markKey); len(v) != 20 {
+		t.Fatalf("mark %q = %q; want 20 digits", markKey, v)
+	}
+	if v, _ := get(t, cli, shapeKey); !strings.Contains(v, `"layout":"sorted"`) {
+		t.Fatalf("shape %q = %q", shapeKey, v)
+	}
+	reserved := gen.Stats().Mark
+	if err := gen.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := get(t, cli, leaseKey); v != "" {
+		t.Fatalf("the lease outlived Close: %q", v)
+	}
+	// The exact end: the start of the unit after the last ID issued.
+	last := gen.Codec().Explain(ids[len(ids)-1])
+	exact := last.Instant.Add(time.Second)
+	if v, _ := get(t, cli, markKey); v != fmt.Sprintf("%020d", exact.UnixMilli()) {
+		t.Fatalf("mark after the release %q; want the exact end %s (the reservation was %s)", v,
+			exact.Format(time.RFC3339Nano), reserved.Format(time.RFC3339Nano))
+	}
+	next := mustAcquire(t, c, core.Central)
+	gen2 := generator(t, next, core.Config{MaxBorrow: time.Second})
+	more, err := gen2.NextIDs(context.Background(), core.Central, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if more[0] <= ids[len(ids)-1] {
+		t.Fatalf("the next holder's first ID %d is not above the last %d", more[0], ids[len(ids)-1])
+	}
+}
+
+// TestEtcdKeyDeletedFencesAtOnce: the holder watches its key; deleted
+// behind its back (an operator, or the etcd lease revoked), the generator
+// is fenced at once, not at the deadline, then re-keyed to a new claim
+// and issuing resumes above everything issued before.
+func TestEtcdKeyDeletedFencesAtOnce(t *testing.T) {
+	for _, how := range []string{"deleted", "revoked"} {
+		t.Run(how, func(t *testing.T) {
+			ec := etcdtest.Start(t)
+			cli := ec.Client(t)
+			c := etcdConfig(ec, 30*time.Second) // the next renewal is 10s away: only the watch fences at once
+			c.ServerRange = oneID
+			var log logtest.Buffer
+			c.Logger = slog.New(slog.NewTextHandler(&log, nil))
+			l := mustAcquire(t, c, core.Central)
+			gen := generator(t, l, core.Config{MaxStartupWait: 10 * time.Second})
+			before, err := gen.NextIDs(context.Background(), core.Central, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			leaseKey, _, _ := machineid.EtcdKeys("vesta", l.ID())
+			_, lease := get(t, cli, leaseKey)
+			if how == "deleted" {
+				_, err = cli.Delete(context.Background(), leaseKey)
+			} else {
+				_, err = cli.Revoke(context.Background(), clientv3.LeaseID(lease))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the fence", func() bool { return l.Status().Fences > 0 })
+			if !strings.Contains(log.String(), "was deleted or taken over in etcd") {
+				t.Fatalf("the fence was not the watch's; the log:\n%s", log.String())
+			}
+			eventually(t, "the lease claimed again", func() bool { return gen.Ready() == nil && l.Status().State == machineid.StateHeld })
+			after, err := gen.NextIDs(context.Background(), core.Central, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after[0] <= before[len(before)-1] {
+				t.Fatalf("after the re-claim %d is not above %d", after[0], before[len(before)-1])
+			}
+		})
+	}
+}
+
+// TestEtcdUnreachable: etcd down at start is "not available here": the
+// chain passes to a fixed ID outside the lease range.
+func TestEtcdUnreachable(t *testing.T) {
+	c := machineid.DefaultConfig()
+	c.Providers = []string{machineid.ProviderEtcd, machineid.ProviderStatic}
+	c.Etcd.Endpoints = []string{deadAddr(t)}
+	c.Etcd.LeaseTTL = 2 * time.Second
+	c.ServerLeaseRange = machineid.Range{First: 924, Count: 99}
+	c.Static = new(core.MachineID(1023))
+	l := mustAcquire(t, c, core.Central)
+	if l.Provider() != machineid.ProviderStatic || l.ID() != 1023 {
+		t.Fatalf("%s %d; want static 1023", l.Provider(), l.ID())
+	}
+	c.Providers = []string{machineid.ProviderEtcd}
+	if _, err := acquire(t, c, core.Central); !errors.Is(err, machineid.ErrUnavailable) || !strings.Contains(err.Error(), "etcd") {
+		t.Fatalf("Acquire with etcd down: %v; want ErrUnavailable naming etcd", err)
+	}
+}
+
+// TestEtcdFleetRecord: etcd records the fleet's shape, and a host of
+// another layout is refused naming both; etcd has no quarantine, so a
+// host with another lease TTL is not refused.
+func TestEtcdFleetRecord(t *testing.T) {
+	ec := etcdtest.Start(t)
+	c := etcdConfig(ec, 3*time.Second)
+	generator(t, mustAcquire(t, c, core.Central), core.Config{})
+	l := mustAcquire(t, c, core.Central)
+	_, err := l.NewGenerator(context.Background(), core.Config{Layout: core.Vesta}, "")
+	if !errors.Is(err, machineid.ErrFleet) || !strings.Contains(err.Error(), "id.layout vesta (the fleet's: sorted)") || !strings.Contains(err.Error(), "vesta/fleet") {
+		t.Fatalf("a Vesta-layout host in a sorted fleet: %v; want ErrFleet naming both layouts and the record", err)
+	}
+	c.Etcd.LeaseTTL = 5 * time.Second
+	generator(t, mustAcquire(t, c, core.Central), core.Config{})
+}
+
+// TestEtcdKilledHolderIsOvertakenAtOnce: a holder killed with SIGKILL is
+// overtaken once its etcd lease expires, without a quarantine, above
+// everything it issued.
+func TestEtcdKilledHolderIsOvertakenAtOnce(t *testing.T) {
+	ec := etcdtest.Start(t)
+	addr := "etcd=" + ec.Endpoints()[0]
+	h := startHolder(t, addr)
+	h.read(t, 200)
+	if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	h.drain()
+	l := takeOver(t, addr)
+	if q := l.Status().QuarantineUntil; !q.IsZero() {
+		t.Fatalf("quarantined until %s", q)
+	}
+	gen := generator(t, l, core.Config{MaxBorrow: time.Second, MaxStartupWait: 10 * time.Second})
+	ids, err := gen.NextIDs(context.Background(), core.Central, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids[0] <= h.max {
+		t.Fatalf("the next holder's first ID %d is not above the dead holder's %d", ids[0], h.max)
+	}
+}
+
+// TestEtcdQuorumLost: with two of three members stopped no renewal can
+// count (the read needs a quorum), so the holder is fenced at its
+// deadline; with the quorum back, a renewal finds the lease still its own
+// (a new leader extends every lease) and issuing resumes.
+func TestEtcdQuorumLost(t *testing.T) {
+	ec := etcdtest.StartCluster(t, 3, etcdtest.Options{})
+	c := etcdConfig(ec, 3*time.Second)
+	c.ServerRange = oneID
+	l := mustAcquire(t, c, core.Central)
+	gen := generator(t, l, core.Config{})
+	out := &issued{}
+	issue(t, gen, out)
+	eventually(t, "IDs", func() bool { n, _ := out.count(); return n > 100 })
+	ec.Member(1).Stop()
+	ec.Member(2).Stop()
+	eventually(t, "the fence", func() bool { return l.Status().State == machineid.StateFenced })
+	if s := l.Status(); !errors.Is(s.Err, machineid.ErrLeaseLost) || !errors.Is(gen.Ready(), core.ErrFenced) {
+		t.Fatalf("status %+v, Ready %v; want fenced with ErrLeaseLost", s, gen.Ready())
+	}
+	ec.Member(1).Restart()
+	ec.Member(2).Restart()
+	eventually(t, "issuing again", func() bool { return gen.Ready() == nil })
+	n0, _ := out.count()
+	eventually(t, "more IDs", func() bool { n, _ := out.count(); return n > n0+100 })
+	strictlyIncreasing(t, snapshot(out))
+}

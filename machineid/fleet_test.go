@@ -1,0 +1,69 @@
+package machineid_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/redistest"
+	"github.com/vesta-go/vesta/machineid"
+)
+
+// TestRedisFleetRecord: the first host leasing under a key prefix records
+// the fleet's shape and timing; a host that differs in any of them is
+// refused, naming the setting and both values; a host like the first is
+// not; once every host stopped and the record was deleted, new settings
+// are recorded.
+func TestRedisFleetRecord(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := client(t, srv)
+	base := redisConfig(srv, 2*time.Second)
+	gc := core.Config{MaxBorrow: time.Second}
+	first := mustAcquire(t, base, core.Central)
+	generator(t, first, gc)
+
+	for _, tc := range []struct {
+		name string
+		mc   func(*machineid.Config)
+		gc   func(*core.Config)
+		want string
+	}{
+		{"layout", nil, func(c *core.Config) { c.Layout = core.Vesta }, "id.layout vesta (the fleet's: sorted)"},
+		{"type", nil, func(c *core.Config) { c.Type = core.MinGranularity }, "id.type min-granularity (the fleet's: max-peak)"},
+		{"epoch", nil, func(c *core.Config) { c.Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }, "id.epoch 2026-01-01T00:00:00Z (the fleet's: 2025-01-01T00:00:00Z)"},
+		{"version", nil, func(c *core.Config) { c.Version = 1 }, "id.version 1 (the fleet's: 0)"},
+		{"lease_ttl", func(c *machineid.Config) { c.Redis.LeaseTTL = 3 * time.Second }, nil, "machine.redis.lease_ttl 3s (the fleet's: 2s)"},
+		{"max_borrow", nil, func(c *core.Config) { c.MaxBorrow = 0 }, "id.max_borrow 0s (the fleet's: 1s)"},
+		{"max_clock_skew", func(c *machineid.Config) { c.Redis.MaxClockSkew = time.Second }, nil, "machine.redis.max_clock_skew 1s (the fleet's: 20ms)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mc, g := base, gc
+			if tc.mc != nil {
+				tc.mc(&mc)
+			}
+			if tc.gc != nil {
+				tc.gc(&g)
+			}
+			l := mustAcquire(t, mc, core.Central)
+			_, err := l.NewGenerator(context.Background(), g, "")
+			if !errors.Is(err, machineid.ErrFleet) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "vesta:fleet") {
+				t.Fatalf("NewGenerator: %v; want ErrFleet naming %q and the record's key", err, tc.want)
+			}
+		})
+	}
+	same := mustAcquire(t, base, core.Central)
+	t.Logf("first %d %+v same %d %+v", first.ID(), first.Status(), same.ID(), same.Status())
+	generator(t, same, gc)
+
+	// A new fleet setting, once nobody leases and the record is gone.
+	for _, l := range []*machineid.Lease{same, first} {
+		l.Close(context.Background())
+	}
+	rdb.Del(context.Background(), machineid.FleetKey("vesta"))
+	mc := base
+	mc.Redis.LeaseTTL = 3 * time.Second
+	generator(t, mustAcquire(t, mc, core.Central), gc)
+}

@@ -1,0 +1,231 @@
+package machineid
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vesta-go/vesta/core"
+)
+
+// markStore reads and writes one machine ID's time-guard mark and shape
+// in a lease store; a write succeeds only while the hold's lease is still
+// the one in the store.
+type markStore interface {
+	// read returns the stored mark in unix milliseconds (0: none) and the
+	// shape's JSON ("" when none). A damaged value is an error.
+	read(ctx context.Context) (ms int64, shape string, err error)
+	// write raises the mark to ms (a lower ms leaves it) and records shape
+	// unless it is "". held is false when the lease is not the hold's.
+	write(ctx context.Context, ms int64, shape string) (held bool, err error)
+	// names are the keys of the mark and the lease, for messages.
+	names() (mark, lease string)
+}
+
+// quarantine is what a claim knows about the ID's previous holders, and
+// so where the new holder's time fields must start.
+type quarantine struct {
+	// trusted: the stored mark lies above everything ever issued with the
+	// ID (etcd never loses an acknowledged write; on Redis, the mark was
+	// written by this very Redis instance and nothing could evict it).
+	trusted bool
+	// exact, when not zero, is the exact end of the previous hold, from a
+	// clean release on this same store: it replaces the stored mark, which
+	// exceeds it only by that holder's unused reservation.
+	exact time.Time
+	// Otherwise a live holder may exist whose lease the store lost: from is
+	// the earliest instant after which no such loss could have happened
+	// unseen (the claim's reply, or the moment this Redis instance was
+	// first seen by a claim), and the floor is from + ttl + 2*skew +
+	// borrow (see floor).
+	from time.Time
+	ttl  time.Duration // of every lease (one configuration per fleet)
+	skew time.Duration // max_clock_skew
+}
+
+// waits reports whether the floor depends on the clock: no clean release
+// and no trusted mark.
+func (q quarantine) waits() bool { return !q.trusted && q.exact.IsZero() }
+
+// floor is the instant the new holder's time fields must lie above.
+//
+// Without a trusted mark or a clean release, a live holder may still exist
+// whose lease the store lost before from: it fences at its next renewal
+// and in any case by its deadline, less than ttl after from. Its clock is
+// within skew of the store's, ours too; it issues at most borrow ahead of
+// its clock. So its time fields stay below from + ttl + 2*skew + borrow,
+// and the floor is 1ms above.
+func (q quarantine) floor(borrow time.Duration) time.Time {
+	switch {
+	case !q.exact.IsZero():
+		return q.exact
+	case q.trusted:
+		return time.Time{}
+	}
+	return q.from.Add(q.ttl + 2*q.skew + borrow + time.Millisecond)
+}
+
+// leaseGuard is the time guard's store beside a lease: the mark of one
+// machine ID, which only the holder of the lease may write. Its Load never
+// returns less than the quarantine's floor.
+type leaseGuard struct {
+	ms      markStore
+	machine core.MachineID
+	q       quarantine
+	// notHolder is called when a save finds the lease gone, so the lease
+	// checks at once instead of at its next renewal.
+	notHolder func()
+
+	// borrow is the generator's MaxBorrow (from LoadFor or Prepare), read
+	// by Status without waiting for a write.
+	borrow atomic.Int64
+
+	// mu is held across every write, so that the release reads the last
+	// one that succeeded and none succeeds after it.
+	mu       sync.Mutex
+	shape    string    // JSON recorded with every write; "" before LoadFor
+	loaded   bool      // a generator loaded the mark
+	floor    time.Time // what Load returned (the highest), zero before
+	saved    time.Time // the last mark written, exact end included
+	released bool      // no write succeeds any more
+}
+
+// shapeJSON is the stored form of a core.Shape.
+type shapeJSON struct {
+	Layout  string `json:"layout"`
+	Type    uint8  `json:"type"` // a number: core.Type's text form would change the stored format
+	EpochMs int64  `json:"epoch_ms"`
+	Version uint8  `json:"version"`
+}
+
+func encodeShape(s core.Shape) string {
+	b, _ := json.Marshal(shapeJSON{Layout: s.Layout.String(), Type: uint8(s.Type), EpochMs: s.EpochMs, Version: s.Version})
+	return string(b)
+}
+
+func decodeShape(s string) (core.Shape, error) {
+	var j shapeJSON
+	if err := json.Unmarshal([]byte(s), &j); err != nil {
+		return core.Shape{}, err
+	}
+	l, err := core.ParseLayout(j.Layout)
+	if err != nil {
+		return core.Shape{}, err
+	}
+	if core.Type(j.Type) > core.MinGranularity || j.Version > 1 {
+		return core.Shape{}, fmt.Errorf("type %d or version %d out of range", j.Type, j.Version)
+	}
+	return core.Shape{Layout: l, Type: core.Type(j.Type), EpochMs: j.EpochMs, Version: j.Version}, nil
+}
+
+// Load reads the mark: the higher of the stored mark and the quarantine's
+// floor. None is the zero Time, a damaged one an error (guessing could
+// re-issue IDs).
+func (g *leaseGuard) Load(ctx context.Context) (time.Time, error) {
+	m, err := g.LoadFor(ctx, core.GuardUse{Machine: g.machine, MaxBorrow: time.Duration(g.borrow.Load())})
+	return m.At, err
+}
+
+// LoadFor is Load with the shape the mark was written with; every later
+// write records use.Shape (unless use.Shape is the zero Shape of a plain
+// Load).
+func (g *leaseGuard) LoadFor(ctx context.Context, use core.GuardUse) (core.Mark, error) {
+	ms, sh, err := g.ms.read(ctx)
+	if err != nil {
+		return core.Mark{}, err
+	}
+	var m core.Mark
+	if ms > 0 {
+		m.At = time.UnixMilli(ms).UTC()
+		if sh != "" {
+			if m.Shape, err = decodeShape(sh); err != nil {
+				markKey, _ := g.ms.names()
+				return core.Mark{}, fmt.Errorf("machineid: the shape beside %s is damaged (%q: %v); delete it only if every generator of machine ID %d had the same layout, type, epoch and version",
+					markKey, sh, err, g.machine)
+			}
+			m.HasShape = true
+		}
+	}
+	g.borrow.Store(int64(use.MaxBorrow))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if use.Shape != (core.Shape{}) {
+		g.shape = encodeShape(use.Shape)
+	}
+	if !g.q.exact.IsZero() {
+		m.At = g.q.exact
+	}
+	m.At = latest(m.At, g.q.floor(use.MaxBorrow))
+	g.floor = latest(g.floor, m.At)
+	g.loaded = true
+	return m, nil
+}
+
+// Save raises the mark to mark if the lease is still ours. A lower mark
+// (a generator's exact end, below its last reservation) leaves the stored
+// one and is kept for the release.
+func (g *leaseGuard) Save(ctx context.Context, mark time.Time) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	markKey, leaseKey := g.ms.names()
+	if g.released {
+		return fmt.Errorf("%w: %s was released; the mark %s was not written", ErrNotHolder, leaseKey, markKey)
+	}
+	ms := mark.UnixMilli()
+	if mark.Sub(time.UnixMilli(ms)) > 0 {
+		ms++ // round up: the mark must not fall below what was issued
+	}
+	held, err := g.ms.write(ctx, ms, g.shape)
+	if err != nil {
+		return err
+	}
+	if !held {
+		if g.notHolder != nil {
+			g.notHolder()
+		}
+		return fmt.Errorf("%w: %s no longer holds this process's lease; the mark %s was not written", ErrNotHolder, leaseKey, markKey)
+	}
+	g.saved = time.UnixMilli(ms).UTC()
+	return nil
+}
+
+// setShape makes every later write record sh.
+func (g *leaseGuard) setShape(sh core.Shape) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.shape = encodeShape(sh)
+}
+
+// final stops every later write and returns the mark for the release:
+// everything issued under this hold lies below it. ok is false when no
+// generator loaded the mark (nothing known to vouch for).
+func (g *leaseGuard) final() (time.Time, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.released = true
+	if !g.loaded {
+		return time.Time{}, false
+	}
+	return latest(g.floor, g.saved), true
+}
+
+// quarantineFloor is the floor for a generator that borrows up to borrow,
+// and whether it depends on the clock (see quarantine.waits).
+func (g *leaseGuard) quarantineFloor(borrow time.Duration) (time.Time, bool) {
+	for {
+		b := g.borrow.Load()
+		if b >= int64(borrow) || g.borrow.CompareAndSwap(b, int64(borrow)) {
+			return g.q.floor(time.Duration(max(b, int64(borrow)))), g.q.waits()
+		}
+	}
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,554 @@
+package machineid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/vesta-go/vesta/core"
+)
+
+// renewing is where a lease stands.
+type renewing uint8
+
+const (
+	held    renewing = iota // renewed in time
+	overdue                 // the deadline passed without a renewal; the key may still be ours
+	lost                    // the key is not ours: claim again
+)
+
+// leased holds a machine ID leased in a store (Redis or etcd): it renews
+// the lease, fences the attached generator when it can no longer prove the
+// lease held, and re-acquires a lost lease, re-keying the generator. See
+// Lease.
+type leased struct {
+	leaseBase
+	provider string
+	st       store
+	ttl      time.Duration
+	margin   time.Duration
+	period   time.Duration // between renewals
+	retry    time.Duration // between attempts after a failure
+	ctx      context.Context
+	cancel   context.CancelFunc
+	kick     chan struct{} // wakes the renewer (Attach of a lost lease)
+	wg       sync.WaitGroup
+	initial  *leaseGuard // the store of the first hold, for core.New
+
+	mu       sync.Mutex
+	id       core.MachineID
+	hold     *hold // the current lease; nil once lost
+	state    renewing
+	cause    error     // why not held
+	lastErr  error     // the last failed renewal, for the cause of an overdue lease
+	deadline time.Time // fence unless renewed by then
+	renewAt  time.Time
+	changed  chan struct{} // closed and replaced when deadline, state or hold change
+	gen      *core.Generator
+	fenced   bool // this lease fenced gen and has not unfenced it
+	rekeying bool // a Rekey of gen to hold runs
+	// lastRecoverErr is the last re-acquisition failure, logged once.
+	lastRecoverErr string
+	fences         uint64
+	failures       uint64
+	closed         bool
+}
+
+// acquireLeased claims an ID of b's range in st and starts renewing it;
+// on error st is closed.
+func acquireLeased(ctx context.Context, b leaseBase, provider string, st store, ttl, margin time.Duration) (*Lease, error) {
+	l := &leased{
+		leaseBase: b,
+		provider:  provider,
+		st:        st,
+		ttl:       ttl,
+		margin:    margin,
+		period:    ttl / 3,
+		retry:     min(max(ttl/10, 10*time.Millisecond), time.Second),
+		kick:      make(chan struct{}, 1),
+		changed:   make(chan struct{}),
+	}
+	h, sent, err := l.claim(ctx, 0, false)
+	if err != nil {
+		st.close()
+		return nil, err
+	}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.install(h, sent)
+	l.initial = h.guard
+	_, waits := h.guard.quarantineFloor(0)
+	l.log.Info("machineid: leased a machine ID", "machine", h.id, "method", b.method, "range", b.rng,
+		"key", h.key, "ttl", l.ttl, "fence_after", l.ttl-l.margin, "store", st.where(), "quarantine", waits)
+	l.wg.Add(2)
+	go l.renewer()
+	go l.watchdog()
+	return &Lease{leaseBase: b, provider: provider, h: l}, nil
+}
+
+func (l *leased) machine() core.MachineID {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.id
+}
+
+func (l *leased) guard() core.GuardStore { return l.initial }
+
+// timeGuard is the store's mark: it lives beside the lease.
+func (l *leased) timeGuard(string) (core.GuardStore, error) { return l.initial, nil }
+
+func (l *leased) attach(gen *core.Generator) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := attachCheck(l.closed, l.gen, gen, l.id); err != nil {
+		return err
+	}
+	l.gen = gen
+	l.syncLocked()
+	if l.state == lost {
+		l.poke()
+	}
+	return nil
+}
+
+func (l *leased) status() Status {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := Status{Provider: l.provider, Machine: l.id, State: l.stateLocked(), Deadline: l.deadline,
+		RenewAt: l.renewAt, At: l.clock.Now(), Fences: l.fences, RenewFailures: l.failures, Err: l.cause}
+	if l.hold != nil {
+		if f, waits := l.hold.guard.quarantineFloor(0); waits {
+			st.QuarantineUntil = f
+		}
+	}
+	return st
+}
+
+// prepare is Lease.Prepare: the fleet's record, then the quarantine.
+func (l *leased) prepare(ctx context.Context, cfg core.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	h := l.hold
+	l.mu.Unlock()
+	if h == nil {
+		return nil // lost: core.New's first save fails
+	}
+	f, err := l.fleetOf(cfg)
+	if err != nil {
+		return err
+	}
+	if err := l.st.fleet(ctx, f); err != nil {
+		return err
+	}
+	return l.waitQuarantine(ctx, h, cfg.MaxBorrow, cfg.ReadyAt)
+}
+
+// fleetOf is the fleet record of this host with a generator of cfg: the
+// shape, and on Redis the timing its quarantine reckons with.
+func (l *leased) fleetOf(cfg core.Config) (fleet, error) {
+	if l.provider == ProviderRedis {
+		return fleetOf(cfg, true, l.ttl, l.cfg.Redis.MaxClockSkew)
+	}
+	return fleetOf(cfg, false, 0, 0)
+}
+
+// install makes h the current lease, claimed at sent.
+func (l *leased) install(h *hold, sent time.Time) {
+	l.hold, l.id, l.state, l.cause, l.lastErr = h, h.id, held, nil, nil
+	l.deadline = sent.Add(l.ttl - l.margin)
+	l.renewAt = sent.Add(l.period)
+	l.m.setMachine(int(h.id))
+	l.syncLocked()
+}
+
+// claim takes a free ID of the range (prefer first), returning the hold
+// and when the claim was sent (the lease runs from then). The hold's
+// guard knows whether the claim must wait out a quarantine.
+func (l *leased) claim(ctx context.Context, prefer core.MachineID, hasPrefer bool) (*hold, time.Time, error) {
+	h, sent, err := l.st.claim(ctx, claimOrder(l.rng, prefer, hasPrefer))
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if h == nil {
+		return nil, time.Time{}, fmt.Errorf("%w: all %d IDs of the %s range %s are leased in %s; wait for a holder to stop or widen the range",
+			ErrRangeFull, l.rng.Count, rangeName(l.method), l.rng, l.st.where())
+	}
+	h.guard.notHolder = l.poke
+	return h, sent, nil
+}
+
+// poke wakes the renewer: to renew now (a save of the mark found the lease
+// gone) or to re-acquire (Attach of a lost lease).
+func (l *leased) poke() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (l *leased) stateLocked() State {
+	switch {
+	case l.closed:
+		return StateNone
+	case l.state == held && !l.rekeying:
+		return StateHeld
+	}
+	return StateFenced
+}
+
+// syncLocked fences or unfences the generator to match the state, and
+// tells the watchdog the deadline or the hold may have changed.
+func (l *leased) syncLocked() {
+	st := l.stateLocked()
+	l.m.setState(st)
+	close(l.changed)
+	l.changed = make(chan struct{})
+	if l.gen == nil {
+		return
+	}
+	if st == StateHeld {
+		// Besides the watchdog's timer, the generator itself refuses to
+		// issue past the deadline, checked on every call: a late timer
+		// (a paused process) cannot let an ID slip out.
+		l.gen.Control().FenceAfter(l.deadline.Sub(l.clock.Now()), fmt.Errorf("%w: machine %d: no renewal succeeded before the deadline %s",
+			ErrLeaseLost, l.id, l.deadline.UTC().Format(time.RFC3339Nano)))
+	}
+	switch {
+	case st == StateFenced && !l.fenced:
+		cause := l.cause
+		if cause == nil {
+			cause = fmt.Errorf("%w: machine %d: the lease is being replaced", ErrLeaseLost, l.id)
+		}
+		l.gen.Control().Fence(cause)
+		l.fenced = true
+		l.fences++
+		l.m.fenced()
+		l.log.Error("machineid: issuing fenced", "machine", l.id, "err", cause)
+	case st == StateHeld && l.fenced:
+		l.gen.Control().Unfence()
+		l.fenced = false
+		l.log.Info("machineid: issuing resumed", "machine", l.id)
+	}
+}
+
+// overdueLocked marks a held lease whose deadline passed.
+func (l *leased) overdueLocked() {
+	if l.state != held {
+		return
+	}
+	l.state = overdue
+	l.overdueCauseLocked()
+	l.syncLocked()
+}
+
+// overdueCauseLocked says why an overdue lease is fenced, with the last
+// failed attempt when there was one.
+func (l *leased) overdueCauseLocked() {
+	cause := fmt.Errorf("%w: machine %d: no renewal succeeded before the deadline %s (lease TTL %s, safety margin %s)",
+		ErrLeaseLost, l.id, l.deadline.UTC().Format(time.RFC3339Nano), l.ttl, l.margin)
+	if l.lastErr != nil {
+		cause = fmt.Errorf("%w; the last attempt: %w", cause, l.lastErr)
+	}
+	l.cause = cause
+}
+
+// lostLocked marks the lease as not ours, and has the renewer claim again
+// at once.
+func (l *leased) lostLocked(cause error) {
+	l.state, l.hold, l.cause = lost, nil, cause
+	l.syncLocked()
+	l.poke()
+}
+
+// renewer renews the lease on schedule and, once a generator is attached,
+// re-acquires a lost one.
+func (l *leased) renewer() {
+	defer l.wg.Done()
+	for {
+		l.mu.Lock()
+		var wait time.Duration
+		switch {
+		case l.state == lost && (l.gen == nil || l.rekeying):
+			wait = l.ttl // nothing to do until Attach or the Rekey ends
+		case l.state == lost:
+			wait = l.retry
+		default:
+			wait = l.renewAt.Sub(l.clock.Now())
+		}
+		l.mu.Unlock()
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-l.kick:
+		case <-l.clock.After(wait):
+		}
+		l.mu.Lock()
+		h, st, gen, rekeying := l.hold, l.state, l.gen, l.rekeying
+		l.mu.Unlock()
+		switch {
+		case st != lost:
+			l.renew(h)
+		case gen != nil && !rekeying:
+			l.recover(gen)
+		}
+	}
+}
+
+// renew extends h. The deadline is checked before renewing as well as by
+// the watchdog.
+func (l *leased) renew(h *hold) {
+	l.mu.Lock()
+	if h == nil || l.hold != h || l.closed { // Close took the hold away
+		l.mu.Unlock()
+		return
+	}
+	if !l.clock.Now().Before(l.deadline) {
+		l.overdueLocked()
+	}
+	l.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(l.ctx, l.period)
+	start := time.Now()
+	sent, err := l.st.renew(ctx, h)
+	cancel()
+	if l.ctx.Err() != nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.hold != h {
+		return
+	}
+	switch {
+	case errors.Is(err, ErrLeaseLost):
+		l.failures++
+		l.m.renewFailed()
+		l.m.observeRenew(time.Since(start))
+		l.lostLocked(err)
+	case err != nil:
+		l.failures++
+		l.lastErr = err
+		l.m.renewFailed()
+		if l.failures == 1 || l.state == held {
+			l.log.Warn("machineid: renewing the lease failed; retrying", "machine", h.id,
+				"deadline", l.deadline.UTC().Format(time.RFC3339Nano), "err", err)
+		}
+		l.renewAt = l.clock.Now().Add(l.retry)
+		switch {
+		case l.state == overdue:
+			l.overdueCauseLocked()
+		case !l.clock.Now().Before(l.deadline):
+			l.overdueLocked()
+		}
+	default:
+		l.m.observeRenew(time.Since(start))
+		// The store extended the lease at or after sent, so it lives at
+		// least until sent+ttl; the margin keeps the deadline before that.
+		l.deadline = sent.Add(l.ttl - l.margin)
+		l.renewAt = sent.Add(l.period)
+		if l.state == overdue {
+			// The lease was still ours, so nobody held the ID meanwhile.
+			l.log.Info("machineid: lease renewed after its deadline; it was never lost", "machine", h.id)
+		}
+		l.state, l.cause, l.lastErr = held, nil, nil
+		l.syncLocked()
+	}
+}
+
+// recover claims a lease again (the same ID first) and re-keys gen to it.
+// Even for the same ID the generator is re-keyed: its old run's guard
+// holds the old lease, and the new run must start after whatever a holder
+// in between issued. The mark is first raised to gen's own reservation,
+// which covers a store that lost its data.
+func (l *leased) recover(gen *core.Generator) {
+	old := gen.Machine()
+	h, sent, err := l.claim(l.ctx, old, true)
+	if err != nil {
+		if l.ctx.Err() == nil {
+			l.mu.Lock()
+			l.cause = fmt.Errorf("%w: machine %d: re-acquiring: %w", ErrLeaseLost, old, err)
+			repeated := err.Error() == l.lastRecoverErr
+			l.lastRecoverErr = err.Error()
+			l.mu.Unlock()
+			if !repeated { // one line per kind of failure, not one per retry
+				l.log.Warn("machineid: re-acquiring a lease failed; retrying", "err", err)
+			}
+		}
+		return
+	}
+	h.guard.setShape(gen.Control().Shape())
+	if h.id == old {
+		ctx, cancel := context.WithTimeout(l.ctx, l.period)
+		err := h.guard.Save(ctx, gen.Stats().Mark)
+		cancel()
+		if err != nil {
+			l.log.Warn("machineid: raising the mark of a re-acquired lease failed; releasing it", "machine", h.id, "err", err)
+			l.release(h)
+			return
+		}
+	}
+	l.mu.Lock()
+	if l.closed { // Close came while claiming: give the ID back at once
+		l.mu.Unlock()
+		l.release(h)
+		return
+	}
+	l.rekeying = true // before install, which must not unfence the old run
+	l.install(h, sent)
+	l.mu.Unlock()
+	l.lastRecoverErr = ""
+	l.log.Info("machineid: re-acquired a lease; re-keying", "from", old, "to", h.id)
+	l.wg.Add(1)
+	go l.rekey(gen, h, old)
+}
+
+// rekey moves gen to h; Rekey may wait for the clock to pass the new ID's
+// mark while the renewer keeps h alive.
+func (l *leased) rekey(gen *core.Generator, h *hold, old core.MachineID) {
+	defer l.wg.Done()
+	err := l.waitQuarantine(l.ctx, h, gen.Control().MaxBorrow(), gen.Control().ReadyAt)
+	if err == nil {
+		err = gen.Control().Rekey(l.ctx, h.id, h.guard)
+	}
+	l.mu.Lock()
+	l.rekeying = false
+	current := l.hold == h
+	switch {
+	case errors.Is(err, core.ErrClosed):
+		// Its owner closed the generator: nothing is left to fence or
+		// re-key. The lease stays held until Close releases it.
+		l.gen, l.fenced = nil, false
+	case err != nil:
+		l.cause = fmt.Errorf("%w: machine %d: re-keying from %d: %w", ErrLeaseLost, h.id, old, err)
+		if current {
+			l.state, l.hold = lost, nil
+		}
+	}
+	l.syncLocked()
+	l.mu.Unlock()
+	switch {
+	case err == nil:
+		l.log.Info("machineid: re-keyed", "from", old, "to", h.id)
+	case l.ctx.Err() != nil || errors.Is(err, core.ErrClosed):
+		// Closing.
+	default:
+		l.log.Error("machineid: re-keying failed; releasing the lease and retrying", "machine", h.id, "err", err)
+		if current {
+			l.release(h)
+		}
+	}
+}
+
+// release gives h's ID back, if h still holds it, without vouching for
+// what was issued under it.
+func (l *leased) release(h *hold) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.ctx), l.period)
+	defer cancel()
+	h.guard.final() // no write of this hold succeeds any more
+	if err := l.st.release(ctx, h, time.Time{}, false); err != nil {
+		l.log.Warn("machineid: releasing a lease failed; it expires", "key", h.key, "ttl", l.ttl, "err", err)
+	}
+}
+
+// watchdog fences the generator when the deadline passes without a
+// renewal, even while a renewal is stuck in the network, and at once when
+// the store reports the lease gone.
+func (l *leased) watchdog() {
+	defer l.wg.Done()
+	for {
+		l.mu.Lock()
+		changed, dl, armed, h := l.changed, l.deadline, l.state == held, l.hold
+		l.mu.Unlock()
+		var fire <-chan time.Time
+		if armed {
+			fire = l.clock.After(dl.Sub(l.clock.Now()))
+		}
+		var gone <-chan struct{}
+		if h != nil {
+			gone = h.lost
+		}
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-changed:
+		case <-fire:
+			l.mu.Lock()
+			if l.state == held && l.deadline.Equal(dl) {
+				l.overdueLocked()
+			}
+			l.mu.Unlock()
+		case <-gone:
+			l.mu.Lock()
+			if l.hold == h {
+				l.lostLocked(fmt.Errorf("%w: machine %d: %s was deleted or taken over in %s", ErrLeaseLost, h.id, h.key, l.st.where()))
+			}
+			l.mu.Unlock()
+		}
+	}
+}
+
+func (l *leased) close(ctx context.Context) error {
+	l.mu.Lock()
+	l.closed = true
+	h, gen := l.hold, l.gen
+	l.hold = nil
+	if gen != nil && !l.fenced {
+		gen.Control().Fence(fmt.Errorf("%w: machine %d: the lease was released", ErrLeaseLost, l.id))
+		l.fenced = true
+	}
+	l.m.setState(StateNone)
+	l.mu.Unlock()
+
+	l.cancel()
+	l.wg.Wait()
+	var errs []error
+	if h != nil {
+		// With the exact end of what was issued under h, so that the next
+		// claim need not wait out a quarantine nor the unused reservation.
+		final, ok := h.guard.final()
+		if err := l.st.release(ctx, h, final, ok); err != nil {
+			errs = append(errs, err)
+		} else {
+			l.log.Info("machineid: released the lease", "machine", h.id, "key", h.key, "exact_end", ok,
+				"final_mark", final.UTC().Format(time.RFC3339Nano))
+		}
+	}
+	errs = append(errs, l.st.close())
+	return errors.Join(errs...)
+}
+
+func (l *leased) waitQuarantine(ctx context.Context, h *hold, borrow time.Duration, readyAt func(time.Time) time.Time) error {
+	floor, waits := h.guard.quarantineFloor(borrow)
+	if !waits {
+		return nil
+	}
+	until := readyAt(floor)
+	left := until.Sub(l.clock.Now())
+	if left <= 0 {
+		return nil
+	}
+	l.log.Warn(fmt.Sprintf("machineid: quarantine: machine %d issues from %s; %s may have lost a lease since the ID was last held", h.id, floor.UTC().Format(time.RFC3339Nano), l.st.where()),
+		"machine", h.id, "wait", left.Round(time.Millisecond), "lease_ttl", l.ttl, "max_borrow", borrow)
+	defer l.m.setQuarantine(0)
+	for {
+		left := until.Sub(l.clock.Now())
+		l.m.setQuarantine(max(left, 0))
+		if left <= 0 {
+			return nil
+		}
+		l.mu.Lock()
+		lost := l.hold != h
+		l.mu.Unlock()
+		if lost {
+			return fmt.Errorf("%w: machine %d: lost during the quarantine", ErrLeaseLost, h.id)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("machineid: machine %d: waiting out the quarantine until %s: %w", h.id, until.UTC().Format(time.RFC3339Nano), ctx.Err())
+		case <-l.clock.After(min(left, time.Second)):
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package machineid_test
+
+import (
+	"context"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/redistest"
+	"github.com/vesta-go/vesta/machineid"
+)
+
+// The tests of starting at once where it is safe: a claim waits out the
+// quarantine only when Redis may have lost a lease since the ID's mark was
+// written.
+
+// TestCrashRestartStartsAtOnce: a holder killed with SIGKILL leaves no
+// release record, but its mark was written by this very Redis instance
+// (nothing restarted, failed over or was flushed since): the next holder
+// trusts it and starts from it without a quarantine, above everything the
+// dead holder issued.
+func TestCrashRestartStartsAtOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	h := startHolder(t, srv.Addr())
+	h.read(t, 200)
+	if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	h.drain()
+	l := takeOver(t, srv.Addr())
+	if q := l.Status().QuarantineUntil; !q.IsZero() {
+		t.Fatalf("quarantined until %s after a crash on an intact Redis", q.Format(time.RFC3339Nano))
+	}
+	gen := generator(t, l, core.Config{MaxBorrow: time.Second, MaxStartupWait: 10 * time.Second})
+	ids, err := gen.NextIDs(context.Background(), core.Central, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids[0] <= h.max {
+		t.Fatalf("the next holder's first ID %d is not above the dead holder's %d", ids[0], h.max)
+	}
+}
+
+// TestNewIDOnAnOldStoreStartsAtOnce: an ID never held before, claimed on a
+// Redis instance that claims have seen for longer than a quarantine,
+// starts at once: a lease Redis lost before it was first seen has expired
+// and fenced by now. On a fresh instance the first claim is quarantined.
+func TestNewIDOnAnOldStoreStartsAtOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := client(t, srv)
+	c := redisConfig(srv, 2*time.Second)
+	c.ServerRange = machineid.Range{First: 1000, Count: 2}
+	gc := core.Config{MaxBorrow: 100 * time.Millisecond}
+	first := mustAcquire(t, c, core.Central)
+	q := first.Status().QuarantineUntil
+	if q.IsZero() {
+		t.Fatal("the first claim on a fresh Redis has no quarantine")
+	}
+	sinceMs, err := strconv.ParseInt(rdb.HGet(context.Background(), machineid.StoreKey("vesta"), "since_ms").Val(), 10, 64)
+	if err != nil {
+		t.Fatalf("the store record: %v", err)
+	}
+	since := time.UnixMilli(sinceMs)
+	generator(t, first, gc) // waits the quarantine out
+	second := mustAcquire(t, c, core.Central)
+	if second.ID() == first.ID() {
+		t.Fatalf("both leases hold %d", first.ID())
+	}
+	before := time.Now()
+	generator(t, second, gc)
+	floor := second.Status().QuarantineUntil
+	if bound := since.Add(c.Redis.LeaseTTL + 2*c.Redis.MaxClockSkew + gc.MaxBorrow + time.Millisecond); floor.After(bound) {
+		t.Fatalf("the second claim's floor %s is past the store's since %s + a quarantine (%s)", floor.Format(time.RFC3339Nano),
+			since.Format(time.RFC3339Nano), bound.Format(time.RFC3339Nano))
+	}
+	if !floor.Before(before) {
+		t.Fatalf("the second claim's floor %s is not in the past (%s): it waited a quarantine", floor.Format(time.RFC3339Nano), before.Format(time.RFC3339Nano))
+	}
+}
+
+// TestEvictingRedisIsNotTrusted: under maxmemory with an allkeys-* policy
+// Redis may evict a lease and its mark unseen, so a claim after a crash is
+// quarantined even on the same instance.
+func TestEvictingRedisIsNotTrusted(t *testing.T) {
+	srv := redistest.Start(t)
+	mustCommand(t, srv, "CONFIG", "SET", "maxmemory", "1gb")
+	mustCommand(t, srv, "CONFIG", "SET", "maxmemory-policy", "allkeys-lru")
+	h := startHolder(t, srv.Addr())
+	h.read(t, 50)
+	if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	h.drain()
+	claimed := time.Now()
+	l := takeOver(t, srv.Addr())
+	c := holderConfig(srv.Addr())
+	q := l.Status().QuarantineUntil
+	if min := claimed.Add(c.Redis.LeaseTTL); q.Before(min) {
+		t.Fatalf("quarantined until %s on an evicting Redis; want at least %s (claim + lease TTL)", q.Format(time.RFC3339Nano), min.Format(time.RFC3339Nano))
+	}
+}
