@@ -77,7 +77,11 @@ func (s *Server) argv(bin string, port int) []string {
 		// A replica's first full sync starts at once: Redis 7 waits 5 s by
 		// default for more replicas to share a diskless transfer, which
 		// every test with a replica would pay.
-		"--repl-diskless-sync-delay", "0"}
+		"--repl-diskless-sync-delay", "0",
+		// A stop ends at once: on SIGTERM Redis 7 waits up to 10 s for
+		// lagging replicas to catch up, which one cut off or paused never
+		// does.
+		"--shutdown-timeout", "0"}
 	if s.cluster {
 		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
 	}
