@@ -105,8 +105,16 @@ func (s *Server) ready(port int) error {
 // write on the master, then WAIT for every replica, is acknowledged.
 func StartReplica(t testing.TB, master *Server) *Server {
 	t.Helper()
+	return StartReplicaWith(t, master, Options{})
+}
+
+// StartReplicaWith is StartReplica with options, as StartWith's (a replica
+// on a test host of its own, say).
+func StartReplicaWith(t testing.TB, master *Server, opt Options) *Server {
+	t.Helper()
 	host, port, _ := net.SplitHostPort(master.Addr())
-	s := startWith(t, false, Options{Args: []string{"--replicaof", host, port}})
+	opt.Args = append(slices.Clone(opt.Args), "--replicaof", host, port)
+	s := StartWith(t, opt)
 	deadline := time.Now().Add(startTimeout)
 	for {
 		info, err := s.command("INFO", "replication")
