@@ -96,13 +96,7 @@ func TestReplicatedOnHosts(t *testing.T) {
 		t.Fatalf("Sentinel names master %q at epoch %d (%v, %v); want %s", addr, epoch, err, err2, g.Master.Addr())
 	}
 
-	near, far := []*netnstest.Host{m1, m3}, append([]*netnstest.Host{m2}, sentinels...)
-	for _, h := range near {
-		h.Drop(far...)
-	}
-	for _, h := range far {
-		h.Drop(near...)
-	}
+	netnstest.Split([]*netnstest.Host{m1, m3}, append([]*netnstest.Host{m2}, sentinels...))
 	t.Logf("promoted in %v", g.WaitPromoted(g.Replicas[0]))
 	views := g.Views()
 	t.Logf("after the cut: %v", views)
