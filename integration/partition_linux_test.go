@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -188,9 +189,15 @@ func (h *hostLoad) fenced(p int) int64 { return h.leaseLost[p].Load() + h.unavai
 // named p<phase>/<s.name>/GenIDs(50)-<n>, phase() being the phase a call
 // starts in. In a phase where tolerate holds (nil: none), a lease_lost or
 // unavailable answer is counted and fails no call; any other error does.
+//
+// Each call starts at a random point of its pacing slot (5 ms): two
+// servers on one machine ID then issue in the same millisecond by chance,
+// as unpaced callers would, not never or always by the phase their pacers
+// happened to start in.
 func loadHost(t testing.TB, ld *load, led *ledger, h *netnstest.Host, s *proc, phase func() int, tolerate func(phase int) bool) *hostLoad {
 	t.Helper()
 	const batch, rate = 50, 10_000
+	slot := time.Duration(batch * float64(time.Second) / rate)
 	st := &hostLoad{}
 	for w := range 2 {
 		conn, err := tryDialRawWith(h.Dial, s.Central)
@@ -204,6 +211,7 @@ func loadHost(t testing.TB, ld *load, led *ledger, h *netnstest.Host, s *proc, p
 		}
 		pace := newPacer(rate)
 		ld.worker(s.name, func(context.Context, int) (int, error) {
+			time.Sleep(rand.N(slot))
 			p := phase()
 			ids, err := conn.genIDs(batch)
 			if err != nil {
