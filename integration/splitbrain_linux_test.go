@@ -107,7 +107,7 @@ func splitBrain(t *testing.T, replicas int) {
 		if unixNano == 0 {
 			return "never"
 		}
-		return time.Unix(0, unixNano).Sub(cutAt).Round(time.Millisecond).String()
+		return "cut+" + time.Unix(0, unixNano).Sub(cutAt).Round(time.Millisecond).String()
 	}
 	promoted := g.WaitPromoted(g.Replica)
 	epoch1, _ := g.ConfigEpoch()
@@ -138,7 +138,7 @@ func splitBrain(t *testing.T, replicas int) {
 
 	t.Logf("B serves from cut+%v; A's IDs joined, cut and beside B: %d, %d, %d; B's: %d",
 		bAt.Sub(cutAt).Round(time.Millisecond), la.ids[splitJoined].Load(), la.ids[splitCut].Load(), la.ids[splitBoth].Load(), lb.ids[splitBoth].Load())
-	t.Logf("A's lease_lost answers cut and beside B: %d, %d (unavailable: %d, %d); first at cut+%s, last IDs at cut+%s",
+	t.Logf("A's lease_lost answers cut and beside B: %d, %d (unavailable: %d, %d); first at %s, last IDs at %s",
 		la.leaseLost[splitCut].Load(), la.leaseLost[splitBoth].Load(), la.unavailable[splitCut].Load(), la.unavailable[splitBoth].Load(),
 		since(la.firstFenced.Load()), since(la.lastIDs.Load()))
 	t.Logf("at the end, machine %d's lease key expires on M1 at %s, on M2 at %s", takeoverMachine, msTime(onM1.Milliseconds()), msTime(onM2.Milliseconds()))
