@@ -92,7 +92,13 @@ func newClient(t testing.TB, cfg client.Config) *client.Client {
 
 // redisClient is a plain go-redis client of rds, closed when the test ends.
 func redisClient(t testing.TB, rds *redistest.Server) *redis.Client {
-	rc := redis.NewClient(&redis.Options{Addr: rds.Addr(), MaxRetries: -1, DialTimeout: time.Second,
+	return redisClientVia(t, rds.Addr(), nil)
+}
+
+// redisClientVia is redisClient of the Redis at addr, dialled with dial
+// (from a test host's namespace, say); nil is go-redis's own dialer.
+func redisClientVia(t testing.TB, addr string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *redis.Client {
+	rc := redis.NewClient(&redis.Options{Addr: addr, Dialer: dial, MaxRetries: -1, DialTimeout: time.Second,
 		ReadTimeout: time.Second, WriteTimeout: time.Second})
 	t.Cleanup(func() { rc.Close() })
 	return rc

@@ -46,6 +46,11 @@
 //     (package netnstest); one server cut off from Redis silently (iptables
 //     DROP) or loudly (link down) fences before its lease expires, another
 //     takes its ID, the healed one rejoins above it.
+//   - TestSentinelSplitBrain: a Sentinel-managed Redis split under a
+//     holder, every process on a test host of its own: the holder and the
+//     old master cut off from the Sentinels, the promoted replica and a
+//     second server, which takes the ID there; the holder, whose writes
+//     still reach the old master, must not issue beside it.
 //   - TestTwoHostsOnDefaults: `vesta gen --servers DEAD` on two test hosts
 //     at once, on defaults: both refuse, or no ID twice.
 //   - TestRestartChangedShape: a restart on the same machine ID with a
@@ -54,7 +59,7 @@
 //   - TestStartupCost (and BenchmarkStartupCost): what the quarantine costs
 //     at start-up, against a start after a clean release.
 //
-// The partition and two-hosts tests need root (network namespaces) and
+// The partition, split-brain and two-hosts tests need root (network namespaces) and
 // iptables; the Sentinel test needs redis-sentinel: scripts/deps.sh
 // installs them, and a test fails rather than skips without them.
 //

@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -56,10 +57,8 @@ func partition(t *testing.T, cut func(s1, rds *netnstest.Host)) {
 	n := netnstest.New(t)
 	hr := n.Host("redis")
 	hosts := []*netnstest.Host{n.Host("s1"), n.Host("s2"), n.Host("s3")}
-	rds := redistest.StartWith(t, redistest.Options{Bind: hr.Addr.String(), Port: 6379, Wrap: hr.Wrap(), Dial: hr.Dial})
-	rc := redis.NewClient(&redis.Options{Addr: rds.Addr(), Dialer: hr.Dial, MaxRetries: -1,
-		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
-	t.Cleanup(func() { rc.Close() })
+	rds := redistest.StartWith(t, redisOn(hr, 6379))
+	rc := redisClientVia(t, rds.Addr(), hr.Dial)
 
 	const ttl = 2 * time.Second
 	prefix := t.Name()
@@ -74,65 +73,17 @@ func partition(t *testing.T, cut func(s1, rds *netnstest.Host)) {
 
 	led := newLedger(core.MinGranularity)
 	main, late := newLoad(20*time.Second), newLoad(20*time.Second)
-	var s1Lost, s1IDs [4]atomic.Int64 // lease_lost answers and IDs of s1 per phase
-	loadOn := func(ld *load, i int, s *proc, phase func() int) {
-		for w := range 2 {
-			conn, err := tryDialRawWith(hosts[i].Dial, s.Central)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(conn.close)
-			var str [4]*stream
-			for p := range str {
-				str[p] = led.stream(fmt.Sprintf("p%d/%s/GenIDs(50)-%d", p, s.name, w+1), true, core.Central)
-			}
-			pace := newPacer(10_000)
-			ld.worker(s.name, func(context.Context, int) (int, error) {
-				p := phase()
-				ids, err := conn.genIDs(50)
-				if err != nil {
-					time.Sleep(5 * time.Millisecond)
-					if s == s1 && p != partJoined && (isCode(err, wire.LeaseLost) || isCode(err, wire.Unavailable)) {
-						s1Lost[p].Add(1)
-						return 0, nil
-					}
-					return 0, err
-				}
-				str[p].add(ids...)
-				if s == s1 {
-					s1IDs[p].Add(int64(len(ids)))
-				}
-				pace.took(len(ids))
-				return len(ids), nil
-			})
-		}
-	}
 	phase := func() int { return int(main.phase.Load()) }
-	loadOn(main, 0, s1, phase)
-	loadOn(main, 1, servers[1], phase)
+	cutOff := func(p int) bool { return p != partJoined }
+	st1 := loadHost(t, main, led, hosts[0], s1, phase, cutOff)
+	loadHost(t, main, led, hosts[1], servers[1], phase, nil)
 	time.Sleep(time.Second)
 
 	leaseKey, _ := machineid.Keys(prefix, core.MachineID(s1.Machine))
-	ctx := context.Background()
 	main.setPhase(partCut)
 	cut(hosts[0], hr)
 	cutAt := time.Now()
-	// s1's lease as Redis has it, until it expires there.
-	var expiry time.Time
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		ms, err := rc.PExpireTime(ctx, leaseKey).Result()
-		if err != nil {
-			t.Fatalf("PEXPIRETIME %s: %v", leaseKey, err)
-		}
-		if ms < 0 {
-			break // gone
-		}
-		expiry = time.Unix(0, int64(ms)) // go-redis scales PEXPIRETIME to a Duration since the Unix epoch
-		if time.Now().After(deadline) {
-			t.Fatalf("s1's lease still in Redis 30s after the cut")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	expiry := awaitExpiry(t, rc, leaseKey, 30*time.Second)
 	t.Logf("s1 (machine %d) cut off; its lease expired in Redis %v later, at %s", s1.Machine,
 		expiry.Sub(cutAt).Round(time.Millisecond), expiry.UTC().Format(time.RFC3339Nano))
 
@@ -144,7 +95,7 @@ func partition(t *testing.T, cut func(s1, rds *netnstest.Host)) {
 	if s3.Machine != s1.Machine {
 		t.Fatalf("s3 leased machine %d; want s1's %d, the only free one", s3.Machine, s1.Machine)
 	}
-	loadOn(late, 2, s3, phase)
+	loadHost(t, late, led, hosts[2], s3, phase, nil)
 	time.Sleep(time.Second)
 
 	main.setPhase(partHealed)
@@ -156,7 +107,7 @@ func partition(t *testing.T, cut func(s1, rds *netnstest.Host)) {
 	stopAll(t, s3)
 	rejoined := time.Now()
 	for {
-		if s1IDs[partRejoined].Load() > 0 {
+		if st1.ids[partRejoined].Load() > 0 {
 			break
 		}
 		if time.Since(rejoined) > 30*time.Second {
@@ -168,9 +119,9 @@ func partition(t *testing.T, cut func(s1, rds *netnstest.Host)) {
 	time.Sleep(500 * time.Millisecond)
 	main.stop()
 	main.requireNoErrors(t)
-	t.Logf("s1's lease_lost answers while cut off, healed and rejoining: %d, %d, %d",
-		s1Lost[partCut].Load(), s1Lost[partHealed].Load(), s1Lost[partRejoined].Load())
-	if s1Lost[partCut].Load() == 0 {
+	t.Logf("s1's lease_lost (and unavailable) answers while cut off, healed and rejoining: %d, %d, %d",
+		st1.fenced(partCut), st1.fenced(partHealed), st1.fenced(partRejoined))
+	if st1.fenced(partCut) == 0 {
 		t.Errorf("s1 never answered lease_lost while cut off")
 	}
 	if n := led.byMethod(fmt.Sprintf("p%d/s1/", partHealed))[core.Central]; n > 0 {
@@ -209,4 +160,101 @@ func partition(t *testing.T, cut func(s1, rds *netnstest.Host)) {
 		t.Errorf("s1's first ID after rejoining (key %d) not above s3's last (key %d)", loAfter[m], lastS3)
 	}
 	stopAll(t, s1, servers[1])
+}
+
+// redisOn places a Redis server (or Sentinel) on host h, on port.
+func redisOn(h *netnstest.Host, port int) redistest.Options {
+	return redistest.Options{Bind: h.Addr.String(), Port: port, Wrap: h.Wrap(), Dial: h.Dial}
+}
+
+// hostPhases bounds the phases loadHost counts.
+const hostPhases = 4
+
+// hostLoad is what loadHost got from one server, per phase.
+type hostLoad struct {
+	ids         [hostPhases]atomic.Int64
+	leaseLost   [hostPhases]atomic.Int64 // tolerated lease_lost answers
+	unavailable [hostPhases]atomic.Int64 // tolerated unavailable answers
+	// Unix nanoseconds of the last answer with IDs and of the first
+	// tolerated error answer (0: none yet).
+	lastIDs, firstFenced atomic.Int64
+}
+
+// fenced counts the tolerated error answers of phase p.
+func (h *hostLoad) fenced(p int) int64 { return h.leaseLost[p].Load() + h.unavailable[p].Load() }
+
+// loadHost loads s, a server on host h, through ld from two raw
+// connections dialled via h (to s's loopback, which no cut touches), each
+// calling GenIDs(50) paced at 10,000 IDs/s into ordered streams of led
+// named p<phase>/<s.name>/GenIDs(50)-<n>, phase() being the phase a call
+// starts in. In a phase where tolerate holds (nil: none), a lease_lost or
+// unavailable answer is counted and fails no call; any other error does.
+//
+// Each call starts at a random point of its pacing slot (5 ms): two
+// servers on one machine ID then issue in the same millisecond by chance,
+// as unpaced callers would, not never or always by the phase their pacers
+// happened to start in.
+func loadHost(t testing.TB, ld *load, led *ledger, h *netnstest.Host, s *proc, phase func() int, tolerate func(phase int) bool) *hostLoad {
+	t.Helper()
+	const batch, rate = 50, 10_000
+	slot := time.Duration(batch * float64(time.Second) / rate)
+	st := &hostLoad{}
+	for w := range 2 {
+		conn, err := tryDialRawWith(h.Dial, s.Central)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(conn.close)
+		var str [hostPhases]*stream
+		for p := range str {
+			str[p] = led.stream(fmt.Sprintf("p%d/%s/GenIDs(%d)-%d", p, s.name, batch, w+1), true, core.Central)
+		}
+		pace := newPacer(rate)
+		ld.worker(s.name, func(context.Context, int) (int, error) {
+			time.Sleep(rand.N(slot))
+			p := phase()
+			ids, err := conn.genIDs(batch)
+			if err != nil {
+				time.Sleep(5 * time.Millisecond)
+				if tolerate != nil && tolerate(p) && (isCode(err, wire.LeaseLost) || isCode(err, wire.Unavailable)) {
+					if isCode(err, wire.LeaseLost) {
+						st.leaseLost[p].Add(1)
+					} else {
+						st.unavailable[p].Add(1)
+					}
+					st.firstFenced.CompareAndSwap(0, time.Now().UnixNano())
+					return 0, nil
+				}
+				return 0, err
+			}
+			str[p].add(ids...)
+			st.ids[p].Add(int64(len(ids)))
+			st.lastIDs.Store(time.Now().UnixNano())
+			pace.took(len(ids))
+			return len(ids), nil
+		})
+	}
+	return st
+}
+
+// awaitExpiry waits until key is gone from rc's Redis and returns its
+// expiry as last read there (zero if it was gone at the first read),
+// failing the test if it is still there after bound.
+func awaitExpiry(t testing.TB, rc *redis.Client, key string, bound time.Duration) time.Time {
+	t.Helper()
+	var expiry time.Time
+	for deadline := time.Now().Add(bound); ; {
+		ms, err := rc.PExpireTime(context.Background(), key).Result()
+		if err != nil {
+			t.Fatalf("PEXPIRETIME %s: %v", key, err)
+		}
+		if ms < 0 {
+			return expiry // gone
+		}
+		expiry = time.Unix(0, int64(ms)) // go-redis scales PEXPIRETIME to a Duration since the Unix epoch
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still in Redis %v later, expiring at %s", key, bound, expiry.UTC().Format(time.RFC3339Nano))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

@@ -207,6 +207,18 @@ func takeoverEnv(t *testing.T, rds *redistest.Server, ttl time.Duration, kv ...s
 	}, kv...)...)
 }
 
+// sentinelEnv is takeoverEnv for servers that find the master through
+// g's Sentinels, leasing under the test's name.
+func sentinelEnv(t *testing.T, g *redistest.Replicated, ttl time.Duration, kv ...string) map[string]string {
+	return takeoverEnv(t, nil, ttl, append([]string{
+		"VESTA_MACHINE_PROVIDERS", "redis",
+		"VESTA_MACHINE_REDIS_ADDRS", strings.Join(g.SentinelAddrs(), ","),
+		"VESTA_MACHINE_REDIS_MASTER_NAME", g.MasterName,
+		"VESTA_MACHINE_REDIS_KEY_PREFIX", t.Name(),
+		"VESTA_MACHINE_REDIS_LEASE_TTL", ttl.String(),
+	}, kv...)...)
+}
+
 // TestFlushAllTakeover: FLUSHALL under load, then a second server takes
 // the ID (issue 9: 10,186 identical IDs before the quarantine).
 func TestFlushAllTakeover(t *testing.T) {
@@ -250,18 +262,11 @@ func TestSentinelFailoverTakeover(t *testing.T) {
 			addr = g.Replica.Addr()
 		}
 		if clients[addr] == nil {
-			clients[addr] = redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second,
-				ReadTimeout: time.Second, WriteTimeout: time.Second})
-			t.Cleanup(func() { clients[addr].Close() })
+			clients[addr] = redisClientVia(t, addr, nil)
 		}
 		return clients[addr]
 	}
-	env := takeoverEnv(t, nil, ttl,
-		"VESTA_MACHINE_PROVIDERS", "redis",
-		"VESTA_MACHINE_REDIS_ADDRS", strings.Join(g.SentinelAddrs(), ","),
-		"VESTA_MACHINE_REDIS_MASTER_NAME", g.MasterName,
-		"VESTA_MACHINE_REDIS_KEY_PREFIX", t.Name(),
-		"VESTA_MACHINE_REDIS_LEASE_TTL", ttl.String())
+	env := sentinelEnv(t, g, ttl)
 	leaseKey, _ := machineid.Keys(t.Name(), takeoverMachine)
 	runTakeover(t, takeover{
 		ttl: ttl, env: env, master: master,

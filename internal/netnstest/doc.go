@@ -12,8 +12,9 @@
 // namespace), which reaches the host's loopback too, so a test keeps
 // talking to a server while that server is cut off from the others.
 // Partitions: Host.Drop (iptables DROP in the host's namespace: silent, the
-// peers' packets vanish), Host.LinkDown (the veth down: loud, sends fail at
-// once), Host.Heal.
+// peers' packets vanish), Split (two groups of hosts, each dropping the
+// other), Host.LinkDown (the veth down: loud, sends fail at once),
+// Host.Heal.
 //
 // Every namespace is named after the test process's pid and removed in
 // t.Cleanup, even when the test fails; namespaces left by a killed run

@@ -234,6 +234,19 @@ func (h *Host) Drop(peers ...*Host) {
 	}
 }
 
+// Split cuts the hosts of side off silently from those of other, as a
+// network split would: each host drops every host across (Drop), in the
+// rules of both, so that healing one host alone does not end it. Hosts on
+// the same side still reach each other.
+func Split(side, other []*Host) {
+	for _, h := range side {
+		h.Drop(other...)
+	}
+	for _, h := range other {
+		h.Drop(side...)
+	}
+}
+
 // LinkDown cuts the host off loudly: its veth goes down, so its route to
 // the subnet goes and sends fail at once. Heal undoes it.
 func (h *Host) LinkDown() {

@@ -64,8 +64,8 @@ func timedOut(err error) bool {
 
 // TestPartitions: hosts reach each other, a silent cut makes calls hang
 // (time out) while the cut host's loopback still works, a loud one makes
-// them fail at once, Heal restores both, and the namespaces are gone when
-// the test ends.
+// them fail at once, Heal restores both, a Split holds until both sides
+// are healed, and the namespaces are gone when the test ends.
 func TestPartitions(t *testing.T) {
 	var names []string
 	t.Run("net", func(t *testing.T) {
@@ -120,6 +120,22 @@ func TestPartitions(t *testing.T) {
 		a.Heal()
 		if err := call(c, srv, 5*time.Second); err != nil {
 			t.Errorf("c -> a healed: %v", err)
+		}
+
+		netnstest.Split([]*netnstest.Host{a}, []*netnstest.Host{b})
+		if err := call(b, srv, short); !timedOut(err) {
+			t.Errorf("b -> a split: %v; want a timeout", err)
+		}
+		a.Heal() // b's rules still cut it
+		if err := call(b, srv, short); !timedOut(err) {
+			t.Errorf("b -> a split, a healed: %v; want a timeout", err)
+		}
+		if err := call(c, srv, 5*time.Second); err != nil {
+			t.Errorf("c -> a with a split from b only: %v", err)
+		}
+		b.Heal()
+		if err := call(b, srv, 5*time.Second); err != nil {
+			t.Errorf("b -> a healed on both: %v", err)
 		}
 
 		out, err := b.Command("ip", "-4", "-o", "addr", "show", "dev", "eth0").CombinedOutput()

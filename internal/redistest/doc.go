@@ -6,11 +6,16 @@
 // (KillAndRestart), and start replicas of it (StartReplica) for WAIT.
 //
 // StartWith runs a server elsewhere: on a test host's address in a network
-// namespace (package netnstest), with more arguments. StartReplicated runs
-// a master, a replica and three redis-sentinel processes; PauseReplication
-// and Failover make Sentinel promote a replica that lacks writes the master
-// acknowledged, as asynchronous replication allows. redis-sentinel must be
-// on PATH too.
+// namespace (package netnstest), with more arguments; StartReplicaWith a
+// replica. StartReplicated runs a master, a replica and three
+// redis-sentinel processes; PauseReplication and Failover make Sentinel
+// promote a replica that lacks writes the master acknowledged, as
+// asynchronous replication allows. StartReplicatedWith runs such a group
+// with more replicas, each process where its Group says (a test host of
+// its own, so that a test can cut the master off from the Sentinels);
+// WaitPromoted waits until a majority of the Sentinels names a replica,
+// and Views and ConfigEpoch say what each names. redis-sentinel must be on
+// PATH too.
 //
 // The processes are package proctest's: each stopped in t.Cleanup, Stop,
 // Kill and Restart idempotent and waiting.

@@ -77,7 +77,11 @@ func (s *Server) argv(bin string, port int) []string {
 		// A replica's first full sync starts at once: Redis 7 waits 5 s by
 		// default for more replicas to share a diskless transfer, which
 		// every test with a replica would pay.
-		"--repl-diskless-sync-delay", "0"}
+		"--repl-diskless-sync-delay", "0",
+		// A stop ends at once: on SIGTERM Redis 7 waits up to 10 s for
+		// lagging replicas to catch up, which one cut off or paused never
+		// does.
+		"--shutdown-timeout", "0"}
 	if s.cluster {
 		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
 	}
@@ -101,8 +105,16 @@ func (s *Server) ready(port int) error {
 // write on the master, then WAIT for every replica, is acknowledged.
 func StartReplica(t testing.TB, master *Server) *Server {
 	t.Helper()
+	return StartReplicaWith(t, master, Options{})
+}
+
+// StartReplicaWith is StartReplica with options, as StartWith's (a replica
+// on a test host of its own, say).
+func StartReplicaWith(t testing.TB, master *Server, opt Options) *Server {
+	t.Helper()
 	host, port, _ := net.SplitHostPort(master.Addr())
-	s := startWith(t, false, Options{Args: []string{"--replicaof", host, port}})
+	opt.Args = append(slices.Clone(opt.Args), "--replicaof", host, port)
+	s := StartWith(t, opt)
 	deadline := time.Now().Add(startTimeout)
 	for {
 		info, err := s.command("INFO", "replication")

@@ -2,11 +2,12 @@ package redistest
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -71,42 +72,93 @@ const (
 	quorum          = 2
 )
 
-// Replicated is a master, one replica of it and three redis-sentinel
-// processes monitoring them under MasterName, all on free ports of
-// 127.0.0.1 in temporary directories, stopped when the test ends.
-// Replication is asynchronous, as Redis's is: PauseReplication and Failover
-// make Sentinel promote a replica that lacks the latest acknowledged
-// writes. After Failover, Replica is the master and Master is dead.
+// Replicated is a master, replicas of it and three redis-sentinel
+// processes monitoring them under MasterName, stopped when the test ends:
+// StartReplicated's on free ports of 127.0.0.1, StartReplicatedWith's
+// where its Group says. Replication is asynchronous, as Redis's is:
+// PauseReplication and Failover make Sentinel promote a replica that lacks
+// the latest acknowledged writes. After Failover, Replica is the master and
+// Master is dead.
 type Replicated struct {
-	t               testing.TB
-	Master, Replica *Server
-	MasterName      string
-	sentinels       []sentinel
+	t      testing.TB
+	Master *Server
+	// Replicas in the order of Group.Replicas; Replica is the first.
+	Replicas   []*Server
+	Replica    *Server
+	MasterName string
+	sentinels  []sentinel
+}
+
+// Group says where the processes of StartReplicatedWith run: each one's
+// Bind, Port, Wrap and Dial, as StartWith's Options (on a test host of its
+// own, say; Args are added to the command line of a server and ignored for
+// a Sentinel). The Sentinels know the master by its Addr.
+type Group struct {
+	Master Options
+	// Replicas: one Options per replica; nil is one replica on 127.0.0.1.
+	Replicas []Options
+	// Sentinels: nil or exactly three.
+	Sentinels []Options
 }
 
 // sentinel is one redis-sentinel process.
-type sentinel struct{ *proctest.Proc }
+type sentinel struct {
+	*proctest.Proc
+	opt Options // Bind and Dial
+}
 
-func (s sentinel) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port())) }
+func (s sentinel) addr() string {
+	host := s.opt.Bind
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(s.Port()))
+}
+
+// command sends one command to the Sentinel.
+func (s sentinel) command(args ...string) (string, error) {
+	return command(s.opt.Dial, s.addr(), args...)
+}
 
 // StartReplicated starts a master, a replica in sync with it and three
-// Sentinels that know both and each other.
+// Sentinels that know both and each other, on free ports of 127.0.0.1.
 func StartReplicated(t testing.TB) *Replicated {
 	t.Helper()
+	return StartReplicatedWith(t, Group{})
+}
+
+// StartReplicatedWith starts the group g describes: the master, its
+// replicas in sync with it, then the three Sentinels, and waits until every
+// Sentinel knows every replica and the other Sentinels.
+func StartReplicatedWith(t testing.TB, grp Group) *Replicated {
+	t.Helper()
+	if grp.Replicas == nil {
+		grp.Replicas = []Options{{}}
+	}
+	if grp.Sentinels == nil {
+		grp.Sentinels = make([]Options, 3)
+	}
+	if len(grp.Replicas) == 0 || len(grp.Sentinels) != 3 {
+		t.Fatalf("redistest: a group of %d replicas and %d Sentinels; want at least one replica and three Sentinels", len(grp.Replicas), len(grp.Sentinels))
+	}
 	bin := proctest.Binary(t, "redis-sentinel")
 	g := &Replicated{t: t, MasterName: "vesta-test"}
-	g.Master = Start(t)
-	g.Replica = StartReplica(t, g.Master)
-	for range 3 {
-		g.sentinels = append(g.sentinels, g.startSentinel(bin))
+	g.Master = StartWith(t, grp.Master)
+	for _, opt := range grp.Replicas {
+		g.Replicas = append(g.Replicas, StartReplicaWith(t, g.Master, opt))
 	}
-	g.waitFor("every Sentinel knowing the replica and the other Sentinels", func() error {
+	g.Replica = g.Replicas[0]
+	for _, opt := range grp.Sentinels {
+		g.sentinels = append(g.sentinels, g.startSentinel(bin, opt))
+	}
+	want := strconv.Itoa(len(g.Replicas))
+	g.waitFor("every Sentinel knowing the replicas and the other Sentinels", func() error {
 		for _, s := range g.sentinels {
 			m, err := g.sentinelMaster(s)
 			if err != nil {
 				return err
 			}
-			if m["num-slaves"] != "1" || m["num-other-sentinels"] != "2" {
+			if m["num-slaves"] != want || m["num-other-sentinels"] != "2" {
 				return fmt.Errorf("sentinel %s: %d replicas, %s other sentinels", s.addr(), atoi(m["num-slaves"]), m["num-other-sentinels"])
 			}
 		}
@@ -117,38 +169,55 @@ func StartReplicated(t testing.TB) *Replicated {
 
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
-// startSentinel starts a Sentinel monitoring the master; its config file
-// is written afresh for each port tried (Sentinel rewrites it).
-func (g *Replicated) startSentinel(bin string) sentinel {
+// startSentinel starts a Sentinel monitoring the master, where opt says;
+// its config file is written afresh for each port tried (Sentinel rewrites
+// it).
+func (g *Replicated) startSentinel(bin string, opt Options) sentinel {
 	g.t.Helper()
 	dir := g.t.TempDir()
 	log := filepath.Join(dir, "sentinel.log")
 	conf := filepath.Join(dir, "sentinel.conf")
-	return sentinel{proctest.Start(g.t, proctest.Spec{
+	s := sentinel{opt: opt}
+	if s.opt.Bind == "" {
+		s.opt.Bind = "127.0.0.1"
+	}
+	mhost, mport, _ := net.SplitHostPort(g.Master.Addr())
+	spec := proctest.Spec{
 		Name: "redis-sentinel",
 		Argv: func(port int) ([]string, error) {
+			// protected-mode no: the other Sentinels, on other hosts,
+			// reach it.
 			text := fmt.Sprintf(`port %d
-bind 127.0.0.1
+bind %s
+protected-mode no
 daemonize no
 dir %s
 logfile %s
-sentinel monitor %[4]s 127.0.0.1 %[5]d %[6]d
-sentinel down-after-milliseconds %[4]s %[7]d
-sentinel failover-timeout %[4]s %[8]d
-sentinel parallel-syncs %[4]s 1
-`, port, dir, log, g.MasterName, g.Master.Port(), quorum,
+sentinel monitor %[5]s %[6]s %[7]s %[8]d
+sentinel down-after-milliseconds %[5]s %[9]d
+sentinel failover-timeout %[5]s %[10]d
+sentinel parallel-syncs %[5]s 1
+`, port, s.opt.Bind, dir, log, g.MasterName, mhost, mport, quorum,
 				downAfter.Milliseconds(), failoverTimeout.Milliseconds())
-			return []string{bin, conf}, os.WriteFile(conf, []byte(text), 0o644)
+			return append(slices.Clone(opt.Wrap), bin, conf), os.WriteFile(conf, []byte(text), 0o644)
 		},
-		Ready:        func(port int) error { return ping(nil, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))) },
+		Ready: func(port int) error {
+			return ping(s.opt.Dial, net.JoinHostPort(s.opt.Bind, strconv.Itoa(port)))
+		},
 		Log:          log,
 		StartTimeout: startTimeout,
-	})}
+	}
+	if opt.Port != 0 {
+		s.Proc = proctest.StartOn(g.t, spec, opt.Port)
+	} else {
+		s.Proc = proctest.Start(g.t, spec)
+	}
+	return s
 }
 
 // sentinelMaster is SENTINEL MASTER as a map.
 func (g *Replicated) sentinelMaster(s sentinel) (map[string]string, error) {
-	reply, err := command(nil, s.addr(), "SENTINEL", "MASTER", g.MasterName)
+	reply, err := s.command("SENTINEL", "MASTER", g.MasterName)
 	if err != nil {
 		return nil, err
 	}
@@ -172,15 +241,86 @@ func (g *Replicated) SentinelAddrs() []string {
 
 // MasterAddr is the master's host:port as the first Sentinel names it.
 func (g *Replicated) MasterAddr() (string, error) {
-	reply, err := command(nil, g.sentinels[0].addr(), "SENTINEL", "GET-MASTER-ADDR-BY-NAME", g.MasterName)
+	v := g.view(g.sentinels[0])
+	return v.Master, v.Err
+}
+
+// ConfigEpoch is the config epoch of the master as the first Sentinel has
+// it (SENTINEL MASTER's config-epoch): each failover raises it.
+func (g *Replicated) ConfigEpoch() (int64, error) {
+	v := g.view(g.sentinels[0])
+	return v.Epoch, v.Err
+}
+
+// View is what one Sentinel says of the master.
+type View struct {
+	Sentinel string // the Sentinel's host:port
+	Master   string // host:port of the master it names
+	Epoch    int64  // its config-epoch
+	Err      error  // the Sentinel did not answer
+}
+
+func (v View) String() string {
+	if v.Err != nil {
+		return fmt.Sprintf("sentinel %s: %v", v.Sentinel, v.Err)
+	}
+	return fmt.Sprintf("sentinel %s names %s at config epoch %d", v.Sentinel, v.Master, v.Epoch)
+}
+
+// Views asks every Sentinel for the master, for a report.
+func (g *Replicated) Views() []View {
+	out := make([]View, len(g.sentinels))
+	for i, s := range g.sentinels {
+		out[i] = g.view(s)
+	}
+	return out
+}
+
+func (g *Replicated) view(s sentinel) View {
+	v := View{Sentinel: s.addr()}
+	m, err := g.sentinelMaster(s)
 	if err != nil {
-		return "", err
+		v.Err = err
+		return v
 	}
-	hp := strings.Split(reply, "\n")
-	if len(hp) != 2 {
-		return "", fmt.Errorf("SENTINEL GET-MASTER-ADDR-BY-NAME answered %q", reply)
-	}
-	return net.JoinHostPort(hp[0], hp[1]), nil
+	v.Master = net.JoinHostPort(m["ip"], m["port"])
+	v.Epoch, v.Err = strconv.ParseInt(m["config-epoch"], 10, 64)
+	return v
+}
+
+// WaitPromoted waits until a majority of the Sentinels names s as the
+// master, at one config epoch, and s acts as one (INFO role:master), as a
+// failover the rest of the Sentinels cannot see (cut off) ends. It returns
+// how long that took.
+func (g *Replicated) WaitPromoted(s *Server) time.Duration {
+	g.t.Helper()
+	start := time.Now()
+	g.waitNamed(s, len(g.sentinels)/2+1)
+	return time.Since(start)
+}
+
+// waitNamed waits until n Sentinels name s as the master at one config
+// epoch and s acts as one.
+func (g *Replicated) waitNamed(s *Server, n int) {
+	g.t.Helper()
+	want := s.Addr()
+	g.waitFor(fmt.Sprintf("%d Sentinels to name %s as the master", n, want), func() error {
+		views := g.Views()
+		naming := map[int64]int{} // config epoch -> Sentinels naming s at it
+		for _, v := range views {
+			if v.Err == nil && v.Master == want {
+				naming[v.Epoch]++
+			}
+		}
+		if slices.Max(append(slices.Collect(maps.Values(naming)), 0)) < n {
+			return fmt.Errorf("%v", views)
+		}
+		info, err := s.Do("INFO", "replication")
+		if err == nil && !strings.Contains(info, "role:master") {
+			err = fmt.Errorf("%s is not a master yet", want)
+		}
+		return err
+	})
 }
 
 // PauseReplication stops the replica (SIGSTOP) and has the master drop its
@@ -203,32 +343,20 @@ func (g *Replicated) Failover() time.Duration {
 	start := time.Now()
 	g.Master.Kill()
 	g.Replica.Resume()
-	want := g.Replica.Addr()
-	g.waitFor("the Sentinels to promote the replica", func() error {
-		for _, s := range g.sentinels {
-			reply, err := command(nil, s.addr(), "SENTINEL", "GET-MASTER-ADDR-BY-NAME", g.MasterName)
-			if err != nil {
-				return err
-			}
-			if got := strings.ReplaceAll(reply, "\n", ":"); got != want {
-				return fmt.Errorf("sentinel %s names %s", s.addr(), got)
-			}
-		}
-		info, err := g.Replica.Do("INFO", "replication")
-		if err == nil && !strings.Contains(info, "role:master") {
-			err = errors.New("the replica is not a master yet")
-		}
-		return err
-	})
+	g.waitNamed(g.Replica, len(g.sentinels))
 	return time.Since(start)
 }
 
-// Logs returns the last lines of every Sentinel's log, for a failure
-// report.
+// Logs returns the last lines of every Sentinel's and server's log, for a
+// failure report.
 func (g *Replicated) Logs() string {
 	var b strings.Builder
 	for _, s := range g.sentinels {
 		fmt.Fprintf(&b, "sentinel %s:\n%s\n", s.addr(), s.LogTail())
+	}
+	fmt.Fprintf(&b, "master %s:\n%s\n", g.Master.Addr(), g.Master.LogTail())
+	for _, r := range g.Replicas {
+		fmt.Fprintf(&b, "replica %s:\n%s\n", r.Addr(), r.LogTail())
 	}
 	return b.String()
 }

@@ -3,6 +3,7 @@ package redistest_test
 import (
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,4 +61,52 @@ func mustDo(t *testing.T, s *redistest.Server, want string, args ...string) {
 	if err != nil || got != want {
 		t.Fatalf("%v: %q, %v; want %q", args, got, err, want)
 	}
+}
+
+// TestReplicatedOnHosts runs a group on test hosts, a master with two
+// replicas and three Sentinels, then cuts the master and one replica off
+// from the rest: the Sentinels promote the other replica at a higher
+// config epoch, while the old master, which hears of no failover, still
+// acts as one.
+func TestReplicatedOnHosts(t *testing.T) {
+	n := netnstest.New(t)
+	on := func(name string, port int) (*netnstest.Host, redistest.Options) {
+		h := n.Host(name)
+		return h, redistest.Options{Bind: h.Addr.String(), Port: port, Wrap: h.Wrap(), Dial: h.Dial}
+	}
+	m1, o1 := on("m1", 6379)
+	m2, o2 := on("m2", 6379)
+	m3, o3 := on("m3", 6379)
+	grp := redistest.Group{Master: o1, Replicas: []redistest.Options{o2, o3}}
+	var sentinels []*netnstest.Host
+	for _, name := range []string{"s1", "s2", "s3"} {
+		h, o := on(name, 26379)
+		sentinels = append(sentinels, h)
+		grp.Sentinels = append(grp.Sentinels, o)
+	}
+	g := redistest.StartReplicatedWith(t, grp)
+	if len(g.Replicas) != 2 || g.Replica != g.Replicas[0] {
+		t.Fatalf("%d replicas, Replica %v; want 2, the first", len(g.Replicas), g.Replica)
+	}
+	if want := net.JoinHostPort(sentinels[0].Addr.String(), "26379"); g.SentinelAddrs()[0] != want {
+		t.Errorf("SentinelAddrs %v; want %s first", g.SentinelAddrs(), want)
+	}
+	epoch, err := g.ConfigEpoch()
+	if addr, err2 := g.MasterAddr(); err != nil || err2 != nil || addr != g.Master.Addr() {
+		t.Fatalf("Sentinel names master %q at epoch %d (%v, %v); want %s", addr, epoch, err, err2, g.Master.Addr())
+	}
+
+	netnstest.Split([]*netnstest.Host{m1, m3}, append([]*netnstest.Host{m2}, sentinels...))
+	t.Logf("promoted in %v", g.WaitPromoted(g.Replicas[0]))
+	views := g.Views()
+	t.Logf("after the cut: %v", views)
+	if after, err := g.ConfigEpoch(); err != nil || after <= epoch {
+		t.Errorf("config epoch %d after the failover (%v); want above %d", after, err, epoch)
+	}
+	mustDo(t, g.Replicas[0], "OK", "SET", "promoted", "1")
+	// The old master, cut off, still acts as one and takes writes.
+	if info, err := g.Master.Do("INFO", "replication"); err != nil || !strings.Contains(info, "role:master") {
+		t.Errorf("the old master cut off: %v\n%s", err, info)
+	}
+	mustDo(t, g.Master, "OK", "SET", "isolated", "1")
 }
