@@ -41,6 +41,15 @@ var (
 	// ErrProtocol: a server sent something that is not a valid reply.
 	ErrProtocol = errors.New("client: protocol error")
 
+	// ErrFallbackNotReady: a call needed the fallback (no server could
+	// serve it) before the fallback could issue, and its context ended
+	// first: New returns at once, while a fresh Redis lease of the
+	// fallback waits out its takeover quarantine (19.5 s at the defaults)
+	// and its generator starts. Joined with the servers' error
+	// (ErrUnavailable) and wrapping the context's; FallbackState().Ready
+	// and vesta_client_fallback_ready say when it is ready.
+	ErrFallbackNotReady = errors.New("client: fallback not ready yet")
+
 	// ErrFallbackShape: the servers issue IDs of another layout, epoch,
 	// type or version than the fallback's configuration, so IDs of the two
 	// decode differently (FallbackState().ShapeMismatch; logged once).
@@ -111,13 +120,17 @@ type Client struct {
 	closeErr  error
 }
 
-// New validates cfg and returns a Client. With Fallback it opens the
-// embedded fallback at once (embed.Open: its machine ID, a Redis lease then
-// renewed until Close, its time guard), and fails if that fails; ctx bounds
-// that opening and is not retained. It does not dial: connections open on
-// first use (with Prefetch, the first refill starts at once, in the
-// background), so New succeeds while servers are down; calls then fail
-// over to the fallback, or fail with ErrUnavailable without it.
+// New validates cfg and returns a Client. With Fallback it acquires the
+// embedded fallback's machine ID at once (embed.Acquire: a Redis lease then
+// renewed until Close, or a fixed ID and its time guard's lock), and fails
+// if that fails; ctx bounds that and is not retained. The rest of the
+// fallback's opening (a fresh lease's takeover quarantine, the generator's
+// start) runs in the background, so New does not wait for it: calls that
+// need the fallback before it is ready wait within their own context (see
+// ErrFallbackNotReady). New does not dial: connections open on first use
+// (with Prefetch, the first refill starts at once, in the background), so
+// New succeeds while servers are down; calls then fail over to the
+// fallback, or fail with ErrUnavailable without it.
 func New(ctx context.Context, cfg Config) (*Client, error) {
 	return newClient(ctx, cfg, core.NewSystemClock())
 }
@@ -137,7 +150,7 @@ func newClient(ctx context.Context, cfg Config, clock core.Clock) (*Client, erro
 	}
 	var fb *fallback
 	if cfg.Fallback {
-		if fb, err = openFallback(ctx, cfg); err != nil {
+		if fb, err = newFallback(ctx, cfg); err != nil {
 			return nil, err
 		}
 		preset = fb.own
@@ -172,6 +185,9 @@ func newClient(ctx context.Context, cfg Config, clock core.Clock) (*Client, erro
 		c.servers = append(c.servers, s)
 	}
 	c.logStart()
+	if fb != nil {
+		c.wg.Go(func() { fb.open(c.bg) })
+	}
 	if cfg.Prefetch > 0 {
 		c.pf = newPrefetch(cfg.Prefetch, c.refill, m.buffered)
 		c.wg.Go(func() { c.pf.run(c.bg) })
@@ -298,20 +314,23 @@ func (c *Client) issue(ctx context.Context, dst []core.ID, n int) ([]core.ID, er
 	return c.fromFallback(ctx, dst, want-len(dst), err)
 }
 
-// fromFallback appends k IDs of the fallback to dst; cause is why the
-// servers could not give them.
+// fromFallback appends k IDs of the fallback to dst, waiting within ctx
+// for it to be ready; cause is why the servers could not give them.
 func (c *Client) fromFallback(ctx context.Context, dst []core.ID, k int, cause error) ([]core.ID, error) {
-	is := c.fb.is
+	is, err := c.fb.issuer(ctx, c.bg.Done())
+	if err != nil {
+		return nil, c.fallbackErr(cause, err)
+	}
 	if k == 1 {
 		id, err := is.NextID(ctx)
 		if err != nil {
-			return nil, c.fallbackErr(cause, err)
+			return nil, c.fallbackErr(cause, fmt.Errorf("client: fallback: %w", err))
 		}
 		dst = append(dst, id)
 	} else {
 		ids, err := is.NextIDs(ctx, k)
 		if err != nil {
-			return nil, c.fallbackErr(cause, err)
+			return nil, c.fallbackErr(cause, fmt.Errorf("client: fallback: %w", err))
 		}
 		dst = append(dst, ids...)
 	}
@@ -323,11 +342,14 @@ func (c *Client) fromFallback(ctx context.Context, dst []core.ID, k int, cause e
 	return dst, nil
 }
 
+// fallbackErr is the error of a call that neither the servers (central)
+// nor the fallback (err, naming the fallback) could serve: both, or
+// ErrClosed once the client is closing.
 func (c *Client) fallbackErr(central, err error) error {
-	if errors.Is(err, core.ErrClosed) || errors.Is(err, ErrClosed) {
+	if c.bg.Err() != nil || errors.Is(err, core.ErrClosed) || errors.Is(err, ErrClosed) {
 		return ErrClosed
 	}
-	return errors.Join(central, fmt.Errorf("client: fallback: %w", err))
+	return errors.Join(central, err)
 }
 
 // refill fetches n IDs for the prefetch buffer from the servers only

@@ -88,7 +88,8 @@ func TestTwoDefaultClientsRefuse(t *testing.T) {
 // The fallback's machine ID is leased when the client starts — visible in
 // Redis before any call — renewed for the client's life, shown by
 // FallbackState, the metrics and the start-up log line, and released by
-// Close.
+// Close. The first call, every server down, waits out the fresh lease's
+// quarantine (on the host's clock: about 3.4 s here) and gets a fallback ID.
 func TestFallbackLeasedAtStart(t *testing.T) {
 	srv := redistest.Start(t)
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
@@ -150,6 +151,11 @@ func TestFallbackLeasedAtStart(t *testing.T) {
 	}
 	if e := c.Explain(id); e.Method != core.Embedded || e.Machine != st.Machine || !c.FallbackState().Active {
 		t.Fatalf("ID %+v, state %+v; want the fallback's, on machine %d", e, c.FallbackState(), st.Machine)
+	}
+	if st := c.FallbackState(); !st.Ready || st.NotReady != nil || gauge(t, reg, "vesta_client_fallback_ready") != 1 ||
+		!strings.Contains(logs.String(), "client: the fallback is ready") {
+		t.Fatalf("after a fallback ID: state %+v, vesta_client_fallback_ready %v, log %q; want ready everywhere",
+			st, gauge(t, reg, "vesta_client_fallback_ready"), logs.String())
 	}
 
 	// Close releases the lease at once.

@@ -73,10 +73,20 @@
 // IP table), or Fallback is false.
 //
 // The fallback gets its machine ID when the client starts, not when an
-// outage begins (when Redis may be unreachable too): New opens it, a Redis
-// lease is then renewed until Close, and New fails if no ID can be had.
-// FallbackState shows the machine ID, its provider and the lease;
-// the start-up log line names them too.
+// outage begins (when Redis may be unreachable too): New acquires it (a
+// Redis lease is then renewed until Close) and fails if no ID can be had.
+// New does not wait for the rest: a fresh Redis lease issues only after its
+// takeover quarantine (lease TTL + 2*max_clock_skew, 19.5 s at the
+// defaults), and the generator then starts, in the background. A call that
+// needs the fallback before it is ready waits for it within its own
+// context; when that ends first, the call fails with the servers' error
+// joined with ErrFallbackNotReady. If the opening fails (a lease lost
+// during its quarantine, a clock behind the time guard's mark past
+// MaxStartupWait), that is logged, and every call needing the fallback
+// fails with that error; it is not retried. FallbackState shows the
+// machine ID, its provider, the lease and whether the fallback is ready
+// (and why not); the start-up log line names them too, and one line says
+// when the fallback became ready, and after how long.
 //
 // Every call still tries the servers first (open breakers reject at no
 // cost), so the first half-open trial that succeeds returns the client to
@@ -143,6 +153,7 @@
 //	vesta_client_mode                        1 central, 0 fallback
 //	vesta_client_prefetch_buffered           prefetched IDs ready
 //	vesta_client_fallback_machine_id         the fallback's machine ID (with Fallback)
+//	vesta_client_fallback_ready              1 once the fallback may issue, 0 before (with Fallback)
 //	vesta_ceiling_waits_total{mode="client"} calls that waited because every server was busy
 //	vesta_ceiling_wait_seconds{mode="client"} how long they waited (histogram)
 //

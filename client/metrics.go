@@ -15,7 +15,7 @@ type metrics struct {
 	fallbackIDs prometheus.Counter
 	mode        prometheus.Gauge // 1 central, 0 fallback
 	buffered    prometheus.Gauge
-	fallbackID  prometheus.GaugeFunc // nil without the fallback
+	fallback    []prometheus.Collector // the fallback's machine ID and readiness; none without it
 	// ceil counts the calls that waited at the ceiling, under the names
 	// the servers and the embedded issuer share (mode="client"); nil
 	// without a Registerer.
@@ -63,7 +63,7 @@ func newMetrics(reg prometheus.Registerer, fb *fallback) (*metrics, error) {
 	}
 	m.mode.Set(1)
 	if fb != nil {
-		m.fallbackID = fb.machineGauge()
+		m.fallback = fb.gauges()
 	}
 	if reg == nil {
 		return m, nil
@@ -92,11 +92,7 @@ func newMetrics(reg prometheus.Registerer, fb *fallback) (*metrics, error) {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	cs := []prometheus.Collector{m.calls, m.breaker, m.fallbackIDs, m.mode, m.buffered}
-	if m.fallbackID != nil {
-		cs = append(cs, m.fallbackID)
-	}
-	return cs
+	return append([]prometheus.Collector{m.calls, m.breaker, m.fallbackIDs, m.mode, m.buffered}, m.fallback...)
 }
 
 // unregister removes the collectors again, so a closed client leaves the
