@@ -51,8 +51,10 @@ var (
 	ErrFallbackNotReady = errors.New("client: fallback not ready yet")
 
 	// ErrFallbackShape: the servers issue IDs of another layout, epoch,
-	// type or version than the fallback's configuration, so IDs of the two
-	// decode differently (FallbackState().ShapeMismatch; logged once).
+	// type or version than the fallback's configuration. IDs of two
+	// layouts can be equal 64-bit values, so the fallback refuses to
+	// issue: calls that need it fail with an error wrapping this one,
+	// naming both shapes (FallbackState().ShapeMismatch; logged once).
 	ErrFallbackShape = errors.New("client: the fallback's IDs are shaped unlike the servers'")
 )
 
@@ -82,6 +84,12 @@ func identityOf(cfg embed.Config) (identity, error) {
 		return identity{}, err
 	}
 	return identity{codec: codec, typ: cfg.Type, version: cfg.Version, maxBatch: defaultMaxBatch}, nil
+}
+
+// shape names what sameShape compares, for errors.
+func (a identity) shape() string {
+	return fmt.Sprintf("layout %s, epoch %s, type %s, version %d",
+		a.codec.Layout(), a.codec.Epoch().Format(time.RFC3339Nano), a.typ, a.version)
 }
 
 // sameShape reports whether IDs of a and b decode alike.
@@ -317,6 +325,9 @@ func (c *Client) issue(ctx context.Context, dst []core.ID, n int) ([]core.ID, er
 // fromFallback appends k IDs of the fallback to dst, waiting within ctx
 // for it to be ready; cause is why the servers could not give them.
 func (c *Client) fromFallback(ctx context.Context, dst []core.ID, k int, cause error) ([]core.ID, error) {
+	if err := c.fb.refused(); err != nil {
+		return nil, c.fallbackErr(cause, err)
+	}
 	is, err := c.fb.issuer(ctx, c.bg.Done())
 	if err != nil {
 		return nil, c.fallbackErr(cause, err)

@@ -140,26 +140,31 @@ func (f *fallback) state() FallbackState {
 	default:
 		s.NotReady = f.notReady(st)
 	}
-	if e := f.mismatch.Load(); e != nil {
-		s.ShapeMismatch = *e
-	}
+	s.ShapeMismatch = f.refused()
 	return s
 }
 
-// checkShape compares a server's identity with the fallback's own, once:
-// IDs of both would then decode differently, which only configuring the
-// fallback like the servers can fix.
+// checkShape compares the first server's identity with the fallback's
+// own, once: IDs of two layouts can be equal 64-bit values (and of two
+// epochs, types or versions decode differently), so from then on the
+// fallback refuses to issue (refused), until the client is configured
+// like the servers and restarted.
 func (f *fallback) checkShape(server identity) {
 	if f.own.sameShape(server) {
 		return
 	}
-	err := fmt.Errorf("%w: servers issue layout %s, epoch %s, type %s, version %d; the fallback layout %s, epoch %s, type %s, version %d",
-		ErrFallbackShape,
-		server.codec.Layout(), server.codec.Epoch().Format(time.RFC3339Nano), server.typ, server.version,
-		f.own.codec.Layout(), f.own.codec.Epoch().Format(time.RFC3339Nano), f.own.typ, f.own.version)
+	err := fmt.Errorf("%w: servers issue %s; the fallback %s", ErrFallbackShape, server.shape(), f.own.shape())
 	if f.mismatch.CompareAndSwap(nil, &err) {
-		f.log.Error("client: the fallback's IDs will not decode like the servers': configure FallbackConfig (layout, epoch, type, version) like the servers", "err", err)
+		f.log.Error("client: the fallback refuses to issue: its IDs are shaped unlike the servers'; configure FallbackConfig (layout, epoch, type, version) like the servers", "err", err)
 	}
+}
+
+// refused is why the fallback must not issue (ErrFallbackShape), or nil.
+func (f *fallback) refused() error {
+	if e := f.mismatch.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 // close closes the issuer (the final mark is saved, the machine ID
@@ -220,9 +225,9 @@ type FallbackState struct {
 	// Lease is the machine ID's lease: held or fenced for a Redis lease
 	// (renewed since New), none for a fixed ID.
 	Lease machineid.Status
-	// ShapeMismatch wraps ErrFallbackShape when a server issues IDs of
+	// ShapeMismatch wraps ErrFallbackShape when the servers issue IDs of
 	// another layout, epoch, type or version than the fallback's
-	// configuration; nil otherwise.
+	// configuration: the fallback then refuses to issue. Nil otherwise.
 	ShapeMismatch error
 }
 
