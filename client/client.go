@@ -41,6 +41,16 @@ var (
 	// ErrProtocol: a server sent something that is not a valid reply.
 	ErrProtocol = errors.New("client: protocol error")
 
+	// ErrServerShape: a server issues IDs of another layout, epoch, type or
+	// version than the first server the client reached (whose shape
+	// Explain, Make and the fallback's check use). IDs of two layouts can
+	// be equal 64-bit values, so its IDs are refused: a call it would
+	// serve moves on to the other servers at once (the breaker does not
+	// count it; calls_total{result="shape"}; an error logged for each of
+	// its connections), and fails wrapping this error when no other could
+	// serve it. Sequences (NextSeq) are not IDs: it still serves them.
+	ErrServerShape = errors.New("client: a server's IDs are shaped unlike the first server's")
+
 	// ErrFallbackNotReady: a call needed the fallback (no server could
 	// serve it) before the fallback could issue, and its context ended
 	// first: New returns at once, while a fresh Redis lease of the
@@ -186,7 +196,9 @@ func newClient(ctx context.Context, cfg Config, clock core.Clock) (*Client, erro
 			IsExcluded: func(err error) bool {
 				// errSilent: the connection was closed because another
 				// call timed out, which the breaker counted already.
-				return errors.Is(err, errCallerGone) || errors.Is(err, ErrClosed) || errors.Is(err, errSilent)
+				// ErrServerShape: the server answers; the client refuses.
+				return errors.Is(err, errCallerGone) || errors.Is(err, ErrClosed) || errors.Is(err, errSilent) ||
+					errors.Is(err, ErrServerShape)
 			},
 			IsSuccessful: func(err error) bool { return err == nil || answered(err) },
 		})
@@ -213,18 +225,23 @@ func (c *Client) breakerChanged(addr string, from, to gobreaker.State) {
 }
 
 // adopt fixes the client's identity to the first server's unless one is
-// set already, and checks that the fallback's IDs decode alike.
-func (c *Client) adopt(id identity) {
+// set already, and checks that the fallback's IDs decode alike. A later
+// server whose IDs decode otherwise is refused: the error (wrapping
+// ErrServerShape) fails every call for IDs on its connection.
+func (c *Client) adopt(addr string, id identity) error {
 	if c.ident.CompareAndSwap(nil, &id) {
 		if c.fb != nil {
 			c.fb.checkShape(id)
 		}
-	} else {
-		if cur := c.ident.Load(); !cur.sameShape(id) {
-			c.log.Warn("client: a server issues IDs of another layout, epoch, type or version than the first one; Explain uses the first",
-				"layout", id.codec.Layout(), "epoch", id.codec.Epoch(), "type", id.typ, "version", id.version)
-		}
+		return nil
 	}
+	first := c.ident.Load()
+	if first.sameShape(id) {
+		return nil
+	}
+	err := fmt.Errorf("%w: %s issues %s; the first server reached %s", ErrServerShape, addr, id.shape(), first.shape())
+	c.log.Error("client: refusing a server's IDs: they are shaped unlike the first server's; configure every server alike", "server", addr, "err", err)
+	return err
 }
 
 // identity is the client's identity, or the preset from FallbackConfig
@@ -399,9 +416,9 @@ func (c *Client) central(ctx context.Context, dst []core.ID, n int, eager bool) 
 	want, had := len(dst)+n, len(dst)
 	ns := len(c.servers)
 	i := int(c.next.Add(1) - 1)
-	idle, fails := 0, 0 // servers in a row that gave nothing now; failed attempts
-	var until int64     // the earliest busy mark seen since the last answer, as clock nanoseconds
-	var last error
+	idle, fails := 0, 0    // servers in a row that gave nothing now; failed attempts
+	var until int64        // the earliest busy mark seen since the last answer, as clock nanoseconds
+	var last, shaped error // the last failure; a server refused for its shape (ErrServerShape)
 	var waited time.Duration
 	resent := false // asked a server again after its connection was closed for silence
 	defer func() {
@@ -415,10 +432,11 @@ func (c *Client) central(ctx context.Context, dst []core.ID, n int, eager bool) 
 		}
 		if idle >= ns {
 			if until == 0 {
-				if last == nil {
-					last = errors.New("client: every server's breaker is open")
+				cause := errors.Join(last, shaped)
+				if cause == nil {
+					cause = errors.New("client: every server's breaker is open")
 				}
-				return dst, fmt.Errorf("%w: %w", ErrUnavailable, last)
+				return dst, fmt.Errorf("%w: %w", ErrUnavailable, cause)
 			}
 			if eager && len(dst) > had {
 				return dst, nil
@@ -480,6 +498,10 @@ func (c *Client) central(ctx context.Context, dst []core.ID, n int, eager bool) 
 			if last == nil {
 				last = fmt.Errorf("client: %s: %w", s.addr, err)
 			}
+			continue
+		}
+		if errors.Is(err, ErrServerShape) { // not a failure: no retry spent
+			shaped = err
 			continue
 		}
 		fails++
@@ -570,6 +592,9 @@ func (c *Client) call(ctx context.Context, deadline time.Time, s *server, dst []
 	if err != nil {
 		return dst, 0, err
 	}
+	if cn.refused != nil {
+		return dst, 0, cn.refused
+	}
 	k := min(n, cn.info.maxBatch)
 	if cn.info.takeIDs {
 		var res wire.TakeIDsResult
@@ -620,6 +645,8 @@ func (c *Client) classify(ctx context.Context, s *server, err error) (string, er
 		return resultCanceled, fmt.Errorf("%w: %w", errCallerGone, ctx.Err())
 	case errors.Is(err, ErrTimeout):
 		return resultTimeout, fmt.Errorf("client: %s: %w (%v)", s.addr, ErrTimeout, c.cfg.Timeout)
+	case errors.Is(err, ErrServerShape):
+		return resultShape, err // it names the server
 	}
 	if we := (*wire.Error)(nil); errors.As(err, &we) {
 		return string(we.Code), fmt.Errorf("client: %s: %w", s.addr, err)

@@ -97,14 +97,26 @@
 //
 // Explain, Make and TransTime run locally, with the layout, epoch, type and
 // version the first server reported in Vesta.Info. Until a server has been
-// reached they use the fallback's (FallbackConfig's). The fallback opens
-// at New, before any server is reached, so it keeps its own configured
+// reached they use the fallback's (FallbackConfig's). Make fills missing
+// fields with the first server's version, type and machine and the central
+// method.
+//
+// IDs of two layouts can be equal 64-bit values (369367187461245959 is an
+// embedded ID of machine 5 in the sorted layout and of machine 7 in the
+// vesta layout), and IDs of two epochs, types or versions decode
+// differently, so the client takes IDs of one shape only: the first
+// server's. A server that reports another shape is refused (ErrServerShape):
+// calls that reach it move on to the other servers at once, without
+// counting against its breaker, and are counted as
+// vesta_client_calls_total{result="shape"}; each of its connections logs an
+// error. Its sequences (NextSeq) are still used: they are not IDs. The
+// fallback, opened before any server is reached, keeps its own configured
 // layout, epoch, type and version: configure it like the servers (package
 // conf does, from one configuration). If the first server reached differs,
-// the client logs an error once and FallbackState().ShapeMismatch says so
-// (ErrFallbackShape): fallback IDs would then decode differently from the
-// servers'. Make fills missing fields with the first server's version, type
-// and machine and the central method.
+// the fallback refuses to issue: every call that would use it fails with
+// an error wrapping ErrFallbackShape, naming both shapes, logged once and
+// shown by FallbackState().ShapeMismatch. IDs it issued before any server
+// was reached stay issued.
 //
 // # Prefetch
 //
@@ -147,7 +159,8 @@
 //	vesta_client_calls_total{server,result}  calls by result: ok, busy (fewer IDs than
 //	                                         asked: the server's ceiling), invalid_argument,
 //	                                         unavailable, lease_lost, clock, internal,
-//	                                         timeout, network, protocol, rejected, canceled
+//	                                         timeout, network, protocol, rejected, canceled,
+//	                                         shape (refused: ErrServerShape)
 //	vesta_client_breaker_state{server}       0 closed, 1 half-open, 2 open
 //	vesta_client_fallback_ids_total          IDs issued by the fallback
 //	vesta_client_mode                        1 central, 0 fallback

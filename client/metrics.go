@@ -26,7 +26,8 @@ type metrics struct {
 // attempt's deadline passed), network (dial, TLS or a broken connection),
 // rejected (the breaker was open), protocol (a malformed reply), busy
 // (Vesta.TakeIDs gave fewer IDs than asked: the server's sequence is at
-// its ceiling; a success for the breaker).
+// its ceiling; a success for the breaker), shape (the server's IDs are
+// shaped unlike the first server's: refused, ErrServerShape).
 const (
 	resultOK       = "ok"
 	resultBusy     = "busy"
@@ -35,6 +36,7 @@ const (
 	resultRejected = "rejected"
 	resultProtocol = "protocol"
 	resultCanceled = "canceled"
+	resultShape    = "shape"
 )
 
 // newMetrics makes the collectors; fb is nil without the fallback.
@@ -42,7 +44,7 @@ func newMetrics(reg prometheus.Registerer, fb *fallback) (*metrics, error) {
 	m := &metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vesta_client_calls_total",
-			Help: "Calls to central servers by server and result (ok, a wire error code, timeout, network, rejected, protocol, canceled).",
+			Help: "Calls to central servers by server and result (ok, busy, a wire error code, timeout, network, rejected, protocol, canceled, shape).",
 		}, []string{"server", "result"}),
 		breaker: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "vesta_client_breaker_state",
