@@ -342,9 +342,6 @@ func (c *Client) issue(ctx context.Context, dst []core.ID, n int) ([]core.ID, er
 // fromFallback appends k IDs of the fallback to dst, waiting within ctx
 // for it to be ready; cause is why the servers could not give them.
 func (c *Client) fromFallback(ctx context.Context, dst []core.ID, k int, cause error) ([]core.ID, error) {
-	if err := c.fb.refused(); err != nil {
-		return nil, c.fallbackErr(cause, err)
-	}
 	is, err := c.fb.issuer(ctx, c.bg.Done())
 	if err != nil {
 		return nil, c.fallbackErr(cause, err)

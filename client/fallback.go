@@ -70,9 +70,10 @@ func newFallback(ctx context.Context, cfg Config) (*fallback, error) {
 // lease lost during its quarantine (a new claim would start its quarantine
 // over, against the Redis that just failed it), a clock behind the mark
 // past MaxStartupWait (the patience configured) or a mark of another shape
-// (configuration), none of which a retry on this claim mends; the failure
+// (configuration), none of which a retry on this claim mends. The failure
 // is shown (FallbackState, vesta_client_fallback_ready, an error line) and
-// every call that needs the fallback fails with it, as New used to fail.
+// every call that needs the fallback fails with it; a new client (New)
+// tries again.
 func (f *fallback) open(ctx context.Context) {
 	is, err := f.claim.Open(ctx)
 	took := time.Since(f.start).Round(time.Millisecond)
@@ -92,8 +93,12 @@ func (f *fallback) open(ctx context.Context) {
 }
 
 // issuer returns the fallback's issuer, waiting until it is ready, ctx
-// ends or the client closes.
+// ends or the client closes; an error wrapping ErrFallbackShape when it
+// must not issue.
 func (f *fallback) issuer(ctx context.Context, closed <-chan struct{}) (*embed.Issuer, error) {
+	if err := f.refused(); err != nil {
+		return nil, err
+	}
 	select {
 	case <-f.ready:
 		return f.is, f.err
@@ -103,12 +108,15 @@ func (f *fallback) issuer(ctx context.Context, closed <-chan struct{}) (*embed.I
 	defer f.waiting.Add(-1)
 	select {
 	case <-f.ready:
-		return f.is, f.err
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%w: %w", f.notReady(f.lease.Status()), context.Cause(ctx))
 	case <-closed:
 		return nil, ErrClosed
 	}
+	if err := f.refused(); err != nil { // a server was reached meanwhile
+		return nil, err
+	}
+	return f.is, f.err
 }
 
 // notReady says why a fallback still being opened cannot issue yet.
