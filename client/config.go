@@ -97,7 +97,8 @@ type Config struct {
 	// a second issuer with the same Machine and DataDir on the host fails
 	// to open, with core.ErrGuardLocked, instead of sharing them). Its
 	// Layout, Type, Epoch and Version are its own: configure them like the
-	// servers' (a difference is logged and shown by FallbackState).
+	// servers' (once a server shows a difference, the fallback refuses to
+	// issue: ErrFallbackShape).
 	// Its Logger, when nil, is the client's; its lease's metrics go to
 	// Registerer unless it names its own. Ignored when Fallback is false.
 	FallbackConfig embed.Config
