@@ -41,9 +41,30 @@ var (
 	// ErrProtocol: a server sent something that is not a valid reply.
 	ErrProtocol = errors.New("client: protocol error")
 
+	// ErrServerShape: a server issues IDs of another layout, epoch, type or
+	// version than the first server the client reached (whose shape
+	// Explain, Make and the fallback's check use). IDs of two layouts can
+	// be equal 64-bit values, so its IDs are refused: a call it would
+	// serve moves on to the other servers at once (the breaker does not
+	// count it; calls_total{result="shape"}; an error logged for each of
+	// its connections), and fails wrapping this error when no other could
+	// serve it. Sequences (NextSeq) are not IDs: it still serves them.
+	ErrServerShape = errors.New("client: a server's IDs are shaped unlike the first server's")
+
+	// ErrFallbackNotReady: a call needed the fallback (no server could
+	// serve it) before the fallback could issue, and its context ended
+	// first: New returns at once, while a fresh Redis lease of the
+	// fallback waits out its takeover quarantine (19.5 s at the defaults)
+	// and its generator starts. Joined with the servers' error
+	// (ErrUnavailable) and wrapping the context's; FallbackState().Ready
+	// and vesta_client_fallback_ready say when it is ready.
+	ErrFallbackNotReady = errors.New("client: fallback not ready yet")
+
 	// ErrFallbackShape: the servers issue IDs of another layout, epoch,
-	// type or version than the fallback's configuration, so IDs of the two
-	// decode differently (FallbackState().ShapeMismatch; logged once).
+	// type or version than the fallback's configuration. IDs of two
+	// layouts can be equal 64-bit values, so the fallback refuses to
+	// issue: calls that need it fail with an error wrapping this one,
+	// naming both shapes (FallbackState().ShapeMismatch; logged once).
 	ErrFallbackShape = errors.New("client: the fallback's IDs are shaped unlike the servers'")
 )
 
@@ -73,6 +94,12 @@ func identityOf(cfg embed.Config) (identity, error) {
 		return identity{}, err
 	}
 	return identity{codec: codec, typ: cfg.Type, version: cfg.Version, maxBatch: defaultMaxBatch}, nil
+}
+
+// shape names what sameShape compares, for errors.
+func (a identity) shape() string {
+	return fmt.Sprintf("layout %s, epoch %s, type %s, version %d",
+		a.codec.Layout(), a.codec.Epoch().Format(time.RFC3339Nano), a.typ, a.version)
 }
 
 // sameShape reports whether IDs of a and b decode alike.
@@ -111,13 +138,17 @@ type Client struct {
 	closeErr  error
 }
 
-// New validates cfg and returns a Client. With Fallback it opens the
-// embedded fallback at once (embed.Open: its machine ID, a Redis lease then
-// renewed until Close, its time guard), and fails if that fails; ctx bounds
-// that opening and is not retained. It does not dial: connections open on
-// first use (with Prefetch, the first refill starts at once, in the
-// background), so New succeeds while servers are down; calls then fail
-// over to the fallback, or fail with ErrUnavailable without it.
+// New validates cfg and returns a Client. With Fallback it acquires the
+// embedded fallback's machine ID at once (embed.Acquire: a Redis lease then
+// renewed until Close, or a fixed ID and its time guard's lock), and fails
+// if that fails; ctx bounds that and is not retained. The rest of the
+// fallback's opening (a fresh lease's takeover quarantine, the generator's
+// start) runs in the background, so New does not wait for it: calls that
+// need the fallback before it is ready wait within their own context (see
+// ErrFallbackNotReady). New does not dial: connections open on first use
+// (with Prefetch, the first refill starts at once, in the background), so
+// New succeeds while servers are down; calls then fail over to the
+// fallback, or fail with ErrUnavailable without it.
 func New(ctx context.Context, cfg Config) (*Client, error) {
 	return newClient(ctx, cfg, core.NewSystemClock())
 }
@@ -137,7 +168,7 @@ func newClient(ctx context.Context, cfg Config, clock core.Clock) (*Client, erro
 	}
 	var fb *fallback
 	if cfg.Fallback {
-		if fb, err = openFallback(ctx, cfg); err != nil {
+		if fb, err = newFallback(ctx, cfg); err != nil {
 			return nil, err
 		}
 		preset = fb.own
@@ -165,13 +196,18 @@ func newClient(ctx context.Context, cfg Config, clock core.Clock) (*Client, erro
 			IsExcluded: func(err error) bool {
 				// errSilent: the connection was closed because another
 				// call timed out, which the breaker counted already.
-				return errors.Is(err, errCallerGone) || errors.Is(err, ErrClosed) || errors.Is(err, errSilent)
+				// ErrServerShape: the server answers; the client refuses.
+				return errors.Is(err, errCallerGone) || errors.Is(err, ErrClosed) || errors.Is(err, errSilent) ||
+					errors.Is(err, ErrServerShape)
 			},
 			IsSuccessful: func(err error) bool { return err == nil || answered(err) },
 		})
 		c.servers = append(c.servers, s)
 	}
 	c.logStart()
+	if fb != nil {
+		c.wg.Go(func() { fb.open(c.bg) })
+	}
 	if cfg.Prefetch > 0 {
 		c.pf = newPrefetch(cfg.Prefetch, c.refill, m.buffered)
 		c.wg.Go(func() { c.pf.run(c.bg) })
@@ -189,18 +225,23 @@ func (c *Client) breakerChanged(addr string, from, to gobreaker.State) {
 }
 
 // adopt fixes the client's identity to the first server's unless one is
-// set already, and checks that the fallback's IDs decode alike.
-func (c *Client) adopt(id identity) {
+// set already, and checks that the fallback's IDs decode alike. A later
+// server whose IDs decode otherwise is refused: the error (wrapping
+// ErrServerShape) fails every call for IDs on its connection.
+func (c *Client) adopt(addr string, id identity) error {
 	if c.ident.CompareAndSwap(nil, &id) {
 		if c.fb != nil {
 			c.fb.checkShape(id)
 		}
-	} else {
-		if cur := c.ident.Load(); !cur.sameShape(id) {
-			c.log.Warn("client: a server issues IDs of another layout, epoch, type or version than the first one; Explain uses the first",
-				"layout", id.codec.Layout(), "epoch", id.codec.Epoch(), "type", id.typ, "version", id.version)
-		}
+		return nil
 	}
+	first := c.ident.Load()
+	if first.sameShape(id) {
+		return nil
+	}
+	err := fmt.Errorf("%w: %s issues %s; the first server reached %s", ErrServerShape, addr, id.shape(), first.shape())
+	c.log.Error("client: refusing a server's IDs: they are shaped unlike the first server's; configure every server alike", "server", addr, "err", err)
+	return err
 }
 
 // identity is the client's identity, or the preset from FallbackConfig
@@ -298,20 +339,23 @@ func (c *Client) issue(ctx context.Context, dst []core.ID, n int) ([]core.ID, er
 	return c.fromFallback(ctx, dst, want-len(dst), err)
 }
 
-// fromFallback appends k IDs of the fallback to dst; cause is why the
-// servers could not give them.
+// fromFallback appends k IDs of the fallback to dst, waiting within ctx
+// for it to be ready; cause is why the servers could not give them.
 func (c *Client) fromFallback(ctx context.Context, dst []core.ID, k int, cause error) ([]core.ID, error) {
-	is := c.fb.is
+	is, err := c.fb.issuer(ctx, c.bg.Done())
+	if err != nil {
+		return nil, c.fallbackErr(cause, err)
+	}
 	if k == 1 {
 		id, err := is.NextID(ctx)
 		if err != nil {
-			return nil, c.fallbackErr(cause, err)
+			return nil, c.fallbackErr(cause, fmt.Errorf("client: fallback: %w", err))
 		}
 		dst = append(dst, id)
 	} else {
 		ids, err := is.NextIDs(ctx, k)
 		if err != nil {
-			return nil, c.fallbackErr(cause, err)
+			return nil, c.fallbackErr(cause, fmt.Errorf("client: fallback: %w", err))
 		}
 		dst = append(dst, ids...)
 	}
@@ -323,11 +367,14 @@ func (c *Client) fromFallback(ctx context.Context, dst []core.ID, k int, cause e
 	return dst, nil
 }
 
+// fallbackErr is the error of a call that neither the servers (central)
+// nor the fallback (err, naming the fallback) could serve: both, or
+// ErrClosed once the client is closing.
 func (c *Client) fallbackErr(central, err error) error {
-	if errors.Is(err, core.ErrClosed) || errors.Is(err, ErrClosed) {
+	if c.bg.Err() != nil || errors.Is(err, core.ErrClosed) || errors.Is(err, ErrClosed) {
 		return ErrClosed
 	}
-	return errors.Join(central, fmt.Errorf("client: fallback: %w", err))
+	return errors.Join(central, err)
 }
 
 // refill fetches n IDs for the prefetch buffer from the servers only
@@ -366,9 +413,9 @@ func (c *Client) central(ctx context.Context, dst []core.ID, n int, eager bool) 
 	want, had := len(dst)+n, len(dst)
 	ns := len(c.servers)
 	i := int(c.next.Add(1) - 1)
-	idle, fails := 0, 0 // servers in a row that gave nothing now; failed attempts
-	var until int64     // the earliest busy mark seen since the last answer, as clock nanoseconds
-	var last error
+	idle, fails := 0, 0    // servers in a row that gave nothing now; failed attempts
+	var until int64        // the earliest busy mark seen since the last answer, as clock nanoseconds
+	var last, shaped error // the last failure; a server refused for its shape (ErrServerShape)
 	var waited time.Duration
 	resent := false // asked a server again after its connection was closed for silence
 	defer func() {
@@ -382,10 +429,11 @@ func (c *Client) central(ctx context.Context, dst []core.ID, n int, eager bool) 
 		}
 		if idle >= ns {
 			if until == 0 {
-				if last == nil {
-					last = errors.New("client: every server's breaker is open")
+				cause := errors.Join(last, shaped)
+				if cause == nil {
+					cause = errors.New("client: every server's breaker is open")
 				}
-				return dst, fmt.Errorf("%w: %w", ErrUnavailable, last)
+				return dst, fmt.Errorf("%w: %w", ErrUnavailable, cause)
 			}
 			if eager && len(dst) > had {
 				return dst, nil
@@ -447,6 +495,10 @@ func (c *Client) central(ctx context.Context, dst []core.ID, n int, eager bool) 
 			if last == nil {
 				last = fmt.Errorf("client: %s: %w", s.addr, err)
 			}
+			continue
+		}
+		if errors.Is(err, ErrServerShape) { // not a failure: no retry spent
+			shaped = err
 			continue
 		}
 		fails++
@@ -537,6 +589,9 @@ func (c *Client) call(ctx context.Context, deadline time.Time, s *server, dst []
 	if err != nil {
 		return dst, 0, err
 	}
+	if cn.refused != nil {
+		return dst, 0, cn.refused
+	}
 	k := min(n, cn.info.maxBatch)
 	if cn.info.takeIDs {
 		var res wire.TakeIDsResult
@@ -587,6 +642,8 @@ func (c *Client) classify(ctx context.Context, s *server, err error) (string, er
 		return resultCanceled, fmt.Errorf("%w: %w", errCallerGone, ctx.Err())
 	case errors.Is(err, ErrTimeout):
 		return resultTimeout, fmt.Errorf("client: %s: %w (%v)", s.addr, ErrTimeout, c.cfg.Timeout)
+	case errors.Is(err, ErrServerShape):
+		return resultShape, err // it names the server
 	}
 	if we := (*wire.Error)(nil); errors.As(err, &we) {
 		return string(we.Code), fmt.Errorf("client: %s: %w", s.addr, err)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -270,7 +272,7 @@ func TestBreakerTransitions(t *testing.T) {
 		t.Fatalf("breaker gauge = %v after a failed trial; want 2", state())
 	}
 	// A server appears at the address; the next trial closes the breaker.
-	startFakeOn(t, addr, 1000, 100, nil)
+	startFakeOn(t, addr, core.Config{Machine: 1000}, 100, nil)
 	deadline, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	for {
@@ -312,5 +314,65 @@ func TestDeadlineWhileDialling(t *testing.T) {
 	<-dialling // the dial still runs, for the next caller; Close ends it
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A server whose IDs are shaped unlike the first server's is refused: IDs
+// of two layouts can be equal 64-bit values, so taking both could hand one
+// value out twice. A call that reaches it moves on to the other server at
+// once, and that is no failure for its breaker; it is counted (result
+// "shape") and logged. With no other server left, calls fail wrapping
+// ErrServerShape.
+func TestServerOfAnotherShapeRefused(t *testing.T) {
+	first := startFake(t, 1000, 100) // sorted layout
+	other := startFakeOn(t, "127.0.0.1:0", core.Config{Machine: 1001, Layout: core.Vesta}, 100, nil)
+	cfg, reg := testConfig(t, first.addr, other.addr)
+	cfg.Fallback = false
+	cfg.ConnsPerServer = 1
+	var logs syncBuffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	c := newClient(t, cfg)
+	ctx := context.Background()
+	var all collect
+	// The round-robin start visits the first server first: its shape is
+	// the client's. Every other call then starts at the refused one.
+	for range 10 {
+		id, err := c.NextID(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.add(id)
+	}
+	ids, err := c.NextIDs(ctx, 250) // pieces of max_batch, meant for both servers in turn
+	if err != nil {
+		t.Fatal(err)
+	}
+	all.add(ids...)
+	if all.dups != 0 || len(all.seen) != 260 {
+		t.Fatalf("%d duplicates among %d IDs; want 0 among 260", all.dups, len(all.seen))
+	}
+	for id := range all.seen {
+		if e := c.Explain(id); e.Machine != 1000 || e.Method != core.Central {
+			t.Fatalf("ID %d is %+v; want the first server's", id, e)
+		}
+	}
+	if n := other.calls.Load(); n != 0 {
+		t.Fatalf("the server of another layout was asked for IDs %d times; want 0", n)
+	}
+	if n := gauge(t, reg, "vesta_client_calls_total", "server", other.addr, "result", "shape"); n < 5 {
+		t.Fatalf("calls_total{result=shape} = %v; want at least 5", n)
+	}
+	if st := c.Servers()[1].Breaker; st != gobreaker.StateClosed {
+		t.Fatalf("the refused server's breaker is %v; want closed (a refusal is not its failure)", st)
+	}
+	if text := logs.String(); strings.Count(text, "refusing a server's IDs") != 1 ||
+		!strings.Contains(text, "layout vesta") || !strings.Contains(text, "layout sorted") {
+		t.Fatalf("log %q: want the refusal once (one connection), naming both layouts", text)
+	}
+
+	first.kill()
+	_, err = c.NextID(ctx)
+	if !errors.Is(err, client.ErrUnavailable) || !errors.Is(err, client.ErrServerShape) || !errors.Is(err, client.ErrConnection) {
+		t.Fatalf("NextID with only the refused server up = %v; want ErrUnavailable wrapping ErrServerShape and the first's ErrConnection", err)
 	}
 }

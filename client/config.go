@@ -83,10 +83,13 @@ type Config struct {
 	// an error wrapping ErrUnavailable instead; DefaultConfig sets true.
 	Fallback bool
 
-	// FallbackConfig configures the embedded fallback, opened by New and
-	// kept until Close, so its machine ID is obtained (a Redis lease then
-	// renewed all along) when the client starts, not when an outage
-	// begins. Its Machine must be chosen (there is no default: New refuses
+	// FallbackConfig configures the embedded fallback, kept until Close.
+	// New acquires its machine ID (a Redis lease then renewed all along)
+	// when the client starts, not when an outage begins; the rest of its
+	// opening (a fresh lease's takeover quarantine, the generator's start)
+	// runs in the background, and calls that need the fallback before it
+	// is ready wait within their context (FallbackState().Ready). Its
+	// Machine must be chosen (there is no default: New refuses
 	// with machineid.ErrNoMachineID), lie in the embedded range and be
 	// used by no other issuer; its DataDir (the time guard) is required
 	// unless the machine ID is a Redis lease (whose mark lives in Redis),
@@ -94,7 +97,8 @@ type Config struct {
 	// a second issuer with the same Machine and DataDir on the host fails
 	// to open, with core.ErrGuardLocked, instead of sharing them). Its
 	// Layout, Type, Epoch and Version are its own: configure them like the
-	// servers' (a difference is logged and shown by FallbackState).
+	// servers' (once a server shows a difference, the fallback refuses to
+	// issue: ErrFallbackShape).
 	// Its Logger, when nil, is the client's; its lease's metrics go to
 	// Registerer unless it names its own. Ignored when Fallback is false.
 	FallbackConfig embed.Config

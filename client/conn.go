@@ -42,6 +42,9 @@ type conn struct {
 	nc   net.Conn
 	addr string
 	info identity // the server's, from the handshake
+	// refused wraps ErrServerShape when info is shaped unlike the first
+	// server's: calls for IDs fail with it (set before the conn is used).
+	refused error
 
 	graceFor time.Duration // see call.expires
 
@@ -125,7 +128,7 @@ func (c *Client) dial(ctx context.Context, addr string) (*conn, error) {
 		return nil, err
 	}
 	cn.info = info
-	c.adopt(info)
+	cn.refused = c.adopt(addr, info)
 	return cn, nil
 }
 

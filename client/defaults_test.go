@@ -88,7 +88,8 @@ func TestTwoDefaultClientsRefuse(t *testing.T) {
 // The fallback's machine ID is leased when the client starts — visible in
 // Redis before any call — renewed for the client's life, shown by
 // FallbackState, the metrics and the start-up log line, and released by
-// Close.
+// Close. The first call, every server down, waits out the fresh lease's
+// quarantine (on the host's clock: about 3.4 s here) and gets a fallback ID.
 func TestFallbackLeasedAtStart(t *testing.T) {
 	srv := redistest.Start(t)
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
@@ -151,6 +152,11 @@ func TestFallbackLeasedAtStart(t *testing.T) {
 	if e := c.Explain(id); e.Method != core.Embedded || e.Machine != st.Machine || !c.FallbackState().Active {
 		t.Fatalf("ID %+v, state %+v; want the fallback's, on machine %d", e, c.FallbackState(), st.Machine)
 	}
+	if st := c.FallbackState(); !st.Ready || st.NotReady != nil || gauge(t, reg, "vesta_client_fallback_ready") != 1 ||
+		!strings.Contains(logs.String(), "client: the fallback is ready") {
+		t.Fatalf("after a fallback ID: state %+v, vesta_client_fallback_ready %v, log %q; want ready everywhere",
+			st, gauge(t, reg, "vesta_client_fallback_ready"), logs.String())
+	}
 
 	// Close releases the lease at once.
 	if err := c.Close(); err != nil {
@@ -181,8 +187,12 @@ func TestFallbackWithoutMachineFailsNew(t *testing.T) {
 	}
 }
 
-// A fixed fallback ID: FallbackState and the gauge show it; a server whose
-// IDs are shaped otherwise is logged once, as an error, and shown.
+// A fixed fallback ID: FallbackState and the gauge show it. Servers whose
+// IDs are shaped otherwise make the fallback refuse to issue — logged
+// once, as an error, shown, and every call that would use it fails — since
+// IDs of two layouts can be equal values: 369367187461245959 is embedded
+// machine 5's in the sorted layout and embedded machine 7's in the vesta
+// layout.
 func TestFallbackStateAndShape(t *testing.T) {
 	f := startFake(t, 1000, 100) // sorted layout
 	cfg, reg := testConfig(t, f.addr)
@@ -210,6 +220,25 @@ func TestFallbackStateAndShape(t *testing.T) {
 	if err := c.FallbackState().ShapeMismatch; !errors.Is(err, client.ErrFallbackShape) ||
 		!strings.Contains(err.Error(), "layout sorted") || !strings.Contains(err.Error(), "layout vesta") {
 		t.Fatalf("ShapeMismatch = %v; want ErrFallbackShape naming both layouts", err)
+	}
+	if n := strings.Count(logs.String(), "level=ERROR"); n != 1 {
+		t.Fatalf("%d error lines; want the mismatch logged once:\n%s", n, logs.String())
+	}
+
+	// The server gone, the fallback refuses to issue.
+	f.kill()
+	for _, call := range []func() error{
+		func() error { _, err := c.NextID(context.Background()); return err },
+		func() error { _, err := c.NextIDs(context.Background(), 10); return err },
+	} {
+		err := call()
+		if !errors.Is(err, client.ErrFallbackShape) || !errors.Is(err, client.ErrUnavailable) ||
+			!strings.Contains(err.Error(), "layout sorted") || !strings.Contains(err.Error(), "layout vesta") {
+			t.Fatalf("a call with the server down = %v; want ErrFallbackShape naming both layouts, joined with ErrUnavailable", err)
+		}
+	}
+	if v := gauge(t, reg, "vesta_client_fallback_ids_total"); v != 0 || c.FallbackState().Active {
+		t.Fatalf("%v fallback IDs, state %+v; want none", v, c.FallbackState())
 	}
 	if n := strings.Count(logs.String(), "level=ERROR"); n != 1 {
 		t.Fatalf("%d error lines; want the mismatch logged once:\n%s", n, logs.String())

@@ -73,10 +73,20 @@
 // IP table), or Fallback is false.
 //
 // The fallback gets its machine ID when the client starts, not when an
-// outage begins (when Redis may be unreachable too): New opens it, a Redis
-// lease is then renewed until Close, and New fails if no ID can be had.
-// FallbackState shows the machine ID, its provider and the lease;
-// the start-up log line names them too.
+// outage begins (when Redis may be unreachable too): New acquires it (a
+// Redis lease is then renewed until Close) and fails if no ID can be had.
+// New does not wait for the rest: a fresh Redis lease issues only after its
+// takeover quarantine (lease TTL + 2*max_clock_skew, 19.5 s at the
+// defaults), and the generator then starts, in the background. A call that
+// needs the fallback before it is ready waits for it within its own
+// context; when that ends first, the call fails with the servers' error
+// joined with ErrFallbackNotReady. If the opening fails (a lease lost
+// during its quarantine, a clock behind the time guard's mark past
+// MaxStartupWait), that is logged, and every call needing the fallback
+// fails with that error; it is not retried. FallbackState shows the
+// machine ID, its provider, the lease and whether the fallback is ready
+// (and why not); the start-up log line names them too, and one line says
+// when the fallback became ready, and after how long.
 //
 // Every call still tries the servers first (open breakers reject at no
 // cost), so the first half-open trial that succeeds returns the client to
@@ -87,14 +97,26 @@
 //
 // Explain, Make and TransTime run locally, with the layout, epoch, type and
 // version the first server reported in Vesta.Info. Until a server has been
-// reached they use the fallback's (FallbackConfig's). The fallback opens
-// at New, before any server is reached, so it keeps its own configured
+// reached they use the fallback's (FallbackConfig's). Make fills missing
+// fields with the first server's version, type and machine and the central
+// method.
+//
+// IDs of two layouts can be equal 64-bit values (369367187461245959 is an
+// embedded ID of machine 5 in the sorted layout and of machine 7 in the
+// vesta layout), and IDs of two epochs, types or versions decode
+// differently, so the client takes IDs of one shape only: the first
+// server's. A server that reports another shape is refused (ErrServerShape):
+// calls that reach it move on to the other servers at once, without
+// counting against its breaker, and are counted as
+// vesta_client_calls_total{result="shape"}; each of its connections logs an
+// error. Its sequences (NextSeq) are still used: they are not IDs. The
+// fallback, opened before any server is reached, keeps its own configured
 // layout, epoch, type and version: configure it like the servers (package
 // conf does, from one configuration). If the first server reached differs,
-// the client logs an error once and FallbackState().ShapeMismatch says so
-// (ErrFallbackShape): fallback IDs would then decode differently from the
-// servers'. Make fills missing fields with the first server's version, type
-// and machine and the central method.
+// the fallback refuses to issue: every call that would use it fails with
+// an error wrapping ErrFallbackShape, naming both shapes, logged once and
+// shown by FallbackState().ShapeMismatch. IDs it issued before any server
+// was reached stay issued.
 //
 // # Prefetch
 //
@@ -137,12 +159,14 @@
 //	vesta_client_calls_total{server,result}  calls by result: ok, busy (fewer IDs than
 //	                                         asked: the server's ceiling), invalid_argument,
 //	                                         unavailable, lease_lost, clock, internal,
-//	                                         timeout, network, protocol, rejected, canceled
+//	                                         timeout, network, protocol, rejected, canceled,
+//	                                         shape (refused: ErrServerShape)
 //	vesta_client_breaker_state{server}       0 closed, 1 half-open, 2 open
 //	vesta_client_fallback_ids_total          IDs issued by the fallback
 //	vesta_client_mode                        1 central, 0 fallback
 //	vesta_client_prefetch_buffered           prefetched IDs ready
 //	vesta_client_fallback_machine_id         the fallback's machine ID (with Fallback)
+//	vesta_client_fallback_ready              1 once the fallback may issue, 0 before (with Fallback)
 //	vesta_ceiling_waits_total{mode="client"} calls that waited because every server was busy
 //	vesta_ceiling_wait_seconds{mode="client"} how long they waited (histogram)
 //

@@ -12,3 +12,7 @@ import (
 func NewWithClock(ctx context.Context, cfg Config, clock core.Clock) (*Client, error) {
 	return newClient(ctx, cfg, clock)
 }
+
+// FallbackWaiters is how many calls wait for the fallback to be ready, so
+// that tests move a fake clock only once a call really waits.
+func (c *Client) FallbackWaiters() int64 { return c.fb.waiting.Load() }

@@ -15,25 +15,37 @@ import (
 	"github.com/vesta-go/vesta/machineid"
 )
 
-// fallback is the embedded issuer the client falls back on. New opens it,
-// so its machine ID is obtained when the client starts (a Redis lease then
-// renewed for the client's life, or a fixed ID with its time guard's lock)
-// and not at the start of an outage, when Redis may be unreachable too; an
-// instance that cannot get one fails at New, in the open, instead of
-// during the outage.
+// fallback is the embedded issuer the client falls back on. New acquires
+// its machine ID (embed.Acquire: a Redis lease then renewed for the
+// client's life, or a fixed ID with its time guard's lock) when the client
+// starts, not at the start of an outage, when Redis may be unreachable
+// too; an instance that cannot get one fails at New, in the open, instead
+// of during the outage. The rest of the opening may wait (a fresh lease's
+// takeover quarantine, 19.5 s at the defaults; a clock behind the mark): it
+// runs on a goroutine of the client (open), so New does not wait for it,
+// and calls that need the fallback meanwhile wait within their own context.
 type fallback struct {
-	is  *embed.Issuer
-	own identity // the fallback's layout, epoch, type, version and machine
-	log *slog.Logger
+	claim *embed.Claim
+	lease *machineid.Lease
+	own   identity // the fallback's layout, epoch, type, version and machine
+	log   *slog.Logger
+	start time.Time // New's, for the time to ready
+
+	ready   chan struct{} // closed when the opening ended, with is or err set
+	is      *embed.Issuer // once ready; nil when the opening failed
+	err     error         // why the opening failed
+	waiting atomic.Int64  // calls waiting for ready
 
 	mismatch  atomic.Pointer[error] // a server's shape differs from own
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// openFallback opens the fallback issuer of cfg. The lease's metrics go to
-// the client's Registerer unless FallbackConfig names its own.
-func openFallback(ctx context.Context, cfg Config) (*fallback, error) {
+// newFallback acquires the fallback's machine ID; open does the rest. The
+// lease's metrics go to the client's Registerer unless FallbackConfig
+// names its own.
+func newFallback(ctx context.Context, cfg Config) (*fallback, error) {
+	start := time.Now()
 	fcfg := cfg.FallbackConfig
 	if fcfg.Logger == nil {
 		fcfg.Logger = cfg.Logger
@@ -41,60 +53,161 @@ func openFallback(ctx context.Context, cfg Config) (*fallback, error) {
 	if fcfg.Machine.Registerer == nil && fcfg.Registerer == nil {
 		fcfg.Machine.Registerer = cfg.Registerer
 	}
-	is, err := embed.Open(ctx, fcfg)
+	own, err := identityOf(fcfg)
+	if err != nil { // Validate passed: cannot happen
+		return nil, fmt.Errorf("%w: FallbackConfig: %w", ErrConfig, err)
+	}
+	claim, err := embed.Acquire(ctx, fcfg)
 	if err != nil {
 		return nil, fmt.Errorf("client: opening the fallback: %w", err)
 	}
-	gen := is.Generator()
-	f := &fallback{
-		is:  is,
-		own: identity{codec: gen.Codec(), typ: gen.Type(), version: gen.Version(), machine: gen.Machine(), maxBatch: defaultMaxBatch},
-		log: cfg.Logger,
+	own.machine = claim.Lease().ID()
+	return &fallback{claim: claim, lease: claim.Lease(), own: own, log: cfg.Logger, start: start, ready: make(chan struct{})}, nil
+}
+
+// open finishes opening the fallback, on a goroutine of the client; ctx
+// ends at Close. A failure is final, not retried: what can fail here is a
+// lease lost during its quarantine (a new claim would start its quarantine
+// over, against the Redis that just failed it), a clock behind the mark
+// past MaxStartupWait (the patience configured) or a mark of another shape
+// (configuration), none of which a retry on this claim mends. The failure
+// is shown (FallbackState, vesta_client_fallback_ready, an error line) and
+// every call that needs the fallback fails with it; a new client (New)
+// tries again.
+func (f *fallback) open(ctx context.Context) {
+	is, err := f.claim.Open(ctx)
+	took := time.Since(f.start).Round(time.Millisecond)
+	// Logged before ready is closed, so that whoever sees the state
+	// change finds the line too.
+	switch {
+	case err == nil:
+		f.is = is
+		f.log.Info("client: the fallback is ready: it may issue from now", "machine", f.lease.ID(), "after", took)
+	case ctx.Err() == nil: // not Close
+		f.log.Error("client: the fallback could not be opened: calls that need it fail until the client is restarted", "err", err, "after", took)
 	}
-	return f, nil
+	if err != nil {
+		f.err = fmt.Errorf("client: fallback: opening failed: %w", err)
+	}
+	close(f.ready)
+}
+
+// issuer returns the fallback's issuer, waiting until it is ready, ctx
+// ends or the client closes; an error wrapping ErrFallbackShape when it
+// must not issue.
+func (f *fallback) issuer(ctx context.Context, closed <-chan struct{}) (*embed.Issuer, error) {
+	if err := f.refused(); err != nil {
+		return nil, err
+	}
+	select {
+	case <-f.ready:
+		return f.is, f.err
+	default:
+	}
+	f.waiting.Add(1)
+	defer f.waiting.Add(-1)
+	select {
+	case <-f.ready:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", f.notReady(f.lease.Status()), context.Cause(ctx))
+	case <-closed:
+		return nil, ErrClosed
+	}
+	if err := f.refused(); err != nil { // a server was reached meanwhile
+		return nil, err
+	}
+	return f.is, f.err
+}
+
+// notReady says why a fallback still being opened cannot issue yet.
+func (f *fallback) notReady(st machineid.Status) error {
+	if q := st.QuarantineUntil; q.After(st.At) {
+		return fmt.Errorf("%w: machine %d is a fresh Redis lease, in its takeover quarantine until %s",
+			ErrFallbackNotReady, st.Machine, q.UTC().Format(time.RFC3339Nano))
+	}
+	return fmt.Errorf("%w: its generator on machine %d is starting", ErrFallbackNotReady, st.Machine)
+}
+
+// isReady reports whether the fallback may issue.
+func (f *fallback) isReady() bool {
+	select {
+	case <-f.ready:
+		return f.err == nil
+	default:
+		return false
+	}
 }
 
 // state is the fallback's part of FallbackState.
 func (f *fallback) state() FallbackState {
-	st := f.is.Lease().Status()
+	st := f.lease.Status()
 	s := FallbackState{Enabled: true, Machine: st.Machine, Provider: st.Provider, Lease: st}
-	if e := f.mismatch.Load(); e != nil {
-		s.ShapeMismatch = *e
+	select {
+	case <-f.ready:
+		s.Ready, s.NotReady = f.err == nil, f.err
+	default:
+		s.NotReady = f.notReady(st)
 	}
+	s.ShapeMismatch = f.refused()
 	return s
 }
 
-// checkShape compares a server's identity with the fallback's own, once:
-// IDs of both would then decode differently, which only configuring the
-// fallback like the servers can fix.
+// checkShape compares the first server's identity with the fallback's
+// own, once: IDs of two layouts can be equal 64-bit values (and of two
+// epochs, types or versions decode differently), so from then on the
+// fallback refuses to issue (refused), until the client is configured
+// like the servers and restarted.
 func (f *fallback) checkShape(server identity) {
 	if f.own.sameShape(server) {
 		return
 	}
-	err := fmt.Errorf("%w: servers issue layout %s, epoch %s, type %s, version %d; the fallback layout %s, epoch %s, type %s, version %d",
-		ErrFallbackShape,
-		server.codec.Layout(), server.codec.Epoch().Format(time.RFC3339Nano), server.typ, server.version,
-		f.own.codec.Layout(), f.own.codec.Epoch().Format(time.RFC3339Nano), f.own.typ, f.own.version)
+	err := fmt.Errorf("%w: servers issue %s; the fallback %s", ErrFallbackShape, server.shape(), f.own.shape())
 	if f.mismatch.CompareAndSwap(nil, &err) {
-		f.log.Error("client: the fallback's IDs will not decode like the servers': configure FallbackConfig (layout, epoch, type, version) like the servers", "err", err)
+		f.log.Error("client: the fallback refuses to issue: its IDs are shaped unlike the servers'; configure FallbackConfig (layout, epoch, type, version) like the servers", "err", err)
 	}
 }
 
-// close closes the issuer: the final mark is saved, the machine ID
-// released. Idempotent.
+// refused is why the fallback must not issue (ErrFallbackShape), or nil.
+func (f *fallback) refused() error {
+	if e := f.mismatch.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// close closes the issuer (the final mark is saved, the machine ID
+// released), or releases the machine ID of a fallback never opened. It
+// runs once the opening goroutine has ended. Idempotent.
 func (f *fallback) close() error {
-	f.closeOnce.Do(func() { f.closeErr = f.is.Close() })
+	f.closeOnce.Do(func() {
+		if f.is != nil {
+			f.closeErr = f.is.Close()
+		} else {
+			f.closeErr = f.claim.Close()
+		}
+	})
 	return f.closeErr
 }
 
-// machineGauge is vesta_client_fallback_machine_id: read at scrape time,
-// as a Redis lease lost and re-acquired may move the fallback to another
-// machine ID.
-func (f *fallback) machineGauge() prometheus.GaugeFunc {
-	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "vesta_client_fallback_machine_id",
-		Help: "The machine ID of the client's embedded fallback, held from the client's start.",
-	}, func() float64 { return float64(f.is.Lease().ID()) })
+// gauges are vesta_client_fallback_machine_id and
+// vesta_client_fallback_ready, read at scrape time: a Redis lease lost and
+// re-acquired may move the fallback to another machine ID.
+func (f *fallback) gauges() []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "vesta_client_fallback_machine_id",
+			Help: "The machine ID of the client's embedded fallback, held from the client's start.",
+		}, func() float64 { return float64(f.lease.ID()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "vesta_client_fallback_ready",
+			Help: "1 once the client's embedded fallback may issue, 0 while it is opened in the background (a fresh Redis lease's takeover quarantine) or when its opening failed.",
+		}, func() float64 {
+			if f.isReady() {
+				return 1
+			}
+			return 0
+		}),
+	}
 }
 
 // FallbackState is the embedded fallback's state, for monitoring.
@@ -103,6 +216,16 @@ type FallbackState struct {
 	Enabled bool
 	// Active reports that the last IDs came from the fallback (InFallback).
 	Active bool
+	// Ready reports that the fallback may issue. New returns before: it
+	// holds the machine ID from then on, but a fresh Redis lease issues
+	// only after its takeover quarantine (Lease.QuarantineUntil), and the
+	// generator starts in the background.
+	Ready bool
+	// NotReady says why it is not: while it is being opened, an error
+	// wrapping ErrFallbackNotReady; when its opening failed, that error,
+	// which every call needing the fallback then fails with. Nil once
+	// Ready.
+	NotReady error
 	// Machine is the fallback's machine ID, held since New.
 	Machine core.MachineID
 	// Provider gave it: static, iptable, k8s or redis.
@@ -110,14 +233,14 @@ type FallbackState struct {
 	// Lease is the machine ID's lease: held or fenced for a Redis lease
 	// (renewed since New), none for a fixed ID.
 	Lease machineid.Status
-	// ShapeMismatch wraps ErrFallbackShape when a server issues IDs of
+	// ShapeMismatch wraps ErrFallbackShape when the servers issue IDs of
 	// another layout, epoch, type or version than the fallback's
-	// configuration; nil otherwise.
+	// configuration: the fallback then refuses to issue. Nil otherwise.
 	ShapeMismatch error
 }
 
-// FallbackState returns the fallback's machine ID, provider and lease, and
-// whether IDs come from it now.
+// FallbackState returns the fallback's machine ID, provider and lease,
+// whether it is ready, and whether IDs come from it now.
 func (c *Client) FallbackState() FallbackState {
 	if c.fb == nil {
 		return FallbackState{}
@@ -128,7 +251,8 @@ func (c *Client) FallbackState() FallbackState {
 }
 
 // logStart is the client's start-up line: its servers and, with the
-// fallback, the fallback's machine ID, provider and lease.
+// fallback, the fallback's machine ID, provider and lease, and why it is
+// not ready yet (it is logged before the opening goroutine starts).
 func (c *Client) logStart() {
 	if c.fb == nil {
 		c.log.Info("client: started", "servers", c.cfg.Servers, "fallback", "off")
@@ -137,5 +261,6 @@ func (c *Client) logStart() {
 	st := c.fb.state()
 	c.log.Info("client: started; the fallback holds its machine ID from now until Close",
 		"servers", c.cfg.Servers, "fallback_machine", st.Machine, "fallback_provider", st.Provider,
-		"fallback_lease", st.Lease.State, "fallback_range", c.fb.is.Lease().Range())
+		"fallback_lease", st.Lease.State, "fallback_range", c.fb.lease.Range(),
+		"fallback_ready", st.Ready, "fallback_waiting", st.NotReady)
 }

@@ -3,7 +3,9 @@ package client_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,13 +15,16 @@ import (
 )
 
 // A restarted application must not re-issue its own fallback IDs: the
-// fallback's time guard survives the process. The fallback opens at New,
-// so a clock behind the guard fails New itself, in the open.
+// fallback's time guard survives the process. New holds the guard's lock
+// and opens the generator in the background, so a clock behind the guard
+// fails every call that needs the fallback, and FallbackState says why.
 func TestFallbackTimeGuardAcrossRestarts(t *testing.T) {
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	cfg, _ := testConfig(t, deadAddr(t))
 	cfg.Registerer = nil
 	cfg.FallbackConfig.MaxStartupWait = 0
+	var logs syncBuffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	ctx := context.Background()
 	var all collect
 
@@ -33,7 +38,13 @@ func TestFallbackTimeGuardAcrossRestarts(t *testing.T) {
 		defer c.Close()
 		ids, err := c.NextIDs(ctx, 1000)
 		if err != nil {
-			t.Fatal(err)
+			if st := c.FallbackState(); st.Ready || !errors.Is(st.NotReady, core.ErrClockBehind) {
+				t.Fatalf("FallbackState after %v = %+v; want not ready, with ErrClockBehind", err, st)
+			}
+			if n := strings.Count(logs.String(), "the fallback could not be opened"); n != 1 {
+				t.Fatalf("%d lines say the opening failed; want 1:\n%s", n, logs.String())
+			}
+			return err
 		}
 		all.add(ids...)
 		for _, id := range ids {
@@ -51,10 +62,10 @@ func TestFallbackTimeGuardAcrossRestarts(t *testing.T) {
 	if err := run(core.NewManualClock(start)); err != nil {
 		t.Fatal(err)
 	}
-	// Restarted with the clock an hour back: New fails, no ID at all.
+	// Restarted with the clock an hour back: no ID at all.
 	err := run(core.NewManualClock(start.Add(-time.Hour)))
-	if !errors.Is(err, core.ErrClockBehind) {
-		t.Fatalf("New with the clock behind the guard = %v; want ErrClockBehind", err)
+	if !errors.Is(err, core.ErrClockBehind) || !errors.Is(err, client.ErrUnavailable) {
+		t.Fatalf("NextIDs with the clock behind the guard = %v; want ErrClockBehind joined with ErrUnavailable", err)
 	}
 	if all.dups != 0 || len(all.seen) != 2000 {
 		t.Fatalf("%d duplicates among %d IDs", all.dups, len(all.seen))

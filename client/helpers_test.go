@@ -57,13 +57,15 @@ type fake struct {
 // startFake serves machine's IDs (sorted layout, max-peak) on 127.0.0.1.
 func startFake(t testing.TB, machine core.MachineID, maxBatch int) *fake {
 	t.Helper()
-	return startFakeOn(t, "127.0.0.1:0", machine, maxBatch, nil)
+	return startFakeOn(t, "127.0.0.1:0", core.Config{Machine: machine}, maxBatch, nil)
 }
 
-// startFakeOn is startFake on addr, behind TLS when tc is not nil.
-func startFakeOn(t testing.TB, addr string, machine core.MachineID, maxBatch int, tc *tls.Config) *fake {
+// startFakeOn serves IDs of a generator of gcfg (with a MaxBorrow of 1s) on
+// addr, behind TLS when tc is not nil.
+func startFakeOn(t testing.TB, addr string, gcfg core.Config, maxBatch int, tc *tls.Config) *fake {
 	t.Helper()
-	gen, err := core.New(context.Background(), core.Config{Machine: machine, MaxBorrow: time.Second})
+	gcfg.MaxBorrow = time.Second
+	gen, err := core.New(context.Background(), gcfg)
 	if err != nil {
 		t.Fatal(err)
 	}

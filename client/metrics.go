@@ -15,7 +15,7 @@ type metrics struct {
 	fallbackIDs prometheus.Counter
 	mode        prometheus.Gauge // 1 central, 0 fallback
 	buffered    prometheus.Gauge
-	fallbackID  prometheus.GaugeFunc // nil without the fallback
+	fallback    []prometheus.Collector // the fallback's machine ID and readiness; none without it
 	// ceil counts the calls that waited at the ceiling, under the names
 	// the servers and the embedded issuer share (mode="client"); nil
 	// without a Registerer.
@@ -26,7 +26,8 @@ type metrics struct {
 // attempt's deadline passed), network (dial, TLS or a broken connection),
 // rejected (the breaker was open), protocol (a malformed reply), busy
 // (Vesta.TakeIDs gave fewer IDs than asked: the server's sequence is at
-// its ceiling; a success for the breaker).
+// its ceiling; a success for the breaker), shape (the server's IDs are
+// shaped unlike the first server's: refused, ErrServerShape).
 const (
 	resultOK       = "ok"
 	resultBusy     = "busy"
@@ -35,6 +36,7 @@ const (
 	resultRejected = "rejected"
 	resultProtocol = "protocol"
 	resultCanceled = "canceled"
+	resultShape    = "shape"
 )
 
 // newMetrics makes the collectors; fb is nil without the fallback.
@@ -42,7 +44,7 @@ func newMetrics(reg prometheus.Registerer, fb *fallback) (*metrics, error) {
 	m := &metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vesta_client_calls_total",
-			Help: "Calls to central servers by server and result (ok, a wire error code, timeout, network, rejected, protocol, canceled).",
+			Help: "Calls to central servers by server and result (ok, busy, a wire error code, timeout, network, rejected, protocol, canceled, shape).",
 		}, []string{"server", "result"}),
 		breaker: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "vesta_client_breaker_state",
@@ -63,7 +65,7 @@ func newMetrics(reg prometheus.Registerer, fb *fallback) (*metrics, error) {
 	}
 	m.mode.Set(1)
 	if fb != nil {
-		m.fallbackID = fb.machineGauge()
+		m.fallback = fb.gauges()
 	}
 	if reg == nil {
 		return m, nil
@@ -92,11 +94,7 @@ func newMetrics(reg prometheus.Registerer, fb *fallback) (*metrics, error) {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	cs := []prometheus.Collector{m.calls, m.breaker, m.fallbackIDs, m.mode, m.buffered}
-	if m.fallbackID != nil {
-		cs = append(cs, m.fallbackID)
-	}
-	return cs
+	return append([]prometheus.Collector{m.calls, m.breaker, m.fallbackIDs, m.mode, m.buffered}, m.fallback...)
 }
 
 // unregister removes the collectors again, so a closed client leaves the

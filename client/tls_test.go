@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vesta-go/vesta/internal/tlstest"
-
 	"github.com/vesta-go/vesta/client"
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/tlstest"
 )
 
 func TestMutualTLS(t *testing.T) {
 	pki := tlstest.New(t)
-	f := startFakeOn(t, "127.0.0.1:0", 1000, 100, &tls.Config{
+	f := startFakeOn(t, "127.0.0.1:0", core.Config{Machine: 1000}, 100, &tls.Config{
 		Certificates: []tls.Certificate{pki.Server},
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 		ClientCAs:    pki.Pool,

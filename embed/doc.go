@@ -13,4 +13,12 @@
 // directory. Issuer implements vesta.Issuer, as does the central client, so
 // an application switches between publish methods (embedded, central) by
 // configuration alone.
+//
+// Open does everything before it returns, which may include waiting: a
+// fresh Redis lease issues only after its takeover quarantine (lease TTL +
+// 2*max_clock_skew, package machineid), a clock behind the mark for up to
+// MaxStartupWait. Acquire and Claim.Open split it: Acquire holds the
+// machine ID (and the time guard's lock) at once, refusing what Open would
+// refuse before waiting; Claim.Open then waits, within its ctx, and starts
+// the Issuer. The Go client opens its fallback so.
 package embed

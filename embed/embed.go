@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,7 +16,7 @@ import (
 // ErrConfig: a Config field the issuer cannot use; the message names it.
 var ErrConfig = errors.New("embed: invalid config")
 
-// closeTimeout bounds Close's release of a Redis lease.
+// closeTimeout bounds the release of a Redis lease (Close, a failed Open).
 const closeTimeout = 5 * time.Second
 
 // Config configures an embedded Issuer.
@@ -101,8 +102,33 @@ type Issuer struct {
 // (waiting for the clock if it is behind the mark) and returns a ready
 // Issuer. With a Redis lease, the issuer is fenced while the lease cannot be
 // proven held (NextID fails with core.ErrFenced), and moves to another
-// machine ID if its own was lost.
+// machine ID if its own was lost. It is Acquire then Claim.Open.
 func Open(ctx context.Context, cfg Config) (*Issuer, error) {
+	c, err := Acquire(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return c.Open(ctx)
+}
+
+// Claim is an Issuer's machine ID held before its generator starts: the
+// fast part of Open done, the part that may wait (a fresh Redis lease's
+// takeover quarantine, a clock behind the mark) still to come. It lets a
+// caller get the ID at once, in the open, and wait elsewhere (the client's
+// fallback does).
+type Claim struct {
+	cfg   Config
+	lease *machineid.Lease
+
+	mu    sync.Mutex
+	spent bool // Open or Close took the lease
+}
+
+// Acquire validates cfg and acquires its machine ID (a Redis lease is
+// renewed from here on, until Claim.Open's Issuer or Claim.Close releases
+// it) and, with DataDir, its time guard's file and lock. It fails when Open
+// would fail before waiting for anything.
+func Acquire(ctx context.Context, cfg Config) (*Claim, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -120,23 +146,72 @@ func Open(ctx context.Context, cfg Config) (*Issuer, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Opened here, so that a second process on the same ID and directory
+	// is refused now (core.ErrGuardLocked); NewGenerator reuses it.
+	if _, err := lease.TimeGuard(cfg.DataDir); err != nil {
+		release(lease)
+		return nil, err
+	}
+	return &Claim{cfg: cfg, lease: lease}, nil
+}
+
+// Lease is the machine ID's lease, for its ID and status (QuarantineUntil
+// says until when Open waits on a fresh Redis lease).
+func (c *Claim) Lease() *machineid.Lease { return c.lease }
+
+// Open waits until the machine ID may issue (a fresh Redis lease's takeover
+// quarantine, bounded by ctx only; a clock behind the time guard's mark, at
+// most MaxStartupWait) and starts the Issuer, which then owns the machine
+// ID. On error the machine ID is released. A Claim opens once: a second
+// Open, or one after Close, fails with machineid.ErrClosed.
+func (c *Claim) Open(ctx context.Context) (*Issuer, error) {
+	if !c.take() {
+		return nil, fmt.Errorf("embed: opening a claim twice or after Close: %w", machineid.ErrClosed)
+	}
+	cfg := c.cfg
 	ccfg := cfg.core()
 	if ccfg.Logger == nil {
 		ccfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	gen, err := lease.NewGenerator(ctx, ccfg, cfg.DataDir)
+	gen, err := c.lease.NewGenerator(ctx, ccfg, cfg.DataDir)
 	if err != nil {
-		lease.Close(context.Background())
+		release(c.lease)
 		return nil, err
 	}
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(NewCollector(gen)); err != nil {
 			gen.Close()
-			lease.Close(context.Background())
+			release(c.lease)
 			return nil, fmt.Errorf("embed: registering metrics: %w", err)
 		}
 	}
-	return &Issuer{gen: gen, lease: lease}, nil
+	return &Issuer{gen: gen, lease: c.lease}, nil
+}
+
+// Close releases the machine ID of a Claim that was not opened. After Open
+// began it does nothing (the Issuer, or Open's failure, releases it): to
+// stop an Open that waits, cancel its ctx. Idempotent.
+func (c *Claim) Close() error {
+	if !c.take() {
+		return nil
+	}
+	return release(c.lease)
+}
+
+// take reports whether the caller is the first to take the lease.
+func (c *Claim) take() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	first := !c.spent
+	c.spent = true
+	return first
+}
+
+// release closes a lease within closeTimeout.
+func release(lease *machineid.Lease) error {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	return lease.Close(ctx)
 }
 
 // NextID issues one ID.
@@ -172,7 +247,5 @@ func (is *Issuer) Lease() *machineid.Lease { return is.lease }
 // Close stops issuing, saves the exact mark, then releases the machine ID
 // (and the time guard's file lock). It is idempotent.
 func (is *Issuer) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-	defer cancel()
-	return errors.Join(is.gen.Close(), is.lease.Close(ctx))
+	return errors.Join(is.gen.Close(), release(is.lease))
 }

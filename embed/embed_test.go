@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	vesta "github.com/vesta-go/vesta"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
@@ -187,5 +188,101 @@ func TestRedisLeasedIssuers(t *testing.T) {
 	c := open(t, cfg)
 	if got := c.Generator().Machine(); got != ma {
 		t.Fatalf("after release got machine %d; want the released %d", got, ma)
+	}
+}
+
+// Acquire is Open's part that waits for nothing: the machine ID and its
+// time guard's lock are held from it on, so a second process on the same
+// ID and directory is refused at Acquire. The Issuer of Claim.Open owns
+// the ID; a Claim closed unopened gives it back.
+func TestAcquireThenOpen(t *testing.T) {
+	cfg := embed.DefaultConfig()
+	cfg.Machine.Static, cfg.DataDir = new(core.MachineID(14)), t.TempDir()
+	c, err := embed.Acquire(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Lease().ID() != 14 {
+		t.Fatalf("claimed %d; want 14", c.Lease().ID())
+	}
+	if _, err := embed.Acquire(context.Background(), cfg); !errors.Is(err, core.ErrGuardLocked) {
+		t.Fatalf("second Acquire on the same ID and directory = %v; want ErrGuardLocked", err)
+	}
+	is, err := c.Open(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Open(context.Background()); !errors.Is(err, machineid.ErrClosed) {
+		t.Fatalf("second Open = %v; want machineid.ErrClosed", err)
+	}
+	if err := c.Close(); err != nil { // the Issuer owns the ID now
+		t.Fatal(err)
+	}
+	if _, err := is.NextID(context.Background()); err != nil {
+		t.Fatalf("NextID after the opened Claim's Close = %v", err)
+	}
+	if err := is.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	unopened, err := embed.Acquire(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("Acquire after the Issuer's Close = %v", err)
+	}
+	if err := unopened.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unopened.Close(); err != nil {
+		t.Fatal("second Close:", err)
+	}
+	if _, err := unopened.Open(context.Background()); !errors.Is(err, machineid.ErrClosed) {
+		t.Fatalf("Open after Close = %v; want machineid.ErrClosed", err)
+	}
+	open(t, cfg) // released: the ID and directory open again
+}
+
+// A fresh Redis lease: Acquire returns with the claim made and its
+// quarantine ahead (the clock is fake and does not move), and Open waits
+// for it within its ctx only; given up, it releases the ID at once.
+func TestAcquireDoesNotWaitOutTheQuarantine(t *testing.T) {
+	srv := redistest.Start(t)
+	clock := core.NewManualClock(time.Now())
+	cfg := embed.DefaultConfig()
+	cfg.DataDir, cfg.Clock = "", clock
+	cfg.Machine.Providers = []string{machineid.ProviderRedis}
+	cfg.Machine.Redis.Addrs = []string{srv.Addr()}
+	c, err := embed.Acquire(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := c.Lease().Status()
+	if st.State != machineid.StateHeld || !st.QuarantineUntil.After(clock.Now()) {
+		t.Fatalf("Status after Acquire = %+v; want held, quarantined past %s", st, clock.Now())
+	}
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	defer rc.Close()
+	key, _ := machineid.Keys(cfg.Machine.Redis.KeyPrefix, st.Machine)
+	if n, err := rc.Exists(context.Background(), key).Result(); err != nil || n != 1 {
+		t.Fatalf("EXISTS %s after Acquire = %d, %v; want 1 (claimed)", key, n, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	opened := make(chan error, 1)
+	go func() {
+		is, err := c.Open(ctx)
+		if is != nil {
+			is.Close()
+		}
+		opened <- err
+	}()
+	// The renewer, the watchdog and the quarantine sleep on the clock.
+	if err := clock.BlockUntil(context.Background(), 3); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-opened; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Open given up during the quarantine = %v; want context.Canceled", err)
+	}
+	if n, err := rc.Exists(context.Background(), key).Result(); err != nil || n != 0 {
+		t.Fatalf("EXISTS %s after Open gave up = %d, %v; want 0 (released)", key, n, err)
 	}
 }
