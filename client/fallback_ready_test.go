@@ -188,3 +188,30 @@ func TestCallsWaitForTheFallback(t *testing.T) {
 		t.Fatalf("log %q: want the start-up line saying not ready, then one line saying ready and after how long", text)
 	}
 }
+
+// A fallback configured unlike its fleet (another layout than the one the
+// fleet record of its key prefix holds) is refused by New at once, naming
+// both layouts, although the rest of the opening runs in the background:
+// the fleet record is checked when the machine ID is claimed.
+func TestNewRefusesAFallbackUnlikeItsFleet(t *testing.T) {
+	srv := redistest.Start(t)
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { rc.Close() })
+	fleet := `{"layout":"sorted","type":0,"epoch_ms":1735689600000,"version":0,"lease_ttl_ms":15000,"max_borrow_ms":1000,"max_clock_skew_ms":2000,"timing":true}`
+	if err := rc.Set(context.Background(), machineid.FleetKey("vesta"), fleet, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := testConfig(t, deadAddr(t))
+	cfg.FallbackConfig.DataDir = ""
+	cfg.FallbackConfig.Layout = core.Vesta
+	cfg.FallbackConfig.Machine.Static = nil
+	cfg.FallbackConfig.Machine.Providers = []string{machineid.ProviderRedis}
+	cfg.FallbackConfig.Machine.Redis.Addrs = []string{srv.Addr()}
+	_, err := client.New(context.Background(), cfg)
+	if !errors.Is(err, machineid.ErrFleet) || !strings.Contains(err.Error(), "id.layout vesta (the fleet's: sorted)") {
+		t.Fatalf("New with a vesta-layout fallback in a sorted fleet = %v; want ErrFleet naming both layouts", err)
+	}
+	if keys := rc.Keys(context.Background(), "*:lease").Val(); len(keys) != 0 {
+		t.Fatalf("leases left after the refusal: %v", keys)
+	}
+}

@@ -126,8 +126,9 @@ type Claim struct {
 
 // Acquire validates cfg and acquires its machine ID (a Redis lease is
 // renewed from here on, until Claim.Open's Issuer or Claim.Close releases
-// it) and, with DataDir, its time guard's file and lock. It fails when Open
-// would fail before waiting for anything.
+// it), with DataDir its time guard's file and lock, and checks the fleet
+// record of a lease (machineid.ErrFleet). It fails when Open would fail
+// before waiting for anything.
 func Acquire(ctx context.Context, cfg Config) (*Claim, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -147,8 +148,13 @@ func Acquire(ctx context.Context, cfg Config) (*Claim, error) {
 		return nil, err
 	}
 	// Opened here, so that a second process on the same ID and directory
-	// is refused now (core.ErrGuardLocked); NewGenerator reuses it.
+	// is refused now (core.ErrGuardLocked); NewGenerator reuses it. A
+	// host configured unlike its fleet is refused now too.
 	if _, err := lease.TimeGuard(cfg.DataDir); err != nil {
+		release(lease)
+		return nil, err
+	}
+	if err := lease.CheckFleet(ctx, cfg.core()); err != nil {
 		release(lease)
 		return nil, err
 	}

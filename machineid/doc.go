@@ -17,88 +17,96 @@
 //     match entries with different IDs are an error (ErrAmbiguous).
 //   - k8s: the StatefulSet ordinal of the hostname ("vesta-3") plus
 //     Config.K8sOffset.
-//   - redis: a lease on a free ID of the range in Redis (single, Sentinel or
-//     Cluster), renewed while the process runs.
+//   - redis: a lease on a free ID of the range in Redis (a single server,
+//     or the master of a Sentinel group; Redis Cluster is refused),
+//     renewed while the process runs.
+//   - etcd: a lease in etcd, for fleets that must survive network
+//     partitions (Raft never loses an acknowledged write).
 //
-// A provider that cannot work on this host (Redis unreachable, no address
-// in the table, no ordinal) wraps ErrUnavailable and the chain tries the
-// next; any other error (a bad configuration, an ID outside the method's
-// range, every leasable ID taken, a clock too far from Redis's) stops it.
+// A provider that cannot work on this host (Redis or etcd unreachable, no
+// ordinal, no address in the table) wraps ErrUnavailable and the chain
+// tries the next; any other error (a bad configuration, an ID outside the
+// method's range, every leasable ID taken, a clock too far from Redis's)
+// stops it. A chain lists redis or etcd, not both.
 //
-// Fixed IDs (static, iptable, k8s) never come from the IDs Redis leases
-// hand out: each range's lease range (Config.EmbeddedLeaseRange,
-// ServerLeaseRange; by default the whole range when redis is listed,
-// none otherwise) must not hold any of them, checked by Validate and again
-// by Acquire for the k8s ordinal and the matched address. So a chain
-// [redis, static] is refused on the default ranges (the static ID of a host
-// that cannot reach Redis at start could be leased to a host that can), and
-// accepted once the lease range is narrowed and the static ID taken from
-// the rest. A fleet mixing leasing hosts and fixed IDs sets the lease
-// ranges in the configuration every host shares.
+// Fixed IDs (static, iptable, k8s) never come from the IDs leases hand
+// out: each range's lease range (Config.EmbeddedLeaseRange,
+// ServerLeaseRange; by default the whole range when redis or etcd is
+// listed, none otherwise) must not hold any of them, checked by Validate
+// and again by Acquire for the k8s ordinal and the matched address. So a
+// chain [redis, static] is refused on the default ranges (the static ID of
+// a host that cannot reach Redis at start could be leased to a host that
+// can), and accepted once the lease range is narrowed and the static ID
+// taken from the rest.
 //
-// # Redis leases and fencing
+// # Leases and fencing
 //
-// A lease is "SET {prefix:machine:N}:lease token NX PX ttl", claimed from a
-// random point of the range so that a fleet starting together spreads out.
-// The token is 128 random bits plus host and pid, fresh for every claim. A
-// script extends the lease (compare-and-extend) every third of the TTL, and
-// another deletes it (compare-and-delete) on Close. Before leasing, the
-// local clock is compared with Redis's TIME (Leaf's check): beyond
-// Redis.MaxClockSkew the lease is refused (ErrClockSkew).
+// A lease is a key per machine ID holding the holder's token, claimed only
+// if absent from a random point of the range (so that a fleet starting
+// together spreads out) and renewed every third of its TTL: in Redis "SET
+// {prefix:machine:N}:lease token NX PX ttl" and a compare-and-extend
+// script; in etcd a transaction creating prefix/machine/N/lease attached
+// to an etcd lease, then keepalives, each followed by a linearizable read
+// of the key. The token is fresh for every claim.
 //
-// If no renewal succeeds for LeaseTTL minus Redis.SafetyMargin (measured on
+// If no renewal succeeds for the TTL minus a safety margin (measured on
 // the lease's clock from when the last successful renewal was sent, so
-// before Redis could expire the key), the attached generator is fenced with
-// ErrLeaseLost: every call fails with core.ErrFenced, which the servers
-// report as lease_lost (RPC) and 503 (REST), and their readiness turns
-// false. A timer fires at the deadline, and the renewer checks it before
-// each attempt. A renewal that finds another token (the key expired, or was
-// overwritten) fences at once. The lease then claims again, the same ID
-// first, and moves the generator to what it got with core.Control.Rekey,
-// then unfences; a renewal that succeeds after the deadline proves the key
-// was never lost and unfences at once.
+// before the store could expire the key), the attached generator is fenced
+// with ErrLeaseLost: every call fails with core.ErrFenced, which the
+// servers report as lease_lost (RPC) and 503 (REST), and their readiness
+// turns false. A renewal that finds the key not ours fences at once, and
+// so does etcd's watch of the key. The lease then claims again, the same
+// ID first, moves the generator to what it got with core.Control.Rekey,
+// and unfences.
 //
-// The time guard's high-water mark of each ID lives beside its lease, in
-// {prefix:machine:N}:mark (unix milliseconds, no TTL, only ever raised),
-// with the shape of the generator that wrote it in {prefix:machine:N}:shape,
-// and only the lease's holder can write them (the script checks the token
-// first). Whoever takes an ID next starts after everything ever issued with
-// it, even on a host whose clock is behind (core.New waits up to
-// MaxStartupWait, or refuses). As the core never issues past a durable
-// mark, even a holder frozen past its lease (a GC pause, SIGSTOP) cannot
-// collide with the next holder: all it can still issue lies below the mark
-// the next holder starts from.
+// The time guard's high-water mark of each ID lives beside its lease,
+// written only while the writer's lease is still in the store, so
+// whoever takes an ID next starts after everything ever issued with it.
+// The shape of the generator that wrote it (layout, type, epoch, version)
+// is kept beside it. Under Redis Sentinel a claim or renewal counts only
+// when a majority of the Sentinel group names the master it went to at the
+// claim's config epoch, so a master cut off with its clients cannot keep a
+// holder alive while a replica is promoted (sentinel.go).
 //
 // # Redis losing data
 //
 // Redis may lose the lease and the mark (FLUSHALL, a restart empty or from
-// older data, a failover to a replica behind). A claim that does not follow
-// a clean release on the same Redis instance is therefore quarantined: its
-// guard's Load never returns less than claim + LeaseTTL + 2*MaxClockSkew +
-// the generator's MaxBorrow, above anything a holder whose key Redis lost
-// can still issue before its deadline, and WaitQuarantine (called by
-// NewGenerator, and before re-keying) waits until then. Close writes a
-// release record ({prefix:machine:N}:released: the exact final mark and
-// Redis's run_id and master_replid, read inside the script); the next claim
-// consumes it atomically and skips the quarantine only when the identity is
-// still the same (no restart, no failover since). MinReplicas adds WAIT to
-// every write. MaxClockSkew is checked at every renewal too.
+// older data, a failover to a replica behind). A claim that cannot rule
+// that out is quarantined: its guard's Load never returns less than
+// (claim, or when claims first saw this Redis instance) + lease TTL +
+// 2*MaxClockSkew + the generator's MaxBorrow, above anything a holder whose
+// key Redis lost can still issue before its deadline, and Prepare waits
+// until then. A claim starts at once when the mark was written by this very
+// Redis instance (run_id and replid, read inside the scripts), when the ID
+// was never claimed on an instance claims have seen for longer than a
+// quarantine, or after a clean release on the same instance (whose record
+// gives the exact end of the previous hold). MinReplicas adds WAIT to every
+// write. MaxClockSkew is checked at every renewal too.
+//
+// # The fleet record
+//
+// The first host to prepare a generator under a key prefix records the
+// fleet's shape (and on Redis its lease TTL, max_borrow and
+// max_clock_skew) in the store; a host that differs is refused with
+// ErrFleet, naming each setting and both values (fleet.go).
 //
 // # Order of operations
 //
 // For `vesta serve` (core.Central: its central and REST servers share one
 // generator and one lease), embed.Open and the client's fallback
-// (core.Embedded, at client.New):
+// (core.Embedded; the client acquires at client.New and prepares in the
+// background):
 //
-//	lease, err := machineid.Acquire(ctx, cfg, core.Central)     // the ID; a Redis lease is renewed from here on
-//	guard, err := lease.TimeGuard(dataDir)                      // Redis store, or a core.FileGuard in dataDir
-//	err = lease.WaitQuarantine(ctx, gcfg)                       // a fresh Redis claim: wait out the quarantine
-//	gen, err := core.New(ctx, gcfg)                             // gcfg.Machine = lease.ID(), gcfg.Guard = guard
-//	err = lease.Attach(gen)                                     // fence, re-acquire and re-key gen from now on
+//	lease, err := machineid.Acquire(ctx, cfg, core.Central) // the ID; a lease is renewed from here on
+//	guard, err := lease.TimeGuard(dataDir)                  // the store's mark, or a core.FileGuard in dataDir
+//	err = lease.Prepare(ctx, gcfg)                          // the fleet record; a quarantine, if any
+//	gen, err := core.New(ctx, gcfg)                         // gcfg.Machine = lease.ID(), gcfg.Guard = guard
+//	err = lease.Attach(gen)                                 // fence, re-acquire and re-key gen from now on
 //	... issue ...
-//	gen.Close()                                                 // saves the final mark while the lease is held
-//	lease.Close(ctx)                                            // releases the ID at once; closes the file guard
+//	gen.Close()                                             // saves the final mark while the lease is held
+//	lease.Close(ctx)                                        // releases the ID at once; closes the file guard
 //
-// On an error after Acquire, close the lease all the same. Pass the same
-// Clock (or none) to the lease and the generator.
+// Lease.NewGenerator does the middle three. On an error after Acquire,
+// close the lease all the same. Pass the same Clock (or none) to the lease
+// and the generator.
 package machineid

@@ -72,6 +72,8 @@ func (f *fixedLease) status() Status {
 
 func (f *fixedLease) prepare(context.Context, core.Config) error { return nil }
 
+func (f *fixedLease) checkFleet(context.Context, core.Config) error { return nil }
+
 // close closes the file guard, if TimeGuard opened one.
 func (f *fixedLease) close(context.Context) error {
 	f.mu.Lock()

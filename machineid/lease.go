@@ -14,10 +14,10 @@ import (
 type State uint8
 
 const (
-	// StateNone: no Redis lease (a static, iptable or k8s ID, which
+	// StateNone: no lease in a store (a static, iptable or k8s ID, which
 	// nothing can take away), or the lease was closed.
 	StateNone State = iota
-	// StateHeld: the Redis lease is held and was renewed in time.
+	// StateHeld: the lease (Redis, etcd) is held and was renewed in time.
 	StateHeld
 	// StateFenced: the lease could not be proven held (renewal failing
 	// past the deadline, lost, or being replaced); the generator is
@@ -44,25 +44,25 @@ type Status struct {
 	Machine  core.MachineID // the ID in use
 	State    State
 	// Deadline is when the generator is fenced unless a renewal succeeds
-	// first, on the lease's clock; zero without a Redis lease.
+	// first, on the lease's clock; zero for a fixed ID.
 	Deadline time.Time
 	// RenewAt is when the next renewal is due, on the lease's clock; zero
-	// without a Redis lease.
+	// for a fixed ID.
 	RenewAt time.Time
 	// At is the lease clock's reading when the snapshot was taken: the
 	// time left is Deadline.Sub(At) and RenewAt.Sub(At).
 	At time.Time
 	// Fences counts the times the generator was fenced.
 	Fences uint64
-	// RenewFailures counts renewals that did not reach Redis or found the
-	// lease gone.
+	// RenewFailures counts renewals that did not reach the store or found
+	// the lease gone.
 	RenewFailures uint64
 	// Err says why the state is not held; nil otherwise.
 	Err error
-	// QuarantineUntil is, for a Redis lease whose claim did not follow a
-	// clean release on the same Redis instance, the instant above which
-	// its IDs' time fields lie (an unknown earlier holder whose key Redis
-	// lost may issue below it); zero otherwise. See WaitQuarantine.
+	// QuarantineUntil is, for a Redis lease whose claim could follow a
+	// holder whose key Redis lost, the instant above which its IDs' time
+	// fields lie (that holder may issue below it); zero otherwise (a clean
+	// release, a mark this Redis instance wrote, etcd). See Prepare.
 	QuarantineUntil time.Time
 }
 
@@ -89,21 +89,25 @@ func newLeaseBase(c Config, m core.Method, rng Range) leaseBase {
 }
 
 // Lease is a machine ID held by this process: a fixed ID (static, iptable,
-// k8s), which nothing can take away, or a Redis lease, which owns two
-// goroutines started by Acquire and stopped by Close: one renews the lease
+// k8s), which nothing can take away, or a lease in Redis or etcd, which
+// owns two goroutines started by Acquire and stopped by Close (and etcd's
+// watch of its key): one renews the lease
 // every third of its TTL (and, once a generator is attached, re-acquires a
 // lost lease and re-keys the generator), the other fences the generator
 // when the renewal deadline passes.
 //
-// The wire format in Redis, per machine ID (see Keys, ShapeKey and
-// ReleasedKey): the lease key holds "<128 random bits>/<host>/<pid>" with
-// the TTL; the mark key holds the time guard's mark in unix milliseconds,
-// without a TTL, only ever raised; the shape key the JSON shape of the
-// generator that last wrote it; the released key the clean-release record.
+// The wire format in Redis, per machine ID (see Keys, ShapeKey,
+// ReleasedKey, InstanceKey; StoreKey and FleetKey per prefix): the lease
+// key holds "<128 random bits>/<host>/<pid>" with the TTL; the mark key
+// holds the time guard's mark in unix milliseconds, without a TTL, only
+// ever raised; the shape key the JSON shape of the generator that last
+// wrote it; the released key the clean-release record; the instance key
+// the identity of the Redis instance that wrote the mark. In etcd (see
+// EtcdKeys, EtcdFleetKey) the same token, mark (20 digits) and shape.
 type Lease struct {
 	leaseBase
 	provider string
-	h        holder // *fixedLease or *redisLease
+	h        holder // *fixedLease or *leased
 
 	closeOnce sync.Once
 	closeErr  error
@@ -118,6 +122,7 @@ type holder interface {
 	timeGuard(dir string) (core.GuardStore, error)
 	attach(gen *core.Generator) error
 	status() Status
+	checkFleet(ctx context.Context, cfg core.Config) error
 	prepare(ctx context.Context, cfg core.Config) error
 	close(ctx context.Context) error
 }
@@ -132,14 +137,14 @@ func (l *Lease) Provider() string { return l.provider }
 // Range returns the range the ID was taken from.
 func (l *Lease) Range() Range { return l.rng }
 
-// Guard returns the time guard store of a Redis lease, for
-// core.Config.Guard: the mark lives in Redis beside the lease and only the
-// holder can raise it. It is nil for the other providers; use TimeGuard to
+// Guard returns the time guard store of a lease in Redis or etcd, for
+// core.Config.Guard: the mark lives beside the lease and only the holder
+// can raise it. It is nil for the other providers; use TimeGuard to
 // fall back to a file.
 func (l *Lease) Guard() core.GuardStore { return l.h.guard() }
 
 // TimeGuard returns the time guard to hand to core.Config.Guard: Guard for
-// a Redis lease; otherwise a core.FileGuard of the machine ID in dir,
+// a lease in Redis or etcd; otherwise a core.FileGuard of the machine ID in dir,
 // opened on the first call and closed by Close; nil when dir is "" (no
 // time guard).
 func (l *Lease) TimeGuard(dir string) (core.GuardStore, error) { return l.h.timeGuard(dir) }
@@ -180,6 +185,14 @@ func (l *Lease) Close(ctx context.Context) error {
 		l.m.setState(StateNone)
 	})
 	return l.closeErr
+}
+
+// CheckFleet checks the fleet record of a lease in a store (see Prepare,
+// which does it too) without waiting for anything: a host whose settings
+// differ from its fleet's fails with ErrFleet at once, in the open. It
+// returns nil for the other providers.
+func (l *Lease) CheckFleet(ctx context.Context, cfg core.Config) error {
+	return l.h.checkFleet(ctx, cfg)
 }
 
 // Prepare readies the lease for a generator with cfg, before core.New:

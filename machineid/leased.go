@@ -136,14 +136,19 @@ func (l *leased) prepare(ctx context.Context, cfg core.Config) error {
 	if h == nil {
 		return nil // lost: core.New's first save fails
 	}
+	if err := l.checkFleet(ctx, cfg); err != nil {
+		return err
+	}
+	return l.waitQuarantine(ctx, h, cfg.MaxBorrow, cfg.ReadyAt)
+}
+
+// checkFleet is Lease.CheckFleet.
+func (l *leased) checkFleet(ctx context.Context, cfg core.Config) error {
 	f, err := l.fleetOf(cfg)
 	if err != nil {
 		return err
 	}
-	if err := l.st.fleet(ctx, f); err != nil {
-		return err
-	}
-	return l.waitQuarantine(ctx, h, cfg.MaxBorrow, cfg.ReadyAt)
+	return l.st.fleet(ctx, f)
 }
 
 // fleetOf is the fleet record of this host with a generator of cfg: the

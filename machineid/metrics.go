@@ -29,7 +29,7 @@ func newMetrics(reg prometheus.Registerer, rangeName string) *metrics {
 	m := &metrics{
 		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "vesta_machine_lease_state", ConstLabels: labels,
-			Help: "1 for the lease's current state: held (issuing), fenced (lease not proven, issuing stopped) or none (no Redis lease).",
+			Help: "1 for the lease's current state: held (issuing), fenced (lease not proven, issuing stopped) or none (a fixed ID: no lease in a store).",
 		}, []string{"state"}),
 		machine: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "vesta_machine_id", ConstLabels: labels,
@@ -37,12 +37,12 @@ func newMetrics(reg prometheus.Registerer, rangeName string) *metrics {
 		}),
 		renew: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "vesta_machine_lease_renew_seconds", ConstLabels: labels,
-			Help:    "Latency of lease renewals that reached Redis.",
+			Help:    "Latency of lease renewals that reached the store (Redis or etcd).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14), // 0.5ms to 4s
 		}),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "vesta_machine_lease_renew_failures_total", ConstLabels: labels,
-			Help: "Lease renewals that failed (Redis unreachable or the lease no longer ours).",
+			Help: "Lease renewals that failed (the store unreachable, not confirmed, or the lease no longer ours).",
 		}),
 		fences: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "vesta_machine_lease_fences_total", ConstLabels: labels,
@@ -54,7 +54,7 @@ func newMetrics(reg prometheus.Registerer, rangeName string) *metrics {
 		}),
 		quar: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "vesta_machine_quarantine_seconds", ConstLabels: labels,
-			Help: "Seconds left before a newly claimed machine ID may issue: the quarantine after a claim that did not follow a clean release on the same Redis instance.",
+			Help: "Seconds left before a newly claimed machine ID may issue: the quarantine of a Redis claim that may follow a holder whose lease Redis lost.",
 		}),
 	}
 	m.state = register(reg, m.state)

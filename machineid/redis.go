@@ -74,14 +74,16 @@ local ident = run_id .. '/' .. replid
 // process that lost its lease can neither extend it, delete the next
 // holder's, nor move the mark of an ID it no longer holds.
 var (
-	// KEYS: lease, released, instance, store. ARGV: token, ttl ms. Claims
-	// the lease with SET NX PX and, atomically with it, takes (reads and
-	// deletes) the clean-release record, so it serves one claim only.
-	// Returns {0} when the lease is taken, else {1, final_ms, run_id,
-	// replid (of the record, "" when none), run_id, replid (of this
-	// instance), the identity that last wrote the mark, since_ms of the
-	// instance, 1 when keys may be evicted (maxmemory with an allkeys-*
-	// policy)}.
+	// KEYS: lease, released, instance, store, mark. ARGV: token, ttl ms,
+	// the machine ID. Claims the lease with SET NX PX and, atomically with
+	// it, takes (reads and deletes) the clean-release record, so it serves
+	// one claim only, and notes in the store hash that the ID was claimed
+	// on this instance. Returns {0} when the lease is taken, else {1,
+	// final_ms, run_id, replid (of the record, "" when none), run_id,
+	// replid (of this instance), the identity that last wrote the mark,
+	// since_ms of the instance, 1 when keys may be evicted (maxmemory with
+	// an allkeys-* policy), 1 when the ID was claimed on this instance
+	// before, 1 when the mark exists}.
 	claimScript = redis.NewScript(`
 local mem = redis.call('INFO', 'memory')
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
@@ -99,19 +101,24 @@ if redis.call('TYPE', KEYS[4]).ok == 'hash' then
   st = redis.call('HMGET', KEYS[4], 'run_id', 'replid', 'since_ms')
 end
 local since = st[3]
+local before = 0
 if st[1] ~= run_id or st[2] ~= replid or not since then
   local t = redis.call('TIME')
   since = tostring(t[1] * 1000 + math.floor(t[2] / 1000))
   redis.call('DEL', KEYS[4])
   redis.call('HSET', KEYS[4], 'run_id', run_id, 'replid', replid, 'since_ms', since)
+elseif redis.call('HEXISTS', KEYS[4], 'id:' .. ARGV[3]) == 1 then
+  before = 1
 end
+redis.call('HSET', KEYS[4], 'id:' .. ARGV[3], 1)
+local marked = redis.call('EXISTS', KEYS[5])
 local maxmem = string.match(mem, 'maxmemory:(%d+)') or '0'
 local policy = string.match(mem, 'maxmemory_policy:([%w-]+)') or ''
 local evicts = 0
 if maxmem ~= '0' and string.sub(policy, 1, 7) == 'allkeys' then
   evicts = 1
 end
-return {1, rec[1] or '', rec[2] or '', rec[3] or '', run_id, replid, inst, since, evicts}`)
+return {1, rec[1] or '', rec[2] or '', rec[3] or '', run_id, replid, inst, since, evicts, before, marked}`)
 
 	// KEYS: lease. ARGV: token, ttl ms. Returns {1 when extended else 0,
 	// TIME seconds, TIME microseconds}: each renewal re-checks the clock.
@@ -408,7 +415,7 @@ func (s *redisStore) try(ctx context.Context, c *conn, v view, id core.MachineID
 	leaseKey, markKey := Keys(prefix, id)
 	relKey, instKey := ReleasedKey(prefix, id), InstanceKey(prefix, id)
 	sent := s.base.clock.Now()
-	res, err := c.run(ctx, claimScript, []string{leaseKey, relKey, instKey, StoreKey(prefix)}, token, s.rc.LeaseTTL.Milliseconds())
+	res, err := c.run(ctx, claimScript, []string{leaseKey, relKey, instKey, StoreKey(prefix), markKey}, token, s.rc.LeaseTTL.Milliseconds(), int(id))
 	// The quarantine runs from the reply: any renewal of an earlier
 	// holder reached Redis before this claim did.
 	claimed := s.base.clock.Now()
@@ -436,10 +443,14 @@ func (s *redisStore) try(ctx context.Context, c *conn, v view, id core.MachineID
 	}
 	runID, replid := str(4), str(5)
 	q := quarantine{from: claimed, ttl: s.rc.LeaseTTL, skew: s.rc.MaxClockSkew}
-	evicts := false
-	if n, _ := a[8].(int64); n == 1 {
-		evicts = true
+	flag := func(i int) bool {
+		if i >= len(a) {
+			return false
+		}
+		n, _ := a[i].(int64)
+		return n == 1
 	}
+	evicts, before, marked := flag(8), flag(9), flag(10)
 	if ms, perr := strconv.ParseInt(str(1), 10, 64); perr == nil && ms > 0 {
 		if str(2) != "" && str(3) != "" && str(2) == runID && str(3) == replid {
 			q.exact = time.UnixMilli(ms).UTC()
@@ -452,13 +463,20 @@ func (s *redisStore) try(ctx context.Context, c *conn, v view, id core.MachineID
 	case evicts:
 		s.base.log.Warn("machineid: Redis may evict keys (maxmemory with an allkeys-* policy): marks are not trusted and every claim waits out the quarantine; set maxmemory-policy noeviction on the lease database",
 			"machine", id, "redis", c.addr)
-	case runID != "" && str(6) == runID+"/"+replid:
+	case marked && runID != "" && str(6) == runID+"/"+replid:
+		// The mark was written by this very instance: nothing of the ID
+		// was lost since, so it lies above all an earlier holder issues.
 		q.trusted = true
-	default:
+	case !before:
+		// Never claimed on this instance: whatever it lost, it lost
+		// before claims first saw it.
 		if ms, perr := strconv.ParseInt(str(7), 10, 64); perr == nil && ms > 0 {
 			q.from = earliest(q.from, time.UnixMilli(ms))
 		}
 	}
+	// Otherwise the ID was held on this instance and its mark is gone or
+	// not this instance's: its keys were deleted by hand, or evicted; the
+	// quarantine runs from the claim.
 	ms := &redisMarks{conn: c, leaseKey: leaseKey, markKey: markKey, shapeKey: ShapeKey(prefix, id), instKey: instKey, token: token}
 	h.guard = &leaseGuard{ms: ms, machine: id, q: q}
 	return h, sent, nil

@@ -101,3 +101,23 @@ func TestEvictingRedisIsNotTrusted(t *testing.T) {
 		t.Fatalf("quarantined until %s on an evicting Redis; want at least %s (claim + lease TTL)", q.Format(time.RFC3339Nano), min.Format(time.RFC3339Nano))
 	}
 }
+
+// TestKeysDeletedByHandAreNotTrusted: an operator deleting one machine
+// ID's keys (lease, mark, instance) while its holder still issues cannot
+// make the next claim trust what is left: the ID was claimed on this
+// instance before, so the claim waits out the quarantine from the claim.
+func TestKeysDeletedByHandAreNotTrusted(t *testing.T) {
+	srv := redistest.Start(t)
+	h := startHolder(t, srv.Addr())
+	h.read(t, 50)
+	leaseKey, markKey := machineid.Keys("vesta", 1000)
+	mustCommand(t, srv, "DEL", leaseKey, markKey, machineid.InstanceKey("vesta", 1000))
+	claimed := time.Now()
+	c := holderConfig(srv.Addr())
+	l := mustAcquire(t, c, core.Central)
+	q := l.Status().QuarantineUntil
+	if min := claimed.Add(c.Redis.LeaseTTL); q.Before(min) {
+		t.Fatalf("quarantined until %s after the ID's keys were deleted under a live holder; want at least %s (claim + lease TTL)",
+			q.Format(time.RFC3339Nano), min.Format(time.RFC3339Nano))
+	}
+}
