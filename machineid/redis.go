@@ -492,9 +492,19 @@ func (s *redisStore) renew(ctx context.Context, h *hold) (time.Time, error) {
 	back := s.base.clock.Now()
 	if err != nil {
 		if errors.Is(err, ErrReplicas) {
-			return sent, fmt.Errorf("%w: machine %d: renewing %s: %w", ErrUnavailable, h.id, h.key, err)
+			err = fmt.Errorf("%w: machine %d: renewing %s: %w", ErrUnavailable, h.id, h.key, err)
+		} else {
+			err = redisErr(err, "%s: renewing %s on %s", s.where(), h.key, rh.conn.addr)
 		}
-		return sent, redisErr(err, "%s: renewing %s", s.where(), h.key)
+		if s.group != nil {
+			// The hold's master may be gone for good: once a majority of
+			// the Sentinels names another, the hold is lost and the lease
+			// claims again there, instead of waiting for a dead master.
+			if cerr := s.group.confirm(ctx, rh.view); errors.Is(cerr, ErrLeaseLost) {
+				return sent, fmt.Errorf("machine %d: renewing %s: %w", h.id, h.key, cerr)
+			}
+		}
+		return sent, err
 	}
 	n, err := renewReply(res)
 	if err != nil {

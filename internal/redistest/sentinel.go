@@ -229,6 +229,11 @@ func (g *Replicated) sentinelMaster(s sentinel) (map[string]string, error) {
 	return m, nil
 }
 
+// Sentinel is the i-th redis-sentinel process, to stop or kill it. (A
+// restart would write its config file afresh, forgetting the epoch and
+// master it learnt.)
+func (g *Replicated) Sentinel(i int) *proctest.Proc { return g.sentinels[i].Proc }
+
 // SentinelAddrs are the Sentinels' host:port, for a client's
 // configuration.
 func (g *Replicated) SentinelAddrs() []string {
