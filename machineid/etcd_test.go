@@ -12,9 +12,11 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/etcdtest"
 	"github.com/vesta-go/vesta/internal/logtest"
+	"github.com/vesta-go/vesta/internal/tlstest"
 	"github.com/vesta-go/vesta/machineid"
 )
 
@@ -233,4 +235,28 @@ func TestEtcdQuorumLost(t *testing.T) {
 	n0, _ := out.count()
 	eventually(t, "more IDs", func() bool { n, _ := out.count(); return n > n0+100 })
 	strictlyIncreasing(t, snapshot(out))
+}
+
+// TestEtcdTLS: a lease from members that serve clients over mutual TLS,
+// with the configuration conf loads from machine.etcd.tls.*; without the
+// client certificate the members refuse the connection and etcd is
+// unavailable.
+func TestEtcdTLS(t *testing.T) {
+	files := tlstest.New(t).WriteFiles(t, t.TempDir())
+	ec := etcdtest.StartCluster(t, 1, etcdtest.Options{TLS: &files})
+	c := etcdConfig(ec, 3*time.Second)
+	var err error
+	c.Etcd.TLS, err = conf.EtcdTLS{CA: files.CA, Cert: files.ClientCert, Key: files.ClientKey}.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := mustAcquire(t, c, core.Central)
+	gen := generator(t, l, core.Config{})
+	if _, err := gen.NextIDs(context.Background(), core.Central, 100); err != nil {
+		t.Fatal(err)
+	}
+	c.Etcd.TLS, _ = conf.EtcdTLS{CA: files.CA}.Load()
+	if _, err := acquire(t, c, core.Central); err == nil {
+		t.Fatal("Acquire without a client certificate succeeded against members requiring one")
+	}
 }

@@ -74,11 +74,14 @@ func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 		}
 	}
 
-	mcfg := cfg.MachineID()
+	mcfg, err := cfg.Lease() // the etcd TLS files read
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	mcfg.Logger, mcfg.Registerer = log, reg
 	lease, err := machineid.Acquire(ctx, mcfg, core.Central)
 	if errors.Is(err, machineid.ErrRange) || errors.Is(err, machineid.ErrConfig) {
-		return nil, fmt.Errorf("%w: machine (machine.id, machine.providers, machine.server_range, machine.redis.server_range): %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: machine (machine.id, machine.providers, machine.server_range, machine.redis.*, machine.etcd.*): %w", ErrConfig, err)
 	}
 	if err != nil {
 		return nil, err

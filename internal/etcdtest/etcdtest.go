@@ -3,6 +3,8 @@ package etcdtest
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +25,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/vesta-go/vesta/internal/proctest"
+	"github.com/vesta-go/vesta/internal/tlstest"
 )
 
 // The members' raft timings (doc.go says why these).
@@ -48,6 +51,11 @@ type Options struct {
 	// Members holds one MemberOptions per member, in order; nil is the
 	// zero MemberOptions for every member.
 	Members []MemberOptions
+	// TLS, when set, makes the members serve clients over TLS with
+	// ServerCert and ServerKey and require a client certificate signed by
+	// CA (mutual TLS); Config's clients present ClientCert. Peers speak
+	// plain HTTP among themselves.
+	TLS *tlstest.Files
 }
 
 // MemberOptions say where one member runs.
@@ -75,6 +83,7 @@ type MemberOptions struct {
 type Cluster struct {
 	t       testing.TB
 	members []*Member
+	tls     *tlstest.Files   // Options.TLS
 	cli     *clientv3.Client // the harness's own, for Status
 
 	mu    sync.Mutex
@@ -111,7 +120,7 @@ func StartCluster(t testing.TB, n int, opt Options) *Cluster {
 	if n < 1 || len(opt.Members) != 0 && len(opt.Members) != n {
 		t.Fatalf("etcdtest: a cluster of %d members with %d MemberOptions", n, len(opt.Members))
 	}
-	c := &Cluster{t: t, token: newToken()}
+	c := &Cluster{t: t, token: newToken(), tls: opt.TLS}
 	free := 0 // how many ports to find
 	for i := range n {
 		m := &Member{c: c, name: "m" + strconv.Itoa(i), dir: t.TempDir()}
@@ -220,6 +229,10 @@ func (m *Member) argv(bin string) []string {
 		"--election-timeout", strconv.FormatInt(election.Milliseconds(), 10),
 		"--pre-vote",
 		"--logger", "zap", "--log-outputs", m.logFile()}
+	if f := m.c.tls; f != nil {
+		args = append(args, "--cert-file", f.ServerCert, "--key-file", f.ServerKey,
+			"--trusted-ca-file", f.CA, "--client-cert-auth")
+	}
 	return append(slices.Clone(m.opt.Wrap), args...)
 }
 
@@ -268,11 +281,34 @@ func (c *Cluster) Endpoints() []string {
 // flood the output whenever a member is down, which is what these tests
 // make). Change Endpoints to talk to some members only.
 func (c *Cluster) Config() clientv3.Config {
-	return clientv3.Config{
+	cfg := clientv3.Config{
 		Endpoints:   c.Endpoints(),
 		DialOptions: []grpc.DialOption{grpc.WithContextDialer(c.dial)},
 		Logger:      zap.NewNop(),
 	}
+	if c.tls != nil {
+		cfg.TLS = c.ClientTLS()
+	}
+	return cfg
+}
+
+// ClientTLS is the TLS configuration of a client of Options.TLS's members:
+// their CA and the client certificate; nil without TLS.
+func (c *Cluster) ClientTLS() *tls.Config {
+	if c.tls == nil {
+		return nil
+	}
+	pem, err := os.ReadFile(c.tls.CA)
+	if err != nil {
+		c.t.Fatalf("etcdtest: %v", err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	pair, err := tls.LoadX509KeyPair(c.tls.ClientCert, c.tls.ClientKey)
+	if err != nil {
+		c.t.Fatalf("etcdtest: %v", err)
+	}
+	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 }
 
 // Client is a client of every member (Config), closed when the test ends.
@@ -440,8 +476,14 @@ func (m *Member) Name() string { return m.name }
 // Endpoint is the member's client host:port, the same across restarts.
 func (m *Member) Endpoint() string { return net.JoinHostPort(m.host(), strconv.Itoa(m.clientPort)) }
 
-// ClientURL is the member's client URL, http://Endpoint.
-func (m *Member) ClientURL() string { return "http://" + m.Endpoint() }
+// ClientURL is the member's client URL: http://Endpoint, or https:// with
+// Options.TLS.
+func (m *Member) ClientURL() string {
+	if m.c.tls != nil {
+		return "https://" + m.Endpoint()
+	}
+	return "http://" + m.Endpoint()
+}
 
 // PeerURL is the URL the member's peers reach it on.
 func (m *Member) PeerURL() string {
