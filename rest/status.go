@@ -17,18 +17,18 @@ type LeaseStatus struct {
 	// Provider names how the machine ID was obtained ("static", "redis",
 	// "k8s", "iptable", ...).
 	Provider string
-	// State is "held" (a Redis lease renewed in time), "fenced" (the lease
+	// State is "held" (a lease in Redis or etcd renewed in time), "fenced" (the lease
 	// cannot be proven held: nothing is issued) or "none" (an ID nothing
 	// can take away, or the lease was closed).
 	State string
 	// UntilRenewal is the time left before the next renewal is due; zero
-	// without a Redis lease or when it is due now.
+	// without a lease in a store or when it is due now.
 	UntilRenewal time.Duration
 	// UntilDeadline is the time left before the generator is fenced unless
-	// a renewal succeeds; zero without a Redis lease. Negative: past it.
+	// a renewal succeeds; zero without a lease in a store. Negative: past it.
 	UntilDeadline time.Duration
 	// HasDeadline tells that UntilDeadline and UntilRenewal mean something
-	// (a Redis lease); false for the providers with nothing to renew.
+	// (a lease in Redis or etcd); false for the providers with nothing to renew.
 	HasDeadline bool
 	// Quarantine is how far ahead of the clock the quarantine floor of a
 	// newly taken machine ID still lies (its IDs' time fields stay above
@@ -82,8 +82,8 @@ type serverStatus struct {
 type leaseBody struct {
 	Provider      string   `json:"provider"`
 	State         string   `json:"state"`
-	RenewalInMs   *float64 `json:"renewal_in_ms"`  // null without a Redis lease
-	DeadlineInMs  *float64 `json:"deadline_in_ms"` // null without a Redis lease
+	RenewalInMs   *float64 `json:"renewal_in_ms"`  // null without a lease in a store
+	DeadlineInMs  *float64 `json:"deadline_in_ms"` // null without a lease in a store
 	QuarantineMs  float64  `json:"quarantine_ms"`
 	Fences        uint64   `json:"fences"`
 	RenewFailures uint64   `json:"renew_failures"`

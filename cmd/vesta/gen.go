@@ -32,7 +32,7 @@ embedded IDs (method 0) from machine --machine (within the embedded range
 the Go client from those central servers (method 1), falling back to embedded
 machine --machine while none answers. There is no default machine ID: choose
 one unique to this instance (--machine, machine.id or VESTA_MACHINE_ID), or
-configure machine.providers (redis, k8s, iptable); without one gen refuses, as
+configure machine.providers (etcd, redis, k8s, iptable); without one gen refuses, as
 two instances left on one default would issue the same IDs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -29,14 +29,14 @@ and the REST server (rest.listen, default 127.0.0.1:7080) on one generator.
 Configuration comes from the YAML file (--config or VESTA_CONFIG), then VESTA_*
 variables, then flags. There is no default machine ID: choose one unique to
 this server from the server range 924-1023 (--machine, machine.id or
-VESTA_MACHINE_ID), or set machine.providers to redis (a lease), k8s (the
+VESTA_MACHINE_ID), or set machine.providers to etcd or redis (a lease), k8s (the
 StatefulSet ordinal) or iptable (machine.ip_table); without one it refuses to
 start, as two servers left on one default would issue the same IDs. The rest
 has defaults: sorted layout, max-peak, time guard in ./vesta-data. With
 segment.store set it also serves segment sequences (Vesta.NextSeq,
 GET /v1/seq/{tag} and Leaf's /api/segment/get/{key}). SIGTERM or SIGINT stops
 it gracefully: calls already accepted are answered, the time guard's final
-mark is saved and a Redis lease is released.`,
+mark is saved and a lease is released.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			loaded, err := conf.Load(conf.Options{File: configFile, Flags: cmd.Flags()})
