@@ -387,12 +387,10 @@ func (s *redisStore) claim(ctx context.Context, ids []core.MachineID) (*hold, ti
 				s.dropClaim(ctx, h)
 				return nil, time.Time{}, fmt.Errorf("%w: claiming %s: %w", ErrUnavailable, h.key, err)
 			}
-			// The quarantine's floor runs from the confirmation at the
-			// latest: a holder at an older epoch sent its last counted
-			// renewal before it (sentinel.go).
-			if h.guard.q.waits() {
-				h.guard.q.from = earliest(h.guard.q.from, s.base.clock.Now())
-			}
+			// The quarantine runs from the claim's reply, or from when
+			// claims first saw this master: both come after a majority
+			// named it at this epoch, so after every renewal a holder at an
+			// older epoch counted (sentinel.go).
 		}
 		return h, sent, nil
 	}
