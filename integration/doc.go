@@ -56,8 +56,14 @@
 //   - TestRestartChangedShape: a restart on the same machine ID with a
 //     later epoch or the other layout refuses naming both, or issues no ID
 //     twice.
-//   - TestStartupCost (and BenchmarkStartupCost): what the quarantine costs
-//     at start-up, against a start after a clean release.
+//   - TestStartupCost: which starts wait out the takeover quarantine, read
+//     from each server's log: the first claim on a fresh Redis does; a
+//     never-used ID on a Redis in use, a crash restart on the same Redis
+//     instance, a clean restart and every etcd claim do not. A host whose
+//     settings differ from the fleet record is refused at start (exit 2).
+//     BenchmarkStartupCost times each provider's start-up per scenario.
+//   - TestRedisClusterAddrsRefused: several Redis addresses without a
+//     master name (a Cluster) are refused at start (exit 2).
 //
 // The partition, split-brain and two-hosts tests need root (network namespaces) and
 // iptables; the Sentinel test needs redis-sentinel: scripts/deps.sh

@@ -191,6 +191,28 @@ func awaitRenewal(t *testing.T, rc *redis.Client, key string) {
 	t.Fatalf("the lease %s was not renewed within 30s", key)
 }
 
+// awaitExpiry waits until key is gone from rc's Redis and returns its
+// expiry as last read there (zero if it was gone at the first read),
+// failing the test if it is still there after bound.
+func awaitExpiry(t testing.TB, rc *redis.Client, key string, bound time.Duration) time.Time {
+	t.Helper()
+	var expiry time.Time
+	for deadline := time.Now().Add(bound); ; {
+		ms, err := rc.PExpireTime(context.Background(), key).Result()
+		if err != nil {
+			t.Fatalf("PEXPIRETIME %s: %v", key, err)
+		}
+		if ms < 0 {
+			return expiry // gone
+		}
+		expiry = time.Unix(0, int64(ms)) // go-redis scales PEXPIRETIME to a Duration since the Unix epoch
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still in Redis %v later, expiring at %s", key, bound, expiry.UTC().Format(time.RFC3339Nano))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func msTime(ms int64) string {
 	if ms == 0 {
 		return "none"

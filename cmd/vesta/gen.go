@@ -76,9 +76,10 @@ two instances left on one default would issue the same IDs.`,
 }
 
 // usageIf makes configuration mistakes (a machine ID outside its range, a
-// bad field) usage errors, and leaves run-time failures alone.
+// bad field, settings unlike the fleet record's) usage errors, and leaves
+// run-time failures alone.
 func usageIf(err error) error {
-	for _, sentinel := range []error{conf.ErrInvalid, embed.ErrConfig, client.ErrConfig, machineid.ErrConfig, machineid.ErrRange, machineid.ErrNoMachineID} {
+	for _, sentinel := range []error{conf.ErrInvalid, embed.ErrConfig, client.ErrConfig, machineid.ErrConfig, machineid.ErrRange, machineid.ErrNoMachineID, machineid.ErrFleet} {
 		if errors.Is(err, sentinel) {
 			return fmt.Errorf("%w: %w", errUsage, err)
 		}

@@ -26,7 +26,8 @@ import (
 )
 
 // ErrConfig marks a configuration assemble cannot run (a machine ID out of
-// range, an unknown segment store): the caller's usage error, not a fault.
+// range, settings unlike the fleet record's, an unknown segment store): the
+// caller's usage error, not a fault.
 var ErrConfig = errors.New("assemble: configuration")
 
 // Assembled is what one configuration runs: the machine-ID lease, the
@@ -93,6 +94,11 @@ func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 	}
 	ccfg.Logger = log
 	if a.gen, err = lease.NewGenerator(ctx, ccfg, cfg.TimeGuard.Dir); err != nil {
+		if errors.Is(err, machineid.ErrFleet) {
+			// Settings unlike the fleet's are the operator's to fix, as any
+			// other refused configuration; the error names each setting.
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
 		return nil, err
 	}
 	reg.MustRegister(embed.NewCollector(a.gen))
