@@ -78,7 +78,7 @@ func etcdMinority(t *testing.T, cut func(*netnstest.Host)) {
 		a: a, ha: hosts[f], hb: n.Host("b"), envB: env,
 		quorum: c.ClientOf(t, c.Others(f)...),
 		what:   fmt.Sprintf("{A, %s} cut off", c.Member(f).Name()),
-		cut:    func() { cut(hosts[f]) },
+		cut:    func() { logLeader(t, c); cut(hosts[f]) },
 		heal:   func() { hosts[f].Heal() },
 	})
 }
@@ -99,7 +99,7 @@ func etcdMemberKilled(t *testing.T) {
 		a: a, ha: ha, hb: hb, envB: etcdEnv(t, etcdOneID, c.Others(f)),
 		quorum: quorum,
 		what:   fmt.Sprintf("A's only member %s killed (-9)", m.Name()),
-		cut:    m.Kill,
+		cut:    func() { logLeader(t, c); m.Kill() },
 		heal: func() {
 			restart := time.Now()
 			m.Restart()
@@ -317,6 +317,21 @@ func etcdOnHosts(t testing.TB, n *netnstest.Net) ([]*netnstest.Host, *etcdtest.C
 func etcdFollower(t testing.TB, c *etcdtest.Cluster) int {
 	t.Helper()
 	return (c.WaitLeader() + 1) % len(c.Members())
+}
+
+// logLeader logs which member leads just before the cut: A's member was
+// chosen a follower, so that no election extends A's lease, and the
+// leadership may have moved since.
+func logLeader(t testing.TB, c *etcdtest.Cluster) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	i, err := c.Leader(ctx)
+	if err != nil {
+		t.Logf("before the cut: %v", err)
+		return
+	}
+	t.Logf("%s leads before the cut", c.Member(i).Name())
 }
 
 // etcdEnv is the environment of a server leasing from rng in etcd, through
