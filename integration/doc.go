@@ -51,6 +51,14 @@
 //     old master cut off from the Sentinels, the promoted replica and a
 //     second server, which takes the ID there; the holder, whose writes
 //     still reach the old master, must not issue beside it.
+//   - TestEtcdPartition: servers on etcd leases and a three-member etcd
+//     cluster, every process on a test host: the holder cut off with one
+//     member (silently or loudly; both on one host) or its only member
+//     killed fences and issues its last ID before its lease key leaves
+//     etcd, a second server takes the ID and issues above it, the healed
+//     holder (the member restarted from its data dir) issues nothing
+//     while the ID is held and rejoins above it; a leader killed under
+//     load loses no lease.
 //   - TestTwoHostsOnDefaults: `vesta gen --servers DEAD` on two test hosts
 //     at once, on defaults: both refuse, or no ID twice.
 //   - TestRestartChangedShape: a restart on the same machine ID with a
@@ -65,9 +73,10 @@
 //   - TestRedisClusterAddrsRefused: several Redis addresses without a
 //     master name (a Cluster) are refused at start (exit 2).
 //
-// The partition, split-brain and two-hosts tests need root (network namespaces) and
-// iptables; the Sentinel test needs redis-sentinel: scripts/deps.sh
-// installs them, and a test fails rather than skips without them.
+// The partition, split-brain, etcd and two-hosts tests need root (network
+// namespaces) and iptables; the Sentinel test needs redis-sentinel, the
+// etcd test etcd: scripts/deps.sh installs them, and a test fails rather
+// than skips without them.
 //
 // The package holds no code outside its tests; this file is its
 // documentation.

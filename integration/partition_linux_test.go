@@ -16,12 +16,13 @@ import (
 	"github.com/vesta-go/vesta/machineid"
 )
 
-// Phases of TestPartition.
+// Phases of TestPartition, and of TestEtcdPartition's takeovers (their
+// holder A, their taker B).
 const (
-	partJoined   = iota // every server reaches Redis
-	partCut             // s1 cut off from Redis
-	partHealed          // s1 healed, s3 holds its ID
-	partRejoined        // s3 stopped; s1 may lease its ID again
+	partJoined   = iota // every server reaches the store
+	partCut             // the holder (s1) cut off from the store
+	partHealed          // the holder healed, the taker (s3) holds its ID
+	partRejoined        // the taker stopped; the holder may lease its ID again
 )
 
 // TestPartition cuts a server off from Redis for real: Redis and three
@@ -173,13 +174,45 @@ type hostLoad struct {
 	ids         [hostPhases]atomic.Int64
 	leaseLost   [hostPhases]atomic.Int64 // tolerated lease_lost answers
 	unavailable [hostPhases]atomic.Int64 // tolerated unavailable answers
-	// Unix nanoseconds of the last answer with IDs and of the first
-	// tolerated error answer (0: none yet).
-	lastIDs, firstFenced atomic.Int64
+	// gap is the longest time between two answers with IDs, counted in
+	// the phase the second call started in: how long issuing stalled.
+	gap [hostPhases]atomic.Int64
+	// Unix nanoseconds of the last answer with IDs, of the first
+	// tolerated error answer and of the first lease_lost one (0: none
+	// yet).
+	lastIDs, firstFenced, firstLost atomic.Int64
 }
 
 // fenced counts the tolerated error answers of phase p.
 func (h *hostLoad) fenced(p int) int64 { return h.leaseLost[p].Load() + h.unavailable[p].Load() }
+
+// answered records an answer with IDs at now (Unix nanoseconds) to a call
+// of phase p. Two workers answer concurrently, so lastIDs only moves
+// forward.
+func (h *hostLoad) answered(p int, now int64) {
+	for {
+		prev := h.lastIDs.Load()
+		if prev >= now {
+			return
+		}
+		if h.lastIDs.CompareAndSwap(prev, now) {
+			if prev != 0 {
+				raise(&h.gap[p], now-prev)
+			}
+			return
+		}
+	}
+}
+
+// raise sets a to v if v is larger.
+func raise(a *atomic.Int64, v int64) {
+	for {
+		old := a.Load()
+		if v <= old || a.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
 
 // loadHost loads s, a server on host h, through ld from two raw
 // connections dialled via h (to s's loopback, which no cut touches), each
@@ -215,19 +248,21 @@ func loadHost(t testing.TB, ld *load, led *ledger, h *netnstest.Host, s *proc, p
 			if err != nil {
 				time.Sleep(5 * time.Millisecond)
 				if tolerate != nil && tolerate(p) && (isCode(err, wire.LeaseLost) || isCode(err, wire.Unavailable)) {
+					now := time.Now().UnixNano()
 					if isCode(err, wire.LeaseLost) {
 						st.leaseLost[p].Add(1)
+						st.firstLost.CompareAndSwap(0, now)
 					} else {
 						st.unavailable[p].Add(1)
 					}
-					st.firstFenced.CompareAndSwap(0, time.Now().UnixNano())
+					st.firstFenced.CompareAndSwap(0, now)
 					return 0, nil
 				}
 				return 0, err
 			}
 			str[p].add(ids...)
 			st.ids[p].Add(int64(len(ids)))
-			st.lastIDs.Store(time.Now().UnixNano())
+			st.answered(p, time.Now().UnixNano())
 			pace.took(len(ids))
 			return len(ids), nil
 		})

@@ -103,12 +103,7 @@ func splitBrain(t *testing.T, replicas int) {
 	ld.setPhase(splitCut)
 	netnstest.Split(near, far)
 	cutAt := time.Now()
-	since := func(unixNano int64) string {
-		if unixNano == 0 {
-			return "never"
-		}
-		return "cut+" + time.Unix(0, unixNano).Sub(cutAt).Round(time.Millisecond).String()
-	}
+	since := func(unixNano int64) string { return sinceEvent("cut", cutAt, unixNano) }
 	promoted := g.WaitPromoted(g.Replica)
 	epoch1, _ := g.ConfigEpoch()
 	t.Logf("cut {%s} off from {%s}; a majority of the Sentinels named M2 %v later (config epoch %d, was %d)",
@@ -164,7 +159,7 @@ func splitBrain(t *testing.T, replicas int) {
 
 // serveWhenFree launches a server on host h until one serves, and returns
 // it: one that finds every machine ID of its range leased exits, and is
-// launched again, within startTimeout in all.
+// launched again 50 ms later, within startTimeout in all.
 func serveWhenFree(t testing.TB, name string, env map[string]string, h *netnstest.Host) *proc {
 	t.Helper()
 	deadline := time.Now().Add(startTimeout)
@@ -172,13 +167,29 @@ func serveWhenFree(t testing.TB, name string, env map[string]string, h *netnstes
 		p := launchWrapped(t, name, env, h.Wrap())
 		err := p.waitServing()
 		if err == nil {
+			if try > 1 {
+				t.Logf("%s: launches 1-%d found the range full; launch %d serves", name, try-1, try)
+			}
 			return p
 		}
 		if p.running() || !strings.Contains(p.output(), machineid.ErrRangeFull.Error()) || time.Now().After(deadline) {
 			t.Fatal(err)
 		}
-		t.Logf("%s: launch %d found the range full", name, try)
+		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// sinceEvent says when unixNano (a hostLoad instant, 0 for none) came,
+// relative to an event at at: "cut+1.5s".
+func sinceEvent(event string, at time.Time, unixNano int64) string {
+	if unixNano == 0 {
+		return "never"
+	}
+	d := time.Unix(0, unixNano).Sub(at).Round(time.Millisecond)
+	if d < 0 {
+		return event + "-" + (-d).String()
+	}
+	return event + "+" + d.String()
 }
 
 func names(hosts []*netnstest.Host) string {

@@ -13,7 +13,7 @@
 // through its Dial, so that a test cuts members off from each other for
 // real (Host.Drop) while it keeps talking to every one of them. Config and
 // Client give a go.etcd.io/etcd/client/v3 client dialling each member that
-// way.
+// way, ClientOf one of some members only (Others: all but one).
 //
 // The members run with etcd's own timings (a heartbeat every 100 ms, an
 // election after 1 s without one), as a cluster on a LAN would: a failover

@@ -266,6 +266,12 @@ func (c *Cluster) Members() []*Member { return slices.Clone(c.members) }
 // Member is the i-th member.
 func (c *Cluster) Member(i int) *Member { return c.members[i] }
 
+// Others are the members but the i-th, in order: the side of a cut that
+// keeps a quorum when the i-th is cut off or killed.
+func (c *Cluster) Others(i int) []*Member {
+	return slices.Delete(slices.Clone(c.members), i, i+1)
+}
+
 // Endpoints are the members' client host:port, in order.
 func (c *Cluster) Endpoints() []string {
 	var eps []string
@@ -314,9 +320,21 @@ func (c *Cluster) ClientTLS() *tls.Config {
 // Client is a client of every member (Config), closed when the test ends.
 func (c *Cluster) Client(t testing.TB) *clientv3.Client {
 	t.Helper()
-	cli, err := clientv3.New(c.Config())
+	return c.ClientOf(t, c.members...)
+}
+
+// ClientOf is a client of the members ms only, closed when the test ends:
+// one that keeps to one side of a cut, or to one member.
+func (c *Cluster) ClientOf(t testing.TB, ms ...*Member) *clientv3.Client {
+	t.Helper()
+	cfg := c.Config()
+	cfg.Endpoints = nil
+	for _, m := range ms {
+		cfg.Endpoints = append(cfg.Endpoints, m.Endpoint())
+	}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
-		t.Fatalf("etcdtest: a client of %v: %v", c.Endpoints(), err)
+		t.Fatalf("etcdtest: a client of %v: %v", cfg.Endpoints, err)
 	}
 	t.Cleanup(func() { _ = cli.Close() })
 	return cli

@@ -19,22 +19,6 @@ import (
 // milliseconds.
 const timeout = 5 * time.Second
 
-// client is a client of the members ms only.
-func client(t *testing.T, c *etcdtest.Cluster, ms ...*etcdtest.Member) *clientv3.Client {
-	t.Helper()
-	cfg := c.Config()
-	cfg.Endpoints = nil
-	for _, m := range ms {
-		cfg.Endpoints = append(cfg.Endpoints, m.Endpoint())
-	}
-	cli, err := clientv3.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
-}
-
 func put(t *testing.T, cli *clientv3.Client, k, v string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -57,12 +41,6 @@ func get(t *testing.T, cli *clientv3.Client, k, v string, opts ...clientv3.OpOpt
 	if len(r.Kvs) != 1 || string(r.Kvs[0].Value) != v {
 		t.Fatalf("get %s on %v: %v; want %q", k, cli.Endpoints(), r.Kvs, v)
 	}
-}
-
-// others are the members of c but i.
-func others(c *etcdtest.Cluster, i int) []*etcdtest.Member {
-	ms := c.Members()
-	return append(ms[:i], ms[i+1:]...)
 }
 
 // TestClusterServes: three members on ports of their own, none etcd's
@@ -118,13 +96,13 @@ func TestKillLeader(t *testing.T) {
 	}
 	leader := c.WaitLeader(old)
 	t.Logf("leader %s killed, %s elected", dead.Name(), c.Member(leader).Name())
-	put(t, client(t, c, others(c, old)...), "during", "2")
+	put(t, c.ClientOf(t, c.Others(old)...), "during", "2")
 
 	dead.Restart()
 	dead.WaitServing()
 	// Serving implies the member applied everything committed before it
 	// rejoined: a read from its own store has the write it missed.
-	alone := client(t, c, dead)
+	alone := c.ClientOf(t, dead)
 	get(t, alone, "during", "2", clientv3.WithSerializable())
 	get(t, alone, "before", "1", clientv3.WithSerializable())
 	put(t, alone, "after", "3")
@@ -148,9 +126,9 @@ func TestPauseResume(t *testing.T) {
 		t.Fatal("a paused member answered Status")
 	}
 	leader := c.WaitLeader(old)
-	put(t, client(t, c, others(c, old)...), "k", "paused")
+	put(t, c.ClientOf(t, c.Others(old)...), "k", "paused")
 	p.Resume()
-	get(t, client(t, c, p), "k", "paused")
+	get(t, c.ClientOf(t, p), "k", "paused")
 	if i := c.WaitLeader(); i != leader {
 		t.Logf("leadership moved on from %s to %s after the resume", c.Member(leader).Name(), c.Member(i).Name())
 	}
@@ -250,7 +228,7 @@ func TestInNamespaces(t *testing.T) {
 	hosts[old].Drop()
 	leader := c.WaitLeader(old)
 	t.Logf("leader %s cut off, %s elected", cut.Name(), c.Member(leader).Name())
-	put(t, client(t, c, others(c, old)...), "during", "2")
+	put(t, c.ClientOf(t, c.Others(old)...), "during", "2")
 	// Cut off, it steps down once an election timeout passes without a
 	// quorum, and refuses writes.
 	deadline := time.Now().Add(10 * time.Second)
@@ -269,7 +247,7 @@ func TestInNamespaces(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	alone := client(t, c, cut)
+	alone := c.ClientOf(t, cut)
 	ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(context.Background()), 2*time.Second)
 	_, err := alone.Put(ctx, "cut", "x")
 	cancel()
