@@ -71,7 +71,7 @@ func etcdMinority(t *testing.T, cut func(*netnstest.Host)) {
 	n := netnstest.New(t)
 	hosts, c := etcdOnHosts(t, n)
 	f := etcdFollower(t, c)
-	env := etcdEnv(t, etcdOneID, c.Members())
+	env := partitionEnv(t, etcdOneID, c.Members())
 	a := launchWrapped(t, "A", env, hosts[f].Wrap())
 	waitAll(t, a)
 	etcdTakeover(t, takeoverFault{
@@ -91,12 +91,12 @@ func etcdMemberKilled(t *testing.T) {
 	f := etcdFollower(t, c)
 	m := c.Member(f)
 	ha, hb := n.Host("a"), n.Host("b")
-	a := launchWrapped(t, "A", etcdEnv(t, etcdOneID, []*etcdtest.Member{m}), ha.Wrap())
+	a := launchWrapped(t, "A", partitionEnv(t, etcdOneID, []*etcdtest.Member{m}), ha.Wrap())
 	waitAll(t, a)
 	quorum := c.ClientOf(t, c.Others(f)...)
 	key, _, _ := machineid.EtcdKeys(etcdPrefix, takeoverMachine)
 	etcdTakeover(t, takeoverFault{
-		a: a, ha: ha, hb: hb, envB: etcdEnv(t, etcdOneID, c.Others(f)),
+		a: a, ha: ha, hb: hb, envB: partitionEnv(t, etcdOneID, c.Others(f)),
 		quorum: quorum,
 		what:   fmt.Sprintf("A's only member %s killed (-9)", m.Name()),
 		cut:    func() { logLeader(t, c); m.Kill() },
@@ -240,7 +240,7 @@ func etcdTakeover(t *testing.T, tf takeoverFault) {
 func etcdLeaderKilled(t *testing.T) {
 	n := netnstest.New(t)
 	_, c := etcdOnHosts(t, n)
-	env := etcdEnv(t, "1022-1023", c.Members())
+	env := partitionEnv(t, "1022-1023", c.Members())
 	hosts := []*netnstest.Host{n.Host("s1"), n.Host("s2")}
 	servers := []*proc{launchWrapped(t, "s1", env, hosts[0].Wrap()), launchWrapped(t, "s2", env, hosts[1].Wrap())}
 	waitAll(t, servers...)
@@ -334,17 +334,15 @@ func logLeader(t testing.TB, c *etcdtest.Cluster) {
 	t.Logf("%s leads before the cut", c.Member(i).Name())
 }
 
-// etcdEnv is the environment of a server leasing from rng in etcd, through
-// the members ms, with min-granularity IDs (their time fields compare with
-// instants).
-func etcdEnv(t testing.TB, rng string, ms []*etcdtest.Member, kv ...string) map[string]string {
+// partitionEnv is the environment of a server leasing from rng in etcd,
+// through the members ms, with min-granularity IDs (their time fields
+// compare with instants).
+func partitionEnv(t testing.TB, rng string, ms []*etcdtest.Member, kv ...string) map[string]string {
 	var eps []string
 	for _, m := range ms {
 		eps = append(eps, m.Endpoint())
 	}
-	return serverEnv(t, nil, "", 0, append([]string{
-		"VESTA_MACHINE_PROVIDERS", machineid.ProviderEtcd,
-		"VESTA_MACHINE_ETCD_ENDPOINTS", strings.Join(eps, ","),
+	return etcdEnv(t, eps, append([]string{
 		"VESTA_MACHINE_ETCD_LEASE_TTL", etcdTTL.String(),
 		"VESTA_MACHINE_ETCD_KEY_PREFIX", etcdPrefix,
 		"VESTA_MACHINE_ETCD_SERVER_RANGE", rng,

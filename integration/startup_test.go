@@ -131,14 +131,18 @@ func refusedAtStart(tb testing.TB, p *proc, naming ...string) {
 	}
 }
 
-// etcdEnv is a server's environment leasing from ec under the key prefix
-// "startup"; further VESTA_* pairs override.
-func etcdEnv(tb testing.TB, ec *etcdtest.Cluster, kv ...string) map[string]string {
+// etcdEnv is a server's environment (serverEnv's) leasing from the etcd
+// members at endpoints; further VESTA_* pairs override.
+func etcdEnv(tb testing.TB, endpoints []string, kv ...string) map[string]string {
 	return serverEnv(tb, nil, "", 0, append([]string{
-		"VESTA_MACHINE_PROVIDERS", "etcd",
-		"VESTA_MACHINE_ETCD_ENDPOINTS", strings.Join(ec.Endpoints(), ","),
-		"VESTA_MACHINE_ETCD_KEY_PREFIX", "startup",
+		"VESTA_MACHINE_PROVIDERS", machineid.ProviderEtcd,
+		"VESTA_MACHINE_ETCD_ENDPOINTS", strings.Join(endpoints, ","),
 	}, kv...)...)
+}
+
+// startupEtcdEnv leases from ec under the key prefix "startup".
+func startupEtcdEnv(tb testing.TB, ec *etcdtest.Cluster, kv ...string) map[string]string {
+	return etcdEnv(tb, ec.Endpoints(), append([]string{"VESTA_MACHINE_ETCD_KEY_PREFIX", "startup"}, kv...)...)
 }
 
 // TestStartupCost: which starts of `vesta serve` wait out the takeover
@@ -226,7 +230,7 @@ func TestStartupCost(t *testing.T) {
 		ec := etcdtest.Start(t)
 		on := func(machine int, kv ...string) map[string]string {
 			m := strconv.Itoa(machine)
-			return etcdEnv(t, ec, append([]string{"VESTA_MACHINE_ETCD_LEASE_TTL", "2s", "VESTA_MACHINE_ETCD_SERVER_RANGE", m + "-" + m}, kv...)...)
+			return startupEtcdEnv(t, ec, append([]string{"VESTA_MACHINE_ETCD_LEASE_TTL", "2s", "VESTA_MACHINE_ETCD_SERVER_RANGE", m + "-" + m}, kv...)...)
 		}
 		// etcd loses no acknowledged write: no claim is quarantined, the
 		// first on a fresh cluster neither.
@@ -313,7 +317,7 @@ var startupStores = []startupStore{
 		fb.Machine.Providers = []string{machineid.ProviderEtcd}
 		fb.Machine.Etcd.Endpoints = ec.Endpoints()
 		fb.Machine.Etcd.KeyPrefix = "startup"
-		return etcdEnv(tb, ec), &fb, func() {
+		return startupEtcdEnv(tb, ec), &fb, func() {
 			for _, m := range ec.Members() {
 				m.Stop()
 			}

@@ -132,7 +132,8 @@ func (s *etcdStore) claim(ctx context.Context, ids []core.MachineID) (*hold, tim
 
 // watch returns a channel closed as soon as the hold's key is deleted or
 // changed. A watch that ends otherwise (the member lost its leader, the
-// connection) closes nothing: the next renewal asks.
+// connection broke, the revision was compacted) is begun again after a
+// pause, from the last revision seen; meanwhile the renewals ask.
 func (s *etcdStore) watch(h *hold, eh *etcdHold) <-chan struct{} {
 	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
 	s.mu.Lock()
@@ -140,17 +141,33 @@ func (s *etcdStore) watch(h *hold, eh *etcdHold) <-chan struct{} {
 	s.mu.Unlock()
 	gone := make(chan struct{})
 	s.wg.Go(func() {
-		for resp := range s.cli.Watch(ctx, h.key, clientv3.WithRev(eh.createRev+1)) {
-			for _, ev := range resp.Events {
-				if ev.Type == clientv3.EventTypeDelete || ev.Kv.CreateRevision != eh.createRev || ev.Kv.Lease != int64(eh.lease) {
-					close(gone)
-					return
+		rev := eh.createRev + 1
+		for ctx.Err() == nil {
+			for resp := range s.cli.Watch(ctx, h.key, clientv3.WithRev(rev)) {
+				if resp.CompactRevision > rev {
+					rev = resp.CompactRevision // events before it are gone: the renewals' read covers them
 				}
+				for _, ev := range resp.Events {
+					if ev.Type == clientv3.EventTypeDelete || ev.Kv.CreateRevision != eh.createRev || ev.Kv.Lease != int64(eh.lease) {
+						close(gone)
+						return
+					}
+				}
+				rev = max(rev, resp.Header.Revision+1)
 			}
+			t := time.NewTimer(watchPause)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
 		}
 	})
 	return gone
 }
+
+// watchPause is how long a watch that ended waits before it begins again.
+const watchPause = 500 * time.Millisecond
 
 // unwatch stops the hold's watch.
 func (s *etcdStore) unwatch(h *hold) {

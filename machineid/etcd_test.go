@@ -260,3 +260,43 @@ func TestEtcdTLS(t *testing.T) {
 		t.Fatal("Acquire without a client certificate succeeded against members requiring one")
 	}
 }
+
+// TestEtcdWatchSurvivesLeaderLoss: the watch of the lease key ends when
+// the member the lease talks to loses its leader; it begins again once a
+// leader is back, so a key deleted afterwards still fences at once.
+func TestEtcdWatchSurvivesLeaderLoss(t *testing.T) {
+	ec := etcdtest.StartCluster(t, 3, etcdtest.Options{})
+	cli := ec.Client(t)
+	c := etcdConfig(ec, 30*time.Second) // renewals 10s apart: only the watch fences at once
+	c.Etcd.Endpoints = ec.Endpoints()[:1]
+	c.ServerRange = oneID
+	var log logtest.Buffer
+	c.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	l := mustAcquire(t, c, core.Central)
+	gen := generator(t, l, core.Config{MaxStartupWait: 10 * time.Second})
+	ec.Member(1).Stop()
+	ec.Member(2).Stop()
+	eventually(t, "the member to lose its leader", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		st, err := ec.Member(0).Status(ctx)
+		return err == nil && st.Leader == 0
+	})
+	// etcd cancels the watches that require a leader once a member has
+	// had none for three election timeouts (3 s here).
+	time.Sleep(4 * time.Second)
+	ec.Member(1).Restart()
+	ec.Member(2).Restart()
+	ec.Member(1).WaitServing()
+	ec.Member(0).WaitServing()
+	eventually(t, "issuing", func() bool { return gen.Ready() == nil })
+	leaseKey, _, _ := machineid.EtcdKeys("vesta", l.ID())
+	time.Sleep(time.Second) // the lease begins a watch again 500 ms after one ended
+	if _, err := cli.Delete(context.Background(), leaseKey); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the fence", func() bool { return l.Status().Fences > 0 })
+	if !strings.Contains(log.String(), "was deleted or taken over in etcd") {
+		t.Fatalf("the fence was not the watch's; the log:\n%s", log.String())
+	}
+}
