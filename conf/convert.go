@@ -65,18 +65,27 @@ func (m MachineConfig) machineID() machineid.Config {
 	}
 }
 
+// loadCAs reads the PEM certificates of path, read from key, into a pool.
+func loadCAs(key, path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrInvalid, key, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%w: %s: %s holds no PEM certificate", ErrInvalid, key, path)
+	}
+	return pool, nil
+}
+
 // Load reads the CA and the client certificate; nil when TLS is off.
 func (t EtcdTLS) Load() (*tls.Config, error) {
 	if !t.Enabled() {
 		return nil, nil
 	}
-	pem, err := os.ReadFile(t.CA)
+	pool, err := loadCAs("machine.etcd.tls.ca", t.CA)
 	if err != nil {
-		return nil, fmt.Errorf("%w: machine.etcd.tls.ca: %w", ErrInvalid, err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%w: machine.etcd.tls.ca: %s holds no PEM certificate", ErrInvalid, t.CA)
+		return nil, err
 	}
 	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	if t.Cert != "" {
@@ -99,13 +108,9 @@ func (t CentralTLS) Load() (*tls.Config, error) {
 	if err != nil || t.ClientCA == "" {
 		return cfg, err
 	}
-	pem, err := os.ReadFile(t.ClientCA)
+	pool, err := loadCAs("central.tls.client_ca", t.ClientCA)
 	if err != nil {
-		return nil, fmt.Errorf("%w: central.tls.client_ca: %w", ErrInvalid, err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%w: central.tls.client_ca: %s holds no PEM certificate", ErrInvalid, t.ClientCA)
+		return nil, err
 	}
 	cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
 	return cfg, nil

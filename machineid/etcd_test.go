@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -189,25 +188,7 @@ func TestEtcdFleetRecord(t *testing.T) {
 // everything it issued.
 func TestEtcdKilledHolderIsOvertakenAtOnce(t *testing.T) {
 	ec := etcdtest.Start(t)
-	addr := "etcd=" + ec.Endpoints()[0]
-	h := startHolder(t, addr)
-	h.read(t, 200)
-	if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	h.drain()
-	l := takeOver(t, addr)
-	if q := l.Status().QuarantineUntil; !q.IsZero() {
-		t.Fatalf("quarantined until %s", q)
-	}
-	gen := generator(t, l, core.Config{MaxBorrow: time.Second, MaxStartupWait: 10 * time.Second})
-	ids, err := gen.NextIDs(context.Background(), core.Central, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ids[0] <= h.max {
-		t.Fatalf("the next holder's first ID %d is not above the dead holder's %d", ids[0], h.max)
-	}
+	overtakenAtOnce(t, "etcd="+ec.Endpoints()[0])
 }
 
 // TestEtcdQuorumLost: with two of three members stopped no renewal can

@@ -23,15 +23,24 @@ import (
 // dead holder issued.
 func TestCrashRestartStartsAtOnce(t *testing.T) {
 	srv := redistest.Start(t)
-	h := startHolder(t, srv.Addr())
+	overtakenAtOnce(t, srv.Addr())
+}
+
+// overtakenAtOnce kills a holder of the store at addr (see holderConfig)
+// with SIGKILL and takes its ID over once its lease expired: the claim is
+// not quarantined, and its first ID lies above everything the dead holder
+// issued.
+func overtakenAtOnce(t testing.TB, addr string) {
+	t.Helper()
+	h := startHolder(t, addr)
 	h.read(t, 200)
 	if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	h.drain()
-	l := takeOver(t, srv.Addr())
+	l := takeOver(t, addr)
 	if q := l.Status().QuarantineUntil; !q.IsZero() {
-		t.Fatalf("quarantined until %s after a crash on an intact Redis", q.Format(time.RFC3339Nano))
+		t.Fatalf("quarantined until %s after a crash on an intact store", q.Format(time.RFC3339Nano))
 	}
 	gen := generator(t, l, core.Config{MaxBorrow: time.Second, MaxStartupWait: 10 * time.Second})
 	ids, err := gen.NextIDs(context.Background(), core.Central, 1000)
