@@ -376,11 +376,11 @@ func (s *redisStore) claim(ctx context.Context, ids []core.MachineID) (*hold, ti
 	token := newToken()
 	for _, id := range ids {
 		h, sent, err := s.try(ctx, c, v, id, token)
-		if err != nil || h == nil {
-			if err != nil {
-				return nil, time.Time{}, err
-			}
-			continue
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		if h == nil {
+			continue // taken
 		}
 		if s.group != nil {
 			if err := s.group.confirm(ctx, v); err != nil {
