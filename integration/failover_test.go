@@ -46,10 +46,11 @@ func TestFailover(t *testing.T) {
 	// ordered; client 2 prefetches.
 	var clients []*client.Client
 	for i := range 2 {
-		// The fallback's lease is 3s: it is claimed when the first call
-		// falls back, and that call waits out the claim's quarantine
-		// (lease TTL + 2*max_clock_skew), which must fit its 5s.
-		cfg := clientConfig(t, addrs, time.Second, rds, prefix, 3*time.Second)
+		// The fallback leases under the servers' prefix with their lease
+		// TTL: one fleet, one configuration (the fleet record refuses
+		// another). It is claimed at New and ready once its quarantine on
+		// this fresh Redis is over, well before the first outage.
+		cfg := clientConfig(t, addrs, time.Second, rds, prefix, ttl)
 		if i == 1 {
 			cfg.Prefetch = 2000
 		}
