@@ -23,7 +23,7 @@ func TestRedisFleetRecord(t *testing.T) {
 	base := redisConfig(srv, 2*time.Second)
 	gc := core.Config{MaxBorrow: time.Second}
 	first := mustAcquire(t, base, core.Central)
-	generator(t, first, gc)
+	firstGen := generator(t, first, gc)
 
 	for _, tc := range []struct {
 		name string
@@ -55,10 +55,14 @@ func TestRedisFleetRecord(t *testing.T) {
 		})
 	}
 	same := mustAcquire(t, base, core.Central)
-	t.Logf("first %d %+v same %d %+v", first.ID(), first.Status(), same.ID(), same.Status())
-	generator(t, same, gc)
+	sameGen := generator(t, same, gc)
 
 	// A new fleet setting, once nobody leases and the record is gone.
+	// (Each generator closes before its lease, so that its exact end is
+	// what the release records.)
+	for _, gen := range []*core.Generator{sameGen, firstGen} {
+		gen.Close()
+	}
 	for _, l := range []*machineid.Lease{same, first} {
 		l.Close(context.Background())
 	}
