@@ -240,11 +240,16 @@ type RESTConfig struct {
 	TLS             RESTTLS `koanf:"tls"`
 }
 
-// RESTTLS is the REST server's TLS; both empty is plain HTTP.
+// RESTTLS is the REST server's TLS; all empty is plain HTTP.
 type RESTTLS struct {
 	// Cert and Key are PEM files, both or neither.
 	Cert string `koanf:"cert"`
 	Key  string `koanf:"key"`
+	// ClientCA is a PEM file of CAs whose client certificates are
+	// required (mTLS) on every route, /healthz and /readyz included: a
+	// client without one is refused at the handshake. "" asks for none.
+	// It needs Cert; a Token is still required when set.
+	ClientCA string `koanf:"client_ca"`
 }
 
 // Enabled reports whether the server speaks TLS.

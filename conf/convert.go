@@ -104,32 +104,35 @@ func (t CentralTLS) Load() (*tls.Config, error) {
 	if !t.Enabled() {
 		return nil, nil
 	}
-	cfg, err := serverTLS("central.tls", t.Cert, t.Key)
-	if err != nil || t.ClientCA == "" {
-		return cfg, err
+	return serverTLS("central.tls", t.Cert, t.Key, t.ClientCA)
+}
+
+// Load reads the certificate, key and client CAs; nil when TLS is off.
+// Errors name the key.
+func (t RESTTLS) Load() (*tls.Config, error) {
+	if !t.Enabled() {
+		return nil, nil
 	}
-	pool, err := loadCAs("central.tls.client_ca", t.ClientCA)
+	return serverTLS("rest.tls", t.Cert, t.Key, t.ClientCA)
+}
+
+// serverTLS is a listener's TLS under key: the certificate and key, and
+// with clientCA a client certificate from one of its CAs required.
+func serverTLS(key, cert, priv, clientCA string) (*tls.Config, error) {
+	pair, err := tls.LoadX509KeyPair(cert, priv)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s.cert/%s.key: %w", ErrInvalid, key, key, err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	if clientCA == "" {
+		return cfg, nil
+	}
+	pool, err := loadCAs(key+".client_ca", clientCA)
 	if err != nil {
 		return nil, err
 	}
 	cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
 	return cfg, nil
-}
-
-// Load reads the certificate and key; nil when TLS is off.
-func (t RESTTLS) Load() (*tls.Config, error) {
-	if !t.Enabled() {
-		return nil, nil
-	}
-	return serverTLS("rest.tls", t.Cert, t.Key)
-}
-
-func serverTLS(key, cert, priv string) (*tls.Config, error) {
-	pair, err := tls.LoadX509KeyPair(cert, priv)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s.cert/%s.key: %w", ErrInvalid, key, key, err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
 }
 
 // ClientConfig returns the Go client's configuration: client.servers, timeout,

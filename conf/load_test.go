@@ -110,7 +110,7 @@ func TestUnknownYAMLKey(t *testing.T) {
 		{"id: {layuot: vesta}", "id.layuot", "did you mean id.layout?"},
 		{"machine: {redis: {adrs: [a:1]}}", "machine.redis.adrs", "did you mean machine.redis.addrs?"},
 		{"central: {tls: {ca: x}}", "central.tls.ca", "unknown key"},
-		{"rest: {tls: {client_ca: x}}", "rest.tls.client_ca", "unknown key"},
+		{"rest: {tls: {ca: x}}", "rest.tls.ca", "unknown key"},
 		{"something_else: 1", "something_else", "unknown key"},
 		{"id: {Layout: vesta}", "id.Layout", "did you mean id.layout?"}, // keys are exact
 	} {
@@ -225,6 +225,7 @@ func TestEnvMapping(t *testing.T) {
 		"VESTA_REST_MAX_WAITING_CALLS=11",
 		"VESTA_REST_TLS_CERT=c.pem",
 		"VESTA_REST_TLS_KEY=k.pem",
+		"VESTA_REST_TLS_CLIENT_CA=rca.pem",
 		"VESTA_CLIENT_SERVERS=a:1,b:2",
 		"VESTA_CLIENT_TIMEOUT=1s",
 		"VESTA_CLIENT_RETRIES=0",
@@ -266,7 +267,7 @@ func TestEnvMapping(t *testing.T) {
 			TLS: conf.CentralTLS{Cert: "c.pem", Key: "k.pem", ClientCA: "ca.pem"}},
 		REST: conf.RESTConfig{Listen: ":8080", Token: "tok", MetricsAuth: true, MaxConns: 9, MaxConnsPerPeer: 4,
 			MaxWaitingIDs: 6000, MaxWaitingCalls: 11,
-			TLS: conf.RESTTLS{Cert: "c.pem", Key: "k.pem"}},
+			TLS: conf.RESTTLS{Cert: "c.pem", Key: "k.pem", ClientCA: "rca.pem"}},
 		Client: conf.ClientConfig{Servers: []string{"a:1", "b:2"}, Timeout: time.Second, Prefetch: 100},
 		Segment: conf.SegmentConfig{Store: "redis", DSN: "u:p@tcp(db:3306)/leaf", Table: "ids_alloc",
 			Redis:     conf.SegmentRedisConfig{Addrs: []string{"s1:6379", "s2:6379"}, Password: "spw", KeyPrefix: "seq"},
@@ -277,8 +278,8 @@ func TestEnvMapping(t *testing.T) {
 	if got := l.Config; !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n%v\nwant\n%v", got, want)
 	}
-	if len(l.Env) != 73 {
-		t.Errorf("%d variables applied; want 73", len(l.Env))
+	if len(l.Env) != 74 {
+		t.Errorf("%d variables applied; want 74", len(l.Env))
 	}
 }
 
@@ -350,6 +351,7 @@ func TestDecodeInvalid(t *testing.T) {
 		{"rest: {token_file: [a, b]}", "rest.token_file", "want a string"},
 		{"rest: {tls: {cert: [a, b]}}", "rest.tls.cert", "want a string"},
 		{"rest: {tls: {key: [a, b]}}", "rest.tls.key", "want a string"},
+		{"rest: {tls: {client_ca: [a, b]}}", "rest.tls.client_ca", "want a string"},
 		{"client: {servers: {a: 1}}", "client.servers", "want a list"},
 		{"client: {timeout: 200}", "client.timeout", "200; want a duration with a unit, such as 200s"},
 		{"client: {retries: two}", "client.retries", `"two"; want an integer`},

@@ -3,6 +3,7 @@ package conf_test
 import (
 	"crypto/tls"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,6 +92,22 @@ func TestCentralAndRESTConfig(t *testing.T) {
 	if rc, err = c.RESTConfig(); err != nil || rc.TLS == nil || len(rc.TLS.Certificates) != 1 {
 		t.Errorf("RESTConfig with TLS: %v", err)
 	}
+
+	// rest.tls.client_ca requires a client certificate from its CAs, as
+	// central.tls.client_ca does; a file it cannot use is an error naming
+	// the key.
+	c.REST.TLS.ClientCA = files.CA
+	if rc, err = c.RESTConfig(); err != nil || rc.TLS == nil || rc.TLS.ClientAuth != tls.RequireAndVerifyClientCert ||
+		rc.TLS.ClientCAs == nil || !rc.TLS.ClientCAs.Equal(cc.TLS.ClientCAs) {
+		t.Errorf("RESTConfig with rest.tls.client_ca: %v, %+v", err, rc.TLS)
+	}
+	for name, path := range map[string]string{"missing": files.CA + ".missing", "no PEM certificate": files.ServerKey} {
+		c.REST.TLS.ClientCA = path
+		if _, err := c.RESTConfig(); !errors.Is(err, conf.ErrInvalid) || !strings.Contains(err.Error(), "rest.tls.client_ca") {
+			t.Errorf("RESTConfig with a %s client_ca file: %v; want ErrInvalid naming rest.tls.client_ca", name, err)
+		}
+	}
+	c.REST.TLS.ClientCA = ""
 
 	c.REST.TLS.Key = c.REST.TLS.Cert // not a key
 	if _, err := c.RESTConfig(); !errors.Is(err, conf.ErrInvalid) {

@@ -252,10 +252,7 @@ func (c CentralConfig) validate(ck *checker) {
 			ck.add("central.listen", `%s, or "" for off`, msg)
 		}
 	}
-	checkPair(ck, "central.tls", c.TLS.Cert, c.TLS.Key)
-	if c.TLS.ClientCA != "" && c.TLS.Cert == "" {
-		ck.add("central.tls.client_ca", "set without central.tls.cert; client certificates need the server's own cert and key")
-	}
+	checkServerTLS(ck, "central.tls", c.TLS.Cert, c.TLS.Key, c.TLS.ClientCA)
 }
 
 func (r RESTConfig) validate(ck *checker, centralListen string) {
@@ -266,7 +263,7 @@ func (r RESTConfig) validate(ck *checker, centralListen string) {
 			ck.add("rest.listen", "%q is also central.listen; want another port", r.Listen)
 		}
 	}
-	checkPair(ck, "rest.tls", r.TLS.Cert, r.TLS.Key)
+	checkServerTLS(ck, "rest.tls", r.TLS.Cert, r.TLS.Key, r.TLS.ClientCA)
 }
 
 func (m MetricsConfig) validate(ck *checker, others ...string) {
@@ -314,6 +311,15 @@ func checkHostPort(s string, minPort int) string {
 		}
 	}
 	return fmt.Sprintf("%q; want host:port with a port %d-65535", clip(s), minPort)
+}
+
+// checkServerTLS checks a listener's TLS under prefix: cert and key
+// together, and client CAs only with them.
+func checkServerTLS(ck *checker, prefix, cert, key, clientCA string) {
+	checkPair(ck, prefix, cert, key)
+	if clientCA != "" && cert == "" {
+		ck.add(prefix+".client_ca", "set without %s.cert; client certificates need the server's own cert and key", prefix)
+	}
 }
 
 // checkPair checks that a TLS cert and key are given together.

@@ -172,6 +172,7 @@ func invalidCases(t testing.TB) []struct {
 		{"central.tls.key", func(c *conf.Config) { c.Central.TLS.Cert = "cert.pem" }, "both or neither"},
 		{"central.tls.cert", func(c *conf.Config) { c.Central.TLS.Key = "key.pem" }, "both or neither"},
 		{"central.tls.client_ca", func(c *conf.Config) { c.Central.TLS.ClientCA = "ca.pem" }, "set without central.tls.cert"},
+		{"rest.tls.client_ca", func(c *conf.Config) { c.REST.TLS.ClientCA = "ca.pem" }, "set without rest.tls.cert"},
 		{"rest.listen", func(c *conf.Config) { c.REST.Listen = "localhost:http" }, `"localhost:http"; want host:port`},
 		{"rest.listen", func(c *conf.Config) { c.REST.Listen = c.Central.Listen }, `"127.0.0.1:7070" is also central.listen`},
 		{"metrics.listen", func(c *conf.Config) { c.Metrics.Listen = "9090" }, `"9090"; want host:port`},
@@ -296,7 +297,7 @@ func TestValidateValid(t *testing.T) {
 		{"ipv6 listen", func(c *conf.Config) { c.Central.Listen, c.REST.Listen = "[::1]:7070", ":7080" }},
 		{"tls", func(c *conf.Config) {
 			c.Central.TLS = conf.CentralTLS{Cert: "c", Key: "k", ClientCA: "ca"}
-			c.REST.TLS = conf.RESTTLS{Cert: "c", Key: "k"}
+			c.REST.TLS = conf.RESTTLS{Cert: "c", Key: "k", ClientCA: "ca"}
 		}},
 		{"client", func(c *conf.Config) {
 			c.Client.Servers = []string{"a:1", "[::1]:7070"}
