@@ -46,7 +46,10 @@ const (
 type Config struct {
 	// TLS serves HTTPS (and HTTP/2) with this configuration, which must
 	// hold a certificate (Certificates, GetCertificate or
-	// GetConfigForClient); nil serves plain HTTP. It is cloned.
+	// GetConfigForClient); nil serves plain HTTP. It is cloned. Its
+	// ClientAuth holds for every route: a client it refuses (say, one
+	// without a certificate from ClientCAs) never reaches HTTP, /healthz
+	// included; Token is checked on top of it.
 	TLS *tls.Config
 
 	// Token is the bearer token the ID routes require (compared in

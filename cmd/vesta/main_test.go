@@ -626,6 +626,63 @@ time_guard:
 	resp.Body.Close()
 }
 
+// rest.tls.client_ca: the REST listener serves only clients with a
+// certificate from its CAs, refusing the rest at the handshake (health
+// routes included); the token is still required on top of it.
+func TestServeRESTClientCA(t *testing.T) {
+	dir := t.TempDir()
+	pki, other := tlstest.New(t), tlstest.New(t)
+	f := pki.WriteFiles(t, dir)
+	cfgFile := filepath.Join(dir, "vesta.yaml")
+	os.WriteFile(cfgFile, []byte(`
+central:
+  listen: ""
+rest:
+  listen: 127.0.0.1:0
+  token: s3cret-token
+  tls: {cert: `+f.ServerCert+`, key: `+f.ServerKey+`, client_ca: `+f.CA+`}
+machine:
+  id: 1001
+time_guard:
+  dir: `+filepath.Join(dir, "data")+`
+`), 0o600)
+	srv := startServe(t, "--config", cfgFile)
+	get := func(path, token string, certs ...tls.Certificate) (int, error) {
+		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.Pool, Certificates: certs}}
+		defer tr.CloseIdleConnections()
+		req, _ := http.NewRequest(http.MethodGet, "https://"+srv.rest+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	for _, tc := range []struct {
+		name  string
+		certs []tls.Certificate
+		want  string // the TLS alert the server sends
+	}{
+		{"no client certificate", nil, "certificate required"},
+		{"a certificate of another CA", []tls.Certificate{other.Client}, "unknown certificate authority"},
+	} {
+		for _, path := range []string{"/v1/id", "/healthz"} {
+			if code, err := get(path, "s3cret-token", tc.certs...); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s, GET %s: %d, %v; want the handshake refused (%s)", tc.name, path, code, err, tc.want)
+			}
+		}
+	}
+	if code, err := get("/v1/id", "s3cret-token", pki.Client); err != nil || code != http.StatusOK {
+		t.Errorf("a good client certificate and the token: %d, %v; want 200", code, err)
+	}
+	if code, err := get("/v1/id", "", pki.Client); err != nil || code != http.StatusUnauthorized {
+		t.Errorf("a good client certificate without the token: %d, %v; want 401", code, err)
+	}
+}
+
 func TestServeTLSFilesMissing(t *testing.T) {
 	dir := t.TempDir()
 	cfgFile := filepath.Join(dir, "vesta.yaml")
