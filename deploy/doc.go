@@ -5,8 +5,10 @@
 //     binary, CA certificates, user 65532, /etc/vesta/vesta.yaml); built by
 //     scripts/image.sh (make image) with podman or docker, no registry needed.
 //   - k8s/: a StatefulSet fleet on the k8s machine-ID provider, its Services,
-//     ConfigMap and PodDisruptionBudget, and Redis with AOF; k8s/validate, a
-//     module of its own, decodes them strictly into the Kubernetes API types.
+//     ConfigMap, PodDisruptionBudget and NetworkPolicy, locked (REST's token
+//     and RPC's mutual TLS from Secrets), and Redis with AOF;
+//     k8s/cert-manager issues the TLS Secret; k8s/validate, a module of its
+//     own, decodes them strictly into the Kubernetes API types.
 //   - systemd/vesta.service: a sandboxed unit (DynamicUser, ProtectSystem=strict,
 //     StateDirectory for the time guard).
 //   - compose.yaml: a local fleet of three servers on Redis leases, with

@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/internal/redistest"
 )
 
@@ -173,9 +175,26 @@ func logsOf(name string) string {
 	return string(out)
 }
 
-func get(url string) (int, string, error) {
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(url)
+// restClient asks a server's REST listener: base is http://host:port or
+// https://host:port, tr (nil for the default) trusts its certificate, and
+// token, when not empty, is sent as the bearer token.
+type restClient struct {
+	base  string
+	tr    http.RoundTripper
+	token string
+}
+
+func plainREST(addr string) restClient { return restClient{base: "http://" + addr} }
+
+func (r restClient) get(path string) (int, string, error) {
+	req, err := http.NewRequest(http.MethodGet, r.base+path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if r.token != "" {
+		req.Header.Set("Authorization", "Bearer "+r.token)
+	}
+	resp, err := (&http.Client{Transport: r.tr, Timeout: 5 * time.Second}).Do(req)
 	if err != nil {
 		return 0, "", err
 	}
@@ -186,11 +205,11 @@ func get(url string) (int, string, error) {
 
 // waitReady polls /readyz; the bound is generous and only catches a server
 // that never comes up.
-func waitReady(tb testing.TB, name, rest string) {
+func waitReady(tb testing.TB, name string, rest restClient) {
 	tb.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		code, _, err := get("http://" + rest + "/readyz")
+		code, _, err := rest.get("/readyz")
 		if err == nil && code == 200 {
 			return
 		}
@@ -202,9 +221,9 @@ func waitReady(tb testing.TB, name, rest string) {
 }
 
 // info is the machine ID /v1/info reports.
-func infoMachine(tb testing.TB, rest string) int {
+func infoMachine(tb testing.TB, rest restClient) int {
 	tb.Helper()
-	code, body, err := get("http://" + rest + "/v1/info")
+	code, body, err := rest.get("/v1/info")
 	var info struct{ Machine int }
 	if err != nil || code != 200 || json.Unmarshal([]byte(body), &info) != nil {
 		tb.Fatalf("/v1/info: %d %q %v", code, body, err)
@@ -247,12 +266,12 @@ func testServe(t *testing.T, run []string, tag string, img imageInfo) {
 		}
 		return strings.Split(s, "\n")[0]
 	}
-	rest, metrics := hostPort("7080/tcp"), hostPort("7090/tcp")
+	rest, metrics := plainREST(hostPort("7080/tcp")), plainREST(hostPort("7090/tcp"))
 	waitReady(t, name, rest)
-	if code, body, err := get("http://" + rest + "/v1/id"); err != nil || code != 200 || !strings.Contains(body, `"id"`) {
+	if code, body, err := rest.get("/v1/id"); err != nil || code != 200 || !strings.Contains(body, `"id"`) {
 		t.Errorf("/v1/id: %d %q %v", code, body, err)
 	}
-	if code, body, err := get("http://" + metrics + "/metrics"); err != nil || code != 200 ||
+	if code, body, err := metrics.get("/metrics"); err != nil || code != 200 ||
 		!strings.Contains(body, `vesta_generator_info{layout="sorted",machine="950"`) {
 		t.Errorf("/metrics on 7090: %d %v\n%.500s", code, err, body)
 	}
@@ -274,8 +293,9 @@ func testServe(t *testing.T, run []string, tag string, img imageInfo) {
 }
 
 // testK8sOrdinal runs the image as the StatefulSet of deploy/k8s does: pod
-// vesta-2 with the ConfigMap mounted and the container's args gets machine
-// ID k8s_offset + 2.
+// vesta-2 with the ConfigMap and the Secrets mounted and the container's
+// args gets machine ID k8s_offset + 2, serves REST over HTTPS with the
+// token (the probes' routes without it), and RPC over mutual TLS only.
 func testK8sOrdinal(t *testing.T, run []string, tag string) {
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o755); err != nil { // read by the image's user
@@ -285,13 +305,51 @@ func testK8sOrdinal(t *testing.T, run []string, tag string) {
 	if err := os.WriteFile(filepath.Join(dir, "vesta.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	secrets := newKitSecrets(t)
 	args := statefulSetArgs(t, "k8s/vesta.yaml", "vesta")
-	name := container(t, run, "k8s", append([]string{"--hostname", "vesta-2",
-		"-v", dir + ":/etc/vesta/config:ro", "-p", "127.0.0.1::7080", tag}, args...)...)
-	rest := strings.Split(strings.TrimSpace(podman(t, "port", name, "7080/tcp")), "\n")[0]
-	waitReady(t, name, rest)
-	if m := infoMachine(t, rest); m != 924+2 {
+	flags := append([]string{"--hostname", "vesta-2", "-v", dir + ":/etc/vesta/config:ro",
+		"-p", "127.0.0.1::7070", "-p", "127.0.0.1::7080"}, secrets.podmanVolumes()...)
+	name := container(t, run, "k8s", append(append(flags, tag), args...)...)
+	port := func(p string) string { return strings.Split(strings.TrimSpace(podman(t, "port", name, p)), "\n")[0] }
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: secrets.pki.Pool}}
+	defer tr.CloseIdleConnections()
+	open := restClient{base: "https://" + port("7080/tcp"), tr: tr}
+	waitReady(t, name, open) // as the readiness probe: no token
+	withToken := open
+	withToken.token = secrets.token
+	if m := infoMachine(t, withToken); m != 924+2 {
 		t.Errorf("pod vesta-2 has machine ID %d, want 926 (k8s_offset 924 + ordinal 2); logs:\n%s", m, logsOf(name))
+	}
+	if code, _, err := open.get("/v1/id"); err != nil || code != http.StatusUnauthorized {
+		t.Errorf("/v1/id without the token: %d %v, want 401", code, err)
+	}
+	if code, _, err := open.get("/metrics"); err != nil || code != http.StatusUnauthorized {
+		t.Errorf("/metrics without the token: %d %v, want 401 (metrics_auth)", code, err)
+	}
+
+	// RPC: the Go client with the client certificate gets an ID; without
+	// one the server refuses it.
+	rpc := port("7070/tcp")
+	for _, tc := range []struct {
+		name  string
+		certs []tls.Certificate
+		ok    bool
+	}{{"with a client certificate", []tls.Certificate{secrets.pki.Client}, true}, {"without a client certificate", nil, false}} {
+		ccfg := client.DefaultConfig(rpc)
+		ccfg.Fallback, ccfg.Retries, ccfg.Timeout = false, 0, 5*time.Second
+		ccfg.TLS = &tls.Config{RootCAs: secrets.pki.Pool, Certificates: tc.certs}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		c, err := client.New(ctx, ccfg)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		id, err := c.NextID(ctx)
+		c.Close()
+		cancel()
+		if (err == nil) != tc.ok {
+			t.Errorf("RPC %s: ID %d, %v", tc.name, id, err)
+		}
 	}
 	stopGracefully(t, name)
 }
@@ -327,8 +385,8 @@ func testRedisLease(t *testing.T, run []string, tag string) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
-	waitReady(t, name, rest)
-	m := infoMachine(t, rest)
+	waitReady(t, name, plainREST(rest))
+	m := infoMachine(t, plainREST(rest))
 	if m < 924 || m > 1023 {
 		t.Fatalf("machine ID %d is outside the server range", m)
 	}

@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"maps"
 	"os"
@@ -288,8 +289,11 @@ func TestShippedConfigurations(t *testing.T) {
 		t.Errorf("the image's configuration sets machine keys %v: every container would share them", slices.Collect(maps.Keys(m)))
 	}
 
-	// The Kubernetes ConfigMap's vesta.yaml.
-	text := configMapData(t, "k8s/vesta.yaml", "vesta-config", "vesta.yaml")
+	// The Kubernetes ConfigMap's vesta.yaml, with the files of its
+	// Secrets' mounts: the token, and TLS that conf reads as the servers
+	// will (RPC requires client certificates, REST serves HTTPS).
+	secrets := newKitSecrets(t)
+	text := secrets.local(configMapData(t, "k8s/vesta.yaml", "vesta-config", "vesta.yaml"))
 	file := filepath.Join(t.TempDir(), "vesta.yaml")
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -297,6 +301,16 @@ func TestShippedConfigurations(t *testing.T) {
 	k8s := loadConf(t, file, nil)
 	if !slices.Equal(k8s.Machine.Providers, []string{"k8s"}) {
 		t.Errorf("ConfigMap machine.providers %v", k8s.Machine.Providers)
+	}
+	if k8s.REST.Token.Reveal() != secrets.token || !k8s.REST.MetricsAuth {
+		t.Errorf("ConfigMap: rest.token from the Secret %t, metrics_auth %t; want the Secret's token on /metrics too",
+			k8s.REST.Token.Reveal() == secrets.token, k8s.REST.MetricsAuth)
+	}
+	if cc, err := k8s.CentralConfig(); err != nil || cc.TLS == nil || cc.TLS.ClientAuth != tls.RequireAndVerifyClientCert {
+		t.Errorf("ConfigMap: RPC is not mutual TLS: %v", err)
+	}
+	if rc, err := k8s.RESTConfig(); err != nil || rc.TLS == nil || rc.TLS.ClientAuth != tls.NoClientCert {
+		t.Errorf("ConfigMap: REST is not HTTPS without client certificates (the kubelet's probes have none): %v", err)
 	}
 	// Its keys are vesta.example.yaml's (conf.Load refused unknown ones);
 	// report the example's keys it leaves at their defaults.

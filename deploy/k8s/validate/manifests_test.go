@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,6 +33,7 @@ type manifests struct {
 	services     map[string]*corev1.Service
 	statefulSets map[string]*appsv1.StatefulSet
 	pdbs         map[string]*policyv1.PodDisruptionBudget
+	netPolicies  map[string]*networkingv1.NetworkPolicy
 }
 
 // newObject returns the Go type of a kind the kit may use; others are errors.
@@ -45,6 +47,8 @@ func newObject(gvk schema.GroupVersionKind) (any, error) {
 		return &appsv1.StatefulSet{}, nil
 	case policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"):
 		return &policyv1.PodDisruptionBudget{}, nil
+	case networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"):
+		return &networkingv1.NetworkPolicy{}, nil
 	}
 	return nil, fmt.Errorf("kind %v is not one the kit uses", gvk)
 }
@@ -126,6 +130,7 @@ func loadManifests(tb testing.TB, files ...string) manifests {
 		services:     map[string]*corev1.Service{},
 		statefulSets: map[string]*appsv1.StatefulSet{},
 		pdbs:         map[string]*policyv1.PodDisruptionBudget{},
+		netPolicies:  map[string]*networkingv1.NetworkPolicy{},
 	}
 	add := func(obj any, name string) error {
 		dup := false
@@ -142,6 +147,9 @@ func loadManifests(tb testing.TB, files ...string) manifests {
 		case *policyv1.PodDisruptionBudget:
 			_, dup = m.pdbs[name]
 			m.pdbs[name] = o
+		case *networkingv1.NetworkPolicy:
+			_, dup = m.netPolicies[name]
+			m.netPolicies[name] = o
 		}
 		if dup {
 			return fmt.Errorf("%T %s defined twice", obj, name)
@@ -222,9 +230,24 @@ type vestaConfig struct {
 	TimeGuard struct {
 		Dir string `json:"dir"`
 	} `json:"time_guard"`
-	Central struct{ Listen string } `json:"central"`
-	REST    struct{ Listen string } `json:"rest"`
+	Central struct {
+		Listen string    `json:"listen"`
+		TLS    configTLS `json:"tls"`
+	} `json:"central"`
+	REST struct {
+		Listen      string    `json:"listen"`
+		Token       string    `json:"token"`
+		TokenFile   string    `json:"token_file"`
+		MetricsAuth bool      `json:"metrics_auth"`
+		TLS         configTLS `json:"tls"`
+	} `json:"rest"`
 	Metrics struct{ Listen string } `json:"metrics"`
+}
+
+type configTLS struct {
+	Cert     string `json:"cert"`
+	Key      string `json:"key"`
+	ClientCA string `json:"client_ca"`
 }
 
 func TestVestaFleet(t *testing.T) {
