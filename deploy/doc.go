@@ -11,8 +11,9 @@
 //     own, decodes them strictly into the Kubernetes API types.
 //   - systemd/vesta.service: a sandboxed unit (DynamicUser, ProtectSystem=strict,
 //     StateDirectory for the time guard).
-//   - compose.yaml: a local fleet of three servers on Redis leases, with
-//     Prometheus and Grafana from monitoring/ in the "monitoring" profile.
+//   - compose.yaml: a local fleet of three servers on Redis leases, REST's
+//     token from the secret file secrets/vesta-token, with Prometheus and
+//     Grafana from monitoring/ in the "monitoring" profile.
 //
 // The tests build the image with podman and run it, verify the unit with
 // systemd-analyze, and load every configuration the kit ships with

@@ -361,6 +361,7 @@ func testRedisLease(t *testing.T, run []string, tag string) {
 	redis := redistest.Start(t)
 	env := composeEnv(t, "vesta-1")
 	env["VESTA_MACHINE_REDIS_ADDRS"] = redis.Addr()
+	token := composeToken(t, readYAML(t, "compose.yaml"))
 	// A shorter lease, so that the fresh claim's quarantine (lease_ttl +
 	// 2 x max_clock_skew) takes 5s, not the defaults' 19s; still renewed
 	// every 1.7s and fenced 1.1s before it expires, room enough on a
@@ -369,7 +370,8 @@ func testRedisLease(t *testing.T, run []string, tag string) {
 	// The host's network, to reach the test's Redis on loopback; listeners
 	// on free ports, read back from the log.
 	env["VESTA_CENTRAL_LISTEN"], env["VESTA_REST_LISTEN"], env["VESTA_METRICS_LISTEN"] = "127.0.0.1:0", "127.0.0.1:0", ""
-	args := []string{"--network", "host"}
+	// The token file where compose mounts the secret.
+	args := []string{"--network", "host", "-v", token.standIn + ":" + token.target + ":ro"}
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		args = append(args, "-e", k+"="+env[k])
 	}
@@ -386,7 +388,10 @@ func testRedisLease(t *testing.T, run []string, tag string) {
 		}
 	}
 	waitReady(t, name, plainREST(rest))
-	m := infoMachine(t, plainREST(rest))
+	if code, _, err := plainREST(rest).get("/v1/info"); err != nil || code != http.StatusUnauthorized {
+		t.Errorf("/v1/info without the token: %d %v, want 401", code, err)
+	}
+	m := infoMachine(t, restClient{base: "http://" + rest, token: token.value})
 	if m < 924 || m > 1023 {
 		t.Fatalf("machine ID %d is outside the server range", m)
 	}

@@ -193,6 +193,7 @@ func TestCompose(t *testing.T) {
 	machineIDs := map[string]string{}
 	hostPorts := map[string]string{}
 	volumes := map[string]string{}
+	token := composeToken(t, c)
 	for _, name := range servers {
 		s := mapAt(services, name)
 		if s["read_only"] != true || s["user"] != "65532:65532" || !slices.Contains(list(s["cap_drop"]), "ALL") {
@@ -205,10 +206,21 @@ func TestCompose(t *testing.T) {
 		for k, v := range mapAt(s, "environment") {
 			env[k] = fmt.Sprint(v)
 		}
+		// REST's token comes from the compose secret, read where compose
+		// mounts it; here a stand-in file.
+		if !slices.Contains(list(s["secrets"]), token.name) || env["VESTA_REST_TOKEN_FILE"] != token.target {
+			t.Errorf("%s: VESTA_REST_TOKEN_FILE %q, secrets %v: want the token of secret %s (%s)",
+				name, env["VESTA_REST_TOKEN_FILE"], list(s["secrets"]), token.name, token.target)
+		}
+		env["VESTA_REST_TOKEN_FILE"] = token.standIn
 		// The server's whole configuration: the image's file plus this
 		// environment, through vesta's own loader (unknown variables and bad
 		// values fail).
 		cfg := loadConf(t, "rootfs/etc/vesta/vesta.yaml", env)
+		if cfg.REST.Token.Reveal() != token.value || !cfg.REST.MetricsAuth {
+			t.Errorf("%s: rest.token from the secret %t, metrics_auth %t; want the secret's token, on /metrics too",
+				name, cfg.REST.Token.Reveal() == token.value, cfg.REST.MetricsAuth)
+		}
 		switch {
 		case slices.Equal(cfg.Machine.Providers, []string{"redis"}):
 			addr := cfg.Machine.Redis.Addrs
@@ -255,6 +267,19 @@ func TestCompose(t *testing.T) {
 	for _, name := range servers {
 		if mapAt(services, name, "depends_on", "redis")["condition"] != "service_healthy" {
 			t.Errorf("%s does not wait for a healthy redis", name)
+		}
+	}
+
+	// Prometheus scrapes with the servers' token (metrics_auth).
+	if !slices.Contains(list(mapAt(services, "prometheus")["secrets"]), token.name) {
+		t.Errorf("prometheus does not mount secret %s: it cannot scrape with the token", token.name)
+	}
+	for _, job := range scrapeJobs(t, "../monitoring/prometheus.yml") {
+		if job["job_name"] != "vesta" {
+			continue
+		}
+		if auth := mapAt(job, "authorization"); auth == nil || auth["credentials_file"] != token.target {
+			t.Errorf("monitoring/prometheus.yml job vesta authorization %v: want credentials_file %s", auth, token.target)
 		}
 	}
 
@@ -332,6 +357,63 @@ func TestShippedConfigurations(t *testing.T) {
 	if cfg := loadConf(t, "../vesta.example.yaml", env); cfg.TimeGuard.Dir != "/var/lib/vesta" {
 		t.Errorf("systemd: time_guard.dir %q", cfg.TimeGuard.Dir)
 	}
+}
+
+// composeSecret is the token secret of the compose kit.
+type composeSecret struct {
+	name, target   string // the secret and where compose mounts it
+	standIn, value string // a file standing in for it, and its token
+}
+
+// composeToken finds the compose file's secret for REST's token: a file
+// under deploy/secrets, whose files git ignores.
+func composeToken(tb testing.TB, c map[string]any) composeSecret {
+	tb.Helper()
+	secrets := mapAt(c, "secrets")
+	if len(secrets) != 1 {
+		tb.Fatalf("compose secrets %v, want one: the token", secrets)
+	}
+	var tok composeSecret
+	for name := range secrets {
+		tok.name = name
+	}
+	file := fmt.Sprint(mapAt(secrets, tok.name)["file"])
+	if filepath.Dir(filepath.Clean(file)) != "secrets" {
+		tb.Errorf("secret %s is file %s, want one of deploy/secrets", tok.name, file)
+	}
+	ignore, err := os.ReadFile("secrets/.gitignore")
+	if err != nil || !slices.Contains(strings.Fields(string(ignore)), "*") {
+		tb.Errorf("deploy/secrets/.gitignore does not ignore every file (%v): a token could be committed", err)
+	}
+	// Compose mounts a service's secret at /run/secrets/NAME. The stand-in
+	// is readable by a container's user, as the real file must be.
+	tok.target = "/run/secrets/" + tok.name
+	tok.value = newToken()
+	dir := tb.TempDir()
+	tok.standIn = filepath.Join(dir, tok.name)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(tok.standIn, []byte(tok.value+"\n"), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return tok
+}
+
+// scrapeJobs returns the scrape_configs of a Prometheus configuration.
+func scrapeJobs(tb testing.TB, path string) []map[string]any {
+	tb.Helper()
+	var jobs []map[string]any
+	l, _ := readYAML(tb, path)["scrape_configs"].([]any)
+	for _, j := range l {
+		if j, ok := j.(map[string]any); ok {
+			jobs = append(jobs, j)
+		}
+	}
+	if len(jobs) == 0 {
+		tb.Fatalf("%s: no scrape_configs", path)
+	}
+	return jobs
 }
 
 func leafKeys(m map[string]any, prefix string) []string {

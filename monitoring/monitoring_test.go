@@ -49,8 +49,36 @@ func TestPromtoolTestRules(t *testing.T) {
 	}
 }
 
+// promtool checks that the files a config names exist: the check runs on a
+// copy whose credentials files (secrets of the deployment) are stand-ins,
+// beside the rules.
 func TestPromtoolCheckConfig(t *testing.T) {
-	out := promtool(t, "check", "config", "prometheus.yml")
+	text, err := os.ReadFile("prometheus.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	stand := filepath.Join(dir, "token")
+	if err := os.WriteFile(stand, []byte("stand-in\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cred := regexp.MustCompile(`(?m)^(\s*credentials_file:\s*)\S+$`)
+	if !cred.Match(text) {
+		t.Fatal("prometheus.yml scrapes without credentials: rest.metrics_auth needs the token")
+	}
+	text = cred.ReplaceAll(text, []byte("${1}"+stand))
+	rules, err := filepath.Abs("rules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(rules, filepath.Join(dir, "rules")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfg, text, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := promtool(t, "check", "config", cfg)
 	if !strings.Contains(out, "SUCCESS") || !strings.Contains(out, rulesFile) {
 		t.Fatalf("prometheus.yml does not load %s:\n%s", rulesFile, out)
 	}
