@@ -135,7 +135,7 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 		WriteTimeout:      2 * cfg.RequestTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    serverHeaderBytes, // MaxHeaderBytes is enforced by checkRequest
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ErrorLog:          errorLog(s.log),
 		ConnState:         s.limits.connState,
 	}
 	return s, nil
