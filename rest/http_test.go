@@ -147,10 +147,10 @@ func TestMetricsAuth(t *testing.T) {
 		{true, http.StatusUnauthorized, http.StatusOK},
 	} {
 		gen, _ := vestaGen(t)
-		base := serve(t, newServer(t, gen, rest.Config{Token: "sekrit", MetricsAuth: tc.auth}))
+		base := serve(t, newServer(t, gen, rest.Config{Token: token, MetricsAuth: tc.auth}))
 		resp, _ := do(t, newReq(t, http.MethodGet, base+"/metrics"))
 		req := newReq(t, http.MethodGet, base+"/metrics")
-		req.Header.Set("Authorization", "Bearer sekrit")
+		req.Header.Set("Authorization", "Bearer "+token)
 		resp2, _ := do(t, req)
 		if resp.StatusCode != tc.bare || resp2.StatusCode != tc.bearer {
 			t.Errorf("MetricsAuth %v: /metrics %d without, %d with the token; want %d, %d", tc.auth, resp.StatusCode, resp2.StatusCode, tc.bare, tc.bearer)

@@ -446,7 +446,7 @@ central:
   listen: ""
 rest:
   listen: 127.0.0.1:0
-  token: s3cret-token
+  token: s3cret-token-of-serve
 log:
   format: json
 `), 0o600)
@@ -479,7 +479,7 @@ log:
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 401 {
 		t.Fatalf("without the token: %v %v", resp, err)
 	}
-	req.Header.Set("Authorization", "Bearer s3cret-token")
+	req.Header.Set("Authorization", "Bearer s3cret-token-of-serve")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("with the token: %v %v", resp, err)
@@ -496,7 +496,7 @@ log:
 	if code := <-done; code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	if strings.Contains(errb.String(), "s3cret-token") {
+	if strings.Contains(errb.String(), "s3cret-token-of-serve") {
 		t.Fatalf("the token is in the log:\n%s", errb.String())
 	}
 }
