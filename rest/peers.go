@@ -4,10 +4,49 @@ import (
 	"log"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
+	"time"
 
 	"github.com/vesta-go/vesta/internal/peerrate"
 )
+
+// Failed authentications are limited per peer address: authBurst at once,
+// then one every authEvery. A peer past them is answered 429 with
+// Retry-After, its token not even compared, so guessing goes no faster;
+// an answer at once rather than a delay, which would hold a connection
+// per guess. A good token spends nothing, so only failing peers have an
+// entry, at most authPeers of them (package peerrate). Behind a proxy
+// every request is the proxy's: one client failing there limits all.
+const (
+	authBurst = 10
+	authEvery = time.Second
+	authPeers = 4096
+)
+
+// authLimits are the limiter of failed authentications and its log lines.
+type authLimits struct {
+	fails *peerrate.Limiter
+	log   *peerrate.Limiter // one line per limited peer a minute
+}
+
+func newAuthLimits() *authLimits {
+	return &authLimits{fails: peerrate.New(authBurst, authEvery, authPeers), log: peerrate.NewLog()}
+}
+
+// limited is the answer to a peer that failed too often, or nil.
+func (a *authLimits) limited(lg *slog.Logger, peer string) *apiError {
+	wait := a.fails.Wait(peer, time.Now())
+	if wait <= 0 {
+		return nil
+	}
+	a.log.Warn(lg, peer, "rest: too many failed authentications; answering 429", "peer", peer)
+	return &apiError{status: http.StatusTooManyRequests, code: codeTooManyRequests,
+		message: "too many failed authentications from this address", retryAfter: retrySeconds(wait)}
+}
+
+// failed counts a failed authentication of peer.
+func (a *authLimits) failed(peer string) { a.fails.Spend(peer, time.Now()) }
 
 // handshakePrefix starts net/http's line for a failed TLS handshake,
 // which it logs for every connection: "http: TLS handshake error from

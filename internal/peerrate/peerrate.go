@@ -15,6 +15,7 @@ import (
 	"container/list"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,6 +24,8 @@ type Limiter struct {
 	every time.Duration // one token comes back per every
 	slack time.Duration // (burst-1)*every: how far ahead a peer may spend
 	max   int
+
+	size atomic.Int64 // len(peers): Wait of an empty table takes no lock
 
 	mu    sync.Mutex
 	peers map[string]*list.Element
@@ -58,6 +61,7 @@ func (l *Limiter) Spend(peer string, now time.Time) (ok bool, wait time.Duration
 		l.sweep(now)
 		el = l.lru.PushBack(&entry{peer: peer, full: now})
 		l.peers[peer] = el
+		l.size.Store(int64(len(l.peers)))
 	} else {
 		l.lru.MoveToBack(el)
 	}
@@ -77,6 +81,9 @@ func (l *Limiter) Spend(peer string, now time.Time) (ok bool, wait time.Duration
 // Wait is how long peer must wait at now before Spend succeeds, without
 // spending: 0 when it has a token (a peer without an entry has them all).
 func (l *Limiter) Wait(peer string, now time.Time) time.Duration {
+	if l.size.Load() == 0 { // every request of a server nobody fails at
+		return 0
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	el := l.peers[peer]
@@ -87,11 +94,7 @@ func (l *Limiter) Wait(peer string, now time.Time) time.Duration {
 }
 
 // Len is the number of peers in the table.
-func (l *Limiter) Len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.peers)
-}
+func (l *Limiter) Len() int { return int(l.size.Load()) }
 
 // sweep makes room for one entry: it drops worthless entries from the
 // front, then, at the cap, the least recently used one.
@@ -103,6 +106,7 @@ func (l *Limiter) sweep(now time.Time) {
 		}
 		l.lru.Remove(el)
 		delete(l.peers, e.peer)
+		l.size.Store(int64(len(l.peers)))
 	}
 }
 
