@@ -303,12 +303,12 @@ func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		if req.Body != nil && req.Body != http.NoBody {
 			req.Body = http.MaxBytesReader(c.Response(), req.Body, s.cfg.BodyLimit)
 		}
+		allowHead(c)             // http.go
 		err := s.checkRequest(c) // http.go
 		if err == nil {
 			err = s.call(next, c)
 		}
 		if err != nil {
-			allowHead(c)
 			s.handleError(err, c)
 		}
 		d := time.Since(start)
