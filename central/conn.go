@@ -87,7 +87,11 @@ func (c *conn) serve() {
 	if tc, ok := c.nc.(*tls.Conn); ok {
 		c.nc.SetDeadline(time.Now().Add(c.s.cfg.ReadTimeout))
 		if err := tc.HandshakeContext(c.ctx); err != nil {
-			log.Debug("central: TLS handshake failed", "err", err)
+			// A client speaking plaintext to the TLS port fails like this on
+			// every connection: one line per peer a minute says so.
+			if c.ctx.Err() == nil { // not the server closing
+				c.s.handshakeLog.Warn(log, connlimit.PeerOf(c.nc.RemoteAddr()), "central: TLS handshake failed", "err", err)
+			}
 			return
 		}
 		c.nc.SetDeadline(time.Time{})

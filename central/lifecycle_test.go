@@ -5,10 +5,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/vesta-go/vesta/internal/logtest"
 	"github.com/vesta-go/vesta/internal/tlstest"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -181,6 +184,28 @@ func TestTLS(t *testing.T) {
 	}
 	if mtls.ClientAuth != tls.RequireAndVerifyClientCert || len(mtls.Certificates) != 1 {
 		t.Fatal("the server changed the caller's tls.Config")
+	}
+}
+
+// TestTLSHandshakeFailuresLoggedOnce: a client that speaks plaintext to
+// the TLS port, connection after connection, gets one warning a minute,
+// not one a connection.
+func TestTLSHandshakeFailuresLoggedOnce(t *testing.T) {
+	ca := tlstest.New(t)
+	var logs logtest.Buffer
+	gen := newGen(t, core.Config{})
+	_, addr := serve(t, gen, central.Config{TLS: &tls.Config{Certificates: []tls.Certificate{ca.Server}},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	for range 20 {
+		plain := dial(t, addr)
+		plain.send(wire.MethodGenID, nil)
+		plain.closed()
+	}
+	if n := strings.Count(logs.String(), "TLS handshake failed"); n != 1 || !strings.Contains(logs.String(), "level=WARN") {
+		t.Fatalf("%d lines for 20 plaintext connections; want one warning:\n%s", n, logs.String())
+	}
+	if err := dialTLS(t, addr, &tls.Config{RootCAs: ca.Pool}); err != nil {
+		t.Fatalf("TLS after the plaintext ones: %v", err)
 	}
 }
 

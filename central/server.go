@@ -15,6 +15,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/ceilingmetric"
 	"github.com/vesta-go/vesta/internal/connlimit"
+	"github.com/vesta-go/vesta/internal/peerrate"
 )
 
 // Server publishes a core.Generator over MessagePack-RPC.
@@ -74,6 +75,8 @@ type Server struct {
 	lastWarn atomic.Int64       // unix nanoseconds of the last MaxConns warning
 
 	seqTags sync.Map // tags that issued here: their calls are tried inline (seq.go)
+
+	handshakeLog *peerrate.Limiter // failed TLS handshakes: a line per peer a minute (conn.go)
 }
 
 // NewServer returns a server of gen, which it uses but does not own: close
@@ -115,6 +118,8 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
 		limit:     connlimit.NewLimiter(cfg.MaxConns, cfg.MaxConnsPerPeer),
+
+		handshakeLog: peerrate.NewLog(),
 	}, nil
 }
 

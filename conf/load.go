@@ -252,6 +252,7 @@ func (l *loader) readSecret(secret *Secret, path *string, key string) {
 		return
 	}
 	*secret = Secret(s)
+	l.origin[key] = fileKey + " " + *path // what a refusal of the secret names
 }
 
 func boolOrder(b bool) int {

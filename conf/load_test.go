@@ -217,7 +217,7 @@ func TestEnvMapping(t *testing.T) {
 		"VESTA_CENTRAL_TLS_KEY=k.pem",
 		"VESTA_CENTRAL_TLS_CLIENT_CA=ca.pem",
 		"VESTA_REST_LISTEN=:8080",
-		"VESTA_REST_TOKEN=tok",
+		"VESTA_REST_TOKEN=tok-tok-tok-tok-tok",
 		"VESTA_REST_METRICS_AUTH=true",
 		"VESTA_REST_MAX_CONNS=9",
 		"VESTA_REST_MAX_CONNS_PER_PEER=4",
@@ -265,7 +265,7 @@ func TestEnvMapping(t *testing.T) {
 			MaxConnsPerPeer: 3, FirstFrameTimeout: time.Second,
 			MaxWaitingIDs: 5000, MaxWaitingCalls: 9, IdleTimeout: time.Minute, ReadTimeout: 2 * time.Second,
 			TLS: conf.CentralTLS{Cert: "c.pem", Key: "k.pem", ClientCA: "ca.pem"}},
-		REST: conf.RESTConfig{Listen: ":8080", Token: "tok", MetricsAuth: true, MaxConns: 9, MaxConnsPerPeer: 4,
+		REST: conf.RESTConfig{Listen: ":8080", Token: "tok-tok-tok-tok-tok", MetricsAuth: true, MaxConns: 9, MaxConnsPerPeer: 4,
 			MaxWaitingIDs: 6000, MaxWaitingCalls: 11,
 			TLS: conf.RESTTLS{Cert: "c.pem", Key: "k.pem", ClientCA: "rca.pem"}},
 		Client: conf.ClientConfig{Servers: []string{"a:1", "b:2"}, Timeout: time.Second, Prefetch: 100},
@@ -441,7 +441,8 @@ func TestErrorSources(t *testing.T) {
 
 func TestSecretFiles(t *testing.T) {
 	pw := writeFile(t, "pw", "redis-pw\n")
-	tok := writeFile(t, "tok", "rest-token\r\n")
+	short := writeFile(t, "short", "rest-token\n")
+	tok := writeFile(t, "tok", "rest-token-of-a-file\r\n")
 	l := mustLoad(t, conf.Options{
 		File: writeFile(t, "v.yaml", "rest: {token_file: "+tok+"}\n"),
 		Env:  []string{"VESTA_MACHINE_REDIS_PASSWORD_FILE=" + pw},
@@ -449,11 +450,18 @@ func TestSecretFiles(t *testing.T) {
 	if got := l.Config.Machine.Redis.Password.Reveal(); got != "redis-pw" {
 		t.Errorf("password = %q; want redis-pw", got)
 	}
-	if got := l.Config.REST.Token.Reveal(); got != "rest-token" {
-		t.Errorf("token = %q; want rest-token", got)
+	if got := l.Config.REST.Token.Reveal(); got != "rest-token-of-a-file" {
+		t.Errorf("token = %q; want rest-token-of-a-file", got)
 	}
 	if err := l.Config.Validate(); err != nil {
 		t.Errorf("Validate after Load: %v", err)
+	}
+
+	// The file's content is judged as rest.token, read from the file.
+	_, err := conf.Load(conf.Options{Env: []string{"VESTA_REST_TOKEN_FILE=" + short}})
+	wantKeyErrors(t, err, "rest.token", "10 bytes; want at least 16", "(rest.token_file "+short+")")
+	if strings.Contains(err.Error(), "rest-token") {
+		t.Errorf("error %q shows the token", err)
 	}
 
 	for _, tc := range []struct {
@@ -462,7 +470,7 @@ func TestSecretFiles(t *testing.T) {
 		key  string
 		want string
 	}{
-		{"both", []string{"VESTA_REST_TOKEN=x", "VESTA_REST_TOKEN_FILE=" + tok}, "rest.token_file", "set together with rest.token"},
+		{"both", []string{"VESTA_REST_TOKEN=x-x-x-x-x-x-x-x-x", "VESTA_REST_TOKEN_FILE=" + tok}, "rest.token_file", "set together with rest.token"},
 		{"both password", []string{"VESTA_MACHINE_REDIS_PASSWORD=x", "VESTA_MACHINE_REDIS_PASSWORD_FILE=" + pw},
 			"machine.redis.password_file", "set together with machine.redis.password"},
 		{"missing", []string{"VESTA_REST_TOKEN_FILE=" + t.TempDir() + "/none"}, "rest.token_file", "no such file"},

@@ -63,7 +63,7 @@ func TestCentralAndRESTConfig(t *testing.T) {
 	c.Central.MaxBatch, c.Central.MaxRequestBytes, c.Central.MaxConns = 500, 4096, 7
 	c.Central.MaxWaitingIDs, c.Central.MaxWaitingCalls = 11, 13
 	c.Central.IdleTimeout, c.Central.ReadTimeout = time.Minute, time.Second
-	c.REST.Token, c.REST.MaxWaitingIDs, c.REST.MaxWaitingCalls = "tok", 17, 19
+	c.REST.Token, c.REST.MaxWaitingIDs, c.REST.MaxWaitingCalls = "tok-tok-tok-tok-tok", 17, 19
 	cc, err := c.CentralConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func TestCentralAndRESTConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rc.MaxBatch != 500 || rc.Token != "tok" || rc.MaxWaitingIDs != 17 || rc.MaxWaitingCalls != 19 || rc.TLS != nil {
+	if rc.MaxBatch != 500 || rc.Token != "tok-tok-tok-tok-tok" || rc.MaxWaitingIDs != 17 || rc.MaxWaitingCalls != 19 || rc.TLS != nil {
 		t.Errorf("RESTConfig = %+v", rc)
 	}
 	if err := errors.Join(cc.Validate(), rc.Validate()); err != nil {

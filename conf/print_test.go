@@ -16,7 +16,7 @@ import (
 
 const (
 	redisSecret = "hunter2-redis"
-	restSecret  = "tok-s3cret"
+	restSecret  = "tok-s3cret-of-rest"
 )
 
 func secretConfig(t testing.TB) conf.Config {

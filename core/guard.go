@@ -87,6 +87,7 @@ type FileGuard struct {
 	path    string
 	machine MachineID
 	lock    *os.File
+	loose   []string // Warnings
 
 	mu     sync.Mutex
 	closed bool
@@ -124,26 +125,60 @@ func (m markFile) shape() (Shape, bool, error) {
 	return Shape{Layout: l, Type: Type(*m.Type), EpochMs: *m.EpochUnixMs, Version: *m.Version}, true, nil
 }
 
+// Modes of the guard's directory and files. flock takes no notice of how
+// a file was opened, so whoever can open the lock file, even read-only,
+// can hold a shared lock on it and keep every later OpenFileGuard out:
+// only the modes keep other users from it.
+const (
+	guardDirMode  = 0o700
+	guardFileMode = 0o600 // the lock; the mark is written by os.CreateTemp, 0600 too
+)
+
 // OpenFileGuard opens (creating dir if needed) the guard of machine in dir
-// and locks it.
+// and locks it. A directory it creates is 0700 and its files 0600; a lock
+// file found with a looser mode (made by an older version) is narrowed. A
+// directory that already exists keeps its mode: it may be the operator's,
+// shared on purpose or not vesta's alone (--data-dir .), so a mode that
+// lets other users in is reported by Warnings instead.
 func OpenFileGuard(dir string, machine MachineID) (*FileGuard, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("%w: time guard dir is empty", ErrInvalidConfig)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, guardDirMode); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrGuard, err)
 	}
+	var loose []string
+	if st, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrGuard, err)
+	} else if m := st.Mode().Perm(); modesMatter && m&^guardDirMode != 0 {
+		loose = append(loose, fmt.Sprintf("time guard directory %s is mode %04o: other users can reach its files; chmod it 0700", dir, m))
+	}
 	base := "machine-" + strconv.Itoa(int(machine))
-	lf, err := os.OpenFile(filepath.Join(dir, base+".lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	// No symlinks: in a directory others can write, one could point the
+	// lock (and the chmod below) at any file.
+	lf, err := os.OpenFile(filepath.Join(dir, base+".lock"), os.O_RDWR|os.O_CREATE|noFollow, guardFileMode)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrGuard, err)
+	}
+	if st, err := lf.Stat(); err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("%w: %w", ErrGuard, err)
+	} else if m := st.Mode().Perm(); modesMatter && m&^guardFileMode != 0 {
+		if err := lf.Chmod(guardFileMode); err != nil {
+			loose = append(loose, fmt.Sprintf("time guard lock %s is mode %04o and cannot be narrowed to 0600 (%v): another user who can read it can lock vesta out", lf.Name(), m, err))
+		}
 	}
 	if err := lockFile(lf); err != nil {
 		lf.Close()
 		return nil, fmt.Errorf("%w: %s (machine ID %d is in use on this host): %w", ErrGuardLocked, lf.Name(), machine, err)
 	}
-	return &FileGuard{path: filepath.Join(dir, base+".json"), machine: machine, lock: lf}, nil
+	return &FileGuard{path: filepath.Join(dir, base+".json"), machine: machine, lock: lf, loose: loose}, nil
 }
+
+// Warnings says what of the guard other users may reach, for the caller
+// to log: a directory whose mode lets them in, a lock file that could not
+// be narrowed. Nil when there is nothing to say.
+func (f *FileGuard) Warnings() []string { return f.loose }
 
 // Path is the file holding the mark.
 func (f *FileGuard) Path() string { return f.path }

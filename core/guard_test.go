@@ -367,6 +367,105 @@ func TestFileGuard(t *testing.T) {
 	}
 }
 
+// TestFileGuardModes: a new guard directory is 0700 and its files 0600.
+// flock ignores the open mode, so another user who could open the lock
+// file, even read-only, could hold a shared lock on it and keep the server
+// from starting: as root the test has user nobody try that. A lock file
+// left 0644 is narrowed; a directory that exists keeps its mode, which
+// Warnings reports; a symlinked lock file is refused.
+func TestFileGuardModes(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "vesta-data")
+	fg, err := core.OpenFileGuard(dir, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fg.Save(context.Background(), t0); err != nil {
+		t.Fatal(err)
+	}
+	if w := fg.Warnings(); w != nil {
+		t.Errorf("Warnings of a directory it made: %q", w)
+	}
+	fg.Close()
+	for path, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, "machine-5.lock"): 0o600, fg.Path(): 0o600} {
+		if st, err := os.Stat(path); err != nil || st.Mode().Perm() != want {
+			t.Errorf("%s: %v %v; want mode %04o", path, st.Mode(), err, want)
+		}
+	}
+
+	if flock, err := exec.LookPath("flock"); err == nil && os.Geteuid() == 0 {
+		// Let nobody reach dir: the test's own directories are 0700.
+		if err := os.Chmod(filepath.Dir(base), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(base, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(flock, "--shared", "--nonblock", filepath.Join(dir, "machine-5.lock"), "sh", "-c", "echo locked; exec sleep 60")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		line, _ := bufio.NewReader(out).ReadString('\n') // "locked", or EOF when flock could not open the file
+		again, err := core.OpenFileGuard(dir, 5)
+		if err != nil {
+			t.Fatalf("OpenFileGuard while user nobody tried to hold a shared lock (it said %q): %v", line, err)
+		}
+		again.Close()
+	} else {
+		t.Log("not root or no flock: the other user's lock is not tried")
+	}
+
+	// A directory that exists keeps its mode and is reported; the lock
+	// file of an older version is narrowed.
+	old := filepath.Join(base, "old")
+	if err := os.Mkdir(old, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(old, 0o755); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	lock := filepath.Join(old, "machine-6.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	og, err := core.OpenFileGuard(old, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer og.Close()
+	if w := og.Warnings(); len(w) != 1 || !strings.Contains(w[0], "mode 0755") || !strings.Contains(w[0], old) {
+		t.Errorf("Warnings = %q; want one naming %s and mode 0755", w, old)
+	}
+	if st, _ := os.Stat(old); st.Mode().Perm() != 0o755 {
+		t.Errorf("the existing directory became %v; want it left 0755", st.Mode())
+	}
+	if st, _ := os.Stat(lock); st.Mode().Perm() != 0o600 {
+		t.Errorf("the old lock file is %v; want it narrowed to 0600", st.Mode())
+	}
+
+	// A symlink in place of the lock file is not followed.
+	target := filepath.Join(base, "target")
+	if err := os.WriteFile(target, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(old, "machine-7.lock")); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := core.OpenFileGuard(old, 7); err == nil {
+		g.Close()
+		t.Error("OpenFileGuard through a symlinked lock file: no error")
+	}
+	if st, _ := os.Stat(target); st.Mode().Perm() != 0o644 {
+		t.Errorf("the symlink's target became %v", st.Mode())
+	}
+}
+
 // The crash test: a child process issues IDs with a file guard and is
 // killed with SIGKILL mid-stream (no Close, no final mark). A new generator
 // on the same directory, with a clock behind everything the child issued,

@@ -13,3 +13,9 @@ import (
 func lockFile(f *os.File) error {
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 }
+
+// noFollow makes opening the lock file fail on a symlink.
+const noFollow = syscall.O_NOFOLLOW
+
+// modesMatter: Unix modes decide who may open the guard's files.
+const modesMatter = true

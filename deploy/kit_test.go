@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -116,6 +117,40 @@ func TestSystemdUnit(t *testing.T) {
 	}
 	if err != nil || len(about) > 0 {
 		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
+
+// TestSystemdConfigPrivate: the documented install of /etc/vesta/vesta.yaml
+// (README and the unit's own comment) makes it 0600 or 0640, as it may
+// hold secrets, and the unit passes it to its transient user as a
+// credential, which a file only root can read needs.
+func TestSystemdConfigPrivate(t *testing.T) {
+	mode := regexp.MustCompile(`(?:^|\s)-m\s*(0[0-7]{3})\s`)
+	for _, path := range []string{"../README.md", "systemd/vesta.service"} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for line := range strings.Lines(string(b)) {
+			if !strings.Contains(line, "install ") || !strings.Contains(line, "/etc/vesta/") {
+				continue
+			}
+			n++
+			if m := mode.FindStringSubmatch(line); m == nil || (m[1] != "0600" && m[1] != "0640") {
+				t.Errorf("%s: %q installs a file of /etc/vesta without mode 0600 or 0640", path, strings.TrimSpace(line))
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: no install command for /etc/vesta/vesta.yaml", path)
+		}
+	}
+	u := parseUnit(t, "systemd/vesta.service")
+	if !slices.Contains(u["Service"]["LoadCredential"], "vesta.yaml:/etc/vesta/vesta.yaml") {
+		t.Errorf("LoadCredential %q: want vesta.yaml:/etc/vesta/vesta.yaml", u["Service"]["LoadCredential"])
+	}
+	if exec0 := u.get("Service", "ExecStart"); !strings.Contains(exec0, " --config %d/vesta.yaml") {
+		t.Errorf("ExecStart %q: want --config %%d/vesta.yaml, the credential", exec0)
 	}
 }
 

@@ -3,6 +3,7 @@ package machineid
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/vesta-go/vesta/core"
@@ -15,6 +16,7 @@ type fixedLease struct {
 	provider string
 	id       core.MachineID
 	clock    core.Clock
+	log      *slog.Logger
 
 	mu      sync.Mutex
 	gen     *core.Generator
@@ -27,7 +29,7 @@ func newFixedLease(b leaseBase, provider string, id core.MachineID) *Lease {
 	b.log.Info("machineid: machine ID", "provider", provider, "machine", id, "method", b.method, "range", b.rng)
 	b.m.setMachine(int(id))
 	b.m.setState(StateNone)
-	return &Lease{leaseBase: b, provider: provider, h: &fixedLease{provider: provider, id: id, clock: b.clock}}
+	return &Lease{leaseBase: b, provider: provider, h: &fixedLease{provider: provider, id: id, clock: b.clock, log: b.log}}
 }
 
 func (f *fixedLease) machine() core.MachineID { return f.id }
@@ -51,6 +53,9 @@ func (f *fixedLease) timeGuard(dir string) (core.GuardStore, error) {
 	g, err := core.OpenFileGuard(dir, f.id)
 	if err != nil {
 		return nil, err
+	}
+	for _, w := range g.Warnings() {
+		f.log.Warn("machineid: " + w)
 	}
 	f.file, f.fileDir = g, dir
 	return g, nil

@@ -3,11 +3,14 @@ package machineid_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/logtest"
 	"github.com/vesta-go/vesta/internal/nettest"
 	"github.com/vesta-go/vesta/machineid"
 )
@@ -221,6 +224,26 @@ func TestTimeGuardOfAFixedID(t *testing.T) {
 	other.Close()
 	if _, err := l.TimeGuard(dir); !errors.Is(err, machineid.ErrClosed) {
 		t.Fatalf("TimeGuard after Close: %v; want ErrClosed", err)
+	}
+}
+
+// TestTimeGuardWarnsOfALooseDir: the file guard's Warnings (a directory
+// other users can reach, which it leaves as it is) reach the log.
+func TestTimeGuardWarnsOfALooseDir(t *testing.T) {
+	var log logtest.Buffer
+	c := machineid.DefaultConfig()
+	c.Static = new(core.MachineID(9))
+	c.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	l := mustAcquire(t, c, core.Embedded)
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.TimeGuard(dir); err != nil {
+		t.Fatal(err)
+	}
+	if s := log.String(); !strings.Contains(s, "level=WARN") || !strings.Contains(s, "mode 0755") {
+		t.Fatalf("log:\n%s\nwant a warning of the directory's mode 0755", s)
 	}
 }
 

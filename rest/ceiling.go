@@ -87,9 +87,14 @@ func (s *Server) issue(c echo.Context, n int) ([]core.ID, error) {
 // busy is the 503 of a request refused at the ceiling, retried after
 // wait rounded up to whole seconds.
 func busy(wait time.Duration, msg string) *apiError {
-	secs := int((wait + time.Second - 1) / time.Second)
 	return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, message: msg,
-		retryAfter: max(secs, 1), cause: errCeiling}
+		retryAfter: retrySeconds(wait), cause: errCeiling}
+}
+
+// retrySeconds is wait as Retry-After says it: whole seconds, rounded up,
+// at least 1.
+func retrySeconds(wait time.Duration) int {
+	return max(int((wait+time.Second-1)/time.Second), 1)
 }
 
 // noWait is an ended context: given it, the generator issues what needs no

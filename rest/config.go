@@ -41,6 +41,12 @@ const (
 	maxWaiting = 1 << 30
 )
 
+// MinTokenBytes is the shortest Token. It refuses the word a person
+// types ("secret", "changeme"), not weak randomness: 16 random characters
+// are 64 bits even in hex, past guessing over a network; make one with
+// head -c 32 /dev/urandom | base64.
+const MinTokenBytes = 16
+
 // Config configures a Server. The zero Config is valid: plain HTTP, no
 // token, the defaults above, no logging and a private metrics registry.
 type Config struct {
@@ -53,8 +59,9 @@ type Config struct {
 	TLS *tls.Config
 
 	// Token is the bearer token the ID routes require (compared in
-	// constant time, never logged); "" leaves them open. Health,
-	// readiness, metrics, the OpenAPI document and the page stay open.
+	// constant time, never logged), at least MinTokenBytes long; "" leaves
+	// them open. Health, readiness, metrics, the OpenAPI document and the
+	// page stay open.
 	Token string
 
 	// MetricsAuth makes GET /metrics require Token too; false leaves it
@@ -143,6 +150,9 @@ func (c Config) Validate() error {
 		if ch := c.Token[i]; ch <= ' ' || ch >= 0x7f {
 			return fmt.Errorf("%w: Token: byte %d is a space, control or non-ASCII character; a bearer token cannot carry it", ErrInvalidConfig, i)
 		}
+	}
+	if c.Token != "" && len(c.Token) < MinTokenBytes {
+		return fmt.Errorf("%w: Token: %d bytes; want at least %d (e.g. head -c 32 /dev/urandom | base64)", ErrInvalidConfig, len(c.Token), MinTokenBytes)
 	}
 	if c.MaxBatch < 0 || c.MaxBatch > maxMaxBatch {
 		return fmt.Errorf("%w: MaxBatch: %d; want 0 (meaning %d) to %d", ErrInvalidConfig, c.MaxBatch, DefaultMaxBatch, maxMaxBatch)

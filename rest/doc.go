@@ -42,7 +42,9 @@
 //
 // With Config.Token set, the ID routes (the Vesta-compatible ones, Leaf's
 // and /v1/...) need "Authorization: Bearer <token>" and answer 401 with
-// "WWW-Authenticate: Bearer" otherwise.
+// "WWW-Authenticate: Bearer" otherwise. A peer address that sent 10 wrong
+// tokens, then more than one a second, is answered 429 with Retry-After,
+// without its token being compared, until it is back under that rate.
 //
 // Errors on the JSON API and on every other non-Vesta route have one shape,
 //
@@ -56,6 +58,7 @@
 //	401 unauthenticated    missing or wrong bearer token
 //	404 not_found          no such route
 //	405 method_not_allowed the route exists for other methods (see Allow)
+//	429 too_many_requests  too many wrong tokens from this address (see Retry-After)
 //	503 unavailable        the generator cannot issue now (closed, time guard, timeout)
 //	503 lease_lost         the generator is fenced: its machine-ID lease is lost
 //	503 clock              the clock is before the epoch or past the last unit

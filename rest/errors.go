@@ -23,6 +23,7 @@ const (
 	codeUnauthenticated  = "unauthenticated"
 	codeNotFound         = "not_found"
 	codeMethodNotAllowed = "method_not_allowed"
+	codeTooManyRequests  = "too_many_requests"
 )
 
 // statusOf is the HTTP status of each code of wire.CodeOf: a caller's

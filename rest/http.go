@@ -98,12 +98,23 @@ func headerBytes(r *http.Request) int {
 	return n
 }
 
-// allowHead adds HEAD to the Allow header of a 405 wherever GET is
-// allowed, as pre serves it.
+// allowHead adds HEAD to the router's Allow wherever GET is, as pre
+// serves it, before the handler runs: echo's 405 handler reads Allow from
+// the context; its OPTIONS handler was given the router's own string, so
+// the header it writes is mended just before it goes out.
 func allowHead(c echo.Context) {
-	h := c.Response().Header()
-	if allow := h.Get(echo.HeaderAllow); strings.Contains(allow, http.MethodGet) && !strings.Contains(allow, http.MethodHead) {
-		h.Set(echo.HeaderAllow, allow+", "+http.MethodHead)
+	allow, ok := c.Get(echo.ContextKeyHeaderAllow).(string)
+	if !ok || !strings.Contains(allow, http.MethodGet) || strings.Contains(allow, http.MethodHead) {
+		return // a route matched, or no GET
+	}
+	c.Set(echo.ContextKeyHeaderAllow, allow+", "+http.MethodHead)
+	if c.Request().Method == http.MethodOptions {
+		h := c.Response().Header()
+		c.Response().Before(func() {
+			if a := h.Get(echo.HeaderAllow); a == allow {
+				h.Set(echo.HeaderAllow, allow+", "+http.MethodHead)
+			}
+		})
 	}
 }
 

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/vesta-go/vesta/rest"
 )
 
@@ -54,6 +57,44 @@ func TestHEAD(t *testing.T) {
 	resp, _ := do(t, newReq(t, http.MethodDelete, base+"/v1/id"))
 	if allow := resp.Header.Get("Allow"); resp.StatusCode != http.StatusMethodNotAllowed || !strings.Contains(allow, "HEAD") {
 		t.Errorf("DELETE /v1/id: %d Allow %q; want 405 listing HEAD", resp.StatusCode, allow)
+	}
+}
+
+// TestAllowListsHEAD: over the router's routes, OPTIONS answers 204 and
+// a method the route lacks 405, each with an Allow (and the 405's message)
+// that lists the route's methods, and HEAD exactly where GET is.
+func TestAllowListsHEAD(t *testing.T) {
+	gen, _ := vestaGen(t)
+	s := newServer(t, gen, rest.Config{})
+	methods := map[string][]string{} // path -> methods registered
+	for _, r := range s.Handler().(*echo.Echo).Routes() {
+		methods[r.Path] = append(methods[r.Path], r.Method)
+	}
+	param := regexp.MustCompile(`:[A-Za-z0-9_]+`)
+	for _, c := range callers(t, s) {
+		for path, ms := range methods {
+			target := param.ReplaceAllString(path, "x")
+			want := append([]string{http.MethodOptions}, ms...)
+			if slices.Contains(ms, http.MethodGet) {
+				want = append(want, http.MethodHead)
+			}
+			slices.Sort(want)
+			for _, m := range []string{http.MethodOptions, http.MethodDelete} {
+				r := c.do(t, req(m, target, "", ""))
+				status := http.StatusNoContent
+				if m != http.MethodOptions {
+					status = http.StatusMethodNotAllowed
+				}
+				allow := strings.Split(r.Header.Get("Allow"), ", ")
+				slices.Sort(allow)
+				if r.Status != status || !slices.Equal(allow, want) || len(r.Header.Values("Allow")) != 1 {
+					t.Errorf("%s: %s %s: %d Allow %q; want %d Allow %v", c.name, m, target, r.Status, r.Header.Values("Allow"), status, want)
+				}
+				if m != http.MethodOptions && !strings.Contains(r.Body, r.Header.Get("Allow")) {
+					t.Errorf("%s: %s %s: message %s does not list Allow %q", c.name, m, target, r.Body, r.Header.Get("Allow"))
+				}
+			}
+		}
 	}
 }
 
@@ -147,10 +188,10 @@ func TestMetricsAuth(t *testing.T) {
 		{true, http.StatusUnauthorized, http.StatusOK},
 	} {
 		gen, _ := vestaGen(t)
-		base := serve(t, newServer(t, gen, rest.Config{Token: "sekrit", MetricsAuth: tc.auth}))
+		base := serve(t, newServer(t, gen, rest.Config{Token: token, MetricsAuth: tc.auth}))
 		resp, _ := do(t, newReq(t, http.MethodGet, base+"/metrics"))
 		req := newReq(t, http.MethodGet, base+"/metrics")
-		req.Header.Set("Authorization", "Bearer sekrit")
+		req.Header.Set("Authorization", "Bearer "+token)
 		resp2, _ := do(t, req)
 		if resp.StatusCode != tc.bare || resp2.StatusCode != tc.bearer {
 			t.Errorf("MetricsAuth %v: /metrics %d without, %d with the token; want %d, %d", tc.auth, resp.StatusCode, resp2.StatusCode, tc.bare, tc.bearer)

@@ -21,7 +21,7 @@ import (
 	"github.com/vesta-go/vesta/rest"
 )
 
-const token = "s3cret-Token_42"
+const token = "s3cret-Token_42-rest"
 
 func TestAuth(t *testing.T) {
 	gen, _ := vestaGen(t)
@@ -30,6 +30,7 @@ func TestAuth(t *testing.T) {
 	openRoutes := []string{"/healthz", "/readyz", "/metrics", "/openapi.json", "/"}
 
 	on := newServer(t, gen, rest.Config{Token: token})
+	rest.UnlimitAuth(on) // 36 wrong tokens from one peer: TestAuthFailuresLimited is about the limit
 	for _, c := range callers(t, on) {
 		t.Run("on/"+c.name, func(t *testing.T) {
 			for _, path := range idRoutes {
@@ -368,9 +369,10 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"zero", rest.Config{}, ""},
 		{"default", rest.DefaultConfig(), ""},
-		{"token", rest.Config{Token: "abc.DEF-_~+/="}, ""},
-		{"token with space", rest.Config{Token: "abc def"}, "Token"},
-		{"token with newline", rest.Config{Token: "abc\n"}, "Token"},
+		{"token", rest.Config{Token: "abc.DEF-_~+/=ghi"}, ""},
+		{"token with space", rest.Config{Token: "abc def-ghi-jkl-mno"}, "Token"},
+		{"token with newline", rest.Config{Token: "abc-def-ghi-jkl\n"}, "Token"},
+		{"short token", rest.Config{Token: "abc.DEF-_~+/=gh"}, "Token"}, // 15 bytes
 		{"negative batch", rest.Config{MaxBatch: -1}, "MaxBatch"},
 		{"huge batch", rest.Config{MaxBatch: 1 << 30}, "MaxBatch"},
 		{"negative body", rest.Config{BodyLimit: -1}, "BodyLimit"},

@@ -59,6 +59,7 @@ type Server struct {
 
 	draining atomic.Bool // set by Shutdown: /readyz fails first
 	limits   *connLimits // MaxConns, MaxConnsPerPeer (limits.go)
+	authLim  *authLimits // failed authentications per peer (peers.go)
 
 	mu      sync.Mutex
 	serving bool
@@ -79,7 +80,7 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	s := &Server{gen: gen, codec: gen.Codec(), cfg: cfg, log: cfg.Logger, vesta: map[string]bool{}}
+	s := &Server{gen: gen, codec: gen.Codec(), cfg: cfg, log: cfg.Logger, vesta: map[string]bool{}, authLim: newAuthLimits()}
 	if cfg.Token != "" {
 		s.tokenSum = sha256.Sum256([]byte(cfg.Token))
 	}
@@ -135,7 +136,7 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 		WriteTimeout:      2 * cfg.RequestTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    serverHeaderBytes, // MaxHeaderBytes is enforced by checkRequest
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ErrorLog:          errorLog(s.log),
 		ConnState:         s.limits.connState,
 	}
 	return s, nil
@@ -260,21 +261,27 @@ func (s *Server) stop() chan struct{} {
 
 // auth requires the bearer token on the ID routes when one is configured.
 // The token is compared through its SHA-256 in constant time, so neither
-// its bytes nor its length leak through timing.
+// its bytes nor its length leak through timing. A peer that failed too
+// often is answered 429 without a comparison (peers.go).
 func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 	if s.cfg.Token == "" {
 		return next
 	}
 	return func(c echo.Context) error {
+		peer := peerOf(c.Request().RemoteAddr)
+		if ae := s.authLim.limited(s.log, peer); ae != nil {
+			return ae
+		}
 		h := c.Request().Header.Get(echo.HeaderAuthorization)
 		scheme, tok, found := strings.Cut(h, " ")
 		sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
 		if !found || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) != 1 {
 			challenge := `Bearer realm="vesta"`
 			msg := "missing bearer token (Authorization: Bearer <token>)"
-			if h != "" {
+			if h != "" { // a guess, where a missing token is none
 				challenge += `, error="invalid_token"`
 				msg = "invalid bearer token"
+				s.authLim.failed(peer)
 			}
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, challenge)
 			return &apiError{status: http.StatusUnauthorized, code: codeUnauthenticated, message: msg}
@@ -296,12 +303,12 @@ func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		if req.Body != nil && req.Body != http.NoBody {
 			req.Body = http.MaxBytesReader(c.Response(), req.Body, s.cfg.BodyLimit)
 		}
+		allowHead(c)             // http.go
 		err := s.checkRequest(c) // http.go
 		if err == nil {
 			err = s.call(next, c)
 		}
 		if err != nil {
-			allowHead(c)
 			s.handleError(err, c)
 		}
 		d := time.Since(start)

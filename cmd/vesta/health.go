@@ -71,6 +71,6 @@ func health(ctx context.Context, target string, timeout time.Duration, insecure 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return fmt.Errorf("health: %s: %s: %q", target, resp.Status, body)
 	}
-	_, err = fmt.Fprintf(out, "%s: %s\n", target, resp.Status)
+	_, err = fmt.Fprintf(out, "%s: %s\n", target, printable(resp.Status, ""))
 	return err
 }

@@ -31,11 +31,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return 0
 	}
+	// An error may quote a server or a store; the newlines of joined
+	// errors stay.
+	msg := printable(err.Error(), "\n\t")
 	if errors.Is(err, errUsage) {
-		fmt.Fprintf(stderr, "vesta: %s\nRun 'vesta help' for usage.\n", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+		fmt.Fprintf(stderr, "vesta: %s\nRun 'vesta help' for usage.\n", strings.TrimPrefix(msg, errUsage.Error()+": "))
 		return 2
 	}
-	fmt.Fprintf(stderr, "vesta: %v\n", err)
+	fmt.Fprintf(stderr, "vesta: %s\n", msg)
 	return 1
 }
 

@@ -446,7 +446,7 @@ central:
   listen: ""
 rest:
   listen: 127.0.0.1:0
-  token: s3cret-token
+  token: s3cret-token-of-32-bytes-or-more-of-serve
 log:
   format: json
 `), 0o600)
@@ -479,7 +479,7 @@ log:
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 401 {
 		t.Fatalf("without the token: %v %v", resp, err)
 	}
-	req.Header.Set("Authorization", "Bearer s3cret-token")
+	req.Header.Set("Authorization", "Bearer s3cret-token-of-32-bytes-or-more-of-serve")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("with the token: %v %v", resp, err)
@@ -496,7 +496,7 @@ log:
 	if code := <-done; code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	if strings.Contains(errb.String(), "s3cret-token") {
+	if strings.Contains(errb.String(), "s3cret-token-of-32-bytes-or-more-of-serve") {
 		t.Fatalf("the token is in the log:\n%s", errb.String())
 	}
 }
@@ -639,7 +639,7 @@ central:
   listen: ""
 rest:
   listen: 127.0.0.1:0
-  token: s3cret-token
+  token: s3cret-token-of-32-bytes-or-more
   tls: {cert: `+f.ServerCert+`, key: `+f.ServerKey+`, client_ca: `+f.CA+`}
 machine:
   id: 1001
@@ -670,12 +670,12 @@ time_guard:
 		{"a certificate of another CA", []tls.Certificate{other.Client}, "unknown certificate authority"},
 	} {
 		for _, path := range []string{"/v1/id", "/healthz"} {
-			if code, err := get(path, "s3cret-token", tc.certs...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if code, err := get(path, "s3cret-token-of-32-bytes-or-more", tc.certs...); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%s, GET %s: %d, %v; want the handshake refused (%s)", tc.name, path, code, err, tc.want)
 			}
 		}
 	}
-	if code, err := get("/v1/id", "s3cret-token", pki.Client); err != nil || code != http.StatusOK {
+	if code, err := get("/v1/id", "s3cret-token-of-32-bytes-or-more", pki.Client); err != nil || code != http.StatusOK {
 		t.Errorf("a good client certificate and the token: %d, %v; want 200", code, err)
 	}
 	if code, err := get("/v1/id", "", pki.Client); err != nil || code != http.StatusUnauthorized {

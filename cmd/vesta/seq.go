@@ -129,12 +129,17 @@ func newSeqListCmd(configFile *string) *cobra.Command {
 				for _, t := range tags {
 					rows = append(rows, row{t.Tag, fmt.Sprint(t.MaxID), t.Step, t.Description, formatUpdated(t.Updated)})
 				}
-				return json.NewEncoder(out).Encode(rows)
+				b, err := json.Marshal(rows)
+				if err != nil {
+					return err
+				}
+				_, err = out.Write(printableJSON(append(b, '\n')))
+				return err
 			}
 			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "TAG\tMAX_ID\tSTEP\tUPDATED\tDESCRIPTION")
 			for _, t := range tags {
-				fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\n", t.Tag, t.MaxID, t.Step, formatUpdated(t.Updated), t.Description)
+				fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\n", printable(t.Tag, ""), t.MaxID, t.Step, formatUpdated(t.Updated), printable(t.Description, ""))
 			}
 			return w.Flush()
 		},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/vesta-go/vesta/internal/redistest"
 )
@@ -105,5 +106,32 @@ func TestSeqCommands(t *testing.T) {
 	t.Setenv("VESTA_SEGMENT_STORE", "")
 	if r := cli(t, "", "seq", "list"); r.code != 2 || !strings.Contains(r.stderr, "segment.store") {
 		t.Fatalf("seq list without a store: %d %s", r.code, r.stderr)
+	}
+}
+
+// TestSeqListEscapes: a description from the store holding terminal
+// escapes (a title change, a screen clear, C1 CSI, a bidi override,
+// invalid UTF-8) is printed escaped, in the table and in JSON, which still
+// reads back as the stored text.
+func TestSeqListEscapes(t *testing.T) {
+	rs := redistest.Start(t)
+	t.Setenv("VESTA_SEGMENT_STORE", "redis")
+	t.Setenv("VESTA_SEGMENT_REDIS_ADDRS", rs.Addr())
+	const desc = "\x1b]0;owned\a\x1b[2Jred\u009b31m \u202egnp.exe\x7f\xff\ttab"
+	if r := cli(t, "", "seq", "create", "esc", "--step", "5", "--desc", desc); r.code != 0 {
+		t.Fatalf("create: %d %s", r.code, r.stderr)
+	}
+	raw := func(out string) bool {
+		return strings.ContainsFunc(out, func(r rune) bool { return r != '\n' && !unicode.IsPrint(r) })
+	}
+	r := cli(t, "", "seq", "list")
+	if r.code != 0 || raw(r.stdout) || !strings.Contains(r.stdout, `\x1b]0;owned\a\x1b[2Jred\u009b31m \u202egnp.exe\x7f\xff\ttab`) {
+		t.Fatalf("list: %d %q; want the description escaped", r.code, r.stdout)
+	}
+	r = cli(t, "", "seq", "list", "--json")
+	var rows []struct{ Description string }
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != 1 || raw(r.stdout) ||
+		rows[0].Description != strings.ToValidUTF8(desc, "\ufffd") {
+		t.Fatalf("list --json: %v %q; want the description escaped as JSON", err, r.stdout)
 	}
 }

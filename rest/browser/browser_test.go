@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-const token = "s3cret-Token_42"
+const token = "s3cret-Token_42-rest"
 
 // chromiumPath finds the browser for TestPageInBrowser: $VESTA_CHROMIUM,
 // else chromium on PATH (Debian's package). The test never skips, in CI or

@@ -1,0 +1,13 @@
+package rest
+
+import "github.com/vesta-go/vesta/internal/peerrate"
+
+// AuthPeers is the number of peers the limiter of failed authentications
+// holds, and AuthPeersMax its cap.
+func AuthPeers(s *Server) int { return s.authLim.fails.Len() }
+
+const AuthPeersMax = authPeers
+
+// UnlimitAuth lifts the limit on failed authentications, for a test that
+// fails many on purpose; call it before serving.
+func UnlimitAuth(s *Server) { s.authLim.fails = peerrate.New(1<<20, authEvery, authPeers) }

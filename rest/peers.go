@@ -1,0 +1,88 @@
+package rest
+
+import (
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/vesta-go/vesta/internal/peerrate"
+)
+
+// Failed authentications are limited per peer address: authBurst at once,
+// then one every authEvery. A peer past them is answered 429 with
+// Retry-After, its token not even compared, so guessing goes no faster;
+// an answer at once rather than a delay, which would hold a connection
+// per guess. A good token spends nothing, so only failing peers have an
+// entry, at most authPeers of them (package peerrate). Behind a proxy
+// every request is the proxy's: one client failing there limits all.
+const (
+	authBurst = 10
+	authEvery = time.Second
+	authPeers = 4096
+)
+
+// authLimits are the limiter of failed authentications and its log lines.
+type authLimits struct {
+	fails *peerrate.Limiter
+	log   *peerrate.Limiter // one line per limited peer a minute
+}
+
+func newAuthLimits() *authLimits {
+	return &authLimits{fails: peerrate.New(authBurst, authEvery, authPeers), log: peerrate.NewLog()}
+}
+
+// limited is the answer to a peer that failed too often, or nil.
+func (a *authLimits) limited(lg *slog.Logger, peer string) *apiError {
+	wait := a.fails.Wait(peer, time.Now())
+	if wait <= 0 {
+		return nil
+	}
+	a.log.Warn(lg, peer, "rest: too many failed authentications; answering 429", "peer", peer)
+	return &apiError{status: http.StatusTooManyRequests, code: codeTooManyRequests,
+		message: "too many failed authentications from this address", retryAfter: retrySeconds(wait)}
+}
+
+// failed counts a failed authentication of peer.
+func (a *authLimits) failed(peer string) { a.fails.Spend(peer, time.Now()) }
+
+// handshakePrefix starts net/http's line for a failed TLS handshake,
+// which it logs for every connection: "http: TLS handshake error from
+// ADDR: REASON".
+const handshakePrefix = "http: TLS handshake error from "
+
+// errorLog is the http.Server's ErrorLog: its lines at Warn, except that
+// a peer's failed TLS handshakes (a plaintext client on the TLS port
+// fails on every connection) make one line a minute, as the central
+// server's do.
+func errorLog(lg *slog.Logger) *log.Logger {
+	return log.New(&errorLogWriter{log: lg, handshakes: peerrate.NewLog()}, "", 0)
+}
+
+type errorLogWriter struct {
+	log        *slog.Logger
+	handshakes *peerrate.Limiter
+}
+
+func (w *errorLogWriter) Write(p []byte) (int, error) {
+	msg := strings.TrimSuffix(string(p), "\n")
+	if rest, ok := strings.CutPrefix(msg, handshakePrefix); ok {
+		addr, reason, _ := strings.Cut(rest, ": ")
+		w.handshakes.Warn(w.log, peerOf(addr), "rest: TLS handshake failed", "remote", addr, "err", reason)
+		return len(p), nil
+	}
+	w.log.Warn(msg)
+	return len(p), nil
+}
+
+// peerOf is the peer key of a request's RemoteAddr: the IP address
+// without the port, as connlimit counts connections.
+func peerOf(remoteAddr string) string {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		return remoteAddr
+	}
+	return host
+}
