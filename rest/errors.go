@@ -23,6 +23,8 @@ const (
 	codeUnauthenticated  = "unauthenticated"
 	codeNotFound         = "not_found"
 	codeMethodNotAllowed = "method_not_allowed"
+	codeMisdirected      = "misdirected_request" // a Host not the server's (origin.go)
+	codePermissionDenied = "permission_denied"   // a cross-site browser request (origin.go)
 )
 
 // statusOf is the HTTP status of each code of wire.CodeOf: a caller's

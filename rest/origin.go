@@ -45,12 +45,6 @@ import (
 // loopback, older browsers). Any value will do; the page at / sends it.
 const ClientHeader = "Vesta-Client"
 
-// Error codes of the two checks.
-const (
-	codeMisdirected      = "misdirected_request"
-	codePermissionDenied = "permission_denied"
-)
-
 // privateSuffixes are name suffixes the public DNS never delegates
 // (RFC 6761's .localhost, mDNS's .local, which Kubernetes' cluster.local
 // is under, ICANN's .internal, RFC 8375's .home.arpa): no attacker can
