@@ -16,7 +16,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/gentest"
 	"github.com/vesta-go/vesta/rest"
@@ -149,7 +148,7 @@ func (v *victim) untouched() {
 		if mf.GetName() == "vesta_ids_issued_total" {
 			for _, m := range mf.GetMetric() {
 				if m.GetCounter().GetValue() != 0 {
-					v.t.Errorf("vesta_ids_issued_total%v = %v", labelsOf(m), m.GetCounter().GetValue())
+					v.t.Errorf("vesta_ids_issued_total %v = %v", m.GetLabel(), m.GetCounter().GetValue())
 				}
 			}
 		}
@@ -159,14 +158,6 @@ func (v *victim) untouched() {
 			v.t.Errorf("%d answers %s on the issuing routes; want each refused (403 or 421)", n, code)
 		}
 	}
-}
-
-func labelsOf(m *dto.Metric) []string {
-	var out []string
-	for _, l := range m.GetLabel() {
-		out = append(out, l.GetName()+"="+l.GetValue())
-	}
-	return out
 }
 
 // crossSitePage is another site's page pointing every kind of element a
