@@ -223,6 +223,10 @@ type RESTConfig struct {
 	// MetricsAuth makes GET /metrics require the token too; false leaves
 	// it open (for a Prometheus without the token). True needs a token.
 	MetricsAuth bool `koanf:"metrics_auth"`
+	// AllowedHosts are the names (or IP addresses) the server answers as
+	// Host besides its defaults, as rest.Config.AllowedHosts: a name,
+	// "*.domain" or "*" (only with a token); empty is the defaults alone.
+	AllowedHosts []string `koanf:"allowed_hosts"`
 	// MaxConns limits open HTTP connections (at it a newcomer sheds a
 	// connection that has not sent a request yet, else an idle
 	// keep-alive one); zero does not validate.
@@ -326,7 +330,7 @@ func DefaultConfig() Config {
 			MaxWaitingIDs: core.DefaultMaxWaitingIDs, MaxWaitingCalls: core.DefaultMaxWaitingCalls,
 			IdleTimeout: 5 * time.Minute, ReadTimeout: 10 * time.Second,
 		},
-		REST: RESTConfig{Listen: "127.0.0.1:7080", MaxConns: 10000, MaxConnsPerPeer: 1000,
+		REST: RESTConfig{Listen: "127.0.0.1:7080", AllowedHosts: []string{}, MaxConns: 10000, MaxConnsPerPeer: 1000,
 			MaxWaitingIDs: core.DefaultMaxWaitingIDs, MaxWaitingCalls: core.DefaultMaxWaitingCalls},
 		Client:  ClientConfig{Servers: []string{}, Timeout: 200 * time.Millisecond, Retries: 2, Fallback: true},
 		Segment: defaultSegment(),

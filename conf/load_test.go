@@ -223,6 +223,7 @@ func TestEnvMapping(t *testing.T) {
 		"VESTA_REST_MAX_CONNS_PER_PEER=4",
 		"VESTA_REST_MAX_WAITING_IDS=6000",
 		"VESTA_REST_MAX_WAITING_CALLS=11",
+		"VESTA_REST_ALLOWED_HOSTS=ids.example.com, *.corp.example",
 		"VESTA_REST_TLS_CERT=c.pem",
 		"VESTA_REST_TLS_KEY=k.pem",
 		"VESTA_REST_TLS_CLIENT_CA=rca.pem",
@@ -266,7 +267,7 @@ func TestEnvMapping(t *testing.T) {
 			MaxWaitingIDs: 5000, MaxWaitingCalls: 9, IdleTimeout: time.Minute, ReadTimeout: 2 * time.Second,
 			TLS: conf.CentralTLS{Cert: "c.pem", Key: "k.pem", ClientCA: "ca.pem"}},
 		REST: conf.RESTConfig{Listen: ":8080", Token: "tok-tok-tok-tok-tok", MetricsAuth: true, MaxConns: 9, MaxConnsPerPeer: 4,
-			MaxWaitingIDs: 6000, MaxWaitingCalls: 11,
+			MaxWaitingIDs: 6000, MaxWaitingCalls: 11, AllowedHosts: []string{"ids.example.com", "*.corp.example"},
 			TLS: conf.RESTTLS{Cert: "c.pem", Key: "k.pem", ClientCA: "rca.pem"}},
 		Client: conf.ClientConfig{Servers: []string{"a:1", "b:2"}, Timeout: time.Second, Prefetch: 100},
 		Segment: conf.SegmentConfig{Store: "redis", DSN: "u:p@tcp(db:3306)/leaf", Table: "ids_alloc",
@@ -278,8 +279,8 @@ func TestEnvMapping(t *testing.T) {
 	if got := l.Config; !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n%v\nwant\n%v", got, want)
 	}
-	if len(l.Env) != 74 {
-		t.Errorf("%d variables applied; want 74", len(l.Env))
+	if len(l.Env) != 75 {
+		t.Errorf("%d variables applied; want 75", len(l.Env))
 	}
 }
 

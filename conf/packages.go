@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/vesta-go/vesta/central"
@@ -68,6 +69,7 @@ var restKeys = []fieldKey{
 	{field: "MaxConns", key: "rest.max_conns"},
 	{field: "MaxConnsPerPeer", key: "rest.max_conns_per_peer"},
 	{field: "MetricsAuth", key: "rest.metrics_auth", with: []string{"Token"}},
+	{field: "AllowedHosts", key: "rest.allowed_hosts", with: []string{"Token"}},
 }
 
 // clientKeys: client.Config, from ClientConfig. client.servers is checked
@@ -210,6 +212,7 @@ func (c Config) restConfig() rest.Config {
 	rc.Token, rc.MaxBatch = c.REST.Token.Reveal(), c.Central.MaxBatch
 	rc.MaxWaitingIDs, rc.MaxWaitingCalls = c.REST.MaxWaitingIDs, c.REST.MaxWaitingCalls
 	rc.MaxConns, rc.MaxConnsPerPeer, rc.MetricsAuth = c.REST.MaxConns, c.REST.MaxConnsPerPeer, c.REST.MetricsAuth
+	rc.AllowedHosts = slices.Clone(c.REST.AllowedHosts)
 	return rc
 }
 

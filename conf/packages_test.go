@@ -3,6 +3,7 @@ package conf_test
 import (
 	"crypto/tls"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,7 @@ func TestPackagesJudge(t *testing.T) {
 		{"central.max_batch", func(c *conf.Config) { c.Central.MaxBatch = 1_000_001 }, central.ErrInvalidConfig},
 		{"central.read_timeout", func(c *conf.Config) { c.Central.ReadTimeout = 25 * time.Hour }, central.ErrInvalidConfig},
 		{"rest.token", func(c *conf.Config) { c.REST.Token = "é" }, rest.ErrInvalidConfig},
+		{"rest.allowed_hosts", func(c *conf.Config) { c.REST.AllowedHosts = []string{"*"} }, rest.ErrInvalidConfig},
 		{"client.retries", func(c *conf.Config) { c.Client.Retries = 11 }, client.ErrConfig},
 		{"machine.redis.key_prefix", func(c *conf.Config) { c.Machine.Redis.KeyPrefix = "a{b}" }, machineid.ErrConfig},
 		{"machine.redis.lease_ttl", func(c *conf.Config) { c.Machine.Redis.LeaseTTL = time.Millisecond }, machineid.ErrConfig},
@@ -64,6 +66,7 @@ func TestCentralAndRESTConfig(t *testing.T) {
 	c.Central.MaxWaitingIDs, c.Central.MaxWaitingCalls = 11, 13
 	c.Central.IdleTimeout, c.Central.ReadTimeout = time.Minute, time.Second
 	c.REST.Token, c.REST.MaxWaitingIDs, c.REST.MaxWaitingCalls = "tok-tok-tok-tok-tok", 17, 19
+	c.REST.AllowedHosts = []string{"*"} // valid with the token
 	cc, err := c.CentralConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +79,8 @@ func TestCentralAndRESTConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rc.MaxBatch != 500 || rc.Token != "tok-tok-tok-tok-tok" || rc.MaxWaitingIDs != 17 || rc.MaxWaitingCalls != 19 || rc.TLS != nil {
+	if rc.MaxBatch != 500 || rc.Token != "tok-tok-tok-tok-tok" || rc.MaxWaitingIDs != 17 || rc.MaxWaitingCalls != 19 || rc.TLS != nil ||
+		!slices.Equal(rc.AllowedHosts, []string{"*"}) {
 		t.Errorf("RESTConfig = %+v", rc)
 	}
 	if err := errors.Join(cc.Validate(), rc.Validate()); err != nil {

@@ -169,6 +169,8 @@ func invalidCases(t testing.TB) []struct {
 		{"rest.max_conns", func(c *conf.Config) { c.REST.MaxConns = -1 }, "MaxConns: -1; want 0 (default) to 1000000"},
 		{"rest.max_conns_per_peer", func(c *conf.Config) { c.REST.MaxConnsPerPeer = 1_000_001 }, "MaxConnsPerPeer: 1000001; want 0 (default) to 1000000"},
 		{"rest.metrics_auth", func(c *conf.Config) { c.REST.MetricsAuth = true }, "MetricsAuth: set without a Token"},
+		{"rest.allowed_hosts", func(c *conf.Config) { c.REST.AllowedHosts = []string{"ids.example.com:443"} }, "AllowedHosts[0]: \"ids.example.com:443\": port 443"},
+		{"rest.allowed_hosts", func(c *conf.Config) { c.REST.AllowedHosts = []string{"*"} }, "\"*\" without a Token"},
 		{"central.tls.key", func(c *conf.Config) { c.Central.TLS.Cert = "cert.pem" }, "both or neither"},
 		{"central.tls.cert", func(c *conf.Config) { c.Central.TLS.Key = "key.pem" }, "both or neither"},
 		{"central.tls.client_ca", func(c *conf.Config) { c.Central.TLS.ClientCA = "ca.pem" }, "set without central.tls.cert"},

@@ -139,7 +139,7 @@ const (
 // file found with a looser mode (made by an older version) is narrowed. A
 // directory that already exists keeps its mode: it may be the operator's,
 // shared on purpose or not vesta's alone (--data-dir .), so a mode that
-// lets other users in is reported by Warnings instead.
+// lets every user write in it is reported by Warnings instead.
 func OpenFileGuard(dir string, machine MachineID) (*FileGuard, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("%w: time guard dir is empty", ErrInvalidConfig)
@@ -150,8 +150,12 @@ func OpenFileGuard(dir string, machine MachineID) (*FileGuard, error) {
 	var loose []string
 	if st, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrGuard, err)
-	} else if m := st.Mode().Perm(); modesMatter && m&^guardDirMode != 0 {
-		loose = append(loose, fmt.Sprintf("time guard directory %s is mode %04o: other users can reach its files; chmod it 0700", dir, m))
+	} else if m := st.Mode().Perm(); modesMatter && m&0o002 != 0 {
+		// Readable, or writable by a group (a volume shared through its
+		// group, as Kubernetes' fsGroup makes it), is the operator's
+		// choice; writable by every user lets anyone plant a lock or a
+		// mark there.
+		loose = append(loose, fmt.Sprintf("time guard directory %s is mode %04o: any user can create files in it, and so lock vesta out or plant a mark; chmod it 0700", dir, m))
 	}
 	base := "machine-" + strconv.Itoa(int(machine))
 	// No symlinks: in a directory others can write, one could point the

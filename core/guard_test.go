@@ -424,10 +424,10 @@ func TestFileGuardModes(t *testing.T) {
 	// A directory that exists keeps its mode and is reported; the lock
 	// file of an older version is narrowed.
 	old := filepath.Join(base, "old")
-	if err := os.Mkdir(old, 0o755); err != nil {
+	if err := os.Mkdir(old, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(old, 0o755); err != nil { // past the umask
+	if err := os.Chmod(old, 0o777); err != nil { // past the umask
 		t.Fatal(err)
 	}
 	lock := filepath.Join(old, "machine-6.lock")
@@ -439,11 +439,11 @@ func TestFileGuardModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer og.Close()
-	if w := og.Warnings(); len(w) != 1 || !strings.Contains(w[0], "mode 0755") || !strings.Contains(w[0], old) {
-		t.Errorf("Warnings = %q; want one naming %s and mode 0755", w, old)
+	if w := og.Warnings(); len(w) != 1 || !strings.Contains(w[0], "mode 0777") || !strings.Contains(w[0], old) {
+		t.Errorf("Warnings = %q; want one naming %s and mode 0777", w, old)
 	}
-	if st, _ := os.Stat(old); st.Mode().Perm() != 0o755 {
-		t.Errorf("the existing directory became %v; want it left 0755", st.Mode())
+	if st, _ := os.Stat(old); st.Mode().Perm() != 0o777 {
+		t.Errorf("the existing directory became %v; want it left 0777", st.Mode())
 	}
 	if st, _ := os.Stat(lock); st.Mode().Perm() != 0o600 {
 		t.Errorf("the old lock file is %v; want it narrowed to 0600", st.Mode())

@@ -247,6 +247,12 @@ func stopGracefully(tb testing.TB, name string) {
 		if strings.Contains(line, `"msg":"machineid: quarantine:`) {
 			continue
 		}
+		// The mTLS check dials RPC without a client certificate on
+		// purpose; the refused handshake is logged at Warn (once a minute
+		// per peer).
+		if strings.Contains(line, `"msg":"central: TLS handshake failed"`) && strings.Contains(line, "didn't provide a certificate") {
+			continue
+		}
 		if strings.Contains(line, `"level":"ERROR"`) || strings.Contains(line, `"level":"WARN"`) {
 			tb.Errorf("the server logged warnings or errors:\n%s", l)
 			break

@@ -153,7 +153,7 @@ func rpcServed(nc net.Conn) error {
 // restServed makes one GET /v1/id on nc.
 func restServed(nc net.Conn) error {
 	nc.SetDeadline(time.Now().Add(rawTimeout))
-	if _, err := io.WriteString(nc, "GET /v1/id HTTP/1.1\r\nHost: vesta\r\n\r\n"); err != nil {
+	if _, err := io.WriteString(nc, "GET /v1/id HTTP/1.1\r\nHost: localhost\r\n\r\n"); err != nil {
 		return err
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(nc), nil)

@@ -147,7 +147,7 @@ func badFrames(t *testing.T, addr string) {
 		{"count a float", request(wire.MethodGenIDs, count(0xcb, 0x40, 0x14, 0, 0, 0, 0, 0, 0)...), true},
 		{"unknown method", request("Vesta.Nope", 0x90), true},
 		{"params a map", request(wire.MethodGenIDs, 0x81, 0xa5, 'c', 'o', 'u', 'n', 't', 0x01), true},
-		{"HTTP on the RPC port", []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), false},
+		{"HTTP on the RPC port", []byte("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"), false},
 		{"msgid a string", []byte{0x94, 0x00, 0xa1, '7', 0xab, 'V', 'e', 's', 't', 'a', '.', 'G', 'e', 'n', 'I', 'D', 0x90}, false},
 		{"a response", []byte{0x94, 0x01, 0x07, 0xc0, 0x05}, false},
 		{"str32 claims 4 GiB", []byte{0x94, 0x00, 0x07, 0xdb, 0xff, 0xff, 0xff, 0xff}, false},
@@ -376,9 +376,9 @@ func flood(t *testing.T, rpcAddr, restAddr string) {
 // the status the REST server documents, never a 5xx.
 func badHTTP(t *testing.T, addr string) {
 	t.Helper()
-	get := func(target string) string { return "GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n" }
+	get := func(target string) string { return "GET " + target + " HTTP/1.1\r\nHost: localhost\r\n\r\n" }
 	post := func(ctype, body string) string {
-		return "POST /v1/make HTTP/1.1\r\nHost: x\r\nContent-Type: " + ctype + "\r\nContent-Length: " +
+		return "POST /v1/make HTTP/1.1\r\nHost: localhost\r\nContent-Type: " + ctype + "\r\nContent-Length: " +
 			strconv.Itoa(len(body)) + "\r\n\r\n" + body
 	}
 	for _, tc := range []struct {
@@ -387,11 +387,11 @@ func badHTTP(t *testing.T, addr string) {
 		status int
 	}{
 		{"garbage request line", "GARBAGE\r\n\r\n", 400},
-		{"HTTP/9.9", "GET /v1/id HTTP/9.9\r\nHost: x\r\n\r\n", 505},
+		{"HTTP/9.9", "GET /v1/id HTTP/9.9\r\nHost: localhost\r\n\r\n", 505},
 		{"no Host", "GET /v1/id HTTP/1.1\r\n\r\n", 400},
-		{"NUL in a header", "GET /v1/id HTTP/1.1\r\nHost: x\r\nX: a\x00b\r\n\r\n", 400},
-		{"negative Content-Length", "GET /v1/id HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", 400},
-		{"bad chunk", "POST /v1/make HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n", 400},
+		{"NUL in a header", "GET /v1/id HTTP/1.1\r\nHost: localhost\r\nX: a\x00b\r\n\r\n", 400},
+		{"negative Content-Length", "GET /v1/id HTTP/1.1\r\nHost: localhost\r\nContent-Length: -1\r\n\r\n", 400},
+		{"bad chunk", "POST /v1/make HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n", 400},
 		{"40 KB path", get("/" + strings.Repeat("a", 40000)), 431},
 		{"100 KB query", get("/v1/ids?count=1&x=" + strings.Repeat("a", 100000)), 431},
 		{"count abc", get("/v1/ids?count=abc"), 400},
@@ -406,7 +406,7 @@ func badHTTP(t *testing.T, addr string) {
 		{"makeid without seq", get("/makeid?time=1"), 400},
 		{"transtime a word", get("/transtime?time=x"), 400},
 		{"no such route", get("/nonexistent"), 404},
-		{"DELETE", "DELETE /v1/id HTTP/1.1\r\nHost: x\r\n\r\n", 405},
+		{"DELETE", "DELETE /v1/id HTTP/1.1\r\nHost: localhost\r\n\r\n", 405},
 		{"truncated JSON", post("application/json", `{"time":`), 400},
 		{"time a word", post("application/json", `{"time":"abc","seq":1}`), 400},
 		{"unknown field", post("application/json", `{"time":1,"seq":1,"x":1}`), 400},

@@ -236,14 +236,14 @@ func TestTimeGuardWarnsOfALooseDir(t *testing.T) {
 	c.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	l := mustAcquire(t, c, core.Embedded)
 	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o755); err != nil {
+	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.TimeGuard(dir); err != nil {
 		t.Fatal(err)
 	}
-	if s := log.String(); !strings.Contains(s, "level=WARN") || !strings.Contains(s, "mode 0755") {
-		t.Fatalf("log:\n%s\nwant a warning of the directory's mode 0755", s)
+	if s := log.String(); !strings.Contains(s, "level=WARN") || !strings.Contains(s, "mode 0777") {
+		t.Fatalf("log:\n%s\nwant a warning of the directory's mode 0777", s)
 	}
 }
 

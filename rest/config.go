@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -67,6 +68,20 @@ type Config struct {
 	// MetricsAuth makes GET /metrics require Token too; false leaves it
 	// open. It needs a Token.
 	MetricsAuth bool
+
+	// AllowedHosts are the names (or IP addresses) the server answers as
+	// Host besides its defaults, with any port: "ids.example.com",
+	// "*.example.com" (the names under it), "*" (any Host: only with a
+	// Token, since a DNS-rebinding page is then answered like the
+	// server's own). Another Host is refused with 421 on every route but
+	// /healthz and /readyz. Nil or empty is the defaults alone, which DNS
+	// rebinding cannot use: serving on a loopback listener, localhost,
+	// *.localhost and loopback addresses; on any other listener (or
+	// through Handler, where Serve cannot see the listener) also every IP
+	// address, single-label names (a Kubernetes Service's, a pod's), the
+	// machine's host name and names under .local, .internal and
+	// .home.arpa.
+	AllowedHosts []string
 
 	// MaxBatch is the largest count /v1/ids accepts; zero is 10000.
 	MaxBatch int
@@ -168,6 +183,14 @@ func (c Config) Validate() error {
 	if c.MetricsAuth && c.Token == "" {
 		return fmt.Errorf("%w: MetricsAuth: set without a Token", ErrInvalidConfig)
 	}
+	for i, h := range c.AllowedHosts {
+		if err := checkAllowedHost(h); err != nil {
+			return fmt.Errorf("%w: AllowedHosts[%d]: %q: %v", ErrInvalidConfig, i, clip(h), err)
+		}
+		if h == "*" && c.Token == "" {
+			return fmt.Errorf("%w: AllowedHosts: \"*\" without a Token: a DNS-rebinding page would then be answered as this server's own", ErrInvalidConfig)
+		}
+	}
 	if c.BodyLimit < 0 {
 		return fmt.Errorf("%w: BodyLimit: %d; want 0 (meaning %d) or more bytes", ErrInvalidConfig, c.BodyLimit, DefaultBodyLimit)
 	}
@@ -208,6 +231,7 @@ func (c Config) withDefaults() Config {
 	if c.TLS != nil {
 		c.TLS = c.TLS.Clone()
 	}
+	c.AllowedHosts = slices.Clone(c.AllowedHosts)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -46,6 +46,15 @@
 // tokens, then more than one a second, is answered 429 with Retry-After,
 // without its token being compared, until it is back under that rate.
 //
+// Browsers: every route but /healthz and /readyz answers only the Host
+// names of Config.AllowedHosts and the defaults (421 otherwise), so that a
+// DNS-rebinding page reaches nothing; the issuing routes (/genid, /v1/id,
+// /v1/ids, /v1/seq/{tag}, Leaf's two) of a server without a token refuse
+// (403) a browser's request for another site's page: Sec-Fetch-Site other
+// than same-origin or none, an Origin not the server's own, or a browser's
+// User-Agent without Sec-Fetch-Site nor the header ClientHeader (origin.go).
+// Their answers, errors too, carry Cache-Control: no-store.
+//
 // Errors on the JSON API and on every other non-Vesta route have one shape,
 //
 //	{"error":{"code":"invalid_argument","message":"count: 0 out of range 1-10000"}}
@@ -54,15 +63,17 @@
 // central server's, from the one mapping of errors to codes both servers
 // use, wire.CodeOf, plus the HTTP-only ones):
 //
-//	400 invalid_argument   a parameter or body the server cannot use (413, 415 for size and type)
-//	401 unauthenticated    missing or wrong bearer token
-//	404 not_found          no such route
-//	405 method_not_allowed the route exists for other methods (see Allow)
-//	429 too_many_requests  too many wrong tokens from this address (see Retry-After)
-//	503 unavailable        the generator cannot issue now (closed, time guard, timeout)
-//	503 lease_lost         the generator is fenced: its machine-ID lease is lost
-//	503 clock              the clock is before the epoch or past the last unit
-//	500 internal           a bug; details are logged, never sent
+//	400 invalid_argument    a parameter or body the server cannot use (413, 415 for size and type)
+//	401 unauthenticated     missing or wrong bearer token
+//	403 permission_denied   a cross-site browser request for an issuing route
+//	404 not_found           no such route
+//	405 method_not_allowed  the route exists for other methods (see Allow)
+//	421 misdirected_request a Host that is not one of the server's names
+//	429 too_many_requests   too many wrong tokens from this address (see Retry-After)
+//	503 unavailable         the generator cannot issue now (closed, time guard, timeout)
+//	503 lease_lost          the generator is fenced: its machine-ID lease is lost
+//	503 clock               the clock is before the epoch or past the last unit
+//	500 internal            a bug; details are logged, never sent
 //
 // The Vesta-compatible routes answer errors with the same status and
 // "code: message" as plain text. A caller's mistake is never a 500.

@@ -24,6 +24,8 @@ const (
 	codeNotFound         = "not_found"
 	codeMethodNotAllowed = "method_not_allowed"
 	codeTooManyRequests  = "too_many_requests"
+	codeMisdirected      = "misdirected_request" // a Host not the server's (origin.go)
+	codePermissionDenied = "permission_denied"   // a cross-site browser request (origin.go)
 )
 
 // statusOf is the HTTP status of each code of wire.CodeOf: a caller's

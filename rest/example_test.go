@@ -12,7 +12,9 @@ import (
 	"github.com/vesta-go/vesta/rest"
 )
 
-// Explaining and making IDs with a vesta-layout server, in-process.
+// Explaining and making IDs with a vesta-layout server, in-process. The
+// requests name the server as a client would (Host localhost:7080): the
+// server answers only its own names (Config.AllowedHosts).
 func ExampleNewServer() {
 	gen, err := core.New(context.Background(), core.Config{Layout: core.Vesta, Machine: 1022,
 		Clock: core.NewManualClock(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))})
@@ -34,7 +36,7 @@ func ExampleNewServer() {
 		"/v1/ids?count=0",
 	} {
 		rec := httptest.NewRecorder()
-		srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", target, nil))
+		srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "http://localhost:7080"+target, nil))
 		body, _ := io.ReadAll(rec.Body)
 		fmt.Printf("%d %s\n", rec.Code, bytes.TrimSpace(body))
 	}

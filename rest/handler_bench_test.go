@@ -38,7 +38,7 @@ func BenchmarkHandler(b *testing.B) {
 		{"ids100", "/v1/ids?count=100", s.Handler()},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			req := httptest.NewRequest(http.MethodGet, tc.target, nil)
+			req := httptest.NewRequest(http.MethodGet, "http://localhost"+tc.target, nil)
 			w := &discardWriter{h: http.Header{}}
 			b.ReportAllocs()
 			for b.Loop() {

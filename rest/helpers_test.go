@@ -44,8 +44,8 @@ func newServer(t testing.TB, gen *core.Generator, cfg rest.Config) *rest.Server 
 	return s
 }
 
-// serve runs s on a loopback listener and returns its base URL; the server
-// is closed, and Serve's return checked, at cleanup.
+// serve runs s on a loopback listener and returns its base URL once Serve
+// has begun; the server is closed, and Serve's return checked, at cleanup.
 func serve(t testing.TB, s *rest.Server) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -62,7 +62,19 @@ func serve(t testing.TB, s *rest.Server) string {
 			t.Errorf("Serve returned %v after Close; want nil", err)
 		}
 	})
+	waitServing(t, s)
 	return "http://" + ln.Addr().String()
+}
+
+// waitServing returns once s serves: from then on its Handler applies the
+// Host policy of its listener.
+func waitServing(t testing.TB, s *rest.Server) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); s.Addr() == nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Serve did not begin within 5s")
+		}
+	}
 }
 
 // response is an answer read completely, whichever way it came.
@@ -111,11 +123,16 @@ func callers(t testing.TB, s *rest.Server) []caller {
 	}
 }
 
-// req builds a request; body, if not "", is sent with content type ct.
+// req builds a request to localhost (httptest's default Host,
+// example.com, is no name of the server's); body, if not "", is sent with
+// content type ct.
 func req(method, target, ct, body string) *http.Request {
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
+	}
+	if strings.HasPrefix(target, "/") {
+		target = "http://localhost" + target
 	}
 	q := httptest.NewRequest(method, target, r)
 	if ct != "" {

@@ -32,7 +32,7 @@ type routeMetrics struct {
 
 // commonCodes are the statuses the server answers; their counters are
 // kept once made, any other status is looked up on use.
-var commonCodes = [...]int{200, 400, 401, 404, 405, 413, 415, 500, 503}
+var commonCodes = [...]int{200, 400, 401, 403, 404, 405, 413, 415, 421, 500, 503}
 
 func (m *routeMetrics) observe(status int, seconds float64) {
 	m.duration.Observe(seconds)

@@ -20,16 +20,21 @@ type openAPIDoc struct {
 
 type openAPIOp struct {
 	Security  []map[string][]string `json:"security"`
-	Responses map[string]any        `json:"responses"`
+	Responses map[string]struct {
+		Headers map[string]any `json:"headers"`
+	} `json:"responses"`
 }
 
 // TestOpenAPIMatchesRoutes keeps /openapi.json true: every route echo
 // serves is documented, every documented operation is served, and an
 // operation is documented as needing the bearer token exactly when the
-// server asks for it.
+// server asks for it, as answering 421 to a foreign Host and 403 to a
+// cross-site request (on a server without a token) exactly when it does,
+// and with Cache-Control on every answer exactly when it sends it.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
 	gen, _ := vestaGen(t)
 	s := newServer(t, gen, rest.Config{Token: token})
+	open := newServer(t, gen, rest.Config{})
 	var doc openAPIDoc
 	body := get(t, s.Handler(), "/openapi.json").Body
 	if err := json.Unmarshal([]byte(body), &doc); err != nil {
@@ -75,6 +80,24 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		secured := len(op.Security) > 0 && !slices.ContainsFunc(op.Security, func(r map[string][]string) bool { return len(r) == 0 })
 		if secured != (r.Status == http.StatusUnauthorized) {
 			t.Errorf("%s: documented security %v, but without a token the answer is %d", k, op.Security, r.Status)
+		}
+		noStore := r.Header.Get("Cache-Control") == "no-store"
+		for code, resp := range op.Responses {
+			if _, ok := resp.Headers["Cache-Control"]; ok != noStore {
+				t.Errorf("%s: answer %s documents Cache-Control: %v; the server sends %q", k, code, ok, r.Header.Get("Cache-Control"))
+			}
+		}
+		q := req(strings.ToUpper(method), target, "application/json", `{"time":1,"seq":1}`)
+		q.Host = "rebind.attacker.example"
+		_, documented := op.Responses["421"]
+		if status := doHandler(s, q).Status; documented != (status == http.StatusMisdirectedRequest) {
+			t.Errorf("%s: 421 documented: %v, but a foreign Host is answered %d", k, documented, status)
+		}
+		q = req(strings.ToUpper(method), target, "application/json", `{"time":1,"seq":1}`)
+		q.Header.Set("Sec-Fetch-Site", "cross-site")
+		_, documented = op.Responses["403"]
+		if status := doHandler(open, q).Status; documented != (status == http.StatusForbidden) {
+			t.Errorf("%s: 403 documented: %v, but a cross-site request is answered %d", k, documented, status)
 		}
 	}
 	// Every $ref points into the document.

@@ -378,6 +378,18 @@ func TestConfigValidate(t *testing.T) {
 		{"negative body", rest.Config{BodyLimit: -1}, "BodyLimit"},
 		{"negative timeout", rest.Config{RequestTimeout: -time.Second}, "RequestTimeout"},
 		{"tls without cert", rest.Config{TLS: &tls.Config{}}, "TLS"},
+		{"allowed hosts", rest.Config{AllowedHosts: []string{"ids.example.com", "*.corp.example", "10.0.0.5", "[fd00::1]", "fd00::2", "vesta", "Host.Example.", "a_b.example"}}, ""},
+		{"any host with a token", rest.Config{AllowedHosts: []string{"*"}, Token: "t-t-t-t-t-t-t-t-t"}, ""},
+		{"any host without a token", rest.Config{AllowedHosts: []string{"*"}}, "AllowedHosts"},
+		{"allowed host with a port", rest.Config{AllowedHosts: []string{"ids.example.com:443"}}, "AllowedHosts[0]"},
+		{"allowed host empty", rest.Config{AllowedHosts: []string{"a", ""}}, "AllowedHosts[1]"},
+		{"allowed host with a scheme", rest.Config{AllowedHosts: []string{"https://ids.example.com"}}, "AllowedHosts[0]"},
+		{"allowed host with a space", rest.Config{AllowedHosts: []string{"ids example"}}, "AllowedHosts[0]"},
+		{"allowed host, empty label", rest.Config{AllowedHosts: []string{"ids..example"}}, "AllowedHosts[0]"},
+		{"wildcard over a TLD", rest.Config{AllowedHosts: []string{"*.com"}}, "AllowedHosts[0]"},
+		{"wildcard over an address", rest.Config{AllowedHosts: []string{"*.10.0.0.1"}}, "AllowedHosts[0]"},
+		{"wildcard inside", rest.Config{AllowedHosts: []string{"a.*.example"}}, "AllowedHosts[0]"},
+		{"bad bracketed address", rest.Config{AllowedHosts: []string{"[ids.example]"}}, "AllowedHosts[0]"},
 		{"registerer not gatherer", rest.Config{Registerer: prometheus.WrapRegistererWith(nil, prometheus.NewRegistry())}, "Gatherer"},
 	} {
 		err := tc.cfg.Validate()

@@ -29,9 +29,9 @@ type Sequences interface {
 // document holds for every server; without it they answer that sequences
 // are off.
 func (s *Server) seqRoutes() {
-	s.echo.GET("/v1/seq/:tag", s.apiSeq, s.auth)
-	s.echo.GET("/api/segment/get/:key", s.leafSegment, s.auth)
-	s.echo.GET("/api/snowflake/get/:key", s.leafSnowflake, s.auth)
+	s.markIssuing(s.echo.GET("/v1/seq/:tag", s.apiSeq, s.auth))
+	s.markIssuing(s.echo.GET("/api/segment/get/:key", s.leafSegment, s.auth))
+	s.markIssuing(s.echo.GET("/api/snowflake/get/:key", s.leafSnowflake, s.auth))
 }
 
 // errSeqOff answers sequence calls of a server without a segment store.

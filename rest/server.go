@@ -52,6 +52,9 @@ type Server struct {
 	http  *http.Server
 	m     *metrics
 	vesta map[string]bool // route paths that answer in plain text
+	// issuing are the route paths that issue IDs or numbers (origin.go).
+	issuing map[string]bool
+	hosts   atomic.Pointer[hostPolicy] // the Host check's, set again by Serve
 
 	tokenSum       [sha256.Size]byte
 	page           []byte
@@ -80,7 +83,8 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	s := &Server{gen: gen, codec: gen.Codec(), cfg: cfg, log: cfg.Logger, vesta: map[string]bool{}, authLim: newAuthLimits()}
+	s := &Server{gen: gen, codec: gen.Codec(), cfg: cfg, log: cfg.Logger, vesta: map[string]bool{}, issuing: map[string]bool{}, authLim: newAuthLimits()}
+	s.hosts.Store(newHostPolicy(cfg.AllowedHosts, nil))
 	if cfg.Token != "" {
 		s.tokenSum = sha256.Sum256([]byte(cfg.Token))
 	}
@@ -146,17 +150,21 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 func (s *Server) routes() {
 	e := s.echo
 	for _, r := range []struct {
-		path string
-		h    echo.HandlerFunc
+		path  string
+		h     echo.HandlerFunc
+		issue bool
 	}{
-		{"/genid", s.vestaGenID}, {"/expid", s.vestaExpID},
-		{"/transtime", s.vestaTransTime}, {"/makeid", s.vestaMakeID},
+		{"/genid", s.vestaGenID, true}, {"/expid", s.vestaExpID, false},
+		{"/transtime", s.vestaTransTime, false}, {"/makeid", s.vestaMakeID, false},
 	} {
-		e.GET(r.path, r.h, s.auth)
+		rt := e.GET(r.path, r.h, s.auth)
 		s.vesta[r.path] = true
+		if r.issue {
+			s.markIssuing(rt)
+		}
 	}
-	e.GET("/v1/id", s.apiID, s.auth)
-	e.GET("/v1/ids", s.apiIDs, s.auth)
+	s.markIssuing(e.GET("/v1/id", s.apiID, s.auth))
+	s.markIssuing(e.GET("/v1/ids", s.apiIDs, s.auth))
 	e.GET("/v1/ids/:id", s.apiExplain, s.auth)
 	e.POST("/v1/make", s.apiMake, s.auth)
 	e.GET("/v1/transtime", s.apiTransTime, s.auth)
@@ -197,6 +205,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		return ErrServing
 	}
 	s.serving, s.addr, s.done = true, ln.Addr(), make(chan struct{})
+	s.hosts.Store(newHostPolicy(s.cfg.AllowedHosts, ln.Addr()))
 	done := s.done
 	s.mu.Unlock()
 	defer close(done)
@@ -304,7 +313,11 @@ func (s *Server) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			req.Body = http.MaxBytesReader(c.Response(), req.Body, s.cfg.BodyLimit)
 		}
 		allowHead(c)             // http.go
+		issuing := s.noStore(c)  // origin.go
 		err := s.checkRequest(c) // http.go
+		if err == nil {
+			err = s.screen(c, issuing) // origin.go
+		}
 		if err == nil {
 			err = s.call(next, c)
 		}

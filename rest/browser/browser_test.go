@@ -1,7 +1,6 @@
 package browser_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -50,7 +49,6 @@ func chromiumPath(t testing.TB) string {
 // issue a fresh ID and check it decodes to the generator's now and method
 // rest. The token field is exercised too.
 func TestPageInBrowser(t *testing.T) {
-	exe := chromiumPath(t)
 	now := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
 	gen, _ := gentest.Manual(t, core.Config{Layout: core.Vesta, Machine: 1022, Version: 1}, now)
 	s, err := rest.NewServer(gen, rest.Config{Token: token})
@@ -62,18 +60,7 @@ func TestPageInBrowser(t *testing.T) {
 	t.Cleanup(ts.Close)
 	base := ts.URL
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-extensions", true), chromedp.Flag("disable-dev-shm-usage", true),
-	)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	bctx := browser(t, 30*time.Second)
 
 	fieldIDs := []string{"f-id", "f-timestamp", "f-method-name", "f-method", "f-type-name", "f-type",
 		"f-machine", "f-time", "f-seq", "f-version"}
