@@ -311,7 +311,13 @@ func (c *conn) flushLocked() {
 		return
 	}
 	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
-	if _, err := c.nc.Write(c.out); err != nil {
+	// Held while the kernel has not taken it: a peer that does not read
+	// cannot make the server hold more than its share (package connlimit).
+	n := len(c.out)
+	c.limit.Hold(n)
+	_, err := c.nc.Write(c.out)
+	c.limit.Unhold(n)
+	if err != nil {
 		c.werr = err
 		c.broken.Store(true)
 		c.cancel()
