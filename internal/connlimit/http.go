@@ -250,17 +250,30 @@ func (a *answer) Flush() {}
 // Unwrap gives http.ResponseController the writer below.
 func (a *answer) Unwrap() http.ResponseWriter { return a.w }
 
+// smallAnswer is what net/http buffers of an HTTP/1.1 answer before it
+// writes any (bufferBeforeChunkingSize): an answer this small is never
+// written during the handler, so it cannot wait for the peer there, and
+// net/http gives it its Content-Length itself.
+const smallAnswer = 2048
+
 // finish writes the answer.
 func (a *answer) finish(h2 bool) {
 	if a.status == 0 {
 		return // nothing written: net/http's empty 200
 	}
+	n := len(a.buf)
+	if !h2 && n <= smallAnswer {
+		a.w.WriteHeader(a.status)
+		if n > 0 {
+			a.w.Write(a.buf)
+		}
+		return
+	}
 	h := a.w.Header()
 	if h.Get("Content-Length") == "" && h.Get("Transfer-Encoding") == "" && bodyAllowed(a.status) {
-		h.Set("Content-Length", strconv.Itoa(len(a.buf)))
+		h.Set("Content-Length", strconv.Itoa(n))
 	}
 	a.w.WriteHeader(a.status)
-	n := len(a.buf)
 	a.c.Hold(n)
 	if n > 0 {
 		a.w.Write(a.buf)
