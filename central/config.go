@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/connlimit"
 )
 
 // Defaults, used for zero Config fields.
@@ -16,6 +17,10 @@ const (
 	DefaultMaxBatch     = 10000
 	DefaultMaxConns     = 10000
 	DefaultMaxConnsPeer = 1000
+	// DefaultMaxUnsent bounds the answers held for peers that have not
+	// read them: 64 MiB over the server, so 6.4 MiB per peer at the
+	// default caps.
+	DefaultMaxUnsent    = 64 << 20
 	DefaultFirstFrame   = 5 * time.Second
 	DefaultMaxInFlight  = 1024
 	DefaultIdleTimeout  = 5 * time.Minute
@@ -33,7 +38,7 @@ const (
 	maxBatchLimit   = 1_000_000
 	minRequestBytes = 256 // holds any legitimate request
 	maxRequestBytes = 64 << 20
-	maxConnsLimit   = 1_000_000
+	maxConnsLimit   = connlimit.MaxConnsLimit
 	maxInFlight     = 1 << 20
 	maxWaitingIDs   = 1 << 30
 	maxWaitingCalls = 1 << 24
@@ -59,10 +64,20 @@ type Config struct {
 	// one idle the longest; when every connection is mid-call it is closed
 	// as soon as accepted. Zero is 10000.
 	MaxConns int
-	// MaxConnsPerPeer bounds the open connections of one peer IP address,
-	// shedding that peer's own silent or idle connections first as
-	// MaxConns does. Zero is 1000.
+	// MaxConnsPerPeer bounds the open connections of one peer (an IPv4
+	// address, or an IPv6 prefix of PeerPrefixV6 bits), shedding that
+	// peer's own silent or idle connections first as MaxConns does. Zero
+	// is 1000.
 	MaxConnsPerPeer int
+	// PeerPrefixV6 is the prefix length by which IPv6 addresses count as
+	// one peer; zero is 64, else 1 to 128.
+	PeerPrefixV6 int
+	// MaxUnsentBytes bounds the answers held for peers in writes the
+	// kernel has not taken (peers that do not read): past it, or past a
+	// peer's share (MaxUnsentBytes × MaxConnsPerPeer / MaxConns), the
+	// connections whose answers waited longest are closed. One answer
+	// alone is never cut. Zero is 64 MiB.
+	MaxUnsentBytes int
 	// FirstFrameTimeout closes a new connection whose first complete
 	// frame has not arrived this long after accept (the TLS handshake
 	// included). Zero is 5 seconds, else 10ms to 24h.
@@ -101,6 +116,10 @@ type Config struct {
 	// Registerer receives the server's Prometheus metrics; nil registers
 	// none.
 	Registerer prometheus.Registerer
+	// Budget is the descriptor budget of the process, shared with its
+	// other listeners (vesta serve sets it, from RLIMIT_NOFILE); nil
+	// bounds this server's connections by MaxConns alone.
+	Budget *connlimit.Budget
 	// Sequences serves Vesta.NextSeq and Vesta.NextSeqs (segment
 	// sequences; a *segment.Issuer, which the caller owns and closes after
 	// the server). Nil answers them invalid_argument: sequences are off.
@@ -114,6 +133,8 @@ func DefaultConfig() Config {
 		MaxRequestBytes:   wire.DefaultMaxRequestBytes,
 		MaxConns:          DefaultMaxConns,
 		MaxConnsPerPeer:   DefaultMaxConnsPeer,
+		PeerPrefixV6:      connlimit.DefaultPeerPrefixV6,
+		MaxUnsentBytes:    DefaultMaxUnsent,
 		FirstFrameTimeout: DefaultFirstFrame,
 		MaxInFlight:       DefaultMaxInFlight,
 		MaxWaitingIDs:     DefaultMaxWaitingIDs,
@@ -135,6 +156,8 @@ func (c Config) Validate() error {
 		{"MaxRequestBytes", c.MaxRequestBytes, minRequestBytes, maxRequestBytes},
 		{"MaxConns", c.MaxConns, 1, maxConnsLimit},
 		{"MaxConnsPerPeer", c.MaxConnsPerPeer, 1, maxConnsLimit},
+		{"PeerPrefixV6", c.PeerPrefixV6, 1, 128},
+		{"MaxUnsentBytes", c.MaxUnsentBytes, 1, connlimit.MaxUnsentLimit},
 		{"MaxInFlight", c.MaxInFlight, 1, maxInFlight},
 		{"MaxWaitingIDs", c.MaxWaitingIDs, 1, maxWaitingIDs},
 		{"MaxWaitingCalls", c.MaxWaitingCalls, 1, maxWaitingCalls},
@@ -183,6 +206,8 @@ func (c Config) withDefaults() Config {
 	c.MaxConns = pick(c.MaxConns, d.MaxConns)
 	c.MaxInFlight = pick(c.MaxInFlight, d.MaxInFlight)
 	c.MaxConnsPerPeer = pick(c.MaxConnsPerPeer, d.MaxConnsPerPeer)
+	c.PeerPrefixV6 = pick(c.PeerPrefixV6, d.PeerPrefixV6)
+	c.MaxUnsentBytes = pick(c.MaxUnsentBytes, d.MaxUnsentBytes)
 	c.FirstFrameTimeout = pickD(c.FirstFrameTimeout, d.FirstFrameTimeout)
 	c.MaxWaitingIDs = pick(c.MaxWaitingIDs, d.MaxWaitingIDs)
 	c.MaxWaitingCalls = pick(c.MaxWaitingCalls, d.MaxWaitingCalls)

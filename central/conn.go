@@ -90,7 +90,7 @@ func (c *conn) serve() {
 			// A client speaking plaintext to the TLS port fails like this on
 			// every connection: one line per peer a minute says so.
 			if c.ctx.Err() == nil { // not the server closing
-				c.s.handshakeLog.Warn(log, connlimit.PeerOf(c.nc.RemoteAddr()), "central: TLS handshake failed", "err", err)
+				c.s.handshakeLog.Warn(log, c.s.limit.PeerOf(c.nc.RemoteAddr()), "central: TLS handshake failed", "err", err)
 			}
 			return
 		}
@@ -315,7 +315,13 @@ func (c *conn) flushLocked() {
 		return
 	}
 	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
-	if _, err := c.nc.Write(c.out); err != nil {
+	// Held while the kernel has not taken it: a peer that does not read
+	// cannot make the server hold more than its share (package connlimit).
+	n := len(c.out)
+	c.limit.Hold(n)
+	_, err := c.nc.Write(c.out)
+	c.limit.Unhold(n)
+	if err != nil {
 		c.werr = err
 		c.broken.Store(true)
 		c.cancel()

@@ -96,7 +96,10 @@ func TestShedSilentFirst(t *testing.T) {
 	good := dial(t, addr)
 	good.genID() // served, idle from now on
 	silent1, silent2 := dial(t, addr), dial(t, addr)
-	// The server accepts in the order of dialling: silent1 is the oldest.
+	// Silent past a newcomer's grace (a second), they go before the idle
+	// one; the server accepts in the order of dialling: silent1 is the
+	// oldest.
+	time.Sleep(1100 * time.Millisecond)
 	late := dial(t, addr)
 	late.genID()
 	silent1.closed()

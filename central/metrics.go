@@ -6,7 +6,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/central/wire"
-	"github.com/vesta-go/vesta/internal/connlimit"
 )
 
 // Label values. Methods outside wire.Methods() count as "unknown", so a
@@ -46,23 +45,7 @@ type metrics struct {
 	requests [][]prometheus.Counter // [method][code]
 	duration []prometheus.Observer  // [method]
 	conns    prometheus.Gauge
-	rejected map[connlimit.Reason]prometheus.Counter
-	shedded  map[connlimit.Reason]prometheus.Counter
 	issued   prometheus.Counter
-}
-
-// refuse counts a connection closed on accept; m may be nil.
-func (m *metrics) refuse(r connlimit.Reason) {
-	if m != nil {
-		m.rejected[r].Inc()
-	}
-}
-
-// shed counts a connection closed to make room; m may be nil, r "".
-func (m *metrics) shed(r connlimit.Reason) {
-	if m != nil && r != "" {
-		m.shedded[r].Inc()
-	}
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -82,14 +65,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: "vesta_rpc_connections",
 		Help: "Open MessagePack-RPC connections.",
 	})
-	rejected := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "vesta_rpc_connections_rejected_total",
-		Help: "MessagePack-RPC connections closed on accept, by the cap reached (max_conns, max_conns_per_peer) while every open connection was mid-call.",
-	}, []string{"reason"})
-	shed := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "vesta_rpc_connections_shed_total",
-		Help: "MessagePack-RPC connections closed to make room for a new one, silent or idle ones first, by the cap reached (max_conns, max_conns_per_peer).",
-	}, []string{"reason"})
 	issued := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "vesta_ids_issued_total",
 		Help: "IDs issued, by publish mode.",
@@ -111,22 +86,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	requests, _ = register(requests).(*prometheus.CounterVec)
 	duration, _ = register(duration).(*prometheus.HistogramVec)
 	conns, _ = register(conns).(prometheus.Gauge)
-	rejected, _ = register(rejected).(*prometheus.CounterVec)
-	shed, _ = register(shed).(*prometheus.CounterVec)
 	issued, _ = register(issued).(*prometheus.CounterVec)
-	if err == nil && (requests == nil || duration == nil || conns == nil || rejected == nil || shed == nil || issued == nil) {
+	if err == nil && (requests == nil || duration == nil || conns == nil || issued == nil) {
 		err = errors.New("a metric of the same name but another kind is registered")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("central: metrics: %w", err)
 	}
 
-	m := &metrics{conns: conns, issued: issued.WithLabelValues("central"),
-		rejected: map[connlimit.Reason]prometheus.Counter{}, shedded: map[connlimit.Reason]prometheus.Counter{}}
-	for _, r := range []connlimit.Reason{connlimit.MaxConns, connlimit.MaxConnsPerPeer} {
-		m.rejected[r] = rejected.WithLabelValues(string(r))
-		m.shedded[r] = shed.WithLabelValues(string(r))
-	}
+	m := &metrics{conns: conns, issued: issued.WithLabelValues("central")}
 	for _, name := range append(wire.Methods(), labelUnknown) {
 		row := []prometheus.Counter{requests.WithLabelValues(name, labelOK)}
 		for _, c := range wire.Codes() {

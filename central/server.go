@@ -3,14 +3,11 @@ package central
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
-	"syscall"
-	"time"
 
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/ceilingmetric"
@@ -71,8 +68,10 @@ type Server struct {
 	serving   sync.WaitGroup // connections
 	closeOnce sync.Once
 
-	limit    *connlimit.Limiter // MaxConns, MaxConnsPerPeer; shedding (limits.go)
-	lastWarn atomic.Int64       // unix nanoseconds of the last MaxConns warning
+	// limit is the listener policy (package connlimit): the caps and
+	// shedding, the descriptor budget, the first-frame deadline and the
+	// bound on unread answers.
+	limit *connlimit.Limiter
 
 	seqTags sync.Map // tags that issued here: their calls are tried inline (seq.go)
 
@@ -105,6 +104,18 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 	if err := ceilingmetric.RegisterWaitingIDs(cfg.Registerer, waitingIDs); err != nil {
 		return nil, fmt.Errorf("central: metrics: %w", err)
 	}
+	connMetrics, err := connlimit.NewMetrics(cfg.Registerer, connlimit.Names{
+		Rejected: "vesta_rpc_connections_rejected_total", Shed: "vesta_rpc_connections_shed_total",
+		Unsent: "vesta_rpc_unsent_bytes", Protocol: "MessagePack-RPC",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("central: metrics: %w", err)
+	}
+	limit := connlimit.NewLimiter(connlimit.Config{
+		MaxConns: cfg.MaxConns, MaxConnsPerPeer: cfg.MaxConnsPerPeer, PeerPrefixV6: cfg.PeerPrefixV6,
+		MaxUnsent: int64(cfg.MaxUnsentBytes), FirstRequest: cfg.FirstFrameTimeout, Budget: cfg.Budget,
+		Metrics: connMetrics, Logger: cfg.Logger, Name: "central",
+	})
 	ctx, stop := context.WithCancel(context.Background())
 	return &Server{
 		gen:       gen,
@@ -117,7 +128,7 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 		stop:      stop,
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
-		limit:     connlimit.NewLimiter(cfg.MaxConns, cfg.MaxConnsPerPeer),
+		limit:     limit,
 
 		handshakeLog: peerrate.NewLog(),
 	}, nil
@@ -125,8 +136,11 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 
 // Serve accepts connections on ln and serves them until Shutdown or Close,
 // when it returns ErrServerClosed; it closes ln. It may be called for more
-// than one listener.
+// than one listener. Connections are accepted under the listener policy
+// (package connlimit): errors that pass with time, such as running out of
+// file descriptors, are retried with a backoff, never returned.
 func (s *Server) Serve(ln net.Listener) error {
+	ln = s.limit.Listen(ln)
 	s.mu.Lock()
 	if s.shutdown {
 		s.mu.Unlock()
@@ -148,48 +162,19 @@ func (s *Server) Serve(ln net.Listener) error {
 	}()
 
 	s.log.Info("central: serving", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil)
-	var backoff time.Duration
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
 			if s.closing() {
 				return ErrServerClosed
 			}
-			if !retryable(err) {
-				return fmt.Errorf("central: accept: %w", err)
-			}
-			// Out of file descriptors and the like: wait and retry, as
-			// net/http does, instead of spinning or giving up.
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			s.log.Warn("central: accept failed; retrying", "err", err, "in", backoff)
-			select {
-			case <-time.After(backoff):
-			case <-s.ctx.Done():
-			}
-			continue
+			return fmt.Errorf("central: accept: %w", err)
 		}
-		backoff = 0
 		s.admit(nc)
 	}
 }
 
-// retryable reports accept errors that pass with time.
-func retryable(err error) bool {
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return true
-	}
-	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.EAGAIN} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
-}
-
-// admit starts serving nc, shedding a silent or idle connection at
-// MaxConns or MaxConnsPerPeer (see package connlimit), or closes nc when
-// every connection it could shed is mid-call.
+// admit starts serving nc, which the listener policy admitted.
 func (s *Server) admit(nc net.Conn) {
 	s.mu.Lock()
 	if s.shutdown {
@@ -197,14 +182,7 @@ func (s *Server) admit(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	lc, shed, refused := s.limit.Admit(connlimit.PeerOf(nc.RemoteAddr()), func() { nc.Close() })
-	if lc == nil {
-		s.mu.Unlock()
-		s.met.refuse(refused) // before the close a test may watch
-		nc.Close()
-		s.warnFull(refused)
-		return
-	}
+	lc := connlimit.Of(nc)
 	if s.cfg.TLS != nil {
 		nc = tls.Server(nc, s.cfg.TLS)
 	}
@@ -213,21 +191,10 @@ func (s *Server) admit(nc net.Conn) {
 	s.conns[c] = struct{}{}
 	s.serving.Add(1)
 	s.mu.Unlock()
-	s.met.shed(shed)
 	if s.met != nil {
 		s.met.conns.Inc()
 	}
 	go c.serve()
-}
-
-// warnFull logs that connections are refused, at most once a minute.
-func (s *Server) warnFull(reason connlimit.Reason) {
-	now := time.Now().UnixNano()
-	last := s.lastWarn.Load()
-	if now-last > int64(time.Minute) && s.lastWarn.CompareAndSwap(last, now) {
-		s.log.Warn("central: connection limit reached with every connection busy; refusing connections",
-			"reason", string(reason), "max_conns", s.cfg.MaxConns, "max_conns_per_peer", s.cfg.MaxConnsPerPeer)
-	}
 }
 
 // done is called by a connection when it has closed.

@@ -174,9 +174,17 @@ type CentralConfig struct {
 	// MaxConns limits open connections (at it a newcomer sheds a silent,
 	// else an idle connection); zero does not validate.
 	MaxConns int `koanf:"max_conns"`
-	// MaxConnsPerPeer limits the open connections of one peer IP address,
-	// shedding as MaxConns; zero does not validate.
+	// MaxConnsPerPeer limits the open connections of one peer (an IPv4
+	// address, an IPv6 prefix of PeerIPv6Prefix bits), shedding as
+	// MaxConns; zero does not validate.
 	MaxConnsPerPeer int `koanf:"max_conns_per_peer"`
+	// PeerIPv6Prefix is the prefix length by which IPv6 addresses count
+	// as one peer; zero does not validate.
+	PeerIPv6Prefix int `koanf:"peer_ipv6_prefix"`
+	// MaxUnsentBytes bounds the answers held for peers that have not read
+	// them (each peer its share by MaxConnsPerPeer / MaxConns); past it
+	// the connections waiting longest are closed. Zero does not validate.
+	MaxUnsentBytes int `koanf:"max_unsent_bytes"`
 	// FirstFrameTimeout closes a new connection whose first complete
 	// request has not arrived in this long; zero does not validate.
 	FirstFrameTimeout time.Duration `koanf:"first_frame_timeout"`
@@ -231,9 +239,16 @@ type RESTConfig struct {
 	// connection that has not sent a request yet, else an idle
 	// keep-alive one); zero does not validate.
 	MaxConns int `koanf:"max_conns"`
-	// MaxConnsPerPeer limits the open HTTP connections of one peer IP
-	// address, shedding as MaxConns; zero does not validate.
+	// MaxConnsPerPeer limits the open HTTP connections of one peer (an
+	// IPv4 address, an IPv6 prefix of PeerIPv6Prefix bits), shedding as
+	// MaxConns; zero does not validate.
 	MaxConnsPerPeer int `koanf:"max_conns_per_peer"`
+	// PeerIPv6Prefix is the prefix length by which IPv6 addresses count
+	// as one peer; zero does not validate.
+	PeerIPv6Prefix int `koanf:"peer_ipv6_prefix"`
+	// MaxUnsentBytes bounds the answers held for peers that have not read
+	// them, as central's does; zero does not validate.
+	MaxUnsentBytes int `koanf:"max_unsent_bytes"`
 	// MaxWaitingIDs bounds the IDs owed to requests that wait at the
 	// sequence's ceiling; past it requests are answered 503 at once. Zero
 	// does not validate.
@@ -277,10 +292,24 @@ type ClientConfig struct {
 }
 
 // MetricsConfig is a listener of its own for GET /metrics (Prometheus),
-// for deployments without the REST server, which serves /metrics too.
+// for deployments without the REST server, which serves /metrics too. It
+// follows the listener policy of the others with caps of its own, small,
+// as its clients are a few scrapers: a flood there holds no more than
+// they allow. rest.metrics_auth, with rest.token, guards it too.
 type MetricsConfig struct {
 	// Listen is host:port; "" turns it off.
 	Listen string `koanf:"listen"`
+	// MaxConns limits its open connections, shedding as central's;
+	// zero does not validate.
+	MaxConns int `koanf:"max_conns"`
+	// MaxConnsPerPeer limits those of one peer; zero does not validate.
+	MaxConnsPerPeer int `koanf:"max_conns_per_peer"`
+	// PeerIPv6Prefix groups IPv6 addresses into peers; zero does not
+	// validate.
+	PeerIPv6Prefix int `koanf:"peer_ipv6_prefix"`
+	// MaxUnsentBytes bounds the answers held for peers that have not read
+	// them; zero does not validate.
+	MaxUnsentBytes int `koanf:"max_unsent_bytes"`
 }
 
 // LogConfig is the log output.
@@ -326,14 +355,16 @@ func DefaultConfig() Config {
 		TimeGuard: TimeGuardConfig{Dir: "./vesta-data", Window: 3 * time.Second, MaxStartupWait: 10 * time.Second},
 		Central: CentralConfig{
 			Listen: "127.0.0.1:7070", MaxBatch: 10000, MaxRequestBytes: 64 << 10, MaxConns: 10000,
-			MaxConnsPerPeer: 1000, FirstFrameTimeout: 5 * time.Second,
+			MaxConnsPerPeer: 1000, PeerIPv6Prefix: 64, MaxUnsentBytes: 64 << 20, FirstFrameTimeout: 5 * time.Second,
 			MaxWaitingIDs: core.DefaultMaxWaitingIDs, MaxWaitingCalls: core.DefaultMaxWaitingCalls,
 			IdleTimeout: 5 * time.Minute, ReadTimeout: 10 * time.Second,
 		},
 		REST: RESTConfig{Listen: "127.0.0.1:7080", AllowedHosts: []string{}, MaxConns: 10000, MaxConnsPerPeer: 1000,
+			PeerIPv6Prefix: 64, MaxUnsentBytes: 64 << 20,
 			MaxWaitingIDs: core.DefaultMaxWaitingIDs, MaxWaitingCalls: core.DefaultMaxWaitingCalls},
 		Client:  ClientConfig{Servers: []string{}, Timeout: 200 * time.Millisecond, Retries: 2, Fallback: true},
 		Segment: defaultSegment(),
+		Metrics: MetricsConfig{MaxConns: 100, MaxConnsPerPeer: 10, PeerIPv6Prefix: 64, MaxUnsentBytes: 8 << 20},
 		Log:     LogConfig{Level: "info", Format: "text"},
 	}
 }

@@ -208,6 +208,8 @@ func TestEnvMapping(t *testing.T) {
 		"VESTA_CENTRAL_MAX_REQUEST_BYTES=1024",
 		"VESTA_CENTRAL_MAX_CONNS=7",
 		"VESTA_CENTRAL_MAX_CONNS_PER_PEER=3",
+		"VESTA_CENTRAL_PEER_IPV6_PREFIX=56",
+		"VESTA_CENTRAL_MAX_UNSENT_BYTES=1000000",
 		"VESTA_CENTRAL_FIRST_FRAME_TIMEOUT=1s",
 		"VESTA_CENTRAL_MAX_WAITING_IDS=5000",
 		"VESTA_CENTRAL_MAX_WAITING_CALLS=9",
@@ -221,6 +223,8 @@ func TestEnvMapping(t *testing.T) {
 		"VESTA_REST_METRICS_AUTH=true",
 		"VESTA_REST_MAX_CONNS=9",
 		"VESTA_REST_MAX_CONNS_PER_PEER=4",
+		"VESTA_REST_PEER_IPV6_PREFIX=48",
+		"VESTA_REST_MAX_UNSENT_BYTES=2000000",
 		"VESTA_REST_MAX_WAITING_IDS=6000",
 		"VESTA_REST_MAX_WAITING_CALLS=11",
 		"VESTA_REST_ALLOWED_HOSTS=ids.example.com, *.corp.example",
@@ -244,6 +248,10 @@ func TestEnvMapping(t *testing.T) {
 		"VESTA_SEGMENT_PRELOAD=orders, invoices",
 		"VESTA_SEGMENT_REFRESH_TAGS=0",
 		"VESTA_METRICS_LISTEN=127.0.0.1:9090",
+		"VESTA_METRICS_MAX_CONNS=5",
+		"VESTA_METRICS_MAX_CONNS_PER_PEER=2",
+		"VESTA_METRICS_PEER_IPV6_PREFIX=128",
+		"VESTA_METRICS_MAX_UNSENT_BYTES=3000000",
 		"VESTA_LOG_LEVEL=warn",
 		"VESTA_LOG_FORMAT=json",
 	}})
@@ -263,24 +271,25 @@ func TestEnvMapping(t *testing.T) {
 		},
 		TimeGuard: conf.TimeGuardConfig{Window: 5 * time.Millisecond, MaxStartupWait: time.Minute},
 		Central: conf.CentralConfig{Listen: "127.0.0.1:0", MaxBatch: 500, MaxRequestBytes: 1024, MaxConns: 7,
-			MaxConnsPerPeer: 3, FirstFrameTimeout: time.Second,
+			MaxConnsPerPeer: 3, PeerIPv6Prefix: 56, MaxUnsentBytes: 1_000_000, FirstFrameTimeout: time.Second,
 			MaxWaitingIDs: 5000, MaxWaitingCalls: 9, IdleTimeout: time.Minute, ReadTimeout: 2 * time.Second,
 			TLS: conf.CentralTLS{Cert: "c.pem", Key: "k.pem", ClientCA: "ca.pem"}},
 		REST: conf.RESTConfig{Listen: ":8080", Token: "tok-tok-tok-tok-tok", MetricsAuth: true, MaxConns: 9, MaxConnsPerPeer: 4,
-			MaxWaitingIDs: 6000, MaxWaitingCalls: 11, AllowedHosts: []string{"ids.example.com", "*.corp.example"},
+			PeerIPv6Prefix: 48, MaxUnsentBytes: 2_000_000, MaxWaitingIDs: 6000, MaxWaitingCalls: 11,
+			AllowedHosts: []string{"ids.example.com", "*.corp.example"},
 			TLS: conf.RESTTLS{Cert: "c.pem", Key: "k.pem", ClientCA: "rca.pem"}},
 		Client: conf.ClientConfig{Servers: []string{"a:1", "b:2"}, Timeout: time.Second, Prefetch: 100},
 		Segment: conf.SegmentConfig{Store: "redis", DSN: "u:p@tcp(db:3306)/leaf", Table: "ids_alloc",
 			Redis:     conf.SegmentRedisConfig{Addrs: []string{"s1:6379", "s2:6379"}, Password: "spw", KeyPrefix: "seq"},
 			Threshold: 0.25, TargetDuration: 10 * time.Minute, MaxStep: 5000, Preload: []string{"orders", "invoices"}},
-		Metrics: conf.MetricsConfig{Listen: "127.0.0.1:9090"},
+		Metrics: conf.MetricsConfig{Listen: "127.0.0.1:9090", MaxConns: 5, MaxConnsPerPeer: 2, PeerIPv6Prefix: 128, MaxUnsentBytes: 3_000_000},
 		Log:     conf.LogConfig{Level: "warn", Format: "json"},
 	}
 	if got := l.Config; !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n%v\nwant\n%v", got, want)
 	}
-	if len(l.Env) != 75 {
-		t.Errorf("%d variables applied; want 75", len(l.Env))
+	if len(l.Env) != 83 {
+		t.Errorf("%d variables applied; want 83", len(l.Env))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/connlimit"
 	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/rest"
 	"github.com/vesta-go/vesta/segment"
@@ -51,6 +52,8 @@ var centralKeys = []fieldKey{
 	{field: "MaxRequestBytes", key: "central.max_request_bytes"},
 	{field: "MaxConns", key: "central.max_conns"},
 	{field: "MaxConnsPerPeer", key: "central.max_conns_per_peer"},
+	{field: "PeerPrefixV6", key: "central.peer_ipv6_prefix"},
+	{field: "MaxUnsentBytes", key: "central.max_unsent_bytes"},
 	{field: "MaxWaitingIDs", key: "central.max_waiting_ids"},
 	{field: "MaxWaitingCalls", key: "central.max_waiting_calls"},
 	{field: "IdleTimeout", key: "central.idle_timeout"},
@@ -68,8 +71,19 @@ var restKeys = []fieldKey{
 	{field: "MaxWaitingCalls", key: "rest.max_waiting_calls"},
 	{field: "MaxConns", key: "rest.max_conns"},
 	{field: "MaxConnsPerPeer", key: "rest.max_conns_per_peer"},
+	{field: "PeerPrefixV6", key: "rest.peer_ipv6_prefix"},
+	{field: "MaxUnsentBytes", key: "rest.max_unsent_bytes"},
 	{field: "MetricsAuth", key: "rest.metrics_auth", with: []string{"Token"}},
 	{field: "AllowedHosts", key: "rest.allowed_hosts", with: []string{"Token"}},
+}
+
+// metricsKeys: connlimit.Config, the metrics listener's policy, from
+// MetricsListener. Its timeouts are REST's defaults.
+var metricsKeys = []fieldKey{
+	{field: "MaxConns", key: "metrics.max_conns"},
+	{field: "MaxConnsPerPeer", key: "metrics.max_conns_per_peer"},
+	{field: "PeerPrefixV6", key: "metrics.peer_ipv6_prefix"},
+	{field: "MaxUnsent", key: "metrics.max_unsent_bytes"},
 }
 
 // clientKeys: client.Config, from ClientConfig. client.servers is checked
@@ -163,6 +177,7 @@ func (c Config) validatePackages(ck *checker) {
 	checkConversion(ck, "id", []string{"id", "time_guard", "machine.id"}, c.coreConfig(), core.Config{}, coreKeys)
 	checkConversion(ck, "central", []string{"central"}, c.centralConfig(), central.Config{}, centralKeys)
 	checkConversion(ck, "rest", []string{"rest", "central.max_batch"}, c.restConfig(), rest.Config{}, restKeys)
+	checkConversion(ck, "metrics", []string{"metrics"}, c.metricsConfig(), connlimit.Config{MaxConns: 1, MaxConnsPerPeer: 1}, metricsKeys)
 	// The client's fallback is an embedded issuer, checked as such when
 	// ClientConfig builds it.
 	base := client.DefaultConfig("127.0.0.1:1")
@@ -202,6 +217,7 @@ func (c Config) centralConfig() central.Config {
 	cc.MaxBatch, cc.MaxRequestBytes, cc.MaxConns = c.Central.MaxBatch, c.Central.MaxRequestBytes, c.Central.MaxConns
 	cc.IdleTimeout, cc.ReadTimeout = c.Central.IdleTimeout, c.Central.ReadTimeout
 	cc.MaxConnsPerPeer, cc.FirstFrameTimeout = c.Central.MaxConnsPerPeer, c.Central.FirstFrameTimeout
+	cc.PeerPrefixV6, cc.MaxUnsentBytes = c.Central.PeerIPv6Prefix, c.Central.MaxUnsentBytes
 	cc.MaxWaitingIDs, cc.MaxWaitingCalls = c.Central.MaxWaitingIDs, c.Central.MaxWaitingCalls
 	return cc
 }
@@ -213,7 +229,29 @@ func (c Config) restConfig() rest.Config {
 	rc.MaxWaitingIDs, rc.MaxWaitingCalls = c.REST.MaxWaitingIDs, c.REST.MaxWaitingCalls
 	rc.MaxConns, rc.MaxConnsPerPeer, rc.MetricsAuth = c.REST.MaxConns, c.REST.MaxConnsPerPeer, c.REST.MetricsAuth
 	rc.AllowedHosts = slices.Clone(c.REST.AllowedHosts)
+	rc.PeerPrefixV6, rc.MaxUnsentBytes = c.REST.PeerIPv6Prefix, c.REST.MaxUnsentBytes
 	return rc
+}
+
+// metricsConfig is MetricsListener without the checks: the caps, and
+// REST's request timeout as the first request's deadline.
+func (c Config) metricsConfig() connlimit.Config {
+	return connlimit.Config{
+		MaxConns: c.Metrics.MaxConns, MaxConnsPerPeer: c.Metrics.MaxConnsPerPeer,
+		PeerPrefixV6: c.Metrics.PeerIPv6Prefix, MaxUnsent: int64(c.Metrics.MaxUnsentBytes),
+		FirstRequest: rest.DefaultRequestTimeout,
+	}
+}
+
+// MetricsListener returns the metrics listener's policy: the metrics.*
+// caps, and REST's request timeout as the first request's deadline.
+// Budget, Metrics, Logger and Name are left for the caller. It validates c
+// first.
+func (c Config) MetricsListener() (connlimit.Config, error) {
+	if err := c.Validate(); err != nil {
+		return connlimit.Config{}, err
+	}
+	return c.metricsConfig(), nil
 }
 
 // clientConfig is ClientConfig without the checks and the fallback.

@@ -73,8 +73,26 @@
 //   - TestRedisClusterAddrsRefused: several Redis addresses without a
 //     master name (a Cluster) are refused at start (exit 2).
 //
-// The partition, split-brain, etcd and two-hosts tests need root (network
-// namespaces) and iptables; the Sentinel test needs redis-sentinel, the
+// The listener policy (package connlimit), each attack beside well-behaved
+// callers that must keep getting IDs, with what the server holds (RSS,
+// heap, goroutines, descriptors, send queues) logged and bounded:
+//
+//   - TestIdleFloodLowNofile: under `ulimit -n 256`, idle connections to
+//     every port (RPC, REST, metrics) stay within the descriptor budget,
+//     shedding the idlest of any port; /readyz answers and the time guard
+//     keeps saving.
+//   - TestHTTP2SlowStreams: HTTP/2 connections over TLS whose many streams
+//     are never read hold no more than the caps; a newcomer sheds one
+//     within about a second, and each closes within 1.5 request timeouts.
+//   - TestSlowReadFlood: connections that never read large answers hold
+//     no more than each peer's share of rest.max_unsent_bytes, and the
+//     kernel little (TCP_NOTSENT_LOWAT).
+//   - TestMetricsPortAuth: rest.metrics_auth guards metrics.listen too.
+//   - TestIPv6PeerPrefix: many addresses of one IPv6 /64 are one peer
+//     under max_conns_per_peer (on a test host).
+//
+// The partition, split-brain, etcd, two-hosts and IPv6 peer tests need
+// root (network namespaces) and iptables; the Sentinel test needs redis-sentinel, the
 // etcd test etcd: scripts/deps.sh installs them, and a test fails rather
 // than skips without them.
 //

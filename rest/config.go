@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/connlimit"
 )
 
 // Sentinel errors of the package; messages add the details.
@@ -32,9 +33,13 @@ const (
 	DefaultRequestTimeout = 5 * time.Second
 	DefaultMaxConns       = 10000
 	DefaultMaxConnsPeer   = 1000
+	// DefaultMaxUnsent bounds the answers held for peers that have not
+	// read them: 64 MiB over the server, 6.4 MiB per peer at the default
+	// caps.
+	DefaultMaxUnsent = 64 << 20
 
 	// maxConnsLimit bounds MaxConns and MaxConnsPerPeer.
-	maxConnsLimit = 1_000_000
+	maxConnsLimit = connlimit.MaxConnsLimit
 
 	// maxMaxBatch keeps one response below ~25 MB.
 	maxMaxBatch = 1 << 20
@@ -92,9 +97,26 @@ type Config struct {
 	// (package connlimit). Zero is 10000.
 	MaxConns int
 
-	// MaxConnsPerPeer bounds the open connections of one peer IP address,
-	// shedding that peer's own silent or idle ones first. Zero is 1000.
+	// MaxConnsPerPeer bounds the open connections of one peer (an IPv4
+	// address, or an IPv6 prefix of PeerPrefixV6 bits), shedding that
+	// peer's own silent or idle ones first. Zero is 1000.
 	MaxConnsPerPeer int
+
+	// PeerPrefixV6 is the prefix length by which IPv6 addresses count as
+	// one peer; zero is 64, else 1 to 128.
+	PeerPrefixV6 int
+
+	// MaxUnsentBytes bounds the answers held for peers in writes the
+	// kernel has not taken (peers that do not read): past it, or past a
+	// peer's share (MaxUnsentBytes × MaxConnsPerPeer / MaxConns), the
+	// connections whose answers waited longest are closed. One answer
+	// alone is never cut. Zero is 64 MiB.
+	MaxUnsentBytes int
+
+	// Budget is the descriptor budget of the process, shared with its
+	// other listeners (vesta serve sets it, from RLIMIT_NOFILE); nil
+	// bounds this server's connections by MaxConns alone.
+	Budget *connlimit.Budget
 
 	// BodyLimit caps a request body in bytes (413 past it); zero is 64 KiB.
 	BodyLimit int64
@@ -152,7 +174,8 @@ type Config struct {
 // its defaults spelled out.
 func DefaultConfig() Config {
 	return Config{MaxBatch: DefaultMaxBatch, BodyLimit: DefaultBodyLimit, RequestTimeout: DefaultRequestTimeout,
-		MaxConns: DefaultMaxConns, MaxConnsPerPeer: DefaultMaxConnsPeer}
+		MaxConns: DefaultMaxConns, MaxConnsPerPeer: DefaultMaxConnsPeer,
+		PeerPrefixV6: connlimit.DefaultPeerPrefixV6, MaxUnsentBytes: DefaultMaxUnsent}
 }
 
 // Validate reports the first field that cannot be used, by name.
@@ -179,6 +202,12 @@ func (c Config) Validate() error {
 		if f.v < 0 || f.v > maxConnsLimit {
 			return fmt.Errorf("%w: %s: %d; want 0 (default) to %d", ErrInvalidConfig, f.name, f.v, maxConnsLimit)
 		}
+	}
+	if c.PeerPrefixV6 < 0 || c.PeerPrefixV6 > 128 {
+		return fmt.Errorf("%w: PeerPrefixV6: %d; want 0 (meaning %d) to 128", ErrInvalidConfig, c.PeerPrefixV6, connlimit.DefaultPeerPrefixV6)
+	}
+	if c.MaxUnsentBytes < 0 || c.MaxUnsentBytes > connlimit.MaxUnsentLimit {
+		return fmt.Errorf("%w: MaxUnsentBytes: %d; want 0 (meaning %d) to %d", ErrInvalidConfig, c.MaxUnsentBytes, DefaultMaxUnsent, connlimit.MaxUnsentLimit)
 	}
 	if c.MetricsAuth && c.Token == "" {
 		return fmt.Errorf("%w: MetricsAuth: set without a Token", ErrInvalidConfig)
@@ -224,6 +253,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxConnsPerPeer == 0 {
 		c.MaxConnsPerPeer = DefaultMaxConnsPeer
+	}
+	if c.PeerPrefixV6 == 0 {
+		c.PeerPrefixV6 = connlimit.DefaultPeerPrefixV6
+	}
+	if c.MaxUnsentBytes == 0 {
+		c.MaxUnsentBytes = DefaultMaxUnsent
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout

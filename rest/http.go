@@ -17,20 +17,18 @@ import (
 // too.
 //
 // net/http still answers a few requests itself, in plain text, before any
-// handler runs: headers past serverHeaderBytes (431), a request line or
+// handler runs: headers past MaxHeaderBytes and the 4 KiB it reads beyond
+// (431), a request line or
 // header it cannot parse (400), an HTTP version other than 1.x (505), and
 // an unknown Transfer-Encoding (501). It has not parsed a request then,
 // so no handler can see one; those answers carry fixed text and echo
 // nothing of the input.
 
 // MaxHeaderBytes is the size of a request's headers (with its request
-// line) past which the answer is 431.
+// line) past which the answer is 431. It is the http.Server's limit too,
+// so no more than that (and net/http's 4 KiB of slack) is ever read and
+// buffered; checkRequest answers in JSON what net/http read whole.
 const MaxHeaderBytes = 32 << 10
-
-// serverHeaderBytes is what net/http reads before answering 431 itself:
-// far enough past MaxHeaderBytes that any request it reads whole is
-// checked, and answered in JSON, by checkRequest.
-const serverHeaderBytes = 1 << 20
 
 // headKey marks, in the echo context, a HEAD request routed as GET.
 const headKey = "vesta.head"

@@ -100,7 +100,9 @@ func TestRESTConnCaps(t *testing.T) {
 		t.Fatalf("good: %d", got)
 	}
 	// Now 127.0.0.2 holds a silent and an idle connection, 127.0.0.3 one
-	// idle: the next one sheds 127.0.0.2's silent one, not an idle one.
+	// idle: once the silent one is past a newcomer's grace (a second), the
+	// next one sheds it, not an idle one.
+	time.Sleep(1100 * time.Millisecond)
 	if got := rawGet(t, rawDial(t, base, "127.0.0.4"), "/healthz"); got != http.StatusOK {
 		t.Fatalf("newcomer at max_conns: %d; want 200", got)
 	}

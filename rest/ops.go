@@ -5,9 +5,15 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
+	"encoding/json"
+	"log/slog"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // The page and the OpenAPI document are embedded, so the binary serves
@@ -76,6 +82,73 @@ func (s *Server) openAPI(c echo.Context) error {
 func (s *Server) metrics(c echo.Context) error {
 	s.metricsHandler.ServeHTTP(c.Response(), c.Request())
 	return nil
+}
+
+// maxRenders is how many /metrics answers are rendered at once. Each
+// gathers every metric of the process (a few hundred KiB while it
+// renders): unbounded, a flood of scrapes held that times its number. A
+// scraper asks every few seconds; the others wait their turn, up to the
+// request timeout, then get 503.
+const maxRenders = 4
+
+// metricsHandler renders g in Prometheus's formats, maxRenders at a time.
+func metricsHandler(g prometheus.Gatherer, log *slog.Logger) http.Handler {
+	h := promhttp.HandlerFor(g, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
+	})
+	gate := make(chan struct{}, maxRenders)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t := time.NewTimer(DefaultRequestTimeout)
+		defer t.Stop()
+		select {
+		case gate <- struct{}{}:
+		case <-t.C:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "unavailable: too many scrapes at once", http.StatusServiceUnavailable)
+			return
+		case <-r.Context().Done():
+			return
+		}
+		defer func() { <-gate }()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// MetricsHandler serves g as GET /metrics does, for a listener of its own
+// (vesta serve's metrics.listen). With token set it requires
+// "Authorization: Bearer <token>", as Config.MetricsAuth makes /metrics
+// do, compared the same way, and answers 401 with the same JSON error
+// otherwise: a metrics port must not give away what the REST one guards.
+// A nil log discards.
+func MetricsHandler(g prometheus.Gatherer, token string, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := metricsHandler(g, log)
+	if token == "" {
+		return h
+	}
+	sum := sha256.Sum256([]byte(token))
+	lim := newAuthLimits()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		challenge, err := lim.check(log, peerOf(r.RemoteAddr), r.Header.Get(echo.HeaderAuthorization), &sum)
+		if err == nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		body, _ := json.Marshal(errorBody{Error: errorDetail{Code: err.code, Message: err.message}})
+		hdr := w.Header()
+		if challenge != "" {
+			hdr.Set(echo.HeaderWWWAuthenticate, challenge)
+		}
+		if err.retryAfter > 0 {
+			hdr.Set("Retry-After", strconv.Itoa(err.retryAfter))
+		}
+		hdr.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		hdr.Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(err.status)
+		w.Write(append(body, '\n'))
+	})
 }
 
 type statusBody struct {

@@ -5,9 +5,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
+	"github.com/vesta-go/vesta/internal/connlimit"
 	"github.com/vesta-go/vesta/internal/peerrate"
 )
 
@@ -48,6 +50,21 @@ func (a *authLimits) limited(lg *slog.Logger, peer string) *apiError {
 // failed counts a failed authentication of peer.
 func (a *authLimits) failed(peer string) { a.fails.Spend(peer, time.Now()) }
 
+// check is the bearer check of a request from peer with Authorization
+// header h (checkBearer), limited: a peer that failed too often gets the
+// 429, and a wrong token counts against its peer (a missing one is no
+// guess and does not).
+func (a *authLimits) check(lg *slog.Logger, peer, h string, sum *[32]byte) (challenge string, _ *apiError) {
+	if ae := a.limited(lg, peer); ae != nil {
+		return "", ae
+	}
+	challenge, err := checkBearer(h, sum)
+	if err != nil && h != "" {
+		a.failed(peer)
+	}
+	return challenge, err
+}
+
 // handshakePrefix starts net/http's line for a failed TLS handshake,
 // which it logs for every connection: "http: TLS handshake error from
 // ADDR: REASON".
@@ -77,12 +94,14 @@ func (w *errorLogWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// peerOf is the peer key of a request's RemoteAddr: the IP address
-// without the port, as connlimit counts connections.
+// peerOf is the peer key of a request's RemoteAddr, as the listener
+// policy counts connections: an IPv4 address, an IPv6 address's /64 (one
+// host's customary share: rotating addresses inside it buys a guesser
+// nothing).
 func peerOf(remoteAddr string) string {
-	host, _, err := net.SplitHostPort(remoteAddr)
+	ap, err := netip.ParseAddrPort(remoteAddr)
 	if err != nil {
 		return remoteAddr
 	}
-	return host
+	return connlimit.PeerKey(net.TCPAddrFromAddrPort(ap), 64)
 }

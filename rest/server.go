@@ -18,9 +18,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/ceilingmetric"
+	"github.com/vesta-go/vesta/internal/connlimit"
 )
 
 // Server is the REST server of one generator; IDs issued here carry method
@@ -60,9 +60,9 @@ type Server struct {
 	page           []byte
 	metricsHandler http.Handler
 
-	draining atomic.Bool // set by Shutdown: /readyz fails first
-	limits   *connLimits // MaxConns, MaxConnsPerPeer (limits.go)
-	authLim  *authLimits // failed authentications per peer (peers.go)
+	draining atomic.Bool        // set by Shutdown: /readyz fails first
+	limits   *connlimit.Limiter // the listener policy (limits.go)
+	authLim  *authLimits        // failed authentications per peer (peers.go)
 
 	mu      sync.Mutex
 	serving bool
@@ -117,7 +117,7 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.m = m
-	if s.limits, err = newConnLimits(reg, cfg); err != nil {
+	if s.limits, err = newLimiter(reg, cfg); err != nil {
 		return nil, err
 	}
 	if s.ceil, err = ceilingmetric.New(reg, ceilingmetric.REST); err != nil {
@@ -126,23 +126,17 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 	if s.share, err = core.NewShare(gen, core.ShareConfig{MaxWaitingIDs: cfg.MaxWaitingIDs, MaxWaitingCalls: cfg.MaxWaitingCalls}); err != nil {
 		return nil, err
 	}
-	s.metricsHandler = promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{
-		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError),
-	})
+	s.metricsHandler = metricsHandler(gatherer, s.log)
 	e.Pre(s.pre) // http.go
 	e.Use(s.middleware)
 
-	s.http = &http.Server{
-		Handler:           e,
-		TLSConfig:         cfg.TLS,
-		ReadHeaderTimeout: cfg.RequestTimeout,
-		ReadTimeout:       cfg.RequestTimeout,
-		WriteTimeout:      2 * cfg.RequestTimeout,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    serverHeaderBytes, // MaxHeaderBytes is enforced by checkRequest
-		ErrorLog:          errorLog(s.log),
-		ConnState:         s.limits.connState,
-	}
+	s.http = s.limits.HTTPServer(connlimit.HTTPConfig{
+		Handler:        e,
+		TLS:            cfg.TLS,
+		RequestTimeout: cfg.RequestTimeout,
+		MaxHeaderBytes: MaxHeaderBytes,
+		ErrorLog:       errorLog(s.log), // a peer's failed handshakes once a minute (peers.go)
+	})
 	return s, nil
 }
 
@@ -212,7 +206,7 @@ func (s *Server) Serve(ln net.Listener) error {
 
 	s.log.Info("rest: serving", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil, "auth", s.cfg.Token != "")
 	var err error
-	ln = s.limits.listener(ln)
+	ln = s.limits.Listen(ln)
 	if s.cfg.TLS != nil {
 		err = s.http.ServeTLS(ln, "", "")
 	} else {
@@ -277,26 +271,32 @@ func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 		return next
 	}
 	return func(c echo.Context) error {
-		peer := peerOf(c.Request().RemoteAddr)
-		if ae := s.authLim.limited(s.log, peer); ae != nil {
-			return ae
-		}
-		h := c.Request().Header.Get(echo.HeaderAuthorization)
-		scheme, tok, found := strings.Cut(h, " ")
-		sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-		if !found || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) != 1 {
-			challenge := `Bearer realm="vesta"`
-			msg := "missing bearer token (Authorization: Bearer <token>)"
-			if h != "" { // a guess, where a missing token is none
-				challenge += `, error="invalid_token"`
-				msg = "invalid bearer token"
-				s.authLim.failed(peer)
+		if challenge, err := s.authLim.check(s.log, peerOf(c.Request().RemoteAddr), c.Request().Header.Get(echo.HeaderAuthorization), &s.tokenSum); err != nil {
+			if challenge != "" { // a 401; a 429 asks for no token
+				c.Response().Header().Set(echo.HeaderWWWAuthenticate, challenge)
 			}
-			c.Response().Header().Set(echo.HeaderWWWAuthenticate, challenge)
-			return &apiError{status: http.StatusUnauthorized, code: codeUnauthenticated, message: msg}
+			return err
 		}
 		return next(c)
 	}
+}
+
+// checkBearer checks an Authorization header h against the SHA-256 of
+// the token: nil when it carries the token, else the 401 to answer and
+// its WWW-Authenticate challenge.
+func checkBearer(h string, sum *[sha256.Size]byte) (challenge string, _ *apiError) {
+	scheme, tok, found := strings.Cut(h, " ")
+	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	if found && strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare(got[:], sum[:]) == 1 {
+		return "", nil
+	}
+	challenge = `Bearer realm="vesta"`
+	msg := "missing bearer token (Authorization: Bearer <token>)"
+	if h != "" {
+		challenge += `, error="invalid_token"`
+		msg = "invalid bearer token"
+	}
+	return challenge, &apiError{status: http.StatusUnauthorized, code: codeUnauthenticated, message: msg}
 }
 
 // middleware wraps every request (one middleware, as echo allocates a

@@ -10,17 +10,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/internal/connlimit"
 	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/rest"
 )
@@ -42,6 +42,7 @@ type Assembled struct {
 	central                      *central.Server
 	rest                         *rest.Server
 	metrics                      *http.Server // metrics.listen: /metrics alone
+	budget                       *connlimit.Budget
 
 	failed chan error // a Serve that returned for another reason than shutdown
 	wg     sync.WaitGroup
@@ -113,12 +114,15 @@ func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 
 // start builds the servers of the open listeners and serves them.
 func (a *Assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Registry) error {
+	if err := a.fdBudget(cfg, log, reg); err != nil {
+		return err
+	}
 	if a.lnCentral != nil {
 		ccfg, err := cfg.CentralConfig() // the keys, validated, and the TLS files
 		if err != nil {
 			return err
 		}
-		ccfg.Logger, ccfg.Registerer = log.With("server", "central"), reg
+		ccfg.Logger, ccfg.Registerer, ccfg.Budget = log.With("server", "central"), reg, a.budget
 		if a.seq != nil { // a nil *segment.Issuer in the interface would not be nil
 			ccfg.Sequences = a.seq.is
 		}
@@ -131,7 +135,7 @@ func (a *Assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 		if err != nil {
 			return err
 		}
-		rcfg.Logger, rcfg.Registerer, rcfg.Gatherer = log.With("server", "rest"), reg, reg
+		rcfg.Logger, rcfg.Registerer, rcfg.Gatherer, rcfg.Budget = log.With("server", "rest"), reg, reg, a.budget
 		lease := a.lease
 		rcfg.Ready = func() error { return lease.Status().Err }
 		rcfg.Lease = leaseStatus(lease) // status.go
@@ -143,10 +147,10 @@ func (a *Assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 		}
 	}
 	if a.lnMetrics != nil {
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		a.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		ln := a.lnMetrics
+		ln, err := a.metricsServer(cfg, log, reg)
+		if err != nil {
+			return err
+		}
 		a.wg.Go(func() {
 			if err := a.metrics.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 				a.failed <- fmt.Errorf("metrics: %w", err)
@@ -170,6 +174,73 @@ func (a *Assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 		})
 	}
 	return nil
+}
+
+// fdBudget caps the connections of every listener together at what the
+// file descriptors allow, less those open now (listeners, lease, stores)
+// and a reserve for what the time guard, the lease and the stores open
+// later: a flood of connections on one port cannot starve another, nor
+// the guard's saves.
+func (a *Assembled) fdBudget(cfg conf.Config, log *slog.Logger, reg *prometheus.Registry) error {
+	fd, err := connlimit.Descriptors(connlimit.DefaultFDReserve)
+	if err != nil {
+		log.Warn("file descriptors: the limit is unknown; connections are capped by max_conns alone", "err", err)
+	}
+	a.budget = connlimit.NewBudget(fd.Budget)
+	if err := a.budget.Register(reg); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	caps := 0
+	for _, l := range []struct {
+		ln net.Listener
+		n  int
+	}{{a.lnCentral, cfg.Central.MaxConns}, {a.lnREST, cfg.REST.MaxConns}, {a.lnMetrics, cfg.Metrics.MaxConns}} {
+		if l.ln != nil {
+			caps += l.n
+		}
+	}
+	if fd.Limit == math.MaxInt {
+		return nil
+	}
+	attrs := []any{"limit", fd.Limit, "open", fd.Open, "reserve", fd.Reserve, "budget", fd.Budget, "max_conns_total", caps}
+	if fd.Budget < caps {
+		log.Warn("file descriptors: the limit caps connections below the listeners' max_conns; at the budget the oldest silent or idle connection of any listener is shed (raise it with ulimit -n, LimitNOFILE)", attrs...)
+	} else {
+		log.Info("file descriptors: connection budget", attrs...)
+	}
+	return nil
+}
+
+// metricsServer builds the server of metrics.listen: GET /metrics alone,
+// under the listener policy of the metrics.* caps, and REST's token when
+// rest.metrics_auth asks for it; it returns the listener to serve.
+func (a *Assembled) metricsServer(cfg conf.Config, log *slog.Logger, reg *prometheus.Registry) (net.Listener, error) {
+	lcfg, err := cfg.MetricsListener()
+	if err != nil {
+		return nil, err
+	}
+	if lcfg.Metrics, err = connlimit.NewMetrics(reg, connlimit.Names{
+		Rejected: "vesta_metrics_connections_rejected_total", Shed: "vesta_metrics_connections_shed_total",
+		Unsent: "vesta_metrics_unsent_bytes", Protocol: "Metrics listener HTTP",
+	}); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	mlog := log.With("server", "metrics")
+	lcfg.Budget, lcfg.Logger, lcfg.Name = a.budget, mlog, "metrics"
+	token := ""
+	if cfg.REST.MetricsAuth {
+		token = cfg.REST.Token.Reveal()
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", rest.MetricsHandler(reg, token, mlog))
+	lim := connlimit.NewLimiter(lcfg)
+	a.metrics = lim.HTTPServer(connlimit.HTTPConfig{
+		Handler:        mux,
+		RequestTimeout: rest.DefaultRequestTimeout,
+		MaxHeaderBytes: rest.MaxHeaderBytes,
+		ErrorLog:       slog.NewLogLogger(mlog.Handler(), slog.LevelWarn),
+	})
+	return lim.Listen(a.lnMetrics), nil
 }
 
 // Stop stops the servers at once (no new connections, calls in flight

@@ -1,51 +1,221 @@
-// Package connlimit bounds a server's open connections, in all and per
-// peer address, shedding idle connections before refusing new ones.
+// Package connlimit is the listener policy of every port vesta serves
+// (central's MessagePack-RPC, REST, the metrics listener): it bounds a
+// server's open connections, in all, per peer and against the process's
+// file descriptors, shedding idle connections before refusing new ones,
+// and bounds what peers that do not read can make the server hold.
 //
-// A server calls Admit for each accepted connection and Release when it
-// closes. At a cap, Admit first closes a victim to make room: the oldest
-// connection that has not yet sent a complete request (state New), else
-// the connection idle the longest (state Idle); only when every
-// connection is in the middle of a request (Active) is the new one
-// refused. So connections opened and left silent (an exhaustion attack)
-// cannot lock out a client that speaks: each new connection pushes out
-// the oldest silent one, which the first-request deadline would close
-// soon anyway.
+// A Limiter is one listener's policy. Listen wraps the net.Listener: each
+// accepted connection is admitted (Admit) and released when it closes. At
+// a cap, Admit first closes a victim to make room: the oldest connection
+// that has not yet sent a complete request (fresh), else the one idle the
+// longest, else the one whose answers have waited longest for a peer that
+// does not read them (stalled); only when every connection is mid-request
+// is the new one refused. So connections opened and left silent (an
+// exhaustion attack) cannot lock out a client that speaks: each new
+// connection pushes out the oldest silent one, which the first-request
+// deadline would close soon anyway.
 //
-// Both the central (MessagePack-RPC) and the REST server use it, so the
-// two follow one rule.
+// The caps:
+//
+//   - MaxConns, for the listener. An HTTP/2 connection's streams beyond
+//     its first take a place each (StreamStart), so the caps bound the
+//     requests served at once whatever the protocol.
+//   - MaxConnsPerPeer, for one peer: an IPv4 address, or an IPv6 prefix
+//     (PeerPrefixV6, /64 by default, as one host commonly holds a whole
+//     /64). At the per-peer cap the victim is that peer's own, so one peer
+//     cannot push out another's connections.
+//   - A Budget shared by every listener of the process: the connections
+//     the file descriptors allow, with a reserve kept for the time guard,
+//     the lease and the segment stores (Descriptors). At it the victim may be
+//     any listener's.
+//   - MaxUnsent: the bytes of answers held for the listener's peers in
+//     writes not yet taken by the kernel (Hold); each peer gets the share
+//     MaxUnsent × MaxConnsPerPeer / MaxConns. Past it the connections
+//     whose answers have waited longest are closed.
+//
+// Shedding is safe because a fresh connection has sent nothing, an idle
+// one has nothing in flight (its client redials) and a stalled one is not
+// reading its answers; the cost is that at a cap a client's idle pooled
+// connection may be closed.
 package connlimit
 
 import (
 	"container/list"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
-// Reason is why Admit refused a connection or shed one: the label of the
-// servers' metrics.
+// Reason is why a connection was refused or shed (or an HTTP/2 stream
+// refused): the label of the servers' metrics.
 type Reason string
 
 // Reasons.
 const (
-	// MaxConns: the server-wide cap.
+	// MaxConns: the listener's cap.
 	MaxConns Reason = "max_conns"
-	// MaxConnsPerPeer: the cap of the peer's address.
+	// MaxConnsPerPeer: the cap of the peer.
 	MaxConnsPerPeer Reason = "max_conns_per_peer"
+	// FDBudget: the process's descriptor budget, over every listener.
+	FDBudget Reason = "fd_budget"
+	// MaxUnsent: the listener's bound on answers its peers have not read.
+	MaxUnsent Reason = "max_unsent_bytes"
+	// MaxUnsentPerPeer: the peer's share of it.
+	MaxUnsentPerPeer Reason = "max_unsent_bytes_per_peer"
 )
 
-// Limiter tracks open connections. A connection is new until its first
-// complete request (Proven), then idle or busy: SetIdle and SetBusy are
-// atomic stores, cheap enough for every read of a hot connection; the
-// lock is taken only to admit, prove and release.
-type Limiter struct {
-	max, perPeer int
+// reasons are every Reason, for the metrics' label values; caps are those
+// that refuse connections.
+var (
+	reasons = []Reason{MaxConns, MaxConnsPerPeer, FDBudget, MaxUnsent, MaxUnsentPerPeer}
+	caps    = reasons[:3]
+)
 
-	mu    sync.Mutex
-	n     int
-	all   [2]list.List // [fresh], [proven]: *Conn, oldest first
-	peers map[string]*peer
+// ErrInvalidConfig: a Config field has a value the limiter cannot use;
+// the message names the field.
+var ErrInvalidConfig = errors.New("connlimit: invalid config")
+
+// Bounds and defaults of Config.
+const (
+	// MaxConnsLimit bounds MaxConns and MaxConnsPerPeer: above is a typo.
+	MaxConnsLimit = 1_000_000
+	// DefaultPeerPrefixV6 groups IPv6 peers by /64: the block one host,
+	// or one customer, commonly gets, so that an attacker cannot be
+	// countless peers by the addresses of its own /64.
+	DefaultPeerPrefixV6 = 64
+	// MaxUnsentLimit bounds MaxUnsent (1 GiB): above is a typo, as a
+	// server holding that much for peers that do not read has no memory
+	// left for the others.
+	MaxUnsentLimit = 1 << 30
+)
+
+// stallAfter is how long a connection's answers may wait for its peer to
+// read them before, at a cap, the connection may be shed as stalled. Its
+// answers are at most a few hundred KiB: a reader that has not taken them
+// in a second is not keeping up, and at a cap it gives way to one that
+// speaks.
+const stallAfter = time.Second
+
+// freshGrace is how long a new connection counts as a newcomer still
+// sending its first request (a TLS handshake and the request: a round trip
+// or two) rather than a silent one: till then it goes before an idle
+// connection only if it has been silent longer, and after a stalled one
+// (see pick).
+const freshGrace = time.Second
+
+// Config is one listener's policy.
+type Config struct {
+	// MaxConns bounds the listener's connections, and the streams an
+	// HTTP/2 connection has beyond its first; 1 to MaxConnsLimit (zero
+	// does not validate).
+	MaxConns int
+	// MaxConnsPerPeer bounds those of one peer; 1 to MaxConnsLimit (zero
+	// does not validate).
+	MaxConnsPerPeer int
+	// PeerPrefixV6 is the prefix length that groups IPv6 addresses into
+	// one peer (IPv4 addresses, IPv4-mapped ones included, are a peer
+	// each); zero is DefaultPeerPrefixV6, else 1 to 128.
+	PeerPrefixV6 int
+	// MaxUnsent bounds, in bytes, the answers held for the listener's
+	// peers in writes the kernel has not taken yet; each peer may hold
+	// MaxUnsent × MaxConnsPerPeer / MaxConns. One answer alone is never
+	// cut. Zero bounds nothing; at most MaxUnsentLimit.
+	MaxUnsent int64
+	// FirstRequest closes a connection that has not sent a complete
+	// request this long after accept (a TLS handshake included); zero
+	// sets no deadline.
+	FirstRequest time.Duration
+	// Budget is the process's descriptor budget, shared with the other
+	// listeners; nil counts this listener's connections only.
+	Budget *Budget
+	// Metrics counts refusals and sheds; nil counts nothing.
+	Metrics *Metrics
+	// Logger receives a warning, at most once a minute, while
+	// connections are refused or shed for stalling; nil discards.
+	Logger *slog.Logger
+	// Name names the listener in log records ("central", "rest", ...).
+	Name string
+	// Now is the clock of the grace periods (freshGrace, stallAfter) and
+	// of SetIdle's callers in this package; nil is time.Now.
+	Now func() time.Time
 }
+
+// Validate reports the first field that cannot be used, by name.
+func (c Config) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"MaxConns", c.MaxConns}, {"MaxConnsPerPeer", c.MaxConnsPerPeer}} {
+		if f.v < 1 || f.v > MaxConnsLimit {
+			return fmt.Errorf("%w: %s %d; want 1-%d", ErrInvalidConfig, f.name, f.v, MaxConnsLimit)
+		}
+	}
+	if c.PeerPrefixV6 < 0 || c.PeerPrefixV6 > 128 {
+		return fmt.Errorf("%w: PeerPrefixV6 %d; want 0 (meaning %d) or 1-128", ErrInvalidConfig, c.PeerPrefixV6, DefaultPeerPrefixV6)
+	}
+	if c.MaxUnsent < 0 || c.MaxUnsent > MaxUnsentLimit {
+		return fmt.Errorf("%w: MaxUnsent %d; want 0 (no bound) to %d bytes", ErrInvalidConfig, c.MaxUnsent, int64(MaxUnsentLimit))
+	}
+	if c.FirstRequest < 0 {
+		return fmt.Errorf("%w: FirstRequest %v; want 0 (none) or more", ErrInvalidConfig, c.FirstRequest)
+	}
+	return nil
+}
+
+// Budget is a cap on the connections of every listener of a process,
+// which the process's file descriptors bound (Descriptors). Limiters sharing
+// a Budget share its lock.
+type Budget struct {
+	mu  sync.Mutex
+	max int
+	n   int
+	all [2]list.List // [fresh], [proven]: *Conn, oldest first
+}
+
+// NewBudget returns a budget of n connections; below 1 is 1.
+func NewBudget(n int) *Budget { return &Budget{max: max(n, 1)} }
+
+// Max returns the budget's cap.
+func (b *Budget) Max() int { return b.max }
+
+// Len returns the connections counted, over every listener.
+func (b *Budget) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n
+}
+
+// Limiter is one listener's policy and the state of its connections. A
+// connection is fresh until its first complete request (Proven), then
+// idle or busy: SetIdle and SetBusy are atomic stores, cheap enough for
+// every read of a hot connection, and so are Hold and Unhold below their
+// bounds; the lock is taken to admit, prove, release and shed.
+type Limiter struct {
+	b             *Budget
+	cfg           Config
+	maxUnsentPeer int64
+
+	// Guarded by b.mu.
+	n     int          // places taken: connections and extra streams
+	all   [2]list.List // [fresh], [proven]
+	peers map[string]*peer
+
+	held     atomic.Int64    // bytes held by Hold, over the listener
+	lastWarn [3]atomic.Int64 // unix ns of the last warning of each kind
+}
+
+// Kinds of warnings, each logged at most once a minute.
+const (
+	warnRefused = iota
+	warnUnread
+	warnAccept
+)
 
 const (
 	fresh  = 0
@@ -53,123 +223,224 @@ const (
 )
 
 type peer struct {
-	n     int
-	lists [2]list.List // [fresh], [proven]
+	n     int          // guarded by b.mu
+	lists [2]list.List // guarded by b.mu
+	held  atomic.Int64
 }
 
 // Conn is an admitted connection.
 type Conn struct {
 	l     *Limiter
-	peer  string
+	key   string
+	p     *peer
 	close func()
+	timer *time.Timer // the first-request deadline, if any
 
-	busy      atomic.Bool  // proven and mid-request: never shed
+	admitted  int64        // unix ns
+	busy      atomic.Bool  // proven and mid-request: shed only when stalled
 	idleSince atomic.Int64 // when it last became idle, by the caller's clock
+	isProven  atomic.Bool
 
-	// Guarded by l.mu.
+	// Guarded by l.b.mu.
 	list     int
 	released bool
+	streams  int           // open HTTP/2 streams
 	elem     *list.Element // in l.all[list]
-	pelem    *list.Element // in peer.lists[list]
+	pelem    *list.Element // in p.lists[list]
+	belem    *list.Element // in l.b.all[list]
+
+	hmu       sync.Mutex
+	held      int64 // bytes in writes not yet returned
+	heldSince int64 // unix ns: since held last rose from zero
+	dropped   bool  // released: held is no longer counted above the connection
 }
 
-// NewLimiter returns a limiter of at most max connections in all and
-// perPeer per peer address; both must be at least 1.
-func NewLimiter(max, perPeer int) *Limiter {
-	return &Limiter{max: max, perPeer: perPeer, peers: make(map[string]*peer)}
+// NewLimiter returns the limiter of cfg, which must be valid (Validate).
+func NewLimiter(cfg Config) *Limiter {
+	if cfg.PeerPrefixV6 == 0 {
+		cfg.PeerPrefixV6 = DefaultPeerPrefixV6
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	b := cfg.Budget
+	if b == nil {
+		b = NewBudget(math.MaxInt)
+	}
+	l := &Limiter{b: b, cfg: cfg, peers: make(map[string]*peer)}
+	if cfg.MaxUnsent > 0 {
+		// The peer's share, as its share of the connections; computed in
+		// floating point, as MaxUnsent × MaxConnsPerPeer may not fit.
+		share := float64(cfg.MaxUnsent) * float64(cfg.MaxConnsPerPeer) / float64(cfg.MaxConns)
+		l.maxUnsentPeer = int64(min(share, float64(cfg.MaxUnsent)))
+	}
+	cfg.Metrics.watch(l)
+	return l
 }
 
 // PeerOf returns the key a connection's remote address counts under: its
-// IP address without the port (the whole address when it has no port).
-func PeerOf(addr net.Addr) string {
+// IPv4 address, or its IPv6 address's prefix of PeerPrefixV6 bits.
+func (l *Limiter) PeerOf(addr net.Addr) string { return PeerKey(addr, l.cfg.PeerPrefixV6) }
+
+// PeerKey returns the peer of addr: an IPv4 address (an IPv4-mapped IPv6
+// one unmapped) as is, an IPv6 address as its prefix of v6bits bits (its
+// zone dropped); an address that is not IP (a Unix socket), whole.
+func PeerKey(addr net.Addr, v6bits int) string {
 	if addr == nil {
 		return ""
 	}
+	var ip netip.Addr
 	if ta, ok := addr.(*net.TCPAddr); ok {
-		return ta.IP.String()
-	}
-	host, _, err := net.SplitHostPort(addr.String())
-	if err != nil {
+		ip = ta.AddrPort().Addr()
+	} else if ap, err := netip.ParseAddrPort(addr.String()); err == nil {
+		ip = ap.Addr()
+	} else {
 		return addr.String()
 	}
-	return host
+	ip = ip.Unmap().WithZone("")
+	if ip.Is4() || v6bits >= 128 {
+		return ip.String()
+	}
+	return netip.PrefixFrom(ip, v6bits).Masked().String()
 }
 
-// Admit counts a new connection of peer. close closes it: Admit calls it
-// (outside its lock, before returning) on another connection it sheds to
-// make room, whose Release may follow at any time. It returns the
+// Admit counts a new connection of peerKey. close closes it: Admit calls
+// it (outside its lock, before returning) on another connection it sheds
+// to make room, whose Release may follow at any time. It returns the
 // connection, or nil and the cap that refused it; shed is the cap that
-// made it shed a victim, "" when none.
+// made it shed a victim, "" when none. Both are counted in the metrics.
 func (l *Limiter) Admit(peerKey string, close func()) (c *Conn, shed, refused Reason) {
-	l.mu.Lock()
+	b := l.b
+	now := l.cfg.Now().UnixNano()
+	b.mu.Lock()
 	p := l.peers[peerKey]
 	var victim *Conn
 	switch {
-	case p != nil && p.n >= l.perPeer:
-		victim = pick(&p.lists)
-		shed = MaxConnsPerPeer
-	case l.n >= l.max:
-		victim = pick(&l.all)
-		shed = MaxConns
+	case p != nil && p.n >= l.cfg.MaxConnsPerPeer:
+		victim, shed = pick(&p.lists, now, nil, true), MaxConnsPerPeer
+	case l.n >= l.cfg.MaxConns:
+		victim, shed = pick(&l.all, now, nil, true), MaxConns
+	case b.n >= b.max:
+		victim, shed = pick(&b.all, now, nil, true), FDBudget
 	}
 	if shed != "" && victim == nil {
-		l.mu.Unlock()
+		b.mu.Unlock()
+		l.cfg.Metrics.refuse(shed)
+		l.warn(warnRefused, "connection limit reached with every connection busy; refusing connections", "reason", string(shed))
 		return nil, "", shed
 	}
 	if victim != nil {
-		l.releaseLocked(victim)
+		b.releaseLocked(victim)
 	}
 	if p == nil {
 		p = &peer{}
 		l.peers[peerKey] = p
 	}
-	c = &Conn{l: l, peer: peerKey, close: close, list: fresh}
+	c = &Conn{l: l, key: peerKey, p: p, close: close, list: fresh, admitted: now}
 	c.elem = l.all[fresh].PushBack(c)
 	c.pelem = p.lists[fresh].PushBack(c)
+	c.belem = b.all[fresh].PushBack(c)
 	l.n++
 	p.n++
-	l.mu.Unlock()
+	b.n++
+	b.mu.Unlock()
 	if victim != nil {
 		victim.close()
+		l.cfg.Metrics.countShed(shed)
 	}
 	return c, shed, ""
 }
 
-// pick returns the victim: the oldest fresh connection, else the proven
-// one idle the longest, else nil.
-func pick(lists *[2]list.List) *Conn {
-	if e := lists[fresh].Front(); e != nil {
-		return e.Value.(*Conn)
+// pick returns the victim among lists, or nil; never not. In order: the
+// oldest fresh connection silent past freshGrace; else whichever has been
+// silent the longest of the connection idle the longest and, if young, the
+// oldest newcomer (a fresh one within its grace); else the one stalled the
+// longest (answers held since before now − stallAfter); else the newcomer
+// (if young), else the idle one. So a flood of silent newcomers pushes out
+// its own before a busy client's pooled connection, idle for a moment
+// between calls, and newcomers at a cap full of long-idle connections push
+// those out rather than each other. The caller holds b.mu.
+func pick(lists *[2]list.List, now int64, not *Conn, young bool) *Conn {
+	var newcomer *Conn // the oldest fresh one, not yet past freshGrace
+	for e := lists[fresh].Front(); e != nil; e = e.Next() {
+		if c := e.Value.(*Conn); c != not {
+			if c.admitted < now-int64(freshGrace) {
+				return c
+			}
+			if young {
+				newcomer = c
+			}
+			break
+		}
 	}
-	var victim *Conn
-	var since int64
+	var idle, stalled *Conn
+	var idleSince, stalledSince int64
 	for e := lists[proven].Front(); e != nil; e = e.Next() {
 		c := e.Value.(*Conn)
-		if c.busy.Load() {
+		if c == not {
 			continue
 		}
-		if s := c.idleSince.Load(); victim == nil || s < since {
-			victim, since = c, s
+		if !c.busy.Load() {
+			if s := c.idleSince.Load(); idle == nil || s < idleSince {
+				idle, idleSince = c, s
+			}
+			continue
+		}
+		if s, ok := c.heldFrom(); ok && s < now-int64(stallAfter) && (stalled == nil || s < stalledSince) {
+			stalled, stalledSince = c, s
 		}
 	}
-	return victim
+	switch {
+	case idle != nil && (newcomer == nil || idleSince <= newcomer.admitted):
+		return idle
+	case stalled != nil:
+		return stalled
+	case newcomer != nil:
+		return newcomer
+	}
+	return idle
+}
+
+// heldFrom returns since when c has held unsent bytes, if it does.
+func (c *Conn) heldFrom() (int64, bool) {
+	c.hmu.Lock()
+	defer c.hmu.Unlock()
+	return c.heldSince, c.held > 0 && !c.dropped
 }
 
 // Proven marks c as having sent a complete request, and busy: from now on
-// it is shed only while idle, after the fresh ones.
+// it is shed only while idle or stalled, after the fresh ones. It stops
+// the first-request deadline.
 func (c *Conn) Proven() {
 	c.busy.Store(true)
-	l := c.l
-	l.mu.Lock()
-	if !c.released && c.list == fresh {
-		p := l.peers[c.peer]
-		l.all[fresh].Remove(c.elem)
-		p.lists[fresh].Remove(c.pelem)
-		c.list = proven
-		c.elem = l.all[proven].PushBack(c)
-		c.pelem = p.lists[proven].PushBack(c)
+	if c.isProven.Swap(true) {
+		return
 	}
-	l.mu.Unlock()
+	b := c.l.b
+	b.mu.Lock()
+	c.proveLocked()
+	b.mu.Unlock()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+}
+
+// proveLocked moves c to the proven lists; the caller holds b.mu.
+func (c *Conn) proveLocked() {
+	if c.released || c.list != fresh {
+		return
+	}
+	l, b := c.l, c.l.b
+	l.all[fresh].Remove(c.elem)
+	c.p.lists[fresh].Remove(c.pelem)
+	b.all[fresh].Remove(c.belem)
+	c.list = proven
+	c.elem = l.all[proven].PushBack(c)
+	c.pelem = c.p.lists[proven].PushBack(c)
+	c.belem = b.all[proven].PushBack(c)
 }
 
 // SetIdle marks a proven c idle since now (any clock, the same for every
@@ -186,31 +457,214 @@ func (c *Conn) SetBusy() {
 	}
 }
 
-// Release uncounts c; it is idempotent.
-func (c *Conn) Release() {
-	c.l.mu.Lock()
-	c.l.releaseLocked(c)
-	c.l.mu.Unlock()
+// StreamStart counts a new HTTP/2 stream of c, proving c on its first. The
+// first open stream is the connection's own place; each further one takes
+// a place of its own under MaxConns and MaxConnsPerPeer, shedding another
+// connection as Admit does. It returns the cap that refused the stream
+// ("" when counted); a counted stream ends with StreamEnd.
+func (c *Conn) StreamStart() (refused Reason) {
+	c.busy.Store(true)
+	l, b := c.l, c.l.b
+	now := l.cfg.Now().UnixNano()
+	first := !c.isProven.Swap(true)
+	b.mu.Lock()
+	c.proveLocked()
+	var victim *Conn
+	var shed Reason
+	if c.streams++; c.streams > 1 && !c.released {
+		switch {
+		case c.p.n >= l.cfg.MaxConnsPerPeer:
+			victim, shed = pick(&c.p.lists, now, c, false), MaxConnsPerPeer
+		case l.n >= l.cfg.MaxConns:
+			victim, shed = pick(&l.all, now, c, false), MaxConns
+		}
+		if shed != "" && victim == nil {
+			c.streams--
+			b.mu.Unlock()
+			l.cfg.Metrics.refuseStream(shed)
+			l.warn(warnRefused, "connection limit reached with every connection busy; refusing HTTP/2 streams", "reason", string(shed))
+			return shed
+		}
+		if victim != nil {
+			b.releaseLocked(victim)
+		}
+		l.n++
+		c.p.n++
+	}
+	b.mu.Unlock()
+	if first && c.timer != nil {
+		c.timer.Stop()
+	}
+	if victim != nil {
+		victim.close()
+		l.cfg.Metrics.countShed(shed)
+	}
+	return ""
 }
 
-func (l *Limiter) releaseLocked(c *Conn) {
+// StreamEnd uncounts a stream StreamStart counted.
+func (c *Conn) StreamEnd() {
+	b := c.l.b
+	b.mu.Lock()
+	if c.streams > 1 && !c.released {
+		c.l.n--
+		c.p.n--
+	}
+	if c.streams > 0 {
+		c.streams--
+	}
+	b.mu.Unlock()
+}
+
+// Hold counts n bytes of an answer handed to a write to c that has not
+// returned yet; Unhold uncounts them when it has. Past MaxUnsent, or the
+// peer's share of it, the limiter closes the connections (c excepted)
+// whose held bytes have waited longest, until the rest fits: a peer that
+// does not read cannot make the server hold more than its share, and
+// nobody more than MaxUnsent beside one answer.
+func (c *Conn) Hold(n int) {
+	if n <= 0 {
+		return
+	}
+	c.hmu.Lock()
+	if c.dropped {
+		c.held += int64(n)
+		c.hmu.Unlock()
+		return
+	}
+	if c.held == 0 {
+		c.heldSince = c.l.cfg.Now().UnixNano()
+	}
+	c.held += int64(n)
+	c.hmu.Unlock()
+	l := c.l
+	pt, lt := c.p.held.Add(int64(n)), l.held.Add(int64(n))
+	if l.cfg.MaxUnsent > 0 && (lt > l.cfg.MaxUnsent || pt > l.maxUnsentPeer) {
+		l.shedHolders(c)
+	}
+}
+
+// Unhold uncounts n bytes Hold counted.
+func (c *Conn) Unhold(n int) {
+	if n <= 0 {
+		return
+	}
+	c.hmu.Lock()
+	c.held -= int64(n)
+	dropped := c.dropped
+	c.hmu.Unlock()
+	if !dropped {
+		c.p.held.Add(-int64(n))
+		c.l.held.Add(-int64(n))
+	}
+}
+
+// shedHolders closes, the oldest held first, connections of c's peer
+// until the peer is within its share, then of the listener until it is
+// within MaxUnsent; never c.
+func (l *Limiter) shedHolders(c *Conn) {
+	b := l.b
+	var victims []*Conn
+	var why []Reason
+	b.mu.Lock()
+	for c.p.held.Load() > l.maxUnsentPeer {
+		v := oldestHolder(&c.p.lists, c)
+		if v == nil {
+			break
+		}
+		b.releaseLocked(v)
+		victims, why = append(victims, v), append(why, MaxUnsentPerPeer)
+	}
+	for l.held.Load() > l.cfg.MaxUnsent {
+		v := oldestHolder(&l.all, c)
+		if v == nil {
+			break
+		}
+		b.releaseLocked(v)
+		victims, why = append(victims, v), append(why, MaxUnsent)
+	}
+	b.mu.Unlock()
+	for i, v := range victims {
+		v.close()
+		l.cfg.Metrics.countShed(why[i])
+		l.warn(warnUnread, "closing connections whose peers do not read their answers", "reason", string(why[i]))
+	}
+}
+
+// oldestHolder returns the connection of lists, not not, that has held
+// unsent bytes the longest, or nil; the caller holds b.mu.
+func oldestHolder(lists *[2]list.List, not *Conn) *Conn {
+	var victim *Conn
+	var since int64
+	for i := range lists {
+		for e := lists[i].Front(); e != nil; e = e.Next() {
+			c := e.Value.(*Conn)
+			if c == not {
+				continue
+			}
+			if s, ok := c.heldFrom(); ok && (victim == nil || s < since) {
+				victim, since = c, s
+			}
+		}
+	}
+	return victim
+}
+
+// Release uncounts c; it is idempotent.
+func (c *Conn) Release() {
+	b := c.l.b
+	b.mu.Lock()
+	b.releaseLocked(c)
+	b.mu.Unlock()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+}
+
+// releaseLocked uncounts c everywhere: its places (one, plus its extra
+// streams), its connection in the budget and its held bytes.
+func (b *Budget) releaseLocked(c *Conn) {
 	if c.released {
 		return
 	}
 	c.released = true
-	p := l.peers[c.peer]
+	l, p := c.l, c.p
 	l.all[c.list].Remove(c.elem)
 	p.lists[c.list].Remove(c.pelem)
-	c.elem, c.pelem = nil, nil
-	l.n--
-	if p.n--; p.n == 0 {
-		delete(l.peers, c.peer)
+	b.all[c.list].Remove(c.belem)
+	c.elem, c.pelem, c.belem = nil, nil, nil
+	places := 1 + max(c.streams-1, 0)
+	l.n -= places
+	b.n--
+	if p.n -= places; p.n == 0 {
+		delete(l.peers, c.key)
 	}
+	c.hmu.Lock()
+	h := c.held
+	c.dropped = true
+	c.hmu.Unlock()
+	p.held.Add(-h)
+	l.held.Add(-h)
 }
 
-// Len returns the connections counted.
+// Len returns the places taken: connections, and HTTP/2 streams beyond
+// each connection's first.
 func (l *Limiter) Len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.b.mu.Lock()
+	defer l.b.mu.Unlock()
 	return l.n
+}
+
+// Unsent returns the bytes held (Hold) over the listener.
+func (l *Limiter) Unsent() int64 { return l.held.Load() }
+
+// warn logs msg, with the caps, at most once a minute for each kind.
+func (l *Limiter) warn(kind int, msg string, args ...any) {
+	now := l.cfg.Now().UnixNano()
+	last := l.lastWarn[kind].Load()
+	if now-last > int64(time.Minute) && l.lastWarn[kind].CompareAndSwap(last, now) {
+		l.cfg.Logger.Warn(l.cfg.Name+": "+msg, append(args,
+			"max_conns", l.cfg.MaxConns, "max_conns_per_peer", l.cfg.MaxConnsPerPeer,
+			"fd_budget", l.b.max, "max_unsent_bytes", l.cfg.MaxUnsent)...)
+	}
 }

@@ -173,6 +173,18 @@ func (h *Host) Dial(ctx context.Context, network, addr string) (net.Conn, error)
 	return c, err
 }
 
+// DialFrom is Dial from the local address from (an address of the host,
+// or one its routes make local).
+func (h *Host) DialFrom(ctx context.Context, from netip.Addr, network, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := h.in(func() (err error) {
+		d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(from, 0))}
+		c, err = d.DialContext(ctx, network, addr)
+		return err
+	})
+	return c, err
+}
+
 // Listen listens inside the host's namespace.
 func (h *Host) Listen(network, addr string) (net.Listener, error) {
 	var l net.Listener

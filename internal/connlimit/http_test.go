@@ -1,0 +1,173 @@
+package connlimit_test
+
+import (
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vesta-go/vesta/internal/connlimit"
+	"github.com/vesta-go/vesta/internal/tlstest"
+)
+
+// serveHTTP serves h under the policy of cfg, with TLS when pki is set,
+// and returns the base URL and a client of it.
+func serveHTTP(t *testing.T, cfg connlimit.Config, h http.Handler, pki *tlstest.PKI) (string, *http.Client) {
+	t.Helper()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := connlimit.NewLimiter(cfg)
+	hc := connlimit.HTTPConfig{Handler: h, RequestTimeout: time.Second, MaxHeaderBytes: 1 << 10}
+	tr := &http.Transport{}
+	scheme := "http"
+	if pki != nil {
+		hc.TLS = &tls.Config{Certificates: []tls.Certificate{pki.Server}}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pki.Pool}
+		tr.ForceAttemptHTTP2 = true
+		tr.MaxConnsPerHost = 1 // every stream on one connection
+		scheme = "https"
+	}
+	srv := l.HTTPServer(hc)
+	ln := l.Listen(inner)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if pki != nil {
+			srv.ServeTLS(ln, "", "")
+		} else {
+			srv.Serve(ln)
+		}
+	}()
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		srv.Close()
+		<-done
+	})
+	return scheme + "://" + inner.Addr().String(), &http.Client{Transport: tr, Timeout: 10 * time.Second}
+}
+
+// TestAnswerWhole: an answer written in many small pieces (as promhttp
+// writes) goes whole, with its Content-Length, on GET and HEAD alike; an
+// empty one is net/http's.
+func TestAnswerWhole(t *testing.T) {
+	body := strings.Repeat("metric_line 1\n", 5000)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/empty" {
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		for i := 0; i < len(body); i += 100 {
+			io.WriteString(w, body[i:min(i+100, len(body))])
+		}
+	})
+	base, c := serveHTTP(t, connlimit.Config{MaxConns: 10, MaxConnsPerPeer: 10}, h, nil)
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		req, _ := http.NewRequest(method, base+"/m", nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.Header.Get("Content-Length") != strconv.Itoa(len(body)) || len(resp.TransferEncoding) != 0 {
+			t.Errorf("%s: Content-Length %q, Transfer-Encoding %v; want %d, none", method, resp.Header.Get("Content-Length"), resp.TransferEncoding, len(body))
+		}
+		if method == http.MethodGet && string(b) != body {
+			t.Errorf("GET: %d bytes; want %d", len(b), len(body))
+		}
+	}
+	resp, err := c.Get(base + "/empty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.ContentLength != 0 {
+		t.Errorf("empty answer: %d, length %d; want 200, 0", resp.StatusCode, resp.ContentLength)
+	}
+}
+
+// TestH2StreamsTakePlaces: over HTTP/2, a connection's streams beyond its
+// first take places under the caps: past them a stream is answered 503
+// with Retry-After at once, and counted; the others are served.
+func TestH2StreamsTakePlaces(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := connlimit.NewMetrics(reg, connlimit.Names{Rejected: "test_rejected_total", Shed: "test_shed_total",
+		Streams: "test_http_streams_rejected_total", Protocol: "HTTP"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor != 2 {
+			t.Errorf("served over HTTP/%d; want 2", r.ProtoMajor)
+		}
+		started.Done()
+		<-release
+		io.WriteString(w, "ok")
+	})
+	base, c := serveHTTP(t, connlimit.Config{MaxConns: 10, MaxConnsPerPeer: 3, Metrics: m}, h, tlstest.New(t))
+	// One connection, three streams held open: the peer's three places.
+	started.Add(3)
+	results := make(chan int, 3)
+	for range 3 {
+		go func() {
+			resp, err := c.Get(base + "/")
+			if err != nil {
+				t.Error(err)
+				results <- 0
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			results <- resp.StatusCode
+		}()
+	}
+	started.Wait()
+	resp, err := c.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" || len(b) != 0 {
+		t.Fatalf("a fourth stream at the peer's cap: %d %q %q; want 503, Retry-After 1, no body", resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}
+	close(release)
+	for range 3 {
+		if code := <-results; code != http.StatusOK {
+			t.Errorf("a held stream: %d; want 200", code)
+		}
+	}
+	if got := counterValue(t, reg, "test_http_streams_rejected_total", "max_conns_per_peer"); got != 1 {
+		t.Errorf("streams_rejected{max_conns_per_peer} = %v; want 1", got)
+	}
+}
+
+// counterValue reads the series of a counter labelled reason.
+func counterValue(t testing.TB, reg *prometheus.Registry, name, reason string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == reason {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return -1
+}
