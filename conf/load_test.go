@@ -277,7 +277,7 @@ func TestEnvMapping(t *testing.T) {
 		REST: conf.RESTConfig{Listen: ":8080", Token: "tok-tok-tok-tok-tok", MetricsAuth: true, MaxConns: 9, MaxConnsPerPeer: 4,
 			PeerIPv6Prefix: 48, MaxUnsentBytes: 2_000_000, MaxWaitingIDs: 6000, MaxWaitingCalls: 11,
 			AllowedHosts: []string{"ids.example.com", "*.corp.example"},
-			TLS: conf.RESTTLS{Cert: "c.pem", Key: "k.pem", ClientCA: "rca.pem"}},
+			TLS:          conf.RESTTLS{Cert: "c.pem", Key: "k.pem", ClientCA: "rca.pem"}},
 		Client: conf.ClientConfig{Servers: []string{"a:1", "b:2"}, Timeout: time.Second, Prefetch: 100},
 		Segment: conf.SegmentConfig{Store: "redis", DSN: "u:p@tcp(db:3306)/leaf", Table: "ids_alloc",
 			Redis:     conf.SegmentRedisConfig{Addrs: []string{"s1:6379", "s2:6379"}, Password: "spw", KeyPrefix: "seq"},
