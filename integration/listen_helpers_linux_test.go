@@ -222,7 +222,7 @@ func restCall(addr, path, token string, tlsCfg *tls.Config) func() error {
 			nc = tls.Client(nc, tlsCfg)
 		}
 		nc.SetDeadline(time.Now().Add(rawTimeout))
-		req := "GET " + path + " HTTP/1.1\r\nHost: vesta\r\nConnection: close\r\n"
+		req := "GET " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
 		if token != "" {
 			req += "Authorization: Bearer " + token + "\r\n"
 		}

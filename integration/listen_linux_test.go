@@ -135,7 +135,7 @@ func keepAliveGet(path string) func(net.Conn) error {
 	return func(nc net.Conn) error {
 		nc.SetDeadline(time.Now().Add(2 * time.Second))
 		defer nc.SetDeadline(time.Time{})
-		if _, err := io.WriteString(nc, "GET "+path+" HTTP/1.1\r\nHost: vesta\r\n\r\n"); err != nil {
+		if _, err := io.WriteString(nc, "GET "+path+" HTTP/1.1\r\nHost: localhost\r\n\r\n"); err != nil {
 			return err
 		}
 		resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
@@ -381,9 +381,9 @@ func TestSlowReadFlood(t *testing.T) {
 	flood := []struct {
 		from, req string
 	}{
-		{"127.0.0.2", "GET /metrics HTTP/1.1\r\nHost: vesta\r\n\r\n"},
-		{"127.0.0.3", "GET /metrics HTTP/1.1\r\nHost: vesta\r\n\r\n"},
-		{"127.0.0.4", "GET /v1/ids?count=10000 HTTP/1.1\r\nHost: vesta\r\nAuthorization: Bearer " + token + "\r\n\r\n"},
+		{"127.0.0.2", "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n"},
+		{"127.0.0.3", "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n"},
+		{"127.0.0.4", "GET /v1/ids?count=10000 HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + token + "\r\n\r\n"},
 	}
 	pr := startProbes(t, 100*time.Millisecond, map[string]func() error{
 		"REST /v1/ids?count=100": restCall(p.REST, "/v1/ids?count=100", token, nil),
