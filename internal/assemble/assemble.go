@@ -190,22 +190,30 @@ func (a *Assembled) fdBudget(cfg conf.Config, log *slog.Logger, reg *prometheus.
 	if err := a.budget.Register(reg); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	caps := 0
+	caps, largest := 0, 0
 	for _, l := range []struct {
 		ln net.Listener
 		n  int
 	}{{a.lnCentral, cfg.Central.MaxConns}, {a.lnREST, cfg.REST.MaxConns}, {a.lnMetrics, cfg.Metrics.MaxConns}} {
 		if l.ln != nil {
 			caps += l.n
+			largest = max(largest, l.n)
 		}
 	}
 	if fd.Limit == math.MaxInt {
 		return nil
 	}
 	attrs := []any{"limit", fd.Limit, "open", fd.Open, "reserve", fd.Reserve, "budget", fd.Budget, "max_conns_total", caps}
-	if fd.Budget < caps {
-		log.Warn("file descriptors: the limit caps connections below the listeners' max_conns; at the budget the oldest silent or idle connection of any listener is shed (raise it with ulimit -n, LimitNOFILE)", attrs...)
-	} else {
+	// The listeners share the budget by design, so their caps adding up
+	// past it is normal (the defaults' 20,100 against a common limit of
+	// 20,000) and said at Info; a budget below one listener's own cap
+	// means that cap can never be reached, which an operator should hear.
+	switch {
+	case fd.Budget < largest:
+		log.Warn("file descriptors: the limit caps connections below a listener's max_conns; at the budget the oldest silent or idle connection of any listener is shed (raise it with ulimit -n, LimitNOFILE)", attrs...)
+	case fd.Budget < caps:
+		log.Info("file descriptors: the listeners share a budget below their max_conns together; at it the oldest silent or idle connection of any listener is shed", attrs...)
+	default:
 		log.Info("file descriptors: connection budget", attrs...)
 	}
 	return nil
