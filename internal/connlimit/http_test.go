@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/internal/connlimit"
+	"github.com/vesta-go/vesta/internal/promtest"
 	"github.com/vesta-go/vesta/internal/tlstest"
 )
 
@@ -152,22 +153,11 @@ func TestH2StreamsTakePlaces(t *testing.T) {
 	}
 }
 
-// counterValue reads the series of a counter labelled reason.
+// counterValue reads the series of a counter labelled reason (-1 when absent).
 func counterValue(t testing.TB, reg *prometheus.Registry, name, reason string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if m.GetLabel()[0].GetValue() == reason {
-				return m.GetCounter().GetValue()
-			}
-		}
+	if v, ok := promtest.Value(t, reg, name, "reason", reason); ok {
+		return v
 	}
 	return -1
 }
