@@ -250,6 +250,9 @@ func TestDoubleBuffer(t *testing.T) {
 	if _, err := is.Next(short, "t"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Next with the store hanging = %v", err)
 	}
+	if st, _ := is.Stats("t"); st.Waits != 2 {
+		t.Fatalf("Waits = %d, want 2 (preload, the timed-out call)", st.Waits)
+	}
 	gate.open()
 	if n, err := is.Next(ctx, "t"); err != nil || n != 101 {
 		t.Fatalf("Next after release = %d, %v", n, err)
@@ -257,8 +260,11 @@ func TestDoubleBuffer(t *testing.T) {
 	if n := len(gate.stepsAsked()); n != 2 {
 		t.Fatalf("%d fetches, want 2", n)
 	}
-	if st, _ := is.Stats("t"); st.Waits != 3 {
-		t.Fatalf("Waits = %d, want 3 (preload, the timed-out call, the released one)", st.Waits)
+	// Once the gate is open the fetch may land before the next call, which
+	// then has nothing to wait for: whether it waited is timing, not
+	// behaviour, so both counts are right.
+	if st, _ := is.Stats("t"); st.Waits != 2 && st.Waits != 3 {
+		t.Fatalf("Waits = %d, want 2 or 3 (preload, the timed-out call, perhaps the released one)", st.Waits)
 	}
 }
 

@@ -59,7 +59,20 @@ func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 		}
 	}()
 
-	// Listen first: a port in use fails before a lease is taken.
+	// The configuration is judged before anything listens, so that a
+	// refused one exits 2 naming its key even while a port is taken; then
+	// listen, so that a port in use fails before a lease is taken.
+	mcfg, err := cfg.Lease() // the etcd TLS files read
+	if err == nil {
+		err = mcfg.ValidateFor(core.Central)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: machine (machine.id, machine.providers, machine.server_range, machine.redis.*, machine.etcd.*): %w", ErrConfig, err)
+	}
+	ccfg, err := cfg.Core()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	if cfg.Central.Listen != "" {
 		if a.lnCentral, err = net.Listen("tcp", cfg.Central.Listen); err != nil {
 			return nil, fmt.Errorf("central.listen: %w", err)
@@ -76,10 +89,6 @@ func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 		}
 	}
 
-	mcfg, err := cfg.Lease() // the etcd TLS files read
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
 	mcfg.Logger, mcfg.Registerer = log, reg
 	lease, err := machineid.Acquire(ctx, mcfg, core.Central)
 	if errors.Is(err, machineid.ErrRange) || errors.Is(err, machineid.ErrConfig) {
@@ -89,10 +98,6 @@ func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 		return nil, err
 	}
 	a.lease = lease
-	ccfg, err := cfg.Core()
-	if err != nil {
-		return nil, err
-	}
 	ccfg.Logger = log
 	if a.gen, err = lease.NewGenerator(ctx, ccfg, cfg.TimeGuard.Dir); err != nil {
 		if errors.Is(err, machineid.ErrFleet) {
