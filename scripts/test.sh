@@ -16,8 +16,10 @@ fi
 # Test-only modules beside the product module: their dependencies (chromedp
 # for the page's browser test, kin-openapi for rest/openapilint's strict
 # validation of the served OpenAPI document, hdrhistogram for the load
-# generator vesta-bench) stay out of the product's go.mod.
-test_modules=(rest/browser rest/openapilint bench/load)
+# generator vesta-bench; bwmarrin/snowflake and sonyflake for bench/peers,
+# whose benchmarks are compiled and vetted here, run by make bench-peers)
+# stay out of the product's go.mod.
+test_modules=(rest/browser rest/openapilint bench/load bench/peers)
 
 echo "== go vet"
 $GO vet ./...
