@@ -43,6 +43,7 @@ type Assembled struct {
 	rest                         *rest.Server
 	metrics                      *http.Server // metrics.listen: /metrics alone
 	budget                       *connlimit.Budget
+	stopClock                    func() // ends the nemesis build's clock hook; a no-op otherwise
 
 	failed chan error // a Serve that returned for another reason than shutdown
 	wg     sync.WaitGroup
@@ -52,7 +53,7 @@ type Assembled struct {
 // generator and the sequences, and serves until stop. On error, what it
 // started is undone. The caller checks cfg (RequireMachine) and owns reg.
 func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prometheus.Registry) (_ *Assembled, err error) {
-	a := &Assembled{failed: make(chan error, 3)}
+	a := &Assembled{failed: make(chan error, 3), stopClock: func() {}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, a.Stop(context.Background()))
@@ -90,6 +91,12 @@ func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 	}
 
 	mcfg.Logger, mcfg.Registerer = log, reg
+	// nil (core.SystemClock) but in the test-only nemesis build, whose clock
+	// a fault injector steps (nemesis.go); the lease and the generator read
+	// the same one.
+	var clk core.Clock
+	clk, a.stopClock = nemesisClock(log)
+	mcfg.Clock = clk
 	lease, err := machineid.Acquire(ctx, mcfg, core.Central)
 	if errors.Is(err, machineid.ErrRange) || errors.Is(err, machineid.ErrConfig) {
 		return nil, fmt.Errorf("%w: machine (machine.id, machine.providers, machine.server_range, machine.redis.*, machine.etcd.*): %w", ErrConfig, err)
@@ -98,7 +105,7 @@ func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 		return nil, err
 	}
 	a.lease = lease
-	ccfg.Logger = log
+	ccfg.Logger, ccfg.Clock = log, clk
 	if a.gen, err = lease.NewGenerator(ctx, ccfg, cfg.TimeGuard.Dir); err != nil {
 		if errors.Is(err, machineid.ErrFleet) {
 			// Settings unlike the fleet's are the operator's to fix, as any
@@ -288,6 +295,7 @@ func (a *Assembled) Stop(ctx context.Context) error {
 	if a.lease != nil {
 		err = errors.Join(err, a.lease.Close(ctx))
 	}
+	a.stopClock() // last: the generator and the lease read it until closed
 	return err
 }
 
