@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -410,4 +411,75 @@ func Example() {
 	// 5 IDs, 1 numbers, 1 repeated
 	// ids 11 to client-1 via A at Jan  1 00:00:00.000
 	// ids 11 to client-2 via B at Jan  1 00:00:00.001
+}
+
+// BenchmarkLedger20M writes 20 M distinct IDs from 8 writers, then checks
+// them; run with -bench Ledger20M -benchtime 1x.
+func BenchmarkLedger20M(b *testing.B) {
+	const writers, per = 8, 2_500_000
+	for b.Loop() {
+		l, _ := open(b, ledger.DefaultShards)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for g := range writers {
+			w := l.Writer(l.Source(fmt.Sprint(g)))
+			wg.Go(func() {
+				var vals [100]uint64 // divides per
+				for i := 0; i < per; i += len(vals) {
+					for k := range vals {
+						vals[k] = uint64(g*per + i + k)
+					}
+					if err := w.Add(ledger.IDs, t0, vals[:]...); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+				if err := w.Flush(); err != nil {
+					b.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if err := l.Close(); err != nil {
+			b.Fatal(err)
+		}
+		written := time.Since(start)
+
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		base := ms.HeapAlloc
+		peak := base
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() { // sample the heap while Check runs
+			defer close(done)
+			tk := time.NewTicker(2 * time.Millisecond)
+			defer tk.Stop()
+			for {
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				peak = max(peak, ms.HeapAlloc)
+				select {
+				case <-stop:
+					return
+				case <-tk.C:
+				}
+			}
+		}()
+		start = time.Now()
+		r, err := l.Check(ledger.Options{})
+		checked := time.Since(start)
+		close(stop)
+		<-done
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r.IDs != writers*per || r.RepeatCount != 0 {
+			b.Fatalf("IDs %d, repeats %d", r.IDs, r.RepeatCount)
+		}
+		b.ReportMetric(float64(r.IDs)/written.Seconds(), "written/s")
+		b.ReportMetric(float64(r.IDs)/checked.Seconds(), "checked/s")
+		b.ReportMetric(checked.Seconds(), "check-s")
+		b.ReportMetric(float64(peak-base)/(1<<20), "peak-heap-MiB")
+	}
 }
