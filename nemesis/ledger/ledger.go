@@ -311,7 +311,8 @@ func (w *Writer) write(i int) error {
 
 // Close ends writing: it syncs and closes the shard files and saves the
 // names of sources and spaces for Reopen. Writers must be flushed first;
-// what they still buffer is lost. Check may follow.
+// what they still buffer is lost. Check may follow. Closing again, or
+// closing a reopened ledger, returns ErrClosed.
 func (l *Ledger) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
