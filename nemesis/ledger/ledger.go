@@ -417,7 +417,9 @@ func (l *Ledger) Check(opt Options) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		recs = recs[:0]
+		// Grown to the shard's size at once, not by appending, so that
+		// no outgrown copies add to the peak.
+		recs = slices.Grow(recs[:0], len(raw)/recordSize)
 		for b := raw; len(b) > 0; b = b[recordSize:] {
 			recs = append(recs, record{
 				space:  binary.LittleEndian.Uint32(b),
