@@ -9,6 +9,13 @@
 // memory, and reports each repeated value with every entry that carried
 // it: which source got it, and when.
 //
+// A ledger is a directory: shard files of 24-byte records (space uint32,
+// value uint64, source uint32, unix nanoseconds int64; little endian), a
+// value's shard fixed by a hash of its space and value so that every copy
+// of it lands in the same one, and names.json, which Close writes with the
+// names of the sources and spaces. Reopen reads such a directory, so that
+// a ledger can be checked by another process than the one that wrote it.
+//
 // A value lives in a space: IDs share one space (Space 0), each segment
 // tag's numbers have their own, since the same number under two tags is
 // no repeat.
