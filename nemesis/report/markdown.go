@@ -93,11 +93,10 @@ func writeRun(p *printer, r Run, a Analysis) {
 				switch {
 				case !f.Recovered:
 					recovery = "**DID NOT RECOVER**"
+				case f.Overlapped:
+					recovery = dur(f.Recovery) + " (the next fault began first)"
 				default:
 					recovery = dur(f.Recovery)
-				}
-				if f.Overlapped {
-					recovery += " (next fault began first)"
 				}
 			}
 			p.f("| %d | %.1f | %s | %s | %s | %s | %s | %s | %s |\n", i+1, f.Since.Seconds(), cell(f.Fault.Kind), cell(f.Fault.Target),
