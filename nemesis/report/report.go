@@ -1,10 +1,6 @@
 package report
 
-import (
-	"fmt"
-	"io"
-	"time"
-)
+import "time"
 
 // Bucket is what the callers of one kind saw in one interval of the run.
 type Bucket struct {
@@ -52,18 +48,7 @@ type Run struct {
 	Repeated int64 // all repeats, Repeats may be fewer
 	// Notes are lines the runner wants in the report (configuration, etc.).
 	Notes []string
-}
-
-// Markdown writes the report of runs.
-func Markdown(w io.Writer, runs ...Run) error {
-	for _, r := range runs {
-		fmt.Fprintf(w, "## %s (seed %d)\n\n%d IDs, %d numbers, %d faults, %d repeats\n\n", r.Name, r.Seed, r.IDs, r.Numbers, len(r.Faults), r.Repeated)
-	}
-	return nil
-}
-
-// SVG writes the picture of one run.
-func SVG(w io.Writer, r Run) error {
-	_, err := fmt.Fprintf(w, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"></svg>\n")
-	return err
+	// Picture, when set, is the name of this run's SVG (as SVG wrote it)
+	// relative to the report, which then embeds it.
+	Picture string
 }
