@@ -18,8 +18,9 @@ fi
 # validation of the served OpenAPI document, hdrhistogram for the load
 # generator vesta-bench; bwmarrin/snowflake and sonyflake for bench/peers,
 # whose benchmarks are compiled and vetted here, run by make bench-peers)
-# stay out of the product's go.mod.
-test_modules=(rest/browser rest/openapilint bench/load bench/peers)
+# stay out of the product's go.mod; nemesis is the fault injector's module
+# (its ledger and report packages are tested here).
+test_modules=(rest/browser rest/openapilint bench/load bench/peers nemesis)
 
 echo "== go vet"
 $GO vet ./...
