@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,5 +183,58 @@ func TestRekeyWakesWaiters(t *testing.T) {
 	}
 	if e := g.Codec().Explain(next(t, g)); e.Machine != 4 {
 		t.Fatalf("after Rekey: %+v", e)
+	}
+}
+
+// TestReadyAfterStepBack: at the ceiling a generator is busy, still ready;
+// after a clock step back past MaxBorrow it has nothing to issue until the
+// clock catches up, and says so, until then.
+func TestReadyAfterStepBack(t *testing.T) {
+	clk := core.NewManualClock(t0.Add(300 * time.Microsecond))
+	g := newGen(t, core.Config{Type: core.MinGranularity, Layout: core.Vesta, MaxBorrow: 2 * time.Millisecond, Clock: clk})
+	ids, d, err := g.TryAppendIDs(core.Central, nil, 5000)
+	if err != nil || d == 0 {
+		t.Fatalf("at the ceiling: %d IDs, retry %v, %v", len(ids), d, err)
+	}
+	if err := g.Ready(); err != nil {
+		t.Fatalf("Ready at the ceiling (retry in %v): %v; want ready", d, err)
+	}
+	last := ids[len(ids)-1]
+
+	clk.Set(t0.Add(-time.Hour))
+	if more, d, err := g.TryAppendIDs(core.Central, nil, 1); err != nil || len(more) != 0 || d < time.Hour {
+		t.Fatalf("an hour back: %d IDs, retry %v, %v; want none, for an hour", len(more), d, err)
+	}
+	err = g.Ready()
+	if !errors.Is(err, core.ErrClockBehind) || !strings.Contains(err.Error(), "resumes at") {
+		t.Fatalf("Ready an hour back: %v; want ErrClockBehind saying when issuing resumes", err)
+	}
+
+	// Within a second of resuming it is ready again: the wait is short.
+	clk.Set(t0.Add(2*time.Millisecond - 500*time.Millisecond))
+	if err := g.Ready(); err != nil {
+		t.Fatalf("Ready half a second before issuing resumes: %v", err)
+	}
+	clk.Set(t0.Add(3 * time.Millisecond))
+	more, _, err := g.TryAppendIDs(core.Central, nil, 10)
+	if err != nil || len(more) == 0 || more[0] <= last {
+		t.Fatalf("after the clock caught up: %v, %v; want IDs above %d", more, err, last)
+	}
+	if err := g.Ready(); err != nil {
+		t.Fatalf("Ready after the clock caught up: %v", err)
+	}
+}
+
+// A step back within the unit being issued leaves its rest to issue:
+// ready.
+func TestReadyStepBackWithinUnit(t *testing.T) {
+	clk := core.NewManualClock(t0.Add(300 * time.Microsecond))
+	g := newGen(t, core.Config{Type: core.MinGranularity, Layout: core.Vesta, MaxBorrow: 2 * time.Millisecond, Clock: clk})
+	if _, err := g.NextID(t.Context(), core.Central); err != nil {
+		t.Fatal(err)
+	}
+	clk.Set(t0.Add(-time.Hour))
+	if err := g.Ready(); err != nil {
+		t.Fatalf("Ready with the rest of the unit to issue: %v", err)
 	}
 }

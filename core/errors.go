@@ -27,7 +27,8 @@ var (
 	ErrBeforeEpoch = errors.New("core: clock is before the epoch")
 
 	// ErrClockBehind: at start, the clock is behind the time guard's mark by
-	// more than the generator may borrow or wait.
+	// more than the generator may borrow or wait; from Ready, a clock
+	// stepped back leaves nothing to issue for more than a second.
 	ErrClockBehind = errors.New("core: clock is behind the time guard's mark")
 
 	// ErrGuard: the time guard's store failed, so issuing cannot go past the

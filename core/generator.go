@@ -165,8 +165,35 @@ func (g *Generator) Ready() error {
 	if e := r.guardErr.Load(); e != nil {
 		return *e
 	}
-	_, err := g.nowUnit()
-	return err
+	now, err := g.nowUnit()
+	if err != nil {
+		return err
+	}
+	return g.behind(r, now)
+}
+
+// stalledAfter is how long issuing may have to wait for the clock and the
+// generator still count as ready: at the ceiling the wait is under a unit
+// (busy, not dead); a clock stepped back past MaxBorrow leaves nothing to
+// issue until it catches up with the IDs already issued, which may take
+// hours, and a balancer should send callers elsewhere meanwhile.
+const stalledAfter = time.Second
+
+// behind says why r cannot issue for longer than stalledAfter at unit now:
+// its next ID lies past the unit it is in and further ahead of the clock
+// than MaxBorrow lets it go (reserveAt's bound).
+func (g *Generator) behind(r *run, now uint64) error {
+	next := ((r.state.Load() &^ closedBit) + 1) >> g.sb
+	if next <= now+g.borrow || next <= r.entered.Load() {
+		return nil
+	}
+	resume := g.instantOf(next - g.borrow)
+	if wait := resume.Sub(g.clock.Now()); wait > stalledAfter {
+		return fmt.Errorf("%w: the next ID is due at %s, %v ahead of the clock (max_borrow %v): issuing resumes at %s",
+			ErrClockBehind, FormatInstant(g.cfg.Type, g.instantOf(next)), g.instantOf(next).Sub(g.clock.Now()).Round(time.Millisecond),
+			g.cfg.MaxBorrow, FormatInstant(g.cfg.Type, resume))
+	}
+	return nil
 }
 
 // Codec returns the generator's codec (layout and epoch).

@@ -124,6 +124,17 @@ func TestNemesisClock(t *testing.T) {
 	if s, err := strconv.Atoi(refused.Get("Retry-After")); err != nil || s < 3600 {
 		t.Errorf("tagged: 503 with Retry-After %q; want about the 2h the clock went back", refused.Get("Retry-After"))
 	}
+	// Not ready while it cannot issue, so that a balancer sends callers to
+	// another server for those two hours.
+	resp, err := tagged.http.Get("http://" + tagged.rest + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "resumes at") {
+		t.Errorf("tagged: /readyz after the step back answered %d %s; want 503 saying when issuing resumes", resp.StatusCode, body)
+	}
 	// Strictly increasing: none below one issued before, none twice.
 	for i := 1; i < len(issued); i++ {
 		if issued[i] <= issued[i-1] {
