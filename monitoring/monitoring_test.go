@@ -181,7 +181,7 @@ func TestAlertsShape(t *testing.T) {
 			t.Errorf("%s: want a summary and a description", r.Alert)
 		}
 	}
-	// What issue 13 asks the rules to cover.
+	// What the monitoring kit's rules must cover.
 	for _, a := range []string{"VestaServerDown", "VestaFenced", "VestaLeaseLost", "VestaClockOffsetGrowing",
 		"VestaTimeGuardMarkBehind", "VestaTimeGuardFailing", "VestaClientFallback", "VestaCeilingWaits",
 		"VestaSegmentStoreErrors", "VestaMachineQuarantineLong", "VestaClientBreakerOpen"} {
