@@ -19,7 +19,8 @@ import (
 )
 
 // ceilingRSSBound is the most resident memory `vesta serve` may reach
-// under the attacks of TestCeilingAttacks (before issue 10: 355 MB after
+// under the attacks of TestCeilingAttacks (before the ceiling's
+// back-pressure: 355 MB after
 // 8 s and rising ~40 MB/s). A binary built with -race keeps shadow memory
 // for everything it touches, several times its heap: its bound is larger.
 func ceilingRSSBound() int64 {
@@ -29,7 +30,7 @@ func ceilingRSSBound() int64 {
 	return 256 << 20
 }
 
-// TestCeilingAttacks repeats the two attacks of issue 10 with raw
+// TestCeilingAttacks repeats the two attacks on the sequence ceiling with raw
 // MessagePack-RPC frames against a real `vesta serve`, beside a
 // well-behaved client calling Vesta.GenID one at a time:
 //
@@ -42,8 +43,8 @@ func ceilingRSSBound() int64 {
 //
 // The server's resident memory must stay under ceilingRSSBound, and the
 // well-behaved client's GenID p99 within a few round trips of its value on
-// an idle server (asserted loosely: the machine is shared; before issue 10
-// it was 955 ms under the second attack).
+// an idle server (asserted loosely: the machine is shared; before the
+// ceiling's back-pressure it was 955 ms under the second attack).
 func TestCeilingAttacks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for 20 s")

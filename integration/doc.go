@@ -34,7 +34,7 @@
 //   - TestThirdPartyClient: a MessagePack-RPC client in Python, written
 //     against the spec with the msgpack package, calls every method.
 //
-// Issue 9's scenarios, where a machine ID could be held twice:
+// The machine-ID safety scenarios, where a machine ID could be held twice:
 //
 //   - TestFlushAllTakeover, TestRedisKilledEmptyTakeover,
 //     TestSentinelFailoverTakeover: Redis forgets a live holder's lease

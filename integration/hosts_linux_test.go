@@ -20,8 +20,9 @@ import (
 // test hosts at once, each in a working directory of its own, with no
 // configuration at all: its central server is down, so each would fall
 // back to issuing IDs itself. Two hosts on defaults may not issue the same
-// IDs (issue 9: 19,617 of 20,000 were): each refuses clearly (a usage
-// error naming the machine-ID setting) or the IDs of both are distinct.
+// IDs (19,617 of 20,000 were, while there was a default machine ID): each
+// refuses clearly (a usage error naming the machine-ID setting) or the IDs
+// of both are distinct.
 func TestTwoHostsOnDefaults(t *testing.T) {
 	n := netnstest.New(t)
 	hosts := []*netnstest.Host{n.Host("app1"), n.Host("app2")}

@@ -19,10 +19,10 @@ import (
 	"github.com/vesta-go/vesta/machineid"
 )
 
-// Issue 9's Redis faults are run with these: a short lease, and a small
-// clock-skew bound (every process reads the same clock), so that the
-// takeover quarantine (lease TTL + 2*max_clock_skew + max_borrow after a
-// claim without a clean release) stays a few seconds.
+// The Redis faults of the machine-ID safety tests are run with these: a
+// short lease, and a small clock-skew bound (every process reads the same
+// clock), so that the takeover quarantine (lease TTL + 2*max_clock_skew +
+// max_borrow after a claim without a clean release) stays a few seconds.
 const (
 	takeoverSkew    = 200 * time.Millisecond
 	takeoverMachine = 1023 // the one ID of the range both servers share
@@ -242,7 +242,7 @@ func sentinelEnv(t *testing.T, g *redistest.Replicated, ttl time.Duration, kv ..
 }
 
 // TestFlushAllTakeover: FLUSHALL under load, then a second server takes
-// the ID (issue 9: 10,186 identical IDs before the quarantine).
+// the ID (10,186 identical IDs before the lease quarantine).
 func TestFlushAllTakeover(t *testing.T) {
 	rds := redistest.Start(t)
 	rc := redisClient(t, rds)

@@ -9,12 +9,12 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// HTTP details every route shares (issue 13's audit): HEAD wherever GET
-// is, nosniff on every answer, percent-decoded path parameters, a body
-// refused by its Content-Length before any of it is read (so a request
-// with "Expect: 100-continue" gets 413, never 100 Continue), and the
-// header size limit enforced here, so that its 431 is the JSON error body
-// too.
+// HTTP details every route shares (found by the protocol audit): HEAD
+// wherever GET is, nosniff on every answer, percent-decoded path
+// parameters, a body refused by its Content-Length before any of it is
+// read (so a request with "Expect: 100-continue" gets 413, never 100
+// Continue), and the header size limit enforced here, so that its 431 is
+// the JSON error body too.
 //
 // net/http still answers a few requests itself, in plain text, before any
 // handler runs: headers past MaxHeaderBytes and the 4 KiB it reads beyond

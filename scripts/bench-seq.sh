@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Vesta.NextSeq against Redis INCR, side by side in one run (BENCHMARKS.md,
-# issue 12): starts two redis-servers (the segment store, and the anchor that
-# the INCRs go to, so neither slows the other) and a `vesta serve` with a
-# Redis segment store, on free ports in a temporary directory, then runs the
-# pairs below in interleaved rounds and prints each pair's calls/s ratio
-# (median and range over the rounds) as a Markdown table.
+# the segment sequences' goals): starts two redis-servers (the segment
+# store, and the anchor that the INCRs go to, so neither slows the other)
+# and a `vesta serve` with a Redis segment store, on free ports in a
+# temporary directory, then runs the pairs below in interleaved rounds and
+# prints each pair's calls/s ratio (median and range over the rounds) as a
+# Markdown table.
 #
 #   scripts/bench-seq.sh [ROUNDS] [DURATION] [CONCURRENCY]    (3 5s 64)
 #
