@@ -27,6 +27,21 @@ func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
 
 func (f *fleet) pickServer(rng *rand.Rand) *server { return f.servers[rng.IntN(len(f.servers))] }
 
+// pickLeased picks a server that leases its machine ID: the faults
+// aimed at the lease (pause, cuts from the store) hit one of them.
+func (f *fleet) pickLeased(rng *rand.Rand) *server {
+	var ss []*server
+	for _, s := range f.servers {
+		if s.env["VESTA_MACHINE_PROVIDERS"] != "static" {
+			ss = append(ss, s)
+		}
+	}
+	if len(ss) == 0 {
+		return f.pickServer(rng)
+	}
+	return ss[rng.IntN(len(ss))]
+}
+
 // member is a store member a server can be cut from: an etcd member, or
 // the Redis master.
 func (f *fleet) member(rng *rand.Rand) (string, *netnstest.Host) {
@@ -80,19 +95,19 @@ var faultKinds = []faultKind{
 		}
 	}},
 	{"pause", func(f *fleet, rng *rand.Rand) (string, string, time.Duration, func()) {
-		s := f.pickServer(rng)
+		s := f.pickLeased(rng)
 		s.signal(syscall.SIGSTOP)
 		return "server " + s.name, "SIGSTOP past the lease TTL", between(rng, leaseTTL+time.Second, 2*leaseTTL), func() { s.signal(syscall.SIGCONT) }
 	}},
 	{"partition", func(f *fleet, rng *rand.Rand) (string, string, time.Duration, func()) {
-		s := f.pickServer(rng)
+		s := f.pickLeased(rng)
 		name, m := f.member(rng)
 		h := f.hostOf[s]
 		netnstest.Split([]*netnstest.Host{h}, []*netnstest.Host{m})
 		return "server " + s.name, "two-way cut from " + name, between(rng, time.Second, 2*leaseTTL), func() { healHosts(h, m) }
 	}},
 	{"oneway", func(f *fleet, rng *rand.Rand) (string, string, time.Duration, func()) {
-		s := f.pickServer(rng)
+		s := f.pickLeased(rng)
 		name, m := f.member(rng)
 		h := f.hostOf[s]
 		// The server hears nothing from the member; its packets still go.
@@ -112,7 +127,7 @@ var faultKinds = []faultKind{
 			side := []*netnstest.Host{h}
 			detail := "member alone (minority) against the rest"
 			if rng.IntN(2) == 0 {
-				s := f.pickServer(rng)
+				s := f.pickLeased(rng)
 				side = append(side, f.hostOf[s])
 				detail = "member with server " + s.name + " (minority) against the rest"
 			}
@@ -120,7 +135,7 @@ var faultKinds = []faultKind{
 			return "etcd " + f.etcd.Member(i).Name(), detail, between(rng, 2*time.Second, 3*leaseTTL), func() { healHosts(f.allHosts()...) }
 		}
 		m := f.master()
-		s := f.pickServer(rng)
+		s := f.pickLeased(rng)
 		side := []*netnstest.Host{f.redisHosts[m], f.hostOf[s]}
 		netnstest.Split(side, f.others(side...))
 		return "redis master " + f.redisHosts[m].Name, "with server " + s.name + " cut from the Sentinels, replicas and other servers (split brain)",

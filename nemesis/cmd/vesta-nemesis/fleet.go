@@ -48,8 +48,10 @@ type fleet struct {
 	t        *tb
 	provider string // "etcd", "sentinel" or "sabotage"
 	bin      string
-	// clockHook: the binary reads VESTA_NEMESIS_CLOCK_FILE (the nemesis
-	// build tag's clock hook); without it the clock fault is left out.
+	// clockHook: the binary has the nemesis build tag's clock hook, which
+	// reads VESTA_NEMESIS_CLOCK_FILE (found by its log text "nemesis
+	// clock: offset now": conf names the variable in every build); without
+	// it the clock fault is left out.
 	clockHook bool
 	net       *netnstest.Net
 	load      *netnstest.Host
@@ -312,7 +314,7 @@ func startFleet(ctx context.Context, t *tb, provider, bin string) *fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fleet{t: t, provider: provider, bin: bin, clockHook: bytes.Contains(b, []byte("VESTA_NEMESIS_CLOCK_FILE")), hostOf: map[*server]*netnstest.Host{},
+	f := &fleet{t: t, provider: provider, bin: bin, clockHook: bytes.Contains(b, []byte("nemesis clock: offset now")), hostOf: map[*server]*netnstest.Host{},
 		clock: map[*server]string{}, store: map[*server]string{}}
 	f.net = netnstest.New(t)
 	f.load = f.net.Host("load")
