@@ -117,7 +117,6 @@ type workload struct {
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	calls  []*caller
-	errs   atomic.Int64
 	closer []func()
 }
 

@@ -43,7 +43,7 @@ func newServer(t *tb, name, bin string, env map[string]string, wrap []string) *s
 	}
 	s := &server{name: name, bin: bin, env: maps.Clone(env), wrap: wrap, dir: dir, logf: f, machines: map[int]bool{}}
 	t.Cleanup(func() {
-		s.kill()
+		s.stop()
 		f.Close()
 	})
 	return s
@@ -180,7 +180,8 @@ func (s *server) kill() {
 	}
 }
 
-// stop ends the current run with SIGTERM, then SIGKILL after 10s.
+// stop ends the current run with SIGTERM (a clean release of its
+// lease), then SIGKILL after 5s.
 func (s *server) stop() {
 	s.mu.Lock()
 	cmd, exited := s.cmd, s.exited
@@ -192,7 +193,7 @@ func (s *server) stop() {
 	cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-exited:
-	case <-time.After(10 * time.Second):
+	case <-time.After(5 * time.Second):
 		s.kill()
 	}
 }
