@@ -258,9 +258,25 @@ func (f *fleet) runFaults(ctx context.Context, rng *rand.Rand, end time.Time, in
 			}
 		}
 		fl.End = time.Now()
+		fl.Kinds = affected(fl)
 		out = append(out, fl)
 		if ctx.Err() != nil {
 			return out
 		}
 	}
+}
+
+// affected names the caller kinds a fault may touch; nil is all.
+func affected(fl report.Fault) []string {
+	switch {
+	case fl.Kind == "mariadb-kill":
+		return []string{"seq-mariadb"}
+	case fl.Kind == "flushall" && fl.Target == "segment redis":
+		return []string{"seq-redis"}
+	case fl.Kind == "disk-full":
+		// C serves IDs to every kind but the embedded issuers, and
+		// MariaDB's numbers.
+		return []string{"client", "rpc", "rest", "seq-mariadb"}
+	}
+	return nil
 }
