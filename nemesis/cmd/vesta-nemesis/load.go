@@ -87,12 +87,18 @@ type caller struct {
 	allowed func() map[int]bool
 	mu      sync.Mutex
 	seen    map[int]int64 // machine -> IDs
-	bad     []string      // IDs that do not decode as they must
+	// via, for a caller of one server (no prefetch), is that server: every
+	// answer's machine must be one it held at the time.
+	via  *server
+	late []string // answers whose machine via did not hold then
+	bad  []string // IDs that do not decode as they must
 }
 
 func (c *caller) sawIDs(ids []core.ID) {
+	at := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	last := -1
 	for _, id := range ids {
 		v := uint64(id)
 		seqBits := uint(20)
@@ -101,6 +107,10 @@ func (c *caller) sawIDs(ids []core.ID) {
 		}
 		m := int(v >> seqBits & 1023)
 		c.seen[m]++
+		if c.via != nil && m != last && !c.via.held(m, at) && len(c.late) < 10 {
+			c.late = append(c.late, fmt.Sprintf("ID %d (machine %d) at %s, when %s did not hold machine %d", v, m, at.UTC().Format(time.RFC3339Nano), c.via.name, m))
+		}
+		last = m
 		if v>>63 != 0 && len(c.bad) < 10 {
 			c.bad = append(c.bad, fmt.Sprintf("%d: version bit set", v))
 		}
@@ -293,6 +303,7 @@ func (w *workload) start() error {
 			return fmt.Errorf("rpc client of %s: %w", s.name, err)
 		}
 		cl := w.caller("rpc via "+s.name, "rpc", s.heldMachines)
+		cl.via = s
 		w.loop(cl, 0.3*r/float64(len(centrals)), 100, func(ctx context.Context) ([]uint64, ledger.Space, error) {
 			ids, err := c.NextIDs(ctx, 100)
 			cl.sawIDs(ids)
@@ -304,6 +315,7 @@ func (w *workload) start() error {
 	for _, s := range f.servers {
 		_, rest := s.addrs()
 		cl := w.caller("rest via "+s.name, "rest", s.heldMachines)
+		cl.via = s
 		w.loop(cl, 0.2*r/float64(len(f.servers)), 50, func(ctx context.Context) ([]uint64, ledger.Space, error) {
 			vs, err := restGet(ctx, hc, rest, "/v1/ids?count=50")
 			ids := make([]core.ID, len(vs))

@@ -338,6 +338,11 @@ func runProvider(ctx context.Context, o options, provider, bin, dir string, rng 
 				ok = false
 			}
 		}
+		for _, b := range c.late {
+			log.Printf("%s: %s: %s", provider, c.name, b)
+			r.Notes = append(r.Notes, c.name+": "+b)
+			ok = false
+		}
 		for _, b := range c.bad {
 			r.Notes = append(r.Notes, c.name+": "+b)
 			ok = false

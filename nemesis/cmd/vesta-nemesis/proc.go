@@ -27,8 +27,9 @@ type server struct {
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 	exited   chan struct{}
-	serving  chan struct{} // closed at the "serving" record of the current run
-	machines map[int]bool  // every machine ID any run held
+	serving  chan struct{}  // closed at the "serving" record of the current run
+	machines map[int]bool   // every machine ID any run held
+	holds    map[int][]hold // when, by its log, it held each machine ID
 	central  string
 	rest     string
 	runs     int
@@ -41,7 +42,7 @@ func newServer(t *tb, name, bin string, env map[string]string, wrap []string) *s
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	s := &server{name: name, bin: bin, env: maps.Clone(env), wrap: wrap, dir: dir, logf: f, machines: map[int]bool{}}
+	s := &server{name: name, bin: bin, env: maps.Clone(env), wrap: wrap, dir: dir, logf: f, machines: map[int]bool{}, holds: map[int][]hold{}}
 	t.Cleanup(func() {
 		s.stop()
 		f.Close()
@@ -94,9 +95,16 @@ func (s *server) read(cmd *exec.Cmd, r interface{ Read([]byte) (int, error) }, e
 			s.logf.WriteString(line)
 			var rec map[string]any
 			if json.Unmarshal([]byte(line), &rec) == nil {
+				now := time.Now()
+				if from, ok := rec["from"].(float64); ok && rec["msg"] == "machineid: re-keyed" {
+					if _, same := rec["to"].(float64); !same || rec["to"] != rec["from"] {
+						s.closeHold(int(from), now)
+					}
+				}
 				for _, k := range []string{"machine", "to"} {
 					if m, ok := rec[k].(float64); ok {
 						s.machines[int(m)] = true
+						s.openHold(int(m), now)
 					}
 				}
 				if rec["msg"] == "serving" {
@@ -116,6 +124,12 @@ func (s *server) read(cmd *exec.Cmd, r interface{ Read([]byte) (int, error) }, e
 		}
 	}
 	cmd.Wait()
+	s.mu.Lock()
+	now := time.Now()
+	for m := range s.holds {
+		s.closeHold(m, now)
+	}
+	s.mu.Unlock()
 	close(exited)
 }
 
@@ -218,4 +232,38 @@ func (s *server) tail(n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// hold is a span of time a server held a machine ID, as its log tells:
+// from its first mention (the lease, before any ID of it) to the re-key
+// away from it or the process's exit; a zero to is still open.
+type hold struct{ from, to time.Time }
+
+// openHold and closeHold keep s.holds; s.mu is held.
+func (s *server) openHold(m int, at time.Time) {
+	hs := s.holds[m]
+	if len(hs) > 0 && hs[len(hs)-1].to.IsZero() {
+		return
+	}
+	s.holds[m] = append(hs, hold{from: at})
+}
+
+func (s *server) closeHold(m int, at time.Time) {
+	hs := s.holds[m]
+	if len(hs) > 0 && hs[len(hs)-1].to.IsZero() {
+		hs[len(hs)-1].to = at
+	}
+}
+
+// held reports whether s held m at at, give or take the slack of a log
+// line's way through the pipe and an answer's way back.
+func (s *server) held(m int, at time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, h := range s.holds[m] {
+		if at.After(h.from.Add(-time.Second)) && (h.to.IsZero() || at.Before(h.to.Add(3*time.Second))) {
+			return true
+		}
+	}
+	return false
 }
