@@ -138,13 +138,20 @@ func run(o options) int {
 		log.Print(err)
 		return 2
 	}
-	if !o.keep {
-		defer os.RemoveAll(tmp)
-	} else {
-		log.Printf("keeping %s", tmp)
-	}
+	keep := o.keep
+	defer func() {
+		if keep {
+			log.Printf("kept %s (server logs NNN/serve.log, store data)", tmp)
+		} else {
+			os.RemoveAll(tmp)
+		}
+	}()
 	if o.out == "" {
-		o.out = filepath.Join(tmp, "out")
+		// Apart from the run's temporary directory: the report outlives it.
+		if o.out, err = os.MkdirTemp("", "vesta-nemesis-report-"); err != nil {
+			log.Print(err)
+			return 2
+		}
 	}
 	if o.ledger == "" {
 		o.ledger = filepath.Join(tmp, "ledger")
@@ -175,6 +182,8 @@ func run(o options) int {
 		sum.faults += int64(len(r.Faults))
 		sum.repeats += r.Repeated
 		failed = failed || !ok
+		// The evidence of a repeat in a safe fleet is kept.
+		keep = keep || (r.Repeated > 0 && p != "sabotage")
 	}
 	if err := writeReport(o.out, runs); err != nil {
 		log.Printf("report: %v", err)
@@ -321,7 +330,6 @@ func runProvider(ctx context.Context, o options, provider, bin, dir string, rng 
 		}
 		if provider != "sabotage" {
 			ok = false
-			o.keep = true
 		}
 	}
 	// Every ID decodes to a machine its issuer could hold.
