@@ -274,9 +274,9 @@ func affected(fl report.Fault) []string {
 	case fl.Kind == "flushall" && fl.Target == "segment redis":
 		return []string{"seq-redis"}
 	case fl.Kind == "disk-full":
-		// C serves IDs to every kind but the embedded issuers, and
-		// MariaDB's numbers.
-		return []string{"client", "rpc", "rest", "seq-mariadb"}
+		// D serves IDs to every kind but the embedded issuers, and the
+		// segment Redis's numbers.
+		return []string{"client", "rpc", "rest", "seq-redis"}
 	}
 	return nil
 }

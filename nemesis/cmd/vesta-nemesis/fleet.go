@@ -327,8 +327,10 @@ func startFleet(ctx context.Context, t *tb, provider, bin string) *fleet {
 		f.startProvider()
 		f.addServer("A", 0, "mysql", "")
 		f.addServer("B", 0, "redis", "")
-		f.diskSrv = f.addServer("C", 0, "mysql", f.smallTmpfs())
-		f.addServer("D", staticID, "redis", "")
+		f.addServer("C", 0, "mysql", "")
+		// A leased ID's time guard is its mark in the store; a fixed ID's
+		// is the file the full-disk fault hits.
+		f.diskSrv = f.addServer("D", staticID, "redis", f.smallTmpfs())
 	}
 	for _, s := range f.servers {
 		if err := s.start(); err != nil {
