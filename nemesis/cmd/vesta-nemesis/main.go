@@ -363,6 +363,22 @@ func runProvider(ctx context.Context, o options, provider, bin, dir string, rng 
 	if !f.clockHook && provider != "sabotage" {
 		r.Notes = append(r.Notes, "clock fault left out: this vesta build has no VESTA_NEMESIS_CLOCK_FILE hook")
 	}
+	if secs := r.End.Sub(start).Seconds(); secs > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%.0f IDs/s and %.0f numbers/s over %.1fs of workload", float64(r.IDs)/secs, float64(r.Numbers)/secs, secs))
+	}
+	perKind := map[string]int{}
+	for _, fl := range r.Faults {
+		perKind[fl.Kind]++
+	}
+	var tally []string
+	for _, k := range faultKinds {
+		if n := perKind[k.name]; n > 0 {
+			tally = append(tally, fmt.Sprintf("%s %d", k.name, n))
+		}
+	}
+	if len(tally) > 0 {
+		r.Notes = append(r.Notes, "faults: "+strings.Join(tally, ", "))
+	}
 	avail := availability(r.Buckets)
 	for _, k := range slices.Sorted(mapsKeys(avail)) {
 		r.Notes = append(r.Notes, fmt.Sprintf("%s: %.2f%% of calls answered", k, 100*avail[k]))
