@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test lint bench build fuzz image
+.PHONY: run test lint bench build fuzz image nemesis
 
 # Runs the service: `vesta serve` (RPC on 127.0.0.1:7070, HTTP on 127.0.0.1:7080) on
 # machine ID 1023, chosen here in the open: there is no default machine ID, and
@@ -45,3 +45,9 @@ bench-load:
 # Short fuzzing of every fuzz target (FUZZTIME=30s make fuzz).
 fuzz:
 	scripts/fuzz.sh
+
+# The nemesis: a fleet of real processes under seeded faults, a ledger of
+# every ID and number; exits 0 only when none repeated (needs root, Linux).
+# make nemesis ARGS='--seed 7 --duration 3m'
+nemesis:
+	cd nemesis && $(GO) run ./cmd/vesta-nemesis $(ARGS)

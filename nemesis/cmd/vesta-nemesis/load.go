@@ -1,0 +1,415 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vesta-go/vesta/client"
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/nemesis/ledger"
+	"github.com/vesta-go/vesta/nemesis/report"
+)
+
+const step = 100 * time.Millisecond
+
+// counters are one caller kind's per-step counts.
+type counters struct {
+	ok, err, values []atomic.Int64
+}
+
+// meter counts calls per kind and step.
+type meter struct {
+	start time.Time
+	mu    sync.Mutex
+	kinds map[string]*counters
+	order []string
+	n     int
+}
+
+func newMeter(start time.Time, span time.Duration) *meter {
+	return &meter{start: start, kinds: map[string]*counters{}, n: int(span/step) + 1}
+}
+
+func (m *meter) kind(k string) *counters {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.kinds[k]
+	if c == nil {
+		c = &counters{ok: make([]atomic.Int64, m.n), err: make([]atomic.Int64, m.n), values: make([]atomic.Int64, m.n)}
+		m.kinds[k] = c
+		m.order = append(m.order, k)
+	}
+	return c
+}
+
+func (m *meter) add(c *counters, at time.Time, values int, err error) {
+	i := int(at.Sub(m.start) / step)
+	if i < 0 || i >= m.n {
+		return
+	}
+	if err != nil {
+		c.err[i].Add(1)
+		return
+	}
+	c.ok[i].Add(1)
+	c.values[i].Add(int64(values))
+}
+
+// buckets up to end.
+func (m *meter) buckets(end time.Time) []report.Bucket {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	last := min(int(end.Sub(m.start)/step)+1, m.n)
+	var out []report.Bucket
+	for _, k := range m.order {
+		c := m.kinds[k]
+		for i := 0; i < last; i++ {
+			out = append(out, report.Bucket{At: m.start.Add(time.Duration(i) * step), Kind: k,
+				OK: c.ok[i].Load(), Err: c.err[i].Load(), Values: c.values[i].Load()})
+		}
+	}
+	return out
+}
+
+// caller is one workload goroutine's identity and what it saw.
+type caller struct {
+	name, kind string
+	// allowed says which machine IDs its IDs may carry; nil for numbers.
+	allowed func() map[int]bool
+	mu      sync.Mutex
+	seen    map[int]int64 // machine -> IDs
+	// via, for a caller of one server (no prefetch), is that server: every
+	// answer's machine must be one it held at the time.
+	via  *server
+	late []string // answers whose machine via did not hold then
+	bad  []string // IDs that do not decode as they must
+}
+
+func (c *caller) sawIDs(ids []core.ID) {
+	at := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last := -1
+	for _, id := range ids {
+		v := uint64(id)
+		seqBits := uint(20)
+		if v>>62&1 == 1 {
+			seqBits = 10
+		}
+		m := int(v >> seqBits & 1023)
+		c.seen[m]++
+		if c.via != nil && m != last && !c.via.held(m, at) && len(c.late) < 10 {
+			c.late = append(c.late, fmt.Sprintf("ID %d (machine %d) at %s, when %s did not hold machine %d", v, m, at.UTC().Format(time.RFC3339Nano), c.via.name, m))
+		}
+		last = m
+		if v>>63 != 0 && len(c.bad) < 10 {
+			c.bad = append(c.bad, fmt.Sprintf("%d: version bit set", v))
+		}
+	}
+}
+
+// workload drives the callers of one run.
+type workload struct {
+	f      *fleet
+	led    *ledger.Ledger
+	m      *meter
+	rate   int // IDs per second, all callers together
+	ctx    context.Context
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	calls  []*caller
+	closer []func()
+}
+
+// pace sleeps so that a worker of rate values/s stays on schedule.
+func pace(ctx context.Context, start time.Time, done int64, rate float64) bool {
+	due := start.Add(time.Duration(float64(done) / rate * float64(time.Second)))
+	if d := time.Until(due); d > 0 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(d):
+		}
+	}
+	return ctx.Err() == nil
+}
+
+func (w *workload) caller(name, kind string, allowed func() map[int]bool) *caller {
+	c := &caller{name: name, kind: kind, allowed: allowed, seen: map[int]int64{}}
+	w.mu.Lock()
+	w.calls = append(w.calls, c)
+	w.mu.Unlock()
+	return c
+}
+
+// loop runs one caller: call returns values recorded in space sp.
+func (w *workload) loop(c *caller, rate float64, batch int, call func(ctx context.Context) ([]uint64, ledger.Space, error)) {
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		wr := w.led.Writer(w.led.Source(c.name))
+		defer wr.Flush()
+		ctr := w.m.kind(c.kind)
+		start := time.Now()
+		var done int64
+		for pace(w.ctx, start, done, rate) {
+			cctx, cancel := context.WithTimeout(w.ctx, 2*time.Second)
+			vs, sp, err := call(cctx)
+			cancel()
+			at := time.Now()
+			if w.ctx.Err() != nil && err != nil {
+				return
+			}
+			w.m.add(ctr, at, len(vs), err)
+			if err != nil {
+				done += int64(batch) // keep the schedule; back off a little
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			done += int64(len(vs))
+			if err := wr.Add(sp, at, vs...); err != nil {
+				w.f.t.Errorf("ledger: %v", err)
+			}
+		}
+	}()
+}
+
+func idsToU(ids []core.ID) []uint64 {
+	out := make([]uint64, len(ids))
+	for i, id := range ids {
+		out[i] = uint64(id)
+	}
+	return out
+}
+
+func (w *workload) httpClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: w.f.load.Dial, MaxIdleConnsPerHost: 4}, Timeout: 2 * time.Second}
+}
+
+// restGet asks addr for path and decodes {"ids":[...]}.
+func restGet(ctx context.Context, hc *http.Client, addr, path string) ([]uint64, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+addr+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Host = addr
+	req.Header.Set("Authorization", "Bearer "+restToken)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != 200 {
+		return nil, fmt.Errorf("%s: %d %s", path, resp.StatusCode, body)
+	}
+	var r struct {
+		IDs []string `json:"ids"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, err
+	}
+	out := make([]uint64, len(r.IDs))
+	for i, s := range r.IDs {
+		if out[i], err = strconv.ParseUint(s, 10, 64); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// start launches every caller. Embedded machine IDs: 10.. static, each
+// its own, from the embedded range.
+func (w *workload) start() error {
+	f := w.f
+	t := f.t
+	r := float64(w.rate)
+	var centrals []string
+	serverOf := map[string]*server{}
+	for _, s := range f.servers {
+		c, _ := s.addrs()
+		centrals = append(centrals, c)
+		serverOf[c] = s
+	}
+	union := func(extra int) func() map[int]bool {
+		return func() map[int]bool {
+			m := map[int]bool{}
+			if extra >= 0 {
+				m[extra] = true
+			}
+			for _, s := range f.servers {
+				for k := range s.heldMachines() {
+					m[k] = true
+				}
+			}
+			return m
+		}
+	}
+	newClient := func(cfg client.Config) (*client.Client, error) {
+		cfg.DialContext = f.load.Dial
+		cfg.Timeout = time.Second
+		ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
+		defer cancel()
+		c, err := client.New(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		w.closer = append(w.closer, func() { c.Close() })
+		return c, nil
+	}
+	fallbackID := 10
+	// Go clients over every server, prefetching, falling back on an
+	// embedded machine ID of their own.
+	for i := range 2 {
+		cfg := client.DefaultConfig(centrals...)
+		cfg.Prefetch = 256
+		fb := embed.DefaultConfig()
+		fb.DataDir = t.TempDir()
+		fb.Machine.Providers = []string{machineid.ProviderStatic}
+		fid := core.MachineID(fallbackID + i)
+		fb.Machine.Static = &fid
+		cfg.FallbackConfig = fb
+		cfg.Fallback = true
+		c, err := newClient(cfg)
+		if err != nil {
+			return fmt.Errorf("client %d: %w", i, err)
+		}
+		cl := w.caller(fmt.Sprintf("client-%d via all (fallback %d)", i, fallbackID+i), "client", union(fallbackID+i))
+		w.loop(cl, 0.3*r/2, 10, func(ctx context.Context) ([]uint64, ledger.Space, error) {
+			ids, err := c.NextIDs(ctx, 10)
+			cl.sawIDs(ids)
+			return idsToU(ids), ledger.IDs, err
+		})
+	}
+	// RPC callers, one per server, GenIDs batches.
+	for _, addr := range centrals {
+		s := serverOf[addr]
+		cfg := client.DefaultConfig(addr)
+		cfg.Fallback, cfg.Retries = false, 0
+		c, err := newClient(cfg)
+		if err != nil {
+			return fmt.Errorf("rpc client of %s: %w", s.name, err)
+		}
+		cl := w.caller("rpc via "+s.name, "rpc", s.heldMachines)
+		cl.via = s
+		w.loop(cl, 0.3*r/float64(len(centrals)), 100, func(ctx context.Context) ([]uint64, ledger.Space, error) {
+			ids, err := c.NextIDs(ctx, 100)
+			cl.sawIDs(ids)
+			return idsToU(ids), ledger.IDs, err
+		})
+	}
+	// REST callers, one per server.
+	hc := w.httpClient()
+	for _, s := range f.servers {
+		_, rest := s.addrs()
+		cl := w.caller("rest via "+s.name, "rest", s.heldMachines)
+		cl.via = s
+		w.loop(cl, 0.2*r/float64(len(f.servers)), 50, func(ctx context.Context) ([]uint64, ledger.Space, error) {
+			vs, err := restGet(ctx, hc, rest, "/v1/ids?count=50")
+			ids := make([]core.ID, len(vs))
+			for i, v := range vs {
+				ids[i] = core.ID(v)
+			}
+			cl.sawIDs(ids)
+			return vs, ledger.IDs, err
+		})
+	}
+	// Embedded issuers, static IDs of the embedded range.
+	for i := range 2 {
+		cfg := embed.DefaultConfig()
+		cfg.DataDir = t.TempDir()
+		cfg.Machine.Providers = []string{machineid.ProviderStatic}
+		eid := core.MachineID(20 + i)
+		cfg.Machine.Static = &eid
+		is, err := embed.Open(w.ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("embedded %d: %w", i, err)
+		}
+		w.closer = append(w.closer, func() { is.Close() })
+		id := 20 + i
+		cl := w.caller(fmt.Sprintf("embedded-%d (machine %d)", i, id), "embedded", func() map[int]bool { return map[int]bool{id: true} })
+		w.loop(cl, 0.2*r/2, 50, func(ctx context.Context) ([]uint64, ledger.Space, error) {
+			ids, err := is.NextIDs(ctx, 50)
+			cl.sawIDs(ids)
+			return idsToU(ids), ledger.IDs, err
+		})
+	}
+	// Sequences: per store, a client over its servers (NextSeqs and
+	// NextSeq) and REST on each server.
+	for _, store := range []string{"mysql", "redis"} {
+		tags := f.mysqlTags
+		kind := "seq-mariadb"
+		if store == "redis" {
+			tags, kind = f.redisTags, "seq-redis"
+		}
+		var addrs, names []string
+		var ss []*server
+		for _, s := range f.servers {
+			if f.store[s] == store {
+				c, _ := s.addrs()
+				addrs, names, ss = append(addrs, c), append(names, s.name), append(ss, s)
+			}
+		}
+		if len(addrs) == 0 {
+			continue
+		}
+		cfg := client.DefaultConfig(addrs...)
+		cfg.Fallback = false
+		c, err := newClient(cfg)
+		if err != nil {
+			return fmt.Errorf("seq client (%s): %w", store, err)
+		}
+		for ti, tag := range tags {
+			sp := w.led.Tag(tag)
+			cl := w.caller(fmt.Sprintf("seq-client %s via %v", tag, names), kind, nil)
+			single := ti == 0
+			w.loop(cl, r/60, 10, func(ctx context.Context) ([]uint64, ledger.Space, error) {
+				if single {
+					v, err := c.NextSeq(ctx, tag)
+					if err != nil {
+						return nil, sp, err
+					}
+					return []uint64{uint64(v)}, sp, nil
+				}
+				vs, err := c.NextSeqs(ctx, tag, 10)
+				out := make([]uint64, len(vs))
+				for i, v := range vs {
+					out[i] = uint64(v)
+				}
+				return out, sp, err
+			})
+			for _, s := range ss {
+				_, rest := s.addrs()
+				cl := w.caller(fmt.Sprintf("seq-rest %s via %s", tag, s.name), kind, nil)
+				w.loop(cl, r/200, 10, func(ctx context.Context) ([]uint64, ledger.Space, error) {
+					vs, err := restSeq(ctx, hc, rest, tag)
+					return vs, sp, err
+				})
+			}
+		}
+	}
+	return nil
+}
+
+func restSeq(ctx context.Context, hc *http.Client, addr, tag string) ([]uint64, error) {
+	return restGet(ctx, hc, addr, "/v1/seq/"+tag+"?count=10")
+}
+
+func (w *workload) wait() {
+	w.wg.Wait()
+	for i := len(w.closer) - 1; i >= 0; i-- {
+		w.closer[i]()
+	}
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestTBCleanupsLIFOAndFatal(t *testing.T) {
+	x := newTB(context.Background(), "x", t.TempDir())
+	var order []int
+	x.Cleanup(func() { order = append(order, 1) })
+	x.Cleanup(func() { order = append(order, 2); x.Fatal("in a cleanup") })
+	x.Cleanup(func() { order = append(order, 3) })
+	err := try(func() { x.Fatalf("stop %d", 7) })
+	if err == nil || err.Error() != "stop 7" || !x.Failed() {
+		t.Fatalf("try: %v, failed %v", err, x.Failed())
+	}
+	x.runCleanups()
+	if len(order) != 3 || order[0] != 3 || order[1] != 2 || order[2] != 1 {
+		t.Fatalf("cleanups ran %v; want [3 2 1]", order)
+	}
+}
+
+func TestHeld(t *testing.T) {
+	s := &server{name: "A", holds: map[int][]hold{}}
+	t0 := time.Now()
+	s.openHold(930, t0)
+	s.closeHold(930, t0.Add(10*time.Second))
+	s.openHold(940, t0.Add(10*time.Second))
+	for _, c := range []struct {
+		m    int
+		at   time.Duration
+		want bool
+	}{
+		{930, 5 * time.Second, true},
+		{930, 12 * time.Second, true}, // within the slack of an answer's way back
+		{930, 20 * time.Second, false},
+		{940, 5 * time.Second, false},
+		{940, time.Hour, true}, // still open
+		{950, 0, false},
+	} {
+		if got := s.held(c.m, t0.Add(c.at)); got != c.want {
+			t.Errorf("held(%d, t0+%v) = %v; want %v", c.m, c.at, got, c.want)
+		}
+	}
+}
+
+func TestFlags(t *testing.T) {
+	for _, c := range []struct{ args, want string }{
+		{"--providers etcd,zk", "--providers"},
+		{"--duration 1s", "--duration"},
+		{"--rate 5", "--rate"},
+		{"--interval 0s", "--interval"},
+		{"--providers etcd,etcd", "twice"},
+	} {
+		_, err := parseFlags(append(strings.Fields(c.args), "--repo", "."))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want an error naming %s", c.args, err, c.want)
+		}
+	}
+	o, err := parseFlags([]string{"--seed", "7", "--repo", "."})
+	if err != nil || o.seed != 7 || len(o.providers) != 2 {
+		t.Fatalf("defaults: %+v, %v", o, err)
+	}
+}
