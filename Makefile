@@ -50,4 +50,5 @@ fuzz:
 # every ID and number; exits 0 only when none repeated (needs root, Linux).
 # make nemesis ARGS='--seed 7 --duration 3m'
 nemesis:
+	scripts/deps.sh
 	cd nemesis && $(GO) run ./cmd/vesta-nemesis $(ARGS)
