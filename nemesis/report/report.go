@@ -6,8 +6,10 @@ import "time"
 type Bucket struct {
 	// At is the interval's start; every bucket of a Run spans Run.Step.
 	At time.Time
-	// Kind is the callers' kind: "client", "rest", "rpc", "embedded",
-	// "seq-mariadb", "seq-redis".
+	// Kind is the callers' kind: "client", "embedded", "seq-mariadb",
+	// "seq-redis" for callers over several servers or none, and kinds of
+	// one server's callers with its name as suffix ("rest-A", "rpc-A",
+	// "seq-mariadb-A"); Group strips the suffix.
 	Kind string
 	// OK and Err count calls answered and calls that failed.
 	OK, Err int64

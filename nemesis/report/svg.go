@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,14 +27,14 @@ var palette = []string{"#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#
 const errColour = "#d62728"
 
 // SVG writes the picture of one run: calls answered per second, one line
-// per caller kind, errors per second of all kinds in red, and each fault
+// per caller kind group (see Group), errors per second of all kinds in red, and each fault
 // as a shaded span from its start to its heal (a line for an instant
 // one) labelled with its number in the report and its kind. Lines are
 // averaged over groups of buckets when there are more buckets than
 // pixels. Every mark has a class ("kind", "errors", "fault") and a
 // <title> a viewer shows on hover.
 func SVG(w io.Writer, r Run) error {
-	g := newGrid(r)
+	g := groupGrid(newGrid(r))
 	a := Analyze(r)
 	// One point per pixel at most, so a long run stays a small file.
 	per := max(1, (g.n+plotX1-plotX0-1)/(plotX1-plotX0))
@@ -217,4 +218,37 @@ func esc(s string) string {
 	var b strings.Builder
 	_ = xml.EscapeText(&b, []byte(s)) // a strings.Builder does not fail
 	return b.String()
+}
+
+// Group is the group of a caller kind: the kind without its server
+// suffix ("rest-A" is in "rest", "seq-mariadb-C" in "seq-mariadb"); a
+// kind of no server is its own group. The picture draws a line per
+// group, so that a fleet of many servers keeps a readable legend; the
+// tables list every kind.
+func Group(kind string) string {
+	if i := strings.LastIndexByte(kind, '-'); i > 0 && len(kind)-i == 2 && kind[i+1] >= 'A' && kind[i+1] <= 'Z' {
+		return kind[:i]
+	}
+	return kind
+}
+
+// groupGrid sums g's kinds per group.
+func groupGrid(g grid) grid {
+	out := g
+	out.kinds = nil
+	out.ok, out.err, out.vals = map[string][]int64{}, map[string][]int64{}, map[string][]int64{}
+	for _, k := range g.kinds {
+		gk := Group(k)
+		if _, seen := out.ok[gk]; !seen {
+			out.kinds = append(out.kinds, gk)
+			out.ok[gk], out.err[gk], out.vals[gk] = make([]int64, g.n), make([]int64, g.n), make([]int64, g.n)
+		}
+		for i := range g.n {
+			out.ok[gk][i] += g.ok[k][i]
+			out.err[gk][i] += g.err[k][i]
+			out.vals[gk][i] += g.vals[k][i]
+		}
+	}
+	slices.Sort(out.kinds)
+	return out
 }

@@ -207,3 +207,31 @@ func TestSample(t *testing.T) {
 		}
 	}
 }
+
+func TestGroup(t *testing.T) {
+	for k, want := range map[string]string{"rest-A": "rest", "rpc-D": "rpc", "seq-mariadb-C": "seq-mariadb", "seq-redis": "seq-redis", "client": "client", "x-ab": "x-ab"} {
+		if got := report.Group(k); got != want {
+			t.Errorf("Group(%q) = %q, want %q", k, got, want)
+		}
+	}
+}
+
+func TestSVGGroupsKinds(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := report.Run{Name: "g", Start: t0, End: t0.Add(time.Second), Step: 100 * time.Millisecond}
+	for i := range 10 {
+		for _, k := range []string{"rest-A", "rest-B", "client"} {
+			r.Buckets = append(r.Buckets, report.Bucket{At: t0.Add(time.Duration(i) * r.Step), Kind: k, OK: 1})
+		}
+	}
+	var b strings.Builder
+	if err := report.SVG(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(b.String(), `class="kind"`); n != 2 {
+		t.Errorf("%d kind lines, want 2 (client, rest)", n)
+	}
+	if strings.Contains(b.String(), "rest-A") {
+		t.Error("picture names rest-A; want its group rest")
+	}
+}
