@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -258,7 +259,7 @@ func (f *fleet) runFaults(ctx context.Context, rng *rand.Rand, end time.Time, in
 			}
 		}
 		fl.End = time.Now()
-		fl.Kinds = affected(fl)
+		fl.Kinds = f.affected(fl)
 		out = append(out, fl)
 		if ctx.Err() != nil {
 			return out
@@ -266,17 +267,45 @@ func (f *fleet) runFaults(ctx context.Context, rng *rand.Rand, end time.Time, in
 	}
 }
 
-// affected names the caller kinds a fault may touch; nil is all.
-func affected(fl report.Fault) []string {
+// affected names the caller kinds a fault may touch; nil is all. A fault
+// on one server touches that server's own callers ("rest-A", "rpc-A",
+// "seq-mariadb-A") and the clients over several servers ("client", the
+// seq client of its store); a segment store's fault, every kind of that
+// store; a machine-ID provider's fault (store-kill, split, the lease
+// master's FLUSHALL), every kind.
+func (f *fleet) affected(fl report.Fault) []string {
 	switch {
 	case fl.Kind == "mariadb-kill":
-		return []string{"seq-mariadb"}
+		return f.storeKinds("mysql")
 	case fl.Kind == "flushall" && fl.Target == "segment redis":
-		return []string{"seq-redis"}
-	case fl.Kind == "disk-full":
-		// D serves IDs to every kind but the embedded issuers, and the
-		// segment Redis's numbers.
-		return []string{"client", "rpc", "rest", "seq-redis"}
+		return f.storeKinds("redis")
+	case strings.HasPrefix(fl.Target, "server "):
+		for _, s := range f.servers {
+			if "server "+s.name == fl.Target {
+				seq := seqKind(f.store[s])
+				return []string{"client", "rest-" + s.name, "rpc-" + s.name, seq, seq + "-" + s.name}
+			}
+		}
 	}
 	return nil
+}
+
+// seqKind is the kind of the sequence callers of a segment store.
+func seqKind(store string) string {
+	if store == "mysql" {
+		return "seq-mariadb"
+	}
+	return "seq-redis"
+}
+
+// storeKinds are the kinds of a segment store's callers: its seq client
+// and its servers' REST callers.
+func (f *fleet) storeKinds(store string) []string {
+	out := []string{seqKind(store)}
+	for _, s := range f.servers {
+		if f.store[s] == store {
+			out = append(out, seqKind(store)+"-"+s.name)
+		}
+	}
+	return out
 }

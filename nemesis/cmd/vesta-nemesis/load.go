@@ -302,7 +302,7 @@ func (w *workload) start() error {
 		if err != nil {
 			return fmt.Errorf("rpc client of %s: %w", s.name, err)
 		}
-		cl := w.caller("rpc via "+s.name, "rpc", s.heldMachines)
+		cl := w.caller("rpc via "+s.name, "rpc-"+s.name, s.heldMachines)
 		cl.via = s
 		w.loop(cl, 0.3*r/float64(len(centrals)), 100, func(ctx context.Context) ([]uint64, ledger.Space, error) {
 			ids, err := c.NextIDs(ctx, 100)
@@ -314,7 +314,7 @@ func (w *workload) start() error {
 	hc := w.httpClient()
 	for _, s := range f.servers {
 		_, rest := s.addrs()
-		cl := w.caller("rest via "+s.name, "rest", s.heldMachines)
+		cl := w.caller("rest via "+s.name, "rest-"+s.name, s.heldMachines)
 		cl.via = s
 		w.loop(cl, 0.2*r/float64(len(f.servers)), 50, func(ctx context.Context) ([]uint64, ledger.Space, error) {
 			vs, err := restGet(ctx, hc, rest, "/v1/ids?count=50")
@@ -392,7 +392,7 @@ func (w *workload) start() error {
 			})
 			for _, s := range ss {
 				_, rest := s.addrs()
-				cl := w.caller(fmt.Sprintf("seq-rest %s via %s", tag, s.name), kind, nil)
+				cl := w.caller(fmt.Sprintf("seq-rest %s via %s", tag, s.name), kind+"-"+s.name, nil)
 				w.loop(cl, r/200, 10, func(ctx context.Context) ([]uint64, ledger.Space, error) {
 					vs, err := restSeq(ctx, hc, rest, tag)
 					return vs, sp, err
