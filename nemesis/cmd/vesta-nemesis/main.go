@@ -296,8 +296,8 @@ func runProvider(ctx context.Context, o options, provider, bin, dir string, rng 
 			log.Printf("%s: NOT RECOVERED: %v", provider, err)
 			r.Notes = append(r.Notes, "not recovered within 60s after the last heal: "+err.Error())
 			ok = false
-		} else {
-			time.Sleep(2 * time.Second) // a little load on the healed fleet
+		} else if left := awaitRecovery(ctx, r, w, recoverWithin); len(left) > 0 {
+			log.Printf("%s: %d faults not recovered within %v of the last heal", provider, len(left), recoverWithin)
 		}
 	}
 	cancel()
@@ -356,6 +356,17 @@ func runProvider(ctx context.Context, o options, provider, bin, dir string, rng 
 			ok = false
 		}
 	}
+	// Every fault must have recovered by itself, as report.Analyze
+	// measures it on the buckets.
+	for i, fs := range report.Analyze(r).Faults {
+		if fs.Measured && !fs.Recovered {
+			msg := fmt.Sprintf("fault %d (%s %s, healed at %.1fs) did not recover: %s never all answered %.0f%% of their calls for %v", i+1,
+				fs.Fault.Kind, fs.Fault.Target, fs.Fault.End.Sub(start).Seconds(), strings.Join(fs.Kinds, ", "), 100*report.UpFrom, report.StableFor)
+			fmt.Printf("%s: %s\n", provider, msg)
+			r.Notes = append(r.Notes, msg)
+			ok = false
+		}
+	}
 	for _, s := range f.servers {
 		r.Notes = append(r.Notes, fmt.Sprintf("server %s (%s store, %d runs) held machines %v", s.name, f.store[s], s.runs, keys(s.heldMachines())))
 	}
@@ -386,6 +397,45 @@ func runProvider(ctx context.Context, o options, provider, bin, dir string, rng 
 	log.Printf("%s: %d IDs, %d numbers, %d faults, %d repeats in %v; %v", provider, r.IDs, r.Numbers, len(r.Faults), r.Repeated,
 		r.End.Sub(start).Round(time.Millisecond), r.Notes)
 	return r, ok
+}
+
+// recoverWithin bounds how long the workload runs on after the last heal
+// for the faults to recover.
+const recoverWithin = 60 * time.Second
+
+// awaitRecovery keeps the workload running until every fault of r has
+// recovered as report.Analyze measures it (its affected kinds answering
+// report.UpFrom of their calls for report.StableFor), or recoverWithin
+// after the last heal, or ctx's end. It returns the faults not
+// recovered.
+func awaitRecovery(ctx context.Context, r report.Run, w *workload, within time.Duration) []report.FaultStats {
+	var last time.Time
+	for _, fl := range r.Faults {
+		if fl.End.After(last) {
+			last = fl.End
+		}
+	}
+	deadline := last.Add(within)
+	for {
+		// Whole buckets only: the one still filling would look down.
+		now := r.Start.Add(time.Since(r.Start).Truncate(step))
+		r.End = now
+		r.Buckets = w.m.buckets(now.Add(-step))
+		var left []report.FaultStats
+		for _, fs := range report.Analyze(r).Faults {
+			if fs.Measured && !fs.Recovered {
+				left = append(left, fs)
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		select {
+		case <-ctx.Done():
+			return left
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 func mapsKeys(m map[string]float64) func(func(string) bool) {
