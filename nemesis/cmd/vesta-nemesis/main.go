@@ -52,15 +52,30 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directories (logs, data)")
 	fs.BoolVar(&o.sabotage, "sabotage", false, "run an unsafe fleet (two servers on one fixed machine ID) that must show repeats")
 	fs.StringVar(&o.repo, "repo", "", "the vesta repository (default: found from the working directory)")
+	ci := fs.Bool("ci", false, "the short run for CI: --seed 1 --duration 30s --interval 3s, both providers, every fault kind (flags given too win)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	seedSet := false
-	fs.Visit(func(fl *flag.Flag) { seedSet = seedSet || fl.Name == "seed" })
-	if !seedSet {
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if *ci {
+		if o.sabotage {
+			return o, errors.New("--ci and --sabotage: run them one after the other")
+		}
+		if !set["seed"] {
+			o.seed, set["seed"] = 1, true
+		}
+		if !set["duration"] {
+			o.duration = 30 * time.Second
+		}
+		if !set["interval"] {
+			o.interval = 3 * time.Second
+		}
+	}
+	if !set["seed"] {
 		o.seed = time.Now().UnixNano() % 1_000_000_000
 	}
 	if o.duration < 10*time.Second || o.duration > 24*time.Hour {

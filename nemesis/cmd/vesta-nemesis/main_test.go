@@ -64,4 +64,12 @@ func TestFlags(t *testing.T) {
 	if err != nil || o.seed != 7 || len(o.providers) != 2 {
 		t.Fatalf("defaults: %+v, %v", o, err)
 	}
+	o, err = parseFlags([]string{"--ci", "--repo", "."})
+	if err != nil || o.seed != 1 || o.duration != 30*time.Second || o.interval != 3*time.Second || len(o.providers) != 2 {
+		t.Fatalf("--ci: %+v, %v", o, err)
+	}
+	o, err = parseFlags([]string{"--ci", "--seed", "5", "--duration", "40s", "--repo", "."})
+	if err != nil || o.seed != 5 || o.duration != 40*time.Second || o.interval != 3*time.Second {
+		t.Fatalf("--ci --seed 5 --duration 40s: %+v, %v", o, err)
+	}
 }
