@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vesta-go/vesta/nemesis/report"
 )
 
 func TestTBCleanupsLIFOAndFatal(t *testing.T) {
@@ -71,5 +73,30 @@ func TestFlags(t *testing.T) {
 	o, err = parseFlags([]string{"--ci", "--seed", "5", "--duration", "40s", "--repo", "."})
 	if err != nil || o.seed != 5 || o.duration != 40*time.Second || o.interval != 3*time.Second {
 		t.Fatalf("--ci --seed 5 --duration 40s: %+v, %v", o, err)
+	}
+}
+
+func TestAffected(t *testing.T) {
+	f := &fleet{store: map[*server]string{}}
+	for i, name := range []string{"A", "B", "C", "D"} {
+		s := &server{name: name}
+		f.servers = append(f.servers, s)
+		f.store[s] = []string{"mysql", "redis"}[i%2]
+	}
+	for _, c := range []struct {
+		fl   report.Fault
+		want string
+	}{
+		{report.Fault{Kind: "pause", Target: "server C"}, "client rest-C rpc-C seq-mariadb seq-mariadb-C"},
+		{report.Fault{Kind: "disk-full", Target: "server D"}, "client rest-D rpc-D seq-redis seq-redis-D"},
+		{report.Fault{Kind: "mariadb-kill", Target: "mariadb"}, "seq-mariadb seq-mariadb-A seq-mariadb-C"},
+		{report.Fault{Kind: "flushall", Target: "segment redis"}, "seq-redis seq-redis-B seq-redis-D"},
+		{report.Fault{Kind: "flushall", Target: "redis master m1"}, ""},
+		{report.Fault{Kind: "split", Target: "etcd m0"}, ""},
+		{report.Fault{Kind: "store-kill", Target: "etcd leader m2"}, ""},
+	} {
+		if got := strings.Join(f.affected(c.fl), " "); got != c.want {
+			t.Errorf("%s %s: %q, want %q", c.fl.Kind, c.fl.Target, got, c.want)
+		}
 	}
 }
