@@ -46,3 +46,12 @@ for m in "${test_modules[@]}"; do
   echo "== go test -race ($m)"
   (cd "$m" && $GO test -race -count=1 -timeout 10m ./...)
 done
+
+# The nemesis's short seeded run (both providers, every fault kind, about
+# 2.5 minutes: exits 0 only with no repeat and every fault recovered), then
+# its self-test: an unsafe fleet (two servers on one machine ID) that must
+# show repeats, so that a checker that cannot fail would fail here.
+echo "== nemesis --ci"
+(cd nemesis && $GO run ./cmd/vesta-nemesis --ci)
+echo "== nemesis --sabotage"
+(cd nemesis && $GO run ./cmd/vesta-nemesis --sabotage --duration 20s)
