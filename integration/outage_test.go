@@ -187,7 +187,7 @@ func TestRedisOutage(t *testing.T) {
 				break
 			}
 			if time.Since(back) > 30*time.Second {
-				t.Fatalf("%s does not issue 30s after Redis came back", s.name)
+				t.Fatalf("%s issues nothing for 30s after Redis came back", s.name)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}

@@ -110,7 +110,7 @@ func partition(t *testing.T, cut func(s1, rds *netnstest.Host)) {
 			break
 		}
 		if time.Since(rejoined) > 30*time.Second {
-			t.Fatalf("s1 does not issue 30s after s3 released its ID")
+			t.Fatalf("s1 issues nothing for 30s after s3 released its ID")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

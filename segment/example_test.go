@@ -9,7 +9,7 @@ import (
 )
 
 // The embedded quick start: a tag created with start 1000 and step 100
-// issues 1000, 1001, ... from ranges reserved in the store.
+// hands out 1000, 1001, ... from ranges reserved in the store.
 func Example() {
 	ctx := context.Background()
 	store := segment.NewMemStore() // segment/mysqlstore or segment/redisstore in production

@@ -127,7 +127,7 @@ func TestStoreWentBack(t *testing.T) {
 	})
 }
 
-// Rows holding max_id 0 or below (Leaf would issue 0 and negatives) issue
+// Rows holding max_id 0 or below (Leaf would hand out 0 and negatives) issue
 // from 1.
 func TestRangeBelowOne(t *testing.T) {
 	ctx := context.Background()

@@ -45,8 +45,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "vesta",
-		Short: "vesta issues 64-bit unique IDs that sort by time and decode back",
-		Long: `vesta issues 64-bit unique IDs that sort by time and decode back into when
+		Short: "vesta hands out 64-bit unique IDs that sort by time and decode back",
+		Long: `vesta hands out 64-bit unique IDs that sort by time and decode back into when
 and where they were made. IDs print as unsigned decimals, one per line.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -84,7 +84,7 @@ func TestGen(t *testing.T) {
 		if e.Method != core.Embedded || e.Machine != 77 || e.Type != core.MaxPeak {
 			t.Fatalf("%d: %+v", id, e)
 		}
-		// Max-peak issues 2^20 a second and may borrow 1s ahead.
+		// Max-peak holds 2^20 IDs a second and may borrow 1s ahead.
 		if e.Instant.Before(start.Truncate(time.Second)) || e.Instant.After(time.Now().Add(2*time.Second)) {
 			t.Fatalf("%d decodes to %s, not now", id, e.Instant)
 		}
