@@ -138,14 +138,14 @@ func writeByKind(p *printer, a Analysis) {
 			continue
 		}
 		g.windows = append(g.windows, f.Window)
-		switch {
-		case !f.Recovered:
+		if !f.Recovered {
 			g.unrecovered++
-		case f.Overlapped:
-			g.overlapped++
-		default:
-			g.recoveries = append(g.recoveries, f.Recovery)
+			continue
 		}
+		if f.Overlapped {
+			g.overlapped++
+		}
+		g.recoveries = append(g.recoveries, f.Recovery)
 	}
 	slices.Sort(order)
 	p.f("### Faults by kind\n\n")
@@ -156,7 +156,7 @@ func writeByKind(p *printer, a Analysis) {
 		p.f("| %s | %d | %s | %s | %s | %s | %d | %s |\n", cell(k), g.n, median(g.windows), largest(g.windows),
 			median(g.recoveries), largest(g.recoveries), g.overlapped, alarmCount(int64(g.unrecovered)))
 	}
-	p.f("\nRecovery figures leave out the faults another began beside (overlapped): their recovery mixes the two.\n\n")
+	p.f("\nOverlapped: faults the next one began beside before they recovered; their recovery, counted in, is an upper bound on their own.\n\n")
 }
 
 func median(ds []time.Duration) string {

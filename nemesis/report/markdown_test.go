@@ -138,5 +138,5 @@ func ExampleMarkdown() {
 	// |---|--:|--:|--:|--:|--:|--:|--:|
 	// | pause | 1 | 1s | 1s | 1s | 1s | 0 | 0 |
 	//
-	// Recovery figures leave out the faults another began beside (overlapped): their recovery mixes the two.
+	// Overlapped: faults the next one began beside before they recovered; their recovery, counted in, is an upper bound on their own.
 }
