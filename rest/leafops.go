@@ -126,20 +126,19 @@ func (s *Server) leafCache(c echo.Context) error {
 		return err
 	}
 	bufs := m.Buffers()
-	if !prefersJSON(c.Request().Header.Get(echo.HeaderAccept)) {
-		return s.leafPage(c, "cache", bufs)
-	}
-	out := struct {
-		Buffers []leafCacheJSON `json:"buffers"`
-	}{make([]leafCacheJSON, len(bufs))}
-	for i, b := range bufs {
-		j := leafCacheJSON{Key: b.Tag, InitOK: b.InitOK, NextReady: b.NextReady, Pos: b.Pos}
-		for k, sg := range b.Segments {
-			j.Segments[k] = leafSegmentVal{strconv.FormatInt(sg.Value, 10), strconv.FormatInt(sg.Max, 10), sg.Step}
+	return leafAnswer(c, "cache", bufs, func() any {
+		out := struct {
+			Buffers []leafCacheJSON `json:"buffers"`
+		}{make([]leafCacheJSON, len(bufs))}
+		for i, b := range bufs {
+			j := leafCacheJSON{Key: b.Tag, InitOK: b.InitOK, NextReady: b.NextReady, Pos: b.Pos}
+			for k, sg := range b.Segments {
+				j.Segments[k] = leafSegmentVal{strconv.FormatInt(sg.Value, 10), strconv.FormatInt(sg.Max, 10), sg.Step}
+			}
+			out.Buffers[i] = j
 		}
-		out.Buffers[i] = j
-	}
-	return leafJSON(c, out)
+		return out
+	})
 }
 
 // leafRow is a row of /db in JSON, named as leaf_alloc's columns.
@@ -168,27 +167,18 @@ func (s *Server) leafDB(c echo.Context) error {
 	if err != nil {
 		return s.leafError(c, http.StatusInternalServerError, leafStoreException, strings.TrimPrefix(err.Error(), "segment: "), err)
 	}
-	if !prefersJSON(c.Request().Header.Get(echo.HeaderAccept)) {
-		return s.leafPage(c, "db", rows)
-	}
-	out := struct {
-		Rows []leafRow `json:"rows"`
-	}{make([]leafRow, len(rows))}
-	for i, r := range rows {
-		out.Rows[i] = leafRow{BizTag: r.Tag, MaxID: strconv.FormatInt(r.MaxID, 10), Step: r.Step, Description: r.Description}
-		if !r.Updated.IsZero() {
-			out.Rows[i].UpdateTime = r.Updated.Format(time.RFC3339)
+	return leafAnswer(c, "db", rows, func() any {
+		out := struct {
+			Rows []leafRow `json:"rows"`
+		}{make([]leafRow, len(rows))}
+		for i, r := range rows {
+			out.Rows[i] = leafRow{BizTag: r.Tag, MaxID: strconv.FormatInt(r.MaxID, 10), Step: r.Step, Description: r.Description}
+			if !r.Updated.IsZero() {
+				out.Rows[i].UpdateTime = r.Updated.Format(time.RFC3339)
+			}
 		}
-	}
-	return leafJSON(c, out)
-}
-
-// leafJSON answers an operator route's JSON; it changes with every call.
-func leafJSON(c echo.Context, v any) error {
-	h := c.Response().Header()
-	h.Add(echo.HeaderVary, echo.HeaderAccept)
-	h.Set(echo.HeaderCacheControl, "no-store")
-	return c.JSON(http.StatusOK, v)
+		return out
+	})
 }
 
 // leafStyle is the pages' one inline style, allowed by its hash.
@@ -222,16 +212,20 @@ var leafPageTmpl = template.Must(template.New("leaf").Funcs(template.FuncMap{
 {{end}}</tbody></table></body></html>
 {{end}}`))
 
-// leafPage answers the HTML page name of data.
-func (s *Server) leafPage(c echo.Context, name string, data any) error {
+// leafAnswer answers an operator route: the HTML page of data, or the
+// JSON of toJSON when Accept prefers it. Either changes with every call.
+func leafAnswer(c echo.Context, page string, data any, toJSON func() any) error {
+	h := c.Response().Header()
+	h.Add(echo.HeaderVary, echo.HeaderAccept)
+	h.Set(echo.HeaderCacheControl, "no-store")
+	if prefersJSON(c.Request().Header.Get(echo.HeaderAccept)) {
+		return c.JSON(http.StatusOK, toJSON())
+	}
 	var b bytes.Buffer
-	if err := leafPageTmpl.ExecuteTemplate(&b, name, data); err != nil {
+	if err := leafPageTmpl.ExecuteTemplate(&b, page, data); err != nil {
 		return err
 	}
-	h := c.Response().Header()
 	h.Set("Content-Security-Policy", leafPageCSP)
 	h.Set("Referrer-Policy", "no-referrer")
-	h.Set(echo.HeaderCacheControl, "no-store")
-	h.Add(echo.HeaderVary, echo.HeaderAccept)
 	return c.Blob(http.StatusOK, echo.MIMETextHTMLCharsetUTF8, b.Bytes())
 }

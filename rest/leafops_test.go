@@ -2,7 +2,6 @@ package rest_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/go-sql-driver/mysql"
-
 	"github.com/vesta-go/vesta/internal/mariadbtest"
+	"github.com/vesta-go/vesta/internal/segtest"
 	"github.com/vesta-go/vesta/rest"
 	"github.com/vesta-go/vesta/segment"
 	"github.com/vesta-go/vesta/segment/mysqlstore"
@@ -262,19 +260,7 @@ func TestLeafOnMariaDB(t *testing.T) {
 		t.Skip("starts MariaDB")
 	}
 	srv := mariadbtest.Start(t)
-	root, err := sql.Open("mysql", srv.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	if _, err := root.Exec("CREATE DATABASE leaf"); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("mysql", srv.DSN("leaf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := srv.Database(t, "leaf")
 	for _, q := range []string{
 		fmt.Sprintf(mysqlstore.Schema, "leaf_alloc"),
 		"insert into leaf_alloc(biz_tag, max_id, step, description) values('leaf-segment-test', 1, 2000, 'Test leaf Segment Mode Get Id')",
@@ -291,13 +277,8 @@ func TestLeafOnMariaDB(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	cfg := segment.DefaultConfig()
 	cfg.RefreshTags = -1
-	is, err := segment.Open(context.Background(), st, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { is.Close() })
 	gen, _ := vestaGen(t)
-	s := newServer(t, gen, rest.Config{Sequences: is})
+	s := newServer(t, gen, rest.Config{Sequences: segtest.Open(t, st, cfg)})
 	for _, c := range callers(t, s) {
 		t.Run(c.name, func(t *testing.T) {
 			q := req(http.MethodPost, "/api/segment/get/leaf-segment-test/", "", "")

@@ -42,32 +42,31 @@ func TestBuffers(t *testing.T) {
 	if got := get("a"); got != (segment.BufferState{Tag: "a"}) {
 		t.Fatalf("before use: %+v", got)
 	}
-	next(1)
-	want := segment.BufferState{Tag: "a", InitOK: true, Segments: [2]segment.SegmentState{{Value: 2, Max: 101, Step: 100}}}
-	if got := get("a"); got != want {
-		t.Fatalf("after 1 number:\n got %+v\nwant %+v", got, want)
-	}
-	// The 11th number starts the fetch of the next range, into slot 1.
-	next(10)
-	waitFor(t, "the next range", func() bool { return get("a").NextReady })
-	want.NextReady = true
-	want.Segments = [2]segment.SegmentState{{Value: 12, Max: 101, Step: 100}, {Value: 101, Max: 201, Step: 100}}
-	if got := get("a"); got != want {
-		t.Fatalf("next range fetched:\n got %+v\nwant %+v", got, want)
-	}
-	// Past the first range: slot 1 is current, slot 0 empty until the
-	// third range (a doubled step, the clock not having moved) lands there.
-	next(90)
-	want = segment.BufferState{Tag: "a", InitOK: true, Pos: 1, Segments: [2]segment.SegmentState{1: {Value: 102, Max: 201, Step: 100}}}
-	if got := get("a"); got != want {
-		t.Fatalf("after the switch:\n got %+v\nwant %+v", got, want)
-	}
-	next(10)
-	waitFor(t, "the third range", func() bool { return get("a").NextReady })
-	want.NextReady = true
-	want.Segments = [2]segment.SegmentState{{Value: 201, Max: 401, Step: 200}, {Value: 112, Max: 201, Step: 100}}
-	if got := get("a"); got != want {
-		t.Fatalf("third range fetched:\n got %+v\nwant %+v", got, want)
+	type slots = [2]segment.SegmentState
+	for _, step := range []struct {
+		what     string
+		numbers  int
+		awaitNew bool // wait for the next range's fetch
+		want     segment.BufferState
+	}{
+		{"after 1 number", 1, false, segment.BufferState{InitOK: true, Segments: slots{{Value: 2, Max: 101, Step: 100}}}},
+		// The 11th number starts the fetch of the next range, into slot 1.
+		{"next range fetched", 10, true, segment.BufferState{InitOK: true, NextReady: true,
+			Segments: slots{{Value: 12, Max: 101, Step: 100}, {Value: 101, Max: 201, Step: 100}}}},
+		// Past the first range: slot 1 is current, slot 0 empty until the
+		// third range (a doubled step, the clock not having moved) lands there.
+		{"after the switch", 90, false, segment.BufferState{InitOK: true, Pos: 1, Segments: slots{1: {Value: 102, Max: 201, Step: 100}}}},
+		{"third range fetched", 10, true, segment.BufferState{InitOK: true, Pos: 1, NextReady: true,
+			Segments: slots{{Value: 201, Max: 401, Step: 200}, {Value: 112, Max: 201, Step: 100}}}},
+	} {
+		next(step.numbers)
+		if step.awaitNew {
+			waitFor(t, step.what, func() bool { return get("a").NextReady })
+		}
+		step.want.Tag = "a"
+		if got := get("a"); got != step.want {
+			t.Fatalf("%s:\n got %+v\nwant %+v", step.what, got, step.want)
+		}
 	}
 	// A used-up range with no next one shows max as its value.
 	next(89 + 200)
