@@ -47,10 +47,10 @@ import (
 //
 // An empty key, or one holding a slash (echo's last parameter would take
 // it; Spring's {key} is one path segment), matches no route (404), as in
-// leaf-server. Two deliberate
-// differences: an ID is never 0 (a Leaf with a mode disabled
-// answers 0 for every call, which repeats; here that is -1), and with
-// rest.token set these routes need the bearer token like every ID route.
+// leaf-server. Two deliberate differences: an ID is never 0 (a Leaf with a
+// mode disabled answers 0 for every call, which repeats; here that is -1),
+// and with rest.token set these routes need the bearer token like every
+// ID route.
 // Snowflake IDs are vesta IDs (method REST) as unsigned decimals: below
 // 2^63, as Java's long needs, for version 0.
 
@@ -105,8 +105,8 @@ func leafResult(code int) string {
 	return "Result{id=" + strconv.Itoa(code) + ", status=EXCEPTION}"
 }
 
-// leafRoutes are the paths of Leaf's routes: the ID routes' prefixes
-// (a key follows) and the operator routes.
+// Leaf's paths: the ID routes' prefixes (a key follows) and the operator
+// routes.
 var (
 	leafPrefixes = [...]string{"/api/segment/get/", "/api/snowflake/get/"}
 	leafPages    = [...]string{"/decodeSnowflakeId", "/cache", "/db"}
