@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/internal/mariadbtest"
+	"github.com/vesta-go/vesta/internal/redistest"
 	"github.com/vesta-go/vesta/internal/segtest"
 	"github.com/vesta-go/vesta/rest"
 	"github.com/vesta-go/vesta/segment"
 	"github.com/vesta-go/vesta/segment/mysqlstore"
+	"github.com/vesta-go/vesta/segment/redisstore"
 )
 
 // leafCacheBody is /cache's JSON.
@@ -309,4 +311,41 @@ func TestLeafOnMariaDB(t *testing.T) {
 	if len(cache.Buffers) != 1 || cache.Buffers[0].Key != "leaf-segment-test" || cache.Buffers[0].Segments[0].Max != "2001" || cache.Buffers[0].Segments[0].Step != 2000 {
 		t.Errorf("cache: %+v", cache)
 	}
+}
+
+// TestLeafOnRedis: /db and /cache on the Redis store, a real server: the
+// rows as the store keeps them (update_time the store's last write), the
+// buffers as issued.
+func TestLeafOnRedis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Redis")
+	}
+	srv := redistest.Start(t)
+	st, err := redisstore.Open(redisstore.Config{Addrs: []string{srv.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ctx := context.Background()
+	if err := st.Create(ctx, segment.TagInfo{Tag: "order", MaxID: 1000, Step: 1000, Description: "order <numbers>"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := segment.DefaultConfig()
+	cfg.RefreshTags = -1
+	gen, _ := vestaGen(t)
+	s := newServer(t, gen, rest.Config{Sequences: segtest.Open(t, st, cfg)})
+	if v := javaLong(t, doHandler(s, req(http.MethodPost, "/api/segment/get/order/", "", ""))); v != 1000 {
+		t.Fatalf("first number %d, want max_id 1000, as Leaf", v)
+	}
+	var body leafDBBody
+	strictJSON(t, getAs(s, "/db", "application/json"), &body)
+	if len(body.Rows) != 1 || body.Rows[0].BizTag != "order" || body.Rows[0].MaxID != "2000" || body.Rows[0].Step != 1000 ||
+		body.Rows[0].Description != "order <numbers>" {
+		t.Fatalf("rows: %+v", body.Rows)
+	}
+	if u, err := time.Parse(time.RFC3339, body.Rows[0].UpdateTime); err != nil || time.Since(u) > time.Hour {
+		t.Errorf("update_time %q: %v", body.Rows[0].UpdateTime, err)
+	}
+	wantPage(t, getAs(s, "/db", ""), "<td>order</td><td>2000</td><td>1000</td><td>order &lt;numbers&gt;</td>")
+	wantPage(t, getAs(s, "/cache", ""), "<tr><td>order</td><td>true</td><td>false</td><td>0</td><td>1001</td><td>2000</td><td>1000</td>")
 }
