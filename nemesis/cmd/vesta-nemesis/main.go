@@ -47,7 +47,7 @@ func parseFlags(args []string) (options, error) {
 	providers := fs.String("providers", "etcd,sentinel", "machine-ID providers to run, in order: etcd, sentinel")
 	fs.IntVar(&o.rate, "rate", 20000, "IDs per second, all callers together")
 	fs.DurationVar(&o.interval, "interval", 4*time.Second, "longest gap between two faults")
-	fs.StringVar(&o.out, "out", "", "directory for report.md and picture.svg (default: a temporary one)")
+	fs.StringVar(&o.out, "out", "", "directory for report.md and its pictures, picture-<run>.svg (default: a temporary one)")
 	fs.StringVar(&o.ledger, "ledger", "", "directory for the ledgers (default: under the temporary directory)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directories (logs, data)")
 	fs.BoolVar(&o.sabotage, "sabotage", false, "run an unsafe fleet (two servers on one fixed machine ID) that must show repeats")
@@ -230,6 +230,10 @@ func writeReport(dir string, runs []report.Run) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	// One picture per run, beside the report that shows it.
+	for i := range runs {
+		runs[i].Picture = fmt.Sprintf("picture-%s.svg", runs[i].Name)
+	}
 	md, err := os.Create(filepath.Join(dir, "report.md"))
 	if err != nil {
 		return err
@@ -238,12 +242,8 @@ func writeReport(dir string, runs []report.Run) error {
 	if err := report.Markdown(md, runs...); err != nil {
 		return err
 	}
-	for i, r := range runs {
-		name := "picture.svg"
-		if i > 0 {
-			name = fmt.Sprintf("picture-%s.svg", r.Name)
-		}
-		sv, err := os.Create(filepath.Join(dir, name))
+	for _, r := range runs {
+		sv, err := os.Create(filepath.Join(dir, r.Picture))
 		if err != nil {
 			return err
 		}
