@@ -90,6 +90,11 @@ func invalidCases(t testing.TB) []struct {
 		{"machine.embedded_range", func(c *conf.Config) { c.Machine.EmbeddedRange = machineid.Range{} }, "empty; want first-last within 0-1023"},
 		{"machine.embedded_range", func(c *conf.Config) { c.Machine.EmbeddedRange = mustRange(t, "900-950") },
 			`"900-950" overlaps machine.server_range "924-1023"`},
+		// With no method bits, the disjoint ranges alone keep a leaf
+		// embedded issuer and a leaf server on distinct worker IDs.
+		{"machine.embedded_range", func(c *conf.Config) {
+			c.ID.Layout, c.ID.Type, c.Machine.EmbeddedRange = core.Leaf, core.MinGranularity, mustRange(t, "0-924")
+		}, `"0-924" overlaps machine.server_range "924-1023"`},
 		{"machine.server_range", func(c *conf.Config) { c.Machine.ServerRange = machineid.Range{First: 1000, Count: 100} }, "want first-last within 0-1023"},
 		{"machine.redis.addrs", func(c *conf.Config) { c.Machine.Redis.Addrs = []string{"localhost"} }, `"localhost"; want host:port with a port 1-65535`},
 		{"machine.redis.addrs", func(c *conf.Config) { c.Machine.Redis.Addrs = []string{"localhost:0"} }, `"localhost:0"; want host:port`},
