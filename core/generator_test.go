@@ -255,27 +255,7 @@ func TestExhaustionWaitsWithoutSpinning(t *testing.T) {
 	if first.Seq != 0 || last.Time != first.Time+3 || last.Seq != 1023 {
 		t.Fatalf("4096 IDs span %+v to %+v", first, last)
 	}
-	got := make(chan core.ID, 1)
-	go func() {
-		id, err := g.NextID(context.Background(), core.Embedded)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- id
-	}()
-	if err := clk.BlockUntil(context.Background(), 1); err != nil {
-		t.Fatal(err)
-	}
-	reads := clk.Reads()
-	time.Sleep(20 * time.Millisecond) // a spinning caller would read the clock thousands of times
-	if r := clk.Reads(); r > reads+2 {
-		t.Fatalf("the waiting caller read the clock %d times in 20ms: spinning", r-reads)
-	}
-	select {
-	case id := <-got:
-		t.Fatalf("issued %d without the clock moving", id)
-	default:
-	}
+	got := waitsWithoutSpinning(t, g, clk, core.Embedded)
 	if s := g.Stats(); s.Waits != 1 || s.Ahead != 3*time.Millisecond {
 		t.Fatalf("stats %+v; want 1 wait, 3ms ahead", s)
 	}
@@ -287,6 +267,36 @@ func TestExhaustionWaitsWithoutSpinning(t *testing.T) {
 	if e := g.Codec().Explain(id); e.Time != last.Time+1 || e.Seq > 1 {
 		t.Fatalf("after the wait got %+v; want unit %d seq 0 or 1", e, last.Time+1)
 	}
+}
+
+// waitsWithoutSpinning starts a NextID with method m that must wait for
+// clk, checks that it sleeps (a spinning caller would read the clock
+// thousands of times in 20ms) and issues nothing while the clock stands,
+// and returns where its ID arrives once the clock moves.
+func waitsWithoutSpinning(t *testing.T, g *core.Generator, clk *core.ManualClock, m core.Method) <-chan core.ID {
+	t.Helper()
+	got := make(chan core.ID, 1)
+	go func() {
+		id, err := g.NextID(context.Background(), m)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- id
+	}()
+	if err := clk.BlockUntil(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	reads := clk.Reads()
+	time.Sleep(20 * time.Millisecond)
+	if r := clk.Reads(); r > reads+2 {
+		t.Fatalf("the waiting caller read the clock %d times in 20ms: spinning", r-reads)
+	}
+	select {
+	case id := <-got:
+		t.Fatalf("issued %d without the clock moving", id)
+	default:
+	}
+	return got
 }
 
 func TestWaitHonoursCancelledContext(t *testing.T) {

@@ -65,27 +65,7 @@ func TestLeafExhaustionWaitsForNextMillisecond(t *testing.T) {
 	if _, err := g.NextID(done, core.Embedded); !errors.Is(err, context.Canceled) {
 		t.Fatalf("past the ceiling without waiting: %v", err)
 	}
-	got := make(chan core.ID, 1)
-	go func() {
-		id, err := g.NextID(context.Background(), core.Central)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- id
-	}()
-	if err := clk.BlockUntil(context.Background(), 1); err != nil {
-		t.Fatal(err)
-	}
-	reads := clk.Reads()
-	time.Sleep(20 * time.Millisecond)
-	if r := clk.Reads(); r > reads+2 {
-		t.Fatalf("the waiting caller read the clock %d times in 20ms: spinning", r-reads)
-	}
-	select {
-	case id := <-got:
-		t.Fatalf("issued %d without the clock moving", id)
-	default:
-	}
+	got := waitsWithoutSpinning(t, g, clk, core.Central)
 	clk.Advance(time.Millisecond)
 	id := <-got
 	if e := g.Codec().Explain(id); e.Time != e0.Time+1 || e.Seq > 1 {
