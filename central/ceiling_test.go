@@ -30,36 +30,45 @@ func advance(t *testing.T, clock *core.ManualClock, n int) {
 	}
 }
 
-// TestTakeIDs: TakeIDs never waits; past the ceiling it gives what there
-// is and says when to come back, and that hint is right.
+// TestTakeIDs: TakeIDs never waits; past the ceiling (a unit's sequence:
+// 1024 a millisecond sorted, Leaf's 4096) it gives what there is and says
+// when to come back, and that hint is right.
 func TestTakeIDs(t *testing.T) {
-	gen, clock := manualGen(t) // 1024 IDs a millisecond, no borrowing
-	_, addr := serve(t, gen, central.Config{})
-	p := dial(t, addr)
-	var r wire.TakeIDsResult
-	p.result(wire.MethodTakeIDs, &wire.TakeIDsParams{Count: 3000}, &r)
-	if len(r.IDs) == 0 || len(r.IDs) > 1024 || r.RetryAfterMS != 1 {
-		t.Fatalf("first take: %d IDs, retry after %d ms; want the unit's and 1", len(r.IDs), r.RetryAfterMS)
-	}
-	for i := 1; i < len(r.IDs); i++ {
-		if r.IDs[i] <= r.IDs[i-1] {
-			t.Fatal("IDs not increasing")
-		}
-	}
-	last := r.IDs[len(r.IDs)-1]
-	p.result(wire.MethodTakeIDs, &wire.TakeIDsParams{Count: 5}, &r)
-	if len(r.IDs) != 0 || r.RetryAfterMS != 1 {
-		t.Fatalf("spent unit: %d IDs, retry after %d ms", len(r.IDs), r.RetryAfterMS)
-	}
-	clock.Advance(time.Duration(r.RetryAfterMS) * time.Millisecond)
-	p.result(wire.MethodTakeIDs, &wire.TakeIDsParams{Count: 1}, &r)
-	if len(r.IDs) != 1 || r.RetryAfterMS != 0 || r.IDs[0] <= last {
-		t.Fatalf("after the retry: %v, retry after %d", r.IDs, r.RetryAfterMS)
-	}
-	var info wire.Info
-	p.result(wire.MethodInfo, nil, &info)
-	if info.TakeIDs != 1 {
-		t.Fatalf("Info.TakeIDs = %d", info.TakeIDs)
+	for _, tc := range []struct {
+		layout  core.Layout
+		ceiling int
+	}{{core.Sorted, 1024}, {core.Leaf, 4096}} {
+		t.Run(tc.layout.String(), func(t *testing.T) {
+			clock := core.NewManualClock(start) // no borrowing
+			gen := newGen(t, core.Config{Layout: tc.layout, Type: core.MinGranularity, Clock: clock})
+			_, addr := serve(t, gen, central.Config{})
+			p := dial(t, addr)
+			var r wire.TakeIDsResult
+			p.result(wire.MethodTakeIDs, &wire.TakeIDsParams{Count: 5000}, &r)
+			if len(r.IDs) == 0 || len(r.IDs) > tc.ceiling || r.RetryAfterMS != 1 {
+				t.Fatalf("first take: %d IDs, retry after %d ms; want the unit's and 1", len(r.IDs), r.RetryAfterMS)
+			}
+			for i := 1; i < len(r.IDs); i++ {
+				if r.IDs[i] <= r.IDs[i-1] {
+					t.Fatal("IDs not increasing")
+				}
+			}
+			last := r.IDs[len(r.IDs)-1]
+			p.result(wire.MethodTakeIDs, &wire.TakeIDsParams{Count: 5}, &r)
+			if len(r.IDs) != 0 || r.RetryAfterMS != 1 {
+				t.Fatalf("spent unit: %d IDs, retry after %d ms", len(r.IDs), r.RetryAfterMS)
+			}
+			clock.Advance(time.Duration(r.RetryAfterMS) * time.Millisecond)
+			p.result(wire.MethodTakeIDs, &wire.TakeIDsParams{Count: 1}, &r)
+			if len(r.IDs) != 1 || r.RetryAfterMS != 0 || r.IDs[0] <= last {
+				t.Fatalf("after the retry: %v, retry after %d", r.IDs, r.RetryAfterMS)
+			}
+			var info wire.Info
+			p.result(wire.MethodInfo, nil, &info)
+			if info.TakeIDs != 1 {
+				t.Fatalf("Info.TakeIDs = %d", info.TakeIDs)
+			}
+		})
 	}
 }
 

@@ -17,8 +17,28 @@ import (
 
 func u64p(v uint64) *uint64 { return &v }
 
+// TestMethods: every method, for each layout; a leaf server's IDs are
+// Leaf's snowflake bits and explain with no method.
 func TestMethods(t *testing.T) {
-	gen := newGen(t, core.Config{})
+	for _, tc := range []struct {
+		cfg       core.Config
+		method    core.Method // as explained
+		transTime string      // of time field 86400
+		info      wire.Info
+	}{
+		{core.Config{}, core.Central, "2025-01-02T00:00:00Z",
+			wire.Info{Layout: "sorted", Epoch: "2025-01-01T00:00:00Z", Type: 0, Machine: 1000, Method: 1, Version: 0, MaxBatch: 500, TakeIDs: 1}},
+		{core.Config{Layout: core.Leaf, Type: core.MinGranularity}, core.MethodUnknown, "2010-11-04T01:44:21.057Z",
+			wire.Info{Layout: "leaf", Epoch: "2010-11-04T01:42:54.657Z", Type: 1, Machine: 1000, Method: 1, Version: 0, MaxBatch: 500, TakeIDs: 1}},
+	} {
+		t.Run(tc.info.Layout, func(t *testing.T) {
+			testMethods(t, tc.cfg, tc.method, tc.transTime, tc.info)
+		})
+	}
+}
+
+func testMethods(t *testing.T, cfg core.Config, method core.Method, transTime string, wantInfo wire.Info) {
+	gen := newGen(t, cfg)
 	srv, addr := serve(t, gen, central.Config{MaxBatch: 500})
 	p := dial(t, addr)
 	codec := gen.Codec()
@@ -28,8 +48,14 @@ func TestMethods(t *testing.T) {
 		t.Fatalf("Addr %v; want %v", srv.Addr(), addr)
 	}
 	x := codec.Explain(id)
-	if x.Method != core.Central || x.Machine != 1000 || x.Type != core.MaxPeak {
+	if x.Method != method || x.Machine != 1000 || x.Type != cfg.Type || time.Since(x.Instant).Abs() > 3*time.Second {
 		t.Fatalf("GenID %d: %+v", id, x)
+	}
+	if cfg.Layout == core.Leaf {
+		// Leaf's formula, SnowflakeIDGenImpl.get: ms since twepoch << 22 | worker << 12 | seq.
+		if ms := uint64(x.Instant.UnixMilli() - 1288834974657); uint64(id) != ms<<22|1000<<12|x.Seq {
+			t.Fatalf("GenID %d is not Leaf's formula for %+v", id, x)
+		}
 	}
 
 	var ids []uint64
@@ -45,15 +71,16 @@ func TestMethods(t *testing.T) {
 
 	var exp wire.Explanation
 	p.result(wire.MethodExpID, &wire.ExpIDParams{ID: uint64(id)}, &exp)
-	if exp != wire.ExplanationOf(x) {
+	if exp != wire.ExplanationOf(x) || exp.MethodName != method.String() {
 		t.Fatalf("ExpID: %+v; want %+v", exp, wire.ExplanationOf(x))
 	}
 
+	typ := uint64(cfg.Type)
 	makeTests := []struct {
 		params wire.MakeIDParams
 		fields core.Fields
 	}{
-		{wire.MakeIDParams{Time: 12345, Seq: 6}, core.Fields{Time: 12345, Seq: 6, Machine: 1000, Method: 1}},
+		{wire.MakeIDParams{Time: 12345, Seq: 6}, core.Fields{Time: 12345, Seq: 6, Machine: 1000, Method: 1, Type: typ}},
 		{wire.MakeIDParams{Time: 1, Seq: 2, Machine: u64p(3), Method: u64p(3), Type: u64p(1), Version: u64p(1)},
 			core.Fields{Time: 1, Seq: 2, Machine: 3, Method: 3, Type: 1, Version: 1}},
 	}
@@ -68,15 +95,14 @@ func TestMethods(t *testing.T) {
 
 	var tt wire.TransTimeResult
 	p.result(wire.MethodTransTime, &wire.TransTimeParams{Time: 86400}, &tt)
-	if tt.Timestamp != "2025-01-02T00:00:00Z" || tt.UnixMS != core.SortedEpoch.Add(24*time.Hour).UnixMilli() {
-		t.Fatalf("TransTime: %+v", tt)
+	if at, _ := time.Parse(time.RFC3339Nano, transTime); tt.Timestamp != transTime || tt.UnixMS != at.UnixMilli() {
+		t.Fatalf("TransTime: %+v; want %s", tt, transTime)
 	}
 
 	var info wire.Info
 	p.result(wire.MethodInfo, nil, &info)
-	want := wire.Info{Layout: "sorted", Epoch: "2025-01-01T00:00:00Z", Type: 0, Machine: 1000, Method: 1, Version: 0, MaxBatch: 500, TakeIDs: 1}
-	if info != want {
-		t.Fatalf("Info: %+v; want %+v", info, want)
+	if info != wantInfo {
+		t.Fatalf("Info: %+v; want %+v", info, wantInfo)
 	}
 }
 

@@ -24,10 +24,27 @@ var _ vesta.Issuer = (*client.Client)(nil)
 
 func ptr(v uint64) *uint64 { return &v }
 
+// TestIssuerMethods, against servers of each layout: the client explains
+// and makes with the server's codec, so a leaf server's IDs are Leaf's
+// bits and explain with no method.
 func TestIssuerMethods(t *testing.T) {
-	f := startFake(t, 1000, 1000)
+	for _, tc := range []struct {
+		server         core.Config
+		method, asRest core.Method // as explained: an issued ID, one made with method rest
+	}{
+		{core.Config{Machine: 1000}, core.Central, core.REST},
+		{core.Config{Machine: 1000, Layout: core.Leaf, Type: core.MinGranularity}, core.MethodUnknown, core.MethodUnknown},
+	} {
+		t.Run(tc.server.Layout.String(), func(t *testing.T) {
+			testIssuerMethods(t, tc.server, tc.method, tc.asRest)
+		})
+	}
+}
+
+func testIssuerMethods(t *testing.T, server core.Config, method, asRest core.Method) {
+	f := startFakeOn(t, "127.0.0.1:0", server, 1000, nil)
 	cfg, _ := testConfig(t, f.addr)
-	cfg.FallbackConfig.Layout = core.Vesta // unlike the server's sorted layout: Explain uses the server's
+	cfg.FallbackConfig.Layout = core.Vesta // unlike the server's layout: Explain uses the server's
 	c := newClient(t, cfg)
 	ctx := context.Background()
 
@@ -36,8 +53,11 @@ func TestIssuerMethods(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := c.Explain(id)
-	if e.Method != core.Central || e.Machine != 1000 || e.ID != id {
-		t.Fatalf("Explain(NextID) = %+v; want method central, machine 1000", e)
+	if e.Method != method || e.Machine != 1000 || e.ID != id {
+		t.Fatalf("Explain(NextID) = %+v; want method %s, machine 1000", e, method)
+	}
+	if ms := uint64(e.Instant.UnixMilli() - 1288834974657); server.Layout == core.Leaf && uint64(id) != ms<<22|1000<<12|e.Seq {
+		t.Fatalf("%d is not Leaf's formula (SnowflakeIDGenImpl.get) for %+v", id, e)
 	}
 	if want := f.gen.Codec().Explain(id); e != want {
 		t.Fatalf("Explain = %+v; the server's codec says %+v", e, want)
@@ -70,7 +90,7 @@ func TestIssuerMethods(t *testing.T) {
 		t.Fatalf("Make(seq 2^20) = %v; want ErrOutOfRange", err)
 	}
 	made, err = c.Make(core.Partial{Time: 5, Seq: 6, Machine: ptr(3), Method: ptr(2)})
-	if ex := c.Explain(made); err != nil || ex.Machine != 3 || ex.Method != core.REST || ex.Time != 5 || ex.Seq != 6 {
+	if ex := c.Explain(made); err != nil || ex.Machine != 3 || ex.Method != asRest || ex.Time != 5 || ex.Seq != 6 {
 		t.Fatalf("Make(explicit) = %+v, %v", ex, err)
 	}
 	instant, err := c.TransTime(e.Time)

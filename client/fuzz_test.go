@@ -37,6 +37,11 @@ func FuzzServerReplies(f *testing.F) {
 	f.Add(reply(reply(info, 3, nil, []uint64{7}), 2, wire.Errorf(wire.Unavailable, "x"), nil))
 	f.Add(reply(info, 2, wire.Errorf(wire.InvalidArgument, "count"), nil))
 	f.Add(reply(nil, 1, nil, wire.Info{Layout: "vesta", Epoch: "x"}))
+	// A leaf server; and one claiming Leaf's layout with another epoch or type, which its codec refuses.
+	leaf := reply(nil, 1, nil, wire.Info{Layout: "leaf", Epoch: wire.FormatEpoch(core.LeafEpoch), Type: 1, Machine: 1000, Method: 1, MaxBatch: 2})
+	f.Add(reply(reply(leaf, 2, nil, uint64(2127674775978377216)), 3, nil, []uint64{5, 6}))
+	f.Add(reply(nil, 1, nil, wire.Info{Layout: "leaf", Epoch: wire.FormatEpoch(core.SortedEpoch), Type: 1, Machine: 1000, Method: 1, MaxBatch: 2}))
+	f.Add(reply(nil, 1, nil, wire.Info{Layout: "leaf", Epoch: wire.FormatEpoch(core.LeafEpoch), Type: 0, Machine: 1000, Method: 1, MaxBatch: 2}))
 	f.Add([]byte{0x94, 0x01, 0x01, 0xc0})
 	take := reply(nil, 1, nil, wire.Info{Layout: "sorted", Epoch: wire.FormatEpoch(core.SortedEpoch), Machine: 1000, Method: 1, MaxBatch: 2, TakeIDs: 1})
 	f.Add(reply(reply(take, 2, nil, wire.TakeIDsResult{IDs: []uint64{1 << 40}}), 3, nil, wire.TakeIDsResult{IDs: []uint64{5, 6}}))

@@ -29,7 +29,9 @@ type Config struct {
 
 // IDConfig is what the IDs look like.
 type IDConfig struct {
-	// Layout of the bits; zero is core.Sorted. YAML: sorted or vesta.
+	// Layout of the bits; zero is core.Sorted. YAML: sorted, vesta or
+	// leaf (Leaf's snowflake bits; Load then defaults Type to
+	// min-granularity, and Epoch may only be Leaf's).
 	Layout core.Layout `koanf:"layout"`
 	// Type of the IDs; zero is core.MaxPeak. YAML: max-peak,
 	// min-granularity, 0 or 1.

@@ -23,7 +23,7 @@ type KeyError struct {
 	// variable it is the variable's name.
 	Key string
 	// Msg shows the value and what is allowed, e.g.
-	// `"foo"; want sorted or vesta`. Secrets are never shown.
+	// `"foo"; want sorted, vesta or leaf`. Secrets are never shown.
 	Msg string
 	// Source says where the value came from, e.g. "file vesta.yaml",
 	// "env VESTA_ID_LAYOUT" or "flag --layout"; "" when unknown (a Config

@@ -29,7 +29,7 @@ func stringFlag(get func(Config) string) func(*pflag.FlagSet, Flag, Config) {
 var flagTable = []flagDef{
 	{Flag{"machine", "machine.id", "machine ID, 0-1023, unique to this instance (no default: choose one, or use machine.providers redis, k8s or iptable)"},
 		func(fs *pflag.FlagSet, f Flag, _ Config) { fs.Int(f.Name, 0, f.Usage) }},
-	{Flag{"layout", "id.layout", "ID layout: sorted or vesta"},
+	{Flag{"layout", "id.layout", "ID layout: sorted, vesta or leaf"},
 		stringFlag(func(d Config) string { return d.ID.Layout.String() })},
 	{Flag{"type", "id.type", "ID type: max-peak, min-granularity, 0 or 1"},
 		stringFlag(func(d Config) string { return d.ID.Type.String() })},

@@ -17,6 +17,7 @@ import (
 	"github.com/knadh/koanf/providers/posflag"
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
+	"github.com/vesta-go/vesta/core"
 )
 
 // EnvFile names the environment variable holding the config file's path,
@@ -128,6 +129,11 @@ func Load(opts Options) (Loaded, error) {
 	cfg := DefaultConfig()
 	err = ko.UnmarshalWithConf("", &cfg, koanf.UnmarshalConf{Tag: "koanf", DecoderConfig: decoderConfig()})
 	l.decodeErrors(err, ko.Raw())
+	// The leaf layout counts milliseconds only, so id.layout: leaf alone
+	// suffices; an id.type given as max-peak is refused by Validate.
+	if cfg.ID.Layout == core.Leaf && !ko.Exists("id.type") {
+		cfg.ID.Type = core.MinGranularity
+	}
 	l.readSecret(&cfg.Machine.Redis.Password, &cfg.Machine.Redis.PasswordFile, "machine.redis.password")
 	l.readSecret(&cfg.Machine.Etcd.Password, &cfg.Machine.Etcd.PasswordFile, "machine.etcd.password")
 	l.readSecret(&cfg.REST.Token, &cfg.REST.TokenFile, "rest.token")

@@ -320,10 +320,10 @@ func TestDecodeInvalid(t *testing.T) {
 		key  string
 		want string
 	}{
-		{"id: {layout: foo}", "id.layout", `"foo"; want sorted or vesta`},
+		{"id: {layout: foo}", "id.layout", `"foo"; want sorted, vesta or leaf`},
 		// The layout and type read their own text (core's UnmarshalText):
 		// a number or a list is judged as its text.
-		{"id: {layout: 1}", "id.layout", `"1"; want sorted or vesta`},
+		{"id: {layout: 1}", "id.layout", `"1"; want sorted, vesta or leaf`},
 		{"id: {type: 2}", "id.type", `"2"; want max-peak, min-granularity, 0 or 1`},
 		{"id: {type: [0]}", "id.type", `"[0]"; want max-peak`},
 		{"id: {epoch: 2025-13-01}", "id.epoch", `"2025-13-01"; want an RFC 3339 instant`},
@@ -677,5 +677,45 @@ client: {servers: ["a:1"], prefetch: 10.0, fallback: false}
 	}
 	if c.Client.Prefetch != 10 || c.Client.Fallback || c.TimeGuard.MaxStartupWait != 0 {
 		t.Errorf("client: %+v", c.Client)
+	}
+}
+
+// id.layout: leaf alone gives Leaf's milliseconds and epoch, from the file,
+// the environment or a flag; an explicit max-peak or another epoch is
+// refused naming the key.
+func TestLeafLayout(t *testing.T) {
+	leafFlag := pflag.NewFlagSet("leaf", pflag.ContinueOnError)
+	conf.AddFlags(leafFlag, "layout")
+	if err := leafFlag.Parse([]string{"--layout", "leaf"}); err != nil {
+		t.Fatal(err)
+	}
+	for name, opts := range map[string]conf.Options{
+		"file":  {File: writeFile(t, "leaf.yaml", "id: {layout: leaf}\n"), Env: []string{}},
+		"env":   {Env: []string{"VESTA_ID_LAYOUT=leaf"}},
+		"flag":  {Env: []string{}, Flags: leafFlag},
+		"epoch": {Env: []string{"VESTA_ID_LAYOUT=leaf", "VESTA_ID_EPOCH=2010-11-04T01:42:54.657Z", "VESTA_ID_TYPE=min-granularity"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := mustLoad(t, opts).Config
+			c.Machine.ID = intp(1)
+			cc, err := c.Core()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cc.Layout != core.Leaf || cc.Type != core.MinGranularity {
+				t.Fatalf("Core = %+v", cc)
+			}
+			if sh, err := cc.Shape(); err != nil || sh.EpochMs != 1288834974657 {
+				t.Fatalf("shape %+v, %v", sh, err)
+			}
+		})
+	}
+	for _, tc := range []struct{ env, key, want string }{
+		{"VESTA_ID_TYPE=max-peak", "id.type", "max-peak; the leaf layout (id.layout) counts milliseconds only"},
+		{"VESTA_ID_EPOCH=2025-01-01T00:00:00Z", "id.epoch", "the leaf layout counts from Leaf's own epoch"},
+		{"VESTA_ID_VERSION=1", "id.version", "the leaf layout's top bit is the sign bit"},
+	} {
+		_, err := conf.Load(conf.Options{Env: []string{"VESTA_ID_LAYOUT=leaf", tc.env}})
+		wantKeyErrors(t, err, tc.key, tc.want)
 	}
 }

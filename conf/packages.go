@@ -38,9 +38,9 @@ type fieldKey struct {
 // coreKeys: core.Config, from Core and Embed.
 var coreKeys = []fieldKey{
 	{field: "Layout", key: "id.layout"},
-	{field: "Type", key: "id.type"},
+	{field: "Type", key: "id.type", with: []string{"Layout"}},
 	{field: "Epoch", key: "id.epoch", with: []string{"Layout"}},
-	{field: "Version", key: "id.version"},
+	{field: "Version", key: "id.version", with: []string{"Layout"}},
 	{field: "MaxBorrow", key: "id.max_borrow"},
 	{field: "GuardWindow", key: "time_guard.window", with: []string{"Type"}},
 	{field: "MaxStartupWait", key: "time_guard.max_startup_wait"},
@@ -174,7 +174,9 @@ func hasAnyPrefix(key string, prefixes []string) bool {
 
 // validatePackages checks every conversion with its package's Validate.
 func (c Config) validatePackages(ck *checker) {
-	checkConversion(ck, "id", []string{"id", "time_guard", "machine.id"}, c.coreConfig(), core.Config{}, coreKeys)
+	// The base counts milliseconds, the one type every layout takes, so
+	// that a probe of id.layout alone judges the layout, not the type.
+	checkConversion(ck, "id", []string{"id", "time_guard", "machine.id"}, c.coreConfig(), core.Config{Type: core.MinGranularity}, coreKeys)
 	checkConversion(ck, "central", []string{"central"}, c.centralConfig(), central.Config{}, centralKeys)
 	checkConversion(ck, "rest", []string{"rest", "central.max_batch"}, c.restConfig(), rest.Config{}, restKeys)
 	checkConversion(ck, "metrics", []string{"metrics"}, c.metricsConfig(), connlimit.Config{MaxConns: 1, MaxConnsPerPeer: 1}, metricsKeys)

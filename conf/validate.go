@@ -61,10 +61,15 @@ func (c Config) Validate() error {
 }
 
 // validate checks what the conversion to core.Config would lose: an
-// id.version no uint8 holds. core checks the rest (coreKeys).
+// id.version no uint8 holds. core checks the rest (coreKeys); the leaf
+// layout's type is named here, as Load defaults it and the fix is to
+// leave it unset.
 func (c IDConfig) validate(ck *checker) {
 	if c.Version < 0 || c.Version > 255 {
 		ck.add("id.version", "%d; want 0 or 1", c.Version)
+	}
+	if c.Layout == core.Leaf && c.Type != core.MinGranularity {
+		ck.add("id.type", "%s; the leaf layout (id.layout) counts milliseconds only: want min-granularity, or leave id.type unset", c.Type)
 	}
 }
 

@@ -48,7 +48,13 @@ func invalidCases(t testing.TB) []struct {
 		set  func(*conf.Config)
 		want string
 	}{
-		{"id.layout", func(c *conf.Config) { c.ID.Layout = 7 }, "Layout 7; want Sorted (0) or Vesta (1)"},
+		{"id.layout", func(c *conf.Config) { c.ID.Layout = 7 }, "Layout 7; want Sorted (0), Vesta (1) or Leaf (2)"},
+		{"id.type", func(c *conf.Config) { c.ID.Layout = core.Leaf }, "max-peak; the leaf layout (id.layout) counts milliseconds only"},
+		{"id.epoch", func(c *conf.Config) {
+			c.ID.Layout, c.ID.Type, c.ID.Epoch = core.Leaf, core.MinGranularity, core.SortedEpoch
+		},
+			"the leaf layout counts from Leaf's own epoch 2010-11-04T01:42:54.657Z (1288834974657 ms) only"},
+		{"id.version", func(c *conf.Config) { c.ID.Layout, c.ID.Type, c.ID.Version = core.Leaf, core.MinGranularity, 1 }, "the leaf layout's top bit is the sign bit"},
 		{"id.type", func(c *conf.Config) { c.ID.Type = 2 }, "Type 2; want MaxPeak (0) or MinGranularity (1)"},
 		{"id.epoch", func(c *conf.Config) { c.ID.Epoch = time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC) }, "epoch 1960-01-01T00:00:00Z outside"},
 		{"id.epoch", func(c *conf.Config) { c.ID.Epoch = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC) }, "epoch 2200-01-01T00:00:00Z outside"},
@@ -84,6 +90,11 @@ func invalidCases(t testing.TB) []struct {
 		{"machine.embedded_range", func(c *conf.Config) { c.Machine.EmbeddedRange = machineid.Range{} }, "empty; want first-last within 0-1023"},
 		{"machine.embedded_range", func(c *conf.Config) { c.Machine.EmbeddedRange = mustRange(t, "900-950") },
 			`"900-950" overlaps machine.server_range "924-1023"`},
+		// With no method bits, the disjoint ranges alone keep a leaf
+		// embedded issuer and a leaf server on distinct worker IDs.
+		{"machine.embedded_range", func(c *conf.Config) {
+			c.ID.Layout, c.ID.Type, c.Machine.EmbeddedRange = core.Leaf, core.MinGranularity, mustRange(t, "0-924")
+		}, `"0-924" overlaps machine.server_range "924-1023"`},
 		{"machine.server_range", func(c *conf.Config) { c.Machine.ServerRange = machineid.Range{First: 1000, Count: 100} }, "want first-last within 0-1023"},
 		{"machine.redis.addrs", func(c *conf.Config) { c.Machine.Redis.Addrs = []string{"localhost"} }, `"localhost"; want host:port with a port 1-65535`},
 		{"machine.redis.addrs", func(c *conf.Config) { c.Machine.Redis.Addrs = []string{"localhost:0"} }, `"localhost:0"; want host:port`},

@@ -174,7 +174,7 @@ func BenchmarkSustained(b *testing.B) {
 			close(done)
 			stop.Wait()
 			rate := float64(n1-n0) / t1.Sub(t0).Seconds()
-			ceiling := float64(uint64(1)<<widthsOf(typ).seqBits) * float64(time.Second/typ.Unit())
+			ceiling := float64(uint64(1)<<widthsOf(Sorted, typ).seqBits) * float64(time.Second/typ.Unit())
 			b.ReportMetric(rate, "ids/s")
 			b.ReportMetric(100*rate/ceiling, "%ceiling")
 		})

@@ -50,11 +50,19 @@ func DefaultConfig() Config {
 
 // Validate reports the first field that cannot be used, by name.
 func (c Config) Validate() error {
-	if c.Layout != Sorted && c.Layout != Vesta {
-		return fmt.Errorf("%w: Layout %d; want Sorted (0) or Vesta (1)", ErrInvalidConfig, c.Layout)
+	if c.Layout > Leaf {
+		return fmt.Errorf("%w: Layout %d; want Sorted (0), Vesta (1) or Leaf (2)", ErrInvalidConfig, c.Layout)
 	}
 	if c.Type != MaxPeak && c.Type != MinGranularity {
 		return fmt.Errorf("%w: Type %d; want MaxPeak (0) or MinGranularity (1)", ErrInvalidConfig, c.Type)
+	}
+	// Leaf's IDs have no type or version bit: milliseconds, and the sign
+	// bit clear, so that every Java long reads them as Leaf's do.
+	if c.Layout == Leaf && c.Type != MinGranularity {
+		return fmt.Errorf("%w: Type %s: the leaf layout counts milliseconds only; want MinGranularity", ErrInvalidConfig, c.Type)
+	}
+	if c.Layout == Leaf && c.Version != 0 {
+		return fmt.Errorf("%w: Version %d: the leaf layout's top bit is the sign bit, always 0; want 0", ErrInvalidConfig, c.Version)
 	}
 	if _, err := NewCodec(c.Layout, c.Epoch); err != nil {
 		return fmt.Errorf("Epoch: %w", err)

@@ -1,4 +1,4 @@
-// Package core is the heart of vesta: the two 64-bit ID layouts and the
+// Package core is the heart of vesta: the 64-bit ID layouts and the
 // generator that issues IDs from them.
 //
 // An ID packs six unsigned fields: version (1 bit), type (1 bit), method
@@ -7,8 +7,10 @@
 // (min-granularity) counts milliseconds with a 10-bit sequence. Two layouts
 // place the fields: Sorted (the default; time above everything but type and
 // version, so IDs sort by time across machines and publish methods) and Vesta
-// (bit-compatible with the Java Vesta issuer). A Codec turns fields into IDs
-// and back for one layout and epoch.
+// (bit-compatible with the Java Vesta issuer). A third, Leaf, is Leaf's and
+// Twitter's snowflake: 41 bits of milliseconds since Leaf's epoch, 10 of
+// machine, 12 of seq, and no type, version or method bits. A Codec turns
+// fields into IDs and back for one layout and epoch.
 //
 // A Generator issues IDs for one machine ID. Its state is one atomic word
 // holding the last (time unit, seq) pair, so IDs from one generator strictly

@@ -27,7 +27,7 @@ type Generator struct {
 	sb      uint   // seq bits
 	seqMask uint64 // low sb bits
 	shifts  shifts
-	randMax uint64 // exclusive bound of a unit's random first seq; 1 for Vesta
+	randMax uint64 // exclusive bound of a unit's random first seq; 1 for Vesta, 100 for Leaf
 	borrow  uint64 // MaxBorrow in whole units
 	window  uint64 // GuardWindow in whole units (at least 1)
 	endPk   uint64 // first packed state past the last unit
@@ -80,7 +80,7 @@ func New(ctx context.Context, cfg Config) (*Generator, error) {
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
-	w := widthsOf(cfg.Type)
+	w := widthsOf(cfg.Layout, cfg.Type)
 	g.epochMs = codec.epochMillis()
 	g.epochNs = g.epochMs * 1e6
 	g.unitMs = cfg.Type.Unit().Milliseconds()
@@ -89,9 +89,13 @@ func New(ctx context.Context, cfg Config) (*Generator, error) {
 	g.shifts = shiftsOf(cfg.Layout, cfg.Type)
 	g.maxTime = w.maxTime()
 	g.endPk = (g.maxTime + 1) << g.sb
-	g.randMax = 1
-	if cfg.Layout == Sorted {
+	switch cfg.Layout {
+	case Sorted:
 		g.randMax = 1 << (w.seqBits / 2)
+	case Leaf:
+		g.randMax = 100 // Leaf's RANDOM.nextInt(100), so IDs spread over shards as Leaf's do
+	default:
+		g.randMax = 1
 	}
 	g.borrow = uint64(cfg.MaxBorrow / cfg.Type.Unit())
 	g.window = max(1, uint64(cfg.GuardWindow/cfg.Type.Unit()))

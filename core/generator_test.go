@@ -84,6 +84,7 @@ func TestUniqueUnderConcurrency(t *testing.T) {
 		// A clock racing forward: new units, random starts and carries mix.
 		{"min-granularity/moving-clock", core.Config{Type: core.MinGranularity, MaxBorrow: 2 * time.Millisecond}, 50 * time.Microsecond},
 		{"vesta/moving-clock", core.Config{Layout: core.Vesta, Type: core.MinGranularity, MaxBorrow: time.Millisecond}, 100 * time.Microsecond},
+		{"leaf/moving-clock", core.Config{Layout: core.Leaf, Type: core.MinGranularity, MaxBorrow: time.Millisecond}, 100 * time.Microsecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := core.NewManualClock(t0)
@@ -203,37 +204,42 @@ func TestBatchSpansUnitsAndWaits(t *testing.T) {
 }
 
 func TestNeverBelowLastUnitWhenClockStepsBack(t *testing.T) {
-	for _, step := range []time.Duration{-time.Second, -1500 * time.Millisecond, -time.Hour} {
-		t.Run(step.String(), func(t *testing.T) {
-			clk := core.NewManualClock(t0)
-			g := newGen(t, core.Config{Type: core.MinGranularity, MaxBorrow: time.Millisecond, Clock: clk})
-			before := next(t, g)
-			clk.Advance(step)
-			// The rest of the last unit's sequence is still issued, above before.
-			after := next(t, g)
-			if after <= before {
-				t.Fatalf("after a step of %s: %d not above %d", step, after, before)
-			}
-			if e := g.Codec().Explain(after); e.Time != g.Codec().Explain(before).Time {
-				t.Fatalf("issued from unit %d, want the last unit %d", e.Time, g.Codec().Explain(before).Time)
-			}
-			// Exhaust that unit: then callers wait for the clock (it is more
-			// than MaxBorrow behind), bounded by their context.
-			ids, err := g.NextIDs(context.Background(), core.Embedded, int(1023-g.Codec().Explain(after).Seq))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-			defer cancel()
-			_, err = g.NextIDs(ctx, core.Embedded, 1024)
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("with the clock %s behind, got %v; want a wait ended by the context", step, err)
-			}
-			// The clock comes back: issuing resumes above everything.
-			clk.Set(t0.Add(10 * time.Millisecond))
-			last := next(t, g)
-			checkIncreasing(t, append(append([]core.ID{before, after}, ids...), last))
-		})
+	for _, tc := range []struct {
+		layout core.Layout
+		maxSeq uint64
+	}{{core.Sorted, 1023}, {core.Leaf, 4095}} {
+		for _, step := range []time.Duration{-time.Second, -1500 * time.Millisecond, -time.Hour} {
+			t.Run(tc.layout.String()+"/"+step.String(), func(t *testing.T) {
+				clk := core.NewManualClock(t0)
+				g := newGen(t, core.Config{Layout: tc.layout, Type: core.MinGranularity, MaxBorrow: time.Millisecond, Clock: clk})
+				before := next(t, g)
+				clk.Advance(step)
+				// The rest of the last unit's sequence is still issued, above before.
+				after := next(t, g)
+				if after <= before {
+					t.Fatalf("after a step of %s: %d not above %d", step, after, before)
+				}
+				if e := g.Codec().Explain(after); e.Time != g.Codec().Explain(before).Time {
+					t.Fatalf("issued from unit %d, want the last unit %d", e.Time, g.Codec().Explain(before).Time)
+				}
+				// Exhaust that unit: then callers wait for the clock (it is more
+				// than MaxBorrow behind), bounded by their context.
+				ids, err := g.NextIDs(context.Background(), core.Embedded, int(tc.maxSeq-g.Codec().Explain(after).Seq))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+				defer cancel()
+				_, err = g.NextIDs(ctx, core.Embedded, int(tc.maxSeq+1))
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("with the clock %s behind, got %v; want a wait ended by the context", step, err)
+				}
+				// The clock comes back: issuing resumes above everything.
+				clk.Set(t0.Add(10 * time.Millisecond))
+				last := next(t, g)
+				checkIncreasing(t, append(append([]core.ID{before, after}, ids...), last))
+			})
+		}
 	}
 }
 
@@ -249,27 +255,7 @@ func TestExhaustionWaitsWithoutSpinning(t *testing.T) {
 	if first.Seq != 0 || last.Time != first.Time+3 || last.Seq != 1023 {
 		t.Fatalf("4096 IDs span %+v to %+v", first, last)
 	}
-	got := make(chan core.ID, 1)
-	go func() {
-		id, err := g.NextID(context.Background(), core.Embedded)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- id
-	}()
-	if err := clk.BlockUntil(context.Background(), 1); err != nil {
-		t.Fatal(err)
-	}
-	reads := clk.Reads()
-	time.Sleep(20 * time.Millisecond) // a spinning caller would read the clock thousands of times
-	if r := clk.Reads(); r > reads+2 {
-		t.Fatalf("the waiting caller read the clock %d times in 20ms: spinning", r-reads)
-	}
-	select {
-	case id := <-got:
-		t.Fatalf("issued %d without the clock moving", id)
-	default:
-	}
+	got := waitsWithoutSpinning(t, g, clk, core.Embedded)
 	if s := g.Stats(); s.Waits != 1 || s.Ahead != 3*time.Millisecond {
 		t.Fatalf("stats %+v; want 1 wait, 3ms ahead", s)
 	}
@@ -281,6 +267,36 @@ func TestExhaustionWaitsWithoutSpinning(t *testing.T) {
 	if e := g.Codec().Explain(id); e.Time != last.Time+1 || e.Seq > 1 {
 		t.Fatalf("after the wait got %+v; want unit %d seq 0 or 1", e, last.Time+1)
 	}
+}
+
+// waitsWithoutSpinning starts a NextID with method m that must wait for
+// clk, checks that it sleeps (a spinning caller would read the clock
+// thousands of times in 20ms) and issues nothing while the clock stands,
+// and returns where its ID arrives once the clock moves.
+func waitsWithoutSpinning(t *testing.T, g *core.Generator, clk *core.ManualClock, m core.Method) <-chan core.ID {
+	t.Helper()
+	got := make(chan core.ID, 1)
+	go func() {
+		id, err := g.NextID(context.Background(), m)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- id
+	}()
+	if err := clk.BlockUntil(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	reads := clk.Reads()
+	time.Sleep(20 * time.Millisecond)
+	if r := clk.Reads(); r > reads+2 {
+		t.Fatalf("the waiting caller read the clock %d times in 20ms: spinning", r-reads)
+	}
+	select {
+	case id := <-got:
+		t.Fatalf("issued %d without the clock moving", id)
+	default:
+	}
+	return got
 }
 
 func TestWaitHonoursCancelledContext(t *testing.T) {
@@ -352,7 +368,8 @@ func TestRandomSequenceStart(t *testing.T) {
 		layout core.Layout
 		typ    core.Type
 		bound  uint64
-	}{{core.Sorted, core.MaxPeak, 1024}, {core.Sorted, core.MinGranularity, 32}, {core.Vesta, core.MaxPeak, 1}, {core.Vesta, core.MinGranularity, 1}} {
+	}{{core.Sorted, core.MaxPeak, 1024}, {core.Sorted, core.MinGranularity, 32}, {core.Vesta, core.MaxPeak, 1}, {core.Vesta, core.MinGranularity, 1},
+		{core.Leaf, core.MinGranularity, 100}} { // Leaf's RANDOM.nextInt(100)
 		t.Run(tc.layout.String()+"/"+tc.typ.String(), func(t *testing.T) {
 			clk := core.NewManualClock(t0)
 			g := newGen(t, core.Config{Layout: tc.layout, Type: tc.typ, Clock: clk})
@@ -435,7 +452,10 @@ func TestConfigValidate(t *testing.T) {
 		cfg   core.Config
 		field string
 	}{
-		{"layout", core.Config{Layout: 2}, "Layout"},
+		{"layout", core.Config{Layout: 3}, "Layout"},
+		{"leaf-type", core.Config{Layout: core.Leaf, Type: core.MaxPeak}, "Type"},
+		{"leaf-version", core.Config{Layout: core.Leaf, Type: core.MinGranularity, Version: 1}, "Version"},
+		{"leaf-epoch", core.Config{Layout: core.Leaf, Type: core.MinGranularity, Epoch: core.SortedEpoch}, "Epoch"},
 		{"type", core.Config{Type: 2}, "Type"},
 		{"version", core.Config{Version: 2}, "Version"},
 		{"machine", core.Config{Machine: 1024}, "Machine"},

@@ -98,6 +98,9 @@ const (
 	Central  Method = 1 // the MessagePack-RPC server
 	REST     Method = 2 // the HTTP server
 	Reserved Method = 3 // never issued; Make accepts it
+	// MethodUnknown is the Method of an explained leaf ID, whose bits do
+	// not record one. Never issued, and no name parses to it.
+	MethodUnknown Method = 255
 )
 
 func (m Method) String() string {
@@ -110,6 +113,8 @@ func (m Method) String() string {
 		return "rest"
 	case Reserved:
 		return "reserved"
+	case MethodUnknown:
+		return "unknown"
 	}
 	return "method(" + strconv.Itoa(int(m)) + ")"
 }
@@ -140,7 +145,8 @@ type Fields struct {
 	Seq     uint64 // 20 bits (type 0) or 10 bits (type 1)
 }
 
-// Check reports the first field that does not fit, as a *RangeError.
+// Check reports the first field that does not fit the Sorted and Vesta
+// layouts, as a *RangeError (Codec.Make checks Leaf's own widths).
 func (f Fields) Check() error {
 	if err := checkRange("version", f.Version, 1); err != nil {
 		return err
@@ -154,7 +160,7 @@ func (f Fields) Check() error {
 	if err := checkRange("machine", f.Machine, uint64(MaxMachine)); err != nil {
 		return err
 	}
-	w := widthsOf(Type(f.Type))
+	w := widthsOf(Sorted, Type(f.Type))
 	if err := checkRange("time", f.Time, w.maxTime()); err != nil {
 		return err
 	}
@@ -232,7 +238,7 @@ type explanationJSON struct {
 	Version    uint8  `json:"version"`
 	Type       uint8  `json:"type"`
 	TypeName   string `json:"type_name"`
-	Method     uint8  `json:"method"`
+	Method     *uint8 `json:"method,omitempty"` // nil: MethodUnknown
 	MethodName string `json:"method_name"`
 	Time       uint64 `json:"time"`
 	Seq        uint64 `json:"seq"`
@@ -242,11 +248,16 @@ type explanationJSON struct {
 
 // MarshalJSON writes the fields with the names of DESIGN.md: id (string),
 // version, type, type_name, method, method_name, time, seq, machine,
-// timestamp.
+// timestamp. A leaf ID has no method: its method is left out and its
+// method_name is "unknown", rather than a number it never carried.
 func (e Explanation) MarshalJSON() ([]byte, error) {
+	var method *uint8
+	if e.Method != MethodUnknown {
+		method = new(uint8(e.Method))
+	}
 	return json.Marshal(explanationJSON{
 		ID: e.ID.String(), Version: e.Version, Type: uint8(e.Type), TypeName: e.Type.String(),
-		Method: uint8(e.Method), MethodName: e.Method.String(), Time: e.Time, Seq: e.Seq,
+		Method: method, MethodName: e.Method.String(), Time: e.Time, Seq: e.Seq,
 		Machine: uint16(e.Machine), Timestamp: e.Timestamp(),
 	})
 }

@@ -3,6 +3,7 @@ package core_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,6 +51,34 @@ var sortedVectors = []struct {
 	{core.Fields{Machine: 1, Seq: 1, Time: 1, Method: 1, Type: 1, Version: 1}, 13835058055287407617},
 }
 
+// Leaf's snowflake IDs by Leaf's own formula, SnowflakeIDGenImpl.get in
+// Meituan-Dianping/Leaf, leaf-core/src/main/java/com/sankuai/inf/leaf/
+// snowflake/SnowflakeIDGenImpl.java: ((timestamp - twepoch) << 22) |
+// (workerId << 12) | sequence, twepoch 1288834974657, 10 worker bits, 12
+// sequence bits; the IDs here computed by that formula alone. Time is the
+// milliseconds since twepoch. A leaf ID records no method, so its
+// explanation's is MethodUnknown (and Make ignores it).
+var leafVectors = []struct {
+	f  core.Fields
+	id core.ID
+}{
+	{leafFields(0, 0, 0), 0},
+	{leafFields(0, 1023, 4095), 4194303},
+	{leafFields(1, 0, 0), 4194304},
+	{leafFields(1, 1, 1), 4198401},
+	{leafFields(1<<40, 512, 2048), 4611686018429487104},
+	// The largest: 41 bits of ms, the sign bit clear (Long.MAX_VALUE).
+	{leafFields(1<<41-1, 1023, 4095), 9223372036854775807},
+	// 2024-01-01T00:00:00Z, worker 5, a first seq Leaf could draw (0-99).
+	{leafFields(1704067200000-1288834974657, 5, 99), 1741610183685066851},
+	// An ID a Leaf server answered (the migration's reference point).
+	{leafFields(507277196879, 0, 0), 2127674775978377216},
+}
+
+func leafFields(ms, worker, seq uint64) core.Fields {
+	return core.Fields{Type: uint64(core.MinGranularity), Method: uint64(core.MethodUnknown), Machine: worker, Time: ms, Seq: seq}
+}
+
 func TestGoldenVectors(t *testing.T) {
 	for _, tc := range []struct {
 		layout  core.Layout
@@ -57,7 +86,7 @@ func TestGoldenVectors(t *testing.T) {
 			f  core.Fields
 			id core.ID
 		}
-	}{{core.Vesta, vestaVectors}, {core.Sorted, sortedVectors}} {
+	}{{core.Vesta, vestaVectors}, {core.Sorted, sortedVectors}, {core.Leaf, leafVectors}} {
 		c := mustCodec(t, tc.layout, time.Time{})
 		for _, v := range tc.vectors {
 			t.Run(fmt.Sprintf("%s/%d", tc.layout, v.id), func(t *testing.T) {
@@ -118,10 +147,11 @@ func TestSortedOrdersByTime(t *testing.T) {
 	})
 }
 
-// make ∘ explain and explain ∘ make are identities, for both layouts and types.
+// make ∘ explain and explain ∘ make are identities, for every layout and
+// type (a leaf ID's method aside: it has none).
 func TestRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		layout := core.Layout(rapid.IntRange(0, 1).Draw(t, "layout"))
+		layout := core.Layout(rapid.IntRange(0, 2).Draw(t, "layout"))
 		c, err := core.NewCodec(layout, time.Time{})
 		if err != nil {
 			t.Fatal(err)
@@ -134,7 +164,10 @@ func TestRoundTrip(t *testing.T) {
 		}
 		typ := rapid.Uint64Range(0, 1).Draw(t, "type")
 		maxT, maxS := uint64(1<<30-1), uint64(1<<20-1)
-		if typ == 1 {
+		switch {
+		case layout == core.Leaf:
+			typ, maxT, maxS = 1, 1<<41-1, 1<<12-1
+		case typ == 1:
 			maxT, maxS = 1<<40-1, 1<<10-1
 		}
 		f := core.Fields{
@@ -146,7 +179,11 @@ func TestRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := c.Explain(made).Fields(); got != f {
+		want := f
+		if layout == core.Leaf {
+			want.Method = uint64(core.MethodUnknown)
+		}
+		if got := c.Explain(made).Fields(); got != want {
 			t.Fatalf("Explain(Make(%+v)) = %+v", f, got)
 		}
 		inst, err := c.TransTime(core.Type(typ), f.Time)
@@ -224,6 +261,7 @@ func TestParseNames(t *testing.T) {
 	}{
 		{func(s string) (any, error) { return core.ParseLayout(s) }, "sorted", core.Sorted},
 		{func(s string) (any, error) { return core.ParseLayout(s) }, "VESTA", core.Vesta},
+		{func(s string) (any, error) { return core.ParseLayout(s) }, "Leaf", core.Leaf},
 		{func(s string) (any, error) { return core.ParseLayout(s) }, "snowflake", nil},
 		{func(s string) (any, error) { return core.ParseType(s) }, "max-peak", core.MaxPeak},
 		{func(s string) (any, error) { return core.ParseType(s) }, "1", core.MinGranularity},
@@ -261,6 +299,14 @@ func TestCodecEpoch(t *testing.T) {
 		if _, err := core.NewCodec(core.Sorted, bad); !errors.Is(err, core.ErrInvalidConfig) {
 			t.Errorf("NewCodec(epoch %s) = %v; want ErrInvalidConfig", bad, err)
 		}
+	}
+	if c := mustCodec(t, core.Leaf, time.Time{}); c.Epoch().UnixMilli() != 1288834974657 {
+		t.Errorf("leaf epoch %s", c.Epoch())
+	}
+	// Leaf's epoch given explicitly is Leaf's; any other is refused.
+	mustCodec(t, core.Leaf, time.UnixMilli(1288834974657))
+	if _, err := core.NewCodec(core.Leaf, core.SortedEpoch); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), "1288834974657") {
+		t.Errorf("leaf with another epoch: %v", err)
 	}
 	if _, err := core.NewCodec(core.Layout(7), time.Time{}); !errors.Is(err, core.ErrUnknownName) {
 		t.Errorf("layout 7: %v", err)
@@ -304,4 +350,17 @@ func ExampleCodec_Explain() {
 	e := c.Explain(2610813175020394494)
 	fmt.Println(e.Type, e.Method, e.Machine, e.Time, e.Seq, e.Timestamp())
 	// Output: max-peak rest 1022 284025600 5 2024-01-01T00:00:00Z
+}
+
+// A leaf ID by Leaf's formula, and back: the method is not in the bits.
+func ExampleCodec_Make_leaf() {
+	c, _ := core.NewCodec(core.Leaf, time.Time{})
+	ms := uint64(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli() - 1288834974657)
+	id, _ := c.Make(core.Fields{Type: uint64(core.MinGranularity), Machine: 5, Time: ms, Seq: 99})
+	fmt.Println(id, id == core.ID(ms<<22|5<<12|99))
+	e := c.Explain(id)
+	fmt.Println(e.Machine, e.Seq, e.Method, e.Timestamp())
+	// Output:
+	// 1741610183685066851 true
+	// 5 99 unknown 2024-01-01T00:00:00.000Z
 }

@@ -52,8 +52,7 @@ type run struct {
 func (g *Generator) startRun(ctx context.Context, machine MachineID, guard GuardStore, minFloor uint64) (*run, error) {
 	r := &run{guard: guard}
 	for m := range r.base {
-		r.base[m] = uint64(g.cfg.Version)<<versionShift | uint64(g.cfg.Type)<<typeShift |
-			uint64(m)<<g.shifts.method | uint64(machine)<<g.shifts.machine
+		r.base[m] = fixedBits(g.cfg.Layout, uint64(g.cfg.Version), uint64(g.cfg.Type), uint64(m), uint64(machine))
 	}
 	ch := make(chan struct{})
 	r.limitCh.Store(&ch)

@@ -5,7 +5,7 @@ package core
 // same names as ParseLayout, ParseType and ParseMethod, and refuse what
 // those refuse. ID and MachineID stay numbers: their text is their decimal.
 
-// MarshalText is the layout's name: "sorted" or "vesta".
+// MarshalText is the layout's name: "sorted", "vesta" or "leaf".
 func (l Layout) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
 
 // UnmarshalText parses a name as ParseLayout does.

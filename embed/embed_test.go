@@ -103,16 +103,30 @@ func TestSameMachineSameDirRefused(t *testing.T) {
 	}
 }
 
+// TestIssuerMethods, for each layout; a leaf issuer's IDs record no
+// method, so Make's method leaves no trace in them.
 func TestIssuerMethods(t *testing.T) {
+	for _, tc := range []struct {
+		layout         core.Layout
+		method, asRest core.Method // as explained: an issued ID, one made with method rest
+		seqs           int         // a unit's sequence
+	}{{core.Vesta, core.Embedded, core.REST, 1024}, {core.Leaf, core.MethodUnknown, core.MethodUnknown, 4096}} {
+		t.Run(tc.layout.String(), func(t *testing.T) {
+			testIssuerMethods(t, tc.layout, tc.method, tc.asRest, tc.seqs)
+		})
+	}
+}
+
+func testIssuerMethods(t *testing.T, layout core.Layout, method, asRest core.Method, seqs int) {
 	cfg := embed.DefaultConfig()
-	cfg.Machine.Static, cfg.DataDir, cfg.Layout, cfg.Type = new(core.MachineID(3)), "", core.Vesta, core.MinGranularity
+	cfg.Machine.Static, cfg.DataDir, cfg.Layout, cfg.Type = new(core.MachineID(3)), "", layout, core.MinGranularity
 	is := open(t, cfg)
-	ids, err := is.NextIDs(context.Background(), 5000)
-	if err != nil || len(ids) != 5000 {
+	ids, err := is.NextIDs(context.Background(), 5*seqs)
+	if err != nil || len(ids) != 5*seqs {
 		t.Fatalf("NextIDs: %d, %v", len(ids), err)
 	}
 	e := is.Explain(ids[0])
-	if e.Machine != 3 || e.Method != core.Embedded || e.Type != core.MinGranularity {
+	if e.Machine != 3 || e.Method != method || e.Type != core.MinGranularity {
 		t.Fatalf("%+v", e)
 	}
 	made, err := is.Make(core.Partial{Time: e.Time, Seq: e.Seq})
@@ -120,7 +134,7 @@ func TestIssuerMethods(t *testing.T) {
 		t.Fatalf("Make = %d, %v; want %d", made, err, ids[0])
 	}
 	rest := uint64(core.REST)
-	if m, _ := is.Make(core.Partial{Time: 1, Seq: 1, Method: &rest}); is.Explain(m).Method != core.REST {
+	if m, _ := is.Make(core.Partial{Time: 1, Seq: 1, Method: &rest}); is.Explain(m).Method != asRest {
 		t.Fatalf("Make with method rest: %+v", is.Explain(m))
 	}
 	inst, err := is.TransTime(e.Time)
@@ -134,7 +148,7 @@ func TestIssuerMethods(t *testing.T) {
 			t.Fatalf("NextIDs(%d) = %d IDs, %v; want core.ErrInvalidCount", n, len(ids), err)
 		}
 	}
-	if _, err := is.TransTime(1 << 41); !errors.Is(err, core.ErrOutOfRange) {
+	if _, err := is.TransTime(1 << 42); !errors.Is(err, core.ErrOutOfRange) {
 		t.Fatalf("TransTime too wide: %v", err)
 	}
 }

@@ -32,6 +32,8 @@ func TestRedisFleetRecord(t *testing.T) {
 		want string
 	}{
 		{"layout", nil, func(c *core.Config) { c.Layout = core.Vesta }, "id.layout vesta (the fleet's: sorted)"},
+		// A leaf issuer never joins a sorted fleet: its IDs can equal theirs.
+		{"leaf", nil, func(c *core.Config) { c.Layout, c.Type = core.Leaf, core.MinGranularity }, "id.layout leaf (the fleet's: sorted)"},
 		{"type", nil, func(c *core.Config) { c.Type = core.MinGranularity }, "id.type min-granularity (the fleet's: max-peak)"},
 		{"epoch", nil, func(c *core.Config) { c.Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }, "id.epoch 2026-01-01T00:00:00Z (the fleet's: 2025-01-01T00:00:00Z)"},
 		{"version", nil, func(c *core.Config) { c.Version = 1 }, "id.version 1 (the fleet's: 0)"},

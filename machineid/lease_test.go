@@ -80,13 +80,21 @@ func strictlyIncreasing(t testing.TB, ids []core.ID) {
 	}
 }
 
+// TestRedisLostWhileRunning, for a sorted and a leaf generator: the lease
+// fences issuing in time whatever the layout.
 func TestRedisLostWhileRunning(t *testing.T) {
+	for _, gc := range []core.Config{{GuardWindow: time.Second}, {Layout: core.Leaf, Type: core.MinGranularity, GuardWindow: time.Second}} {
+		t.Run(gc.Layout.String(), func(t *testing.T) { testRedisLostWhileRunning(t, gc) })
+	}
+}
+
+func testRedisLostWhileRunning(t *testing.T, gc core.Config) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv)
 	c := redisConfig(srv, 3*time.Second)
 	c.Redis.SafetyMargin = 1500 * time.Millisecond
 	l := mustAcquire(t, c, core.Central)
-	gen := generator(t, l, core.Config{GuardWindow: time.Second})
+	gen := generator(t, l, gc)
 	var out issued
 	stop := issue(t, gen, &out)
 	eventually(t, "IDs issued", func() bool { n, _ := out.count(); return n > 100 })

@@ -13,39 +13,75 @@ import (
 	"github.com/vesta-go/vesta/rest"
 )
 
+// TestAPIIssue: the ID routes issue increasing REST IDs in every layout;
+// a leaf server's, Leaf's snowflake routes included, are Leaf's bits.
 func TestAPIIssue(t *testing.T) {
-	gen, _ := vestaGen(t)
-	for _, c := range callers(t, newServer(t, gen, rest.Config{MaxBatch: 50})) {
-		t.Run(c.name, func(t *testing.T) {
-			r := c.do(t, req(http.MethodGet, "/v1/id", "", ""))
-			var one struct{ ID json.RawMessage }
-			decode(t, r.Body, &one)
-			if r.Status != http.StatusOK || !strings.HasPrefix(string(one.ID), `"`) {
-				t.Fatalf("/v1/id = %d %s; want 200 with the id as a JSON string", r.Status, r.Body)
-			}
-			first, err := strconv.ParseUint(strings.Trim(string(one.ID), `"`), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
+	for _, cfg := range []core.Config{{Layout: core.Vesta}, {Layout: core.Leaf, Type: core.MinGranularity}} {
+		cfg.Machine = 1022
+		gen, _ := newGen(t, cfg)
+		for _, c := range callers(t, newServer(t, gen, rest.Config{MaxBatch: 50})) {
+			t.Run(cfg.Layout.String()+"/"+c.name, func(t *testing.T) {
+				testAPIIssue(t, gen, c)
+			})
+		}
+	}
+}
 
-			r = c.do(t, req(http.MethodGet, "/v1/ids?count=50", "", ""))
-			var many struct{ IDs []string }
-			decode(t, r.Body, &many)
-			if r.Status != http.StatusOK || len(many.IDs) != 50 {
-				t.Fatalf("/v1/ids?count=50 = %d, %d ids", r.Status, len(many.IDs))
-			}
-			prev := first
-			for _, s := range many.IDs {
-				id, err := strconv.ParseUint(s, 10, 64)
-				if err != nil || id <= prev {
-					t.Fatalf("id %q after %d: not an increasing decimal", s, prev)
-				}
-				prev = id
-				if m := gen.Codec().Explain(core.ID(id)).Method; m != core.REST {
-					t.Fatalf("id %d has method %s, want rest", id, m)
-				}
-			}
-		})
+func testAPIIssue(t *testing.T, gen *core.Generator, c caller) {
+	method := core.REST
+	if gen.Layout() == core.Leaf {
+		method = core.MethodUnknown // not in the bits
+	}
+	r := c.do(t, req(http.MethodGet, "/v1/id", "", ""))
+	var one struct{ ID json.RawMessage }
+	decode(t, r.Body, &one)
+	if r.Status != http.StatusOK || !strings.HasPrefix(string(one.ID), `"`) {
+		t.Fatalf("/v1/id = %d %s; want 200 with the id as a JSON string", r.Status, r.Body)
+	}
+	first, err := strconv.ParseUint(strings.Trim(string(one.ID), `"`), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	r = c.do(t, req(http.MethodGet, "/v1/ids?count=50", "", ""))
+	var many struct{ IDs []string }
+	decode(t, r.Body, &many)
+	if r.Status != http.StatusOK || len(many.IDs) != 50 {
+		t.Fatalf("/v1/ids?count=50 = %d, %d ids", r.Status, len(many.IDs))
+	}
+	prev := first
+	for _, s := range many.IDs {
+		id, err := strconv.ParseUint(s, 10, 64)
+		if err != nil || id <= prev {
+			t.Fatalf("id %q after %d: not an increasing decimal", s, prev)
+		}
+		prev = id
+		if m := gen.Codec().Explain(core.ID(id)).Method; m != method {
+			t.Fatalf("id %d has method %s, want %s", id, m, method)
+		}
+	}
+
+	// Leaf's snowflake route answers the server's IDs, here above the rest.
+	r = c.do(t, req(http.MethodGet, "/api/snowflake/get/anything", "", ""))
+	id, err := strconv.ParseUint(r.Body, 10, 64)
+	if r.Status != http.StatusOK || err != nil || id <= prev || id >= 1<<63 {
+		t.Fatalf("snowflake: %d %q after %d", r.Status, r.Body, prev)
+	}
+	e := gen.Codec().Explain(core.ID(id))
+	if e.Method != method || e.Machine != 1022 || !e.Instant.Equal(start2024) {
+		t.Fatalf("snowflake ID %d explains as %+v", id, e)
+	}
+	if gen.Layout() == core.Leaf {
+		// Leaf's formula (SnowflakeIDGenImpl.get, twepoch 1288834974657):
+		// the worker bits are the machine ID, and the ID lies above every
+		// ID any Leaf worker issued before this millisecond.
+		ms := uint64(start2024.UnixMilli() - 1288834974657)
+		if id != ms<<22|1022<<12|e.Seq {
+			t.Fatalf("snowflake ID %d is not Leaf's formula for %+v", id, e)
+		}
+		if leafBefore := (ms-1)<<22 | 1023<<12 | 4095; id <= leafBefore {
+			t.Fatalf("snowflake ID %d not above Leaf's last ID %d of the millisecond before", id, leafBefore)
+		}
 	}
 }
 
@@ -92,6 +128,30 @@ func TestAPIExplainMakeTransTimeInfo(t *testing.T) {
 				t.Errorf("info = %d %s\nwant %s", r.Status, r.Body, want)
 			}
 		})
+	}
+}
+
+// TestAPILeaf: a leaf server explains, makes and converts with Leaf's
+// fields; the explanation leaves out the method the bits do not hold.
+func TestAPILeaf(t *testing.T) {
+	gen, _ := newGen(t, core.Config{Layout: core.Leaf, Type: core.MinGranularity, Machine: 1022})
+	s := newServer(t, gen, rest.Config{})
+	for _, tc := range []struct{ method, path, body, want string }{
+		{http.MethodGet, "/v1/ids/2127674775982571519", "", `{"id":"2127674775982571519","version":0,"type":1,"type_name":"min-granularity",` +
+			`"method_name":"unknown","time":507277196879,"seq":4095,"machine":1023,"timestamp":"2026-12-01T08:02:51.536Z"}`},
+		{http.MethodPost, "/v1/make", `{"time":507277196879,"seq":4095}`, `{"id":"2127674775982567423"}`}, // machine 1022
+		{http.MethodGet, "/v1/transtime?time=0", "", `{"time":0,"type":1,"unix_ms":1288834974657,"timestamp":"2010-11-04T01:42:54.657Z"}`},
+	} {
+		r := doHandler(s, req(tc.method, tc.path, "application/json", tc.body))
+		if r.Status != http.StatusOK || strings.TrimSpace(r.Body) != tc.want {
+			t.Errorf("%s %s = %d %s\nwant %s", tc.method, tc.path, r.Status, r.Body, tc.want)
+		}
+	}
+	r := doHandler(s, req(http.MethodGet, "/v1/transtime?time=1&type=max-peak", "", ""))
+	wantJSONError(t, r, http.StatusBadRequest, "invalid_argument", "the leaf layout counts milliseconds only")
+	r = doHandler(s, req(http.MethodGet, "/v1/info", "", ""))
+	if !strings.Contains(r.Body, `"layout":"leaf","epoch":"2010-11-04T01:42:54.657Z","type":1`) {
+		t.Errorf("info = %s", r.Body)
 	}
 }
 

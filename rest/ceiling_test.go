@@ -17,7 +17,13 @@ import (
 // borrowing) on a manual clock, with its current unit spent.
 func ceilingGen(t *testing.T) (*core.Generator, *core.ManualClock) {
 	t.Helper()
-	gen, clock := newGen(t, core.Config{Layout: core.Vesta, Type: core.MinGranularity, Machine: 7})
+	return ceilingGenOf(t, core.Vesta)
+}
+
+// ceilingGenOf is ceilingGen in layout (Leaf's: 4096 IDs a millisecond).
+func ceilingGenOf(t *testing.T, layout core.Layout) (*core.Generator, *core.ManualClock) {
+	t.Helper()
+	gen, clock := newGen(t, core.Config{Layout: layout, Type: core.MinGranularity, Machine: 7})
 	if _, d, err := gen.TryAppendIDs(core.REST, nil, core.MaxCount); err != nil || d <= 0 {
 		t.Fatalf("spending the unit: %v, %v", d, err)
 	}
@@ -25,15 +31,24 @@ func ceilingGen(t *testing.T) (*core.Generator, *core.ManualClock) {
 }
 
 // TestCeilingWaitsThenAnswers: a batch past the ceiling waits for the
-// clock and gets every ID, in order.
+// clock and gets every ID, in order, in each layout.
 func TestCeilingWaitsThenAnswers(t *testing.T) {
-	gen, clock := ceilingGen(t)
+	for _, tc := range []struct {
+		layout core.Layout
+		count  int // two units' worth, nearly
+	}{{core.Vesta, 2000}, {core.Leaf, 8000}} {
+		t.Run(tc.layout.String(), func(t *testing.T) { testCeilingWaitsThenAnswers(t, tc.layout, tc.count) })
+	}
+}
+
+func testCeilingWaitsThenAnswers(t *testing.T, layout core.Layout, count int) {
+	gen, clock := ceilingGenOf(t, layout)
 	s := newServer(t, gen, rest.Config{})
 	got := make(chan response, 1)
-	go func() { got <- get(t, s.Handler(), "/v1/ids?count=2000") }()
+	go func() { got <- get(t, s.Handler(), "/v1/ids?count="+strconv.Itoa(count)) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	for range 2 { // two units of 1024
+	for range 2 { // two units
 		if err := clock.BlockUntil(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +60,7 @@ func TestCeilingWaitsThenAnswers(t *testing.T) {
 	}
 	var body struct{ IDs []string }
 	decode(t, r.Body, &body)
-	if len(body.IDs) != 2000 {
+	if len(body.IDs) != count {
 		t.Fatalf("%d IDs", len(body.IDs))
 	}
 	var last uint64

@@ -45,7 +45,7 @@ type LeaseStatus struct {
 
 // bitField is where one field sits in the 64 bits of an ID.
 type bitField struct {
-	Name  string `json:"name"`  // version, type, method, time, machine or seq
+	Name  string `json:"name"`  // version, type, method, time, machine or seq; sign (leaf)
 	Shift uint   `json:"shift"` // the field's lowest bit
 	Bits  uint   `json:"bits"`
 }
@@ -119,17 +119,23 @@ type segmentStats interface {
 // explain`) reads is what the page draws, with no second copy of the
 // layout here.
 func layoutFields(codec core.Codec, t core.Type) []bitField {
+	leaf := codec.Layout() == core.Leaf // no type, version or method bits
 	typeBit := core.ID(t) << 62
+	if leaf {
+		typeBit = 0 // bit 62 is time
+	}
 	var out []bitField
 	for b := 63; b >= 0; b-- {
 		e := codec.Explain(typeBit | core.ID(1)<<uint(b))
 		name := ""
 		switch {
-		case b == 62:
+		case leaf && b == 63:
+			name = "sign"
+		case b == 62 && !leaf:
 			name = "type"
 		case e.Version != 0:
 			name = "version"
-		case e.Method != 0:
+		case e.Method != 0 && e.Method != core.MethodUnknown:
 			name = "method"
 		case e.Time != 0:
 			name = "time"

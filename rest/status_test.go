@@ -121,9 +121,11 @@ func TestStatusWithoutLeaseOrGuard(t *testing.T) {
 // Explain decodes: every bit of an ID sits in exactly one field, and
 // reading the fields off an ID by shift and width gives Explain's values.
 func TestStatusFields(t *testing.T) {
-	for _, layout := range []core.Layout{core.Sorted, core.Vesta} {
+	for _, cfg := range []core.Config{{Layout: core.Sorted}, {Layout: core.Vesta}, {Layout: core.Leaf, Type: core.MinGranularity}} {
+		layout := cfg.Layout
 		t.Run(layout.String(), func(t *testing.T) {
-			gen, _ := newGen(t, core.Config{Layout: layout, Machine: 5})
+			cfg.Machine = 5
+			gen, _ := newGen(t, cfg)
 			var st statusResp
 			decode(t, get(t, newServer(t, gen, rest.Config{}).Handler(), "/v1/status").Body, &st)
 			for typ, fields := range st.Fields {
@@ -142,7 +144,7 @@ func TestStatusFields(t *testing.T) {
 					id = id&^(1<<62) | uint64(typ)<<62
 					e := gen.Codec().Explain(core.ID(id))
 					want := map[string]uint64{"version": uint64(e.Version), "type": uint64(e.Type), "method": uint64(e.Method),
-						"time": e.Time, "machine": uint64(e.Machine), "seq": e.Seq}
+						"time": e.Time, "machine": uint64(e.Machine), "seq": e.Seq, "sign": uint64(e.Version)}
 					for _, f := range fields {
 						if got := id >> f.Shift & (1<<f.Bits - 1); got != want[f.Name] {
 							t.Errorf("type %d, id %d: %s = %d by the fields, Explain says %d", typ, id, f.Name, got, want[f.Name])

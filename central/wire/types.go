@@ -199,8 +199,8 @@ type Explanation struct {
 	Version    uint64 `codec:"version"`
 	Type       uint64 `codec:"type"`
 	TypeName   string `codec:"type_name"`
-	Method     uint64 `codec:"method"`
-	MethodName string `codec:"method_name"`
+	Method     uint64 `codec:"method"`      // 255 for a leaf ID, whose bits hold none
+	MethodName string `codec:"method_name"` // "unknown" for a leaf ID
 	Time       uint64 `codec:"time"`
 	Seq        uint64 `codec:"seq"`
 	Machine    uint64 `codec:"machine"`
@@ -236,7 +236,7 @@ func TransTimeResultOf(t core.Type, instant time.Time) TransTimeResult {
 
 // Info is the result of Vesta.Info: what the server issues.
 type Info struct {
-	Layout   string `codec:"layout"` // "sorted" or "vesta"
+	Layout   string `codec:"layout"` // "sorted", "vesta" or "leaf"
 	Epoch    string `codec:"epoch"`  // RFC 3339 UTC, to the millisecond
 	Type     uint64 `codec:"type"`   // 0 max-peak, 1 min-granularity
 	Machine  uint64 `codec:"machine"`

@@ -37,6 +37,12 @@ func newExplainCmd() *cobra.Command {
 					_, err = w.Write(append(b, '\n'))
 					return err
 				}
+				if codec.Layout() == core.Leaf {
+					// Leaf's fields; its bits record no method, so none is shown as if known.
+					_, err = fmt.Fprintf(w, "%s layout=leaf time=%d worker=%d seq=%d method=unknown timestamp=%s\n",
+						e.ID, e.Time, e.Machine, e.Seq, e.Timestamp())
+					return err
+				}
 				_, err = fmt.Fprintf(w, "%s version=%d type=%d (%s) method=%d (%s) machine=%d time=%d seq=%d timestamp=%s\n",
 					e.ID, e.Version, e.Type, e.Type, e.Method, e.Method, e.Machine, e.Time, e.Seq, e.Timestamp())
 				return err

@@ -15,10 +15,10 @@ type idFlags struct {
 }
 
 func (f *idFlags) register(fs *pflag.FlagSet, withType bool) {
-	fs.StringVar(&f.layout, "layout", "sorted", "ID layout: sorted or vesta")
+	fs.StringVar(&f.layout, "layout", "sorted", "ID layout: sorted, vesta or leaf")
 	fs.StringVar(&f.epoch, "epoch", "", "epoch as RFC 3339; empty = the layout's own")
 	if withType {
-		fs.StringVar(&f.typ, "type", "max-peak", "ID type: max-peak, min-granularity, 0 or 1")
+		fs.StringVar(&f.typ, "type", "max-peak", "ID type: max-peak, min-granularity, 0 or 1 (leaf: min-granularity only, its default)")
 	}
 }
 
@@ -40,7 +40,12 @@ func (f *idFlags) codec() (core.Codec, error) {
 	return c, nil
 }
 
-func (f *idFlags) idType() (core.Type, error) {
+// idType is --type; unset with the leaf layout, milliseconds (Leaf's only
+// type), as conf.Load does for id.type.
+func (f *idFlags) idType(fs *pflag.FlagSet, layout core.Layout) (core.Type, error) {
+	if layout == core.Leaf && !fs.Changed("type") {
+		return core.MinGranularity, nil
+	}
 	t, err := core.ParseType(f.typ)
 	if err != nil {
 		return 0, usage("--type", err)

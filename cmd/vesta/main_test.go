@@ -128,7 +128,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"gen", "--machine", "x"}, `invalid argument "x" for "--machine" flag`},
 		{[]string{"gen", "--machine", "924"}, "machine ID 924 is outside the embedded range 0-923"},
 		{[]string{"gen", "--servers", "nohost", "--machine", "5"}, "client.servers"},
-		{[]string{"gen", "--machine", "1", "--layout", "snowflake"}, `id.layout: core: unknown name: layout "snowflake"; want sorted or vesta (flag --layout)`},
+		{[]string{"gen", "--machine", "1", "--layout", "snowflake"}, `id.layout: core: unknown name: layout "snowflake"; want sorted, vesta or leaf (flag --layout)`},
 		{[]string{"gen", "--type", "2"}, `id.type: core: unknown name: type "2"; want max-peak, min-granularity, 0 or 1 (flag --type)`},
 		{[]string{"gen", "--epoch", "yesterday"}, `id.epoch: "yesterday"; want an RFC 3339 instant`},
 		{[]string{"gen", "--epoch", "1900-01-01T00:00:00Z"}, "id.epoch: Epoch: core: invalid config: epoch 1900-01-01T00:00:00Z outside 1970-01-01T00:00:00Z"},
@@ -145,6 +145,12 @@ func TestBadInput(t *testing.T) {
 		{[]string{"make", "--time", "-3", "--seq", "1"}, `--time "-3"`},
 		{[]string{"make", "--time", "2020-01-01T00:00:00Z", "--seq", "1"}, "--time: core: clock is before the epoch"},
 		{[]string{"explain", "--layout", "x", "1"}, "--layout"},
+		{[]string{"make", "--layout", "leaf", "--time", "1", "--seq", "4096"}, "core: seq 4096 out of range 0-4095"},
+		{[]string{"make", "--layout", "leaf", "--time", "1", "--seq", "1", "--method", "rest"}, "--method: the leaf layout has no method bits"},
+		{[]string{"make", "--layout", "leaf", "--time", "1", "--seq", "1", "--type", "max-peak"}, "the leaf layout counts milliseconds only"},
+		{[]string{"make", "--layout", "leaf", "--time", "2199023255552", "--seq", "1"}, `--time "2199023255552"; want an unsigned integer 0-2199023255551`},
+		{[]string{"explain", "--layout", "leaf", "--epoch", "2025-01-01T00:00:00Z", "1"}, "--epoch: core: invalid config: epoch 2025-01-01T00:00:00Z: the leaf layout counts from Leaf's own epoch"},
+		{[]string{"gen", "--machine", "1", "--layout", "leaf", "--type", "max-peak"}, "id.type: max-peak; the leaf layout (id.layout) counts milliseconds only"},
 		{[]string{"serve", "--machine", "5"}, "machine.id"},
 		{[]string{"serve"}, "machine.id: unset, and machine.providers lists static: there is no default machine ID"},
 		{[]string{"serve", "--rest-listen", ""}, "--machine or VESTA_MACHINE_ID"},
@@ -206,6 +212,44 @@ func TestMakeAndExplainVesta(t *testing.T) {
 	}
 }
 
+// make -> explain with Leaf's fields: the IDs are Leaf's formula,
+// ((ms - 1288834974657) << 22) | (worker << 12) | seq, as in Leaf's
+// SnowflakeIDGenImpl (leaf-core/src/main/java/com/sankuai/inf/leaf/
+// snowflake/SnowflakeIDGenImpl.java), and explain reads them back without
+// inventing a method.
+func TestMakeAndExplainLeaf(t *testing.T) {
+	for _, tc := range []struct {
+		time, machine, seq string
+		id, explained      string
+	}{
+		{"0", "0", "0", "0", "0 layout=leaf time=0 worker=0 seq=0 method=unknown timestamp=2010-11-04T01:42:54.657Z"},
+		{"507277196879", "1023", "4095", "2127674775982571519",
+			"2127674775982571519 layout=leaf time=507277196879 worker=1023 seq=4095 method=unknown timestamp=2026-12-01T08:02:51.536Z"},
+		{"2024-01-01T00:00:00Z", "5", "99", "1741610183685066851",
+			"1741610183685066851 layout=leaf time=415232225343 worker=5 seq=99 method=unknown timestamp=2024-01-01T00:00:00.000Z"},
+		{"2199023255551", "1023", "4095", "9223372036854775807",
+			"9223372036854775807 layout=leaf time=2199023255551 worker=1023 seq=4095 method=unknown timestamp=2080-07-10T17:30:30.208Z"},
+	} {
+		r := cli(t, "", "make", "--layout", "leaf", "--time", tc.time, "--machine", tc.machine, "--seq", tc.seq)
+		if r.code != 0 || r.stdout != tc.id+"\n" {
+			t.Errorf("make leaf %s/%s/%s = %q (exit %d, %s); want %s", tc.time, tc.machine, tc.seq, r.stdout, r.code, r.stderr, tc.id)
+			continue
+		}
+		if r := cli(t, r.stdout, "explain", "--layout", "leaf"); r.code != 0 || r.stdout != tc.explained+"\n" {
+			t.Errorf("explain leaf %s = %q (%s); want %q", tc.id, r.stdout, r.stderr, tc.explained)
+		}
+	}
+	r := cli(t, "", "explain", "--layout", "leaf", "--json", "2127674775982571519")
+	var got map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatal(r.stdout, err)
+	}
+	if _, has := got["method"]; has || got["method_name"] != "unknown" || got["machine"] != 1023.0 || got["seq"] != 4095.0 ||
+		got["time"] != 507277196879.0 || got["timestamp"] != "2026-12-01T08:02:51.536Z" {
+		t.Errorf("explain --layout leaf --json = %v", got)
+	}
+}
+
 func TestExplainStdinAndErrors(t *testing.T) {
 	r := cli(t, "2610813175020394494\n\n  18446744073709551615 \nnope\n", "explain", "--layout", "vesta")
 	if r.code != 1 || !strings.Contains(r.stderr, `id "nope" is not an unsigned decimal`) {
@@ -219,28 +263,38 @@ func TestExplainStdinAndErrors(t *testing.T) {
 	}
 }
 
-// gen | explain: what gen prints, explain decodes to now.
+// gen | explain: what gen prints, explain decodes to now, in every layout.
 func TestGenExplainRoundTrip(t *testing.T) {
-	gen := cli(t, "", "gen", "-n", "5", "--machine", "9", "--data-dir", "")
-	r := cli(t, gen.stdout, "explain", "--json")
-	sc := bufio.NewScanner(strings.NewReader(r.stdout))
-	n := 0
-	for ; sc.Scan(); n++ {
-		var e struct {
-			Machine   int    `json:"machine"`
-			Method    int    `json:"method"`
-			Timestamp string `json:"timestamp"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatal(err)
-		}
-		ts, _ := time.Parse(time.RFC3339, e.Timestamp)
-		if e.Machine != 9 || e.Method != 0 || time.Since(ts).Abs() > 3*time.Second {
-			t.Fatalf("%s", sc.Text())
-		}
-	}
-	if n != 5 {
-		t.Fatalf("explained %d", n)
+	for _, layout := range []string{"sorted", "vesta", "leaf"} {
+		t.Run(layout, func(t *testing.T) {
+			gen := cli(t, "", "gen", "-n", "5", "--machine", "9", "--data-dir", "", "--layout", layout)
+			r := cli(t, gen.stdout, "explain", "--json", "--layout", layout)
+			sc := bufio.NewScanner(strings.NewReader(r.stdout))
+			n := 0
+			for ; sc.Scan(); n++ {
+				var e struct {
+					Machine    int    `json:"machine"`
+					Method     *int   `json:"method"`
+					MethodName string `json:"method_name"`
+					Timestamp  string `json:"timestamp"`
+				}
+				if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+					t.Fatal(err)
+				}
+				ts, _ := time.Parse(time.RFC3339, e.Timestamp)
+				// A leaf ID records no method: explain says so.
+				method := e.Method != nil && *e.Method == 0 && e.MethodName == "embedded"
+				if layout == "leaf" {
+					method = e.Method == nil && e.MethodName == "unknown"
+				}
+				if e.Machine != 9 || !method || time.Since(ts).Abs() > 3*time.Second {
+					t.Fatalf("%s", sc.Text())
+				}
+			}
+			if n != 5 {
+				t.Fatalf("explained %d", n)
+			}
+		})
 	}
 }
 

@@ -18,7 +18,11 @@ func newMakeCmd() *cobra.Command {
 		Short: "Build an ID from named fields (Vesta's makeId)",
 		Long: `Build an ID from named fields. --time is the raw time field (units since the
 epoch) or an RFC 3339 instant. Fields left out take an embedded issuer's own
-values: machine 0, method 0 (embedded), type max-peak, version 0.`,
+values: machine 0, method 0 (embedded), type max-peak, version 0.
+
+With --layout leaf the ID is Leaf's snowflake: --time in milliseconds since
+Leaf's epoch (2010-11-04T01:42:54.657Z), --machine the worker ID, --seq 0-4095;
+leaf IDs have no method bits, so --method is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fs := cmd.Flags()
@@ -31,14 +35,18 @@ values: machine 0, method 0 (embedded), type max-peak, version 0.`,
 			if err != nil {
 				return err
 			}
-			typ, err := ids.idType()
+			typ, err := ids.idType(fs, codec.Layout())
 			if err != nil {
 				return err
+			}
+			if codec.Layout() == core.Leaf && fs.Changed("method") {
+				return fmt.Errorf("%w: --method: the leaf layout has no method bits; leave --method out", errUsage)
 			}
 			f := core.Fields{Type: uint64(typ)}
 			if f.Time, err = parseTimeField(codec, typ, timeS); err != nil {
 				return err
 			}
+			// The widest field of any layout; Make checks the layout's own.
 			if f.Seq, err = parseUint("--seq", seq, 1<<20-1); err != nil {
 				return err
 			}
@@ -80,5 +88,5 @@ func parseTimeField(codec core.Codec, typ core.Type, s string) (uint64, error) {
 		}
 		return u, nil
 	}
-	return parseUint("--time", s, 1<<40-1)
+	return parseUint("--time", s, 1<<41-1)
 }
