@@ -51,8 +51,10 @@ import (
 // mode disabled answers 0 for every call, which repeats; here that is -1),
 // and with rest.token set these routes need the bearer token like every
 // ID route.
-// Snowflake IDs are vesta IDs (method REST) as unsigned decimals: below
-// 2^63, as Java's long needs, for version 0.
+// Snowflake IDs are the server's generator's, in its layout (method REST
+// where the layout has method bits), as unsigned decimals: below 2^63, as
+// Java's long needs, for version 0, and always so for the leaf layout,
+// whose IDs continue above Leaf's own.
 
 // Leaf's exception codes (SegmentIDGenImpl).
 const (
