@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/machineid"
@@ -48,7 +47,6 @@ func (c *checker) addErr(key string, err error) {
 // those when they open them.
 func (c Config) Validate() error {
 	var ck checker
-	c.ID.validate(&ck)
 	c.Machine.validate(&ck)
 	c.Central.validate(&ck)
 	c.REST.validate(&ck, c.Central.Listen)
@@ -58,14 +56,6 @@ func (c Config) Validate() error {
 	c.Log.validate(&ck)
 	c.validatePackages(&ck)
 	return errors.Join(ck.errs...)
-}
-
-// validate checks what the conversion to core.Config would lose: an
-// id.version no uint8 holds. core checks the rest (coreKeys).
-func (c IDConfig) validate(ck *checker) {
-	if c.Version < 0 || c.Version > 255 {
-		ck.add("id.version", "%d; want 0 or 1", c.Version)
-	}
 }
 
 func (m MachineConfig) validate(ck *checker) {
@@ -338,17 +328,4 @@ func orList(s []string) string {
 		return strings.Join(s, "")
 	}
 	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
-}
-
-// fmtDuration drops the zero minutes and seconds of time.Duration's form
-// ("24h", not "24h0m0s").
-func fmtDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
