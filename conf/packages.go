@@ -16,15 +16,15 @@ import (
 )
 
 // conf is a mapping: YAML, environment and flag keys onto the Config of
-// each package. The limits of a field (ranges, what zero means) are its
-// package's, checked by its package's Validate; conf names the key. Each
-// conversion below has one table from the package's field (a Go path) to
-// the YAML key it is read from. What conf checks itself is what no package
-// sees: the syntax of addresses, listeners that collide, TLS files given in
-// pairs, the log, the segment store, and the machine section's rules
-// stated in YAML terms (ranges, providers and the keys they need, fixed
-// IDs within the reach of Redis leases; machineid checks them again when
-// the lease is acquired).
+// each package. The meaning of a field (what zero means included), its
+// default and its limits are its package's, checked by its package's
+// Validate; conf names the key. Each conversion below has one table from
+// the package's field (a Go path) to the YAML key it is read from; the
+// keys in no table are conf's own (ownKeys), and TestKeyTable holds every
+// key of Config, vesta.example.yaml, README's key list and the
+// environment to these tables. What conf checks itself is listed in the
+// package documentation; machineid checks the machine section again when
+// the lease is acquired.
 
 // fieldKey maps one field of a package's Config to its YAML key. with
 // lists the fields its check depends on, copied along in a probe (an
@@ -167,6 +167,38 @@ var ownKeys = map[string]string{
 	"machine.etcd.tls.key":         "a TLS file",
 	"machine.etcd.embedded_range":  "the machine section (a lease range)",
 	"machine.etcd.server_range":    "the machine section (a lease range)",
+}
+
+// keyTable is one conversion's table: the YAML key of each field of its
+// package's Config, and that package's DefaultConfig (the zero Config
+// with OwnDefaults when the package has none: the metrics listener's caps
+// are conf's).
+type keyTable struct {
+	Package     string
+	Fields      map[string]string // key -> Go path of the field
+	Defaults    any
+	OwnDefaults bool
+}
+
+// keyTables returns every conversion's table with its package's
+// defaults: what TestKeyTable holds every key to.
+func keyTables() []keyTable {
+	tables := []keyTable{
+		{"core", nil, core.DefaultConfig(), false},
+		{"central", nil, central.DefaultConfig(), false},
+		{"rest", nil, rest.DefaultConfig(), false},
+		{"connlimit", nil, connlimit.Config{}, true},
+		{"client", nil, client.DefaultConfig(), false},
+		{"machineid", nil, machineid.DefaultConfig(), false},
+		{"segment", nil, segment.DefaultConfig(), false},
+	}
+	for i, keys := range [][]fieldKey{coreKeys, centralKeys, restKeys, metricsKeys, clientKeys, machineKeys, segmentKeys} {
+		tables[i].Fields = map[string]string{}
+		for _, k := range keys {
+			tables[i].Fields[k.key] = k.field
+		}
+	}
+	return tables
 }
 
 // checkConversion validates cfg, one section converted, with its package's
