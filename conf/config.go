@@ -7,9 +7,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vesta-go/vesta/central"
+	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/internal/connlimit"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/rest"
 )
 
 // Config is the whole configuration. The koanf tags are the YAML keys.
@@ -278,42 +282,43 @@ const (
 	ProviderEtcd    = machineid.ProviderEtcd
 )
 
-// DefaultConfig returns the defaults of every key. Each call returns fresh
-// slices and maps, so a caller may change them.
+// DefaultConfig returns the defaults of every key: each package's
+// DefaultConfig for the keys of its table (packages.go; TestKeyTable
+// holds them so), conf's own for the rest. Each call returns fresh slices
+// and maps, so a caller may change them.
 func DefaultConfig() Config {
+	id, e, m := core.DefaultConfig(), embed.DefaultConfig(), machineid.DefaultConfig()
+	cc, rc, cl := central.DefaultConfig(), rest.DefaultConfig(), client.DefaultConfig()
 	return Config{
-		ID: IDConfig{Layout: core.Sorted, Type: core.MaxPeak, MaxBorrow: time.Second},
+		ID: IDConfig{Layout: id.Layout, Type: id.Type, Epoch: id.Epoch, Version: id.Version, MaxBorrow: id.MaxBorrow},
 		Machine: MachineConfig{
-			Providers:     []string{ProviderStatic},
+			Providers:     m.Providers,
 			IPTable:       map[string]int{},
-			K8sOffset:     924,
-			EmbeddedRange: machineid.DefaultEmbeddedRange,
-			ServerRange:   machineid.DefaultServerRange,
+			K8sOffset:     924, // conf's: the server range's first ID, for a StatefulSet of servers
+			EmbeddedRange: m.EmbeddedRange,
+			ServerRange:   m.ServerRange,
 			Redis: RedisConfig{
-				Addrs:        []string{"127.0.0.1:6379"},
-				KeyPrefix:    "vesta",
-				LeaseTTL:     15 * time.Second,
-				MaxClockSkew: 2 * time.Second,
+				Addrs: m.Redis.Addrs, KeyPrefix: m.Redis.KeyPrefix, LeaseTTL: m.Redis.LeaseTTL,
+				MaxClockSkew: m.Redis.MaxClockSkew, MinReplicas: m.Redis.MinReplicas,
 			},
-			Etcd: EtcdConfig{
-				Endpoints: []string{"127.0.0.1:2379"},
-				KeyPrefix: "vesta",
-				LeaseTTL:  10 * time.Second,
-			},
+			Etcd: EtcdConfig{Endpoints: m.Etcd.Endpoints, KeyPrefix: m.Etcd.KeyPrefix, LeaseTTL: m.Etcd.LeaseTTL},
 		},
-		TimeGuard: TimeGuardConfig{Dir: "./vesta-data", Window: 3 * time.Second, MaxStartupWait: 10 * time.Second},
+		TimeGuard: TimeGuardConfig{Dir: e.DataDir, Window: id.GuardWindow, MaxStartupWait: id.MaxStartupWait},
 		Central: CentralConfig{
-			Listen: "127.0.0.1:7070", MaxBatch: 10000, MaxRequestBytes: 64 << 10, MaxConns: 10000,
-			MaxConnsPerPeer: 1000, PeerIPv6Prefix: 64, MaxUnsentBytes: 64 << 20, FirstFrameTimeout: 5 * time.Second,
-			MaxWaitingIDs: core.DefaultMaxWaitingIDs, MaxWaitingCalls: core.DefaultMaxWaitingCalls,
-			IdleTimeout: 5 * time.Minute, ReadTimeout: 10 * time.Second,
+			Listen: "127.0.0.1:7070", MaxBatch: cc.MaxBatch, MaxRequestBytes: cc.MaxRequestBytes, MaxConns: cc.MaxConns,
+			MaxConnsPerPeer: cc.MaxConnsPerPeer, PeerIPv6Prefix: cc.PeerPrefixV6, MaxUnsentBytes: cc.MaxUnsentBytes,
+			FirstFrameTimeout: cc.FirstFrameTimeout, MaxWaitingIDs: cc.MaxWaitingIDs, MaxWaitingCalls: cc.MaxWaitingCalls,
+			IdleTimeout: cc.IdleTimeout, ReadTimeout: cc.ReadTimeout,
 		},
-		REST: RESTConfig{Listen: "127.0.0.1:7080", AllowedHosts: []string{}, MaxConns: 10000, MaxConnsPerPeer: 1000,
-			PeerIPv6Prefix: 64, MaxUnsentBytes: 64 << 20,
-			MaxWaitingIDs: core.DefaultMaxWaitingIDs, MaxWaitingCalls: core.DefaultMaxWaitingCalls},
-		Client:  ClientConfig{Servers: []string{}, Timeout: 200 * time.Millisecond, Retries: 2, Fallback: true},
+		REST: RESTConfig{Listen: "127.0.0.1:7080", AllowedHosts: []string{}, MaxConns: rc.MaxConns, MaxConnsPerPeer: rc.MaxConnsPerPeer,
+			PeerIPv6Prefix: rc.PeerPrefixV6, MaxUnsentBytes: rc.MaxUnsentBytes,
+			MaxWaitingIDs: rc.MaxWaitingIDs, MaxWaitingCalls: rc.MaxWaitingCalls},
+		Client: ClientConfig{Servers: []string{}, Timeout: cl.Timeout, Retries: cl.Retries, Prefetch: cl.Prefetch,
+			Fallback: !cl.NoFallback},
 		Segment: defaultSegment(),
-		Metrics: MetricsConfig{MaxConns: 100, MaxConnsPerPeer: 10, PeerIPv6Prefix: 64, MaxUnsentBytes: 8 << 20},
+		// The metrics listener's caps are conf's (connlimit has none), but
+		// its peers are the same prefix as everywhere.
+		Metrics: MetricsConfig{MaxConns: 100, MaxConnsPerPeer: 10, PeerIPv6Prefix: connlimit.DefaultPeerPrefixV6, MaxUnsentBytes: 8 << 20},
 		Log:     LogConfig{Level: "info", Format: "text"},
 	}
 }
