@@ -225,7 +225,7 @@ func BenchmarkGenID(b *testing.B) {
 	for _, callers := range benchCallers {
 		b.Run(fmt.Sprintf("client/callers=%d", callers), func(b *testing.B) {
 			cfg := client.DefaultConfig(benchServer(b))
-			cfg.Fallback = false
+			cfg.NoFallback = true
 			cfg.Timeout = 5 * time.Second
 			cl, err := client.New(context.Background(), cfg)
 			if err != nil {

@@ -48,7 +48,7 @@ func BenchmarkNextSeq(b *testing.B) {
 		for _, callers := range benchCallers {
 			b.Run(fmt.Sprintf("client-prefetch=%d/callers=%d", prefetch, callers), func(b *testing.B) {
 				cfg := client.DefaultConfig(seqBenchServer(b))
-				cfg.Fallback = false
+				cfg.NoFallback = true
 				cfg.Timeout = 5 * time.Second
 				cfg.SeqPrefetch = prefetch
 				cl, err := client.New(context.Background(), cfg)

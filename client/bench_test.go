@@ -26,7 +26,7 @@ func BenchmarkNextID(b *testing.B) {
 			b.Run(fmt.Sprintf("prefetch=%d/callers=%d", prefetch, callers), func(b *testing.B) {
 				srv := startCentral(b, 1000, central.Config{})
 				cfg := client.DefaultConfig(srv.addr)
-				cfg.Fallback = false
+				cfg.NoFallback = true
 				cfg.Timeout = 5 * time.Second
 				cfg.Prefetch = prefetch
 				c := newClient(b, cfg)
@@ -127,7 +127,7 @@ func BenchmarkNextIDs1000(b *testing.B) {
 			const prefetch = 1 << 20
 			srv := startCentralGen(b, core.Config{Machine: 1000, MaxBorrow: 24 * time.Hour}, central.Config{})
 			cfg := client.DefaultConfig(srv.addr)
-			cfg.Fallback = false
+			cfg.NoFallback = true
 			cfg.Timeout = 5 * time.Second
 			cfg.Prefetch = prefetch
 			reg := prometheus.NewRegistry()

@@ -489,7 +489,7 @@ func TestSilentConnectionFailsOneCall(t *testing.T) {
 	f := startTaker(t, 1000, 100, -1, 0)
 	f.silentFirst.Store(true)
 	cfg, reg := testConfig(t, f.addr)
-	cfg.Fallback = false
+	cfg.NoFallback = true
 	cfg.ConnsPerServer = 1
 	cfg.Timeout = 2 * time.Second // the others' deadlines are a second after the first's
 	cfg.BreakerFailures = 2

@@ -168,7 +168,7 @@ func TestCentralFailoverUnderLoad(t *testing.T) {
 		startCentral(t, 1002, central.Config{MaxBatch: 500}),
 	}
 	cfg, _ := testConfig(t, servers[0].addr, servers[1].addr, servers[2].addr)
-	cfg.Fallback = false
+	cfg.NoFallback = true
 	c := newClient(t, cfg)
 
 	var all collect

@@ -117,7 +117,7 @@ type Client struct {
 	m       *metrics
 	servers []*server
 	next    atomic.Uint32 // round-robin start over servers
-	fb      *fallback     // nil without Fallback
+	fb      *fallback     // nil with NoFallback
 	pf      *prefetch     // nil without Prefetch
 	seq     seqState      // per-tag buffers of segment sequences (seq.go)
 	clock   core.Clock    // busy marks and waits at the ceiling (tests: a ManualClock)
@@ -138,7 +138,7 @@ type Client struct {
 	closeErr  error
 }
 
-// New validates cfg and returns a Client. With Fallback it acquires the
+// New validates cfg and returns a Client. Unless NoFallback, it acquires the
 // embedded fallback's machine ID at once (embed.Acquire: a Redis lease then
 // renewed until Close, or a fixed ID and its time guard's lock), and fails
 // if that fails; ctx bounds that and is not retained. The rest of the
@@ -167,7 +167,7 @@ func newClient(ctx context.Context, cfg Config, clock core.Clock) (*Client, erro
 		preset, _ = identityOf(embed.Config{})
 	}
 	var fb *fallback
-	if cfg.Fallback {
+	if !cfg.NoFallback {
 		if fb, err = newFallback(ctx, cfg); err != nil {
 			return nil, err
 		}

@@ -132,7 +132,7 @@ func TestErrorCodes(t *testing.T) {
 			bad, good := startFake(t, 1000, 100), startFake(t, 1001, 100)
 			bad.fail.Store(wire.Errorf(tt.code, "test"))
 			cfg, reg := testConfig(t, bad.addr, good.addr)
-			cfg.Fallback = false
+			cfg.NoFallback = true
 			c := newClient(t, cfg)
 			for range 4 { // the round-robin start visits both servers first
 				id, err := c.NextID(context.Background())
@@ -196,7 +196,7 @@ func silentListener(t testing.TB) string {
 func TestDeadlineWhenServerNeverAnswers(t *testing.T) {
 	addr := silentListener(t)
 	cfg, reg := testConfig(t, addr)
-	cfg.Fallback = false
+	cfg.NoFallback = true
 	cfg.Timeout = 50 * time.Millisecond
 	c := newClient(t, cfg)
 
@@ -255,7 +255,7 @@ func TestSilentServerFailsOverAndFallsBack(t *testing.T) {
 func TestBreakerTransitions(t *testing.T) {
 	addr := deadAddr(t)
 	cfg, reg := testConfig(t, addr)
-	cfg.Fallback = false
+	cfg.NoFallback = true
 	cfg.BreakerFailures = 2
 	cfg.BreakerTimeout = 30 * time.Millisecond
 	c := newClient(t, cfg)
@@ -314,7 +314,7 @@ func TestBreakerTransitions(t *testing.T) {
 // deadline, and Close ends it.
 func TestDeadlineWhileDialling(t *testing.T) {
 	cfg, _ := testConfig(t, "192.0.2.1:7070")
-	cfg.Fallback = false
+	cfg.NoFallback = true
 	cfg.Timeout = time.Hour
 	dialling := make(chan struct{}, 1)
 	cfg.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -347,7 +347,7 @@ func TestServerOfAnotherShapeRefused(t *testing.T) {
 	first := startFake(t, 1000, 100) // sorted layout
 	other := startFakeOn(t, "127.0.0.1:0", core.Config{Machine: 1001, Layout: core.Vesta}, 100, nil)
 	cfg, reg := testConfig(t, first.addr, other.addr)
-	cfg.Fallback = false
+	cfg.NoFallback = true
 	cfg.ConnsPerServer = 1
 	var logs syncBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))

@@ -29,11 +29,15 @@ const (
 
 	maxConnsPerServer = 64
 	maxPrefetch       = 1 << 20
+	defaultRetries    = 2
 	maxRetries        = 10 // each retry is another server: more is a typo
 )
 
-// Config configures a Client. The zero Config is not usable (it names no
-// server); start from DefaultConfig.
+// Config configures a Client. One rule for every field, sony/gobreaker's:
+// zero is the default its comment names, which DefaultConfig spells out;
+// where a default that is on can be turned off, a negative value (or a
+// No... flag) turns it off. The zero Config is not usable (it names no
+// server, and its fallback has no machine ID); start from DefaultConfig.
 type Config struct {
 	// Servers are the central servers, as host:port. At least one is
 	// required; each may appear once.
@@ -49,8 +53,8 @@ type Config struct {
 	// Retries is how many more servers a call tries after the first one
 	// failed, each a different server (so at most len(Servers)-1 retries
 	// happen), counted afresh after each server's answer and after each
-	// wait at the ceiling. A busy answer is not a failure. Zero tries one
-	// server only; DefaultConfig sets 2; at most 10.
+	// wait at the ceiling. A busy answer is not a failure. At most 10;
+	// zero is 2; negative retries none (one server only).
 	Retries int
 
 	// ConnsPerServer is how many TCP connections the client keeps to each
@@ -77,11 +81,12 @@ type Config struct {
 	// Zero is 64.
 	SeqMaxTags int
 
-	// Fallback issues IDs from an embedded generator (method 0, the machine
-	// ID of FallbackConfig) when every server is down, and returns to the
-	// servers as soon as one answers again. False (the zero value) returns
-	// an error wrapping ErrUnavailable instead; DefaultConfig sets true.
-	Fallback bool
+	// NoFallback turns the fallback off: a call that no server answers
+	// returns an error wrapping ErrUnavailable. False (the zero value and
+	// the default) keeps it on: IDs are issued from an embedded generator
+	// (method 0, the machine ID of FallbackConfig) while every server is
+	// down, and calls return to the servers as soon as one answers again.
+	NoFallback bool
 
 	// FallbackConfig configures the embedded fallback, kept until Close.
 	// New acquires its machine ID (a Redis lease then renewed all along)
@@ -100,7 +105,7 @@ type Config struct {
 	// servers' (once a server shows a difference, the fallback refuses to
 	// issue: ErrFallbackShape).
 	// Its Logger, when nil, is the client's; its lease's metrics go to
-	// Registerer unless it names its own. Ignored when Fallback is false.
+	// Registerer unless it names its own. Ignored with NoFallback.
 	FallbackConfig embed.Config
 
 	// BreakerFailures is how many consecutive failed calls open a server's
@@ -135,15 +140,14 @@ type Config struct {
 // server, no prefetch, breakers that open after 5 consecutive failures for
 // 5s, and the fallback on (time guard in ./vesta-data) with no machine ID
 // chosen: New refuses until FallbackConfig.Machine chooses one unique to
-// this instance (or Fallback is set false), as two instances left on a
+// this instance (or NoFallback is set), as two instances left on a
 // default would issue the same IDs in the same outage.
 func DefaultConfig(servers ...string) Config {
 	return Config{
 		Servers:         append([]string(nil), servers...),
 		Timeout:         defaultTimeout,
-		Retries:         2,
+		Retries:         defaultRetries,
 		ConnsPerServer:  defaultConnsPerServer,
-		Fallback:        true,
 		FallbackConfig:  embed.DefaultConfig(),
 		BreakerFailures: defaultBreakerFailures,
 		BreakerTimeout:  defaultBreakerTimeout,
@@ -171,26 +175,26 @@ func (c Config) Validate() error {
 	}
 	switch {
 	case c.Timeout < 0:
-		return fmt.Errorf("%w: Timeout: %v; want > 0 (or 0 for %v)", ErrConfig, c.Timeout, defaultTimeout)
-	case c.Retries < 0 || c.Retries > maxRetries:
-		return fmt.Errorf("%w: Retries: %d; want 0-%d", ErrConfig, c.Retries, maxRetries)
+		return fmt.Errorf("%w: Timeout: %v; want 0 (meaning %v) or above", ErrConfig, c.Timeout, defaultTimeout)
+	case c.Retries > maxRetries:
+		return fmt.Errorf("%w: Retries: %d; want 0 (meaning %d) to %d, or negative (none)", ErrConfig, c.Retries, defaultRetries, maxRetries)
 	case c.ConnsPerServer < 0 || c.ConnsPerServer > maxConnsPerServer:
-		return fmt.Errorf("%w: ConnsPerServer: %d; want 0-%d", ErrConfig, c.ConnsPerServer, maxConnsPerServer)
+		return fmt.Errorf("%w: ConnsPerServer: %d; want 0 (meaning %d) to %d", ErrConfig, c.ConnsPerServer, defaultConnsPerServer, maxConnsPerServer)
 	case c.Prefetch < 0 || c.Prefetch > maxPrefetch:
-		return fmt.Errorf("%w: Prefetch: %d; want 0-%d", ErrConfig, c.Prefetch, maxPrefetch)
+		return fmt.Errorf("%w: Prefetch: %d; want 0 (off) to %d", ErrConfig, c.Prefetch, maxPrefetch)
 	case c.SeqPrefetch < 0 || c.SeqPrefetch > maxSeqPrefetch:
-		return fmt.Errorf("%w: SeqPrefetch: %d; want 0-%d", ErrConfig, c.SeqPrefetch, maxSeqPrefetch)
+		return fmt.Errorf("%w: SeqPrefetch: %d; want 0 (off) to %d", ErrConfig, c.SeqPrefetch, maxSeqPrefetch)
 	case c.SeqMaxTags < 0 || c.SeqMaxTags > maxSeqMaxTags:
 		return fmt.Errorf("%w: SeqMaxTags: %d; want 0 (meaning %d) to %d", ErrConfig, c.SeqMaxTags, defaultSeqMaxTags, maxSeqMaxTags)
 	case c.BreakerTimeout < 0:
-		return fmt.Errorf("%w: BreakerTimeout: %v; want > 0 (or 0 for %v)", ErrConfig, c.BreakerTimeout, defaultBreakerTimeout)
+		return fmt.Errorf("%w: BreakerTimeout: %v; want 0 (meaning %v) or above", ErrConfig, c.BreakerTimeout, defaultBreakerTimeout)
 	}
-	if !c.Fallback {
+	if c.NoFallback {
 		return nil
 	}
 	if err := c.FallbackConfig.Validate(); err != nil {
 		if errors.Is(err, machineid.ErrNoMachineID) {
-			return fmt.Errorf("%w: FallbackConfig.Machine: no fallback machine ID chosen (choose one, or set Fallback false): %w", ErrConfig, err)
+			return fmt.Errorf("%w: FallbackConfig.Machine: no fallback machine ID chosen (choose one, or set NoFallback): %w", ErrConfig, err)
 		}
 		return fmt.Errorf("%w: FallbackConfig: %w", ErrConfig, err)
 	}
@@ -208,6 +212,12 @@ func (c Config) withDefaults() Config {
 	c.Servers = append([]string(nil), c.Servers...)
 	if c.Timeout == 0 {
 		c.Timeout = defaultTimeout
+	}
+	switch {
+	case c.Retries == 0:
+		c.Retries = defaultRetries
+	case c.Retries < 0:
+		c.Retries = 0
 	}
 	if c.ConnsPerServer == 0 {
 		c.ConnsPerServer = defaultConnsPerServer

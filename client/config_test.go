@@ -24,7 +24,7 @@ func TestConfigValidate(t *testing.T) {
 		{"zero fields take defaults", func(c *client.Config) {
 			c.Timeout, c.Retries, c.ConnsPerServer, c.BreakerFailures, c.BreakerTimeout = 0, 0, 0, 0, 0
 		}, ""},
-		{"fallback off needs no data dir", func(c *client.Config) { c.Fallback, c.FallbackConfig.DataDir = false, "" }, ""},
+		{"fallback off needs no data dir", func(c *client.Config) { c.NoFallback, c.FallbackConfig.DataDir = true, "" }, ""},
 		{"no servers", func(c *client.Config) { c.Servers = nil }, "Servers:"},
 		{"no port", func(c *client.Config) { c.Servers = []string{"localhost"} }, "Servers[0]"},
 		{"no host", func(c *client.Config) { c.Servers = []string{":7070"} }, "Servers[0]"},
@@ -32,7 +32,8 @@ func TestConfigValidate(t *testing.T) {
 		{"port 0", func(c *client.Config) { c.Servers = []string{"h:0"} }, "Servers[0]"},
 		{"twice", func(c *client.Config) { c.Servers = []string{"h:1", "h:1"} }, "Servers[1]"},
 		{"negative timeout", func(c *client.Config) { c.Timeout = -time.Second }, "Timeout"},
-		{"negative retries", func(c *client.Config) { c.Retries = -1 }, "Retries"},
+		{"negative retries: none", func(c *client.Config) { c.Retries = -1 }, ""},
+		{"too many retries", func(c *client.Config) { c.Retries = 11 }, "Retries: 11; want 0 (meaning 2) to 10, or negative (none)"},
 		{"too many conns", func(c *client.Config) { c.ConnsPerServer = 1000 }, "ConnsPerServer"},
 		{"negative prefetch", func(c *client.Config) { c.Prefetch = -1 }, "Prefetch"},
 		{"huge prefetch", func(c *client.Config) { c.Prefetch = 1 << 30 }, "Prefetch"},
@@ -50,7 +51,7 @@ func TestConfigValidate(t *testing.T) {
 		}, "EmbeddedLeaseRange"},
 		{"no fallback machine chosen", func(c *client.Config) { c.FallbackConfig.Machine.Static = nil }, "FallbackConfig.Machine"},
 		{"no fallback machine needed without the fallback", func(c *client.Config) {
-			c.Fallback, c.FallbackConfig.Machine.Static = false, nil
+			c.NoFallback, c.FallbackConfig.Machine.Static = true, nil
 		}, ""},
 		{"fallback machine in server range", func(c *client.Config) { c.FallbackConfig.Machine.Static = new(core.MachineID(1000)) }, "FallbackConfig"},
 		{"fallback bad version", func(c *client.Config) { c.FallbackConfig.Version = 2 }, "FallbackConfig"},
@@ -76,13 +77,13 @@ func TestConfigValidate(t *testing.T) {
 
 func TestDefaultConfig(t *testing.T) {
 	c := client.DefaultConfig("a:1")
-	if c.Timeout != 200*time.Millisecond || c.Retries != 2 || !c.Fallback || c.Prefetch != 0 ||
+	if c.Timeout != 200*time.Millisecond || c.Retries != 2 || c.NoFallback || c.Prefetch != 0 ||
 		c.FallbackConfig.DataDir == "" || c.FallbackConfig.Machine.Static != nil {
 		t.Fatalf("DefaultConfig = %+v", c)
 	}
 	err := c.Validate()
 	if !errors.Is(err, client.ErrConfig) || !errors.Is(err, machineid.ErrNoMachineID) ||
-		!strings.Contains(err.Error(), "FallbackConfig.Machine") || !strings.Contains(err.Error(), "Fallback false") {
-		t.Fatalf("DefaultConfig().Validate() = %v; want ErrConfig wrapping machineid.ErrNoMachineID, naming FallbackConfig.Machine and Fallback false", err)
+		!strings.Contains(err.Error(), "FallbackConfig.Machine") || !strings.Contains(err.Error(), "set NoFallback") {
+		t.Fatalf("DefaultConfig().Validate() = %v; want ErrConfig wrapping machineid.ErrNoMachineID, naming FallbackConfig.Machine and NoFallback", err)
 	}
 }

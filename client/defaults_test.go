@@ -46,7 +46,7 @@ func TestTwoDefaultClientsRefuse(t *testing.T) {
 		if !errors.Is(err, client.ErrConfig) || !errors.Is(err, machineid.ErrNoMachineID) {
 			t.Fatalf("client %d: New = %v; want ErrConfig wrapping machineid.ErrNoMachineID", i, err)
 		}
-		for _, w := range []string{"FallbackConfig.Machine", "Fallback false", "machine.id", "redis", "k8s", "iptable"} {
+		for _, w := range []string{"FallbackConfig.Machine", "set NoFallback", "machine.id", "redis", "k8s", "iptable"} {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("client %d: %q does not say %q", i, err, w)
 			}
@@ -245,7 +245,7 @@ func TestFallbackStateAndShape(t *testing.T) {
 	}
 
 	off, _ := testConfig(t, f.addr)
-	off.Fallback, off.FallbackConfig.Machine.Static = false, nil
+	off.NoFallback, off.FallbackConfig.Machine.Static = true, nil
 	if st := newClient(t, off).FallbackState(); st != (client.FallbackState{}) {
 		t.Fatalf("FallbackState without the fallback = %+v; want zero", st)
 	}

@@ -59,8 +59,9 @@
 // server; after Config.BreakerTimeout one trial call goes through
 // (half-open), and its success closes the breaker again.
 //
-// When every breaker is open, or every attempt of a call failed, and
-// Config.Fallback is set, the call is served by an embedded generator
+// When every breaker is open, or every attempt of a call failed, and the
+// fallback is on (the default; Config.NoFallback turns it off), the call is
+// served by an embedded generator
 // (package embed) that New opened with Config.FallbackConfig. Its IDs
 // carry method 0 (embedded) and the fallback's machine ID from the embedded
 // range, while the servers' IDs carry method 1 (central) and machine IDs
@@ -70,7 +71,7 @@
 // this application instance, like any embedded issuer's, and there is no
 // default: New refuses (machineid.ErrNoMachineID) until FallbackConfig
 // chooses one (a static ID, a Redis lease, the Kubernetes ordinal or the
-// IP table), or Fallback is false.
+// IP table), or NoFallback is set.
 //
 // The fallback gets its machine ID when the client starts, not when an
 // outage begins (when Redis may be unreachable too): New acquires it (a
@@ -165,12 +166,12 @@
 //	vesta_client_fallback_ids_total          IDs issued by the fallback
 //	vesta_client_mode                        1 central, 0 fallback
 //	vesta_client_prefetch_buffered           prefetched IDs ready
-//	vesta_client_fallback_machine_id         the fallback's machine ID (with Fallback)
-//	vesta_client_fallback_ready              1 once the fallback may issue, 0 before (with Fallback)
+//	vesta_client_fallback_machine_id         the fallback's machine ID (unless NoFallback)
+//	vesta_client_fallback_ready              1 once the fallback may issue, 0 before (unless NoFallback)
 //	vesta_ceiling_waits_total{mode="client"} calls that waited because every server was busy
 //	vesta_ceiling_wait_seconds{mode="client"} how long they waited (histogram)
 //
-// and, with Fallback, the fallback's machine-ID lease metrics
+// and, unless NoFallback, the fallback's machine-ID lease metrics
 // (vesta_machine_*{mode="embedded"}, see package machineid). The ceiling
 // metrics share their names with the servers' and the embedded issuer's
 // (other modes), and stay registered after Close.

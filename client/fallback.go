@@ -212,7 +212,7 @@ func (f *fallback) gauges() []prometheus.Collector {
 
 // FallbackState is the embedded fallback's state, for monitoring.
 type FallbackState struct {
-	// Enabled is Config.Fallback; without it the fields below are zero.
+	// Enabled is !Config.NoFallback; without it the fields below are zero.
 	Enabled bool
 	// Active reports that the last IDs came from the fallback (InFallback).
 	Active bool

@@ -74,7 +74,7 @@ func TestFallbackTimeGuardAcrossRestarts(t *testing.T) {
 
 func TestNoFallbackNoServer(t *testing.T) {
 	cfg, _ := testConfig(t, deadAddr(t), deadAddr(t))
-	cfg.Fallback = false
+	cfg.NoFallback = true
 	c := newClient(t, cfg) // New does not dial: servers may be down
 	_, err := c.NextID(context.Background())
 	if !errors.Is(err, client.ErrUnavailable) || !errors.Is(err, client.ErrConnection) {
@@ -140,7 +140,7 @@ func TestGarbageServer(t *testing.T) {
 		}
 	})
 	cfg, _ := testConfig(t, ln.Addr().String())
-	cfg.Fallback = false
+	cfg.NoFallback = true
 	c := newClient(t, cfg)
 	if _, err := c.NextID(context.Background()); !errors.Is(err, client.ErrUnavailable) {
 		t.Fatalf("NextID from a garbage server = %v", err)

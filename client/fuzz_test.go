@@ -56,9 +56,9 @@ func FuzzServerReplies(f *testing.F) {
 		var mu sync.Mutex
 		var peers []net.Conn
 		cfg := client.DefaultConfig("127.0.0.1:1")
-		cfg.Fallback = false
+		cfg.NoFallback = true
 		cfg.ConnsPerServer = 1
-		cfg.Retries = 0
+		cfg.Retries = -1
 		cfg.Timeout = 20 * time.Millisecond
 		cfg.DialContext = func(context.Context, string, string) (net.Conn, error) {
 			mine, peer := net.Pipe()

@@ -7,9 +7,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vesta-go/vesta/central"
+	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/internal/connlimit"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/rest"
 )
 
 // Config is the whole configuration. The koanf tags are the YAML keys.
@@ -29,20 +33,16 @@ type Config struct {
 
 // IDConfig is what the IDs look like.
 type IDConfig struct {
-	// Layout of the bits; zero is core.Sorted. YAML: sorted, vesta or
-	// leaf (Leaf's snowflake bits; Load then defaults Type to
-	// min-granularity, and Epoch may only be Leaf's).
-	Layout core.Layout `koanf:"layout"`
-	// Type of the IDs; zero is core.MaxPeak. YAML: max-peak,
-	// min-granularity, 0 or 1.
-	Type core.Type `koanf:"type"`
-	// Epoch of the time field; the zero Time is the layout's own epoch.
-	// YAML: RFC 3339, or "" for the zero Time.
-	Epoch time.Time `koanf:"epoch"`
-	// Version bit, 0 or 1; zero is 0.
-	Version int `koanf:"version"`
-	// MaxBorrow is how far issuing may run ahead of the clock when a
-	// unit's sequence runs out; zero never runs ahead.
+	// The id keys are core.Config's fields (coreKeys): their meaning,
+	// zero included, and their limits are documented there. YAML writes
+	// Layout as sorted, vesta or leaf (Leaf's snowflake bits; Load then
+	// defaults Type to min-granularity, and Epoch may only be Leaf's), Type
+	// as max-peak, min-granularity, 0 or 1, and Epoch in RFC 3339, or ""
+	// for the zero Time.
+	Layout    core.Layout   `koanf:"layout"`
+	Type      core.Type     `koanf:"type"`
+	Epoch     time.Time     `koanf:"epoch"`
+	Version   uint8         `koanf:"version"`
 	MaxBorrow time.Duration `koanf:"max_borrow"`
 }
 
@@ -60,8 +60,9 @@ type MachineConfig struct {
 	// IPTable maps an IP address to a machine ID (iptable provider); nil
 	// or empty is no entries.
 	IPTable map[string]int `koanf:"ip_table"`
-	// K8sOffset is added to a StatefulSet pod's ordinal (k8s provider);
-	// zero adds nothing.
+	// K8sOffset is added to a StatefulSet pod's ordinal (k8s provider):
+	// machineid.Config.K8sOffset (machineKeys). Its default here, 924, is
+	// conf's: the server range's first ID, for a StatefulSet of servers.
 	K8sOffset int `koanf:"k8s_offset"`
 	// EmbeddedRange is where embedded issuers and the client's fallback
 	// take IDs; the zero Range does not validate.
@@ -87,16 +88,13 @@ type RedisConfig struct {
 	// PasswordFile holds the password (read by Load, trailing newline
 	// trimmed); "" is none. Setting it and Password is an error.
 	PasswordFile string `koanf:"password_file"`
-	// KeyPrefix starts every Redis key; "" does not validate when the
-	// redis provider is used.
-	KeyPrefix string `koanf:"key_prefix"`
-	// LeaseTTL is the lease's time to live; it is renewed every third of
-	// it. Below 1s does not validate.
-	LeaseTTL time.Duration `koanf:"lease_ttl"`
-	// MaxClockSkew is how far the local clock may be from Redis's TIME
-	// when leasing and at every renewal; zero (no check) does not validate
-	// when the redis provider is used: a new holder's quarantine counts on
-	// the bound.
+	// KeyPrefix, LeaseTTL, MaxClockSkew and MinReplicas are
+	// machineid.RedisConfig's fields (machineKeys), documented there.
+	// conf adds, in YAML terms, that with the redis provider KeyPrefix ""
+	// and MaxClockSkew zero (no check) do not validate: a new holder's
+	// quarantine counts on the bound.
+	KeyPrefix    string        `koanf:"key_prefix"`
+	LeaseTTL     time.Duration `koanf:"lease_ttl"`
 	MaxClockSkew time.Duration `koanf:"max_clock_skew"`
 	// EmbeddedRange is the part of machine.embedded_range that leases
 	// hand out. The zero Range (YAML "") is all of it when the redis
@@ -106,9 +104,7 @@ type RedisConfig struct {
 	EmbeddedRange machineid.Range `koanf:"embedded_range"`
 	// ServerRange is EmbeddedRange for machine.server_range.
 	ServerRange machineid.Range `koanf:"server_range"`
-	// MinReplicas: above zero, every lease write is followed by WAIT for
-	// this many replicas, and fewer acknowledgements fail the write; zero
-	// waits for none.
+	// MinReplicas is machineid.RedisConfig's, as KeyPrefix.
 	MinReplicas int `koanf:"min_replicas"`
 }
 
@@ -128,8 +124,8 @@ type EtcdConfig struct {
 	// KeyPrefix starts every etcd key; "" does not validate when the etcd
 	// provider is used.
 	KeyPrefix string `koanf:"key_prefix"`
-	// LeaseTTL is the etcd lease's time to live, whole seconds, renewed
-	// every third of it. Below 2s does not validate.
+	// LeaseTTL is the etcd lease's time to live, renewed every third of
+	// it: machineid.EtcdConfig.LeaseTTL (machineKeys), documented there.
 	LeaseTTL time.Duration `koanf:"lease_ttl"`
 	// EmbeddedRange and ServerRange are the lease ranges, as
 	// machine.redis.embedded_range and server_range are for Redis.
@@ -156,11 +152,9 @@ type TimeGuardConfig struct {
 	// Dir holds the file store of the mark; "" runs without one (a
 	// restart with the clock set back could re-issue IDs; warned).
 	Dir string `koanf:"dir"`
-	// Window is how far each reservation of the mark reaches ahead of
-	// the clock; below one time unit (zero included) does not validate.
-	Window time.Duration `koanf:"window"`
-	// MaxStartupWait is how long start-up waits for the clock to pass
-	// the mark; zero fails at once.
+	// Window and MaxStartupWait are core.Config's GuardWindow and
+	// MaxStartupWait (coreKeys), documented there.
+	Window         time.Duration `koanf:"window"`
 	MaxStartupWait time.Duration `koanf:"max_startup_wait"`
 }
 
@@ -168,43 +162,22 @@ type TimeGuardConfig struct {
 type CentralConfig struct {
 	// Listen is host:port; "" turns the server off.
 	Listen string `koanf:"listen"`
-	// MaxBatch is the largest count of one Vesta.GenIDs call; zero does
-	// not validate.
-	MaxBatch int `koanf:"max_batch"`
-	// MaxRequestBytes limits one request's size; zero does not validate.
-	MaxRequestBytes int `koanf:"max_request_bytes"`
-	// MaxConns limits open connections (at it a newcomer sheds a silent,
-	// else an idle connection); zero does not validate.
-	MaxConns int `koanf:"max_conns"`
-	// MaxConnsPerPeer limits the open connections of one peer (an IPv4
-	// address, an IPv6 prefix of PeerIPv6Prefix bits), shedding as
-	// MaxConns; zero does not validate.
-	MaxConnsPerPeer int `koanf:"max_conns_per_peer"`
-	// PeerIPv6Prefix is the prefix length by which IPv6 addresses count
-	// as one peer; zero does not validate.
-	PeerIPv6Prefix int `koanf:"peer_ipv6_prefix"`
-	// MaxUnsentBytes bounds the answers held for peers that have not read
-	// them (each peer its share by MaxConnsPerPeer / MaxConns); past it
-	// the connections waiting longest are closed. Zero does not validate.
-	MaxUnsentBytes int `koanf:"max_unsent_bytes"`
-	// FirstFrameTimeout closes a new connection whose first complete
-	// request has not arrived in this long; zero does not validate.
+	// The limits and timeouts are central.Config's fields (centralKeys;
+	// peer_ipv6_prefix is PeerPrefixV6): their meaning, zero included, and
+	// their limits are documented there. REST's largest batch is
+	// max_batch too.
+	MaxBatch          int           `koanf:"max_batch"`
+	MaxRequestBytes   int           `koanf:"max_request_bytes"`
+	MaxConns          int           `koanf:"max_conns"`
+	MaxConnsPerPeer   int           `koanf:"max_conns_per_peer"`
+	PeerIPv6Prefix    int           `koanf:"peer_ipv6_prefix"`
+	MaxUnsentBytes    int           `koanf:"max_unsent_bytes"`
 	FirstFrameTimeout time.Duration `koanf:"first_frame_timeout"`
-	// MaxWaitingIDs bounds the IDs owed to GenID/GenIDs calls that wait
-	// at the sequence's ceiling, server-wide; past it calls are answered
-	// unavailable at once. Zero does not validate.
-	MaxWaitingIDs int `koanf:"max_waiting_ids"`
-	// MaxWaitingCalls bounds the calls that wait at the ceiling,
-	// server-wide; zero does not validate.
-	MaxWaitingCalls int `koanf:"max_waiting_calls"`
-	// IdleTimeout closes a connection that sends nothing (while none of
-	// its calls waits); zero does not validate.
-	IdleTimeout time.Duration `koanf:"idle_timeout"`
-	// ReadTimeout bounds how long a request may take to arrive once it
-	// began (a peer sending half a frame and stalling), and the TLS
-	// handshake; zero does not validate.
-	ReadTimeout time.Duration `koanf:"read_timeout"`
-	TLS         CentralTLS    `koanf:"tls"`
+	MaxWaitingIDs     int           `koanf:"max_waiting_ids"`
+	MaxWaitingCalls   int           `koanf:"max_waiting_calls"`
+	IdleTimeout       time.Duration `koanf:"idle_timeout"`
+	ReadTimeout       time.Duration `koanf:"read_timeout"`
+	TLS               CentralTLS    `koanf:"tls"`
 }
 
 // CentralTLS is the central server's TLS; all empty is plain TCP.
@@ -224,41 +197,24 @@ func (t CentralTLS) Enabled() bool { return t.Cert != "" }
 type RESTConfig struct {
 	// Listen is host:port; "" turns the server off.
 	Listen string `koanf:"listen"`
-	// Token is the bearer token the ID endpoints require; "" requires
-	// none. Load fills it from TokenFile when that is set.
+	// Token is rest.Config.Token; Load fills it from TokenFile when that
+	// is set.
 	Token Secret `koanf:"token"`
 	// TokenFile holds the token (read by Load, trailing newline
 	// trimmed); "" is none. Setting it and Token is an error.
 	TokenFile string `koanf:"token_file"`
-	// MetricsAuth makes GET /metrics require the token too; false leaves
-	// it open (for a Prometheus without the token). True needs a token.
-	MetricsAuth bool `koanf:"metrics_auth"`
-	// AllowedHosts are the names (or IP addresses) the server answers as
-	// Host besides its defaults, as rest.Config.AllowedHosts: a name,
-	// "*.domain" or "*" (only with a token); empty is the defaults alone.
-	AllowedHosts []string `koanf:"allowed_hosts"`
-	// MaxConns limits open HTTP connections (at it a newcomer sheds a
-	// connection that has not sent a request yet, else an idle
-	// keep-alive one); zero does not validate.
-	MaxConns int `koanf:"max_conns"`
-	// MaxConnsPerPeer limits the open HTTP connections of one peer (an
-	// IPv4 address, an IPv6 prefix of PeerIPv6Prefix bits), shedding as
-	// MaxConns; zero does not validate.
-	MaxConnsPerPeer int `koanf:"max_conns_per_peer"`
-	// PeerIPv6Prefix is the prefix length by which IPv6 addresses count
-	// as one peer; zero does not validate.
-	PeerIPv6Prefix int `koanf:"peer_ipv6_prefix"`
-	// MaxUnsentBytes bounds the answers held for peers that have not read
-	// them, as central's does; zero does not validate.
-	MaxUnsentBytes int `koanf:"max_unsent_bytes"`
-	// MaxWaitingIDs bounds the IDs owed to requests that wait at the
-	// sequence's ceiling; past it requests are answered 503 at once. Zero
-	// does not validate.
-	MaxWaitingIDs int `koanf:"max_waiting_ids"`
-	// MaxWaitingCalls bounds the requests that wait at the ceiling; zero
-	// does not validate.
-	MaxWaitingCalls int     `koanf:"max_waiting_calls"`
-	TLS             RESTTLS `koanf:"tls"`
+	// The rest are rest.Config's fields too (restKeys; peer_ipv6_prefix
+	// is PeerPrefixV6): their meaning, zero included, and their limits
+	// are documented there.
+	MetricsAuth     bool     `koanf:"metrics_auth"`
+	AllowedHosts    []string `koanf:"allowed_hosts"`
+	MaxConns        int      `koanf:"max_conns"`
+	MaxConnsPerPeer int      `koanf:"max_conns_per_peer"`
+	PeerIPv6Prefix  int      `koanf:"peer_ipv6_prefix"`
+	MaxUnsentBytes  int      `koanf:"max_unsent_bytes"`
+	MaxWaitingIDs   int      `koanf:"max_waiting_ids"`
+	MaxWaitingCalls int      `koanf:"max_waiting_calls"`
+	TLS             RESTTLS  `koanf:"tls"`
 }
 
 // RESTTLS is the REST server's TLS; all empty is plain HTTP.
@@ -282,14 +238,14 @@ type ClientConfig struct {
 	// Servers are the central servers, host:port each; empty is none
 	// (embedded use).
 	Servers []string `koanf:"servers"`
-	// Timeout of one call; zero does not validate.
-	Timeout time.Duration `koanf:"timeout"`
-	// Retries on another server after a failed call; zero never retries.
-	Retries int `koanf:"retries"`
-	// Prefetch is how many IDs are kept ready; zero turns it off.
-	Prefetch int `koanf:"prefetch"`
+	// Timeout, Retries and Prefetch are client.Config's fields
+	// (clientKeys): their meaning, zero included, and their limits are
+	// documented there.
+	Timeout  time.Duration `koanf:"timeout"`
+	Retries  int           `koanf:"retries"`
+	Prefetch int           `koanf:"prefetch"`
 	// Fallback issues from an embedded generator while every server is
-	// down; false returns the error instead.
+	// down; false returns the error instead (client.Config.NoFallback).
 	Fallback bool `koanf:"fallback"`
 }
 
@@ -301,17 +257,14 @@ type ClientConfig struct {
 type MetricsConfig struct {
 	// Listen is host:port; "" turns it off.
 	Listen string `koanf:"listen"`
-	// MaxConns limits its open connections, shedding as central's;
-	// zero does not validate.
-	MaxConns int `koanf:"max_conns"`
-	// MaxConnsPerPeer limits those of one peer; zero does not validate.
-	MaxConnsPerPeer int `koanf:"max_conns_per_peer"`
-	// PeerIPv6Prefix groups IPv6 addresses into peers; zero does not
-	// validate.
-	PeerIPv6Prefix int `koanf:"peer_ipv6_prefix"`
-	// MaxUnsentBytes bounds the answers held for peers that have not read
-	// them; zero does not validate.
-	MaxUnsentBytes int `koanf:"max_unsent_bytes"`
+	// The caps are connlimit.Config's fields (metricsKeys), which has no
+	// defaults: DefaultConfig's are the only ones. MaxConns and
+	// MaxConnsPerPeer zero do not validate; PeerIPv6Prefix zero is 64;
+	// MaxUnsentBytes zero is no bound.
+	MaxConns        int   `koanf:"max_conns"`
+	MaxConnsPerPeer int   `koanf:"max_conns_per_peer"`
+	PeerIPv6Prefix  int   `koanf:"peer_ipv6_prefix"`
+	MaxUnsentBytes  int64 `koanf:"max_unsent_bytes"`
 }
 
 // LogConfig is the log output.
@@ -331,42 +284,43 @@ const (
 	ProviderEtcd    = machineid.ProviderEtcd
 )
 
-// DefaultConfig returns the defaults of every key. Each call returns fresh
-// slices and maps, so a caller may change them.
+// DefaultConfig returns the defaults of every key: each package's
+// DefaultConfig for the keys of its table (packages.go; TestKeyTable
+// holds them so), conf's own for the rest. Each call returns fresh slices
+// and maps, so a caller may change them.
 func DefaultConfig() Config {
+	id, e, m := core.DefaultConfig(), embed.DefaultConfig(), machineid.DefaultConfig()
+	cc, rc, cl := central.DefaultConfig(), rest.DefaultConfig(), client.DefaultConfig()
 	return Config{
-		ID: IDConfig{Layout: core.Sorted, Type: core.MaxPeak, MaxBorrow: time.Second},
+		ID: IDConfig{Layout: id.Layout, Type: id.Type, Epoch: id.Epoch, Version: id.Version, MaxBorrow: id.MaxBorrow},
 		Machine: MachineConfig{
-			Providers:     []string{ProviderStatic},
+			Providers:     m.Providers,
 			IPTable:       map[string]int{},
-			K8sOffset:     924,
-			EmbeddedRange: machineid.DefaultEmbeddedRange,
-			ServerRange:   machineid.DefaultServerRange,
+			K8sOffset:     924, // conf's: the server range's first ID, for a StatefulSet of servers
+			EmbeddedRange: m.EmbeddedRange,
+			ServerRange:   m.ServerRange,
 			Redis: RedisConfig{
-				Addrs:        []string{"127.0.0.1:6379"},
-				KeyPrefix:    "vesta",
-				LeaseTTL:     15 * time.Second,
-				MaxClockSkew: 2 * time.Second,
+				Addrs: m.Redis.Addrs, KeyPrefix: m.Redis.KeyPrefix, LeaseTTL: m.Redis.LeaseTTL,
+				MaxClockSkew: m.Redis.MaxClockSkew, MinReplicas: m.Redis.MinReplicas,
 			},
-			Etcd: EtcdConfig{
-				Endpoints: []string{"127.0.0.1:2379"},
-				KeyPrefix: "vesta",
-				LeaseTTL:  10 * time.Second,
-			},
+			Etcd: EtcdConfig{Endpoints: m.Etcd.Endpoints, KeyPrefix: m.Etcd.KeyPrefix, LeaseTTL: m.Etcd.LeaseTTL},
 		},
-		TimeGuard: TimeGuardConfig{Dir: "./vesta-data", Window: 3 * time.Second, MaxStartupWait: 10 * time.Second},
+		TimeGuard: TimeGuardConfig{Dir: e.DataDir, Window: id.GuardWindow, MaxStartupWait: id.MaxStartupWait},
 		Central: CentralConfig{
-			Listen: "127.0.0.1:7070", MaxBatch: 10000, MaxRequestBytes: 64 << 10, MaxConns: 10000,
-			MaxConnsPerPeer: 1000, PeerIPv6Prefix: 64, MaxUnsentBytes: 64 << 20, FirstFrameTimeout: 5 * time.Second,
-			MaxWaitingIDs: core.DefaultMaxWaitingIDs, MaxWaitingCalls: core.DefaultMaxWaitingCalls,
-			IdleTimeout: 5 * time.Minute, ReadTimeout: 10 * time.Second,
+			Listen: "127.0.0.1:7070", MaxBatch: cc.MaxBatch, MaxRequestBytes: cc.MaxRequestBytes, MaxConns: cc.MaxConns,
+			MaxConnsPerPeer: cc.MaxConnsPerPeer, PeerIPv6Prefix: cc.PeerPrefixV6, MaxUnsentBytes: cc.MaxUnsentBytes,
+			FirstFrameTimeout: cc.FirstFrameTimeout, MaxWaitingIDs: cc.MaxWaitingIDs, MaxWaitingCalls: cc.MaxWaitingCalls,
+			IdleTimeout: cc.IdleTimeout, ReadTimeout: cc.ReadTimeout,
 		},
-		REST: RESTConfig{Listen: "127.0.0.1:7080", AllowedHosts: []string{}, MaxConns: 10000, MaxConnsPerPeer: 1000,
-			PeerIPv6Prefix: 64, MaxUnsentBytes: 64 << 20,
-			MaxWaitingIDs: core.DefaultMaxWaitingIDs, MaxWaitingCalls: core.DefaultMaxWaitingCalls},
-		Client:  ClientConfig{Servers: []string{}, Timeout: 200 * time.Millisecond, Retries: 2, Fallback: true},
+		REST: RESTConfig{Listen: "127.0.0.1:7080", AllowedHosts: []string{}, MaxConns: rc.MaxConns, MaxConnsPerPeer: rc.MaxConnsPerPeer,
+			PeerIPv6Prefix: rc.PeerPrefixV6, MaxUnsentBytes: rc.MaxUnsentBytes,
+			MaxWaitingIDs: rc.MaxWaitingIDs, MaxWaitingCalls: rc.MaxWaitingCalls},
+		Client: ClientConfig{Servers: []string{}, Timeout: cl.Timeout, Retries: cl.Retries, Prefetch: cl.Prefetch,
+			Fallback: !cl.NoFallback},
 		Segment: defaultSegment(),
-		Metrics: MetricsConfig{MaxConns: 100, MaxConnsPerPeer: 10, PeerIPv6Prefix: 64, MaxUnsentBytes: 8 << 20},
+		// The metrics listener's caps are conf's (connlimit has none), but
+		// its peers are the same prefix as everywhere.
+		Metrics: MetricsConfig{MaxConns: 100, MaxConnsPerPeer: 10, PeerIPv6Prefix: connlimit.DefaultPeerPrefixV6, MaxUnsentBytes: 8 << 20},
 		Log:     LogConfig{Level: "info", Format: "text"},
 	}
 }
@@ -451,7 +405,7 @@ func (c Config) Embed() (embed.Config, error) {
 // embed is Embed without the checks.
 func (c Config) embed() embed.Config {
 	return embed.Config{
-		Layout: c.ID.Layout, Type: c.ID.Type, Epoch: c.ID.Epoch, Version: uint8(c.ID.Version),
+		Layout: c.ID.Layout, Type: c.ID.Type, Epoch: c.ID.Epoch, Version: c.ID.Version,
 		Machine:   c.MachineID(),
 		MaxBorrow: c.ID.MaxBorrow, DataDir: c.TimeGuard.Dir,
 		GuardWindow: c.TimeGuard.Window, MaxStartupWait: c.TimeGuard.MaxStartupWait,

@@ -164,6 +164,6 @@ func (c Config) ClientConfig() (client.Config, error) {
 		return client.Config{}, err
 	}
 	cc := c.clientConfig()
-	cc.Fallback, cc.FallbackConfig = c.Client.Fallback, fallback
+	cc.NoFallback, cc.FallbackConfig = !c.Client.Fallback, fallback
 	return cc, nil
 }

@@ -147,7 +147,14 @@ func durationHook(from, to reflect.Type, data any) (any, error) {
 // and unsigned values that fit; anything else is refused rather than
 // truncated or wrapped.
 func intHook(from, to reflect.Type, data any) (any, error) {
-	if to.Kind() != reflect.Int {
+	if to.Kind() == reflect.Uint8 { // id.version, as core holds it
+		n, err := intHook(from, reflect.TypeFor[int](), data)
+		if v := reflect.ValueOf(n); err == nil && v.CanInt() && (v.Int() < 0 || v.Int() > math.MaxUint8) {
+			return nil, badValue(data, "want an integer 0-%d", math.MaxUint8)
+		}
+		return n, err
+	}
+	if to.Kind() != reflect.Int && (to.Kind() != reflect.Int64 || to == durationType) {
 		return data, nil
 	}
 	switch x := data.(type) {
@@ -370,8 +377,12 @@ func describe(key string) string {
 		return "a list of strings (in the environment, comma-separated)"
 	case reflect.Map:
 		return "a mapping of IP address to machine ID (in the environment, IP=ID pairs separated by commas)"
-	case reflect.Pointer, reflect.Int:
+	case reflect.Pointer, reflect.Int, reflect.Uint8:
 		return "an integer"
+	case reflect.Int64:
+		if lf.typ != durationType {
+			return "an integer"
+		}
 	case reflect.Float64:
 		return "a number such as 0.1"
 	case reflect.Bool:

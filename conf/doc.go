@@ -27,19 +27,38 @@
 // secret mounts. They are held as Secret values, which print and log
 // masked, so a logged Config never shows them.
 //
-// Validation is done once, by the package that owns each limit. conf is a
-// mapping: Config turns into the Config of each package (Core, Embed,
-// MachineID, CentralConfig, RESTConfig, ClientConfig, SegmentIssuer), so
-// that only this package knows the file format, and Validate converts,
-// calls each package's Validate and names a refused field by its YAML key
-// through one table per conversion (packages.go: Go field -> key). A key
-// means what its field means: 0 is the package's default where the
-// package says so (central.max_batch: 0 is 10000). Packages report their
-// first bad field; Validate still reports every bad key at once by
-// checking each field alone against a valid Config of its package, then
-// the whole Config for what only a combination breaks. conf itself checks
-// only what no package sees: address syntax, colliding listeners, TLS
-// files in pairs, the log, the segment store, and the machine section in
-// YAML terms (ranges, providers and the keys they need, fixed IDs within
-// reach of Redis leases).
+// Each setting is declared once. conf is a mapping: Config turns into the
+// Config of each package (Core, Embed, MachineID, CentralConfig,
+// RESTConfig, ClientConfig, SegmentIssuer), so that only this package
+// knows the file format, through one table per conversion (packages.go:
+// Go field -> YAML key). A key of a table means what its field means, as
+// the field's comment says, zero included; its default is the package's
+// DefaultConfig value and its Go type the field's. The keys in no table
+// are conf's own (ownKeys). A test walks every key of Config and checks
+// it against the tables, vesta.example.yaml, README's key list and the
+// environment.
+//
+// One zero rule holds for every key, in YAML, the environment, flags and
+// Go alike: zero is the key's default (central.max_batch: 0 is 10000;
+// segment.threshold: 0 is 0.1), and where a default that is on can be
+// turned off, a negative value turns it off (client.retries: -1 retries
+// none; segment.refresh_tags: -1s never re-reads). client.fallback is the
+// one boolean that defaults to true (client.Config.NoFallback negated).
+// The exceptions say so: id.max_borrow (core's zero never runs ahead; 1s
+// by default) and metrics.max_unsent_bytes (no bound; 8 MiB by default)
+// read zero as off, and metrics.max_conns and max_conns_per_peer refuse it
+// (connlimit has no defaults).
+//
+// Validation is done once, by the package that owns each limit: Validate
+// converts, calls each package's Validate and names a refused field by its
+// YAML key. Packages report their first bad field; Validate still reports
+// every bad key at once by checking each field alone against a valid
+// Config of its package, then the whole Config for what only a combination
+// breaks. conf itself checks only what no package sees: address syntax
+// (listeners, client.servers, the stores' addresses), listeners that
+// collide, TLS files in pairs and a client CA only with a certificate,
+// secrets given both inline and as a file, the log, the segment store's
+// keys and a preloaded tag listed twice, and the machine section in YAML
+// terms (ranges, providers and the keys they need, fixed IDs within reach
+// of Redis leases).
 package conf

@@ -330,6 +330,8 @@ func TestDecodeInvalid(t *testing.T) {
 		{"id: {epoch: 1735689600}", "id.epoch", "1735689600; want an RFC 3339 instant"},
 		{"id: {version: 1.5}", "id.version", "1.5; want an integer"},
 		{"id: {version: 18446744073709551615}", "id.version", "18446744073709551615; want an integer"},
+		{"id: {version: 256}", "id.version", "256; want an integer 0-255"},
+		{"VESTA_ID_VERSION=-1", "id.version", `"-1"; want an integer 0-255`},
 		{"id: {max_borrow: 5}", "id.max_borrow", "5; want a duration with a unit, such as 5s"},
 		{"id: {max_borrow: 1x}", "id.max_borrow", `"1x"; want a duration`},
 		{"VESTA_ID_MAX_BORROW=", "id.max_borrow", `""; want a duration`},

@@ -2,7 +2,6 @@ package conf
 
 import (
 	"errors"
-	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -17,15 +16,15 @@ import (
 )
 
 // conf is a mapping: YAML, environment and flag keys onto the Config of
-// each package. The limits of a field (ranges, what zero means) are its
-// package's, checked by its package's Validate; conf names the key. Each
-// conversion below has one table from the package's field (a Go path) to
-// the YAML key it is read from. What conf checks itself is what no package
-// sees: the syntax of addresses, listeners that collide, TLS files given in
-// pairs, the log, the segment store, and the machine section's rules
-// stated in YAML terms (ranges, providers and the keys they need, fixed
-// IDs within the reach of Redis leases; machineid checks them again when
-// the lease is acquired).
+// each package. The meaning of a field (what zero means included), its
+// default and its limits are its package's, checked by its package's
+// Validate; conf names the key. Each conversion below has one table from
+// the package's field (a Go path) to the YAML key it is read from; the
+// keys in no table are conf's own (ownKeys), and TestKeyTable holds every
+// key of Config, vesta.example.yaml, README's key list and the
+// environment to these tables. What conf checks itself is listed in the
+// package documentation; machineid checks the machine section again when
+// the lease is acquired.
 
 // fieldKey maps one field of a package's Config to its YAML key. with
 // lists the fields its check depends on, copied along in a probe (an
@@ -109,13 +108,97 @@ var machineKeys = []fieldKey{
 }
 
 // segmentKeys: segment.Config, from SegmentIssuer. The store keys are
-// conf's (no package config holds them all); target_duration and
-// refresh_tags keep conf's 1s-24h bounds, which segment (driven by fake
-// clocks in its tests) does not impose.
+// conf's (no package config holds them all).
 var segmentKeys = []fieldKey{
 	{field: "Threshold", key: "segment.threshold"},
+	{field: "TargetDuration", key: "segment.target_duration"},
 	{field: "MaxStep", key: "segment.max_step"},
 	{field: "Preload", key: "segment.preload"},
+	{field: "RefreshTags", key: "segment.refresh_tags"},
+}
+
+// ownKeys are the keys no package Config holds as they are: conf reads
+// and checks them itself (see the package documentation). Every other key
+// is a row of one table above; TestKeyTable fails on a key in neither, or
+// in both.
+var ownKeys = map[string]string{
+	"time_guard.dir":              "embed's DataDir; its users report it when they open it",
+	"central.listen":              "an address",
+	"rest.listen":                 "an address",
+	"metrics.listen":              "an address",
+	"central.tls.cert":            "a TLS file",
+	"central.tls.key":             "a TLS file",
+	"central.tls.client_ca":       "a TLS file",
+	"rest.tls.cert":               "a TLS file",
+	"rest.tls.key":                "a TLS file",
+	"rest.tls.client_ca":          "a TLS file",
+	"rest.token_file":             "a secret's file, read by Load",
+	"client.servers":              "may be empty when no client is built; the client wants one",
+	"client.fallback":             "builds the embedded fallback from the id, machine and time_guard sections (Embed judges it); client.Config.NoFallback is its negation",
+	"segment.store":               "the store selection",
+	"segment.dsn":                 "the store selection (mysql)",
+	"segment.dsn_file":            "a secret's file, read by Load",
+	"segment.table":               "the store selection (mysql)",
+	"segment.redis.addrs":         "the store selection (redis)",
+	"segment.redis.password":      "the store selection (redis)",
+	"segment.redis.password_file": "a secret's file, read by Load",
+	"segment.redis.key_prefix":    "the store selection (redis)",
+	"log.level":                   "the log",
+	"log.format":                  "the log",
+	// The machine section in YAML terms: which provider reads which key,
+	// ranges and lease ranges, fixed IDs within reach of leases.
+	"machine.providers":            "the machine section",
+	"machine.id":                   "the machine section",
+	"machine.ip_table":             "the machine section",
+	"machine.embedded_range":       "the machine section",
+	"machine.server_range":         "the machine section",
+	"machine.redis.addrs":          "the machine section",
+	"machine.redis.master_name":    "the machine section",
+	"machine.redis.password":       "the machine section",
+	"machine.redis.password_file":  "a secret's file, read by Load",
+	"machine.redis.embedded_range": "the machine section (a lease range)",
+	"machine.redis.server_range":   "the machine section (a lease range)",
+	"machine.etcd.endpoints":       "the machine section",
+	"machine.etcd.username":        "the machine section",
+	"machine.etcd.password":        "the machine section",
+	"machine.etcd.password_file":   "a secret's file, read by Load",
+	"machine.etcd.tls.ca":          "a TLS file",
+	"machine.etcd.tls.cert":        "a TLS file",
+	"machine.etcd.tls.key":         "a TLS file",
+	"machine.etcd.embedded_range":  "the machine section (a lease range)",
+	"machine.etcd.server_range":    "the machine section (a lease range)",
+}
+
+// keyTable is one conversion's table: the YAML key of each field of its
+// package's Config, and that package's DefaultConfig (the zero Config
+// with OwnDefaults when the package has none: the metrics listener's caps
+// are conf's).
+type keyTable struct {
+	Package     string
+	Fields      map[string]string // key -> Go path of the field
+	Defaults    any
+	OwnDefaults bool
+}
+
+// keyTables returns every conversion's table with its package's
+// defaults: what TestKeyTable holds every key to.
+func keyTables() []keyTable {
+	tables := []keyTable{
+		{"core", nil, core.DefaultConfig(), false},
+		{"central", nil, central.DefaultConfig(), false},
+		{"rest", nil, rest.DefaultConfig(), false},
+		{"connlimit", nil, connlimit.Config{}, true},
+		{"client", nil, client.DefaultConfig(), false},
+		{"machineid", nil, machineid.DefaultConfig(), false},
+		{"segment", nil, segment.DefaultConfig(), false},
+	}
+	for i, keys := range [][]fieldKey{coreKeys, centralKeys, restKeys, metricsKeys, clientKeys, machineKeys, segmentKeys} {
+		tables[i].Fields = map[string]string{}
+		for _, k := range keys {
+			tables[i].Fields[k.key] = k.field
+		}
+	}
+	return tables
 }
 
 // checkConversion validates cfg, one section converted, with its package's
@@ -183,7 +266,7 @@ func (c Config) validatePackages(ck *checker) {
 	// The client's fallback is an embedded issuer, checked as such when
 	// ClientConfig builds it.
 	base := client.DefaultConfig("127.0.0.1:1")
-	base.Fallback = false
+	base.NoFallback = true
 	cc := c.clientConfig()
 	if len(cc.Servers) == 0 { // no client is built from this Config
 		cc.Servers = base.Servers
@@ -195,19 +278,14 @@ func (c Config) validatePackages(ck *checker) {
 	checkConversion(ck, "segment", []string{"segment"}, c.segmentConfig(), segment.DefaultConfig(), segmentKeys)
 }
 
-// coreConfig is Core without the checks. An id.version that no uint8
-// holds becomes 255, which core refuses.
+// coreConfig is Core without the checks.
 func (c Config) coreConfig() core.Config {
 	var machine core.MachineID
 	if id := c.Machine.Static(); id != nil {
 		machine = *id
 	}
-	version := uint8(math.MaxUint8)
-	if c.ID.Version >= 0 && c.ID.Version <= math.MaxUint8 {
-		version = uint8(c.ID.Version)
-	}
 	return core.Config{
-		Layout: c.ID.Layout, Type: c.ID.Type, Epoch: c.ID.Epoch, Version: version,
+		Layout: c.ID.Layout, Type: c.ID.Type, Epoch: c.ID.Epoch, Version: c.ID.Version,
 		Machine: machine, MaxBorrow: c.ID.MaxBorrow,
 		GuardWindow: c.TimeGuard.Window, MaxStartupWait: c.TimeGuard.MaxStartupWait,
 	}
@@ -240,7 +318,7 @@ func (c Config) restConfig() rest.Config {
 func (c Config) metricsConfig() connlimit.Config {
 	return connlimit.Config{
 		MaxConns: c.Metrics.MaxConns, MaxConnsPerPeer: c.Metrics.MaxConnsPerPeer,
-		PeerPrefixV6: c.Metrics.PeerIPv6Prefix, MaxUnsent: int64(c.Metrics.MaxUnsentBytes),
+		PeerPrefixV6: c.Metrics.PeerIPv6Prefix, MaxUnsent: c.Metrics.MaxUnsentBytes,
 		FirstRequest: rest.DefaultRequestTimeout,
 	}
 }

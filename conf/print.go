@@ -130,7 +130,7 @@ func leafValue(v reflect.Value) slog.Value {
 			pairs[i] = k.String() + "=" + leafValue(v.MapIndex(k)).String()
 		}
 		return slog.StringValue(strings.Join(pairs, ","))
-	case reflect.Int, reflect.Int64, reflect.Float64, reflect.Bool, reflect.String:
+	case reflect.Int, reflect.Int64, reflect.Uint8, reflect.Float64, reflect.Bool, reflect.String:
 		return slog.AnyValue(v.Interface()) // int64 is time.Duration
 	}
 	// TestStringShowsEveryKey fails on a leaf of a kind not handled here.

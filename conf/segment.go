@@ -31,27 +31,14 @@ type SegmentConfig struct {
 	// does not validate.
 	Table string             `koanf:"table"`
 	Redis SegmentRedisConfig `koanf:"redis"`
-	// Threshold is the share of a range issued after which the next range
-	// is fetched in the background; Leaf's rule is 0.1 (the next segment
-	// loads once 10% of the current one is used). In (0, 1]; zero does not
-	// validate.
-	Threshold float64 `koanf:"threshold"`
-	// TargetDuration drives the dynamic step: a range used up faster than
-	// this doubles the step (up to MaxStep), one that lasted more than
-	// twice it halves the step (never below the tag's stored step). Leaf:
-	// 15m. Below 1s does not validate.
+	// Threshold, TargetDuration, MaxStep, Preload and RefreshTags are
+	// segment.Config's fields (segmentKeys): their meaning, zero
+	// included, and their limits are documented there.
+	Threshold      float64       `koanf:"threshold"`
 	TargetDuration time.Duration `koanf:"target_duration"`
-	// MaxStep caps the dynamic step; Leaf: 1,000,000. Zero does not
-	// validate.
-	MaxStep int `koanf:"max_step"`
-	// Preload lists tags whose first range is fetched at start, so their
-	// first calls do not wait on the store; a tag missing from the store
-	// stops start-up. Empty preloads none.
-	Preload []string `koanf:"preload"`
-	// RefreshTags is how often the tag list is re-read, so that tags
-	// created while running are served (an unknown tag is also looked up
-	// on a miss, at most once a second); zero never re-reads. Leaf: 1m.
-	RefreshTags time.Duration `koanf:"refresh_tags"`
+	MaxStep        int64         `koanf:"max_step"`
+	Preload        []string      `koanf:"preload"`
+	RefreshTags    time.Duration `koanf:"refresh_tags"`
 }
 
 // SegmentRedisConfig is the redis store of segment sequences.
@@ -79,12 +66,6 @@ const (
 // keyish is a table name or key prefix the stores accept.
 var keyish = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
 
-// Bounds of the segment keys.
-const (
-	minSegmentDuration = time.Second
-	maxSegmentDuration = 24 * time.Hour
-)
-
 // defaultSegment is Leaf's configuration, with the store off.
 func defaultSegment() SegmentConfig {
 	d := segment.DefaultConfig()
@@ -93,7 +74,7 @@ func defaultSegment() SegmentConfig {
 		Redis:          SegmentRedisConfig{Addrs: []string{"127.0.0.1:6379"}, KeyPrefix: "vesta:seg"},
 		Threshold:      d.Threshold,
 		TargetDuration: d.TargetDuration,
-		MaxStep:        int(d.MaxStep),
+		MaxStep:        d.MaxStep,
 		Preload:        []string{},
 		RefreshTags:    d.RefreshTags,
 	}
@@ -131,11 +112,8 @@ func (s SegmentConfig) validate(ck *checker) {
 			ck.add("segment.redis.addrs", "%s", msg)
 		}
 	}
-	if s.TargetDuration < minSegmentDuration || s.TargetDuration > maxSegmentDuration {
-		ck.add("segment.target_duration", "%s; want %s to %s (Leaf: 15m)", s.TargetDuration, minSegmentDuration, fmtDuration(maxSegmentDuration))
-	}
-	// segment.threshold, max_step and the preloaded tags are segment's to
-	// judge (segmentKeys); a tag listed twice is conf's.
+	// The issuer's keys are segment's to judge (segmentKeys); a preloaded
+	// tag listed twice is conf's.
 	seen := map[string]bool{}
 	for _, tag := range s.Preload {
 		if seen[tag] {
@@ -143,14 +121,11 @@ func (s SegmentConfig) validate(ck *checker) {
 		}
 		seen[tag] = true
 	}
-	if s.RefreshTags != 0 && (s.RefreshTags < minSegmentDuration || s.RefreshTags > maxSegmentDuration) {
-		ck.add("segment.refresh_tags", "%s; want 0 (never) or %s to %s (Leaf: 1m)", s.RefreshTags, minSegmentDuration, fmtDuration(maxSegmentDuration))
-	}
 }
 
 // SegmentIssuer returns the segment issuer's configuration: threshold, target
-// duration, max step, preloaded tags and the refresh period (segment's
-// "never" for 0). Clock, Logger and OnStore are left for the caller. It
+// duration, max step, preloaded tags and the refresh period, as they are.
+// Clock, Logger and OnStore are left for the caller. It
 // validates c first.
 func (c Config) SegmentIssuer() (segment.Config, error) {
 	if err := c.Validate(); err != nil {
@@ -163,11 +138,7 @@ func (c Config) SegmentIssuer() (segment.Config, error) {
 func (c Config) segmentConfig() segment.Config {
 	s := c.Segment
 	cfg := segment.DefaultConfig()
-	cfg.Threshold, cfg.TargetDuration, cfg.MaxStep = s.Threshold, s.TargetDuration, int64(s.MaxStep)
-	cfg.Preload = slices.Clone(s.Preload)
-	cfg.RefreshTags = s.RefreshTags
-	if s.RefreshTags == 0 {
-		cfg.RefreshTags = -1
-	}
+	cfg.Threshold, cfg.TargetDuration, cfg.MaxStep = s.Threshold, s.TargetDuration, s.MaxStep
+	cfg.Preload, cfg.RefreshTags = slices.Clone(s.Preload), s.RefreshTags
 	return cfg
 }

@@ -48,9 +48,10 @@ func TestSegmentThresholdDecoding(t *testing.T) {
 	}{
 		{"segment: {threshold: 0.25}", 0.25, ""},
 		{"segment: {threshold: 1}", 1, ""},
+		{"segment: {threshold: 0}", 0, ""}, // segment's default, 0.1
 		{`segment: {threshold: "0.5"}`, 0.5, ""},
 		{"segment: {threshold: ten}", 0, `"ten"; want a number such as 0.1`},
-		{"segment: {threshold: .nan}", 0, "Threshold NaN out of range"},
+		{"segment: {threshold: .nan}", 0, "Threshold: NaN; want 0 (meaning 0.1) to 1"},
 		{"segment: {threshold: [0.1]}", 0, "want"},
 	} {
 		t.Run(tc.yaml, func(t *testing.T) {
@@ -77,9 +78,12 @@ func TestSegmentIssuerConfig(t *testing.T) {
 	if sc.Threshold != 0.2 || sc.TargetDuration != time.Minute || sc.MaxStep != 4096 || len(sc.Preload) != 1 || sc.RefreshTags != time.Minute {
 		t.Fatalf("%+v", sc)
 	}
-	c.Segment.RefreshTags = 0 // never, which package segment spells negative
-	if sc, _ := c.SegmentIssuer(); sc.RefreshTags >= 0 {
-		t.Fatalf("refresh_tags 0: RefreshTags %v; want negative (never)", sc.RefreshTags)
+	// A key means what its field means, zero included: no conversion.
+	for _, d := range []time.Duration{0, -time.Second} {
+		c.Segment.RefreshTags = d
+		if sc, err := c.SegmentIssuer(); err != nil || sc.RefreshTags != d {
+			t.Fatalf("refresh_tags %v: RefreshTags %v, %v; want the same", d, sc.RefreshTags, err)
+		}
 	}
 	c.Segment.Threshold = 2
 	if _, err := c.SegmentIssuer(); err == nil {

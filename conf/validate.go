@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/machineid"
@@ -60,14 +59,9 @@ func (c Config) Validate() error {
 	return errors.Join(ck.errs...)
 }
 
-// validate checks what the conversion to core.Config would lose: an
-// id.version no uint8 holds. core checks the rest (coreKeys); the leaf
-// layout's type is named here, as Load defaults it and the fix is to
-// leave it unset.
+// validate names the leaf layout's type here, as Load defaults it and the
+// fix is to leave it unset; core checks the rest (coreKeys).
 func (c IDConfig) validate(ck *checker) {
-	if c.Version < 0 || c.Version > 255 {
-		ck.add("id.version", "%d; want 0 or 1", c.Version)
-	}
 	if c.Layout == core.Leaf && c.Type != core.MinGranularity {
 		ck.add("id.type", "%s; the leaf layout (id.layout) counts milliseconds only: want min-granularity, or leave id.type unset", c.Type)
 	}
@@ -343,17 +337,4 @@ func orList(s []string) string {
 		return strings.Join(s, "")
 	}
 	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
-}
-
-// fmtDuration drops the zero minutes and seconds of time.Duration's form
-// ("24h", not "24h0m0s").
-func fmtDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }

@@ -342,7 +342,7 @@ func testK8sOrdinal(t *testing.T, run []string, tag string) {
 		ok    bool
 	}{{"with a client certificate", []tls.Certificate{secrets.pki.Client}, true}, {"without a client certificate", nil, false}} {
 		ccfg := client.DefaultConfig(rpc)
-		ccfg.Fallback, ccfg.Retries, ccfg.Timeout = false, 0, 5*time.Second
+		ccfg.NoFallback, ccfg.Retries, ccfg.Timeout = true, -1, 5*time.Second
 		ccfg.TLS = &tls.Config{RootCAs: secrets.pki.Pool, Certificates: tc.certs}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		c, err := client.New(ctx, ccfg)

@@ -74,7 +74,6 @@ func clientConfig(t testing.TB, servers []string, attempt time.Duration, rds *re
 	cfg.Retries = len(servers) - 1
 	cfg.BreakerFailures = 2
 	cfg.BreakerTimeout = 250 * time.Millisecond
-	cfg.Fallback = true
 	cfg.FallbackConfig = embedConfig(t, rds, prefix, ttl)
 	return cfg
 }

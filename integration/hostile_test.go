@@ -42,7 +42,7 @@ func TestHostileClients(t *testing.T) {
 	ld := newLoad(10 * time.Second)
 
 	cfg := client.DefaultConfig(p.Central)
-	cfg.Fallback, cfg.Timeout, cfg.Retries = false, 5*time.Second, 0
+	cfg.NoFallback, cfg.Timeout, cfg.Retries = true, 5*time.Second, -1
 	c := newClient(t, cfg)
 	// Both of its connections open before the flood, as a running
 	// service's would be.

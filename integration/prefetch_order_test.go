@@ -15,7 +15,7 @@ func TestPrefetchBatchOrder(t *testing.T) {
 	a := serve(t, "a", serverEnv(t, nil, "", 0, "VESTA_MACHINE_ID", "1000"))
 	b := serve(t, "b", serverEnv(t, nil, "", 0, "VESTA_MACHINE_ID", "1001"))
 	cfg := client.DefaultConfig(b.Central, a.Central)
-	cfg.Fallback, cfg.Prefetch = false, 20000
+	cfg.NoFallback, cfg.Prefetch = true, 20000
 	c := newClient(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -137,7 +137,7 @@ func TestSeqFleet(t *testing.T) {
 	var clients []*client.Client
 	for i := range 2 {
 		ccfg := client.DefaultConfig(addrs...)
-		ccfg.Fallback = false
+		ccfg.NoFallback = true
 		ccfg.Timeout, ccfg.Retries = 2*time.Second, 1
 		ccfg.BreakerFailures, ccfg.BreakerTimeout = 2, 250*time.Millisecond
 		if i == 1 {

@@ -397,7 +397,7 @@ func withEnv(env map[string]string, key, value string) map[string]string {
 func clientNewCost(tb testing.TB, server string, fb embed.Config) (returned, ready time.Duration) {
 	tb.Helper()
 	cfg := client.DefaultConfig(server)
-	cfg.Fallback, cfg.FallbackConfig = true, fb
+	cfg.FallbackConfig = fb // the fallback is on by default
 	start := time.Now()
 	c, err := client.New(context.Background(), cfg)
 	returned = time.Since(start)

@@ -176,7 +176,8 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{MaxBatch: DefaultMaxBatch, BodyLimit: DefaultBodyLimit, RequestTimeout: DefaultRequestTimeout,
 		MaxConns: DefaultMaxConns, MaxConnsPerPeer: DefaultMaxConnsPeer,
-		PeerPrefixV6: connlimit.DefaultPeerPrefixV6, MaxUnsentBytes: DefaultMaxUnsent}
+		PeerPrefixV6: connlimit.DefaultPeerPrefixV6, MaxUnsentBytes: DefaultMaxUnsent,
+		MaxWaitingIDs: core.DefaultMaxWaitingIDs, MaxWaitingCalls: core.DefaultMaxWaitingCalls}
 }
 
 // Validate reports the first field that cannot be used, by name.

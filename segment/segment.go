@@ -162,27 +162,29 @@ func ValidTag(tag string) error {
 	return nil
 }
 
-// Config is the issuer's configuration. The zero value of each field means
-// the default named in its comment; DefaultConfig spells them out.
+// Config is the issuer's configuration. One rule for every field: zero
+// is the default its comment names (Leaf's value), which DefaultConfig
+// spells out; where a field can be turned off, a negative value turns it
+// off. conf's segment.* keys read these fields and mean the same.
 type Config struct {
 	// Threshold is the share of a range issued after which the next range
-	// is fetched in the background; zero is Leaf's 0.1. In (0, 1].
+	// is fetched in the background, in (0, 1]; zero is Leaf's 0.1.
 	Threshold float64
 	// TargetDuration drives the dynamic step as in Leaf: when the time
 	// between two fetches is under it, the step doubles (up to MaxStep);
 	// over twice it, the step halves (never below the tag's stored step).
-	// Zero is Leaf's 15 minutes.
+	// 1s to 24h; zero is Leaf's 15 minutes.
 	TargetDuration time.Duration
-	// MaxStep caps the dynamic step; zero is Leaf's 1,000,000. A stored
-	// step above it is used as is, never grown.
+	// MaxStep caps the dynamic step, 1 to 2^31-1; zero is Leaf's
+	// 1,000,000. A stored step above it is used as is, never grown.
 	MaxStep int64
 	// Preload lists tags whose first range Open fetches, so the first
 	// calls do not wait on the store. Empty preloads none; a preloaded tag
 	// that is invalid or not in the store fails Open.
 	Preload []string
 	// RefreshTags is how often the tag list is re-read from the store, so
-	// tags created while running are served; zero is Leaf's 1 minute,
-	// negative never (tags are then still looked up on a miss).
+	// tags created while running are served, 1s to 24h; zero is Leaf's 1
+	// minute, negative never (tags are then still looked up on a miss).
 	RefreshTags time.Duration
 	// StoreTimeout bounds one store call; zero is 5 seconds.
 	StoreTimeout time.Duration
@@ -213,20 +215,31 @@ func DefaultConfig() Config {
 	}
 }
 
+// Bounds of TargetDuration and of a RefreshTags that is on; periods is
+// them in a message.
+const (
+	minPeriod = time.Second
+	maxPeriod = 24 * time.Hour
+	periods   = "1s to 24h"
+)
+
 // Validate checks cfg, naming the first bad field. Zero values are valid
 // (they mean the defaults).
 func (cfg Config) Validate() error {
+	period := func(d time.Duration) bool { return d == 0 || (d >= minPeriod && d <= maxPeriod) }
 	switch {
 	case math.IsNaN(cfg.Threshold) || cfg.Threshold < 0 || cfg.Threshold > 1:
-		return fmt.Errorf("%w: Threshold %v out of range (0, 1]", ErrConfig, cfg.Threshold)
-	case cfg.TargetDuration < 0:
-		return fmt.Errorf("%w: TargetDuration %v is negative", ErrConfig, cfg.TargetDuration)
+		return fmt.Errorf("%w: Threshold: %v; want 0 (meaning %v) to 1", ErrConfig, cfg.Threshold, DefaultThreshold)
+	case !period(cfg.TargetDuration):
+		return fmt.Errorf("%w: TargetDuration: %v; want 0 (meaning 15m) or %s", ErrConfig, cfg.TargetDuration, periods)
 	case cfg.MaxStep < 0 || cfg.MaxStep > math.MaxInt32:
-		return fmt.Errorf("%w: MaxStep %d out of range 1-%d", ErrConfig, cfg.MaxStep, math.MaxInt32)
+		return fmt.Errorf("%w: MaxStep: %d; want 0 (meaning %d) to %d", ErrConfig, cfg.MaxStep, DefaultMaxStep, math.MaxInt32)
+	case cfg.RefreshTags > 0 && !period(cfg.RefreshTags):
+		return fmt.Errorf("%w: RefreshTags: %v; want 0 (meaning 1m), negative (never) or %s", ErrConfig, cfg.RefreshTags, periods)
 	case cfg.StoreTimeout < 0:
-		return fmt.Errorf("%w: StoreTimeout %v is negative", ErrConfig, cfg.StoreTimeout)
+		return fmt.Errorf("%w: StoreTimeout: %v; want 0 (meaning 5s) or above", ErrConfig, cfg.StoreTimeout)
 	case cfg.RetryBackoff < 0:
-		return fmt.Errorf("%w: RetryBackoff %v is negative", ErrConfig, cfg.RetryBackoff)
+		return fmt.Errorf("%w: RetryBackoff: %v; want 0 (meaning 1s) or above", ErrConfig, cfg.RetryBackoff)
 	}
 	for i, tag := range cfg.Preload {
 		if err := ValidTag(tag); err != nil {

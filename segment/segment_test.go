@@ -67,6 +67,10 @@ func TestConfigValidate(t *testing.T) {
 		{"threshold negative", func(c *segment.Config) { c.Threshold = -0.1 }, "Threshold"},
 		{"threshold above 1", func(c *segment.Config) { c.Threshold = 1.5 }, "Threshold"},
 		{"target negative", func(c *segment.Config) { c.TargetDuration = -time.Second }, "TargetDuration"},
+		{"target below 1s", func(c *segment.Config) { c.TargetDuration = time.Millisecond }, "TargetDuration: 1ms; want 0 (meaning 15m) or 1s to 24h"},
+		{"target above 24h", func(c *segment.Config) { c.TargetDuration = 25 * time.Hour }, "TargetDuration"},
+		{"refresh below 1s", func(c *segment.Config) { c.RefreshTags = time.Millisecond }, "RefreshTags: 1ms; want 0 (meaning 1m), negative (never) or 1s to 24h"},
+		{"refresh above 24h", func(c *segment.Config) { c.RefreshTags = 25 * time.Hour }, "RefreshTags"},
 		{"max step negative", func(c *segment.Config) { c.MaxStep = -1 }, "MaxStep"},
 		{"max step huge", func(c *segment.Config) { c.MaxStep = 1 << 40 }, "MaxStep"},
 		{"timeout negative", func(c *segment.Config) { c.StoreTimeout = -1 }, "StoreTimeout"},
@@ -87,6 +91,9 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if err := (segment.Config{}).Validate(); err != nil {
 		t.Fatalf("zero Config: %v", err)
+	}
+	if err := (segment.Config{RefreshTags: -time.Nanosecond}).Validate(); err != nil {
+		t.Fatalf("RefreshTags negative (never): %v", err)
 	}
 	if err := segment.DefaultConfig().Validate(); err != nil {
 		t.Fatalf("DefaultConfig: %v", err)

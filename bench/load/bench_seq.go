@@ -70,7 +70,7 @@ func seqCalls(tg *benchTarget, cl *client.Client, o benchOptions) {
 
 func openClientSeq(ctx context.Context, o benchOptions) (*benchTarget, error) {
 	cfg := client.DefaultConfig(o.addr)
-	cfg.Fallback = false
+	cfg.NoFallback = true
 	cfg.SeqPrefetch = o.seqPrefetch
 	conns := 2
 	if o.conns > 0 {

@@ -185,7 +185,7 @@ func openClient(ctx context.Context, o benchOptions, addrs []string) (*benchTarg
 	cfg.Registerer = reg
 	// A fallback ID would be measured as a central one: a server that is
 	// down must show as errors.
-	cfg.Fallback = false
+	cfg.NoFallback = true
 	conns := 2 // client.DefaultConfig's, said in the table
 	if o.conns > 0 {
 		cfg.ConnsPerServer, conns = o.conns, o.conns
@@ -389,7 +389,7 @@ func idCalls(tg *benchTarget, cl *client.Client, o benchOptions) {
 func rpcClientConfig(o benchOptions, addr string) client.Config {
 	cfg := client.DefaultConfig(addr)
 	cfg.ConnsPerServer = o.conns
-	cfg.Fallback, cfg.Retries, cfg.Prefetch, cfg.SeqPrefetch = false, 0, 0, 0
+	cfg.NoFallback, cfg.Retries, cfg.Prefetch, cfg.SeqPrefetch = true, -1, 0, 0
 	cfg.Timeout = benchIOTimeout
 	return cfg
 }

@@ -35,7 +35,7 @@ func TestAssembleServes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ccfg := client.DefaultConfig(a.CentralAddr())
-	ccfg.Fallback, ccfg.Timeout = false, 30*time.Second
+	ccfg.NoFallback, ccfg.Timeout = true, 30*time.Second
 	cl, err := client.New(context.Background(), ccfg)
 	if err != nil {
 		a.Stop(context.Background())

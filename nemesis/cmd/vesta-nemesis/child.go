@@ -66,8 +66,7 @@ func childMain(args []string) int {
 	cfg := client.DefaultConfig(strings.Split(*centrals, ",")...)
 	cfg.Prefetch = 256
 	cfg.Timeout = time.Second
-	cfg.FallbackConfig = fb
-	cfg.Fallback = true
+	cfg.FallbackConfig = fb // the fallback is on by default
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	c, err := client.New(octx, cfg)
 	cancel()

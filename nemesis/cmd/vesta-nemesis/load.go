@@ -283,8 +283,7 @@ func (w *workload) start() error {
 		fb.Machine.Providers = []string{machineid.ProviderStatic}
 		fid := core.MachineID(fallbackID + i)
 		fb.Machine.Static = &fid
-		cfg.FallbackConfig = fb
-		cfg.Fallback = true
+		cfg.FallbackConfig = fb // the fallback is on by default
 		c, err := newClient(cfg)
 		if err != nil {
 			return fmt.Errorf("client %d: %w", i, err)
@@ -300,7 +299,7 @@ func (w *workload) start() error {
 	for _, addr := range centrals {
 		s := serverOf[addr]
 		cfg := client.DefaultConfig(addr)
-		cfg.Fallback, cfg.Retries = false, 0
+		cfg.NoFallback, cfg.Retries = true, -1
 		c, err := newClient(cfg)
 		if err != nil {
 			return fmt.Errorf("rpc client of %s: %w", s.name, err)
@@ -375,7 +374,7 @@ func (w *workload) start() error {
 			continue
 		}
 		cfg := client.DefaultConfig(addrs...)
-		cfg.Fallback = false
+		cfg.NoFallback = true
 		c, err := newClient(cfg)
 		if err != nil {
 			return fmt.Errorf("seq client (%s): %w", store, err)
