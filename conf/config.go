@@ -320,22 +320,13 @@ type LogConfig struct {
 	Format string `koanf:"format"`
 }
 
-// The providers machine.providers may list: machineid's names.
-const (
-	ProviderRedis   = machineid.ProviderRedis
-	ProviderK8s     = machineid.ProviderK8s
-	ProviderIPTable = machineid.ProviderIPTable
-	ProviderStatic  = machineid.ProviderStatic
-	ProviderEtcd    = machineid.ProviderEtcd
-)
-
 // DefaultConfig returns the defaults of every key. Each call returns fresh
 // slices and maps, so a caller may change them.
 func DefaultConfig() Config {
 	return Config{
 		ID: IDConfig{Layout: core.Sorted, Type: core.MaxPeak, MaxBorrow: time.Second},
 		Machine: MachineConfig{
-			Providers:     []string{ProviderStatic},
+			Providers:     []string{machineid.ProviderStatic},
 			IPTable:       map[string]int{},
 			K8sOffset:     924,
 			EmbeddedRange: machineid.DefaultEmbeddedRange,
@@ -401,7 +392,7 @@ func (m MachineConfig) LeaseRange(method core.Method) machineid.Range {
 // Validate does not check it, as a client without the fallback needs no
 // machine ID; Core and Embed, and `vesta serve`, do.
 func (c Config) RequireMachine() error {
-	if c.Machine.ID != nil || !c.Machine.Uses(ProviderStatic) {
+	if c.Machine.ID != nil || !c.Machine.Uses(machineid.ProviderStatic) {
 		return nil
 	}
 	return &KeyError{Key: "machine.id", err: machineid.ErrNoMachineID,

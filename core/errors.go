@@ -17,8 +17,14 @@ var (
 	// ErrUnknownName: a layout, type or method name that does not exist.
 	ErrUnknownName = errors.New("core: unknown name")
 
-	// ErrInvalidConfig: a Config field has a value the generator cannot use.
-	ErrInvalidConfig = errors.New("core: invalid config")
+	// ErrConfig: a Config field has a value the generator cannot use.
+	ErrConfig = errors.New("core: invalid config")
+
+	// ErrInvalidConfig is ErrConfig, the same value under its former name.
+	//
+	// Deprecated: use ErrConfig, the name every package gives its config
+	// sentinel. It stays only until the last uses in layout.go move over.
+	ErrInvalidConfig = ErrConfig
 
 	// ErrEndOfTime: the clock is past the last unit the layout can hold.
 	ErrEndOfTime = errors.New("core: end of time: the time field is exhausted")

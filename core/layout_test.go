@@ -258,8 +258,8 @@ func TestCodecEpoch(t *testing.T) {
 		t.Errorf("epoch 1970: TransTime(10) = %s", got)
 	}
 	for _, bad := range []time.Time{time.Unix(-1, 0), time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC), time.Unix(0, 1)} {
-		if _, err := core.NewCodec(core.Sorted, bad); !errors.Is(err, core.ErrInvalidConfig) {
-			t.Errorf("NewCodec(epoch %s) = %v; want ErrInvalidConfig", bad, err)
+		if _, err := core.NewCodec(core.Sorted, bad); !errors.Is(err, core.ErrConfig) {
+			t.Errorf("NewCodec(epoch %s) = %v; want ErrConfig", bad, err)
 		}
 	}
 	if _, err := core.NewCodec(core.Layout(7), time.Time{}); !errors.Is(err, core.ErrUnknownName) {
