@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/knadh/koanf/parsers/yaml"
+
+	"github.com/vesta-go/vesta/internal/testkit"
 )
 
 const (
@@ -24,6 +26,7 @@ const (
 
 func promtool(tb testing.TB, args ...string) string {
 	tb.Helper()
+	testkit.SkipShort(tb, "promtool")
 	path, err := exec.LookPath("promtool")
 	if err != nil {
 		tb.Fatalf("promtool not found (Debian's prometheus package; scripts/deps.sh installs it): %v", err)

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vesta-go/vesta/internal/tlstest"
+	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/central"

@@ -17,9 +17,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/logtest"
-	"github.com/vesta-go/vesta/internal/nettest"
-	"github.com/vesta-go/vesta/internal/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/logtest"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
+	"github.com/vesta-go/vesta/internal/testkit/redistest"
 )
 
 // startCentral serves a fresh generator (machine 1000) over MessagePack-RPC

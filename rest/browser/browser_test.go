@@ -14,7 +14,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/gentest"
+	"github.com/vesta-go/vesta/internal/testkit"
+	"github.com/vesta-go/vesta/internal/testkit/gentest"
 	"github.com/vesta-go/vesta/rest"
 	"go.uber.org/goleak"
 )
@@ -28,9 +29,12 @@ func TestMain(m *testing.M) {
 const token = "s3cret-Token_42-rest"
 
 // chromiumPath finds the browser for TestPageInBrowser: $VESTA_CHROMIUM,
-// else chromium on PATH (Debian's package). The test never skips, in CI or
-// not: a missing browser is a failure that says how to install it.
+// else chromium on PATH (Debian's package). The test skips only under go
+// test -short: otherwise, in CI or not, a missing browser is a failure
+// that says how to install it.
 func chromiumPath(t testing.TB) string {
+	t.Helper()
+	testkit.SkipShort(t, "chromium")
 	if p := os.Getenv("VESTA_CHROMIUM"); p != "" {
 		return p
 	}

@@ -17,7 +17,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/gentest"
+	"github.com/vesta-go/vesta/internal/testkit/gentest"
+	"github.com/vesta-go/vesta/internal/testkit/promtest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/rest"
 	"github.com/vesta-go/vesta/segment"
 )
@@ -88,24 +90,11 @@ func newVictim(t *testing.T, cfg rest.Config) *victim {
 // (vesta_http_requests_total).
 func (v *victim) answers() map[string]int {
 	v.t.Helper()
-	mfs, err := v.reg.Gather()
-	if err != nil {
-		v.t.Fatal(err)
-	}
 	out := map[string]int{}
-	for _, mf := range mfs {
-		if mf.GetName() != "vesta_http_requests_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			switch labels["route"] {
-			case "/genid", "/v1/id", "/v1/ids", "/v1/seq/:tag", "/api/segment/get/:key", "/api/snowflake/get/:key":
-				out[labels["code"]] += int(m.GetCounter().GetValue())
-			}
+	for _, s := range promtest.Series(v.t, v.reg, "vesta_http_requests_total") {
+		switch s.Labels["route"] {
+		case "/genid", "/v1/id", "/v1/ids", "/v1/seq/:tag", "/api/segment/get/:key", "/api/snowflake/get/:key":
+			out[s.Labels["code"]] += int(s.Value)
 		}
 	}
 	return out
@@ -116,20 +105,13 @@ func (v *victim) answers() map[string]int {
 // for stragglers.
 func (v *victim) waitAnswered(n int) {
 	v.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	waittest.Until(v.t, fmt.Sprintf("%d answers on the issuing routes", n), func() bool {
 		total := 0
 		for _, k := range v.answers() {
 			total += k
 		}
-		if total >= n {
-			break
-		}
-		if time.Now().After(deadline) {
-			v.t.Fatalf("after 20s, answers on the issuing routes by status: %v; want %d", v.answers(), n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return total >= n
+	})
 	time.Sleep(500 * time.Millisecond)
 }
 
@@ -143,14 +125,9 @@ func (v *victim) untouched() {
 	if st, ok := v.seq.Stats("orders"); !ok || st.Issued != 0 {
 		v.t.Errorf("tag orders: %d numbers issued (known %v)", st.Issued, ok)
 	}
-	mfs, _ := v.reg.Gather()
-	for _, mf := range mfs {
-		if mf.GetName() == "vesta_ids_issued_total" {
-			for _, m := range mf.GetMetric() {
-				if m.GetCounter().GetValue() != 0 {
-					v.t.Errorf("vesta_ids_issued_total %v = %v", m.GetLabel(), m.GetCounter().GetValue())
-				}
-			}
+	for _, s := range promtest.Series(v.t, v.reg, "vesta_ids_issued_total") {
+		if s.Value != 0 {
+			v.t.Errorf("vesta_ids_issued_total %v = %v", s.Labels, s.Value)
 		}
 	}
 	for code, n := range v.answers() {
