@@ -325,7 +325,7 @@ func allCode(tb testing.TB) string {
 			return err
 		}
 		if d.IsDir() && path != ".." && (strings.HasPrefix(d.Name(), ".") || fileExists(filepath.Join(path, "go.mod"))) {
-			return filepath.SkipDir // other modules (bench/peers, deploy/k8s/validate)
+			return filepath.SkipDir // other modules (tools/peerbench, tools/k8svalidate)
 		}
 		if !d.IsDir() && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
 			text, err := os.ReadFile(path)

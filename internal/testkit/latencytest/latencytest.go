@@ -1,7 +1,7 @@
 // Package latencytest records call latencies for the benchmarks and load
 // tests of the product module and reports exact percentiles from the sorted
 // samples. It replaces an HDR histogram there so that the histogram library
-// stays out of the product's go.mod (the load generator, bench/load, keeps
+// stays out of the product's go.mod (the load generator, tools/vesta-bench, keeps
 // it in its own module); a benchmark's samples fit in memory.
 package latencytest
 

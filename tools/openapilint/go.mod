@@ -1,4 +1,4 @@
-module github.com/vesta-go/vesta/rest/openapilint
+module github.com/vesta-go/vesta/tools/openapilint
 
 go 1.26.0
 

@@ -1,4 +1,4 @@
-module github.com/vesta-go/vesta/deploy/k8s/validate
+module github.com/vesta-go/vesta/tools/k8svalidate
 
 go 1.26.0
 

@@ -4,7 +4,7 @@
 // own so that the main module never depends on them; it holds benchmarks
 // only:
 //
-//	cd bench/peers && go test -run '^$' -bench . -count 1
+//	cd tools/peerbench && go test -run '^$' -bench . -count 1
 //
 // Two things are measured apart, because each generator has a ceiling (IDs
 // per time unit per node) that would otherwise hide its cost:

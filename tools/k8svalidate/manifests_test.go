@@ -172,7 +172,7 @@ func loadManifests(tb testing.TB, files ...string) manifests {
 
 func kitFiles(tb testing.TB) []string {
 	tb.Helper()
-	files, err := filepath.Glob("../*.yaml")
+	files, err := filepath.Glob("../../deploy/k8s/*.yaml")
 	if err != nil || len(files) == 0 {
 		tb.Fatalf("no manifests in deploy/k8s: %v", err)
 	}

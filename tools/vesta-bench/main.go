@@ -7,7 +7,7 @@
 // (hdrhistogram); without --addr it serves through internal/assemble, as
 // `vesta serve` does. See BENCHMARKS.md.
 //
-//	go -C bench/load run . rpc -c 64 -d 10s
+//	go -C tools/vesta-bench run . rpc -c 64 -d 10s
 //	make bench-load && bin/vesta-bench rpc --addr 127.0.0.1:7070 -c 64
 package main
 

@@ -10,7 +10,7 @@
 // so that the product module's go.mod lists only what the product runs;
 // `make test` (scripts/test.sh) runs it after the main module's tests:
 //
-//	cd rest/browser && go test -race -count=1 ./...
+//	cd tools/browser && go test -race -count=1 ./...
 //
 // The test needs Chromium (Debian's chromium, installed by
 // scripts/deps.sh, or $VESTA_CHROMIUM) and never skips: a missing browser

@@ -137,7 +137,7 @@ func TestVestaLocked(t *testing.T) {
 	}
 
 	// The header tells how to create both Secrets, by these names and keys.
-	text, err := os.ReadFile("../vesta.yaml")
+	text, err := os.ReadFile("../../deploy/k8s/vesta.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ type certificate struct {
 // so the documents are read loosely.
 func loadCertManager(tb testing.TB) map[string]certificate {
 	tb.Helper()
-	files, err := filepath.Glob("../cert-manager/*.yaml")
+	files, err := filepath.Glob("../../deploy/k8s/cert-manager/*.yaml")
 	if err != nil || len(files) == 0 {
 		tb.Fatalf("no manifests in deploy/k8s/cert-manager: %v", err)
 	}
