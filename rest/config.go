@@ -165,8 +165,9 @@ type Config struct {
 	// (segment sequences; a *segment.Issuer, which the caller owns and
 	// closes after the server). Its state is the "segment" field of
 	// /readyz, which does not decide readiness: IDs are still issued while
-	// the store is down. Nil turns sequences off: those routes answer
-	// that they are.
+	// the store is down. Leaf's /cache and /db show it when it is also a
+	// SequenceMonitor, as *segment.Issuer is. Nil turns sequences off:
+	// those routes answer that they are.
 	Sequences Sequences
 }
 

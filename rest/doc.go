@@ -29,10 +29,15 @@
 //	                            segment sequence (Config.Sequences); unknown tag 404, store
 //	                            down with the buffers empty 503
 //
-// Leaf's HTTP API, answering as Meituan's leaf-server does (see leaf.go):
+// Leaf's HTTP API, answering as Meituan's leaf-server does (see leaf.go and
+// leafops.go): any method but OPTIONS and TRACE, a trailing slash or not.
 //
-//	GET /api/segment/get/{key}    the next number of tag key, plain text
-//	GET /api/snowflake/get/{key}  a fresh ID, plain text; key ignored
+//	/api/segment/get/{key}           the next number of tag key, plain text
+//	                                 (application/json when Accept prefers it)
+//	/api/snowflake/get/{key}         a fresh ID, likewise; key ignored
+//	/decodeSnowflakeId?snowflakeId=  Leaf's decoding (its fixed bits), Leaf's JSON
+//	/cache, /db                      the segment buffers and the store's rows:
+//	                                 HTML, or JSON when Accept prefers it
 //
 // Operations, always open: GET /healthz, GET /readyz (200 only while the
 // generator can issue and Config.Ready passes; with a segment store, a
@@ -40,8 +45,8 @@
 // /metrics (Prometheus), GET /openapi.json, and GET / (a page that
 // explains a pasted ID or issues a fresh one).
 //
-// With Config.Token set, the ID routes (the Vesta-compatible ones, Leaf's
-// and /v1/...) need "Authorization: Bearer <token>" and answer 401 with
+// With Config.Token set, the ID routes (the Vesta-compatible ones, all of
+// Leaf's and /v1/...) need "Authorization: Bearer <token>" and answer 401 with
 // "WWW-Authenticate: Bearer" otherwise. A peer address that sent 10 wrong
 // tokens, then more than one a second, is answered 429 with Retry-After,
 // without its token being compared, until it is back under that rate.

@@ -1,6 +1,10 @@
 package rest
 
-import "github.com/vesta-go/vesta/internal/peerrate"
+import (
+	"time"
+
+	"github.com/vesta-go/vesta/internal/peerrate"
+)
 
 // AuthPeers is the number of peers the limiter of failed authentications
 // holds, and AuthPeersMax its cap.
@@ -11,3 +15,7 @@ const AuthPeersMax = authPeers
 // UnlimitAuth lifts the limit on failed authentications, for a test that
 // fails many on purpose; call it before serving.
 func UnlimitAuth(s *Server) { s.authLim.fails = peerrate.New(1<<20, authEvery, authPeers) }
+
+// SetLeafZone sets the zone of /decodeSnowflakeId's dates; call it before
+// serving.
+func SetLeafZone(s *Server, loc *time.Location) { s.leafZone = loc }

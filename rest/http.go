@@ -33,11 +33,11 @@ const MaxHeaderBytes = 32 << 10
 // headKey marks, in the echo context, a HEAD request routed as GET.
 const headKey = "vesta.head"
 
-// pre runs before routing: it marks every answer nosniff and routes HEAD
-// as GET (echo routes the very *http.Request net/http holds, so its
-// method is changed for routing and restored by checkRequest: net/http
-// then sends the GET answer's headers, Content-Length included, and
-// drops the body).
+// pre runs before routing: it marks every answer nosniff, routes HEAD as
+// GET (echo routes the very *http.Request net/http holds, so its method is
+// changed for routing and restored by checkRequest: net/http then sends
+// the GET answer's headers, Content-Length included, and drops the body),
+// and routes Leaf's requests as Spring does (leafRewrite).
 func (s *Server) pre(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		c.Response().Header().Set("X-Content-Type-Options", "nosniff")
@@ -45,6 +45,7 @@ func (s *Server) pre(next echo.HandlerFunc) echo.HandlerFunc {
 			r.Method = http.MethodGet
 			c.Set(headKey, true)
 		}
+		leafRewrite(c) // leaf.go
 		return next(c)
 	}
 }
@@ -59,6 +60,7 @@ func (s *Server) checkRequest(c echo.Context) error {
 	if c.Get(headKey) != nil {
 		r.Method = http.MethodHead
 	}
+	leafRestore(c) // leaf.go
 	if n := headerBytes(r); n > MaxHeaderBytes {
 		return &apiError{status: http.StatusRequestHeaderFieldsTooLarge, code: codeInvalidArgument,
 			message: fmt.Sprintf("headers: %d bytes; at most %d", n, MaxHeaderBytes)}

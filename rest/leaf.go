@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -13,13 +14,24 @@ import (
 	"github.com/vesta-go/vesta/segment"
 )
 
-// Leaf's HTTP API (Meituan's leaf-server, LeafController), so that Leaf's
-// clients work unchanged:
+// Leaf's HTTP API (Meituan's leaf-server: LeafController and
+// LeafMonitorController), so that Leaf's clients and operators' scripts
+// work unchanged:
 //
-//	GET /api/segment/get/{key}    the next number of tag key, plain text
-//	GET /api/snowflake/get/{key}  a fresh ID, plain text (Leaf ignores key)
+//	/api/segment/get/{key}           the next number of tag key, plain text
+//	/api/snowflake/get/{key}         a fresh ID, plain text (Leaf ignores key)
+//	/decodeSnowflakeId?snowflakeId=  Leaf's decoding of an ID, JSON (leafops.go)
+//	/cache, /db                      the buffers and the store's rows, HTML or JSON (leafops.go)
 //
-// Success is 200 text/plain with the bare decimal. Failures answer as
+// Leaf maps them with @RequestMapping and no method, and Spring 4.3 also
+// matches them with a trailing slash (useTrailingSlashMatch): here too
+// every method but OPTIONS and TRACE is answered as GET, and one trailing
+// slash is dropped (leafRewrite). The ID routes answer Content-Type
+// application/json, still with the bare number, when Accept prefers it,
+// as Spring's StringHttpMessageConverter (which writes any media type)
+// does; text/plain otherwise.
+//
+// Success is 200 with the bare decimal. Failures answer as
 // leaf-server (Spring Boot 1.5) does when its controller throws: 500 with
 // Spring's JSON error body, whose message is Leaf's Result{id=CODE,
 // status=EXCEPTION} with Leaf's codes:
@@ -33,10 +45,12 @@ import (
 //	snowflake -3 the clock is unusable (Leaf: it went back more than 5ms)
 //	          -1 any other failure (fenced, closed, timed out)
 //
-// An empty key matches no route (404), as in leaf-server. Two deliberate
-// differences: an ID is never 0 (a Leaf with a mode disabled
-// answers 0 for every call, which repeats; here that is -1), and with
-// rest.token set these routes need the bearer token like every ID route.
+// An empty key, or one holding a slash (echo's last parameter would take
+// it; Spring's {key} is one path segment), matches no route (404), as in
+// leaf-server. Two deliberate differences: an ID is never 0 (a Leaf with a
+// mode disabled answers 0 for every call, which repeats; here that is -1),
+// and with rest.token set these routes need the bearer token like every
+// ID route.
 // Snowflake IDs are vesta IDs (method REST) as unsigned decimals: below
 // 2^63, as Java's long needs, for version 0.
 
@@ -67,18 +81,23 @@ type springError struct {
 
 // leafFail answers as leaf-server does when its controller throws.
 func (s *Server) leafFail(c echo.Context, message string, cause error) error {
+	return s.leafError(c, http.StatusInternalServerError, leafServerException, message, cause)
+}
+
+// leafError answers as Spring Boot does for an exception of class
+// exception, or a request it refuses, with status.
+func (s *Server) leafError(c echo.Context, status int, exception, message string, cause error) error {
 	if cause != nil {
 		s.log.Debug("rest: Leaf API call failed", "path", clip(c.Request().URL.Path), "err", cause)
 	}
 	b, err := json.Marshal(springError{
-		Timestamp: time.Now().UnixMilli(), Status: http.StatusInternalServerError,
-		Error: http.StatusText(http.StatusInternalServerError), Exception: leafServerException,
-		Message: message, Path: clip(c.Request().URL.Path),
+		Timestamp: time.Now().UnixMilli(), Status: status, Error: http.StatusText(status),
+		Exception: exception, Message: message, Path: clip(c.Request().URL.Path),
 	})
 	if err != nil {
 		return err
 	}
-	return c.Blob(http.StatusInternalServerError, springJSON, b)
+	return c.Blob(status, springJSON, b)
 }
 
 // leafResult is Leaf's Result.toString of an exception.
@@ -86,9 +105,142 @@ func leafResult(code int) string {
 	return "Result{id=" + strconv.Itoa(code) + ", status=EXCEPTION}"
 }
 
-// GET /api/segment/get/{key}
+// Leaf's paths: the ID routes' prefixes (a key follows) and the operator
+// routes.
+var (
+	leafPrefixes = [...]string{"/api/segment/get/", "/api/snowflake/get/"}
+	leafPages    = [...]string{"/decodeSnowflakeId", "/cache", "/db"}
+)
+
+// leafKey holds, in the echo context, a Leaf request's method and path as
+// sent, which leafRewrite changed for routing.
+const leafKey = "vesta.leaf"
+
+type leafSent struct {
+	method        string // "" if unchanged
+	path, rawPath string
+}
+
+// leafRewrite routes a request for one of Leaf's routes as Spring routes
+// it: any method but OPTIONS and TRACE as GET (HEAD is GET already, see
+// pre), one trailing slash dropped. checkRequest restores both, for the
+// handlers, the error bodies and the access log.
+func leafRewrite(c echo.Context) {
+	r := c.Request()
+	p := r.URL.RawPath // echo routes the raw path when there is one
+	if p == "" {
+		p = r.URL.Path
+	}
+	if !isLeafPath(p) {
+		return
+	}
+	sent := leafSent{path: r.URL.Path, rawPath: r.URL.RawPath}
+	switch r.Method {
+	case http.MethodGet, http.MethodOptions, http.MethodTrace:
+		// OPTIONS is answered as on every route (Allow); Tomcat refuses
+		// TRACE for leaf-server with 405.
+	default:
+		sent.method, r.Method = r.Method, http.MethodGet
+	}
+	if strings.HasSuffix(p, "/") {
+		r.URL.Path = strings.TrimSuffix(r.URL.Path, "/")
+		r.URL.RawPath = strings.TrimSuffix(r.URL.RawPath, "/")
+	} else if sent.method == "" {
+		return
+	}
+	c.Set(leafKey, sent)
+}
+
+// isLeafPath says whether p is under one of Leaf's ID routes or is an
+// operator route, with a trailing slash or not. A key holding a slash is
+// refused by the handlers, whatever the method.
+func isLeafPath(p string) bool {
+	for _, pre := range leafPrefixes {
+		if key, ok := strings.CutPrefix(p, pre); ok {
+			return key != ""
+		}
+	}
+	p = strings.TrimSuffix(p, "/")
+	for _, page := range leafPages {
+		if p == page {
+			return true
+		}
+	}
+	return false
+}
+
+// leafRestore undoes leafRewrite once the request is routed.
+func leafRestore(c echo.Context) {
+	sent, ok := c.Get(leafKey).(leafSent)
+	if !ok {
+		return
+	}
+	r := c.Request()
+	if sent.method != "" {
+		r.Method = sent.method
+	}
+	r.URL.Path, r.URL.RawPath = sent.path, sent.rawPath
+}
+
+// prefersJSON says whether the media type an Accept header prefers is
+// application/json: of its ranges, the highest q wins, then the more
+// specific (type/subtype over type/* over */*), then the first, as Spring's
+// sortBySpecificityAndQuality orders them for the types it can write.
+func prefersJSON(accept string) bool {
+	best, bestQ, bestSpec := "", 0.0, -1
+	for rest := accept; rest != ""; {
+		var part string
+		part, rest, _ = strings.Cut(rest, ",")
+		typ, params, _ := strings.Cut(part, ";")
+		typ = strings.ToLower(strings.TrimSpace(typ))
+		if typ == "" {
+			continue
+		}
+		q := 1.0
+		for params != "" {
+			var p string
+			p, params, _ = strings.Cut(params, ";")
+			if k, v, ok := strings.Cut(p, "="); ok && strings.EqualFold(strings.TrimSpace(k), "q") {
+				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && f >= 0 && f <= 1 {
+					q = f
+				} else {
+					q = 0 // a q Spring cannot parse fails the header; ignore the range
+				}
+			}
+		}
+		spec := 2
+		switch {
+		case typ == "*/*" || typ == "*":
+			spec = 0
+		case strings.HasSuffix(typ, "/*"):
+			spec = 1
+		}
+		if q > bestQ || (q == bestQ && q > 0 && spec > bestSpec) {
+			best, bestQ, bestSpec = typ, q, spec
+		}
+	}
+	return best == "application/json"
+}
+
+// leafNumber answers a Leaf ID route's number: the bare decimal, as
+// application/json when Accept prefers it (Spring writes the String with
+// the negotiated type), else text/plain.
+func leafNumber(c echo.Context, b []byte) error {
+	h := c.Response().Header()
+	h.Add(echo.HeaderVary, echo.HeaderAccept)
+	ct := echo.MIMETextPlainCharsetUTF8
+	if prefersJSON(c.Request().Header.Get(echo.HeaderAccept)) {
+		ct = springJSON
+	}
+	return c.Blob(http.StatusOK, ct, b)
+}
+
+// /api/segment/get/{key}
 func (s *Server) leafSegment(c echo.Context) error {
 	key := c.Param("key")
+	if strings.Contains(key, "/") {
+		return echo.ErrNotFound
+	}
 	if s.cfg.Sequences == nil {
 		return s.leafFail(c, leafResult(leafInitFalse), errSeqOff)
 	}
@@ -109,11 +261,14 @@ func (s *Server) leafSegment(c echo.Context) error {
 		return s.leafFail(c, leafResult(code), err)
 	}
 	var buf [20]byte
-	return c.Blob(http.StatusOK, echo.MIMETextPlainCharsetUTF8, strconv.AppendInt(buf[:0], v, 10))
+	return leafNumber(c, strconv.AppendInt(buf[:0], v, 10))
 }
 
-// GET /api/snowflake/get/{key}: Leaf's snowflake ignores the key.
+// /api/snowflake/get/{key}: Leaf's snowflake ignores the key.
 func (s *Server) leafSnowflake(c echo.Context) error {
+	if strings.Contains(c.Param("key"), "/") {
+		return echo.ErrNotFound
+	}
 	ctx := s.issueCtx(c)
 	defer ctx.release()
 	id, err := s.gen.NextID(ctx, core.REST)
@@ -126,5 +281,5 @@ func (s *Server) leafSnowflake(c echo.Context) error {
 	}
 	s.m.issued.Inc()
 	var buf [20]byte
-	return c.Blob(http.StatusOK, echo.MIMETextPlainCharsetUTF8, strconv.AppendUint(buf[:0], uint64(id), 10))
+	return leafNumber(c, strconv.AppendUint(buf[:0], uint64(id), 10))
 }

@@ -32,6 +32,9 @@ func (s *Server) seqRoutes() {
 	s.markIssuing(s.echo.GET("/v1/seq/:tag", s.apiSeq, s.auth))
 	s.markIssuing(s.echo.GET("/api/segment/get/:key", s.leafSegment, s.auth))
 	s.markIssuing(s.echo.GET("/api/snowflake/get/:key", s.leafSnowflake, s.auth))
+	s.echo.GET("/decodeSnowflakeId", s.leafDecodeID, s.auth) // leafops.go
+	s.echo.GET("/cache", s.leafCache, s.auth)
+	s.echo.GET("/db", s.leafDB, s.auth)
 }
 
 // errSeqOff answers sequence calls of a server without a segment store.

@@ -22,6 +22,15 @@ var errStoreDown = errors.New("connection refused")
 // step 10.
 func seqServer(t testing.TB, tags ...string) (*rest.Server, *segment.MemStore, *core.ManualClock) {
 	t.Helper()
+	is, store, clock := seqIssuer(t, tags...)
+	gen, _ := vestaGen(t)
+	return newServer(t, gen, rest.Config{Sequences: is, MaxBatch: 100}), store, clock
+}
+
+// seqIssuer is seqServer's issuer, on a manual clock at start2024, closed
+// at cleanup.
+func seqIssuer(t testing.TB, tags ...string) (*segment.Issuer, *segment.MemStore, *core.ManualClock) {
+	t.Helper()
 	store := segment.NewMemStore()
 	ctx := context.Background()
 	for _, tag := range tags {
@@ -38,8 +47,7 @@ func seqServer(t testing.TB, tags ...string) (*rest.Server, *segment.MemStore, *
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { is.Close() })
-	gen, _ := vestaGen(t)
-	return newServer(t, gen, rest.Config{Sequences: is, MaxBatch: 100}), store, clock
+	return is, store, clock
 }
 
 // drainUntil calls target until it answers status, at most n times, and

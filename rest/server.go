@@ -58,6 +58,7 @@ type Server struct {
 
 	tokenSum       [sha256.Size]byte
 	page           []byte
+	leafZone       *time.Location // of /decodeSnowflakeId's dates: the local zone, as Leaf's JVM default
 	metricsHandler http.Handler
 
 	draining atomic.Bool        // set by Shutdown: /readyz fails first
@@ -83,7 +84,7 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	s := &Server{gen: gen, codec: gen.Codec(), cfg: cfg, log: cfg.Logger, vesta: map[string]bool{}, issuing: map[string]bool{}, authLim: newAuthLimits()}
+	s := &Server{gen: gen, codec: gen.Codec(), cfg: cfg, log: cfg.Logger, vesta: map[string]bool{}, issuing: map[string]bool{}, authLim: newAuthLimits(), leafZone: time.Local}
 	s.hosts.Store(newHostPolicy(cfg.AllowedHosts, nil))
 	if cfg.Token != "" {
 		s.tokenSum = sha256.Sum256([]byte(cfg.Token))

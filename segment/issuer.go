@@ -49,6 +49,10 @@ type seg struct {
 	first   int64
 	last    int64
 	trigger int64 // once a number >= trigger is issued, fetch the next range
+	// ord counts the tag's fetches before this range's (-1: the empty
+	// range of a tag not yet fetched); Buffers places it in Leaf's slot
+	// ord%2.
+	ord int64
 }
 
 func newSeg(r Range, threshold float64) *seg {
@@ -424,6 +428,7 @@ func (b *buffer) accept(r Range, step int64, threshold float64, now time.Time) e
 		}
 	}
 	b.next = newSeg(r, threshold)
+	b.next.ord = b.fetches - 1
 	return nil
 }
 
@@ -534,7 +539,7 @@ func (is *Issuer) refresh(ctx context.Context) error {
 	}
 	for _, tag := range added {
 		b := &buffer{tag: tag, high: math.MinInt64}
-		b.cur.Store(&seg{first: 1, last: 0}) // empty: the first call fetches
+		b.cur.Store(&seg{first: 1, last: 0, ord: -1}) // empty: the first call fetches
 		m[tag] = b
 	}
 	is.tags.Store(&m)

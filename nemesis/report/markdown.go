@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -105,6 +106,7 @@ func writeRun(p *printer, r Run, a Analysis) {
 		p.f("\nWindow: time, from the fault to the next one or %s after its heal, in %s buckets where an affected kind answered under %.0f%% of its calls. "+
 			"Recovery: from the heal until every affected kind answered at least %.0f%% of its calls for %s on end.\n\n",
 			dur(Tail), dur(a.Step), 100*DownBelow, 100*UpFrom, dur(StableFor))
+		writeByKind(p, a)
 	}
 	if len(r.Notes) > 0 {
 		p.f("### Notes\n\n")
@@ -113,6 +115,64 @@ func writeRun(p *printer, r Run, a Analysis) {
 		}
 		p.f("\n")
 	}
+}
+
+// writeByKind sums the faults up per kind: how many, and the median and
+// largest window and recovery of those measured.
+func writeByKind(p *printer, a Analysis) {
+	type agg struct {
+		n, overlapped, unrecovered int
+		windows, recoveries        []time.Duration
+	}
+	var order []string
+	by := map[string]*agg{}
+	for _, f := range a.Faults {
+		g := by[f.Fault.Kind]
+		if g == nil {
+			g = &agg{}
+			by[f.Fault.Kind] = g
+			order = append(order, f.Fault.Kind)
+		}
+		g.n++
+		if !f.Measured {
+			continue
+		}
+		g.windows = append(g.windows, f.Window)
+		if !f.Recovered {
+			g.unrecovered++
+			continue
+		}
+		if f.Overlapped {
+			g.overlapped++
+		}
+		g.recoveries = append(g.recoveries, f.Recovery)
+	}
+	slices.Sort(order)
+	p.f("### Faults by kind\n\n")
+	p.f("| kind | faults | window median | window max | recovery median | recovery max | overlapped | unrecovered |\n")
+	p.f("|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, k := range order {
+		g := by[k]
+		p.f("| %s | %d | %s | %s | %s | %s | %d | %s |\n", cell(k), g.n, median(g.windows), largest(g.windows),
+			median(g.recoveries), largest(g.recoveries), g.overlapped, alarmCount(int64(g.unrecovered)))
+	}
+	p.f("\nOverlapped: faults the next one began beside before they recovered; their recovery, counted in, is an upper bound on their own.\n\n")
+}
+
+func median(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "—"
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return dur(s[len(s)/2])
+}
+
+func largest(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "—"
+	}
+	return dur(slices.Max(ds))
 }
 
 // printer keeps the first write error, so the report reads as prose.

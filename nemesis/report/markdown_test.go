@@ -131,4 +131,12 @@ func ExampleMarkdown() {
 	// | 1 | 1.0 | pause | server B | SIGSTOP | 1s | all | 1s | 1s |
 	//
 	// Window: time, from the fault to the next one or 1m0s after its heal, in 1s buckets where an affected kind answered under 50% of its calls. Recovery: from the heal until every affected kind answered at least 99% of its calls for 1s on end.
+	//
+	// ### Faults by kind
+	//
+	// | kind | faults | window median | window max | recovery median | recovery max | overlapped | unrecovered |
+	// |---|--:|--:|--:|--:|--:|--:|--:|
+	// | pause | 1 | 1s | 1s | 1s | 1s | 0 | 0 |
+	//
+	// Overlapped: faults the next one began beside before they recovered; their recovery, counted in, is an upper bound on their own.
 }

@@ -35,20 +35,7 @@ const leafDDL = "CREATE TABLE `leaf_alloc` (" +
 func startDB(t testing.TB) (*mariadbtest.Server, *sql.DB) {
 	t.Helper()
 	srv := mariadbtest.Start(t)
-	root, err := sql.Open("mysql", srv.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	if _, err := root.Exec("CREATE DATABASE leaf"); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("mysql", srv.DSN("leaf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	return srv, db
+	return srv, srv.Database(t, "leaf")
 }
 
 func openStore(t testing.TB, dsn string) *mysqlstore.Store {

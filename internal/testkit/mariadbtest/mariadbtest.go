@@ -1,6 +1,7 @@
 package mariadbtest
 
 import (
+	"database/sql"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	_ "github.com/go-sql-driver/mysql" // the driver of Database's pools
 
 	"github.com/vesta-go/vesta/internal/testkit/proctest"
 )
@@ -87,6 +90,26 @@ func addr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p
 // empty).
 func (s *Server) DSN(db string) string {
 	return "root@tcp(" + s.Addr() + ")/" + db
+}
+
+// Database creates database name and returns a pool on it as root,
+// closed at the end of the test.
+func (s *Server) Database(t testing.TB, name string) *sql.DB {
+	t.Helper()
+	root, err := sql.Open("mysql", s.DSN(""))
+	if err != nil {
+		t.Fatalf("mariadbtest: %v", err)
+	}
+	defer root.Close()
+	if _, err := root.Exec("CREATE DATABASE `" + name + "`"); err != nil {
+		t.Fatalf("mariadbtest: creating database %s: %v", name, err)
+	}
+	db, err := sql.Open("mysql", s.DSN(name))
+	if err != nil {
+		t.Fatalf("mariadbtest: %v", err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
 }
 
 // DataDir is the server's data directory (its log is error.log beside it).

@@ -234,6 +234,11 @@ func (g *Replicated) sentinelMaster(s sentinel) (map[string]string, error) {
 // master it learnt.)
 func (g *Replicated) Sentinel(i int) *proctest.Proc { return g.sentinels[i].Proc }
 
+// SentinelDo sends one command to Sentinel i, as Do does to a server.
+func (g *Replicated) SentinelDo(i int, args ...string) (string, error) {
+	return g.sentinels[i].command(args...)
+}
+
 // SentinelAddrs are the Sentinels' host:port, for a client's
 // configuration.
 func (g *Replicated) SentinelAddrs() []string {

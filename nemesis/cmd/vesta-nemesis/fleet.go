@@ -70,6 +70,13 @@ type fleet struct {
 	redisHosts map[*redistest.Server]*netnstest.Host
 	sentHosts  []*netnstest.Host
 
+	clientProc *clientProc
+
+	// busy: the resources of the faults held now; claims: those the
+	// fault being injected takes (see faultKind).
+	busy   map[string]bool
+	claims []string
+
 	mdb       *mariadbtest.Server
 	segRedis  *redistest.Server
 	mysqlTags []string

@@ -230,6 +230,23 @@ func restGet(ctx context.Context, hc *http.Client, addr, path string) ([]uint64,
 	return out, nil
 }
 
+// union is the machine IDs a caller over every server may see: those
+// the servers held, and extra (its fallback's; negative for none).
+func (w *workload) union(extra int) func() map[int]bool {
+	return func() map[int]bool {
+		m := map[int]bool{}
+		if extra >= 0 {
+			m[extra] = true
+		}
+		for _, s := range w.f.servers {
+			for k := range s.heldMachines() {
+				m[k] = true
+			}
+		}
+		return m
+	}
+}
+
 // start launches every caller. Embedded machine IDs: 10.. static, each
 // its own, from the embedded range.
 func (w *workload) start() error {
@@ -242,20 +259,6 @@ func (w *workload) start() error {
 		c, _ := s.addrs()
 		centrals = append(centrals, c)
 		serverOf[c] = s
-	}
-	union := func(extra int) func() map[int]bool {
-		return func() map[int]bool {
-			m := map[int]bool{}
-			if extra >= 0 {
-				m[extra] = true
-			}
-			for _, s := range f.servers {
-				for k := range s.heldMachines() {
-					m[k] = true
-				}
-			}
-			return m
-		}
 	}
 	newClient := func(cfg client.Config) (*client.Client, error) {
 		cfg.DialContext = f.load.Dial
@@ -286,7 +289,7 @@ func (w *workload) start() error {
 		if err != nil {
 			return fmt.Errorf("client %d: %w", i, err)
 		}
-		cl := w.caller(fmt.Sprintf("client-%d via all (fallback %d)", i, fallbackID+i), "client", union(fallbackID+i))
+		cl := w.caller(fmt.Sprintf("client-%d via all (fallback %d)", i, fallbackID+i), "client", w.union(fallbackID+i))
 		w.loop(cl, 0.3*r/2, 10, func(ctx context.Context) ([]uint64, ledger.Space, error) {
 			ids, err := c.NextIDs(ctx, 10)
 			cl.sawIDs(ids)
@@ -340,12 +343,18 @@ func (w *workload) start() error {
 		w.closer = append(w.closer, func() { is.Close() })
 		id := 20 + i
 		cl := w.caller(fmt.Sprintf("embedded-%d (machine %d)", i, id), "embedded", func() map[int]bool { return map[int]bool{id: true} })
-		w.loop(cl, 0.2*r/2, 50, func(ctx context.Context) ([]uint64, ledger.Space, error) {
+		w.loop(cl, 0.1*r/2, 50, func(ctx context.Context) ([]uint64, ledger.Space, error) {
 			ids, err := is.NextIDs(ctx, 50)
 			cl.sawIDs(ids)
 			return idsToU(ids), ledger.IDs, err
 		})
 	}
+	// The client process (a tenth of the IDs), which faults kill.
+	cp, err := w.startClientProc(centrals)
+	if err != nil {
+		return err
+	}
+	f.clientProc = cp
 	// Sequences: per store, a client over its servers (NextSeqs and
 	// NextSeq) and REST on each server.
 	for _, store := range []string{"mysql", "redis"} {

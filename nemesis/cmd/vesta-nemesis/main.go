@@ -127,6 +127,9 @@ func findRepo() (string, error) {
 
 func main() {
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
+	if len(os.Args) > 1 && os.Args[1] == "client" {
+		os.Exit(childMain(os.Args[2:]))
+	}
 	log.SetPrefix("nemesis: ")
 	o, err := parseFlags(os.Args[1:])
 	if err != nil {
@@ -500,6 +503,11 @@ func (f *fleet) recover(within time.Duration) error {
 			}
 		} else {
 			s.signal(syscall.SIGCONT)
+		}
+	}
+	if f.clientProc != nil && !f.clientProc.running() {
+		if err := f.clientProc.start(); err != nil {
+			return err
 		}
 	}
 	hc := &http.Client{Transport: &http.Transport{DialContext: f.load.Dial}, Timeout: time.Second}

@@ -1,10 +1,19 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/vesta-go/vesta/core"
 
 	"github.com/vesta-go/vesta/nemesis/report"
 )
@@ -89,7 +98,11 @@ func TestAffected(t *testing.T) {
 	}{
 		{report.Fault{Kind: "pause", Target: "server C"}, "client rest-C rpc-C seq-mariadb seq-mariadb-C"},
 		{report.Fault{Kind: "disk-full", Target: "server D"}, "client rest-D rpc-D seq-redis seq-redis-D"},
-		{report.Fault{Kind: "mariadb-kill", Target: "mariadb"}, "seq-mariadb seq-mariadb-A seq-mariadb-C"},
+		{report.Fault{Kind: "segment-kill", Target: "mariadb"}, "seq-mariadb seq-mariadb-A seq-mariadb-C"},
+		{report.Fault{Kind: "segment-kill", Target: "segment redis"}, "seq-redis seq-redis-B seq-redis-D"},
+		{report.Fault{Kind: "segment-partition", Target: "server B"}, "client rest-B rpc-B seq-redis seq-redis-B"},
+		{report.Fault{Kind: "client-kill", Target: "client process"}, "client-process embedded-process"},
+		{report.Fault{Kind: "failover", Target: "redis master m2"}, ""},
 		{report.Fault{Kind: "flushall", Target: "segment redis"}, "seq-redis seq-redis-B seq-redis-D"},
 		{report.Fault{Kind: "flushall", Target: "redis master m1"}, ""},
 		{report.Fault{Kind: "split", Target: "etcd m0"}, ""},
@@ -98,5 +111,86 @@ func TestAffected(t *testing.T) {
 		if got := strings.Join(f.affected(c.fl), " "); got != c.want {
 			t.Errorf("%s %s: %q, want %q", c.fl.Kind, c.fl.Target, got, c.want)
 		}
+	}
+}
+
+// The schedule runs every kind, holds at most two faults at once, never
+// two sharing a resource, and replays from its seed.
+func TestScheduleOverlaps(t *testing.T) {
+	run := func(seed uint64) []report.Fault {
+		f := &fleet{t: newTB(context.Background(), "x", t.TempDir()), store: map[*server]string{}}
+		var mu sync.Mutex
+		held := map[string]int{}
+		maxHeld, total := 0, 0
+		var kinds []faultKind
+		for i, res := range []string{"a", "b", "c", "a"} {
+			kinds = append(kinds, faultKind{name: fmt.Sprintf("k%d-%s", i, res), free: freeOf(res),
+				inject: func(f *fleet, rng *rand.Rand) (string, string, time.Duration, func()) {
+					f.claim(res)
+					mu.Lock()
+					defer mu.Unlock()
+					if held[res]++; held[res] > 1 {
+						t.Errorf("two faults hold %s", res)
+					}
+					total++
+					maxHeld = max(maxHeld, total)
+					return res, "", between(rng, 20*time.Millisecond, 60*time.Millisecond), func() {
+						mu.Lock()
+						defer mu.Unlock()
+						held[res]--
+						total--
+					}
+				}})
+		}
+		out := f.schedule(context.Background(), rand.New(rand.NewPCG(seed, 1)), kinds, time.Now().Add(time.Second), 40*time.Millisecond)
+		if maxHeld > 2 || maxHeld < 1 {
+			t.Errorf("held %d at once", maxHeld)
+		}
+		if total != 0 {
+			t.Errorf("%d faults left held", total)
+		}
+		return out
+	}
+	a, b := run(7), run(7)
+	seen := map[string]bool{}
+	overlapped := 0
+	for i, fl := range a {
+		seen[fl.Kind] = true
+		if fl.End.IsZero() {
+			t.Errorf("fault %d never healed", i+1)
+		}
+		if i > 0 && fl.Start.Before(a[i-1].End) {
+			overlapped++
+		}
+	}
+	if len(seen) != 4 {
+		t.Errorf("kinds run: %v; want all 4", seen)
+	}
+	if overlapped == 0 {
+		t.Errorf("no fault of %d overlapped another", len(a))
+	}
+	n := min(len(a), len(b), 8)
+	for i := range n {
+		if a[i].Kind != b[i].Kind {
+			t.Fatalf("seed 7 replayed fault %d as %s, first %s", i+1, b[i].Kind, a[i].Kind)
+		}
+	}
+}
+
+func TestFrames(t *testing.T) {
+	var buf bytes.Buffer
+	fr := &frames{w: bufio.NewWriter(&buf)}
+	fr.write(streamEmbedded, []core.ID{1, 1 << 62, 42}, nil)
+	fr.write(streamClient, []core.ID{7}, errors.New("down"))
+	s, ok, vs, err := readFrame(&buf)
+	if err != nil || s != streamEmbedded || !ok || len(vs) != 3 || vs[1] != 1<<62 {
+		t.Fatalf("frame 1: %d %v %v %v", s, ok, vs, err)
+	}
+	s, ok, vs, err = readFrame(&buf)
+	if err != nil || s != streamClient || ok || len(vs) != 0 {
+		t.Fatalf("frame 2: %d %v %v %v", s, ok, vs, err)
+	}
+	if _, _, _, err := readFrame(&buf); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the last frame: %v", err)
 	}
 }

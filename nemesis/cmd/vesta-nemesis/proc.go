@@ -150,17 +150,8 @@ func (s *server) waitServing(timeout time.Duration) error {
 
 func (s *server) running() bool {
 	s.mu.Lock()
-	exited := s.exited
-	s.mu.Unlock()
-	if exited == nil {
-		return false
-	}
-	select {
-	case <-exited:
-		return false
-	default:
-		return true
-	}
+	defer s.mu.Unlock()
+	return notClosed(s.exited)
 }
 
 func (s *server) signal(sig syscall.Signal) {
@@ -266,4 +257,17 @@ func (s *server) held(m int, at time.Time) bool {
 		}
 	}
 	return false
+}
+
+// notClosed: a run's exited channel, nil before the first run.
+func notClosed(exited chan struct{}) bool {
+	if exited == nil {
+		return false
+	}
+	select {
+	case <-exited:
+		return false
+	default:
+		return true
+	}
 }
