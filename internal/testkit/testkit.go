@@ -10,7 +10,7 @@
 //     its harnesses; netnstest makes test hosts in network namespaces and
 //     partitions between them.
 //   - waittest waits for a condition (the one wait helper), promtest reads
-//     metrics back (on prometheus/testutil), logtest collects logs, nettest
+//     metrics back (the one walk of a Gather), logtest collects logs, nettest
 //     gives a dead address, tlstest a throwaway CA, latencytest latency
 //     percentiles for benchmarks.
 //   - gentest starts core generators and segtest segment issuers and the
@@ -26,12 +26,13 @@
 // # The inner loop
 //
 // `go test -short ./...` is the hermetic inner loop: it needs no Redis,
-// MariaDB, etcd, browser or root. Every test that needs one skips there,
-// through Short or SkipShort, with a message naming what it needs; the
-// kits that start real programs (proctest.Binary, so every harness) and
-// network namespaces (netnstest.New) skip by themselves. `make test` runs
-// without -short and skips nothing: a missing program fails the test. With
-// CI=true, -short is ignored, so a CI run can never pass by skipping.
+// MariaDB, etcd, browser or root. Every test that needs one, or that runs
+// for tens of seconds, skips there through Short or SkipShort, with a
+// message naming what it needs; the kits that start real programs
+// (proctest.Binary, so every harness) and network namespaces
+// (netnstest.New) skip by themselves. `make test` runs without -short and
+// skips nothing: a missing program fails the test. With CI=true, -short is
+// ignored, so a CI run can never pass by skipping.
 package testkit
 
 import (
