@@ -31,16 +31,16 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/
 
 # vesta's embedded generator beside bwmarrin/snowflake and sonyflake, in the
-# separate module bench/peers (its first run downloads those two modules).
+# separate module tools/peerbench (its first run downloads those two modules).
 .PHONY: bench-peers
 bench-peers:
-	cd bench/peers && $(GO) test -run '^$$' -bench . -count 1 .
+	cd tools/peerbench && $(GO) test -run '^$$' -bench . -count 1 .
 
 # The load generator vesta-bench (BENCHMARKS.md), a module of its own
-# (bench/load) so that the product's go.mod and binary carry none of it.
+# (tools/vesta-bench) so that the product's go.mod and binary carry none of it.
 .PHONY: bench-load
 bench-load:
-	$(GO) -C bench/load build -o ../../bin/vesta-bench .
+	$(GO) -C tools/vesta-bench build -o ../../bin/vesta-bench .
 
 # Short fuzzing of every fuzz target (FUZZTIME=30s make fuzz).
 fuzz:

@@ -19,7 +19,7 @@ import (
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/latencytest"
+	"github.com/vesta-go/vesta/internal/testkit/latencytest"
 )
 
 // pipeConn is a minimal pipelining client: callers queue requests, a

@@ -13,7 +13,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/promtest"
+	"github.com/vesta-go/vesta/internal/testkit/promtest"
 )
 
 // advance moves the manual clock a millisecond at a time, each time once

@@ -26,11 +26,6 @@ const (
 	DefaultIdleTimeout  = 5 * time.Minute
 	DefaultReadTimeout  = 10 * time.Second
 	DefaultWriteTimeout = 10 * time.Second
-	// DefaultMaxWaitingIDs is a second of a max-peak sequence: the IDs
-	// waiting calls may be owed, server-wide (8 MiB of results at most).
-	DefaultMaxWaitingIDs = core.DefaultMaxWaitingIDs
-	// DefaultMaxWaitingCalls bounds waiting calls server-wide.
-	DefaultMaxWaitingCalls = core.DefaultMaxWaitingCalls
 )
 
 // Bounds that Validate enforces.
@@ -137,8 +132,8 @@ func DefaultConfig() Config {
 		MaxUnsentBytes:    DefaultMaxUnsent,
 		FirstFrameTimeout: DefaultFirstFrame,
 		MaxInFlight:       DefaultMaxInFlight,
-		MaxWaitingIDs:     DefaultMaxWaitingIDs,
-		MaxWaitingCalls:   DefaultMaxWaitingCalls,
+		MaxWaitingIDs:     core.DefaultMaxWaitingIDs,
+		MaxWaitingCalls:   core.DefaultMaxWaitingCalls,
 		IdleTimeout:       DefaultIdleTimeout,
 		ReadTimeout:       DefaultReadTimeout,
 		WriteTimeout:      DefaultWriteTimeout,
@@ -164,7 +159,7 @@ func (c Config) Validate() error {
 	}
 	for _, f := range ints {
 		if f.v != 0 && (f.v < f.min || f.v > f.max) {
-			return fmt.Errorf("%w: %s %d; want 0 (default) or %d-%d", ErrInvalidConfig, f.name, f.v, f.min, f.max)
+			return fmt.Errorf("%w: %s %d; want 0 (default) or %d-%d", ErrConfig, f.name, f.v, f.min, f.max)
 		}
 	}
 	durations := []struct {
@@ -174,14 +169,14 @@ func (c Config) Validate() error {
 		{"FirstFrameTimeout", c.FirstFrameTimeout}}
 	for _, f := range durations {
 		if f.v < 0 {
-			return fmt.Errorf("%w: %s %v; want 0 (default) or more", ErrInvalidConfig, f.name, f.v)
+			return fmt.Errorf("%w: %s %v; want 0 (default) or more", ErrConfig, f.name, f.v)
 		}
 		if f.name != "WriteTimeout" && f.v != 0 && (f.v < minTimeout || f.v > maxTimeout) {
-			return fmt.Errorf("%w: %s %v; want 0 (default) or %v to %v", ErrInvalidConfig, f.name, f.v, minTimeout, "24h")
+			return fmt.Errorf("%w: %s %v; want 0 (default) or %v to %v", ErrConfig, f.name, f.v, minTimeout, "24h")
 		}
 	}
 	if c.TLS != nil && len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil && c.TLS.GetConfigForClient == nil {
-		return fmt.Errorf("%w: TLS has no certificate", ErrInvalidConfig)
+		return fmt.Errorf("%w: TLS has no certificate", ErrConfig)
 	}
 	return nil
 }

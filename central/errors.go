@@ -10,6 +10,6 @@ var (
 	// server that was shut down or closed.
 	ErrServerClosed = errors.New("central: server closed")
 
-	// ErrInvalidConfig: a Config field has a value the server cannot use.
-	ErrInvalidConfig = errors.New("central: invalid config")
+	// ErrConfig: a Config field has a value the server cannot use.
+	ErrConfig = errors.New("central: invalid config")
 )

@@ -14,7 +14,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/gentest"
+	"github.com/vesta-go/vesta/internal/testkit/gentest"
 )
 
 func TestMain(m *testing.M) {

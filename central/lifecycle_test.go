@@ -11,15 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vesta-go/vesta/internal/logtest"
-	"github.com/vesta-go/vesta/internal/tlstest"
+	"github.com/vesta-go/vesta/internal/testkit/logtest"
+	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/promtest"
 )
 
 // TestShutdown: every call read before Shutdown is answered, even one that
@@ -231,35 +231,25 @@ func TestMetrics(t *testing.T) {
 
 	tests := []struct {
 		name   string
-		labels map[string]string
+		labels []string // pairs
 		want   float64
 	}{
-		{"vesta_rpc_requests_total", map[string]string{"method": "Vesta.GenID", "code": "ok"}, 4},
-		{"vesta_rpc_requests_total", map[string]string{"method": "Vesta.GenIDs", "code": "ok"}, 1},
-		{"vesta_rpc_requests_total", map[string]string{"method": "Vesta.GenIDs", "code": "invalid_argument"}, 1},
-		{"vesta_rpc_requests_total", map[string]string{"method": "unknown", "code": "invalid_argument"}, 3},
-		{"vesta_rpc_request_duration_seconds", map[string]string{"method": "Vesta.GenID"}, 4},
-		{"vesta_ids_issued_total", map[string]string{"mode": "central"}, 14},
+		{"vesta_rpc_requests_total", []string{"method", "Vesta.GenID", "code", "ok"}, 4},
+		{"vesta_rpc_requests_total", []string{"method", "Vesta.GenIDs", "code", "ok"}, 1},
+		{"vesta_rpc_requests_total", []string{"method", "Vesta.GenIDs", "code", "invalid_argument"}, 1},
+		{"vesta_rpc_requests_total", []string{"method", "unknown", "code", "invalid_argument"}, 3},
+		{"vesta_rpc_request_duration_seconds", []string{"method", "Vesta.GenID"}, 4},
+		{"vesta_ids_issued_total", []string{"mode", "central"}, 14},
 		{"vesta_rpc_connections", nil, 2},
 	}
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tt := range tests {
-		if got := value(families, tt.name, tt.labels); got != tt.want {
-			t.Errorf("%s%v = %v; want %v", tt.name, tt.labels, got, tt.want)
+		if got, found := promtest.Value(t, reg, tt.name, tt.labels...); !found || got != tt.want {
+			t.Errorf("%s%q = %v (found %v); want %v", tt.name, tt.labels, got, found, tt.want)
 		}
 	}
-	for _, f := range families {
-		if f.GetName() == "vesta_rpc_requests_total" {
-			for _, m := range f.GetMetric() {
-				for _, l := range m.GetLabel() {
-					if l.GetName() == "method" && l.GetValue() != "unknown" && methodOK(l.GetValue()) == false {
-						t.Errorf("label value %q", l.GetValue())
-					}
-				}
-			}
+	for _, s := range promtest.Series(t, reg, "vesta_rpc_requests_total") {
+		if m := s.Labels["method"]; m != "unknown" && !methodOK(m) {
+			t.Errorf("label value %q", m)
 		}
 	}
 }
@@ -274,27 +264,3 @@ func methodOK(m string) bool {
 }
 
 // value returns the value of the metric with labels (a histogram's count).
-func value(families []*dto.MetricFamily, name string, labels map[string]string) float64 {
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
-					continue metrics
-				}
-			}
-			switch {
-			case m.Counter != nil:
-				return m.Counter.GetValue()
-			case m.Gauge != nil:
-				return m.Gauge.GetValue()
-			case m.Histogram != nil:
-				return float64(m.Histogram.GetSampleCount())
-			}
-		}
-	}
-	return -1
-}

@@ -10,6 +10,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/promtest"
 )
 
 // halfFrame is the first bytes of a Vesta.GenID request: a connection that
@@ -52,16 +53,6 @@ func makeBusy(p *peer) *peer {
 	return p
 }
 
-// metric reads a metric of reg (-1 when absent).
-func metric(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return value(families, name, labels)
-}
-
 // TestMaxConnsAllBusy: at MaxConns with every connection mid-call, a new
 // connection is closed at once and counted as rejected; the busy ones go
 // on.
@@ -76,7 +67,7 @@ func TestMaxConnsAllBusy(t *testing.T) {
 	for range 5 {
 		dial(t, addr).closed()
 	}
-	if got := metric(t, reg, "vesta_rpc_connections_rejected_total", map[string]string{"reason": "max_conns"}); got != 5 {
+	if got, _ := promtest.Value(t, reg, "vesta_rpc_connections_rejected_total", "reason", "max_conns"); got != 5 {
 		t.Errorf("rejected{max_conns} = %v; want 5", got)
 	}
 	for _, p := range held { // the rest of the frame: each is answered
@@ -108,7 +99,7 @@ func TestShedSilentFirst(t *testing.T) {
 	newer := dial(t, addr)
 	newer.genID()
 	silent2.closed()
-	if got := metric(t, reg, "vesta_rpc_connections_shed_total", map[string]string{"reason": "max_conns"}); got != 2 {
+	if got, _ := promtest.Value(t, reg, "vesta_rpc_connections_shed_total", "reason", "max_conns"); got != 2 {
 		t.Errorf("shed{max_conns} = %v; want 2", got)
 	}
 }
@@ -143,14 +134,14 @@ func TestMaxConnsPerPeer(t *testing.T) {
 	dialFrom(t, addr, "127.0.0.2").genID()
 	x1.closed()
 	other.genID()
-	if got := metric(t, reg, "vesta_rpc_connections_shed_total", map[string]string{"reason": "max_conns_per_peer"}); got != 1 {
+	if got, _ := promtest.Value(t, reg, "vesta_rpc_connections_shed_total", "reason", "max_conns_per_peer"); got != 1 {
 		t.Errorf("shed{max_conns_per_peer} = %v; want 1", got)
 	}
 	// With both of its connections mid-call, the peer is refused.
 	makeBusy(dialFrom(t, addr, "127.0.0.4"))
 	makeBusy(dialFrom(t, addr, "127.0.0.4"))
 	dialFrom(t, addr, "127.0.0.4").closed()
-	if got := metric(t, reg, "vesta_rpc_connections_rejected_total", map[string]string{"reason": "max_conns_per_peer"}); got != 1 {
+	if got, _ := promtest.Value(t, reg, "vesta_rpc_connections_rejected_total", "reason", "max_conns_per_peer"); got != 1 {
 		t.Errorf("rejected{max_conns_per_peer} = %v; want 1", got)
 	}
 }

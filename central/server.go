@@ -82,7 +82,7 @@ type Server struct {
 // gen after the server is shut down. It copies cfg, filling in defaults.
 func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 	if gen == nil {
-		return nil, fmt.Errorf("%w: nil generator", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: nil generator", ErrConfig)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

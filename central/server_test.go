@@ -347,14 +347,14 @@ func TestConfig(t *testing.T) {
 	gen := newGen(t, core.Config{})
 	for _, tt := range tests {
 		err := tt.cfg.Validate()
-		if !errors.Is(err, central.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.name) {
+		if !errors.Is(err, central.ErrConfig) || !strings.Contains(err.Error(), tt.name) {
 			t.Errorf("%+v: %v; want an error naming %s", tt.cfg, err, tt.name)
 		}
-		if _, err := central.NewServer(gen, tt.cfg); !errors.Is(err, central.ErrInvalidConfig) {
+		if _, err := central.NewServer(gen, tt.cfg); !errors.Is(err, central.ErrConfig) {
 			t.Errorf("NewServer %+v: %v", tt.cfg, err)
 		}
 	}
-	if _, err := central.NewServer(nil, central.Config{}); !errors.Is(err, central.ErrInvalidConfig) {
+	if _, err := central.NewServer(nil, central.Config{}); !errors.Is(err, central.ErrConfig) {
 		t.Errorf("NewServer(nil): %v", err)
 	}
 }

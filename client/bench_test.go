@@ -12,7 +12,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/latencytest"
+	"github.com/vesta-go/vesta/internal/testkit/latencytest"
 )
 
 // BenchmarkNextID: NextID through the client against a real central server

@@ -16,7 +16,7 @@ import (
 
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/promtest"
+	"github.com/vesta-go/vesta/internal/testkit/promtest"
 )
 
 // startTaker is a fake with Vesta.TakeIDs that gives room IDs in all
@@ -195,7 +195,7 @@ func TestEveryServerBusyWaits(t *testing.T) {
 	if got := counter(t, reg, "vesta_ceiling_waits_total", "mode", "client"); got != 1 {
 		t.Errorf("ceiling waits %v; want 1 (one call)", got)
 	}
-	count, sum := histogram(t, reg, "vesta_ceiling_wait_seconds", "client")
+	count, sum := promtest.Histogram(t, reg, "vesta_ceiling_wait_seconds", "mode", "client")
 	if count != 1 || math.Abs(sum-0.5) > 1e-9 {
 		t.Errorf("ceiling wait: %d observations summing %vs; want one of 0.5s (300ms, then 200ms)", count, sum)
 	}
@@ -414,28 +414,6 @@ func TestNextIDsCountBounds(t *testing.T) {
 	if f.calls.Load() != 0 {
 		t.Errorf("%d server calls for impossible counts; want none", f.calls.Load())
 	}
-}
-
-// histogram returns the sample count and sum of histogram name{mode}.
-func histogram(t testing.TB, reg *prometheus.Registry, name, mode string) (uint64, float64) {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == "mode" && lp.GetValue() == mode {
-					return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
-				}
-			}
-		}
-	}
-	return 0, 0
 }
 
 // At the ceiling, callers on an empty prefetch buffer wait for the refill,

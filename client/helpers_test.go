@@ -16,8 +16,8 @@ import (
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/nettest"
-	"github.com/vesta-go/vesta/internal/promtest"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
+	"github.com/vesta-go/vesta/internal/testkit/promtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/waittest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 // waitFor polls cond until it holds (waittest.Until: a safety net against

@@ -9,7 +9,7 @@ import (
 
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/tlstest"
+	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 )
 
 func TestMutualTLS(t *testing.T) {

@@ -275,15 +275,6 @@ type LogConfig struct {
 	Format string `koanf:"format"`
 }
 
-// The providers machine.providers may list: machineid's names.
-const (
-	ProviderRedis   = machineid.ProviderRedis
-	ProviderK8s     = machineid.ProviderK8s
-	ProviderIPTable = machineid.ProviderIPTable
-	ProviderStatic  = machineid.ProviderStatic
-	ProviderEtcd    = machineid.ProviderEtcd
-)
-
 // DefaultConfig returns the defaults of every key: each package's
 // DefaultConfig for the keys of its table (packages.go; TestKeyTable
 // holds them so), conf's own for the rest. Each call returns fresh slices
@@ -357,7 +348,7 @@ func (m MachineConfig) LeaseRange(method core.Method) machineid.Range {
 // Validate does not check it, as a client without the fallback needs no
 // machine ID; Core and Embed, and `vesta serve`, do.
 func (c Config) RequireMachine() error {
-	if c.Machine.ID != nil || !c.Machine.Uses(ProviderStatic) {
+	if c.Machine.ID != nil || !c.Machine.Uses(machineid.ProviderStatic) {
 		return nil
 	}
 	return &KeyError{Key: "machine.id", err: machineid.ErrNoMachineID,

@@ -31,7 +31,7 @@ func (c Config) Lease() (machineid.Config, error) {
 
 func (m MachineConfig) machineID() machineid.Config {
 	leaseEmbedded, leaseServer := m.Redis.EmbeddedRange, m.Redis.ServerRange
-	if m.Uses(ProviderEtcd) {
+	if m.Uses(machineid.ProviderEtcd) {
 		leaseEmbedded, leaseServer = m.Etcd.EmbeddedRange, m.Etcd.ServerRange
 	}
 	table := make(map[string]core.MachineID, len(m.IPTable))
@@ -70,11 +70,11 @@ func (m MachineConfig) machineID() machineid.Config {
 func loadCAs(key, path string) (*x509.CertPool, error) {
 	pem, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrInvalid, key, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrConfig, key, err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%w: %s: %s holds no PEM certificate", ErrInvalid, key, path)
+		return nil, fmt.Errorf("%w: %s: %s holds no PEM certificate", ErrConfig, key, path)
 	}
 	return pool, nil
 }
@@ -92,7 +92,7 @@ func (t EtcdTLS) Load() (*tls.Config, error) {
 	if t.Cert != "" {
 		pair, err := tls.LoadX509KeyPair(t.Cert, t.Key)
 		if err != nil {
-			return nil, fmt.Errorf("%w: machine.etcd.tls.cert, machine.etcd.tls.key: %w", ErrInvalid, err)
+			return nil, fmt.Errorf("%w: machine.etcd.tls.cert, machine.etcd.tls.key: %w", ErrConfig, err)
 		}
 		cfg.Certificates = []tls.Certificate{pair}
 	}
@@ -133,7 +133,7 @@ var serverCipherSuites = []uint16{
 func serverTLS(key, cert, priv, clientCA string) (*tls.Config, error) {
 	pair, err := tls.LoadX509KeyPair(cert, priv)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s.cert/%s.key: %w", ErrInvalid, key, key, err)
+		return nil, fmt.Errorf("%w: %s.cert/%s.key: %w", ErrConfig, key, key, err)
 	}
 	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12,
 		CipherSuites: slices.Clone(serverCipherSuites)}

@@ -6,15 +6,15 @@ import (
 )
 
 // Sentinel errors. Every error Load and Validate return for a bad value or
-// key matches ErrInvalid with errors.Is; the individual errors are
+// key matches ErrConfig with errors.Is; the individual errors are
 // *KeyError values, which name the key.
 var (
-	// ErrInvalid: a configuration value that cannot be used.
-	ErrInvalid = errors.New("conf: invalid configuration")
+	// ErrConfig: a configuration value that cannot be used.
+	ErrConfig = errors.New("conf: invalid configuration")
 
 	// ErrUnknownKey: a key in the YAML file, or a VESTA_* environment
-	// variable, that names no setting (usually a typo). It wraps ErrInvalid.
-	ErrUnknownKey = fmt.Errorf("%w: unknown key", ErrInvalid)
+	// variable, that names no setting (usually a typo). It wraps ErrConfig.
+	ErrUnknownKey = fmt.Errorf("%w: unknown key", ErrConfig)
 )
 
 // KeyError reports one bad key.
@@ -45,13 +45,13 @@ func (e *KeyError) Error() string {
 	return s
 }
 
-// Unwrap makes errors.Is(err, ErrInvalid) true, errors.Is(err,
+// Unwrap makes errors.Is(err, ErrConfig) true, errors.Is(err,
 // ErrUnknownKey) true for an unknown key, errors.Is(err,
 // machineid.ErrNoMachineID) true for the error of RequireMachine, and
 // keeps the error of a type that refused its text (core.ErrUnknownName,
 // machineid.ErrRange).
 func (e *KeyError) Unwrap() []error {
-	out := []error{ErrInvalid}
+	out := []error{ErrConfig}
 	if e.unknown {
 		out[0] = ErrUnknownKey
 	}

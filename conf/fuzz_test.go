@@ -15,7 +15,7 @@ import (
 )
 
 // FuzzLoadYAML: whatever the file holds, Load and Validate never panic,
-// every error is ErrInvalid, and a
+// every error is ErrConfig, and a
 // Config that loads validates, prints and converts.
 func FuzzLoadYAML(f *testing.F) {
 	// One directory for the whole run: a new one per input would make
@@ -30,8 +30,8 @@ func FuzzLoadYAML(f *testing.F) {
 		defer os.Remove(path)
 		l, err := conf.Load(conf.Options{File: path, Env: noEnv})
 		if err != nil {
-			if !errors.Is(err, conf.ErrInvalid) {
-				t.Fatalf("error %v is not ErrInvalid", err)
+			if !errors.Is(err, conf.ErrConfig) {
+				t.Fatalf("error %v is not ErrConfig", err)
 			}
 			return
 		}

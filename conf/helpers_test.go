@@ -61,15 +61,15 @@ func nested(t testing.TB, key string, v any) string {
 	return string(b)
 }
 
-// wantKeyErrors checks that err matches ErrInvalid and names exactly the
+// wantKeyErrors checks that err matches ErrConfig and names exactly the
 // key (every joined error), with a message holding each of want.
 func wantKeyErrors(t testing.TB, err error, key string, want ...string) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("no error; want one naming %s", key)
 	}
-	if !errors.Is(err, conf.ErrInvalid) {
-		t.Errorf("errors.Is(%v, ErrInvalid) = false", err)
+	if !errors.Is(err, conf.ErrConfig) {
+		t.Errorf("errors.Is(%v, ErrConfig) = false", err)
 	}
 	kes := conf.KeyErrors(err)
 	if len(kes) == 0 {

@@ -81,7 +81,7 @@ func (l Loaded) Sources() []string {
 // of opts.Env, then the set flags of opts.Flags, each overriding the one
 // before, reads the secret files and validates the result. Every unknown
 // key and invalid value is reported at once: the error joins *KeyError
-// values (see KeyErrors) and matches ErrInvalid. A file that cannot be
+// values (see KeyErrors) and matches ErrConfig. A file that cannot be
 // read or parsed is reported alone. On error the Loaded is zero.
 func Load(opts Options) (Loaded, error) {
 	schema()
@@ -105,7 +105,7 @@ func Load(opts Options) (Loaded, error) {
 			if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
 				return Loaded{}, fmt.Errorf("conf: config file: %w", err)
 			}
-			return Loaded{}, fmt.Errorf("%w: config file %s: %w", ErrInvalid, opts.File, err)
+			return Loaded{}, fmt.Errorf("%w: config file %s: %w", ErrConfig, opts.File, err)
 		}
 	}
 

@@ -427,13 +427,13 @@ func TestNullKeepsDefaults(t *testing.T) {
 
 func TestLoadFileErrors(t *testing.T) {
 	_, err := conf.Load(conf.Options{File: t.TempDir() + "/missing.yaml", Env: noEnv})
-	if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, conf.ErrInvalid) {
+	if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, conf.ErrConfig) {
 		t.Errorf("missing file: %v; want fs.ErrNotExist", err)
 	}
 	for _, bad := range []string{"id: [", "- a\n- b\n", "5", "id: {layout: a}\nid: {layout: b}\n"} {
 		_, err := loadYAML(t, bad)
-		if !errors.Is(err, conf.ErrInvalid) || !strings.Contains(err.Error(), "vesta.yaml") {
-			t.Errorf("%q: %v; want ErrInvalid naming the file", bad, err)
+		if !errors.Is(err, conf.ErrConfig) || !strings.Contains(err.Error(), "vesta.yaml") {
+			t.Errorf("%q: %v; want ErrConfig naming the file", bad, err)
 		}
 	}
 	if _, err := loadYAML(t, ""); err != nil {
@@ -577,8 +577,8 @@ func TestNoDefaultMachineID(t *testing.T) {
 		t.Fatalf("Validate of the defaults: %v (a client without the fallback needs no machine ID)", err)
 	}
 	err := c.RequireMachine()
-	if !errors.Is(err, conf.ErrInvalid) || !errors.Is(err, machineid.ErrNoMachineID) {
-		t.Fatalf("RequireMachine = %v; want ErrInvalid and machineid.ErrNoMachineID", err)
+	if !errors.Is(err, conf.ErrConfig) || !errors.Is(err, machineid.ErrNoMachineID) {
+		t.Fatalf("RequireMachine = %v; want ErrConfig and machineid.ErrNoMachineID", err)
 	}
 	if ke := conf.KeyErrors(err); len(ke) != 1 || ke[0].Key != "machine.id" {
 		t.Fatalf("RequireMachine = %v; want one KeyError on machine.id", err)
@@ -631,8 +631,8 @@ func TestCore(t *testing.T) {
 		t.Error(err)
 	}
 	c.Central.MaxBatch = -1
-	if _, err := c.Core(); !errors.Is(err, conf.ErrInvalid) {
-		t.Errorf("Core of an invalid config: %v; want ErrInvalid", err)
+	if _, err := c.Core(); !errors.Is(err, conf.ErrConfig) {
+		t.Errorf("Core of an invalid config: %v; want ErrConfig", err)
 	}
 }
 

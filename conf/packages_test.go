@@ -12,14 +12,14 @@ import (
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/tlstest"
+	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/rest"
 )
 
 // TestPackagesJudge: a key's limits are its package's. A value the
 // package refuses is reported under the key and matches the package's
-// sentinel as well as ErrInvalid; a value the package takes (0 for its
+// sentinel as well as ErrConfig; a value the package takes (0 for its
 // default) passes.
 func TestPackagesJudge(t *testing.T) {
 	bad := []struct {
@@ -27,22 +27,22 @@ func TestPackagesJudge(t *testing.T) {
 		set  func(*conf.Config)
 		want error
 	}{
-		{"central.max_batch", func(c *conf.Config) { c.Central.MaxBatch = 1_000_001 }, central.ErrInvalidConfig},
-		{"central.read_timeout", func(c *conf.Config) { c.Central.ReadTimeout = 25 * time.Hour }, central.ErrInvalidConfig},
-		{"rest.token", func(c *conf.Config) { c.REST.Token = "é" }, rest.ErrInvalidConfig},
-		{"rest.allowed_hosts", func(c *conf.Config) { c.REST.AllowedHosts = []string{"*"} }, rest.ErrInvalidConfig},
+		{"central.max_batch", func(c *conf.Config) { c.Central.MaxBatch = 1_000_001 }, central.ErrConfig},
+		{"central.read_timeout", func(c *conf.Config) { c.Central.ReadTimeout = 25 * time.Hour }, central.ErrConfig},
+		{"rest.token", func(c *conf.Config) { c.REST.Token = "é" }, rest.ErrConfig},
+		{"rest.allowed_hosts", func(c *conf.Config) { c.REST.AllowedHosts = []string{"*"} }, rest.ErrConfig},
 		{"client.retries", func(c *conf.Config) { c.Client.Retries = 11 }, client.ErrConfig},
 		{"machine.redis.key_prefix", func(c *conf.Config) { c.Machine.Redis.KeyPrefix = "a{b}" }, machineid.ErrConfig},
 		{"machine.redis.lease_ttl", func(c *conf.Config) { c.Machine.Redis.LeaseTTL = time.Millisecond }, machineid.ErrConfig},
-		{"id.max_borrow", func(c *conf.Config) { c.ID.MaxBorrow = 25 * time.Hour }, core.ErrInvalidConfig},
+		{"id.max_borrow", func(c *conf.Config) { c.ID.MaxBorrow = 25 * time.Hour }, core.ErrConfig},
 	}
 	for _, tc := range bad {
 		c := conf.DefaultConfig()
 		tc.set(&c)
 		err := c.Validate()
 		kes := conf.KeyErrors(err)
-		if len(kes) != 1 || kes[0].Key != tc.key || !errors.Is(err, conf.ErrInvalid) || !errors.Is(err, tc.want) {
-			t.Errorf("%s: Validate = %v; want one error naming it, matching ErrInvalid and %v", tc.key, err, tc.want)
+		if len(kes) != 1 || kes[0].Key != tc.key || !errors.Is(err, conf.ErrConfig) || !errors.Is(err, tc.want) {
+			t.Errorf("%s: Validate = %v; want one error naming it, matching ErrConfig and %v", tc.key, err, tc.want)
 		}
 	}
 
@@ -107,22 +107,22 @@ func TestCentralAndRESTConfig(t *testing.T) {
 	}
 	for name, path := range map[string]string{"missing": files.CA + ".missing", "no PEM certificate": files.ServerKey} {
 		c.REST.TLS.ClientCA = path
-		if _, err := c.RESTConfig(); !errors.Is(err, conf.ErrInvalid) || !strings.Contains(err.Error(), "rest.tls.client_ca") {
-			t.Errorf("RESTConfig with a %s client_ca file: %v; want ErrInvalid naming rest.tls.client_ca", name, err)
+		if _, err := c.RESTConfig(); !errors.Is(err, conf.ErrConfig) || !strings.Contains(err.Error(), "rest.tls.client_ca") {
+			t.Errorf("RESTConfig with a %s client_ca file: %v; want ErrConfig naming rest.tls.client_ca", name, err)
 		}
 	}
 	c.REST.TLS.ClientCA = ""
 
 	c.REST.TLS.Key = c.REST.TLS.Cert // not a key
-	if _, err := c.RESTConfig(); !errors.Is(err, conf.ErrInvalid) {
-		t.Errorf("RESTConfig with a bad key file: %v; want ErrInvalid", err)
+	if _, err := c.RESTConfig(); !errors.Is(err, conf.ErrConfig) {
+		t.Errorf("RESTConfig with a bad key file: %v; want ErrConfig", err)
 	}
 	c = conf.DefaultConfig()
 	c.Central.MaxBatch = -1
-	if _, err := c.CentralConfig(); !errors.Is(err, conf.ErrInvalid) {
+	if _, err := c.CentralConfig(); !errors.Is(err, conf.ErrConfig) {
 		t.Errorf("CentralConfig of an invalid config: %v", err)
 	}
-	if _, err := c.RESTConfig(); !errors.Is(err, conf.ErrInvalid) {
+	if _, err := c.RESTConfig(); !errors.Is(err, conf.ErrConfig) {
 		t.Errorf("RESTConfig of an invalid config: %v", err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/vesta-go/vesta/conf"
-	"github.com/vesta-go/vesta/internal/tlstest"
+	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 )
 
 // TestListenerTLSSuites: every TLS listener (central.tls, rest.tls)

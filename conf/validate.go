@@ -38,7 +38,7 @@ func (c *checker) addErr(key string, err error) {
 
 // Validate checks every key and returns all the bad ones joined: each a
 // *KeyError naming the key by its YAML path and the allowed values (see
-// KeyErrors); the result matches ErrInvalid. conf's own checks come first,
+// KeyErrors); the result matches ErrConfig. conf's own checks come first,
 // then each package's Validate on its conversion (packages.go), whose
 // errors keep the package's message (and match its sentinel), e.g.
 // "conf: central.max_batch: central: invalid config: MaxBatch 2000000;
@@ -113,7 +113,7 @@ func (m MachineConfig) validate(ck *checker) {
 		}
 	}
 
-	if len(m.IPTable) == 0 && m.Uses(ProviderIPTable) {
+	if len(m.IPTable) == 0 && m.Uses(machineid.ProviderIPTable) {
 		ck.add("machine.ip_table", "empty; the iptable provider (machine.providers) needs at least one entry")
 	}
 	addrs := map[netip.Addr]string{}
@@ -134,11 +134,11 @@ func (m MachineConfig) validate(ck *checker) {
 		}
 	}
 
-	if m.Uses(ProviderRedis) && m.Uses(ProviderEtcd) {
+	if m.Uses(machineid.ProviderRedis) && m.Uses(machineid.ProviderEtcd) {
 		ck.add("machine.providers", "lists both redis and etcd; two stores cannot keep one machine ID exclusive: list one (a fleet moving from one to the other gives each its own lease range)")
 	}
-	m.Redis.validate(ck, m.Uses(ProviderRedis))
-	m.Etcd.validate(ck, m.Uses(ProviderEtcd))
+	m.Redis.validate(ck, m.Uses(machineid.ProviderRedis))
+	m.Etcd.validate(ck, m.Uses(machineid.ProviderEtcd))
 	if rangesOK {
 		m.validateLeaseRanges(ck)
 	}
@@ -170,7 +170,7 @@ func (m MachineConfig) validateLeaseRanges(ck *checker) {
 	}
 	// The lease ranges of the store listed (redis's when none is).
 	store, embedded, server := "machine.redis", m.Redis.EmbeddedRange, m.Redis.ServerRange
-	if m.Uses(ProviderEtcd) {
+	if m.Uses(machineid.ProviderEtcd) {
 		store, embedded, server = "machine.etcd", m.Etcd.EmbeddedRange, m.Etcd.ServerRange
 	}
 	fixed := func(key string, id int) {
@@ -190,15 +190,15 @@ func (m MachineConfig) validateLeaseRanges(ck *checker) {
 			}
 		}
 	}
-	if m.Uses(ProviderStatic) && m.ID != nil {
+	if m.Uses(machineid.ProviderStatic) && m.ID != nil {
 		fixed("machine.id", *m.ID)
 	}
-	if m.Uses(ProviderIPTable) {
+	if m.Uses(machineid.ProviderIPTable) {
 		for _, ip := range slices.Sorted(maps.Keys(m.IPTable)) {
 			fixed(fmt.Sprintf("machine.ip_table[%q]", clip(ip)), m.IPTable[ip])
 		}
 	}
-	if m.Uses(ProviderK8s) {
+	if m.Uses(machineid.ProviderK8s) {
 		fixed("machine.k8s_offset", m.K8sOffset)
 	}
 }

@@ -20,8 +20,8 @@ func TestDefaultsValidate(t *testing.T) {
 
 func TestZeroConfigInvalid(t *testing.T) {
 	err := conf.Config{}.Validate()
-	if !errors.Is(err, conf.ErrInvalid) {
-		t.Fatalf("Validate of the zero Config = %v; want ErrInvalid", err)
+	if !errors.Is(err, conf.ErrConfig) {
+		t.Fatalf("Validate of the zero Config = %v; want ErrConfig", err)
 	}
 }
 

@@ -51,41 +51,41 @@ func DefaultConfig() Config {
 // Validate reports the first field that cannot be used, by name.
 func (c Config) Validate() error {
 	if c.Layout > Leaf {
-		return fmt.Errorf("%w: Layout %d; want Sorted (0), Vesta (1) or Leaf (2)", ErrInvalidConfig, c.Layout)
+		return fmt.Errorf("%w: Layout %d; want Sorted (0), Vesta (1) or Leaf (2)", ErrConfig, c.Layout)
 	}
 	if c.Type != MaxPeak && c.Type != MinGranularity {
-		return fmt.Errorf("%w: Type %d; want MaxPeak (0) or MinGranularity (1)", ErrInvalidConfig, c.Type)
+		return fmt.Errorf("%w: Type %d; want MaxPeak (0) or MinGranularity (1)", ErrConfig, c.Type)
 	}
 	// Leaf's IDs have no type or version bit: milliseconds, and the sign
 	// bit clear, so that every Java long reads them as Leaf's do.
 	if c.Layout == Leaf && c.Type != MinGranularity {
-		return fmt.Errorf("%w: Type %s: the leaf layout counts milliseconds only; want MinGranularity", ErrInvalidConfig, c.Type)
+		return fmt.Errorf("%w: Type %s: the leaf layout counts milliseconds only; want MinGranularity", ErrConfig, c.Type)
 	}
 	if c.Layout == Leaf && c.Version != 0 {
-		return fmt.Errorf("%w: Version %d: the leaf layout's top bit is the sign bit, always 0; want 0", ErrInvalidConfig, c.Version)
+		return fmt.Errorf("%w: Version %d: the leaf layout's top bit is the sign bit, always 0; want 0", ErrConfig, c.Version)
 	}
 	if _, err := NewCodec(c.Layout, c.Epoch); err != nil {
 		return fmt.Errorf("Epoch: %w", err)
 	}
 	if c.Version > 1 {
-		return fmt.Errorf("%w: Version %d; want 0 or 1", ErrInvalidConfig, c.Version)
+		return fmt.Errorf("%w: Version %d; want 0 or 1", ErrConfig, c.Version)
 	}
 	if c.Machine > MaxMachine {
-		return fmt.Errorf("%w: Machine %d; want 0-%d", ErrInvalidConfig, c.Machine, MaxMachine)
+		return fmt.Errorf("%w: Machine %d; want 0-%d", ErrConfig, c.Machine, MaxMachine)
 	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
 	}{{"MaxBorrow", c.MaxBorrow}, {"GuardWindow", c.GuardWindow}, {"MaxStartupWait", c.MaxStartupWait}} {
 		if d.v < 0 {
-			return fmt.Errorf("%w: %s %s is negative", ErrInvalidConfig, d.name, d.v)
+			return fmt.Errorf("%w: %s %s is negative", ErrConfig, d.name, d.v)
 		}
 	}
 	if c.MaxBorrow > 24*time.Hour {
-		return fmt.Errorf("%w: MaxBorrow %s; want at most 24h", ErrInvalidConfig, c.MaxBorrow)
+		return fmt.Errorf("%w: MaxBorrow %s; want at most 24h", ErrConfig, c.MaxBorrow)
 	}
 	if c.GuardWindow > 0 && c.GuardWindow < c.Type.Unit() {
-		return fmt.Errorf("%w: GuardWindow %s is shorter than one time unit (%s)", ErrInvalidConfig, c.GuardWindow, c.Type.Unit())
+		return fmt.Errorf("%w: GuardWindow %s is shorter than one time unit (%s)", ErrConfig, c.GuardWindow, c.Type.Unit())
 	}
 	return nil
 }

@@ -17,8 +17,8 @@ var (
 	// ErrUnknownName: a layout, type or method name that does not exist.
 	ErrUnknownName = errors.New("core: unknown name")
 
-	// ErrInvalidConfig: a Config field has a value the generator cannot use.
-	ErrInvalidConfig = errors.New("core: invalid config")
+	// ErrConfig: a Config field has a value the generator cannot use.
+	ErrConfig = errors.New("core: invalid config")
 
 	// ErrEndOfTime: the clock is past the last unit the layout can hold.
 	ErrEndOfTime = errors.New("core: end of time: the time field is exhausted")

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/gentest"
+	"github.com/vesta-go/vesta/internal/testkit"
+	"github.com/vesta-go/vesta/internal/testkit/gentest"
 )
 
 // t0 is an arbitrary instant well after both epochs, on a whole second.
@@ -71,7 +72,7 @@ func ticker(tb testing.TB, clk *core.ManualClock, step time.Duration) {
 
 func TestUniqueUnderConcurrency(t *testing.T) {
 	perG := 300_000
-	if testing.Short() {
+	if testkit.Short() {
 		perG = 30_000
 	}
 	for _, tc := range []struct {

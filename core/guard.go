@@ -142,7 +142,7 @@ const (
 // lets every user write in it is reported by Warnings instead.
 func OpenFileGuard(dir string, machine MachineID) (*FileGuard, error) {
 	if dir == "" {
-		return nil, fmt.Errorf("%w: time guard dir is empty", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: time guard dir is empty", ErrConfig)
 	}
 	if err := os.MkdirAll(dir, guardDirMode); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrGuard, err)

@@ -148,17 +148,17 @@ func NewCodec(layout Layout, epoch time.Time) (Codec, error) {
 	}
 	if layout == Leaf && !epoch.IsZero() && !epoch.Equal(LeafEpoch) {
 		return Codec{}, fmt.Errorf("%w: epoch %s: the leaf layout counts from Leaf's own epoch %s (1288834974657 ms) only, so that its IDs continue Leaf's; leave the epoch unset",
-			ErrInvalidConfig, epoch.UTC().Format(time.RFC3339Nano), LeafEpoch.Format("2006-01-02T15:04:05.000Z07:00"))
+			ErrConfig, epoch.UTC().Format(time.RFC3339Nano), LeafEpoch.Format("2006-01-02T15:04:05.000Z07:00"))
 	}
 	if epoch.IsZero() {
 		epoch = layout.DefaultEpoch()
 	}
 	if epoch.Before(minEpoch) || !epoch.Before(maxEpoch) {
 		return Codec{}, fmt.Errorf("%w: epoch %s outside 1970-01-01T00:00:00Z to 2200-01-01T00:00:00Z",
-			ErrInvalidConfig, epoch.UTC().Format(time.RFC3339Nano))
+			ErrConfig, epoch.UTC().Format(time.RFC3339Nano))
 	}
 	if epoch.Truncate(time.Millisecond) != epoch {
-		return Codec{}, fmt.Errorf("%w: epoch %s is not a whole millisecond", ErrInvalidConfig, epoch.UTC().Format(time.RFC3339Nano))
+		return Codec{}, fmt.Errorf("%w: epoch %s is not a whole millisecond", ErrConfig, epoch.UTC().Format(time.RFC3339Nano))
 	}
 	return Codec{layout: layout, epochMs: epoch.UnixMilli(), epochSet: true}, nil
 }

@@ -296,8 +296,8 @@ func TestCodecEpoch(t *testing.T) {
 		t.Errorf("epoch 1970: TransTime(10) = %s", got)
 	}
 	for _, bad := range []time.Time{time.Unix(-1, 0), time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC), time.Unix(0, 1)} {
-		if _, err := core.NewCodec(core.Sorted, bad); !errors.Is(err, core.ErrInvalidConfig) {
-			t.Errorf("NewCodec(epoch %s) = %v; want ErrInvalidConfig", bad, err)
+		if _, err := core.NewCodec(core.Sorted, bad); !errors.Is(err, core.ErrConfig) {
+			t.Errorf("NewCodec(epoch %s) = %v; want ErrConfig", bad, err)
 		}
 	}
 	if c := mustCodec(t, core.Leaf, time.Time{}); c.Epoch().UnixMilli() != 1288834974657 {
@@ -305,7 +305,7 @@ func TestCodecEpoch(t *testing.T) {
 	}
 	// Leaf's epoch given explicitly is Leaf's; any other is refused.
 	mustCodec(t, core.Leaf, time.UnixMilli(1288834974657))
-	if _, err := core.NewCodec(core.Leaf, core.SortedEpoch); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), "1288834974657") {
+	if _, err := core.NewCodec(core.Leaf, core.SortedEpoch); !errors.Is(err, core.ErrConfig) || !strings.Contains(err.Error(), "1288834974657") {
 		t.Errorf("leaf with another epoch: %v", err)
 	}
 	if _, err := core.NewCodec(core.Layout(7), time.Time{}); !errors.Is(err, core.ErrUnknownName) {

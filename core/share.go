@@ -70,10 +70,10 @@ const (
 // Validate reports the first field that cannot be used, by name.
 func (c ShareConfig) Validate() error {
 	if c.MaxWaitingIDs < 0 {
-		return fmt.Errorf("%w: MaxWaitingIDs %d is negative", ErrInvalidConfig, c.MaxWaitingIDs)
+		return fmt.Errorf("%w: MaxWaitingIDs %d is negative", ErrConfig, c.MaxWaitingIDs)
 	}
 	if c.MaxWaitingCalls < 0 {
-		return fmt.Errorf("%w: MaxWaitingCalls %d is negative", ErrInvalidConfig, c.MaxWaitingCalls)
+		return fmt.Errorf("%w: MaxWaitingCalls %d is negative", ErrConfig, c.MaxWaitingCalls)
 	}
 	return nil
 }

@@ -286,7 +286,7 @@ func TestShareInvalid(t *testing.T) {
 	}
 	g := newGen(t, core.Config{})
 	for _, cfg := range []core.ShareConfig{{MaxWaitingIDs: -1}, {MaxWaitingCalls: -1}} {
-		if _, err := core.NewShare(g, cfg); !errors.Is(err, core.ErrInvalidConfig) {
+		if _, err := core.NewShare(g, cfg); !errors.Is(err, core.ErrConfig) {
 			t.Errorf("NewShare(%+v): %v", cfg, err)
 		}
 	}

@@ -7,8 +7,8 @@
 //   - k8s/: a StatefulSet fleet on the k8s machine-ID provider, its Services,
 //     ConfigMap, PodDisruptionBudget and NetworkPolicy, locked (REST's token
 //     and RPC's mutual TLS from Secrets), and Redis with AOF;
-//     k8s/cert-manager issues the TLS Secret; k8s/validate, a module of its
-//     own, decodes them strictly into the Kubernetes API types.
+//     k8s/cert-manager issues the TLS Secret; tools/k8svalidate, a module of
+//     its own, decodes them strictly into the Kubernetes API types.
 //   - systemd/vesta.service: a sandboxed unit (DynamicUser, ProtectSystem=strict,
 //     StateDirectory for the time guard).
 //   - compose.yaml: a local fleet of three servers on Redis leases, REST's

@@ -21,13 +21,16 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/vesta-go/vesta/client"
-	"github.com/vesta-go/vesta/internal/redistest"
+	"github.com/vesta-go/vesta/internal/testkit"
+	"github.com/vesta-go/vesta/internal/testkit/redistest"
 )
 
 // need returns the path of a program the tests run; a missing one fails the
-// test (scripts/deps.sh installs it) rather than skipping it.
+// test (scripts/deps.sh installs it) rather than skipping it, except under
+// go test -short, which skips every test that runs one.
 func need(tb testing.TB, prog string) string {
 	tb.Helper()
+	testkit.SkipShort(tb, prog)
 	p, err := exec.LookPath(prog)
 	if err != nil {
 		tb.Fatalf("%s not found (scripts/deps.sh installs it): %v", prog, err)

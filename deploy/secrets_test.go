@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vesta-go/vesta/internal/tlstest"
+	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 )
 
 // kitSecrets stands in for the Secrets the Kubernetes kit mounts: a

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/internal/testkit"
 )
 
 // ceilingRSSBound is the most resident memory `vesta serve` may reach
@@ -46,9 +47,7 @@ func ceilingRSSBound() int64 {
 // an idle server (asserted loosely: the machine is shared; before the
 // ceiling's back-pressure it was 955 ms under the second attack).
 func TestCeilingAttacks(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs for 20 s")
-	}
+	testkit.SkipShort(t, "20 s")
 	p := serve(t, "vesta", serverEnv(t, nil, "", 0, "VESTA_MACHINE_ID", "1012", "VESTA_REST_LISTEN", "127.0.0.1:0"))
 	rss := func() int64 { return residentBytes(t, p.cmd.Process.Pid) }
 	idle := rss()

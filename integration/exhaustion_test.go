@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/internal/testkit"
 )
 
 // attackConns is the audit's attack: this many TCP connections that send
@@ -29,6 +30,7 @@ const attackConns = 10050
 // loosely (a hang, not a speed: the machine is shared); the audit's goal
 // is one second.
 func TestConnectionExhaustion(t *testing.T) {
+	testkit.SkipShort(t, "20,100 descriptors and about a minute")
 	need := uint64(attackConns + 200)
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {

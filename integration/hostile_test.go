@@ -20,6 +20,7 @@ import (
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit"
 )
 
 // hostileMaxConns is central.max_conns of TestHostileClients's server.
@@ -36,6 +37,7 @@ const hostileMaxConns = 48
 // connection, as documented; the well-behaved callers see no error at all,
 // and the server neither panics nor races.
 func TestHostileClients(t *testing.T) {
+	testkit.SkipShort(t, "about 30 s of hostile clients")
 	p := serve(t, "vesta", serverEnv(t, nil, "", 0, "VESTA_MACHINE_ID", "1010",
 		"VESTA_REST_LISTEN", "127.0.0.1:0", "VESTA_CENTRAL_MAX_CONNS", "48"))
 	led := newLedger(core.MaxPeak)

@@ -13,7 +13,8 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/netnstest"
+	"github.com/vesta-go/vesta/internal/testkit"
+	"github.com/vesta-go/vesta/internal/testkit/netnstest"
 )
 
 // TestTwoHostsOnDefaults runs `vesta gen --servers DEAD -n 20000` on two
@@ -92,6 +93,7 @@ func TestTwoHostsOnDefaults(t *testing.T) {
 // The restarted server either refuses, naming the old and the new value,
 // or issues IDs distinct from every ID issued before.
 func TestRestartChangedShape(t *testing.T) {
+	testkit.SkipShort(t, "about 20 s of restarts")
 	layoutEpoch := core.Sorted.DefaultEpoch()
 	for _, tc := range []struct {
 		name   string

@@ -18,8 +18,9 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
-	"github.com/vesta-go/vesta/internal/netnstest"
-	"github.com/vesta-go/vesta/internal/tlstest"
+	"github.com/vesta-go/vesta/internal/testkit"
+	"github.com/vesta-go/vesta/internal/testkit/netnstest"
+	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 )
 
 // The attacks of the listener-policy review (package connlimit), each on a
@@ -33,6 +34,7 @@ import (
 // port for a newcomer, so a well-behaved caller is served on every port,
 // /readyz answers, and the time guard keeps saving its mark.
 func TestIdleFloodLowNofile(t *testing.T) {
+	testkit.SkipShort(t, "about 10 s of flood")
 	env := serverEnv(t, nil, "", 0, "VESTA_MACHINE_ID", "1012",
 		"VESTA_REST_LISTEN", "127.0.0.1:0", "VESTA_METRICS_LISTEN", "127.0.0.1:0",
 		"VESTA_TIME_GUARD_WINDOW", "1s")
@@ -218,6 +220,7 @@ func closedByServer(nc net.Conn) bool {
 // HTTP/1.1 and HTTP/2 callers are served throughout; goroutines and
 // memory stay bounded.
 func TestHTTP2SlowStreams(t *testing.T) {
+	testkit.SkipShort(t, "about 10 s of slow streams")
 	pki := tlstest.New(t)
 	files := pki.WriteFiles(t, t.TempDir())
 	env := serverEnv(t, nil, "", 0, "VESTA_MACHINE_ID", "1013",
@@ -365,6 +368,7 @@ func TestHTTP2SlowStreams(t *testing.T) {
 // little (TCP_NOTSENT_LOWAT), the server closes the connections whose
 // answers waited longest, and a well-behaved caller is served throughout.
 func TestSlowReadFlood(t *testing.T) {
+	testkit.SkipShort(t, "about 15 s of flood")
 	const token = "slow-read-flood-token-0123456789"
 	env := serverEnv(t, nil, "", 0, "VESTA_MACHINE_ID", "1014",
 		"VESTA_REST_LISTEN", "127.0.0.1:0", "VESTA_METRICS_LISTEN", "127.0.0.1:0", "VESTA_REST_TOKEN", token)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vesta-go/vesta/internal/latencytest"
+	"github.com/vesta-go/vesta/internal/testkit/latencytest"
 )
 
 // load runs workers, each making one call after another until stop, and

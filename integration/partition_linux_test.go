@@ -11,8 +11,8 @@ import (
 
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/netnstest"
-	"github.com/vesta-go/vesta/internal/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/netnstest"
+	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
 )
 

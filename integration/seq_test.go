@@ -17,8 +17,8 @@ import (
 
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/client"
-	"github.com/vesta-go/vesta/internal/mariadbtest"
-	"github.com/vesta-go/vesta/internal/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/mariadbtest"
+	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/segment"
 	"github.com/vesta-go/vesta/segment/redisstore"
 )

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/netnstest"
-	"github.com/vesta-go/vesta/internal/redistest"
-	"github.com/vesta-go/vesta/internal/waittest"
+	"github.com/vesta-go/vesta/internal/testkit/netnstest"
+	"github.com/vesta-go/vesta/internal/testkit/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
 )
 

@@ -13,8 +13,8 @@ import (
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
-	"github.com/vesta-go/vesta/internal/etcdtest"
-	"github.com/vesta-go/vesta/internal/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/etcdtest"
+	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
 )
 

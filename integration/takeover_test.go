@@ -15,7 +15,7 @@ import (
 
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
 )
 

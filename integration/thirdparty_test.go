@@ -9,7 +9,8 @@ import (
 	"testing"
 
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/redistest"
+	"github.com/vesta-go/vesta/internal/testkit"
+	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/segment"
 	"github.com/vesta-go/vesta/segment/redisstore"
 )
@@ -22,6 +23,7 @@ const python = "/usr/bin/python3"
 // written against the spec with Python's msgpack package, calls every
 // method of a running `vesta serve`, pipelined on one connection.
 func TestThirdPartyClient(t *testing.T) {
+	testkit.SkipShort(t, python+" with msgpack, and redis-server")
 	if out, err := exec.Command(python, "-c", "import msgpack").CombinedOutput(); err != nil {
 		t.Fatalf("%s with msgpack is needed (scripts/deps.sh installs python3-msgpack): %v %s", python, err, out)
 	}

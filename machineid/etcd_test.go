@@ -13,9 +13,9 @@ import (
 
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/etcdtest"
-	"github.com/vesta-go/vesta/internal/logtest"
-	"github.com/vesta-go/vesta/internal/tlstest"
+	"github.com/vesta-go/vesta/internal/testkit/etcdtest"
+	"github.com/vesta-go/vesta/internal/testkit/logtest"
+	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 	"github.com/vesta-go/vesta/machineid"
 )
 

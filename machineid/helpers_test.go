@@ -9,9 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/promtest"
-	"github.com/vesta-go/vesta/internal/redistest"
-	"github.com/vesta-go/vesta/internal/waittest"
+	"github.com/vesta-go/vesta/internal/testkit/promtest"
+	"github.com/vesta-go/vesta/internal/testkit/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
 )
 

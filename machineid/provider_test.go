@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/logtest"
-	"github.com/vesta-go/vesta/internal/nettest"
+	"github.com/vesta-go/vesta/internal/testkit/logtest"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/machineid"
 )
 

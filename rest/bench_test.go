@@ -18,7 +18,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/latencytest"
+	"github.com/vesta-go/vesta/internal/testkit/latencytest"
 	"github.com/vesta-go/vesta/rest"
 )
 

@@ -126,8 +126,8 @@ func TestCeilingConfig(t *testing.T) {
 		{rest.Config{MaxWaitingCalls: -1}, "MaxWaitingCalls"},
 		{rest.Config{MaxWaitingIDs: 1<<30 + 1}, "MaxWaitingIDs"},
 	} {
-		if _, err := rest.NewServer(gen, tt.cfg); !errors.Is(err, rest.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.field) {
-			t.Errorf("NewServer(%+v): %v; want ErrInvalidConfig naming %s", tt.cfg, err, tt.field)
+		if _, err := rest.NewServer(gen, tt.cfg); !errors.Is(err, rest.ErrConfig) || !strings.Contains(err.Error(), tt.field) {
+			t.Errorf("NewServer(%+v): %v; want ErrConfig naming %s", tt.cfg, err, tt.field)
 		}
 	}
 }

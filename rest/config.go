@@ -15,9 +15,9 @@ import (
 
 // Sentinel errors of the package; messages add the details.
 var (
-	// ErrInvalidConfig: a Config field has a value the server cannot use.
+	// ErrConfig: a Config field has a value the server cannot use.
 	// The message names the field.
-	ErrInvalidConfig = errors.New("rest: invalid config")
+	ErrConfig = errors.New("rest: invalid config")
 
 	// ErrServing: Serve was called while the server is already serving.
 	ErrServing = errors.New("rest: already serving")
@@ -183,60 +183,60 @@ func DefaultConfig() Config {
 // Validate reports the first field that cannot be used, by name.
 func (c Config) Validate() error {
 	if c.TLS != nil && len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil && c.TLS.GetConfigForClient == nil {
-		return fmt.Errorf("%w: TLS: no certificate (set Certificates or GetCertificate)", ErrInvalidConfig)
+		return fmt.Errorf("%w: TLS: no certificate (set Certificates or GetCertificate)", ErrConfig)
 	}
 	for i := 0; i < len(c.Token); i++ {
 		// The message never shows the token, only where it goes wrong.
 		if ch := c.Token[i]; ch <= ' ' || ch >= 0x7f {
-			return fmt.Errorf("%w: Token: byte %d is a space, control or non-ASCII character; a bearer token cannot carry it", ErrInvalidConfig, i)
+			return fmt.Errorf("%w: Token: byte %d is a space, control or non-ASCII character; a bearer token cannot carry it", ErrConfig, i)
 		}
 	}
 	if c.Token != "" && len(c.Token) < MinTokenBytes {
-		return fmt.Errorf("%w: Token: %d bytes; want at least %d (e.g. head -c 32 /dev/urandom | base64)", ErrInvalidConfig, len(c.Token), MinTokenBytes)
+		return fmt.Errorf("%w: Token: %d bytes; want at least %d (e.g. head -c 32 /dev/urandom | base64)", ErrConfig, len(c.Token), MinTokenBytes)
 	}
 	if c.MaxBatch < 0 || c.MaxBatch > maxMaxBatch {
-		return fmt.Errorf("%w: MaxBatch: %d; want 0 (meaning %d) to %d", ErrInvalidConfig, c.MaxBatch, DefaultMaxBatch, maxMaxBatch)
+		return fmt.Errorf("%w: MaxBatch: %d; want 0 (meaning %d) to %d", ErrConfig, c.MaxBatch, DefaultMaxBatch, maxMaxBatch)
 	}
 	for _, f := range []struct {
 		name string
 		v    int
 	}{{"MaxConns", c.MaxConns}, {"MaxConnsPerPeer", c.MaxConnsPerPeer}} {
 		if f.v < 0 || f.v > maxConnsLimit {
-			return fmt.Errorf("%w: %s: %d; want 0 (default) to %d", ErrInvalidConfig, f.name, f.v, maxConnsLimit)
+			return fmt.Errorf("%w: %s: %d; want 0 (default) to %d", ErrConfig, f.name, f.v, maxConnsLimit)
 		}
 	}
 	if c.PeerPrefixV6 < 0 || c.PeerPrefixV6 > 128 {
-		return fmt.Errorf("%w: PeerPrefixV6: %d; want 0 (meaning %d) to 128", ErrInvalidConfig, c.PeerPrefixV6, connlimit.DefaultPeerPrefixV6)
+		return fmt.Errorf("%w: PeerPrefixV6: %d; want 0 (meaning %d) to 128", ErrConfig, c.PeerPrefixV6, connlimit.DefaultPeerPrefixV6)
 	}
 	if c.MaxUnsentBytes < 0 || c.MaxUnsentBytes > connlimit.MaxUnsentLimit {
-		return fmt.Errorf("%w: MaxUnsentBytes: %d; want 0 (meaning %d) to %d", ErrInvalidConfig, c.MaxUnsentBytes, DefaultMaxUnsent, connlimit.MaxUnsentLimit)
+		return fmt.Errorf("%w: MaxUnsentBytes: %d; want 0 (meaning %d) to %d", ErrConfig, c.MaxUnsentBytes, DefaultMaxUnsent, connlimit.MaxUnsentLimit)
 	}
 	if c.MetricsAuth && c.Token == "" {
-		return fmt.Errorf("%w: MetricsAuth: set without a Token", ErrInvalidConfig)
+		return fmt.Errorf("%w: MetricsAuth: set without a Token", ErrConfig)
 	}
 	for i, h := range c.AllowedHosts {
 		if err := checkAllowedHost(h); err != nil {
-			return fmt.Errorf("%w: AllowedHosts[%d]: %q: %v", ErrInvalidConfig, i, clip(h), err)
+			return fmt.Errorf("%w: AllowedHosts[%d]: %q: %v", ErrConfig, i, clip(h), err)
 		}
 		if h == "*" && c.Token == "" {
-			return fmt.Errorf("%w: AllowedHosts: \"*\" without a Token: a DNS-rebinding page would then be answered as this server's own", ErrInvalidConfig)
+			return fmt.Errorf("%w: AllowedHosts: \"*\" without a Token: a DNS-rebinding page would then be answered as this server's own", ErrConfig)
 		}
 	}
 	if c.BodyLimit < 0 {
-		return fmt.Errorf("%w: BodyLimit: %d; want 0 (meaning %d) or more bytes", ErrInvalidConfig, c.BodyLimit, DefaultBodyLimit)
+		return fmt.Errorf("%w: BodyLimit: %d; want 0 (meaning %d) or more bytes", ErrConfig, c.BodyLimit, DefaultBodyLimit)
 	}
 	if c.RequestTimeout < 0 {
-		return fmt.Errorf("%w: RequestTimeout: %s; want 0 (meaning %s) or more", ErrInvalidConfig, c.RequestTimeout, DefaultRequestTimeout)
+		return fmt.Errorf("%w: RequestTimeout: %s; want 0 (meaning %s) or more", ErrConfig, c.RequestTimeout, DefaultRequestTimeout)
 	}
 	if c.MaxWaitingIDs < 0 || c.MaxWaitingIDs > maxWaiting {
-		return fmt.Errorf("%w: MaxWaitingIDs: %d; want 0 (meaning %d) to %d", ErrInvalidConfig, c.MaxWaitingIDs, core.DefaultMaxWaitingIDs, maxWaiting)
+		return fmt.Errorf("%w: MaxWaitingIDs: %d; want 0 (meaning %d) to %d", ErrConfig, c.MaxWaitingIDs, core.DefaultMaxWaitingIDs, maxWaiting)
 	}
 	if c.MaxWaitingCalls < 0 || c.MaxWaitingCalls > maxWaiting {
-		return fmt.Errorf("%w: MaxWaitingCalls: %d; want 0 (meaning %d) to %d", ErrInvalidConfig, c.MaxWaitingCalls, core.DefaultMaxWaitingCalls, maxWaiting)
+		return fmt.Errorf("%w: MaxWaitingCalls: %d; want 0 (meaning %d) to %d", ErrConfig, c.MaxWaitingCalls, core.DefaultMaxWaitingCalls, maxWaiting)
 	}
 	if c.Registerer != nil && c.Gatherer == nil {
 		if _, ok := c.Registerer.(prometheus.Gatherer); !ok {
-			return fmt.Errorf("%w: Gatherer: required when Registerer is not a prometheus.Gatherer", ErrInvalidConfig)
+			return fmt.Errorf("%w: Gatherer: required when Registerer is not a prometheus.Gatherer", ErrConfig)
 		}
 	}
 	return nil

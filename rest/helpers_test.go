@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/gentest"
-	"github.com/vesta-go/vesta/internal/logtest"
+	"github.com/vesta-go/vesta/internal/testkit/gentest"
+	"github.com/vesta-go/vesta/internal/testkit/logtest"
 	"github.com/vesta-go/vesta/rest"
 )
 

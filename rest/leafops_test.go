@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vesta-go/vesta/internal/mariadbtest"
-	"github.com/vesta-go/vesta/internal/redistest"
-	"github.com/vesta-go/vesta/internal/segtest"
+	"github.com/vesta-go/vesta/internal/testkit/mariadbtest"
+	"github.com/vesta-go/vesta/internal/testkit/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/segtest"
 	"github.com/vesta-go/vesta/rest"
 	"github.com/vesta-go/vesta/segment"
 	"github.com/vesta-go/vesta/segment/mysqlstore"
@@ -258,9 +258,6 @@ func FuzzLeafDecode(f *testing.F) {
 // prints it, which Leaf's LeafAlloc.updateTime string carries) and a
 // biz_tag no vesta tag may be (Leaf's table allows any) escaped.
 func TestLeafOnMariaDB(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts MariaDB")
-	}
 	srv := mariadbtest.Start(t)
 	db := srv.Database(t, "leaf")
 	for _, q := range []string{
@@ -317,9 +314,6 @@ func TestLeafOnMariaDB(t *testing.T) {
 // rows as the store keeps them (update_time the store's last write), the
 // buffers as issued.
 func TestLeafOnRedis(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Redis")
-	}
 	srv := redistest.Start(t)
 	st, err := redisstore.Open(redisstore.Config{Addrs: []string{srv.Addr()}})
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vesta-go/vesta/internal/tlstest"
+	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/central"
@@ -396,18 +396,18 @@ func TestConfigValidate(t *testing.T) {
 		switch {
 		case tc.field == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
-		case tc.field != "" && (!errors.Is(err, rest.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field+":")):
-			t.Errorf("%s: %v, want ErrInvalidConfig naming %s", tc.name, err, tc.field)
+		case tc.field != "" && (!errors.Is(err, rest.ErrConfig) || !strings.Contains(err.Error(), tc.field+":")):
+			t.Errorf("%s: %v, want ErrConfig naming %s", tc.name, err, tc.field)
 		}
 		if tc.field == "Token" && err != nil && strings.Contains(err.Error(), tc.cfg.Token) {
 			t.Errorf("%s: the error shows the token", tc.name)
 		}
 	}
-	if _, err := rest.NewServer(nil, rest.Config{}); !errors.Is(err, rest.ErrInvalidConfig) {
+	if _, err := rest.NewServer(nil, rest.Config{}); !errors.Is(err, rest.ErrConfig) {
 		t.Errorf("NewServer(nil) = %v", err)
 	}
 	gen, _ := vestaGen(t)
-	if _, err := rest.NewServer(gen, rest.Config{MaxBatch: -5}); !errors.Is(err, rest.ErrInvalidConfig) {
+	if _, err := rest.NewServer(gen, rest.Config{MaxBatch: -5}); !errors.Is(err, rest.ErrConfig) {
 		t.Errorf("NewServer with a bad config = %v", err)
 	}
 }

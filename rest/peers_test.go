@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vesta-go/vesta/internal/tlstest"
+	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 	"github.com/vesta-go/vesta/rest"
 )
 

@@ -78,7 +78,7 @@ type Server struct {
 // until Serve; Handler gives the handler for tests or another server.
 func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 	if gen == nil {
-		return nil, fmt.Errorf("%w: generator is nil", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: generator is nil", ErrConfig)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

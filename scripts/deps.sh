@@ -5,8 +5,8 @@
 # network partitions of the integration tests' hosts in network namespaces;
 # `ip` comes with iproute2), Debian's chromium (the REST page's browser
 # test), python3-msgpack (a MessagePack-RPC client in another language),
-# mariadb-server (segment/mysqlstore, through internal/mariadbtest),
-# etcd-server (etcd, the clusters of internal/etcdtest), and for the deploy
+# mariadb-server (segment/mysqlstore, through internal/testkit/mariadbtest),
+# etcd-server (etcd, the clusters of internal/testkit/etcdtest), and for the deploy
 # and monitoring kits podman with runc (the image test), systemd-analyze (the
 # unit's check) and promtool (the alert rules; Debian's prometheus package).
 # Idempotent; run by scripts/test.sh before the tests.

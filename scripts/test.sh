@@ -13,21 +13,22 @@ unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
-# Test-only modules beside the product module: their dependencies (chromedp
-# for the page's browser test, kin-openapi for rest/openapilint's strict
-# validation of the served OpenAPI document, hdrhistogram for the load
-# generator vesta-bench; bwmarrin/snowflake and sonyflake for bench/peers,
-# whose benchmarks are compiled and vetted here, run by make bench-peers)
-# stay out of the product's go.mod; nemesis is the fault injector's module
-# (its ledger and report packages are tested here).
-test_modules=(rest/browser rest/openapilint bench/load bench/peers nemesis)
+# Every other module of the tree, found rather than listed, so that none is
+# left out: the tools/ modules (chromedp for the page's browser tests,
+# kin-openapi for the strict validation of the served OpenAPI document, the
+# Kubernetes API types for the manifests, hdrhistogram for the load
+# generator vesta-bench, bwmarrin/snowflake and sonyflake for the peer
+# benchmarks, which make bench-peers runs), whose dependencies stay out of
+# the product's go.mod, and nemesis, the fault injector's module. Each is
+# vetted, linted and tested like the product module.
+mapfile -t modules < <(find . -name go.mod -not -path ./go.mod -not -path '*/.*' -not -path '*/testdata/*' | sed 's|^\./||; s|/go.mod$||' | sort)
 
 echo "== go vet"
 $GO vet ./...
-for m in "${test_modules[@]}"; do (cd "$m" && $GO vet ./...); done
+for m in "${modules[@]}"; do echo "-- $m"; (cd "$m" && $GO vet ./...); done
 echo "== staticcheck"
 $GO run "honnef.co/go/tools/cmd/staticcheck@${STATICCHECK_VERSION}" ./...
-for m in "${test_modules[@]}"; do (cd "$m" && $GO run "honnef.co/go/tools/cmd/staticcheck@${STATICCHECK_VERSION}" ./...); done
+for m in "${modules[@]}"; do echo "-- $m"; (cd "$m" && $GO run "honnef.co/go/tools/cmd/staticcheck@${STATICCHECK_VERSION}" ./...); done
 
 if [ "${1:-}" = "--lint-only" ]; then exit 0; fi
 
@@ -36,13 +37,7 @@ scripts/deps.sh
 
 echo "== go test -race"
 $GO test -race -count=1 -timeout 30m ./...
-
-# deploy/k8s/validate is a module of its own (the Kubernetes API types stay
-# out of the product's go.mod); its first run downloads them through the
-# module proxy, its tests use no network.
-echo "== deploy/k8s/validate"
-(cd deploy/k8s/validate && $GO mod download && $GO vet ./... && $GO test -race -count=1 ./...)
-for m in "${test_modules[@]}"; do
+for m in "${modules[@]}"; do
   echo "== go test -race ($m)"
   (cd "$m" && $GO test -race -count=1 -timeout 10m ./...)
 done

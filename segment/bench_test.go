@@ -13,9 +13,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/vesta-go/vesta/internal/latencytest"
-	"github.com/vesta-go/vesta/internal/mariadbtest"
-	"github.com/vesta-go/vesta/internal/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/latencytest"
+	"github.com/vesta-go/vesta/internal/testkit/mariadbtest"
+	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/segment"
 	"github.com/vesta-go/vesta/segment/mysqlstore"
 	"github.com/vesta-go/vesta/segment/redisstore"

@@ -15,18 +15,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// waitFor polls cond until it holds; the bound only catches hangs.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // newStore is a MemStore holding the given tags (start 1), closed at the
 // end of the test.
 func newStore(t testing.TB, step int64, tags ...string) *segment.MemStore {

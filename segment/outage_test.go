@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/vesta-go/vesta/internal/segtest"
+	"github.com/vesta-go/vesta/internal/testkit/segtest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/segment"
 )
 
@@ -37,7 +38,7 @@ func TestStoreDownThenRecovers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the prefetch", func() bool { s, _ := is.Stats("t"); return s.RangesFetched == 2 })
+	waittest.Until(t, "the prefetch", func() bool { s, _ := is.Stats("t"); return s.RangesFetched == 2 })
 
 	st.Fail(errDown)
 	// 180 numbers are buffered: all come out while the store is down.
@@ -47,7 +48,7 @@ func TestStoreDownThenRecovers(t *testing.T) {
 		}
 	}
 	// Into the second range: its prefetch failed, but numbers are left.
-	waitFor(t, "the failed prefetch", func() bool { s, _ := is.Stats("t"); return s.LastError != nil })
+	waittest.Until(t, "the failed prefetch", func() bool { s, _ := is.Stats("t"); return s.LastError != nil })
 	if err := is.Ready(); err != nil {
 		t.Fatalf("Ready with numbers left: %v", err)
 	}
@@ -71,15 +72,25 @@ func TestStoreDownThenRecovers(t *testing.T) {
 		t.Fatalf("Stats = %+v", s)
 	}
 	// The background retry runs every RetryBackoff while the store is down.
+	// Each wait starts in a goroutine of its own: the clock moves only once
+	// it waits, or the retry would wait a backoff past the move.
+	asleep, cancel := context.WithTimeout(ctx, waittest.Timeout)
+	defer cancel()
 	calls := st.Calls()
 	for range 3 {
+		if err := clk.BlockUntil(asleep, 1); err != nil {
+			t.Fatal(err)
+		}
 		clk.Advance(cfg.RetryBackoff)
-		waitFor(t, "a retry", func() bool { return st.Calls() > calls })
+		waittest.Until(t, "a retry", func() bool { return st.Calls() > calls })
 		calls = st.Calls()
 	}
 	st.Fail(nil)
+	if err := clk.BlockUntil(asleep, 1); err != nil {
+		t.Fatal(err)
+	}
 	clk.Advance(cfg.RetryBackoff)
-	waitFor(t, "recovery", func() bool { return is.Ready() == nil })
+	waittest.Until(t, "recovery", func() bool { return is.Ready() == nil })
 	n, err := take()
 	if err != nil || n <= 200 {
 		t.Fatalf("after recovery: %d, %v", n, err)
@@ -106,7 +117,7 @@ func TestStoreWentBack(t *testing.T) {
 	if n, err := is.Next(ctx, "t"); err != nil || n != 10 { // starts the prefetch
 		t.Fatalf("Next = %d, %v; want 10", n, err)
 	}
-	waitFor(t, "the refused range", func() bool { s, _ := is.Stats("t"); return s.LastError != nil })
+	waittest.Until(t, "the refused range", func() bool { s, _ := is.Stats("t"); return s.LastError != nil })
 	if _, err := is.Next(ctx, "t"); !errors.Is(err, segment.ErrBadRange) || !errors.Is(err, segment.ErrUnavailable) {
 		t.Fatalf("Next = %v, want ErrBadRange", err)
 	}
@@ -114,7 +125,7 @@ func TestStoreWentBack(t *testing.T) {
 	// issued, issuing resumes above it. A retry's fetch runs in the
 	// background: a Next meanwhile fails fast, so wait for it rather than
 	// count attempts.
-	waitFor(t, "issuing to resume", func() bool {
+	waittest.Until(t, "issuing to resume", func() bool {
 		clk.Advance(cfg.RetryBackoff)
 		n, err := is.Next(ctx, "t")
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vesta-go/vesta/internal/segtest"
+	"github.com/vesta-go/vesta/internal/testkit/segtest"
 	"github.com/vesta-go/vesta/segment"
 )
 

@@ -5,7 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/vesta-go/vesta/internal/segtest"
+	"github.com/vesta-go/vesta/internal/testkit/segtest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/segment"
 )
 
@@ -61,7 +62,7 @@ func TestBuffers(t *testing.T) {
 	} {
 		next(step.numbers)
 		if step.awaitNew {
-			waitFor(t, step.what, func() bool { return get("a").NextReady })
+			waittest.Until(t, step.what, func() bool { return get("a").NextReady })
 		}
 		step.want.Tag = "a"
 		if got := get("a"); got != step.want {

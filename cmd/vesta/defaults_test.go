@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/redistest"
 )
 
 // reexecEnv marks a child process of this test binary that runs main.

@@ -15,5 +15,5 @@
 // the message). Each command is in a file of its own; run() is main without
 // the process, so the tests drive the real command lines in-process. The
 // load generator is not part of the product: it is the command vesta-bench
-// of the module bench/load.
+// of the module tools/vesta-bench.
 package main

@@ -79,7 +79,7 @@ two instances left on one default would issue the same IDs.`,
 // bad field, settings unlike the fleet record's) usage errors, and leaves
 // run-time failures alone.
 func usageIf(err error) error {
-	for _, sentinel := range []error{conf.ErrInvalid, embed.ErrConfig, client.ErrConfig, machineid.ErrConfig, machineid.ErrRange, machineid.ErrNoMachineID, machineid.ErrFleet} {
+	for _, sentinel := range []error{conf.ErrConfig, embed.ErrConfig, client.ErrConfig, machineid.ErrConfig, machineid.ErrRange, machineid.ErrNoMachineID, machineid.ErrFleet} {
 		if errors.Is(err, sentinel) {
 			return fmt.Errorf("%w: %w", errUsage, err)
 		}

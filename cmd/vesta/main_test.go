@@ -22,9 +22,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/logtest"
-	"github.com/vesta-go/vesta/internal/redistest"
-	"github.com/vesta-go/vesta/internal/tlstest"
+	"github.com/vesta-go/vesta/internal/testkit"
+	"github.com/vesta-go/vesta/internal/testkit/logtest"
+	"github.com/vesta-go/vesta/internal/testkit/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 	"github.com/vesta-go/vesta/machineid"
 )
 
@@ -61,7 +62,7 @@ func parseIDs(tb testing.TB, out string) []core.ID {
 func TestGen(t *testing.T) {
 	dir := t.TempDir()
 	n := 1_500_000
-	if testing.Short() {
+	if testkit.Short() {
 		n = 100_000
 	}
 	start := time.Now()

@@ -14,7 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vesta-go/vesta/internal/netnstest"
+	"github.com/vesta-go/vesta/internal/testkit"
+	"github.com/vesta-go/vesta/internal/testkit/netnstest"
 )
 
 // `make run`: serve with nothing but the machine ID chosen in the open
@@ -25,9 +26,7 @@ import (
 // them while the tests run: the server runs in a network namespace of its
 // own, whose loopback has every port free.
 func TestServeMakeRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and needs a network namespace (root): make test runs it")
-	}
+	testkit.SkipShort(t, "a build of the binary and a network namespace (root)")
 	bin := filepath.Join(t.TempDir(), "vesta")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit"
 )
 
 // The nemesis build tag's clock hook (internal/assemble/nemesis.go), on
@@ -27,6 +28,7 @@ import (
 // environment, ignores it. Then a step back of the shifted clock issues
 // nothing below what was issued, as DESIGN.md §2.3-2.4 say.
 func TestNemesisClock(t *testing.T) {
+	testkit.SkipShort(t, "two builds of the binary")
 	dir := t.TempDir()
 	bins := map[string][]string{"tagged": {"-tags", "nemesis"}, "default": nil}
 	var wg sync.WaitGroup

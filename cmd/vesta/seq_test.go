@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode"
 
-	"github.com/vesta-go/vesta/internal/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/redistest"
 )
 
 // TestSeqCommands: vesta seq create and list on a Redis store, then vesta

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vesta-go/vesta/internal/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/redistest"
 )
 
 // TestServeStatusLease: `vesta serve` hands its lease to the REST server,

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vesta-go/vesta/internal/ceilingmetric"
-	"github.com/vesta-go/vesta/internal/promtest"
+	"github.com/vesta-go/vesta/internal/testkit/promtest"
 )
 
 // TestSharedRegistry: every mode registers into one registry, twice over,

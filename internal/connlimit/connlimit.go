@@ -77,9 +77,9 @@ var (
 	caps    = reasons[:3]
 )
 
-// ErrInvalidConfig: a Config field has a value the limiter cannot use;
+// ErrConfig: a Config field has a value the limiter cannot use;
 // the message names the field.
-var ErrInvalidConfig = errors.New("connlimit: invalid config")
+var ErrConfig = errors.New("connlimit: invalid config")
 
 // Bounds and defaults of Config.
 const (
@@ -153,17 +153,17 @@ func (c Config) Validate() error {
 		v    int
 	}{{"MaxConns", c.MaxConns}, {"MaxConnsPerPeer", c.MaxConnsPerPeer}} {
 		if f.v < 1 || f.v > MaxConnsLimit {
-			return fmt.Errorf("%w: %s %d; want 1-%d", ErrInvalidConfig, f.name, f.v, MaxConnsLimit)
+			return fmt.Errorf("%w: %s %d; want 1-%d", ErrConfig, f.name, f.v, MaxConnsLimit)
 		}
 	}
 	if c.PeerPrefixV6 < 0 || c.PeerPrefixV6 > 128 {
-		return fmt.Errorf("%w: PeerPrefixV6 %d; want 0 (meaning %d) or 1-128", ErrInvalidConfig, c.PeerPrefixV6, DefaultPeerPrefixV6)
+		return fmt.Errorf("%w: PeerPrefixV6 %d; want 0 (meaning %d) or 1-128", ErrConfig, c.PeerPrefixV6, DefaultPeerPrefixV6)
 	}
 	if c.MaxUnsent < 0 || c.MaxUnsent > MaxUnsentLimit {
-		return fmt.Errorf("%w: MaxUnsent %d; want 0 (no bound) to %d bytes", ErrInvalidConfig, c.MaxUnsent, int64(MaxUnsentLimit))
+		return fmt.Errorf("%w: MaxUnsent %d; want 0 (no bound) to %d bytes", ErrConfig, c.MaxUnsent, int64(MaxUnsentLimit))
 	}
 	if c.FirstRequest < 0 {
-		return fmt.Errorf("%w: FirstRequest %v; want 0 (none) or more", ErrInvalidConfig, c.FirstRequest)
+		return fmt.Errorf("%w: FirstRequest %v; want 0 (none) or more", ErrConfig, c.FirstRequest)
 	}
 	return nil
 }

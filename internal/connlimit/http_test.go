@@ -13,8 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/internal/connlimit"
-	"github.com/vesta-go/vesta/internal/promtest"
-	"github.com/vesta-go/vesta/internal/tlstest"
+	"github.com/vesta-go/vesta/internal/testkit/promtest"
+	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 )
 
 // serveHTTP serves h under the policy of cfg, with TLS when pki is set,

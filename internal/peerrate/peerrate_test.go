@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vesta-go/vesta/internal/logtest"
 	"github.com/vesta-go/vesta/internal/peerrate"
+	"github.com/vesta-go/vesta/internal/testkit/logtest"
 )
 
 var t0 = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)

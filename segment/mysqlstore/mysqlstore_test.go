@@ -12,8 +12,9 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 
-	"github.com/vesta-go/vesta/internal/mariadbtest"
-	"github.com/vesta-go/vesta/internal/segtest"
+	"github.com/vesta-go/vesta/internal/testkit/mariadbtest"
+	"github.com/vesta-go/vesta/internal/testkit/segtest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/segment"
 	"github.com/vesta-go/vesta/segment/mysqlstore"
 )
@@ -267,7 +268,7 @@ func testKilledMidRun(t *testing.T, srv *mariadbtest.Server, _ *sql.DB) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the prefetch", func() bool { s, _ := is.Stats("kill"); return s.RangesFetched == 2 })
+	waittest.Until(t, "the prefetch", func() bool { s, _ := is.Stats("kill"); return s.RangesFetched == 2 })
 	srv.Kill()
 	s, _ := is.Stats("kill")
 	for i := int64(0); i < s.Remaining; i++ {
@@ -276,7 +277,7 @@ func testKilledMidRun(t *testing.T, srv *mariadbtest.Server, _ *sql.DB) {
 		}
 	}
 	var err error
-	waitFor(t, "ErrUnavailable", func() bool { err = take(); return err != nil })
+	waittest.Until(t, "ErrUnavailable", func() bool { err = take(); return err != nil })
 	if !errors.Is(err, segment.ErrUnavailable) {
 		t.Fatalf("with MariaDB killed and buffers empty: %v", err)
 	}
@@ -284,20 +285,9 @@ func testKilledMidRun(t *testing.T, srv *mariadbtest.Server, _ *sql.DB) {
 		t.Fatalf("Ready = %v", err)
 	}
 	srv.Restart()
-	waitFor(t, "recovery", func() bool { return is.Ready() == nil })
+	waittest.Until(t, "recovery", func() bool { return is.Ready() == nil })
 	if err := take(); err != nil {
 		t.Fatalf("after recovery: %v", err)
 	}
 	t.Logf("%d numbers, up to %d", len(seen), prev)
-}
-
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

@@ -11,8 +11,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/vesta-go/vesta/internal/redistest"
-	"github.com/vesta-go/vesta/internal/segtest"
+	"github.com/vesta-go/vesta/internal/testkit/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/segtest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/segment"
 	"github.com/vesta-go/vesta/segment/redisstore"
 )
@@ -186,7 +187,7 @@ func TestLossFloor(t *testing.T) {
 			var issued atomic.Int64
 			stop := make(chan struct{})
 			wait := run(t, iss, tags, stop, &issued)
-			waitFor(t, "numbers", func() bool { return issued.Load() > 3000 })
+			waittest.Until(t, "numbers", func() bool { return issued.Load() > 3000 })
 			c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 			defer c.Close()
 			line := lineNow(t, srv.Addr())
@@ -195,12 +196,12 @@ func TestLossFloor(t *testing.T) {
 					t.Fatal(err)
 				}
 				mark := issued.Load()
-				waitFor(t, "numbers after the snapshot", func() bool { return issued.Load() > mark+3000 })
+				waittest.Until(t, "numbers after the snapshot", func() bool { return issued.Load() > mark+3000 })
 				srv.Kill()
 			}
 			srv.Restart() // empty, or back at the snapshot
 			// Every tag gets past the loss: a number above the line.
-			waitFor(t, "numbers above the line", func() bool {
+			waittest.Until(t, "numbers above the line", func() bool {
 				for _, tag := range tags {
 					if v, err := c.HGet(ctx, "{vesta:seg}:t:"+tag, "max_id").Int64(); err != nil || v < line+redisstore.Ahead {
 						return false
@@ -209,7 +210,7 @@ func TestLossFloor(t *testing.T) {
 				return true
 			})
 			mark := issued.Load()
-			waitFor(t, "numbers after the loss", func() bool { return issued.Load() > mark+3000 })
+			waittest.Until(t, "numbers after the loss", func() bool { return issued.Load() > mark+3000 })
 			close(stop)
 			got := wait()
 			n := segtest.Check(t, got)
@@ -246,16 +247,5 @@ func TestNoLossFloorRestartedEmpty(t *testing.T) {
 	srv.Restart()
 	if _, err := st.Next(ctx, "t", 0); !errors.Is(err, segment.ErrUnknownTag) {
 		t.Fatalf("Next after the loss = %v", err)
-	}
-}
-
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

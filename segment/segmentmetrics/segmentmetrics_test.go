@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/vesta-go/vesta/internal/promtest"
+	"github.com/vesta-go/vesta/internal/testkit/promtest"
 	"github.com/vesta-go/vesta/segment"
 	"github.com/vesta-go/vesta/segment/segmentmetrics"
 )

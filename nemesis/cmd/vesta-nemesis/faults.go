@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vesta-go/vesta/internal/netnstest"
-	"github.com/vesta-go/vesta/internal/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/netnstest"
+	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/nemesis/report"
 )
 

@@ -16,10 +16,10 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 
-	"github.com/vesta-go/vesta/internal/etcdtest"
-	"github.com/vesta-go/vesta/internal/mariadbtest"
-	"github.com/vesta-go/vesta/internal/netnstest"
-	"github.com/vesta-go/vesta/internal/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/etcdtest"
+	"github.com/vesta-go/vesta/internal/testkit/mariadbtest"
+	"github.com/vesta-go/vesta/internal/testkit/netnstest"
+	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/segment"
 	"github.com/vesta-go/vesta/segment/mysqlstore"
 	"github.com/vesta-go/vesta/segment/redisstore"

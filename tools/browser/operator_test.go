@@ -1,0 +1,352 @@
+package browser_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/internal/testkit/gentest"
+	"github.com/vesta-go/vesta/rest"
+	"github.com/vesta-go/vesta/segment"
+)
+
+// browser starts headless Chromium for one test, with the extra options
+// given, and returns its context.
+func browser(t *testing.T, timeout time.Duration, extra ...chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, append([]chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath(t)), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-extensions", true), chromedp.Flag("disable-dev-shm-usage", true),
+	}, extra...)...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(cancelBrowser)
+	return bctx
+}
+
+// pageClient calls the server as the test, with the token.
+type pageClient struct {
+	t    *testing.T
+	base string
+	c    *http.Client
+}
+
+func newPageClient(t *testing.T, base string) *pageClient {
+	c := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(c.CloseIdleConnections)
+	return &pageClient{t: t, base: base, c: c}
+}
+
+func (p *pageClient) get(path string) string {
+	p.t.Helper()
+	q, _ := http.NewRequest(http.MethodGet, p.base+path, nil)
+	q.Header.Set("Authorization", "Bearer "+token)
+	res, err := p.c.Do(q)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		p.t.Fatalf("GET %s: %d %s", path, res.StatusCode, b)
+	}
+	return string(b)
+}
+
+func (p *pageClient) json(path string, v any) {
+	p.t.Helper()
+	if err := json.Unmarshal([]byte(p.get(path)), v); err != nil {
+		p.t.Fatalf("GET %s: %v", path, err)
+	}
+}
+
+// metric is the value of one sample line of /metrics.
+func (p *pageClient) metric(series string) string {
+	p.t.Helper()
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(p.get("/metrics"))
+	if m == nil {
+		p.t.Fatalf("/metrics has no %s", series)
+	}
+	return m[1]
+}
+
+// TestOperatorPageInBrowser drives the operator's page in headless
+// Chromium, for both layouts: what it shows matches /v1/info, /v1/status
+// and /metrics; the chart moves while IDs are issued; an ID's bit-field
+// drawing is what `vesta explain` (the binary, built here) and
+// core.Codec.Explain read, for both types. With
+// VESTA_SCREENSHOT=path it saves a screenshot of the page there (the one
+// in docs/ was made so).
+func TestOperatorPageInBrowser(t *testing.T) {
+	explain := vestaExplain(t)
+	for _, layout := range []core.Layout{core.Vesta, core.Sorted} {
+		t.Run(layout.String(), func(t *testing.T) { testOperatorPage(t, layout, explain) })
+	}
+}
+
+func testOperatorPage(t *testing.T, layout core.Layout, explain func(core.Layout, string) map[string]string) {
+	now := time.Date(2026, 11, 30, 14, 5, 6, 0, time.UTC)
+	gen, _ := gentest.Manual(t, core.Config{Layout: layout, Machine: 613, Version: 1,
+		Guard: core.NewMemGuard(time.Time{}), GuardWindow: 3 * time.Second}, now)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(embed.NewCollector(gen))
+	lease := rest.LeaseStatus{Provider: "redis", State: "held", HasDeadline: true,
+		UntilRenewal: 4200 * time.Millisecond, UntilDeadline: 11500 * time.Millisecond, Fences: 1}
+	store := segment.NewMemStore()
+	if err := store.Create(context.Background(), segment.TagInfo{Tag: "orders", MaxID: 1, Step: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	segCfg := segment.DefaultConfig()
+	segCfg.RefreshTags = -1
+	seq, err := segment.Open(context.Background(), store, segCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { seq.Close() })
+	s, err := rest.NewServer(gen, rest.Config{Token: token, Registerer: reg, Sequences: seq,
+		Lease: func() rest.LeaseStatus { return lease }})
+	if err != nil {
+		t.Fatalf("NewServer: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	base := ts.URL
+	api := newPageClient(t, base)
+	bctx := browser(t, 90*time.Second)
+
+	do := func(stage string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(bctx, steps...); err != nil {
+			t.Fatalf("browser (%s): %v", stage, err)
+		}
+	}
+	text := func(id string) string {
+		t.Helper()
+		v, err := chromedp.Run(bctx, chromedp.Text(chromedp.ID(id)))
+		if err != nil {
+			t.Fatalf("browser: reading #%s: %v", id, err)
+		}
+		return v
+	}
+	// waitJS polls a JavaScript condition in the page until it holds.
+	waitJS := func(stage, cond string) {
+		t.Helper()
+		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](cond, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+			t.Fatalf("browser (%s): waiting for %s: %v", stage, cond, err)
+		}
+	}
+
+	// Without the token the page asks for it; with it, the state shows.
+	do("load", chromedp.EmulateViewport(1180, 900), chromedp.Navigate(base+"/"),
+		chromedp.WaitReady(chromedp.CSS(`#server[data-state="token"]`)))
+	do("token", chromedp.SendKeys(chromedp.ID("token"), token),
+		chromedp.WaitReady(chromedp.CSS(`#server[data-state="ok"]`)))
+
+	var infoRaw map[string]any
+	api.json("/v1/info", &infoRaw)
+	for id, key := range map[string]string{"s-layout": "layout", "s-epoch": "epoch", "s-type-name": "type_name",
+		"s-type": "type", "s-version": "version", "s-machine": "machine"} {
+		if got, want := text(id), fmt.Sprint(infoRaw[key]); got != want {
+			t.Errorf("#%s shows %q, /v1/info's %s is %q", id, got, key, want)
+		}
+	}
+	for id, want := range map[string]string{"s-provider": "redis", "s-lease-state": "held", "s-renewal": "4.2 s",
+		"s-deadline": "11.5 s", "s-quarantine": "none", "s-fenced": "no"} {
+		if got := text(id); got != want {
+			t.Errorf("#%s shows %q, want %q (from the lease)", id, got, want)
+		}
+	}
+	var st struct {
+		Mark        string  `json:"mark"`
+		MarkAheadMs float64 `json:"mark_ahead_ms"`
+	}
+	api.json("/v1/status", &st)
+	if got := text("s-mark"); got != st.Mark {
+		t.Errorf("#s-mark shows %q, /v1/status says %q", got, st.Mark)
+	}
+	if got, want := text("s-mark-ahead"), fmt.Sprintf("%.1f s", st.MarkAheadMs/1000); got != want || st.MarkAheadMs <= 0 {
+		t.Errorf("#s-mark-ahead shows %q, /v1/status says %v ms", got, st.MarkAheadMs)
+	}
+	markSecs, _ := strconv.ParseFloat(api.metric("vesta_generator_time_guard_mark_timestamp_seconds"), 64)
+	if mark, _ := time.Parse(time.RFC3339Nano, st.Mark); float64(mark.UnixMilli())/1e3 != markSecs {
+		t.Errorf("mark %s on the page, %v s in /metrics", st.Mark, markSecs)
+	}
+
+	// The segment store and a tag's count, once the page has polled again.
+	if _, err := seq.NextN(context.Background(), "orders", 17); err != nil {
+		t.Fatal(err)
+	}
+	waitJS("segment", `(document.querySelector('#s-segment-tags dd[data-tag="orders"]') || {}).textContent === "17 issued, 983 buffered, step 1000"`)
+	if got := text("s-segment"); got != "ok" {
+		t.Errorf("#s-segment shows %q, want ok", got)
+	}
+
+	// The count issued matches /metrics once the page has polled again.
+	if _, err := gen.NextIDs(context.Background(), core.REST, 250); err != nil {
+		t.Fatal(err)
+	}
+	waitJS("issued", `document.getElementById("s-issued").textContent === "250"`)
+	if m := api.metric("vesta_generator_ids_issued_total"); m != "250" {
+		t.Errorf("the page shows 250 issued, /metrics %s", m)
+	}
+
+	// The chart moves while IDs are issued: once it has drawn a second
+	// with none issued, a sample above zero appears.
+	waitJS("chart at rest", `document.getElementById("chart").getAttribute("data-last") === "0"`)
+	before, _ := chromedp.Run(bctx, chromedp.AttributeValue(chromedp.ID("chart-line"), "points"))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if _, err := gen.NextIDs(context.Background(), core.REST, 40); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	})
+	waitJS("chart", `Number(document.getElementById("chart").getAttribute("data-last")) > 0`)
+	close(stop)
+	wg.Wait()
+	after, _ := chromedp.Run(bctx, chromedp.AttributeValue(chromedp.ID("chart-line"), "points"))
+	if after.Value == before.Value || after.Value == "" {
+		t.Errorf("the chart did not move: points %q then %q", before.Value, after.Value)
+	}
+	if rate := text("s-rate"); rate == "" || rate == "0.0" {
+		t.Errorf("#s-rate shows %q while IDs are issued", rate)
+	}
+
+	// An issued ID, and a pasted one of the other type: the drawing is
+	// what Explain reads, bit for bit.
+	do("issue", chromedp.Click(chromedp.ID("issue")),
+		chromedp.WaitVisible(chromedp.CSS(`#result[data-state="ok"][data-source="issue"]`)))
+	issued := text("f-id")
+	other := fmt.Sprint(uint64(1)<<63 | 1<<62 | 0x2a5f3c19d7e1)
+	do("bits issued", chromedp.WaitReady(chromedp.CSS(`#bits[data-id="`+issued+`"]`)))
+	checkBits(t, bctx, gen.Codec(), issued, explain(layout, issued))
+	do("paste", chromedp.SetValue(chromedp.ID("id-input"), other), chromedp.Click(chromedp.ID("explain")),
+		chromedp.WaitReady(chromedp.CSS(`#bits[data-id="`+other+`"]`)))
+	checkBits(t, bctx, gen.Codec(), other, explain(layout, other))
+
+	if path := os.Getenv("VESTA_SCREENSHOT"); path != "" && layout == core.Vesta {
+		// Twenty seconds of a varying load, for a chart worth looking at.
+		for i := range 20 {
+			for range 10 {
+				if _, err := gen.NextIDs(context.Background(), core.REST, 30*(1+i%7)+i*i); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		do("back to the issued ID", chromedp.Click(chromedp.ID("issue")),
+			chromedp.WaitVisible(chromedp.CSS(`#result[data-state="ok"][data-source="issue"]`)))
+		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// vestaExplain builds the vesta binary from the main module once per test
+// and returns a function running `vesta explain --layout L ID`, parsed
+// into its key=value fields.
+func vestaExplain(t *testing.T) func(layout core.Layout, id string) map[string]string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "vesta")
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-C", root, "-o", bin, "./cmd/vesta")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building vesta: %v\n%s", err, out)
+	}
+	return func(layout core.Layout, id string) map[string]string {
+		t.Helper()
+		out, err := exec.Command(bin, "explain", "--layout", layout.String(), id).CombinedOutput()
+		if err != nil {
+			t.Fatalf("vesta explain %s: %v\n%s", id, err, out)
+		}
+		fields := map[string]string{}
+		for _, kv := range strings.Fields(string(out)) {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				fields[k] = v
+			}
+		}
+		return fields
+	}
+}
+
+// checkBits compares the page's drawing of id with `vesta explain` (its
+// key=value output) and codec.Explain: each field's value, and the bits,
+// which read together must be the ID's 64.
+func checkBits(t *testing.T, bctx context.Context, codec core.Codec, id string, explain map[string]string) {
+	t.Helper()
+	type field struct{ Name, Value, Bits string }
+	drawn, err := chromedp.Run(bctx, chromedp.Evaluate[[]field](`Array.from(document.querySelectorAll("#bits .bitfield")).map(function (g) {
+		return {Name: g.getAttribute("data-name"), Value: g.getAttribute("data-value"),
+			Bits: Array.from(g.querySelectorAll(".cells span")).map(function (c) { return c.textContent; }).join("")};
+	})`))
+	if err != nil {
+		t.Fatalf("reading the drawing of %s: %v", id, err)
+	}
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := codec.Explain(core.ID(n))
+	want := map[string]uint64{"version": uint64(e.Version), "type": uint64(e.Type), "method": uint64(e.Method),
+		"time": e.Time, "machine": uint64(e.Machine), "seq": e.Seq}
+	var all strings.Builder
+	seen := map[string]bool{}
+	for _, f := range drawn {
+		all.WriteString(f.Bits)
+		seen[f.Name] = true
+		if w, ok := want[f.Name]; !ok || f.Value != strconv.FormatUint(w, 10) {
+			t.Errorf("%s: the drawing's %s is %q, Explain says %d", id, f.Name, f.Value, w)
+		}
+		if f.Value != explain[f.Name] {
+			t.Errorf("%s: the drawing's %s is %q, vesta explain says %q", id, f.Name, f.Value, explain[f.Name])
+		}
+		if v, err := strconv.ParseUint(f.Bits, 2, 64); err != nil || v != want[f.Name] {
+			t.Errorf("%s: the drawing's %s bits %q are not its value %d", id, f.Name, f.Bits, want[f.Name])
+		}
+	}
+	if got, wantBits := all.String(), fmt.Sprintf("%064b", n); got != wantBits {
+		t.Errorf("%s: the drawing's bits\n%s\nare not the ID's\n%s", id, got, wantBits)
+	}
+	if len(seen) != 6 {
+		t.Errorf("%s: the drawing has fields %v, want all six", id, seen)
+	}
+}
