@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
 )
@@ -25,7 +26,7 @@ func wouldBlock(err error) bool { return errors.Is(err, context.Canceled) }
 // answer is the outcome of a call: an error, one ID (the common answer,
 // written without the codec and without boxing), or another result.
 type answer struct {
-	err   *wire.Error
+	err   *api.Error
 	id    uint64
 	value any  // nil: the result is id
 	take  bool // with a nil value: the result is TakeIDs' of the one ID id
@@ -67,7 +68,7 @@ func (c *conn) batchCount(req wire.Request, m int, t0 time.Time, p any, count *u
 		return 0, false
 	}
 	if *count < 1 || *count > uint64(c.s.cfg.MaxBatch) {
-		werr := wire.Errorf(wire.InvalidArgument, "count %d; want 1-%d", *count, c.s.cfg.MaxBatch)
+		werr := api.Errorf(api.InvalidArgument, "count %d; want 1-%d", *count, c.s.cfg.MaxBatch)
 		c.respond(true, req.MsgID, m, t0, answer{err: werr})
 		return 0, false
 	}
@@ -104,7 +105,7 @@ func (c *conn) compute(req wire.Request) answer {
 		t := gen.Type()
 		if p.Type != nil { // a time of the other type, as REST's transtime takes
 			if *p.Type > uint64(core.MinGranularity) {
-				return c.argError(wire.Errorf(wire.InvalidArgument, "type: %d out of range 0-1", *p.Type))
+				return c.argError(api.Errorf(api.InvalidArgument, "type: %d out of range 0-1", *p.Type))
 			}
 			t = core.Type(*p.Type)
 		}
@@ -120,7 +121,7 @@ func (c *conn) compute(req wire.Request) answer {
 		}
 		return answer{value: c.s.info()}
 	}
-	return answer{err: wire.Errorf(wire.InvalidArgument, "unknown method %q", req.Method)}
+	return answer{err: api.Errorf(api.InvalidArgument, "unknown method %q", req.Method)}
 }
 
 // genID serves Vesta.GenID: inline when the generator need not wait, else
@@ -161,7 +162,7 @@ func (c *conn) share(msgid uint32, m int, t0 time.Time, n int) {
 	c.pmu.Unlock()
 	if !mayWait {
 		c.s.ceil.Retried()
-		werr := wire.Errorf(wire.Unavailable, "this connection has %d calls waiting (max_in_flight %d) and is owed %d IDs (max %d)",
+		werr := api.Errorf(api.Unavailable, "this connection has %d calls waiting (max_in_flight %d) and is owed %d IDs (max %d)",
 			c.waiting.Load(), c.s.cfg.MaxInFlight, owed, c.maxOwed())
 		c.respond(true, msgid, m, t0, answer{err: werr})
 		return
@@ -294,7 +295,7 @@ func (c *conn) writePending() {
 // already wait.
 func (c *conn) wait(msgid uint32, m int, t0 time.Time, fn func(context.Context) answer) {
 	if max := c.s.cfg.MaxInFlight; int(c.waiting.Load()) >= max {
-		werr := wire.Errorf(wire.Unavailable, "%d calls of this connection already wait for the generator", max)
+		werr := api.Errorf(api.Unavailable, "%d calls of this connection already wait for the generator", max)
 		c.respond(true, msgid, m, t0, answer{err: werr})
 		return
 	}
@@ -328,9 +329,9 @@ func (c *conn) count(n int) {
 }
 
 // genError maps an error of the generator or codec, logging the unexpected.
-func (c *conn) genError(err error) *wire.Error {
-	werr := wire.ErrorOf(err)
-	if werr.Code == wire.Internal {
+func (c *conn) genError(err error) *api.Error {
+	werr := api.ErrorOf(err)
+	if werr.Code == api.Internal {
 		c.s.log.Error("central: call failed", "err", err)
 	}
 	return werr
@@ -338,7 +339,7 @@ func (c *conn) genError(err error) *wire.Error {
 
 // argError is the answer to params that do not decode.
 func (c *conn) argError(err error) answer {
-	var werr *wire.Error
+	var werr *api.Error
 	if errors.As(err, &werr) {
 		return answer{err: werr}
 	}

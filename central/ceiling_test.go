@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
@@ -85,7 +86,7 @@ func TestHugeCounts(t *testing.T) {
 				params = &wire.TakeIDsParams{Count: n}
 			}
 			resp := p.call(m, params)
-			if !errors.Is(resp.Error, &wire.Error{Code: wire.InvalidArgument}) || !strings.Contains(resp.Error.Message, "count") {
+			if !errors.Is(resp.Error, &api.Error{Code: api.InvalidArgument}) || !strings.Contains(resp.Error.Message, "count") {
 				t.Fatalf("%s count %d: %+v", m, n, resp.Error)
 			}
 		}
@@ -137,7 +138,7 @@ func TestWaitingBudget(t *testing.T) {
 		a.send(wire.MethodGenIDs, &wire.GenIDsParams{Count: 1000})
 	}
 	resp := a.call(wire.MethodGenIDs, &wire.GenIDsParams{Count: 1000}) // a's fifth: 5000 > 4 x 1000
-	if !errors.Is(resp.Error, &wire.Error{Code: wire.Unavailable}) || !strings.Contains(resp.Error.Message, "this connection") {
+	if !errors.Is(resp.Error, &api.Error{Code: api.Unavailable}) || !strings.Contains(resp.Error.Message, "this connection") {
 		t.Fatalf("a's fifth call: %+v", resp.Error)
 	}
 	for range 2 {
@@ -146,7 +147,7 @@ func TestWaitingBudget(t *testing.T) {
 	var info wire.Info
 	b.result(wire.MethodInfo, nil, &info)
 	resp = c.call(wire.MethodGenIDs, &wire.GenIDsParams{Count: 10}) // 6010 > 6000
-	if !errors.Is(resp.Error, &wire.Error{Code: wire.Unavailable}) || !strings.Contains(resp.Error.Message, "owed") {
+	if !errors.Is(resp.Error, &api.Error{Code: api.Unavailable}) || !strings.Contains(resp.Error.Message, "owed") {
 		t.Fatalf("past the budget: %+v", resp.Error)
 	}
 	if v, _ := promtest.Value(t, reg, "vesta_rpc_waiting_ids"); v != 6000 {
@@ -192,7 +193,7 @@ func TestCloseDuringWaits(t *testing.T) {
 	gen.Close()
 	for _, p := range peers {
 		for range 2 {
-			if resp := p.recv(); !errors.Is(resp.Error, &wire.Error{Code: wire.Unavailable}) {
+			if resp := p.recv(); !errors.Is(resp.Error, &api.Error{Code: api.Unavailable}) {
 				t.Fatalf("a waiting call got %+v; want unavailable (closed)", resp)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/connlimit"
@@ -246,7 +247,7 @@ func (c *conn) handle(frame []byte) error {
 	}
 	req, err := wire.DecodeRequest(frame)
 	if err != nil {
-		var we *wire.Error
+		var we *api.Error
 		if errors.As(err, &we) {
 			c.respond(true, req.MsgID, methodIndex(req.Method), t0, answer{err: we})
 			return nil
@@ -285,7 +286,7 @@ func (c *conn) respond(fromLoop bool, msgid uint32, method int, t0 time.Time, a 
 		c.out, err = c.enc.AppendResponse(c.out, msgid, a.err, a.value)
 		if err != nil { // a result of a type the codec cannot write: a bug
 			c.s.log.Error("central: encoding a response", "err", err)
-			c.out, _ = c.enc.AppendResponse(c.out, msgid, &wire.Error{Code: wire.Internal, Message: "internal error"}, nil)
+			c.out, _ = c.enc.AppendResponse(c.out, msgid, &api.Error{Code: api.Internal, Message: "internal error"}, nil)
 		}
 	}
 	switch {

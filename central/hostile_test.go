@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
@@ -47,39 +48,39 @@ func TestBadRequests(t *testing.T) {
 	tests := []struct {
 		name string
 		in   []byte
-		code wire.Code // "" closes the connection
+		code api.Code // "" closes the connection
 		msg  string
 	}{
-		{"count 0", request("Vesta.GenIDs", 0x91, 0x81, "count", 0x00), wire.InvalidArgument, "count 0; want 1-10000"},
-		{"count -1", request("Vesta.GenIDs", 0x91, 0x81, "count", 0xff), wire.InvalidArgument, `count: "-1" is negative`},
-		{"count int64 -1", request("Vesta.GenIDs", 0x91, 0x81, "count", 0xd3, bytes.Repeat([]byte{0xff}, 8)), wire.InvalidArgument, `count: "-1" is negative`},
-		{"count 10001", request("Vesta.GenIDs", 0x91, 0x81, "count", 0xcd, 0x27, 0x11), wire.InvalidArgument, "count 10001; want 1-10000"},
-		{"count 2^64-1", request("Vesta.GenIDs", 0x91, 0x81, "count", 0xcf, bytes.Repeat([]byte{0xff}, 8)), wire.InvalidArgument, "count 18446744073709551615; want 1-10000"},
-		{"count float", request("Vesta.GenIDs", 0x91, 0x81, "count", 0xcb, 0x40, 0x14, 0, 0, 0, 0, 0, 0), wire.InvalidArgument, "count: want an unsigned integer, got float"},
-		{"count a word", request("Vesta.GenIDs", 0x91, 0x81, "count", "five"), wire.InvalidArgument, `count: "five" is not an unsigned decimal integer`},
-		{"count nil", request("Vesta.GenIDs", 0x91, 0x81, "count", 0xc0), wire.InvalidArgument, "missing field count (null)"},
-		{"count missing", request("Vesta.GenIDs", 0x91, 0x80), wire.InvalidArgument, "missing field count"},
-		{"no params", request("Vesta.GenIDs", 0x90), wire.InvalidArgument, "missing field count"},
-		{"extra field", request("Vesta.GenIDs", 0x91, 0x82, "count", 0x01, "x", 0x01), wire.InvalidArgument, `unknown field "x"`},
-		{"field twice", request("Vesta.GenIDs", 0x91, 0x82, "count", 0x01, "count", 0x02), wire.InvalidArgument, "given twice"},
-		{"GenID with params", request("Vesta.GenID", 0x91, 0x81, "n", 0x01), wire.InvalidArgument, "takes no params"},
-		{"params of two", request("Vesta.GenIDs", 0x92, 0x81, "count", 0x01, 0x80), wire.InvalidArgument, "params holds 2 elements"},
-		{"params nil", request("Vesta.GenID", 0xc0), wire.InvalidArgument, "params must be an array"},
-		{"params a map", request("Vesta.GenIDs", 0x81, "count", 0x01), wire.InvalidArgument, "params must be an array"},
-		{"params positional", request("Vesta.GenIDs", 0x91, 0x05), wire.InvalidArgument, "params[0] must be a map"},
-		{"unknown method", request("Vesta.Foo", 0x90), wire.InvalidArgument, `unknown method "Vesta.Foo"`},
-		{"long unknown method", frame(0x94, 0x00, 0x09, 0xda, 0x03, 0x00, []byte(strings.Repeat("x", 768)), 0x90), wire.InvalidArgument,
+		{"count 0", request("Vesta.GenIDs", 0x91, 0x81, "count", 0x00), api.InvalidArgument, "count 0; want 1-10000"},
+		{"count -1", request("Vesta.GenIDs", 0x91, 0x81, "count", 0xff), api.InvalidArgument, `count: "-1" is negative`},
+		{"count int64 -1", request("Vesta.GenIDs", 0x91, 0x81, "count", 0xd3, bytes.Repeat([]byte{0xff}, 8)), api.InvalidArgument, `count: "-1" is negative`},
+		{"count 10001", request("Vesta.GenIDs", 0x91, 0x81, "count", 0xcd, 0x27, 0x11), api.InvalidArgument, "count 10001; want 1-10000"},
+		{"count 2^64-1", request("Vesta.GenIDs", 0x91, 0x81, "count", 0xcf, bytes.Repeat([]byte{0xff}, 8)), api.InvalidArgument, "count 18446744073709551615; want 1-10000"},
+		{"count float", request("Vesta.GenIDs", 0x91, 0x81, "count", 0xcb, 0x40, 0x14, 0, 0, 0, 0, 0, 0), api.InvalidArgument, "count: want an unsigned integer, got float"},
+		{"count a word", request("Vesta.GenIDs", 0x91, 0x81, "count", "five"), api.InvalidArgument, `count: "five" is not an unsigned decimal integer`},
+		{"count nil", request("Vesta.GenIDs", 0x91, 0x81, "count", 0xc0), api.InvalidArgument, "missing field count (null)"},
+		{"count missing", request("Vesta.GenIDs", 0x91, 0x80), api.InvalidArgument, "missing field count"},
+		{"no params", request("Vesta.GenIDs", 0x90), api.InvalidArgument, "missing field count"},
+		{"extra field", request("Vesta.GenIDs", 0x91, 0x82, "count", 0x01, "x", 0x01), api.InvalidArgument, `unknown field "x"`},
+		{"field twice", request("Vesta.GenIDs", 0x91, 0x82, "count", 0x01, "count", 0x02), api.InvalidArgument, "given twice"},
+		{"GenID with params", request("Vesta.GenID", 0x91, 0x81, "n", 0x01), api.InvalidArgument, "takes no params"},
+		{"params of two", request("Vesta.GenIDs", 0x92, 0x81, "count", 0x01, 0x80), api.InvalidArgument, "params holds 2 elements"},
+		{"params nil", request("Vesta.GenID", 0xc0), api.InvalidArgument, "params must be an array"},
+		{"params a map", request("Vesta.GenIDs", 0x81, "count", 0x01), api.InvalidArgument, "params must be an array"},
+		{"params positional", request("Vesta.GenIDs", 0x91, 0x05), api.InvalidArgument, "params[0] must be a map"},
+		{"unknown method", request("Vesta.Foo", 0x90), api.InvalidArgument, `unknown method "Vesta.Foo"`},
+		{"long unknown method", frame(0x94, 0x00, 0x09, 0xda, 0x03, 0x00, []byte(strings.Repeat("x", 768)), 0x90), api.InvalidArgument,
 			`unknown method "` + strings.Repeat("x", wire.MaxMethodLen) + `"`},
-		{"method int", frame(0x94, 0x00, 0x09, 0x05, 0x90), wire.InvalidArgument, "method must be a string"},
-		{"three elements", frame(0x93, 0x00, 0x09, "Vesta.GenID"), wire.InvalidArgument, "a request has 4 elements, not 3"},
-		{"five elements", frame(0x95, 0x00, 0x09, "Vesta.GenID", 0x90, 0x90), wire.InvalidArgument, "not 5"},
-		{"ExpID id float", request("Vesta.ExpID", 0x91, 0x81, "id", 0xca, 0, 0, 0, 0), wire.InvalidArgument, "id: want an unsigned integer, got float"},
-		{"MakeID no seq", request("Vesta.MakeID", 0x91, 0x81, "time", 0x01), wire.InvalidArgument, "missing field seq"},
+		{"method int", frame(0x94, 0x00, 0x09, 0x05, 0x90), api.InvalidArgument, "method must be a string"},
+		{"three elements", frame(0x93, 0x00, 0x09, "Vesta.GenID"), api.InvalidArgument, "a request has 4 elements, not 3"},
+		{"five elements", frame(0x95, 0x00, 0x09, "Vesta.GenID", 0x90, 0x90), api.InvalidArgument, "not 5"},
+		{"ExpID id float", request("Vesta.ExpID", 0x91, 0x81, "id", 0xca, 0, 0, 0, 0), api.InvalidArgument, "id: want an unsigned integer, got float"},
+		{"MakeID no seq", request("Vesta.MakeID", 0x91, 0x81, "time", 0x01), api.InvalidArgument, "missing field seq"},
 		{"MakeID machine 1024", request("Vesta.MakeID", 0x91, 0x83, "time", 0x01, "seq", 0x01, "machine", 0xcd, 0x04, 0x00),
-			wire.InvalidArgument, "machine"},
-		{"MakeID method -1", request("Vesta.MakeID", 0x91, 0x83, "time", 0x01, "seq", 0x01, "method", 0xff), wire.InvalidArgument, `method: "-1" is negative`},
-		{"TransTime no time", request("Vesta.TransTime", 0x90), wire.InvalidArgument, "missing field time"},
-		{"Info with params", request("Vesta.Info", 0x91, 0x81, "x", 0x01), wire.InvalidArgument, "takes no params"},
+			api.InvalidArgument, "machine"},
+		{"MakeID method -1", request("Vesta.MakeID", 0x91, 0x83, "time", 0x01, "seq", 0x01, "method", 0xff), api.InvalidArgument, `method: "-1" is negative`},
+		{"TransTime no time", request("Vesta.TransTime", 0x90), api.InvalidArgument, "missing field time"},
+		{"Info with params", request("Vesta.Info", 0x91, 0x81, "x", 0x01), api.InvalidArgument, "takes no params"},
 
 		{"not an array", frame(0x05), "", ""},
 		{"a map", frame(0x81, "a", 0x01), "", ""},

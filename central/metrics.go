@@ -5,11 +5,13 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central/wire"
 )
 
 // Label values. Methods outside wire.Methods() count as "unknown", so a
-// caller cannot create label values; codes are "ok" or a wire.Code.
+// caller cannot create label values; codes are "ok" or a api.Code.
 const (
 	labelUnknown = "unknown"
 	labelOK      = "ok"
@@ -26,16 +28,16 @@ func methodIndex(m string) int {
 	return len(wire.Methods())
 }
 
-func codeIndex(e *wire.Error) int {
+func codeIndex(e *api.Error) int {
 	if e == nil {
 		return 0
 	}
-	for i, c := range wire.Codes() {
+	for i, c := range api.Codes() {
 		if e.Code == c {
 			return i + 1
 		}
 	}
-	return len(wire.Codes()) // Internal is last
+	return len(api.Codes()) // Internal is last
 }
 
 // metrics are the server's Prometheus metrics, with every labelled child
@@ -97,7 +99,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{conns: conns, issued: issued.WithLabelValues("central")}
 	for _, name := range append(wire.Methods(), labelUnknown) {
 		row := []prometheus.Counter{requests.WithLabelValues(name, labelOK)}
-		for _, c := range wire.Codes() {
+		for _, c := range api.Codes() {
 			row = append(row, requests.WithLabelValues(name, string(c)))
 		}
 		m.requests = append(m.requests, row)

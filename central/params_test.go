@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
@@ -47,7 +48,7 @@ func TestParamForms(t *testing.T) {
 		resp := p.call(tc.method, tc.params)
 		switch {
 		case tc.err != "":
-			if !errors.Is(resp.Error, &wire.Error{Code: wire.InvalidArgument}) || !strings.Contains(resp.Error.Message, tc.err) {
+			if !errors.Is(resp.Error, &api.Error{Code: api.InvalidArgument}) || !strings.Contains(resp.Error.Message, tc.err) {
 				t.Errorf("%s: %v; want invalid_argument with %q", tc.name, resp.Error, tc.err)
 			}
 		case resp.Error != nil:

@@ -2,11 +2,10 @@ package central
 
 import (
 	"context"
-	"errors"
 	"time"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central/wire"
-	"github.com/vesta-go/vesta/segment"
 )
 
 // Sequences issues the numbers of segment sequences (Leaf's segment mode):
@@ -38,7 +37,7 @@ func (c *conn) nextSeq(req wire.Request, m int, t0 time.Time) {
 	}
 	seqs := c.s.cfg.Sequences
 	if seqs == nil {
-		werr := wire.Errorf(wire.InvalidArgument, "tag %q: segment sequences are off on this server (segment.store)", p.Tag)
+		werr := api.Errorf(api.NotFound, "tag %q: segment sequences are off on this server (segment.store)", p.Tag)
 		c.respond(true, req.MsgID, m, t0, answer{err: werr})
 		return
 	}
@@ -84,18 +83,12 @@ func (c *conn) seqAnswer(tag string, a answer, err error) answer {
 	return a
 }
 
-// seqError maps an error of the segment issuer; the order matters, as
-// ErrUnavailable wraps the store's error (a context's, say).
-func (c *conn) seqError(tag string, err error) *wire.Error {
-	switch {
-	case errors.Is(err, segment.ErrUnknownTag):
-		return wire.Errorf(wire.InvalidArgument, "unknown tag %q (create it with: vesta seq create)", tag)
-	case errors.Is(err, segment.ErrInvalidTag), errors.Is(err, segment.ErrInvalidCount):
-		return &wire.Error{Code: wire.InvalidArgument, Message: err.Error()}
-	case errors.Is(err, segment.ErrUnavailable), errors.Is(err, segment.ErrClosed),
-		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return &wire.Error{Code: wire.Unavailable, Message: err.Error()}
+// seqError is the answer to a failed sequence call, by the one table
+// (api.ErrorOf); an internal error is logged, as no caller sees it.
+func (c *conn) seqError(tag string, err error) *api.Error {
+	we := api.ErrorOf(err)
+	if we.Code == api.Internal {
+		c.s.log.Error("central: sequence call failed", "tag", tag, "err", err)
 	}
-	c.s.log.Error("central: sequence call failed", "tag", tag, "err", err)
-	return &wire.Error{Code: wire.Internal, Message: "internal error"}
+	return we
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
@@ -50,7 +51,7 @@ func seqIssuer(t testing.TB, store segment.Store, tags ...string) *segment.Issue
 	return is
 }
 
-func (p *peer) nextSeq(tag string) (int64, *wire.Error) {
+func (p *peer) nextSeq(tag string) (int64, *api.Error) {
 	p.t.Helper()
 	resp := p.call(wire.MethodNextSeq, wire.NextSeqParams{Tag: tag})
 	if resp.Error != nil {
@@ -89,16 +90,16 @@ func TestNextSeq(t *testing.T) {
 	for _, tc := range []struct {
 		method  string
 		params  any
-		code    wire.Code
+		code    api.Code
 		mention string
 	}{
-		{wire.MethodNextSeq, wire.NextSeqParams{Tag: "nope"}, wire.InvalidArgument, `unknown tag "nope"`},
-		{wire.MethodNextSeq, wire.NextSeqParams{Tag: "bad tag"}, wire.InvalidArgument, "invalid tag"},
-		{wire.MethodNextSeq, map[string]any{"tag": strings.Repeat("t", 129)}, wire.InvalidArgument, "tag: 129 bytes"},
-		{wire.MethodNextSeq, nil, wire.InvalidArgument, "missing field tag"},
-		{wire.MethodNextSeqs, wire.NextSeqsParams{Tag: "orders", Count: 0}, wire.InvalidArgument, "count 0; want 1-500"},
-		{wire.MethodNextSeqs, wire.NextSeqsParams{Tag: "orders", Count: 501}, wire.InvalidArgument, "count 501; want 1-500"},
-		{wire.MethodNextSeqs, map[string]any{"tag": "orders"}, wire.InvalidArgument, "missing field count"},
+		{wire.MethodNextSeq, wire.NextSeqParams{Tag: "nope"}, api.NotFound, `unknown tag "nope" (create it with: vesta seq create)`},
+		{wire.MethodNextSeq, wire.NextSeqParams{Tag: "bad tag"}, api.InvalidArgument, "invalid tag"},
+		{wire.MethodNextSeq, map[string]any{"tag": strings.Repeat("t", 129)}, api.InvalidArgument, "tag: 129 bytes"},
+		{wire.MethodNextSeq, nil, api.InvalidArgument, "missing field tag"},
+		{wire.MethodNextSeqs, wire.NextSeqsParams{Tag: "orders", Count: 0}, api.InvalidArgument, "count 0; want 1-500"},
+		{wire.MethodNextSeqs, wire.NextSeqsParams{Tag: "orders", Count: 501}, api.InvalidArgument, "count 501; want 1-500"},
+		{wire.MethodNextSeqs, map[string]any{"tag": "orders"}, api.InvalidArgument, "missing field count"},
 	} {
 		resp := p.call(tc.method, tc.params)
 		if resp.Error == nil || resp.Error.Code != tc.code || !strings.Contains(resp.Error.Message, tc.mention) {
@@ -113,14 +114,14 @@ func TestNextSeq(t *testing.T) {
 	// The store fails: the buffers carry on, then unavailable, which a
 	// client retries elsewhere; GenID is unaffected.
 	store.Fail(errors.New("connection refused"))
-	var werr *wire.Error
+	var werr *api.Error
 	for i := 0; werr == nil; i++ {
 		if i > 100_000 {
 			t.Fatal("the buffers never ran out")
 		}
 		_, werr = p.nextSeq("orders")
 	}
-	if werr.Code != wire.Unavailable || !strings.Contains(werr.Message, "connection refused") {
+	if werr.Code != api.Unavailable || !strings.Contains(werr.Message, "connection refused") {
 		t.Fatalf("store down: %v; want unavailable naming the cause", werr)
 	}
 	p.genID()
@@ -129,8 +130,8 @@ func TestNextSeq(t *testing.T) {
 func TestNextSeqOff(t *testing.T) {
 	_, addr := serve(t, newGen(t, core.Config{}), central.Config{})
 	_, werr := dial(t, addr).nextSeq("orders")
-	if werr == nil || werr.Code != wire.InvalidArgument || !strings.Contains(werr.Message, "sequences are off") {
-		t.Fatalf("%v; want invalid_argument: sequences are off", werr)
+	if werr == nil || werr.Code != api.NotFound || !strings.Contains(werr.Message, "sequences are off") {
+		t.Fatalf("%v; want not_found: sequences are off", werr)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
@@ -229,7 +230,7 @@ func TestWaitingBounded(t *testing.T) {
 	p.send(wire.MethodGenID, nil)
 	p.send(wire.MethodGenID, nil)
 	resp := p.call(wire.MethodGenID, nil)
-	if !errors.Is(resp.Error, &wire.Error{Code: wire.Unavailable}) {
+	if !errors.Is(resp.Error, &api.Error{Code: api.Unavailable}) {
 		t.Fatalf("third waiting call: %+v", resp)
 	}
 	var info wire.Info
@@ -255,7 +256,7 @@ func TestErrorCodes(t *testing.T) {
 		gen.Control().Fence(errors.New("lease expired"))
 		for _, m := range []string{wire.MethodGenID, wire.MethodGenIDs} {
 			resp := p.call(m, paramsFor(m))
-			if !errors.Is(resp.Error, &wire.Error{Code: wire.LeaseLost}) || !strings.Contains(resp.Error.Message, "lease expired") {
+			if !errors.Is(resp.Error, &api.Error{Code: api.LeaseLost}) || !strings.Contains(resp.Error.Message, "lease expired") {
 				t.Fatalf("%s fenced: %+v", m, resp.Error)
 			}
 		}
@@ -268,7 +269,7 @@ func TestErrorCodes(t *testing.T) {
 		p := dial(t, addr)
 		gen.Close()
 		resp := p.call(wire.MethodGenID, nil)
-		if !errors.Is(resp.Error, &wire.Error{Code: wire.Unavailable}) {
+		if !errors.Is(resp.Error, &api.Error{Code: api.Unavailable}) {
 			t.Fatalf("closed generator: %+v", resp.Error)
 		}
 		var info wire.Info // what needs no issuing still works
@@ -281,7 +282,7 @@ func TestErrorCodes(t *testing.T) {
 		p := dial(t, addr)
 		clock.Set(time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)) // past the end of time
 		resp := p.call(wire.MethodGenID, nil)
-		if !errors.Is(resp.Error, &wire.Error{Code: wire.Clock}) {
+		if !errors.Is(resp.Error, &api.Error{Code: api.Clock}) {
 			t.Fatalf("end of time: %+v", resp.Error)
 		}
 	})
@@ -290,11 +291,11 @@ func TestErrorCodes(t *testing.T) {
 		_, addr := serve(t, gen, central.Config{})
 		p := dial(t, addr)
 		resp := p.call(wire.MethodMakeID, &wire.MakeIDParams{Time: 1, Seq: 1 << 20})
-		if !errors.Is(resp.Error, &wire.Error{Code: wire.InvalidArgument}) || !strings.Contains(resp.Error.Message, "seq") {
+		if !errors.Is(resp.Error, &api.Error{Code: api.InvalidArgument}) || !strings.Contains(resp.Error.Message, "seq") {
 			t.Fatalf("MakeID seq 2^20: %+v", resp.Error)
 		}
 		resp = p.call(wire.MethodTransTime, &wire.TransTimeParams{Time: 1 << 30})
-		if !errors.Is(resp.Error, &wire.Error{Code: wire.InvalidArgument}) || !strings.Contains(resp.Error.Message, "time") {
+		if !errors.Is(resp.Error, &api.Error{Code: api.InvalidArgument}) || !strings.Contains(resp.Error.Message, "time") {
 			t.Fatalf("TransTime 2^30: %+v", resp.Error)
 		}
 	})

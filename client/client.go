@@ -12,6 +12,7 @@ import (
 
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
@@ -645,7 +646,7 @@ func (c *Client) classify(ctx context.Context, s *server, err error) (string, er
 	case errors.Is(err, ErrServerShape):
 		return resultShape, err // it names the server
 	}
-	if we := (*wire.Error)(nil); errors.As(err, &we) {
+	if we := (*api.Error)(nil); errors.As(err, &we) {
 		return string(we.Code), fmt.Errorf("client: %s: %w", s.addr, err)
 	}
 	if errors.Is(err, ErrProtocol) {
@@ -657,13 +658,13 @@ func (c *Client) classify(ctx context.Context, s *server, err error) (string, er
 // answered reports a server's refusal of the arguments: the server works,
 // so its breaker counts a success.
 func answered(err error) bool {
-	return errors.Is(err, &wire.Error{Code: wire.InvalidArgument})
+	return errors.Is(err, &api.Error{Code: api.InvalidArgument})
 }
 
 // retryable reports whether another server may succeed: after any failure
 // of the connection, and after the error codes wire calls retryable.
 func retryable(err error) bool {
-	if we := (*wire.Error)(nil); errors.As(err, &we) {
+	if we := (*api.Error)(nil); errors.As(err, &we) {
 		return we.Code.Retryable()
 	}
 	return true

@@ -15,7 +15,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/vesta-go/vesta"
-	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
 )
@@ -118,19 +118,19 @@ func TestExplainBeforeContactUsesFallbackConfig(t *testing.T) {
 
 func TestErrorCodes(t *testing.T) {
 	tests := []struct {
-		code  wire.Code
+		code  api.Code
 		retry bool
 	}{
-		{wire.Unavailable, true},
-		{wire.LeaseLost, true},
-		{wire.Clock, true},
-		{wire.InvalidArgument, false},
-		{wire.Internal, false},
+		{api.Unavailable, true},
+		{api.LeaseLost, true},
+		{api.Clock, true},
+		{api.InvalidArgument, false},
+		{api.Internal, false},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.code), func(t *testing.T) {
 			bad, good := startFake(t, 1000, 100), startFake(t, 1001, 100)
-			bad.fail.Store(wire.Errorf(tt.code, "test"))
+			bad.fail.Store(api.Errorf(tt.code, "test"))
 			cfg, reg := testConfig(t, bad.addr, good.addr)
 			cfg.NoFallback = true
 			c := newClient(t, cfg)
@@ -141,7 +141,7 @@ func TestErrorCodes(t *testing.T) {
 					t.Fatalf("NextID: %v; want a retry on the good server", err)
 				case tt.retry && c.Explain(id).Machine != 1001:
 					t.Fatalf("NextID from machine %d; want 1001", c.Explain(id).Machine)
-				case !tt.retry && err != nil && !errors.Is(err, &wire.Error{Code: tt.code}):
+				case !tt.retry && err != nil && !errors.Is(err, &api.Error{Code: tt.code}):
 					t.Fatalf("NextID: %v; want code %s", err, tt.code)
 				}
 			}
@@ -152,7 +152,7 @@ func TestErrorCodes(t *testing.T) {
 				t.Fatalf("calls_total{result=%s} = %v", tt.code, n)
 			}
 			// invalid_argument proves the server works: its breaker stays closed.
-			if st := c.Servers()[0].Breaker; tt.code == wire.InvalidArgument && st != gobreaker.StateClosed {
+			if st := c.Servers()[0].Breaker; tt.code == api.InvalidArgument && st != gobreaker.StateClosed {
 				t.Fatalf("breaker after invalid_argument: %v", st)
 			}
 		})

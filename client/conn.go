@@ -180,7 +180,7 @@ func (cn *conn) alive() bool {
 }
 
 // invoke makes one call and decodes its result into v. A server error is
-// returned as a *wire.Error. Past deadline (zero: none) and the grace, the
+// returned as a *api.Error. Past deadline (zero: none) and the grace, the
 // call fails with ErrTimeout, and the connection closes if nothing at all
 // was read meanwhile (errSilent): it may be stuck (a half-open TCP
 // connection, a server that stopped reading), so the next call dials

@@ -43,11 +43,11 @@
 // Every attempt is bounded by Config.Timeout (or the caller's deadline, if
 // earlier). An attempt that fails for a reason of that one server — the
 // connection refused or broken, no answer in time, or the error codes
-// unavailable:, lease_lost: and clock: (see wire.Code.Retryable) — is
+// unavailable:, lease_lost: and clock: (see api.Code.Retryable) — is
 // retried on a different server, up to Config.Retries times, each call
 // starting at the next server in turn. invalid_argument: (the call cannot
 // succeed anywhere) and internal: (a bug, best seen at once) are returned
-// as they are: test them with errors.Is(err, &wire.Error{Code: ...}). A
+// as they are: test them with errors.Is(err, &api.Error{Code: ...}). A
 // reply that comes after its caller gave up is dropped: the ID it carried
 // is never used, which costs a number but cannot duplicate one. A
 // connection that stays silent past a timeout is closed and dialled again.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
@@ -25,7 +26,7 @@ import (
 // ceiling run on a clock that skips ahead, so a busy answer costs no time.
 func FuzzServerReplies(f *testing.F) {
 	enc := wire.NewEncoder()
-	reply := func(b []byte, msgid uint32, err *wire.Error, result any) []byte {
+	reply := func(b []byte, msgid uint32, err *api.Error, result any) []byte {
 		b, e := enc.AppendResponse(b, msgid, err, result)
 		if e != nil {
 			f.Fatal(e)
@@ -34,8 +35,8 @@ func FuzzServerReplies(f *testing.F) {
 	}
 	info := reply(nil, 1, nil, wire.Info{Layout: "sorted", Epoch: wire.FormatEpoch(core.SortedEpoch), Machine: 1000, Method: 1, MaxBatch: 2})
 	f.Add(reply(reply(info, 2, nil, uint64(1<<40)), 3, nil, []uint64{5, 6}))
-	f.Add(reply(reply(info, 3, nil, []uint64{7}), 2, wire.Errorf(wire.Unavailable, "x"), nil))
-	f.Add(reply(info, 2, wire.Errorf(wire.InvalidArgument, "count"), nil))
+	f.Add(reply(reply(info, 3, nil, []uint64{7}), 2, api.Errorf(api.Unavailable, "x"), nil))
+	f.Add(reply(info, 2, api.Errorf(api.InvalidArgument, "count"), nil))
 	f.Add(reply(nil, 1, nil, wire.Info{Layout: "vesta", Epoch: "x"}))
 	// A leaf server; and one claiming Leaf's layout with another epoch or type, which its codec refuses.
 	leaf := reply(nil, 1, nil, wire.Info{Layout: "leaf", Epoch: wire.FormatEpoch(core.LeafEpoch), Type: 1, Machine: 1000, Method: 1, MaxBatch: 2})
@@ -49,7 +50,7 @@ func FuzzServerReplies(f *testing.F) {
 		4, nil, wire.TakeIDsResult{IDs: []uint64{7}, RetryAfterMS: 1000}))
 	f.Add(reply(reply(take, 2, nil, wire.TakeIDsResult{IDs: []uint64{1, 2, 3}}), 3, nil, wire.TakeIDsResult{IDs: []uint64{8, 7}}))
 	f.Add(reply(reply(take, 2, nil, wire.TakeIDsResult{IDs: []uint64{}}), 3, nil, wire.TakeIDsResult{IDs: []uint64{4}, RetryAfterMS: 1 << 63}))
-	f.Add(reply(reply(take, 2, wire.Errorf(wire.Unavailable, "x"), nil), 3, nil, uint64(5)))
+	f.Add(reply(reply(take, 2, api.Errorf(api.Unavailable, "x"), nil), 3, nil, uint64(5)))
 
 	f.Fuzz(func(t *testing.T, replies []byte) {
 		var wg sync.WaitGroup
@@ -74,7 +75,7 @@ func FuzzServerReplies(f *testing.F) {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
-		if _, err := c.NextID(ctx); err != nil && !errors.Is(err, client.ErrUnavailable) && !errors.Is(err, &wire.Error{Code: wire.InvalidArgument}) && !errors.Is(err, &wire.Error{Code: wire.Internal}) {
+		if _, err := c.NextID(ctx); err != nil && !errors.Is(err, client.ErrUnavailable) && !errors.Is(err, &api.Error{Code: api.InvalidArgument}) && !errors.Is(err, &api.Error{Code: api.Internal}) {
 			t.Fatalf("NextID: unexpected error %v", err)
 		}
 		if ids, err := c.NextIDs(ctx, 2); err == nil && (len(ids) != 2 || ids[0] > ids[1]) {

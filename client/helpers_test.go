@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
@@ -32,8 +33,8 @@ type fake struct {
 	addr     string
 	tls      *tls.Config
 
-	fail   atomic.Pointer[wire.Error] // answer GenID(s) and TakeIDs with this error
-	silent atomic.Bool                // read GenID(s) and TakeIDs requests, never answer
+	fail   atomic.Pointer[api.Error] // answer GenID(s) and TakeIDs with this error
+	silent atomic.Bool               // read GenID(s) and TakeIDs requests, never answer
 	// silentFirst: the first connection is silent, later ones answer.
 	silentFirst atomic.Bool
 	accepted    atomic.Int64
@@ -157,7 +158,7 @@ func (f *fake) handle(nc net.Conn) {
 	}
 }
 
-func (f *fake) answer(req wire.Request) (any, *wire.Error) {
+func (f *fake) answer(req wire.Request) (any, *api.Error) {
 	switch req.Method {
 	case wire.MethodInfo:
 		c := f.gen.Codec()
@@ -177,12 +178,12 @@ func (f *fake) answer(req wire.Request) (any, *wire.Error) {
 		}
 		var p wire.TakeIDsParams
 		if err := wire.DecodeParams(req.Params, &p); err != nil {
-			var we *wire.Error
+			var we *api.Error
 			errors.As(err, &we)
 			return nil, we
 		}
 		if p.Count < 1 || p.Count > uint64(f.maxBatch) {
-			return nil, wire.Errorf(wire.InvalidArgument, "count %d; want 1-%d", p.Count, f.maxBatch)
+			return nil, api.Errorf(api.InvalidArgument, "count %d; want 1-%d", p.Count, f.maxBatch)
 		}
 		k := int64(p.Count)
 		for {
@@ -200,7 +201,7 @@ func (f *fake) answer(req wire.Request) (any, *wire.Error) {
 		if k > 0 {
 			ids, err := f.gen.NextIDs(context.Background(), core.Central, int(k))
 			if err != nil {
-				return nil, wire.Errorf(wire.Unavailable, "%v", err)
+				return nil, api.Errorf(api.Unavailable, "%v", err)
 			}
 			for _, id := range ids {
 				res.IDs = append(res.IDs, uint64(id))
@@ -219,22 +220,22 @@ func (f *fake) answer(req wire.Request) (any, *wire.Error) {
 		if req.Method == wire.MethodGenID {
 			id, err := f.gen.NextID(context.Background(), core.Central)
 			if err != nil {
-				return nil, wire.Errorf(wire.Unavailable, "%v", err)
+				return nil, api.Errorf(api.Unavailable, "%v", err)
 			}
 			return uint64(id), nil
 		}
 		var p wire.GenIDsParams
 		if err := wire.DecodeParams(req.Params, &p); err != nil {
-			var we *wire.Error
+			var we *api.Error
 			errors.As(err, &we)
 			return nil, we
 		}
 		if p.Count < 1 || p.Count > uint64(f.maxBatch) {
-			return nil, wire.Errorf(wire.InvalidArgument, "count %d; want 1-%d", p.Count, f.maxBatch)
+			return nil, api.Errorf(api.InvalidArgument, "count %d; want 1-%d", p.Count, f.maxBatch)
 		}
 		ids, err := f.gen.NextIDs(context.Background(), core.Central, int(p.Count))
 		if err != nil {
-			return nil, wire.Errorf(wire.Unavailable, "%v", err)
+			return nil, api.Errorf(api.Unavailable, "%v", err)
 		}
 		out := make([]uint64, len(ids))
 		for i, id := range ids {
@@ -242,7 +243,7 @@ func (f *fake) answer(req wire.Request) (any, *wire.Error) {
 		}
 		return out, nil
 	}
-	return nil, wire.Errorf(wire.InvalidArgument, "unknown method %q", req.Method)
+	return nil, api.Errorf(api.InvalidArgument, "unknown method %q", req.Method)
 }
 
 // deadAddr returns a loopback address where nothing listens.

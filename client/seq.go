@@ -57,8 +57,8 @@ type seqBuf struct {
 // spreads calls over several servers (or refills from several) sees them
 // unordered.
 //
-// Errors: an unknown tag is a *wire.Error with code invalid_argument
-// (test it with errors.Is(err, &wire.Error{Code: wire.InvalidArgument})),
+// Errors: an unknown tag is a *api.Error with code not_found (test it
+// with errors.Is(err, &api.Error{Code: api.NotFound})),
 // a bad tag name segment.ErrInvalidTag, no server able to issue
 // ErrUnavailable.
 func (c *Client) NextSeq(ctx context.Context, tag string) (int64, error) {
@@ -140,8 +140,9 @@ func (c *Client) fetchSeq(ctx context.Context, tag string, n int) ([]int64, erro
 // seqServers makes one call, fn, on a server: as Client.central does for
 // IDs, up to 1+Retries different servers from the next one in turn,
 // skipping those whose breaker is open. It fails with ErrUnavailable when
-// no server answered, and returns invalid_argument and internal errors of
-// a server as they are.
+// no server answered, and returns the errors of a server that no other
+// would answer differently (invalid_argument, not_found, internal) as they
+// are.
 func (c *Client) seqServers(ctx context.Context, fn seqCall) error {
 	var last error
 	start := int(c.next.Add(1) - 1)

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central"
-	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/segment"
@@ -115,8 +115,8 @@ func TestSeqErrors(t *testing.T) {
 	ctx := context.Background()
 
 	_, err := c.NextSeq(ctx, "nope")
-	if !errors.Is(err, &wire.Error{Code: wire.InvalidArgument}) {
-		t.Fatalf("unknown tag: %v; want invalid_argument", err)
+	if !errors.Is(err, &api.Error{Code: api.NotFound}) {
+		t.Fatalf("unknown tag: %v; want not_found", err)
 	}
 	if _, err := c.NextSeq(ctx, "bad tag"); !errors.Is(err, segment.ErrInvalidTag) {
 		t.Fatalf("bad tag: %v; want segment.ErrInvalidTag", err)
@@ -146,7 +146,7 @@ func TestSeqErrors(t *testing.T) {
 			}
 			continue
 		}
-		if !errors.Is(err, client.ErrUnavailable) || !errors.Is(err, &wire.Error{Code: wire.Unavailable}) {
+		if !errors.Is(err, client.ErrUnavailable) || !errors.Is(err, &api.Error{Code: api.Unavailable}) {
 			t.Fatalf("store down: %v; want ErrUnavailable wrapping unavailable", err)
 		}
 		break

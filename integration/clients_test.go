@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
@@ -145,7 +146,7 @@ func tryDialRawWith(dial func(ctx context.Context, network, addr string) (net.Co
 func (c *rawConn) close() { c.nc.Close() }
 
 // call sends one request and reads its answer into result. A server's
-// error answer is returned as a *wire.Error.
+// error answer is returned as a *api.Error.
 func (c *rawConn) call(method string, params, result any) error {
 	c.msgid++
 	var err error
@@ -300,8 +301,8 @@ func (r *restClient) ready(ctx context.Context) error {
 
 // isCode reports whether err is a server's answer with code, over RPC
 // (through the Go client too) or REST.
-func isCode(err error, code wire.Code) bool {
-	if errors.Is(err, &wire.Error{Code: code}) {
+func isCode(err error, code api.Code) bool {
+	if errors.Is(err, &api.Error{Code: code}) {
 		return true
 	}
 	var re *restError

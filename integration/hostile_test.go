@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
@@ -178,7 +179,7 @@ func badFrames(t *testing.T, addr string) {
 			t.Errorf("%s: %v; want an invalid_argument answer", tc.name, err)
 		default:
 			resp, err := wire.DecodeResponse(frame)
-			if err != nil || resp.MsgID != 7 || !errors.Is(resp.Error, &wire.Error{Code: wire.InvalidArgument}) {
+			if err != nil || resp.MsgID != 7 || !errors.Is(resp.Error, &api.Error{Code: api.InvalidArgument}) {
 				t.Errorf("%s: answered %+v (%v); want invalid_argument for msgid 7", tc.name, resp, err)
 			}
 		}

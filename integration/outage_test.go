@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
@@ -36,7 +36,7 @@ func (o *outcomes) add(err error) {
 	defer o.mu.Unlock()
 	code := "ok"
 	var re *restError
-	var we *wire.Error
+	var we *api.Error
 	switch {
 	case err == nil:
 	case errors.As(err, &we):
@@ -50,7 +50,7 @@ func (o *outcomes) add(err error) {
 		o.codes = map[string]int{}
 	}
 	o.codes[code]++
-	if isCode(err, wire.LeaseLost) && o.firstLost.IsZero() {
+	if isCode(err, api.LeaseLost) && o.firstLost.IsZero() {
 		o.firstLost = time.Now()
 	}
 }
@@ -232,7 +232,7 @@ func TestRedisOutage(t *testing.T) {
 		o.mu.Unlock()
 	}
 	for i := range servers {
-		if got[i].count(string(wire.LeaseLost)) == 0 {
+		if got[i].count(string(api.LeaseLost)) == 0 {
 			t.Errorf("%s never answered lease_lost while Redis was down", servers[i].name)
 		}
 	}
@@ -285,7 +285,7 @@ func TestRedisOutage(t *testing.T) {
 // expected returns nil for the answers a fenced server may give, once
 // Redis went down (phase p), and err otherwise.
 func expected(p int, err error) error {
-	if p != redisUp && (isCode(err, wire.LeaseLost) || isCode(err, wire.Unavailable)) {
+	if p != redisUp && (isCode(err, api.LeaseLost) || isCode(err, api.Unavailable)) {
 		return nil
 	}
 	return err

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/netnstest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
@@ -247,9 +247,9 @@ func loadHost(t testing.TB, ld *load, led *ledger, h *netnstest.Host, s *proc, p
 			ids, err := conn.genIDs(batch)
 			if err != nil {
 				time.Sleep(5 * time.Millisecond)
-				if tolerate != nil && tolerate(p) && (isCode(err, wire.LeaseLost) || isCode(err, wire.Unavailable)) {
+				if tolerate != nil && tolerate(p) && (isCode(err, api.LeaseLost) || isCode(err, api.Unavailable)) {
 					now := time.Now().UnixNano()
-					if isCode(err, wire.LeaseLost) {
+					if isCode(err, api.LeaseLost) {
 						st.leaseLost[p].Add(1)
 						st.firstLost.CompareAndSwap(0, now)
 					} else {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
@@ -86,11 +86,11 @@ func runTakeover(t *testing.T, tk takeover) {
 			ld.worker(s.name, func(context.Context, int) (int, error) {
 				ids, err := conn.genIDs(100)
 				if err != nil {
-					if isCode(err, wire.LeaseLost) {
+					if isCode(err, api.LeaseLost) {
 						lost.Add(1)
 					}
 					time.Sleep(5 * time.Millisecond)
-					if tolerate && lossBegan.Load() && (isCode(err, wire.LeaseLost) || isCode(err, wire.Unavailable)) {
+					if tolerate && lossBegan.Load() && (isCode(err, api.LeaseLost) || isCode(err, api.Unavailable)) {
 						return 0, nil
 					}
 					return 0, err

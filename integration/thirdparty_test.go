@@ -103,7 +103,7 @@ func TestThirdPartyClient(t *testing.T) {
 	}
 	for method, want := range map[string]string{
 		"Vesta.GenIDs#7": "invalid_argument:", "Vesta.GenIDs#8": "invalid_argument:", "Vesta.Nope": "invalid_argument:",
-		"Vesta.NextSeq#12": `invalid_argument: unknown tag "nope"`,
+		"Vesta.NextSeq#12": `not_found: segment: unknown tag "nope"`,
 	} {
 		if a := got[method]; a.Error == nil || !strings.HasPrefix(*a.Error, want) {
 			t.Errorf("%s: %+v; want an error starting %q", method, a, want)

@@ -66,7 +66,7 @@
 //
 // whose message names the parameter at fault, with these codes (the
 // central server's, from the one mapping of errors to codes both servers
-// use, wire.CodeOf, plus the HTTP-only ones):
+// use, api.CodeOf, plus the HTTP-only ones):
 //
 //	400 invalid_argument    a parameter or body the server cannot use (413, 415 for size and type)
 //	401 unauthenticated     missing or wrong bearer token

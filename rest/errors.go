@@ -9,33 +9,35 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/vesta-go/vesta/central/wire"
+
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/core"
 )
 
 // Error codes of the wire format (see the package comment). The first
-// ones are the central server's (wire.Code); the others exist only in
+// ones are the central server's (api.Code); the others exist only in
 // HTTP.
 const (
-	codeInvalidArgument  = string(wire.InvalidArgument)
-	codeUnavailable      = string(wire.Unavailable)
-	codeInternal         = string(wire.Internal)
+	codeInvalidArgument  = string(api.InvalidArgument)
+	codeUnavailable      = string(api.Unavailable)
+	codeInternal         = string(api.Internal)
 	codeUnauthenticated  = "unauthenticated"
-	codeNotFound         = "not_found"
+	codeNotFound         = string(api.NotFound)
 	codeMethodNotAllowed = "method_not_allowed"
 	codeTooManyRequests  = "too_many_requests"
 	codeMisdirected      = "misdirected_request" // a Host not the server's (origin.go)
 	codePermissionDenied = "permission_denied"   // a cross-site browser request (origin.go)
 )
 
-// statusOf is the HTTP status of each code of wire.CodeOf: a caller's
+// statusOf is the HTTP status of each code of api.CodeOf: a caller's
 // mistake is a 400, whatever another server may answer a 503, a bug a 500.
-var statusOf = map[wire.Code]int{
-	wire.InvalidArgument: http.StatusBadRequest,
-	wire.Unavailable:     http.StatusServiceUnavailable,
-	wire.LeaseLost:       http.StatusServiceUnavailable,
-	wire.Clock:           http.StatusServiceUnavailable,
-	wire.Internal:        http.StatusInternalServerError,
+var statusOf = map[api.Code]int{
+	api.InvalidArgument: http.StatusBadRequest,
+	api.NotFound:        http.StatusNotFound,
+	api.Unavailable:     http.StatusServiceUnavailable,
+	api.LeaseLost:       http.StatusServiceUnavailable,
+	api.Clock:           http.StatusServiceUnavailable,
+	api.Internal:        http.StatusInternalServerError,
 }
 
 // apiError is an error answer: its status, code and the message the
@@ -73,9 +75,9 @@ func classify(err error, c echo.Context) *apiError {
 }
 
 // fromCore answers an error of the generator or codec with the code of
-// wire.CodeOf, the one mapping the central server uses too.
+// api.CodeOf, the one mapping the central server uses too.
 func fromCore(err error) *apiError {
-	we := wire.ErrorOf(err)
+	we := api.ErrorOf(err)
 	status, ok := statusOf[we.Code]
 	if !ok {
 		status = http.StatusInternalServerError
@@ -85,13 +87,15 @@ func fromCore(err error) *apiError {
 	switch {
 	case errors.Is(err, core.ErrBusy):
 		return busy(time.Second, we.Message)
-	case we.Code == wire.Internal:
+	case we.Code == api.Internal:
 		ae.cause = err
-	case we.Code == wire.InvalidArgument && errors.As(err, &re):
+	case we.Code == api.InvalidArgument && errors.As(err, &re):
 		// Named as every parameter error of this server is.
 		return badParam(re.Field, "%d out of range 0-%d", re.Value, re.Max)
-	case we.Code == wire.Unavailable && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)):
+	case we.Code == api.Unavailable && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)):
 		ae.message, ae.cause = "request timed out: "+we.Message, err
+	case we.Code == api.Unavailable:
+		ae.cause = err // the store's or guard's failure, for the log
 	}
 	return ae
 }

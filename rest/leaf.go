@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -10,8 +9,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/segment"
 )
 
 // Leaf's HTTP API (Meituan's leaf-server: LeafController and
@@ -250,13 +249,14 @@ func (s *Server) leafSegment(c echo.Context) error {
 	defer ctx.release()
 	v, err := s.cfg.Sequences.Next(ctx, key)
 	if err != nil {
+		// Leaf's result codes, by the one table's code: what no store
+		// holds is Leaf's "key not exists", what may pass (a store down,
+		// a deadline, a server closing) Leaf's "segments not ready".
 		code := leafSegmentsEmpty
-		switch {
-		case errors.Is(err, segment.ErrUnknownTag), errors.Is(err, segment.ErrInvalidTag):
+		switch api.CodeOf(err) {
+		case api.NotFound, api.InvalidArgument:
 			code = leafKeyNotExists
-		case errors.Is(err, segment.ErrClosed):
-			code = leafInitFalse
-		case errors.Is(err, segment.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		case api.Unavailable:
 		default:
 			s.log.Error("rest: Leaf segment call failed", "key", clip(key), "err", err)
 		}

@@ -9,7 +9,8 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
-	"github.com/vesta-go/vesta/central/wire"
+
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/core"
 )
 
@@ -46,24 +47,24 @@ func requiredUint(c echo.Context, name string) (uint64, error) {
 }
 
 // parseUint parses an unsigned decimal integer named name, by the rules
-// the central server shares (wire.ParseUint).
+// the central server shares (api.ParseUint).
 func parseUint(name, s string) (uint64, error) {
-	v, err := wire.ParseUint(name, s)
+	v, err := api.ParseUint(name, s)
 	return v, paramError(err)
 }
 
 // parseField parses the value of an ID field: a number, or for method and
-// type also a name (rest, max-peak, ...), by wire.ParseField. name is what
+// type also a name (rest, max-peak, ...), by api.ParseField. name is what
 // the caller wrote (genMethod for method), so the message names it.
 func parseField(field, name, s string) (uint64, error) {
-	v, err := wire.ParseField(field, name, s)
+	v, err := api.ParseField(field, name, s)
 	return v, paramError(err)
 }
 
-// paramError turns a parameter's *wire.Error (whose message names the
+// paramError turns a parameter's *api.Error (whose message names the
 // parameter) into a 400.
 func paramError(err error) error {
-	var we *wire.Error
+	var we *api.Error
 	if errors.As(err, &we) {
 		return &apiError{status: http.StatusBadRequest, code: codeInvalidArgument, message: we.Message}
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
-	"github.com/vesta-go/vesta/segment"
 )
 
 // Sequences issues the numbers of segment sequences (Leaf's segment mode);
@@ -66,7 +65,7 @@ func (s *Server) apiSeq(c echo.Context) error {
 	if n == 0 {
 		v, err := s.cfg.Sequences.Next(ctx, tag)
 		if err != nil {
-			return seqError(tag, err)
+			return fromCore(err)
 		}
 		b = append(b, `,"id":"`...)
 		b = strconv.AppendInt(b, v, 10)
@@ -75,7 +74,7 @@ func (s *Server) apiSeq(c echo.Context) error {
 	}
 	vs, err := s.cfg.Sequences.NextN(ctx, tag, int(n))
 	if err != nil {
-		return seqError(tag, err)
+		return fromCore(err)
 	}
 	b = append(b, `,"ids":[`...)
 	for i, v := range vs {
@@ -88,33 +87,6 @@ func (s *Server) apiSeq(c echo.Context) error {
 	}
 	b = append(b, "]}\n"...)
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
-}
-
-// seqError maps an error of the segment issuer: an unknown tag is a 404
-// naming it, a bad one a 400, a store that is down with the buffers empty
-// a 503. ErrUnavailable is tested first: it wraps the store's error, which
-// may be a context's.
-func seqError(tag string, err error) *apiError {
-	msg := strings.TrimPrefix(err.Error(), "segment: ")
-	switch {
-	case errors.Is(err, segment.ErrUnknownTag):
-		return &apiError{status: http.StatusNotFound, code: codeNotFound,
-			message: fmt.Sprintf("tag %q: unknown tag (create it with: vesta seq create)", clip(tag))}
-	case errors.Is(err, segment.ErrInvalidTag):
-		// Not the issuer's message: it quotes the whole tag, which a URL
-		// can make kilobytes long.
-		return &apiError{status: http.StatusBadRequest, code: codeInvalidArgument,
-			message: fmt.Sprintf("tag: %q (%d bytes); want 1-%d characters of A-Z a-z 0-9 _ . : -", clip(tag), len(tag), segment.MaxTagLen)}
-	case errors.Is(err, segment.ErrInvalidCount):
-		return &apiError{status: http.StatusBadRequest, code: codeInvalidArgument, message: "count: " + msg}
-	case errors.Is(err, segment.ErrUnavailable), errors.Is(err, segment.ErrClosed):
-		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, message: msg, cause: err}
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, message: "request timed out: " + msg, cause: err}
-	}
-	e := *errInternal
-	e.cause = err
-	return &e
 }
 
 // segmentStatus is the /readyz line of the segment store: "ok", or why

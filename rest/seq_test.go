@@ -108,9 +108,9 @@ func TestSeqErrors(t *testing.T) {
 		code    string
 		mention string
 	}{
-		{"/v1/seq/nope", 404, "not_found", `tag "nope": unknown tag`},
+		{"/v1/seq/nope", 404, "not_found", `unknown tag "nope" (create it with: vesta seq create)`},
 		{"/v1/seq/bad%20tag", 400, "invalid_argument", "tag:"},
-		{"/v1/seq/" + strings.Repeat("x", 129), 400, "invalid_argument", "(129 bytes); want 1-128 characters"},
+		{"/v1/seq/" + strings.Repeat("x", 129), 400, "invalid_argument", `x..."` + ": length 129, not 1-128"},
 		{"/v1/seq/orders?count=0", 400, "invalid_argument", "count: 0 out of range 1-100"},
 		{"/v1/seq/orders?count=101", 400, "invalid_argument", "count: 101 out of range 1-100"},
 		{"/v1/seq/orders?count=-1", 400, "invalid_argument", "count:"},

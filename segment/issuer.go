@@ -465,7 +465,7 @@ func (is *Issuer) buffer(ctx context.Context, tag string) (*buffer, error) {
 		if err != nil {
 			return nil, unavailable(tag, err)
 		}
-		return nil, fmt.Errorf("segment: tag %q: %w", tag, ErrUnknownTag)
+		return nil, unknownTag(tag)
 	}
 	is.mu.Unlock()
 	if ch != nil {
@@ -478,7 +478,13 @@ func (is *Issuer) buffer(ctx context.Context, tag string) (*buffer, error) {
 			return b, nil
 		}
 	}
-	return nil, fmt.Errorf("segment: tag %q: %w", tag, ErrUnknownTag)
+	return nil, unknownTag(tag)
+}
+
+// unknownTag is the error of a tag the store does not hold, with what to
+// do about it.
+func unknownTag(tag string) error {
+	return fmt.Errorf("%w %q (create it with: vesta seq create)", ErrUnknownTag, tag)
 }
 
 // refresh re-reads the tag list and adds new tags. Tags gone from the store

@@ -145,10 +145,12 @@ func (t TagInfo) Validate() error {
 }
 
 // ValidTag reports whether tag is a usable name: 1-128 characters of
-// [A-Za-z0-9_.:-]. The error wraps ErrInvalidTag and quotes the name.
+// [A-Za-z0-9_.:-]. The error wraps ErrInvalidTag and quotes the name, cut
+// to MaxTagLen bytes: a caller may send kilobytes, which no message
+// repeats.
 func ValidTag(tag string) error {
 	if len(tag) == 0 || len(tag) > MaxTagLen {
-		return fmt.Errorf("%w: %q: length %d, not 1-%d", ErrInvalidTag, tag, len(tag), MaxTagLen)
+		return fmt.Errorf("%w: %q: length %d, not 1-%d", ErrInvalidTag, clipTag(tag), len(tag), MaxTagLen)
 	}
 	for i := 0; i < len(tag); i++ {
 		c := tag[i]
@@ -160,6 +162,13 @@ func ValidTag(tag string) error {
 		}
 	}
 	return nil
+}
+
+func clipTag(tag string) string {
+	if len(tag) > MaxTagLen {
+		return tag[:MaxTagLen] + "..."
+	}
+	return tag
 }
 
 // Config is the issuer's configuration. One rule for every field: zero

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/vesta-go/vesta/api"
 )
 
 // Frame types, the first element of every frame.
@@ -64,7 +66,7 @@ func DecodeRequest(frame []byte) (req Request, err error) {
 		}
 		req.MsgID = uint32(id)
 		if n != 4 {
-			return req, Errorf(InvalidArgument, "a request has 4 elements, not %d", n)
+			return req, api.Errorf(api.InvalidArgument, "a request has 4 elements, not %d", n)
 		}
 	case TypeNotification:
 		if n != 3 {
@@ -86,23 +88,23 @@ func DecodeRequest(frame []byte) (req Request, err error) {
 func (r *reader) call() (string, []byte, error) {
 	m, err := r.str()
 	if err != nil {
-		return "", nil, Errorf(InvalidArgument, "method must be a string: %v", err)
+		return "", nil, api.Errorf(api.InvalidArgument, "method must be a string: %v", err)
 	}
 	method := internMethod(m)
 	n, err := r.arrayLen()
 	if err != nil {
-		return method, nil, Errorf(InvalidArgument, "params must be an array: %v", err)
+		return method, nil, api.Errorf(api.InvalidArgument, "params must be an array: %v", err)
 	}
 	switch n {
 	case 0:
 		return method, nil, nil
 	case 1:
 	default:
-		return method, nil, Errorf(InvalidArgument, "params holds %d elements; want at most one map", n)
+		return method, nil, api.Errorf(api.InvalidArgument, "params holds %d elements; want at most one map", n)
 	}
 	start := r.i
 	if _, err := r.mapLen(); err != nil {
-		return method, nil, Errorf(InvalidArgument, "params[0] must be a map: %v", err)
+		return method, nil, api.Errorf(api.InvalidArgument, "params[0] must be a map: %v", err)
 	}
 	r.i = start
 	if err := r.skip(); err != nil {
@@ -129,7 +131,7 @@ func internMethod(b []byte) string {
 type Response struct {
 	MsgID uint32
 	// Error is the error of a failed call, nil on success.
-	Error *Error
+	Error *api.Error
 	// Result is the msgpack result, for DecodeResult; nil with an Error.
 	Result []byte
 }
@@ -154,13 +156,13 @@ func DecodeResponse(frame []byte) (resp Response, err error) {
 	if r.isNil() {
 		r.i++
 	} else if s, err := r.str(); err == nil {
-		resp.Error = ParseError(string(s))
+		resp.Error = api.ParseError(string(s))
 	} else {
 		start := r.i
 		if err := r.skip(); err != nil {
 			return resp, fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
-		resp.Error = Errorf(Internal, "error of msgpack type 0x%02x", r.b[start])
+		resp.Error = api.Errorf(api.Internal, "error of msgpack type 0x%02x", r.b[start])
 	}
 	start := r.i
 	if err := r.skip(); err != nil {

@@ -1,5 +1,7 @@
 // Package wire is the MessagePack-RPC frame format of the central server,
-// shared by the server (package central) and the Go client (package client).
+// shared by the server (package central) and the Go client (package client):
+// frames only; the error codes and parameter rules it carries are package
+// api's.
 //
 // # Frames
 //
@@ -51,14 +53,12 @@
 //
 // # Errors
 //
-// An error is a string that begins with a stable code, a colon and a space:
-// "invalid_argument: count 0; want 1-10000". The codes are the Code
-// constants; ParseError splits such a string back into code and message.
-// CodeOf is the one mapping from the errors a call can end with (the
-// generator's sentinels, a caller's context) to codes: the central server
-// answers with ErrorOf, and the REST server turns the same codes into HTTP
-// statuses. A new kind of error gets its row in that mapping, not in a
-// server.
+// A response's error is a string that begins with a stable code, a colon
+// and a space: "invalid_argument: count 0; want 1-10000". The codes, the
+// one mapping from errors to codes and the parsing of parameters given as
+// text are package api's, shared with the REST server; this package only
+// carries them (AppendResponse writes an *api.Error, DecodeResponse reads
+// one back with api.ParseError).
 //
 // # Hostile input
 //

@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/core"
 )
 
@@ -54,7 +56,7 @@ func (e *Encoder) AppendNotification(dst []byte, method string, params any) ([]b
 // with err non-nil, the error string and a nil result; otherwise a nil error
 // and result (a uint64, []uint64, []core.ID, int64, []int64, TakeIDsResult,
 // Explanation, TransTimeResult or Info).
-func (e *Encoder) AppendResponse(dst []byte, msgid uint32, err *Error, result any) ([]byte, error) {
+func (e *Encoder) AppendResponse(dst []byte, msgid uint32, err *api.Error, result any) ([]byte, error) {
 	out := append(dst, 0x94, TypeResponse)
 	out = appendUint(out, uint64(msgid))
 	if err != nil {

@@ -2,106 +2,9 @@ package wire
 
 import (
 	"strconv"
-	"strings"
 
-	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/api"
 )
-
-// The rules for parameter values, one set for both servers: RPC params
-// (DecodeParams) and REST query parameters and JSON fields (package rest
-// calls ParseUint and ParseField).
-//
-//   - An integer is unsigned. In MessagePack, any integer encoding of a
-//     value >= 0. In text (a query parameter, a JSON number's text, a JSON
-//     or MessagePack string): ASCII decimal digits only, leading zeros
-//     allowed, at most 2^64-1; no sign, space, '+', fraction, exponent or
-//     hex.
-//   - method and type take a name too, ASCII case-insensitive and nothing
-//     around it: embedded (or embed), central, rest, reserved; max-peak,
-//     min-granularity. Digits are the number as above.
-//   - nil (JSON null) is the same as leaving an optional field out (make's
-//     machine, method, type and version; transtime's type); a required
-//     field given nil is missing.
-//   - IDs are unsigned 64-bit: a negative number is refused, including a
-//     Java long that holds an ID of 2^63 or more (write it with
-//     Long.toUnsignedString). Two's complement is not guessed, since a
-//     negative number is far more often a caller's bug than such an ID.
-//
-// Errors are InvalidArgument *Errors whose message starts with the
-// parameter's name.
-
-// NamedFields are the fields that take names as well as numbers.
-const (
-	FieldMethod = "method"
-	FieldType   = "type"
-)
-
-// ParseUint parses text s as the unsigned integer of parameter name.
-func ParseUint(name, s string) (uint64, error) {
-	if s == "" {
-		return 0, Errorf(InvalidArgument, "%s: empty; want an unsigned decimal integer", name)
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			if s[0] == '-' {
-				return 0, negative(name, clipText(s))
-			}
-			return 0, Errorf(InvalidArgument, "%s: %q is not an unsigned decimal integer", name, clipText(s))
-		}
-	}
-	v, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, Errorf(InvalidArgument, "%s: %q does not fit in 64 bits (max 18446744073709551615)", name, clipText(s))
-	}
-	return v, nil
-}
-
-// negative is the error of a negative value v (its text) of name.
-func negative(name, v string) error {
-	if name == "id" {
-		return Errorf(InvalidArgument, "%s: %q is negative; IDs are unsigned (a Java long below 0 holds ID+2^64: send Long.toUnsignedString(id))", name, v)
-	}
-	return Errorf(InvalidArgument, "%s: %q is negative; want an unsigned decimal integer", name, v)
-}
-
-// ParseField parses text s as the value of field (FieldMethod or
-// FieldType take names; any other field is ParseUint); name is what the
-// caller wrote (an alias such as genMethod), for the message.
-func ParseField(field, name, s string) (uint64, error) {
-	if field != FieldMethod && field != FieldType || s != "" && s[0] >= '0' && s[0] <= '9' {
-		return ParseUint(name, s)
-	}
-	switch lower := strings.ToLower(s); field {
-	case FieldMethod:
-		switch lower {
-		case "embedded", "embed":
-			return uint64(core.Embedded), nil
-		case "central":
-			return uint64(core.Central), nil
-		case "rest":
-			return uint64(core.REST), nil
-		case "reserved":
-			return uint64(core.Reserved), nil
-		}
-		return 0, Errorf(InvalidArgument, "%s: %q; want 0-3 or embedded, central, rest, reserved", name, clipText(s))
-	default:
-		switch lower {
-		case "max-peak":
-			return uint64(core.MaxPeak), nil
-		case "min-granularity":
-			return uint64(core.MinGranularity), nil
-		}
-		return 0, Errorf(InvalidArgument, "%s: %q; want 0, 1, max-peak or min-granularity", name, clipText(s))
-	}
-}
-
-// clipText keeps hostile input out of messages.
-func clipText(s string) string {
-	if len(s) > MaxMethodLen {
-		return s[:MaxMethodLen] + "..."
-	}
-	return s
-}
 
 // fieldValue reads the value of f: nil (null reports true), a string by
 // ParseField, or a MessagePack integer >= 0.
@@ -113,13 +16,13 @@ func (r *reader) fieldValue(f field) (v uint64, null bool, err error) {
 	case "string":
 		b, err := r.str()
 		if err != nil {
-			return 0, false, Errorf(InvalidArgument, "%s: %v", f.name, err)
+			return 0, false, api.Errorf(api.InvalidArgument, "%s: %v", f.name, err)
 		}
 		named := ""
 		if f.named {
 			named = f.name
 		}
-		v, err := ParseField(named, f.name, string(b))
+		v, err := api.ParseField(named, f.name, string(b))
 		return v, false, err
 	}
 	start := r.i
@@ -127,9 +30,9 @@ func (r *reader) fieldValue(f field) (v uint64, null bool, err error) {
 	if err != nil {
 		rr := reader{b: r.b, i: start}
 		if n, e := rr.int(); e == nil && n < 0 {
-			return 0, false, negative(f.name, strconv.FormatInt(n, 10))
+			return 0, false, api.Negative(f.name, strconv.FormatInt(n, 10))
 		}
-		return 0, false, Errorf(InvalidArgument, "%s: %v", f.name, err)
+		return 0, false, api.Errorf(api.InvalidArgument, "%s: %v", f.name, err)
 	}
 	return v, false, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
 )
@@ -63,10 +64,10 @@ func FuzzDecodeRequest(f *testing.F) {
 			b = b[:n]
 		}
 		req, err := wire.DecodeRequest(b)
-		var we *wire.Error
+		var we *api.Error
 		switch {
 		case errors.As(err, &we):
-			if req.Notify || we.Code != wire.InvalidArgument {
+			if req.Notify || we.Code != api.InvalidArgument {
 				t.Fatalf("answerable error %v on %+v", err, req)
 			}
 			return
@@ -85,7 +86,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			if len(seq.Tag) == 0 || len(seq.Tag) > wire.MaxTagLen || !utf8.ValidString(seq.Tag) {
 				t.Fatalf("NextSeqsParams accepted tag %q", seq.Tag)
 			}
-		} else if !errors.Is(err, &wire.Error{Code: wire.InvalidArgument}) {
+		} else if !errors.Is(err, &api.Error{Code: api.InvalidArgument}) {
 			t.Fatalf("NextSeqsParams: %v; want invalid_argument", err)
 		}
 		var one wire.NextSeqParams
@@ -111,7 +112,7 @@ func FuzzDecodeRequest(f *testing.F) {
 func FuzzDecodeResponse(f *testing.F) {
 	e := wire.NewEncoder()
 	ok, _ := e.AppendResponse(nil, 1, nil, uint64(1<<63))
-	bad, _ := e.AppendResponse(nil, 2, wire.Errorf(wire.Clock, "behind"), nil)
+	bad, _ := e.AppendResponse(nil, 2, api.Errorf(api.Clock, "behind"), nil)
 	ids, _ := e.AppendResponse(nil, 3, nil, []uint64{1, 2, 3})
 	info, _ := e.AppendResponse(nil, 4, nil, wire.Info{Layout: "sorted", Epoch: "2025-01-01T00:00:00Z"})
 	seq := wire.AppendIntResponse(nil, 5, -1<<40)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central/wire"
 )
 
@@ -48,7 +49,7 @@ func TestDecodeSeqParams(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, &wire.Error{Code: wire.InvalidArgument}) || !strings.Contains(err.Error(), tc.wantErr) {
+			if !errors.Is(err, &api.Error{Code: api.InvalidArgument}) || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("error %v; want invalid_argument containing %q", err, tc.wantErr)
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
 )
@@ -144,7 +145,7 @@ func TestErrorResponseBytes(t *testing.T) {
 	e := wire.NewEncoder()
 	for _, n := range []int{0, 5, 31, 32, 255, 256, 70000} {
 		msg := strings.Repeat("x", n)
-		werr := &wire.Error{Code: wire.Unavailable, Message: msg}
+		werr := &api.Error{Code: api.Unavailable, Message: msg}
 		got, err := e.AppendResponse(nil, 77, werr, nil)
 		want := byCodec(t, []any{1, uint32(77), werr.Error(), nil})
 		if err != nil || !bytes.Equal(got, want) {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/vesta-go/vesta/api"
+
 	"github.com/vesta-go/vesta/core"
 )
 
@@ -131,13 +133,13 @@ func decodeFields(params []byte, fs []field) error {
 	r := reader{b: params}
 	n, err := r.mapLen()
 	if err != nil {
-		return Errorf(InvalidArgument, "params: %v", err)
+		return api.Errorf(api.InvalidArgument, "params: %v", err)
 	}
 	var seen uint
 	for ; n > 0; n-- {
 		key, err := r.str()
 		if err != nil {
-			return Errorf(InvalidArgument, "params key: %v", err)
+			return api.Errorf(api.InvalidArgument, "params key: %v", err)
 		}
 		k := -1
 		for j := range fs {
@@ -147,17 +149,17 @@ func decodeFields(params []byte, fs []field) error {
 		}
 		switch {
 		case k < 0 && len(fs) == 0:
-			return Errorf(InvalidArgument, "unknown field %s: the method takes no params", quote(key))
+			return api.Errorf(api.InvalidArgument, "unknown field %s: the method takes no params", quote(key))
 		case k < 0:
-			return Errorf(InvalidArgument, "unknown field %s", quote(key))
+			return api.Errorf(api.InvalidArgument, "unknown field %s", quote(key))
 		case seen&(1<<k) != 0:
-			return Errorf(InvalidArgument, "field %s given twice", fs[k].name)
+			return api.Errorf(api.InvalidArgument, "field %s given twice", fs[k].name)
 		}
 		seen |= 1 << k
 		if fs[k].str != nil {
 			s, err := r.tag()
 			if err != nil {
-				return Errorf(InvalidArgument, "%s: %v", fs[k].name, err)
+				return api.Errorf(api.InvalidArgument, "%s: %v", fs[k].name, err)
 			}
 			*fs[k].str = s
 			continue
@@ -167,7 +169,7 @@ func decodeFields(params []byte, fs []field) error {
 		case err != nil:
 			return err
 		case null && fs[k].dst != nil: // nil is leaving the field out
-			return Errorf(InvalidArgument, "missing field %s (null)", fs[k].name)
+			return api.Errorf(api.InvalidArgument, "missing field %s (null)", fs[k].name)
 		case null:
 		case fs[k].dst != nil:
 			*fs[k].dst = v
@@ -176,7 +178,7 @@ func decodeFields(params []byte, fs []field) error {
 		}
 	}
 	if r.i != len(params) {
-		return Errorf(InvalidArgument, "params: trailing bytes after the map")
+		return api.Errorf(api.InvalidArgument, "params: trailing bytes after the map")
 	}
 	return missing(fs, seen)
 }
@@ -185,7 +187,7 @@ func decodeFields(params []byte, fs []field) error {
 func missing(fs []field, seen uint) error {
 	for j, f := range fs {
 		if (f.dst != nil || f.str != nil) && seen&(1<<j) == 0 {
-			return Errorf(InvalidArgument, "missing field %s", f.name)
+			return api.Errorf(api.InvalidArgument, "missing field %s", f.name)
 		}
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
 )
@@ -165,10 +166,10 @@ func TestDecodeRequest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req, err := wire.DecodeRequest(tt.in)
-			var we *wire.Error
+			var we *api.Error
 			switch {
 			case tt.answer:
-				if !errors.As(err, &we) || we.Code != wire.InvalidArgument {
+				if !errors.As(err, &we) || we.Code != api.InvalidArgument {
 					t.Fatalf("err %v; want an invalid_argument *Error", err)
 				}
 			case tt.err != nil:
@@ -256,8 +257,8 @@ func TestDecodeParams(t *testing.T) {
 				}
 				return
 			}
-			var we *wire.Error
-			if !errors.As(err, &we) || we.Code != wire.InvalidArgument || !strings.Contains(err.Error(), tt.err) {
+			var we *api.Error
+			if !errors.As(err, &we) || we.Code != api.InvalidArgument || !strings.Contains(err.Error(), tt.err) {
 				t.Fatalf("err %v; want invalid_argument with %q", err, tt.err)
 			}
 		})
@@ -357,7 +358,7 @@ func TestResponses(t *testing.T) {
 		t.Fatalf("result %d, %v", id, err)
 	}
 
-	got, err = e.AppendResponse(got[:0], 8, wire.Errorf(wire.InvalidArgument, "count 0; want 1-10000"), nil)
+	got, err = e.AppendResponse(got[:0], 8, api.Errorf(api.InvalidArgument, "count 0; want 1-10000"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +368,7 @@ func TestResponses(t *testing.T) {
 	}
 	resp, err = wire.DecodeResponse(got)
 	if err != nil || resp.MsgID != 8 || resp.Result != nil ||
-		!errors.Is(resp.Error, &wire.Error{Code: wire.InvalidArgument}) || resp.Error.Message != "count 0; want 1-10000" {
+		!errors.Is(resp.Error, &api.Error{Code: api.InvalidArgument}) || resp.Error.Message != "count 0; want 1-10000" {
 		t.Fatalf("%+v, %v", resp, err)
 	}
 
@@ -396,12 +397,12 @@ func TestDecodeResponse(t *testing.T) {
 	tests := []struct {
 		name string
 		in   []byte
-		code wire.Code // of the decoded error; "" for a result
+		code api.Code // of the decoded error; "" for a result
 		err  error
 	}{
 		{"result", []byte{0x94, 1, 3, 0xc0, 0x05}, "", nil},
-		{"unknown code", cat(0x94, 1, 3, 0xa4, "oops", 0xc0), wire.Internal, nil},
-		{"error not a string", []byte{0x94, 1, 3, 0x81, 0x01, 0x02, 0xc0}, wire.Internal, nil},
+		{"unknown code", cat(0x94, 1, 3, 0xa4, "oops", 0xc0), api.Internal, nil},
+		{"error not a string", []byte{0x94, 1, 3, 0x81, 0x01, 0x02, 0xc0}, api.Internal, nil},
 		{"request", []byte{0x94, 0, 3, 0xc0, 0x90}, "", wire.ErrFrame},
 		{"three elements", []byte{0x93, 1, 3, 0xc0}, "", wire.ErrFrame},
 		{"msgid negative", []byte{0x94, 1, 0xff, 0xc0, 0x05}, "", wire.ErrFrame},
@@ -439,41 +440,41 @@ func TestDecodeResponse(t *testing.T) {
 func TestParseError(t *testing.T) {
 	tests := []struct {
 		in   string
-		code wire.Code
+		code api.Code
 		msg  string
 	}{
-		{"invalid_argument: count 0; want 1-10000", wire.InvalidArgument, "count 0; want 1-10000"},
-		{`invalid_argument: unknown method "Vesta.Foo"`, wire.InvalidArgument, `unknown method "Vesta.Foo"`},
-		{"unavailable: server shutting down", wire.Unavailable, "server shutting down"},
-		{"lease_lost: core: issuing is fenced", wire.LeaseLost, "core: issuing is fenced"},
-		{"clock: behind", wire.Clock, "behind"},
-		{"internal: x: y", wire.Internal, "x: y"},
-		{"clock", wire.Clock, ""},
-		{"teapot: short and stout", wire.Internal, "teapot: short and stout"},
-		{"", wire.Internal, ""},
+		{"invalid_argument: count 0; want 1-10000", api.InvalidArgument, "count 0; want 1-10000"},
+		{`invalid_argument: unknown method "Vesta.Foo"`, api.InvalidArgument, `unknown method "Vesta.Foo"`},
+		{"unavailable: server shutting down", api.Unavailable, "server shutting down"},
+		{"lease_lost: core: issuing is fenced", api.LeaseLost, "core: issuing is fenced"},
+		{"clock: behind", api.Clock, "behind"},
+		{"internal: x: y", api.Internal, "x: y"},
+		{"clock", api.Clock, ""},
+		{"teapot: short and stout", api.Internal, "teapot: short and stout"},
+		{"", api.Internal, ""},
 	}
 	for _, tt := range tests {
-		e := wire.ParseError(tt.in)
+		e := api.ParseError(tt.in)
 		if e.Code != tt.code || e.Message != tt.msg {
 			t.Errorf("ParseError(%q) = %q, %q; want %q, %q", tt.in, e.Code, e.Message, tt.code, tt.msg)
 		}
-		if tt.code != wire.Internal || strings.HasPrefix(tt.in, "internal") {
+		if tt.code != api.Internal || strings.HasPrefix(tt.in, "internal") {
 			if e.Error() != tt.in {
 				t.Errorf("ParseError(%q).Error() = %q", tt.in, e.Error())
 			}
 		}
 	}
-	for _, c := range wire.Codes() {
+	for _, c := range api.Codes() {
 		if !c.Known() {
 			t.Errorf("%s not known", c)
 		}
 	}
-	if wire.Code("teapot").Known() || wire.InvalidArgument.Retryable() || !wire.Unavailable.Retryable() {
+	if api.Code("teapot").Known() || api.InvalidArgument.Retryable() || !api.Unavailable.Retryable() {
 		t.Error("Known or Retryable")
 	}
-	var err error = fmt.Errorf("call: %w", wire.Errorf(wire.LeaseLost, "fenced"))
-	if !errors.Is(err, &wire.Error{Code: wire.LeaseLost}) || errors.Is(err, &wire.Error{Code: wire.Clock}) ||
-		errors.Is(err, &wire.Error{Code: wire.LeaseLost, Message: "other"}) {
+	var err error = fmt.Errorf("call: %w", api.Errorf(api.LeaseLost, "fenced"))
+	if !errors.Is(err, &api.Error{Code: api.LeaseLost}) || errors.Is(err, &api.Error{Code: api.Clock}) ||
+		errors.Is(err, &api.Error{Code: api.LeaseLost, Message: "other"}) {
 		t.Error("errors.Is by code")
 	}
 }
@@ -556,7 +557,7 @@ func ExampleEncoder_AppendRequest() {
 }
 
 func ExampleParseError() {
-	e := wire.ParseError("invalid_argument: count 0; want 1-10000")
+	e := api.ParseError("invalid_argument: count 0; want 1-10000")
 	fmt.Println(e.Code, e.Code.Retryable())
 	fmt.Println(e.Message)
 	// Output:

@@ -81,7 +81,7 @@ func TestSeqCommands(t *testing.T) {
 		t.Fatalf("a tag created while running: %d %s", code, body)
 	}
 	code, body = httpGet(t, "http://"+srv.rest+"/v1/seq/nope")
-	if code != 404 || !strings.Contains(body, `tag \"nope\": unknown tag`) {
+	if code != 404 || !strings.Contains(body, `not_found`) || !strings.Contains(body, `unknown tag \"nope\"`) {
 		t.Fatalf("/v1/seq/nope: %d %s", code, body)
 	}
 	if code, body := httpGet(t, "http://"+srv.rest+"/readyz"); code != 200 || !strings.Contains(body, `"segment":"ok"`) {

@@ -1,26 +1,32 @@
-package wire
+package api
 
 import (
 	"context"
 	"errors"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/segment"
 )
 
 // errorCodes is the one mapping from the errors a call can end with to
-// their codes, shared by the central server (its answers) and the REST
-// server (its codes and HTTP statuses). Rows are tried in order and the
-// first whose error matches (errors.Is) wins: a fenced error wraps the
-// fencer's cause, so it comes first. An error of a new kind gets its row
-// here; whatever matches no row is Internal.
+// their codes, shared by the central server (its answers), the REST server
+// (its codes and HTTP statuses) and Leaf's routes (Leaf's result codes).
+// Rows are tried in order and the first whose error matches (errors.Is)
+// wins: a fenced error wraps the fencer's cause, so it comes first; an
+// unavailable sequence store's error may wrap a context's, which is
+// unavailable too. An error of a new kind gets its row here; whatever
+// matches no row is Internal.
 var errorCodes = []struct {
 	code Code
 	errs []error
 }{
 	{LeaseLost, []error{core.ErrFenced}},
 	{Clock, []error{core.ErrClockBehind, core.ErrBeforeEpoch, core.ErrEndOfTime}},
-	{Unavailable, []error{core.ErrGuard, core.ErrClosed, core.ErrBusy, context.DeadlineExceeded, context.Canceled}},
-	{InvalidArgument, []error{core.ErrOutOfRange, core.ErrInvalidCount, core.ErrInvalidID, core.ErrUnknownName}},
+	{NotFound, []error{segment.ErrUnknownTag}},
+	{Unavailable, []error{core.ErrGuard, core.ErrClosed, core.ErrBusy, segment.ErrUnavailable, segment.ErrClosed,
+		context.DeadlineExceeded, context.Canceled}},
+	{InvalidArgument, []error{core.ErrOutOfRange, core.ErrInvalidCount, core.ErrInvalidID, core.ErrUnknownName,
+		segment.ErrInvalidTag, segment.ErrInvalidCount}},
 }
 
 // CodeOf returns the code err is answered with: the code of an *Error it
