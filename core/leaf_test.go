@@ -132,3 +132,100 @@ func TestLeafMakeRefuses(t *testing.T) {
 func contains(err error, s string) bool {
 	return err != nil && len(s) > 0 && strings.Contains(err.Error(), s)
 }
+
+// leafServer is Leaf's SnowflakeIDGenImpl.get, ported line for line (its
+// lastTimestamp, sequence and the wait for the next millisecond), on the
+// same manual clock: the Leaf fleet a migration starts from.
+type leafServer struct {
+	clk           *core.ManualClock
+	worker        int64
+	last, seq     int64
+	sequenceStart int64 // Leaf: RANDOM.nextInt(100); fixed here
+}
+
+func (l *leafServer) get() int64 {
+	ts := l.clk.Now().UnixMilli()
+	if ts == l.last {
+		l.seq = (l.seq + 1) & 4095
+		if l.seq == 0 {
+			l.clk.Advance(time.Millisecond) // tilNextMillis
+			ts = l.clk.Now().UnixMilli()
+		}
+	} else {
+		l.seq = l.sequenceStart
+	}
+	l.last = ts
+	return (ts-1288834974657)<<22 | l.worker<<12 | l.seq
+}
+
+// The two migrations the README documents, each against a ported Leaf:
+// drained (Leaf stops, vesta starts on the same worker ID) continues above
+// every ID Leaf issued; side by side (vesta on worker IDs Leaf does not
+// use, both issuing in the same milliseconds) never repeats one.
+func TestLeafMigration(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		leafW, vestaW    int64
+		drained          bool
+		rounds, perRound int
+	}{
+		{"drained, same worker", 5, 5, true, 0, 0},
+		{"side by side, other workers", 5, 900, false, 200, 300},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := core.NewManualClock(t0)
+			leaf := &leafServer{clk: clk, worker: tc.leafW, sequenceStart: 17}
+			seen := map[int64]string{}
+			var leafMax int64
+			add := func(id int64, who string) {
+				if prev, ok := seen[id]; ok {
+					t.Fatalf("ID %d issued by %s and %s", id, prev, who)
+				}
+				seen[id] = who
+			}
+			for range 5000 { // past one millisecond's 4,096
+				id := leaf.get()
+				add(id, "leaf")
+				leafMax = max(leafMax, id)
+			}
+			if tc.drained {
+				// Leaf stopped; vesta starts a millisecond on, as any
+				// restart does (a clock behind Leaf's last millisecond is
+				// the operator's to check, as for Leaf itself).
+				clk.Advance(time.Millisecond)
+			}
+			g := newGen(t, leafConfig(clk, core.MachineID(tc.vestaW)))
+			if tc.drained {
+				for range 5 {
+					ids, err := g.NextIDs(context.Background(), core.REST, 1000)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, id := range ids {
+						add(int64(id), "vesta")
+						if int64(id) <= leafMax {
+							t.Fatalf("vesta's %d is not above Leaf's last %d", id, leafMax)
+						}
+					}
+					clk.Advance(time.Millisecond)
+				}
+				return
+			}
+			for r := range tc.rounds {
+				for range tc.perRound {
+					add(leaf.get(), "leaf")
+				}
+				ids, err := g.NextIDs(context.Background(), core.Central, tc.perRound)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, id := range ids {
+					add(int64(id), "vesta")
+				}
+				if r%7 == 0 {
+					clk.Advance(time.Millisecond)
+				}
+			}
+		})
+	}
+}
