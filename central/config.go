@@ -142,37 +142,43 @@ func DefaultConfig() Config {
 
 // Validate reports the first field that cannot be used, by name.
 func (c Config) Validate() error {
+	d := DefaultConfig()
 	ints := []struct {
 		name     string
-		v        int
+		v, def   int
 		min, max int
 	}{
-		{"MaxBatch", c.MaxBatch, 1, maxBatchLimit},
-		{"MaxRequestBytes", c.MaxRequestBytes, minRequestBytes, maxRequestBytes},
-		{"MaxConns", c.MaxConns, 1, maxConnsLimit},
-		{"MaxConnsPerPeer", c.MaxConnsPerPeer, 1, maxConnsLimit},
-		{"PeerPrefixV6", c.PeerPrefixV6, 1, 128},
-		{"MaxUnsentBytes", c.MaxUnsentBytes, 1, connlimit.MaxUnsentLimit},
-		{"MaxInFlight", c.MaxInFlight, 1, maxInFlight},
-		{"MaxWaitingIDs", c.MaxWaitingIDs, 1, maxWaitingIDs},
-		{"MaxWaitingCalls", c.MaxWaitingCalls, 1, maxWaitingCalls},
+		{"MaxBatch", c.MaxBatch, d.MaxBatch, 1, maxBatchLimit},
+		{"MaxRequestBytes", c.MaxRequestBytes, d.MaxRequestBytes, minRequestBytes, maxRequestBytes},
+		{"MaxConns", c.MaxConns, d.MaxConns, 1, maxConnsLimit},
+		{"MaxConnsPerPeer", c.MaxConnsPerPeer, d.MaxConnsPerPeer, 1, maxConnsLimit},
+		{"PeerPrefixV6", c.PeerPrefixV6, d.PeerPrefixV6, 1, 128},
+		{"MaxUnsentBytes", c.MaxUnsentBytes, d.MaxUnsentBytes, 1, connlimit.MaxUnsentLimit},
+		{"MaxInFlight", c.MaxInFlight, d.MaxInFlight, 1, maxInFlight},
+		{"MaxWaitingIDs", c.MaxWaitingIDs, d.MaxWaitingIDs, 1, maxWaitingIDs},
+		{"MaxWaitingCalls", c.MaxWaitingCalls, d.MaxWaitingCalls, 1, maxWaitingCalls},
 	}
+	// One style for every limit of every package: "Field: value; want 0
+	// (meaning D) to max", or "or min to max" when 1 is not allowed.
 	for _, f := range ints {
 		if f.v != 0 && (f.v < f.min || f.v > f.max) {
-			return fmt.Errorf("%w: %s %d; want 0 (default) or %d-%d", ErrConfig, f.name, f.v, f.min, f.max)
+			if f.min == 1 {
+				return fmt.Errorf("%w: %s: %d; want 0 (meaning %d) to %d", ErrConfig, f.name, f.v, f.def, f.max)
+			}
+			return fmt.Errorf("%w: %s: %d; want 0 (meaning %d) or %d to %d", ErrConfig, f.name, f.v, f.def, f.min, f.max)
 		}
 	}
 	durations := []struct {
-		name string
-		v    time.Duration
-	}{{"IdleTimeout", c.IdleTimeout}, {"ReadTimeout", c.ReadTimeout}, {"WriteTimeout", c.WriteTimeout},
-		{"FirstFrameTimeout", c.FirstFrameTimeout}}
+		name   string
+		v, def time.Duration
+	}{{"IdleTimeout", c.IdleTimeout, d.IdleTimeout}, {"ReadTimeout", c.ReadTimeout, d.ReadTimeout},
+		{"WriteTimeout", c.WriteTimeout, d.WriteTimeout}, {"FirstFrameTimeout", c.FirstFrameTimeout, d.FirstFrameTimeout}}
 	for _, f := range durations {
 		if f.v < 0 {
-			return fmt.Errorf("%w: %s %v; want 0 (default) or more", ErrConfig, f.name, f.v)
+			return fmt.Errorf("%w: %s: %v; want 0 (meaning %v) or more", ErrConfig, f.name, f.v, f.def)
 		}
 		if f.name != "WriteTimeout" && f.v != 0 && (f.v < minTimeout || f.v > maxTimeout) {
-			return fmt.Errorf("%w: %s %v; want 0 (default) or %v to %v", ErrConfig, f.name, f.v, minTimeout, "24h")
+			return fmt.Errorf("%w: %s: %v; want 0 (meaning %v) or %v to %v", ErrConfig, f.name, f.v, f.def, minTimeout, "24h")
 		}
 	}
 	if c.TLS != nil && len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil && c.TLS.GetConfigForClient == nil {

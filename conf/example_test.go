@@ -49,5 +49,5 @@ func ExampleConfig_Validate() {
 	fmt.Println(c.Validate())
 	// Output:
 	// conf: machine.providers: "staic"; want static, iptable, redis, k8s or etcd
-	// conf: central.max_batch: central: invalid config: MaxBatch 2000000; want 0 (default) or 1-1000000
+	// conf: central.max_batch: central: invalid config: MaxBatch: 2000000; want 0 (meaning 10000) to 1000000
 }

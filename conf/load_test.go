@@ -451,7 +451,7 @@ func TestErrorSources(t *testing.T) {
 	_, err := conf.Load(conf.Options{File: path, Flags: fs, Env: []string{"VESTA_LOG_FORMAT=xml"}})
 	for _, want := range []string{
 		"conf: machine.id: 5000; want 0-1023 (flag --machine)",
-		"conf: central.max_batch: central: invalid config: MaxBatch 2000000; want 0 (default) or 1-1000000 (file " + path + ")",
+		"conf: central.max_batch: central: invalid config: MaxBatch: 2000000; want 0 (meaning 10000) to 1000000 (file " + path + ")",
 		`conf: log.format: "xml"; want text or json (env VESTA_LOG_FORMAT)`,
 	} {
 		if !strings.Contains(err.Error(), want) {

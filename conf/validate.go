@@ -41,8 +41,8 @@ func (c *checker) addErr(key string, err error) {
 // KeyErrors); the result matches ErrConfig. conf's own checks come first,
 // then each package's Validate on its conversion (packages.go), whose
 // errors keep the package's message (and match its sentinel), e.g.
-// "conf: central.max_batch: central: invalid config: MaxBatch 2000000;
-// want 0 (default) or 1-1000000". It does not touch the files
+// "conf: central.max_batch: central: invalid config: MaxBatch: 2000000;
+// want 0 (meaning 10000) to 1000000". It does not touch the files
 // the config names (TLS certificates, the data dir): their users report
 // those when they open them.
 func (c Config) Validate() error {

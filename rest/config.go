@@ -198,11 +198,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MaxBatch: %d; want 0 (meaning %d) to %d", ErrConfig, c.MaxBatch, DefaultMaxBatch, maxMaxBatch)
 	}
 	for _, f := range []struct {
-		name string
-		v    int
-	}{{"MaxConns", c.MaxConns}, {"MaxConnsPerPeer", c.MaxConnsPerPeer}} {
+		name   string
+		v, def int
+	}{{"MaxConns", c.MaxConns, DefaultMaxConns}, {"MaxConnsPerPeer", c.MaxConnsPerPeer, DefaultMaxConnsPeer}} {
 		if f.v < 0 || f.v > maxConnsLimit {
-			return fmt.Errorf("%w: %s: %d; want 0 (default) to %d", ErrConfig, f.name, f.v, maxConnsLimit)
+			return fmt.Errorf("%w: %s: %d; want 0 (meaning %d) to %d", ErrConfig, f.name, f.v, f.def, maxConnsLimit)
 		}
 	}
 	if c.PeerPrefixV6 < 0 || c.PeerPrefixV6 > 128 {
