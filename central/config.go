@@ -116,7 +116,7 @@ type Config struct {
 	// bounds this server's connections by MaxConns alone.
 	Budget *connlimit.Budget
 	// Sequences serves Vesta.NextSeq and Vesta.NextSeqs (segment
-	// sequences; a *segment.Issuer, which the caller owns and closes after
+	// sequences; a *segment.Sequencer, which the caller owns and closes after
 	// the server). Nil answers them invalid_argument: sequences are off.
 	Sequences Sequences
 }

@@ -17,7 +17,7 @@
 //	srv.Shutdown(ctx) // answers every request read, then closes
 //	gen.Close()       // the caller owns the generator
 //
-// With Config.Sequences (a *segment.Issuer) the server also issues segment
+// With Config.Sequences (a *segment.Sequencer) the server also issues segment
 // sequence numbers (Vesta.NextSeq, Vesta.NextSeqs): inline when the tag's
 // buffers hold them, on a goroutine of their own when the store must
 // answer.

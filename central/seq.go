@@ -10,7 +10,7 @@ import (
 
 // Sequences issues the numbers of segment sequences (Leaf's segment mode):
 // dense and increasing per tag within one issuer, unique across every
-// issuer of one store. *segment.Issuer implements it.
+// issuer of one store. *segment.Sequencer implements it.
 type Sequences interface {
 	// Next returns the next number of tag.
 	Next(ctx context.Context, tag string) (int64, error)

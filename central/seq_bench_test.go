@@ -13,7 +13,7 @@ import (
 	"github.com/vesta-go/vesta/segment"
 )
 
-// seqBenchServer serves a segment issuer on an in-memory store (tag
+// seqBenchServer serves a segment sequencer on an in-memory store (tag
 // "bench", step 1,000,000): the server's own cost of Vesta.NextSeq, to
 // compare with BenchmarkGenID at the same callers.
 func seqBenchServer(b *testing.B) string {

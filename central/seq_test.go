@@ -32,7 +32,7 @@ func (s gatedStore) Next(ctx context.Context, tag string, step int64) (segment.R
 
 // seqIssuer opens an issuer on store (closed at cleanup), after creating
 // tags there with max_id 1 and step 100.
-func seqIssuer(t testing.TB, store segment.Store, tags ...string) *segment.Issuer {
+func seqIssuer(t testing.TB, store segment.Store, tags ...string) *segment.Sequencer {
 	t.Helper()
 	ctx := context.Background()
 	for _, tag := range tags {

@@ -9,34 +9,34 @@ package client
 // allocation's GC assist held callers up to 0.8 ms. It is not safe for
 // concurrent use; its owner's lock guards it.
 type pieces[T any] struct {
-	segs [][]T // segs[0] is never empty
-	n    int   // values in segs
+	queue [][]T // queue[0] is never empty
+	n     int   // values in queue
 }
 
 // push appends a piece; the queue owns it from then on.
 func (q *pieces[T]) push(p []T) {
 	if len(p) > 0 {
-		q.segs = append(q.segs, p)
+		q.queue = append(q.queue, p)
 		q.n += len(p)
 	}
 }
 
 // take removes and returns up to k values (at least one: q.n > 0) from the
-// front of the first piece. The result is capped, so appending to it copies;
+// queue of the first piece. The result is capped, so appending to it copies;
 // it shares the piece's array with the values left, which go to later
 // takers, disjoint.
 func (q *pieces[T]) take(k int) []T {
-	seg := q.segs[0]
-	k = min(k, len(seg))
-	out := seg[:k:k]
-	if k == len(seg) {
-		q.segs[0] = nil
-		q.segs = q.segs[1:]
-		if len(q.segs) == 0 {
-			q.segs = q.segs[:0:0] // let the spent array go
+	p := q.queue[0]
+	k = min(k, len(p))
+	out := p[:k:k]
+	if k == len(p) {
+		q.queue[0] = nil
+		q.queue = q.queue[1:]
+		if len(q.queue) == 0 {
+			q.queue = q.queue[:0:0] // let the spent array go
 		}
 	} else {
-		q.segs[0] = seg[k:]
+		q.queue[0] = p[k:]
 	}
 	q.n -= k
 	return out
@@ -44,8 +44,8 @@ func (q *pieces[T]) take(k int) []T {
 
 // first is the length of the first piece (0: empty).
 func (q *pieces[T]) first() int {
-	if len(q.segs) == 0 {
+	if len(q.queue) == 0 {
 		return 0
 	}
-	return len(q.segs[0])
+	return len(q.queue[0])
 }

@@ -29,8 +29,8 @@ func TestPiecesTake(t *testing.T) {
 			}
 			got = append(got, out...)
 		}
-		if !slices.Equal(got, all) || len(b.segs) != 0 {
-			t.Errorf("taking %v at a time: %v, %d pieces left; want %v and none", sizes, got, len(b.segs), all)
+		if !slices.Equal(got, all) || len(b.queue) != 0 {
+			t.Errorf("taking %v at a time: %v, %d pieces left; want %v and none", sizes, got, len(b.queue), all)
 		}
 	}
 }

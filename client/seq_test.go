@@ -15,7 +15,7 @@ import (
 	"github.com/vesta-go/vesta/segment"
 )
 
-// seqServers starts n central servers, each with a segment issuer of its
+// seqServers starts n central servers, each with a segment sequencer of its
 // own on one MemStore holding tags (max_id 1, step 50).
 func seqServers(t testing.TB, n int, tags ...string) ([]*centralServer, *segment.MemStore) {
 	t.Helper()

@@ -29,7 +29,7 @@
 //
 // Each setting is declared once. conf is a mapping: Config turns into the
 // Config of each package (Core, Embed, MachineID, CentralConfig,
-// RESTConfig, ClientConfig, SegmentIssuer), so that only this package
+// RESTConfig, ClientConfig, SegmentSequencer), so that only this package
 // knows the file format, through one table per conversion (packages.go:
 // Go field -> YAML key). A key of a table means what its field means, as
 // the field's comment says, zero included; its default is the package's

@@ -107,7 +107,7 @@ var machineKeys = []fieldKey{
 	{field: "Etcd.LeaseTTL", key: "machine.etcd.lease_ttl"},
 }
 
-// segmentKeys: segment.Config, from SegmentIssuer. The store keys are
+// segmentKeys: segment.Config, from SegmentSequencer. The store keys are
 // conf's (no package config holds them all).
 var segmentKeys = []fieldKey{
 	{field: "Threshold", key: "segment.threshold"},

@@ -123,18 +123,18 @@ func (s SegmentConfig) validate(ck *checker) {
 	}
 }
 
-// SegmentIssuer returns the segment issuer's configuration: threshold, target
+// SegmentSequencer returns the segment sequencer's configuration: threshold, target
 // duration, max step, preloaded tags and the refresh period, as they are.
 // Clock, Logger and OnStore are left for the caller. It
 // validates c first.
-func (c Config) SegmentIssuer() (segment.Config, error) {
+func (c Config) SegmentSequencer() (segment.Config, error) {
 	if err := c.Validate(); err != nil {
 		return segment.Config{}, err
 	}
 	return c.segmentConfig(), nil
 }
 
-// segmentConfig is SegmentIssuer without the checks.
+// segmentConfig is SegmentSequencer without the checks.
 func (c Config) segmentConfig() segment.Config {
 	s := c.Segment
 	cfg := segment.DefaultConfig()

@@ -162,11 +162,11 @@ type Config struct {
 	Lease func() LeaseStatus
 
 	// Sequences serves /v1/seq/{tag} and Leaf's /api/segment/get/{key}
-	// (segment sequences; a *segment.Issuer, which the caller owns and
+	// (segment sequences; a *segment.Sequencer, which the caller owns and
 	// closes after the server). Its state is the "segment" field of
 	// /readyz, which does not decide readiness: IDs are still issued while
 	// the store is down. Leaf's /cache and /db show it when it is also a
-	// SequenceMonitor, as *segment.Issuer is. Nil turns sequences off:
+	// SequenceMonitor, as *segment.Sequencer is. Nil turns sequences off:
 	// those routes answer that they are.
 	Sequences Sequences
 }

@@ -24,7 +24,7 @@ import (
 // answer as leaf-server's do: Spring's error body (leaf.go).
 
 // SequenceMonitor is what /cache and /db read of Config.Sequences;
-// *segment.Issuer implements it. Sequences without it answer those routes
+// *segment.Sequencer implements it. Sequences without it answer those routes
 // as a Leaf with the segment side off.
 type SequenceMonitor interface {
 	// Buffers is a snapshot of every tag's double buffer, sorted by tag.

@@ -12,7 +12,7 @@ import (
 )
 
 // Sequences issues the numbers of segment sequences (Leaf's segment mode);
-// *segment.Issuer implements it.
+// *segment.Sequencer implements it.
 type Sequences interface {
 	// Next returns the next number of tag.
 	Next(ctx context.Context, tag string) (int64, error)

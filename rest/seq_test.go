@@ -17,7 +17,7 @@ import (
 
 var errStoreDown = errors.New("connection refused")
 
-// seqServer is a REST server with a segment issuer on a MemStore holding
+// seqServer is a REST server with a segment sequencer on a MemStore holding
 // the given tags, each created with max_id 1 (Leaf's first number) and
 // step 10.
 func seqServer(t testing.TB, tags ...string) (*rest.Server, *segment.MemStore, *core.ManualClock) {
@@ -29,7 +29,7 @@ func seqServer(t testing.TB, tags ...string) (*rest.Server, *segment.MemStore, *
 
 // seqIssuer is seqServer's issuer, on a manual clock at start2024, closed
 // at cleanup.
-func seqIssuer(t testing.TB, tags ...string) (*segment.Issuer, *segment.MemStore, *core.ManualClock) {
+func seqIssuer(t testing.TB, tags ...string) (*segment.Sequencer, *segment.MemStore, *core.ManualClock) {
 	t.Helper()
 	store := segment.NewMemStore()
 	ctx := context.Background()

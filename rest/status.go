@@ -108,7 +108,7 @@ type segTagStats struct {
 }
 
 // segmentStats is what a Sequences may also offer for /v1/status;
-// *segment.Issuer does.
+// *segment.Sequencer does.
 type segmentStats interface {
 	Tags() []string
 	Stats(tag string) (segment.Stats, bool)

@@ -33,10 +33,10 @@ func parallel(b *testing.B) {
 // segment issuing on the same store, 64 callers, one op = one number:
 //
 //	mariadb/per-call: BEGIN; UPDATE leaf_alloc SET max_id = max_id + 1; SELECT; COMMIT
-//	mariadb/segment:  Issuer.Next on mysqlstore (Leaf's table)
+//	mariadb/segment:  Sequencer.Next on mysqlstore (Leaf's table)
 //	redis/INCR:       INCR through go-redis
-//	redis/segment:    Issuer.Next on redisstore
-//	memstore/segment: Issuer.Next on MemStore, the issuer alone
+//	redis/segment:    Sequencer.Next on redisstore
+//	memstore/segment: Sequencer.Next on MemStore, the issuer alone
 //
 // Calls/s is 1e9 / (ns/op).
 func BenchmarkStores(b *testing.B) {
@@ -91,7 +91,7 @@ func BenchmarkStores(b *testing.B) {
 	b.Run("memstore/segment", func(b *testing.B) { benchIssuer(b, mem) })
 }
 
-// benchIssuer runs Issuer.Next on st by 64 callers, after a warm-up that
+// benchIssuer runs Sequencer.Next on st by 64 callers, after a warm-up that
 // lets the dynamic step grow as it would in service.
 func benchIssuer(b *testing.B, st segment.Store) {
 	ctx := context.Background()
@@ -118,7 +118,7 @@ func benchIssuer(b *testing.B, st segment.Store) {
 
 // warm issues numbers until the dynamic step stops growing (it doubles
 // while it stays within MaxStep: 1000 → 512,000).
-func warm(b *testing.B, is *segment.Issuer) {
+func warm(b *testing.B, is *segment.Sequencer) {
 	ctx := context.Background()
 	for {
 		s, _ := is.Stats("seg")
@@ -185,7 +185,7 @@ func BenchmarkLatencyProxy(b *testing.B) {
 	}
 }
 
-// benchLatency reports the latency of Issuer.Next of tag on store by 64
+// benchLatency reports the latency of Sequencer.Next of tag on store by 64
 // callers, each pausing between calls (none: after warming the dynamic
 // step up); also how many calls found both buffers empty and waited for
 // the store.

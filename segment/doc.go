@@ -10,7 +10,7 @@
 // (segment/mysqlstore on Leaf's own table, segment/redisstore); MemStore
 // here is for tests.
 //
-// An Issuer keeps per tag Leaf's double buffer: the current range, and the
+// An Sequencer keeps per tag Leaf's double buffer: the current range, and the
 // next one fetched in the background once Threshold (Leaf: 10%) of the
 // current one is issued, so no caller waits on the store in the steady
 // state. The step is dynamic as in Leaf: when two fetches come less than

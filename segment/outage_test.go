@@ -191,7 +191,7 @@ func TestLedgerMemStore(t *testing.T) {
 		tags[i] = fmt.Sprintf("tag-%02d", i)
 	}
 	st := newStore(t, 1000, tags...)
-	iss := make([]*segment.Issuer, issuers)
+	iss := make([]*segment.Sequencer, issuers)
 	for i := range iss {
 		cfg := segment.DefaultConfig()
 		cfg.MaxStep = 100_000

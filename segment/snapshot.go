@@ -46,7 +46,7 @@ func (s *seg) state() SegmentState {
 
 // Buffers is a snapshot of every tag's buffers, sorted by tag. It takes
 // each tag's lock briefly, as Stats does, and calls no store.
-func (is *Issuer) Buffers() []BufferState {
+func (is *Sequencer) Buffers() []BufferState {
 	m := *is.tags.Load()
 	out := make([]BufferState, 0, len(m))
 	for tag, b := range m {
@@ -78,7 +78,7 @@ func (is *Issuer) Buffers() []BufferState {
 // Rows reads the store's rows now (Leaf's getAllLeafAllocs), within
 // Config.StoreTimeout and ctx: ErrClosed after Close, ErrUnavailable
 // wrapping the store's error if it fails.
-func (is *Issuer) Rows(ctx context.Context) ([]TagInfo, error) {
+func (is *Sequencer) Rows(ctx context.Context) ([]TagInfo, error) {
 	if is.closed.Load() {
 		return nil, ErrClosed
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // Segment sequences: dense, increasing numbers per business tag (Leaf's
-// segment mode), served by a server that has a segment issuer.
+// segment mode), served by a server that has a segment sequencer.
 const (
 	// MethodNextSeq: [{tag}] -> int64, the next number of tag.
 	MethodNextSeq = "Vesta.NextSeq"

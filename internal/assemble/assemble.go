@@ -135,7 +135,7 @@ func (a *Assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 			return err
 		}
 		ccfg.Logger, ccfg.Registerer, ccfg.Budget = log.With("server", "central"), reg, a.budget
-		if a.seq != nil { // a nil *segment.Issuer in the interface would not be nil
+		if a.seq != nil { // a nil *segment.Sequencer in the interface would not be nil
 			ccfg.Sequences = a.seq.is
 		}
 		if a.central, err = central.NewServer(a.gen, ccfg); err != nil {

@@ -39,10 +39,10 @@ func OpenSegmentStore(s conf.SegmentConfig) (segment.Store, error) {
 	return nil, fmt.Errorf("%w: segment.store %q", ErrConfig, s.Store)
 }
 
-// sequences is the segment issuer of the assembled servers and its store.
+// sequences is the segment sequencer of the assembled servers and its store.
 type sequences struct {
 	store segment.Store
-	is    *segment.Issuer
+	is    *segment.Sequencer
 }
 
 // openSequences opens the store and the issuer of cfg, with its metrics
@@ -52,7 +52,7 @@ func openSequences(ctx context.Context, cfg conf.Config, log *slog.Logger, reg p
 	if !cfg.Segment.Enabled() {
 		return nil, nil
 	}
-	scfg, err := cfg.SegmentIssuer()
+	scfg, err := cfg.SegmentSequencer()
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@
 //     metrics back (the one walk of a Gather), logtest collects logs, nettest
 //     gives a dead address, tlstest a throwaway CA, latencytest latency
 //     percentiles for benchmarks.
-//   - gentest starts core generators and segtest segment issuers and the
+//   - gentest starts core generators and segtest segment sequencers and the
 //     ledger of their numbers: the only kits that import product packages.
 //
 // Imports only go down, so that no cycle is possible: this package imports

@@ -81,7 +81,7 @@ type Store struct {
 var _ segment.Store = (*Store)(nil)
 
 // Open makes a Store. It does not connect: a database down at start shows
-// in the first call (and in segment.Issuer's Ready), not here.
+// in the first call (and in segment.Sequencer's Ready), not here.
 func Open(cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -129,7 +129,7 @@ func TestLedger(t *testing.T) {
 // run issues from the issuers until stop is closed, tolerating
 // ErrUnavailable (the store is being broken), and returns what each caller
 // got, for segtest.Check.
-func run(t *testing.T, iss []*segment.Issuer, tags []string, stop <-chan struct{}, issued *atomic.Int64) func() [][][]int64 {
+func run(t *testing.T, iss []*segment.Sequencer, tags []string, stop <-chan struct{}, issued *atomic.Int64) func() [][][]int64 {
 	const callers = 8
 	got := make([][][]int64, callers)
 	var wg sync.WaitGroup
@@ -177,7 +177,7 @@ func TestLossFloor(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			iss := make([]*segment.Issuer, 3)
+			iss := make([]*segment.Sequencer, 3)
 			for i := range iss {
 				cfg := segment.DefaultConfig()
 				cfg.RetryBackoff = 10 * time.Millisecond

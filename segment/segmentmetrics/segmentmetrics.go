@@ -34,7 +34,7 @@ type Metrics struct {
 	store *prometheus.HistogramVec
 
 	mu sync.Mutex
-	is *segment.Issuer // set by Watch
+	is *segment.Sequencer // set by Watch
 }
 
 var (
@@ -79,7 +79,7 @@ func (m *Metrics) OnStore(op, _ string, d time.Duration, _ error) {
 }
 
 // Watch makes scrapes report is's tags.
-func (m *Metrics) Watch(is *segment.Issuer) {
+func (m *Metrics) Watch(is *segment.Sequencer) {
 	if m == nil {
 		return
 	}

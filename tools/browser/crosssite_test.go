@@ -46,7 +46,7 @@ type victim struct {
 	t    *testing.T
 	port string
 	gen  *core.Generator
-	seq  *segment.Issuer
+	seq  *segment.Sequencer
 	reg  *prometheus.Registry
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 // Open opens an Issuer on st, closed at the end of the test.
-func Open(t testing.TB, st segment.Store, cfg segment.Config) *segment.Issuer {
+func Open(t testing.TB, st segment.Store, cfg segment.Config) *segment.Sequencer {
 	t.Helper()
 	is, err := segment.Open(context.Background(), st, cfg)
 	if err != nil {
@@ -28,7 +28,7 @@ func Open(t testing.TB, st segment.Store, cfg segment.Config) *segment.Issuer {
 // (its own pool or client) and with MaxStep 20,000 so that reservations
 // contend, run Ledger with 32 callers of 160,000 numbers. It returns the
 // issuers, the tags and how many numbers were checked.
-func StoreLedger(t testing.TB, open func() segment.Store) (iss []*segment.Issuer, tags []string, n int) {
+func StoreLedger(t testing.TB, open func() segment.Store) (iss []*segment.Sequencer, tags []string, n int) {
 	t.Helper()
 	ctx := context.Background()
 	setup := open()
@@ -39,7 +39,7 @@ func StoreLedger(t testing.TB, open func() segment.Store) (iss []*segment.Issuer
 			t.Fatal(err)
 		}
 	}
-	iss = make([]*segment.Issuer, 4)
+	iss = make([]*segment.Sequencer, 4)
 	for i := range iss {
 		cfg := segment.DefaultConfig()
 		cfg.MaxStep = 20_000
@@ -53,7 +53,7 @@ func StoreLedger(t testing.TB, open func() segment.Store) (iss []*segment.Issuer
 // rest by NextN of 97), and fails the test if a tag's number is issued
 // twice or a caller's numbers of a tag do not increase. It returns how
 // many numbers it checked.
-func Ledger(t testing.TB, issuers []*segment.Issuer, tags []string, callers, perCaller int) int {
+func Ledger(t testing.TB, issuers []*segment.Sequencer, tags []string, callers, perCaller int) int {
 	t.Helper()
 	got := make([][][]int64, callers) // caller -> tag -> numbers
 	var wg sync.WaitGroup

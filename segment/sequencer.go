@@ -15,11 +15,11 @@ import (
 // re-reads the tag list, so unknown names cannot hammer the store.
 const missRefresh = time.Second
 
-// Issuer hands out numbers per tag from ranges reserved in a Store, with
+// Sequencer hands out numbers per tag from ranges reserved in a Store, with
 // Leaf's double buffer: while one range is issued, the next is fetched in
 // the background once Threshold of the current one is used. Safe for
 // concurrent use.
-type Issuer struct {
+type Sequencer struct {
 	store Store
 	cfg   Config
 
@@ -108,12 +108,12 @@ type buffer struct {
 	waits       int64
 }
 
-// Open makes an Issuer on store, which stays owned by the caller (Close
+// Open makes an Sequencer on store, which stays owned by the caller (Close
 // does not close it). It reads the tag list and fetches the first range of
 // each Preload tag; a store that cannot be reached is logged and retried
 // in the background (Ready tells), but a preloaded tag the store does not
 // know fails Open.
-func Open(ctx context.Context, store Store, cfg Config) (*Issuer, error) {
+func Open(ctx context.Context, store Store, cfg Config) (*Sequencer, error) {
 	if store == nil {
 		return nil, fmt.Errorf("%w: store is nil", ErrConfig)
 	}
@@ -121,7 +121,7 @@ func Open(ctx context.Context, store Store, cfg Config) (*Issuer, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	is := &Issuer{store: store, cfg: cfg}
+	is := &Sequencer{store: store, cfg: cfg}
 	is.ctx, is.cancel = context.WithCancel(context.Background())
 	empty := map[string]*buffer{}
 	is.tags.Store(&empty)
@@ -150,7 +150,7 @@ func Open(ctx context.Context, store Store, cfg Config) (*Issuer, error) {
 
 // Next returns the next number of tag. Numbers of one tag increase within
 // one issuer; across issuers sharing a store they are unique, not ordered.
-func (is *Issuer) Next(ctx context.Context, tag string) (int64, error) {
+func (is *Sequencer) Next(ctx context.Context, tag string) (int64, error) {
 	var one [1]int64
 	out, err := is.take(ctx, tag, 1, one[:0])
 	if err != nil {
@@ -161,14 +161,14 @@ func (is *Issuer) Next(ctx context.Context, tag string) (int64, error) {
 
 // NextN returns n numbers of tag, increasing; 1 <= n <= MaxCount. They may
 // span ranges, so they need not be consecutive.
-func (is *Issuer) NextN(ctx context.Context, tag string, n int) ([]int64, error) {
+func (is *Sequencer) NextN(ctx context.Context, tag string, n int) ([]int64, error) {
 	if n < 1 || n > MaxCount {
 		return nil, fmt.Errorf("%w: %d out of range 1-%d", ErrInvalidCount, n, MaxCount)
 	}
 	return is.take(ctx, tag, int64(n), make([]int64, 0, n))
 }
 
-func (is *Issuer) take(ctx context.Context, tag string, n int64, out []int64) ([]int64, error) {
+func (is *Sequencer) take(ctx context.Context, tag string, n int64, out []int64) ([]int64, error) {
 	if is.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -214,7 +214,7 @@ func (is *Issuer) take(ctx context.Context, tag string, n int64, out []int64) ([
 
 // prefetch starts the background fetch of the next range of b, if still
 // wanted and not in backoff.
-func (is *Issuer) prefetch(b *buffer, s *seg) {
+func (is *Sequencer) prefetch(b *buffer, s *seg) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.cur.Load() != s || b.next != nil || b.fetching != nil {
@@ -229,7 +229,7 @@ func (is *Issuer) prefetch(b *buffer, s *seg) {
 // wait moves b past the used-up range s: to the next range if held, else
 // by waiting for a fetch (starting one if none runs). It fails fast with
 // ErrUnavailable while the store is failing.
-func (b *buffer) wait(ctx context.Context, is *Issuer, s *seg) (bool, error) {
+func (b *buffer) wait(ctx context.Context, is *Sequencer, s *seg) (bool, error) {
 	for {
 		b.mu.Lock()
 		if b.cur.Load() != s {
@@ -290,7 +290,7 @@ func unavailable(tag string, err error) error {
 
 // spawn runs f in a goroutine the issuer owns (Close waits for it), unless
 // the issuer is closed.
-func (is *Issuer) spawn(f func()) bool {
+func (is *Sequencer) spawn(f func()) bool {
 	is.life.RLock()
 	defer is.life.RUnlock()
 	if is.closed.Load() {
@@ -306,7 +306,7 @@ func (is *Issuer) spawn(f func()) bool {
 
 // startFetch runs one fetch of b's next range in the background (not once
 // the issuer is closed: b.fetching stays nil); b.mu is held.
-func (is *Issuer) startFetch(b *buffer) {
+func (is *Sequencer) startFetch(b *buffer) {
 	step := b.nextStep(is.cfg, is.cfg.Clock.Now())
 	ch := make(chan struct{})
 	if !is.spawn(func() { is.fetch(b, step, ch) }) {
@@ -318,7 +318,7 @@ func (is *Issuer) startFetch(b *buffer) {
 
 // fetch is the goroutine of startFetch: one store call, its result queued
 // as b's next range or recorded as b's error; ch closes at the end.
-func (is *Issuer) fetch(b *buffer, step int64, ch chan struct{}) {
+func (is *Sequencer) fetch(b *buffer, step int64, ch chan struct{}) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(is.ctx, is.cfg.StoreTimeout)
 	r, err := is.store.Next(ctx, b.tag, step)
@@ -354,7 +354,7 @@ func (is *Issuer) fetch(b *buffer, step int64, ch chan struct{}) {
 
 // retry starts a fetch of b's next range after RetryBackoff, unless one
 // runs or the range came meanwhile.
-func (is *Issuer) retry(b *buffer) {
+func (is *Sequencer) retry(b *buffer) {
 	select {
 	case <-is.cfg.Clock.After(is.cfg.RetryBackoff):
 	case <-is.ctx.Done():
@@ -434,7 +434,7 @@ func (b *buffer) accept(r Range, step int64, threshold float64, now time.Time) e
 
 // lookup finds tag's buffer, re-reading the tag list (at most once per
 // second) for a tag not yet known.
-func (is *Issuer) lookup(ctx context.Context, tag string) (*buffer, error) {
+func (is *Sequencer) lookup(ctx context.Context, tag string) (*buffer, error) {
 	if b := (*is.tags.Load())[tag]; b != nil {
 		return b, nil
 	}
@@ -445,7 +445,7 @@ func (is *Issuer) lookup(ctx context.Context, tag string) (*buffer, error) {
 }
 
 // buffer is lookup's slow path, also used by Preload.
-func (is *Issuer) buffer(ctx context.Context, tag string) (*buffer, error) {
+func (is *Sequencer) buffer(ctx context.Context, tag string) (*buffer, error) {
 	if err := ValidTag(tag); err != nil {
 		return nil, err
 	}
@@ -490,7 +490,7 @@ func unknownTag(tag string) error {
 // refresh re-reads the tag list and adds new tags. Tags gone from the store
 // are kept: their buffers still hold reserved numbers, and their next fetch
 // answers ErrUnknownTag.
-func (is *Issuer) refresh(ctx context.Context) error {
+func (is *Sequencer) refresh(ctx context.Context) error {
 	is.mu.Lock()
 	if ch := is.refreshing; ch != nil {
 		is.mu.Unlock()
@@ -553,7 +553,7 @@ func (is *Issuer) refresh(ctx context.Context) error {
 	return nil
 }
 
-func (is *Issuer) refreshLoop() {
+func (is *Sequencer) refreshLoop() {
 	for {
 		select {
 		case <-is.cfg.Clock.After(is.cfg.RefreshTags):
@@ -567,7 +567,7 @@ func (is *Issuer) refreshLoop() {
 }
 
 // Tags lists the tags the issuer knows, sorted.
-func (is *Issuer) Tags() []string {
+func (is *Sequencer) Tags() []string {
 	m := *is.tags.Load()
 	out := make([]string, 0, len(m))
 	for k := range m {
@@ -578,7 +578,7 @@ func (is *Issuer) Tags() []string {
 }
 
 // Stats reports one tag; false for a tag the issuer does not know.
-func (is *Issuer) Stats(tag string) (Stats, bool) {
+func (is *Sequencer) Stats(tag string) (Stats, bool) {
 	b := (*is.tags.Load())[tag]
 	if b == nil {
 		return Stats{}, false
@@ -602,7 +602,7 @@ func (is *Issuer) Stats(tag string) (Stats, bool) {
 // ErrUnavailable with the store's error when a tag's fetch failed and its
 // buffers are empty, or when no tag list could be read yet; ErrClosed
 // after Close. A tag the store no longer holds does not count.
-func (is *Issuer) Ready() error {
+func (is *Sequencer) Ready() error {
 	if is.closed.Load() {
 		return ErrClosed
 	}
@@ -636,7 +636,7 @@ func (is *Issuer) Ready() error {
 
 // Close stops the background work and waits for it; later calls fail with
 // ErrClosed. It does not close the store. Idempotent.
-func (is *Issuer) Close() error {
+func (is *Sequencer) Close() error {
 	is.closeOnce.Do(func() {
 		is.life.Lock()
 		is.closed.Store(true)
