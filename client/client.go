@@ -655,14 +655,14 @@ func (c *Client) classify(ctx context.Context, s *server, err error) (string, er
 	return resultNetwork, fmt.Errorf("client: %s: %w", s.addr, err)
 }
 
-// answered reports a server's refusal of the arguments: the server works,
-// so its breaker counts a success.
+// answered reports a server's refusal of the call as sent (bad arguments,
+// an unknown tag): the server works, so its breaker counts a success.
 func answered(err error) bool {
-	return errors.Is(err, &api.Error{Code: api.InvalidArgument})
+	return errors.Is(err, &api.Error{Code: api.InvalidArgument}) || errors.Is(err, &api.Error{Code: api.NotFound})
 }
 
 // retryable reports whether another server may succeed: after any failure
-// of the connection, and after the error codes wire calls retryable.
+// of the connection, and after the error codes api calls retryable.
 func retryable(err error) bool {
 	if we := (*api.Error)(nil); errors.As(err, &we) {
 		return we.Code.Retryable()

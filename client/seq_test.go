@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sony/gobreaker/v2"
+
 	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/client"
@@ -114,9 +116,18 @@ func TestSeqErrors(t *testing.T) {
 	c := newClient(t, cfg)
 	ctx := context.Background()
 
-	_, err := c.NextSeq(ctx, "nope")
-	if !errors.Is(err, &api.Error{Code: api.NotFound}) {
-		t.Fatalf("unknown tag: %v; want not_found", err)
+	// An unknown tag is the server's answer, not its failure: however
+	// many, they open no breaker.
+	for range 15 { // three times the default BreakerFailures
+		_, err := c.NextSeq(ctx, "nope")
+		if !errors.Is(err, &api.Error{Code: api.NotFound}) {
+			t.Fatalf("unknown tag: %v; want not_found", err)
+		}
+	}
+	for _, s := range c.Servers() {
+		if s.Breaker != gobreaker.StateClosed {
+			t.Fatalf("after unknown tags, the breaker of %s is %v; want closed", s.Addr, s.Breaker)
+		}
 	}
 	if _, err := c.NextSeq(ctx, "bad tag"); !errors.Is(err, segment.ErrInvalidTag) {
 		t.Fatalf("bad tag: %v; want segment.ErrInvalidTag", err)
