@@ -95,7 +95,7 @@ func fromCore(err error) *apiError {
 	case we.Code == api.Unavailable && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)):
 		ae.message, ae.cause = "request timed out: "+we.Message, err
 	case we.Code == api.Unavailable:
-		ae.cause = err // the store's or guard's failure, for the log
+		ae.cause = err // the store's or guard's failure, kept for errors.Is
 	}
 	return ae
 }
