@@ -11,9 +11,10 @@ import (
 // the sequence ceiling never makes a caller wait (otherwise every benchmark
 // would measure 1µs per ID: the ceiling of max-peak). BenchmarkSustained
 // measures the ceiling itself.
-func benchGen(b *testing.B) *Generator {
+func benchGen(b *testing.B) *Generator { return benchGenOf(b, DefaultConfig()) }
+
+func benchGenOf(b *testing.B, cfg Config) *Generator {
 	b.Helper()
-	cfg := DefaultConfig()
 	cfg.MaxBorrow = 24 * time.Hour
 	g, err := New(context.Background(), cfg)
 	if err != nil {
@@ -78,6 +79,28 @@ func BenchmarkNextID(b *testing.B) {
 			sink = id
 		}
 	})
+}
+
+// BenchmarkNextIDLayout compares the layouts' cost per ID side by side:
+// one issuing path, different shifts (and leaf's millisecond units).
+func BenchmarkNextIDLayout(b *testing.B) {
+	ctx := context.Background()
+	for _, cfg := range []Config{
+		{Layout: Sorted},
+		{Layout: Vesta},
+		{Layout: Leaf, Type: MinGranularity},
+	} {
+		b.Run(cfg.Layout.String(), func(b *testing.B) {
+			g := benchGenOf(b, cfg)
+			for b.Loop() {
+				id, err := g.NextID(ctx, Embedded)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sink = id
+			}
+		})
+	}
 }
 
 func BenchmarkNextIDParallel(b *testing.B) {
