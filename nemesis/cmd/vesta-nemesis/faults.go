@@ -458,20 +458,23 @@ func (f *fleet) schedule(ctx context.Context, rng *rand.Rand, kinds []faultKind,
 	var active []*held // by healAt
 	// advance moves the timeline to t, healing what falls due, each at
 	// its time.
+	// healOne heals h now and records when and whom it touched.
+	healOne := func(h *held) {
+		if h.heal != nil {
+			if err := try(h.heal); err != nil {
+				out[h.i].Detail += " (healing failed: " + err.Error() + ")"
+			}
+		}
+		out[h.i].End = time.Now()
+		out[h.i].Kinds = f.affected(out[h.i])
+		for _, r := range h.claims {
+			delete(f.busy, r)
+		}
+	}
 	advance := func(t time.Duration) {
 		for len(active) > 0 && active[0].healAt <= t && ctx.Err() == nil {
-			h := active[0]
-			sleepCtx(ctx, time.Until(base.Add(h.healAt)))
-			if h.heal != nil {
-				if err := try(h.heal); err != nil {
-					out[h.i].Detail += " (healing failed: " + err.Error() + ")"
-				}
-			}
-			out[h.i].End = time.Now()
-			out[h.i].Kinds = f.affected(out[h.i])
-			for _, r := range h.claims {
-				delete(f.busy, r)
-			}
+			sleepCtx(ctx, time.Until(base.Add(active[0].healAt)))
+			healOne(active[0])
 			active = active[1:]
 		}
 		now = t
@@ -480,11 +483,7 @@ func (f *fleet) schedule(ctx context.Context, rng *rand.Rand, kinds []faultKind,
 	defer func() {
 		// Heal what is held, at once if the run is ending.
 		for _, h := range active {
-			if h.heal != nil {
-				try(h.heal)
-			}
-			out[h.i].End = time.Now()
-			out[h.i].Kinds = f.affected(out[h.i])
+			healOne(h)
 		}
 	}()
 	for {
