@@ -16,8 +16,12 @@ test:
 lint:
 	scripts/test.sh --lint-only
 
+# bin/vesta, stamped with `git describe` (VERSION=v1.2.3 to choose) and the
+# VCS revision (-buildvcs=auto: recorded in a git checkout, even where
+# GOFLAGS turns it off; skipped in an export without .git).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 build:
-	$(GO) build -o bin/vesta ./cmd/vesta
+	$(GO) build -buildvcs=auto -ldflags "-X github.com/vesta-go/vesta/internal/buildinfo.version=$(VERSION)" -o bin/vesta ./cmd/vesta
 
 # The container image of deploy/Containerfile, FROM scratch: the static binary,
 # CA certificates, user 65532 (podman, or docker when its daemon runs;

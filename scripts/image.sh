@@ -49,7 +49,7 @@ else
 fi
 version=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo devel)}
 
-CGO_ENABLED=0 GOOS=linux $GO build -trimpath -ldflags "-s -w -X main.version=$version" \
+CGO_ENABLED=0 GOOS=linux $GO build -trimpath -ldflags "-s -w -X github.com/vesta-go/vesta/internal/buildinfo.version=$version" \
   -o "$ctx/vesta" ./cmd/vesta
 cp "$ca" "$ctx/ca-certificates.crt"
 rm -rf "$ctx/rootfs"

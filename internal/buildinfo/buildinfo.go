@@ -1,0 +1,90 @@
+package buildinfo
+
+import (
+	"runtime"
+	"runtime/debug"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// version is stamped by the build:
+//
+//	go build -ldflags "-X github.com/vesta-go/vesta/internal/buildinfo.version=v1.2.3"
+//
+// Empty, the module's version is used: "v1.2.3" under go install
+// module@v1.2.3, "(devel)" in a checkout.
+var version = ""
+
+// Info is what a build knows of itself.
+type Info struct {
+	// Version is the stamped version, else the module's, else "(devel)".
+	Version string `json:"version"`
+	// Revision is the VCS commit Go recorded (go build -buildvcs in a
+	// git checkout); "" when none was.
+	Revision string `json:"revision,omitempty"`
+	// Modified: the checkout had uncommitted changes.
+	Modified bool `json:"modified,omitempty"`
+	// GoVersion is the toolchain that built the binary.
+	GoVersion string `json:"go_version"`
+}
+
+var read = sync.OnceValue(func() Info {
+	in := Info{Version: version, GoVersion: runtime.Version()}
+	bi, ok := debug.ReadBuildInfo()
+	if ok {
+		if in.Version == "" && bi.Main.Version != "" {
+			in.Version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				in.Revision = s.Value
+			case "vcs.modified":
+				in.Modified = s.Value == "true"
+			}
+		}
+	}
+	if in.Version == "" {
+		in.Version = "(devel)"
+	}
+	return in
+})
+
+// Read is this binary's build information.
+func Read() Info { return read() }
+
+// String is the version with the short revision: "v1.2.3",
+// "v1.2.3 (1a2b3c4d5e6f)", "(devel) (1a2b3c4d5e6f, modified)".
+func (in Info) String() string {
+	s := in.Version
+	if in.Revision != "" {
+		r := in.Revision
+		if len(r) > 12 {
+			r = r[:12]
+		}
+		if in.Modified {
+			r += ", modified"
+		}
+		s += " (" + r + ")"
+	}
+	return s
+}
+
+// Register adds vesta_build_info, a gauge of 1 whose labels are the
+// version, the revision and the Go version (the Prometheus convention for
+// build information: join on it, alert on a fleet running two versions).
+func Register(reg prometheus.Registerer) error {
+	in := Read()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "vesta_build_info",
+		Help: "The running build: always 1, with its version, VCS revision and Go version as labels.",
+		ConstLabels: prometheus.Labels{
+			"version":   in.Version,
+			"revision":  in.Revision,
+			"goversion": in.GoVersion,
+		},
+	})
+	g.Set(1)
+	return reg.Register(g)
+}
