@@ -5,6 +5,7 @@
 # network partitions of the integration tests' hosts in network namespaces;
 # `ip` comes with iproute2), Debian's chromium (the REST page's browser
 # test), python3-msgpack (a MessagePack-RPC client in another language),
+# nodejs and npm (the README's Node client; npm installs its msgpack package),
 # mariadb-server (segment/mysqlstore, through internal/testkit/mariadbtest),
 # etcd-server (etcd, the clusters of internal/testkit/etcdtest), and for the deploy
 # and monitoring kits podman with runc (the image test), systemd-analyze (the
@@ -19,6 +20,8 @@ command -v iptables >/dev/null 2>&1 || need+=(iptables) # also how podman publis
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 /usr/bin/python3 -c 'import msgpack' >/dev/null 2>&1 || need+=(python3-msgpack)
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v podman >/dev/null 2>&1 || need+=(podman)
 command -v runc >/dev/null 2>&1 || need+=(runc)
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)

@@ -1,21 +1,166 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// The README's shell lines work as written: every `vesta` command of its
-// sh blocks that issues, builds or explains IDs runs (pipes included) and
-// exits 0; every `vesta serve` line chooses a machine ID or a config; and
-// `make run` passes one. Lines that name remote servers are skipped (no
-// such hosts here; TestGenThroughServers runs that form).
-func TestREADMECommands(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
+// The README is tested as a reader uses it: every code block is run or
+// checked, in the order it comes. This file holds the reading of its
+// blocks and the comparison of outputs, and the fast test of its `vesta`
+// lines; readme_run_test.go runs every block against real servers.
+
+// readmePages are the pages whose `vesta` lines TestREADMECommands runs:
+// the README and the pages split out of it.
+var readmePages = []string{"../../README.md", "../../docs/layouts.md", "../../docs/api.md", "../../docs/segments.md", "../../docs/operations.md"}
+
+// A readmeBlock is one fenced code block.
+type readmeBlock struct {
+	lang   string // the fence's info string: "sh", "go", "python", "js", "yaml", ...
+	text   string
+	line   int    // of its opening fence, for messages
+	marker string // the text of a `<!-- readme_test: ... -->` comment just above it
+}
+
+var markerRe = regexp.MustCompile(`^<!-- readme_test: (.+) -->$`)
+
+// readmeBlocks returns the fenced blocks of a markdown text.
+func readmeBlocks(text string) []readmeBlock {
+	var blocks []readmeBlock
+	var cur *readmeBlock
+	marker := ""
+	n := 0
+	for line := range strings.Lines(text) {
+		n++
+		trimmed := strings.TrimRight(line, "\n")
+		switch {
+		case cur == nil && strings.HasPrefix(trimmed, "```"):
+			cur = &readmeBlock{lang: strings.TrimPrefix(trimmed, "```"), line: n, marker: marker}
+			marker = ""
+		case cur != nil && trimmed == "```":
+			blocks = append(blocks, *cur)
+			cur = nil
+		case cur != nil:
+			cur.text += line
+		default:
+			if m := markerRe.FindStringSubmatch(trimmed); m != nil {
+				marker = m[1]
+			} else if strings.TrimSpace(trimmed) != "" {
+				marker = ""
+			}
+		}
 	}
+	return blocks
+}
+
+// A shStep is one command of an sh block and, in a transcript, the output
+// shown under it.
+type shStep struct {
+	cmd        string
+	want       []string
+	transcript bool // shown as `$ cmd` with its output
+	line       int
+}
+
+// shSteps cuts an sh block into its commands. A block with a `$ ` line is
+// a transcript: each `$ ` line is a command, the lines under it its
+// output. Any other block is commands alone, one a line, a `  #` comment
+// cut off.
+func shSteps(b readmeBlock) []shStep {
+	lines := strings.Split(strings.TrimSuffix(b.text, "\n"), "\n")
+	transcript := slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "$ ") })
+	var steps []shStep
+	for i, l := range lines {
+		at := b.line + 1 + i
+		switch {
+		case transcript && strings.HasPrefix(l, "$ "):
+			steps = append(steps, shStep{cmd: strings.TrimPrefix(l, "$ "), transcript: true, line: at})
+		case transcript && len(steps) > 0:
+			steps[len(steps)-1].want = append(steps[len(steps)-1].want, l)
+		case transcript:
+			steps = append(steps, shStep{cmd: "", want: []string{l}, line: at}) // output before any command: reported
+		default:
+			if j := strings.Index(l, "  #"); j >= 0 {
+				l = l[:j]
+			}
+			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+				steps = append(steps, shStep{cmd: l, line: at})
+			}
+		}
+	}
+	return steps
+}
+
+// What differs from run to run, and from the README's run to this one:
+// instants, IDs and other large numbers (times in seconds or
+// milliseconds), sequence numbers within a time unit. Everything else of
+// an output line must be as shown.
+var (
+	instantRe = regexp.MustCompile(`\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?Z?`)
+	largeRe   = regexp.MustCompile(`\d{7,}`)
+	seqRe     = regexp.MustCompile(`("seq":|seq=)\d+`)
+	// slogRe is what a shown log line must match of a real one: its level
+	// and message (the attributes hold instants, addresses and causes).
+	slogRe = regexp.MustCompile(`level=\S+ msg=("(?:[^"\\]|\\.)*"|\S+)`)
+)
+
+func normalize(s string) string {
+	s = instantRe.ReplaceAllString(s, "<instant>")
+	s = seqRe.ReplaceAllString(s, "${1}<seq>")
+	return largeRe.ReplaceAllString(s, "<n>")
+}
+
+// matchOutput compares the output shown under a command with what it
+// printed. A command that succeeded must print the shown lines on stdout,
+// in order and nothing else; a shown line that is a log record (slog's
+// `time=… level=… msg=…`) must be among stderr's, by level and message. A
+// command that failed must print each shown line among stderr's.
+func matchOutput(want []string, code int, stdout, stderr string) error {
+	var wantOut []string
+	for _, w := range want {
+		if strings.HasPrefix(w, "time=") {
+			m := slogRe.FindString(w)
+			if m == "" || !strings.Contains(stderr, m) {
+				return fmt.Errorf("the log line %q (its %q) is not in stderr:\n%s", w, m, stderr)
+			}
+			continue
+		}
+		wantOut = append(wantOut, normalize(w))
+	}
+	if code != 0 {
+		errLines := strings.Split(normalize(stderr), "\n")
+		for _, w := range wantOut {
+			if !slices.Contains(errLines, w) {
+				return fmt.Errorf("exit %d; stderr lacks the shown line %q:\n%s", code, w, stderr)
+			}
+		}
+		if len(wantOut) == 0 {
+			return fmt.Errorf("exit %d: %s", code, stderr)
+		}
+		return nil
+	}
+	got := strings.Split(normalize(strings.TrimRight(stdout, "\n")), "\n")
+	if len(wantOut) == 0 {
+		return nil // a transcript showing no output checks only the exit code
+	}
+	if !slices.Equal(got, wantOut) {
+		return fmt.Errorf("printed:\n%s\nwant (as normalized):\n%s", strings.Join(got, "\n"), strings.Join(wantOut, "\n"))
+	}
+	return nil
+}
+
+// The README's shell lines work as written: every `vesta` command of its
+// sh blocks (and those of the pages split out of it) that issues, builds
+// or explains IDs runs in-process, pipes included, exits 0 and prints what
+// its transcript shows; every `vesta serve` line chooses a machine ID or a
+// config; and `make run` passes one. Lines that name remote servers,
+// serve, or need a segment store are TestREADMEQuickStarts' (against real
+// servers); this is the inner loop's share.
+func TestREADMECommands(t *testing.T) {
 	makefile, err := os.ReadFile("../../Makefile")
 	if err != nil {
 		t.Fatal(err)
@@ -23,53 +168,83 @@ func TestREADMECommands(t *testing.T) {
 	if !strings.Contains(string(makefile), "vesta serve --machine ") {
 		t.Error("make run does not pass --machine: there is no default machine ID")
 	}
+	var pages []string
+	for _, p := range readmePages {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, string(b))
+	}
 	t.Chdir(t.TempDir())
 	ran := 0
-	inSh := false
-	for line := range strings.Lines(string(readme)) {
-		line = strings.TrimSpace(line)
-		switch {
-		case strings.HasPrefix(line, "```"):
-			inSh = line == "```sh"
-			continue
-		case !inSh:
-			continue
-		}
-		line = strings.TrimPrefix(line, "$ ")
-		if i := strings.Index(line, "  #"); i >= 0 {
-			line = strings.TrimSpace(line[:i])
-		}
-		if strings.HasPrefix(line, "make run") {
-			continue
-		}
-		if !strings.HasPrefix(line, "vesta ") {
-			continue
-		}
-		if strings.HasPrefix(line, "vesta serve") {
-			if !strings.Contains(line, "--machine") && !strings.Contains(line, "--config") {
-				t.Errorf("README: %q chooses no machine ID; serve refuses that", line)
+	for i, page := range pages {
+		for _, b := range readmeBlocks(page) {
+			if b.lang != "sh" {
+				continue
 			}
-			continue
-		}
-		if strings.Contains(line, "--servers") {
-			continue
-		}
-		if strings.HasPrefix(line, "vesta seq") {
-			continue // needs a segment store: TestSeqCommands runs these on a real Redis
-		}
-		stdin := ""
-		for stage := range strings.SplitSeq(line, " | ") {
-			args := strings.Fields(strings.TrimPrefix(strings.TrimSpace(stage), "vesta "))
-			r := cli(t, stdin, args...)
-			if r.code != 0 {
-				t.Errorf("README: %q: exit %d: %s", line, r.code, r.stderr)
-				break
+			for _, st := range shSteps(b) {
+				where := fmt.Sprintf("%s:%d", readmePages[i], st.line)
+				if st.cmd == "" {
+					t.Errorf("%s: output %q under no command", where, st.want)
+					continue
+				}
+				if strings.HasPrefix(st.cmd, "vesta serve") {
+					if !strings.Contains(st.cmd, "--machine") && !strings.Contains(st.cmd, "--config") {
+						t.Errorf("%s: %q chooses no machine ID; serve refuses that", where, st.cmd)
+					}
+					continue
+				}
+				if !strings.HasPrefix(st.cmd, "vesta ") || strings.Contains(st.cmd, "--servers") ||
+					strings.HasPrefix(st.cmd, "vesta seq") || strings.ContainsAny(st.cmd, `"'`) {
+					continue
+				}
+				stdin := ""
+				var r result
+				for stage := range strings.SplitSeq(st.cmd, " | ") {
+					args := strings.Fields(strings.TrimPrefix(strings.TrimSpace(stage), "vesta "))
+					if r = cli(t, stdin, args...); r.code != 0 {
+						break
+					}
+					stdin = r.stdout
+				}
+				if err := matchOutput(st.want, r.code, r.stdout, r.stderr); err != nil {
+					t.Errorf("%s: %q: %v", where, st.cmd, err)
+				}
+				ran++
 			}
-			stdin = r.stdout
 		}
-		ran++
 	}
 	if ran < 4 {
 		t.Fatalf("ran %d README commands; the README's sh blocks were not found", ran)
+	}
+}
+
+// The comparison itself: what varies is ignored, nothing else.
+func TestREADMEMatchOutput(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		want           []string
+		code           int
+		stdout, stderr string
+		ok             bool
+	}{
+		{"another ID", []string{"259675384875844560"}, 0, "259675389170810880\n", "", true},
+		{"another instant and seq", []string{`{"seq":0,"machine":7,"timestamp":"2026-12-01T18:33:08Z"}`}, 0, `{"seq":222,"machine":7,"timestamp":"2027-01-01T00:00:00Z"}`, "", true},
+		{"another machine", []string{`{"machine":7}`}, 0, `{"machine":8}`, "", false},
+		{"a small number", []string{"1004 [1005 1006 1007]"}, 0, "1004 [1005 1006 1008]\n", "", false},
+		{"a line more", []string{"1"}, 0, "1\n2\n", "", false},
+		{"failed, shown error", []string{"vesta: conf: bad"}, 2, "", "vesta: conf: bad\nRun 'vesta help' for usage.\n", true},
+		{"failed, not shown", []string{"1"}, 1, "1\n", "vesta: no\n", false},
+		{"failed, nothing shown", nil, 1, "", "vesta: no\n", false},
+		{"log line", []string{`time=2026-12-01T18:34:48.721Z level=WARN msg="client: fallback mode" machine=7`, "1 embedded 7"}, 0, "1 embedded 7\n",
+			`time=2027-01-01T00:00:00.000Z level=WARN msg="client: fallback mode" machine=7 cause="x"` + "\n", true},
+		{"log line missing", []string{`time=2026-12-01T18:34:48.721Z level=WARN msg="client: fallback mode"`}, 0, "", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := matchOutput(tc.want, tc.code, tc.stdout, tc.stderr); (err == nil) != tc.ok {
+				t.Fatalf("matchOutput: %v; want ok=%v", err, tc.ok)
+			}
+		})
 	}
 }
