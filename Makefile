@@ -30,6 +30,18 @@ IMAGE ?= localhost/vesta:latest
 image:
 	scripts/image.sh $(IMAGE)
 
+# The deploy kit's checks of docs/deploy.md, each needing no install and no
+# cluster: systemd's parser on deploy/systemd/vesta.service (vesta built into
+# a temporary directory for its ExecStart), and the manifests of deploy/k8s
+# decoded strictly into the Kubernetes API types (the module tools/k8svalidate;
+# its first run downloads those modules).
+.PHONY: systemd-verify k8s-validate
+systemd-verify:
+	GO=$(GO) scripts/systemd-verify.sh
+
+k8s-validate:
+	cd tools/k8svalidate && $(GO) test -count=1 ./...
+
 # Go benchmarks of the generator; see BENCHMARKS.md for the side-by-side runs.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/
