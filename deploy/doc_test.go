@@ -133,9 +133,11 @@ func TestDocPortsLoopback(t *testing.T) {
 }
 
 // The docker lines are the podman lines, less the flags podman alone needs
-// (docker's daemon sets its own limits and runs the health check itself):
-// no docker daemon runs here, so the podman block is what the image test
-// runs and this keeps the docker block from drifting.
+// (docker's daemon sets its own limits and runs the health check itself),
+// and the docker compose lines the podman-compose ones: no docker daemon
+// runs here, so the podman lines are what the tests run (and
+// tools/composevalidate loads the docker compose line), and this keeps the
+// docker lines from drifting.
 func TestDocDockerMatchesPodman(t *testing.T) {
 	podmanRunLine := docLine(t, docBlock(t, "podman run "), "podman run ")
 	docker := docBlock(t, "docker run ")
@@ -148,6 +150,15 @@ func TestDocDockerMatchesPodman(t *testing.T) {
 	}
 	if docLine(t, docker, "ENGINE=docker ") != "ENGINE=docker make image" {
 		t.Errorf("the docker block does not build the image with docker (ENGINE=docker make image)")
+	}
+	// Compose: "the same lines with docker compose for podman-compose and
+	// the image built by docker".
+	compose := slices.Clone(docBlock(t, "podman-compose "))
+	for i, l := range compose {
+		compose[i] = strings.Replace(strings.Replace(l, "podman-compose ", "docker compose ", 1), "make image", "ENGINE=docker make image", 1)
+	}
+	if got := docBlock(t, "docker compose "); !slices.Equal(got, compose) {
+		t.Errorf("docker compose block\n%s\nwant the podman-compose block with docker compose\n%s", strings.Join(got, "\n"), strings.Join(compose, "\n"))
 	}
 }
 
@@ -224,13 +235,15 @@ func (d *docPodman) port(tb testing.TB, doc string) string {
 }
 
 // The documented one-line checks exist as written: make systemd-verify
-// (run by TestSystemdUnit) and make k8s-validate, which is the module
-// tools/k8svalidate's go test (scripts/test.sh runs that module already,
-// so here only the target's recipe is checked, not run twice).
+// (run by TestSystemdUnit), make k8s-validate and make compose-validate,
+// the go test of the modules tools/k8svalidate and tools/composevalidate
+// (scripts/test.sh runs those modules already, so here only the targets'
+// recipes are checked, not run twice).
 func TestDocChecks(t *testing.T) {
 	for _, tc := range []struct{ line, want string }{
 		{"make systemd-verify", "scripts/systemd-verify.sh"},
 		{"make k8s-validate", "cd tools/k8svalidate && go test"},
+		{"make compose-validate", "cd tools/composevalidate && go test"},
 	} {
 		docLine(t, docBlock(t, tc.line), tc.line)
 		out, err := exec.Command("make", "-C", "..", "-n", strings.TrimPrefix(tc.line, "make ")).CombinedOutput()
@@ -238,8 +251,10 @@ func TestDocChecks(t *testing.T) {
 			t.Errorf("make -n %s: %v\n%s\nwant it to run %q", tc.line, err, out, tc.want)
 		}
 	}
-	if _, err := os.Stat(filepath.Join("..", "tools", "k8svalidate", "go.mod")); err != nil {
-		t.Error(err)
+	for _, m := range []string{"k8svalidate", "composevalidate"} {
+		if _, err := os.Stat(filepath.Join("..", "tools", m, "go.mod")); err != nil {
+			t.Error(err)
+		}
 	}
 }
 
