@@ -148,7 +148,9 @@ func TestImage(t *testing.T) {
 
 	t.Run("documented run", func(t *testing.T) { testDocRun(t, tag, img) })
 	t.Run("k8s ordinal", func(t *testing.T) { testK8sOrdinal(t, run, tag) })
-	t.Run("redis lease", func(t *testing.T) { testRedisLease(t, run, tag) })
+	// In parallel: both wait out a fresh Redis lease's quarantine.
+	t.Run("redis lease", func(t *testing.T) { t.Parallel(); testRedisLease(t, run, tag) })
+	t.Run("compose fleet", func(t *testing.T) { t.Parallel(); testComposeFleet(t, tag) })
 }
 
 // container runs the image detached, read-only and without capabilities,
