@@ -50,8 +50,14 @@ func testComposeFleet(t *testing.T, tag string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if n := strings.Count(string(text), "image: localhost/vesta:latest"); n != 1 {
+		t.Fatalf("compose.yaml names localhost/vesta:latest %d times, want once (x-vesta, the servers' common part)", n)
+	}
 	compose := strings.ReplaceAll(string(text), "image: localhost/vesta:latest", "image: "+tag)
 	ports := regexp.MustCompile(`"127\.0\.0\.1:(\d+):`).FindAllStringSubmatch(compose, -1)
+	if len(ports) != 6 {
+		t.Fatalf("compose.yaml publishes %d ports on loopback, want RPC and REST of 3 servers", len(ports))
+	}
 	free, err := proctest.FreePorts(len(ports))
 	if err != nil {
 		t.Fatal(err)
