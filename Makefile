@@ -30,6 +30,23 @@ IMAGE ?= localhost/vesta:latest
 image:
 	scripts/image.sh $(IMAGE)
 
+# The deploy kit's checks of docs/deploy.md, each needing no install and no
+# cluster: systemd's parser on deploy/systemd/vesta.service (vesta built into
+# a temporary directory for its ExecStart), the manifests of deploy/k8s
+# decoded strictly into the Kubernetes API types (the module tools/k8svalidate),
+# and the compose files loaded as Docker Compose v2 does, on the doc's command
+# lines (the module tools/composevalidate, with compose-go). The modules' first
+# run downloads their dependencies.
+.PHONY: systemd-verify k8s-validate compose-validate
+systemd-verify:
+	GO=$(GO) scripts/systemd-verify.sh
+
+k8s-validate:
+	cd tools/k8svalidate && $(GO) test -count=1 ./...
+
+compose-validate:
+	cd tools/composevalidate && $(GO) test -count=1 ./...
+
 # Go benchmarks of the generator; see BENCHMARKS.md for the side-by-side runs.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/

@@ -12,12 +12,15 @@
 //   - systemd/vesta.service: a sandboxed unit (DynamicUser, ProtectSystem=strict,
 //     StateDirectory for the time guard).
 //   - compose.yaml: a local fleet of three servers on Redis leases, REST's
-//     token from the secret file secrets/vesta-token, with Prometheus and
-//     Grafana from monitoring/ in the "monitoring" profile.
+//     token from the secret file secrets/vesta-token; compose.monitoring.yaml
+//     adds Prometheus and Grafana from monitoring/.
 //
-// The tests build the image with podman and run it, verify the unit with
-// systemd-analyze, and load every configuration the kit ships with
-// package conf, so that an unknown key or variable fails here, not in a
-// rollout. The tests need podman, runc and systemd-analyze (scripts/deps.sh
-// installs them) and fail without them.
+// docs/deploy.md is the kit's manual, and the tests run its commands as
+// written (only names, the image's tag and free host ports substituted):
+// they build the image with podman and run the doc's podman block, run its
+// podman-compose lines against a recorder standing in for podman, verify
+// the unit with make systemd-verify, and load every configuration the kit
+// ships with package conf, so that an unknown key or variable fails here,
+// not in a rollout. The tests need podman, runc, podman-compose and
+// systemd-analyze (scripts/deps.sh installs them) and fail without them.
 package deploy

@@ -15,7 +15,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,28 +37,19 @@ func need(tb testing.TB, prog string) string {
 	return p
 }
 
-// podmanRun are the flags `podman run` needs in this kind of sandbox
-// (rootful podman inside a container, cgroup v1 with a hybrid v2 mount,
-// no systemd): runc, because crun refuses hybrid cgroups ("cgroups in
-// hybrid mode not supported"); resource limits no higher than this
-// process's hard limits, because rootful podman asks for nofile=1048576,
-// which the sandbox may not grant; no healthcheck timer, which needs
-// systemd (the test runs the image's health check itself instead).
+// podmanRun is `podman run` with the flags docs/deploy.md's command gives
+// it to run where rootful podman meets low hard limits or no systemd (as
+// in this kind of sandbox: a container, no systemd): resource limits below
+// the hard ones, no healthcheck timer (the test runs the image's health
+// check itself instead). Read from the doc, so that the doc says what the
+// tests need.
 func podmanRun(tb testing.TB) []string {
 	tb.Helper()
-	need(tb, "runc")
-	var nofile, nproc syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &nofile); err != nil {
-		tb.Fatal(err)
+	run := []string{"run"}
+	for _, f := range podmanOnlyFlags(tb) {
+		run = append(run, strings.Fields(f)...)
 	}
-	if err := syscall.Getrlimit(6 /* RLIMIT_NPROC */, &nproc); err != nil {
-		tb.Fatal(err)
-	}
-	lim := func(r syscall.Rlimit, cap uint64) uint64 { return min(r.Max, cap) }
-	return []string{"--runtime", "runc", "run",
-		"--ulimit", fmt.Sprintf("nofile=%d:%d", lim(nofile, 65536), lim(nofile, 65536)),
-		"--ulimit", fmt.Sprintf("nproc=%d:%d", lim(nproc, 4096), lim(nproc, 4096)),
-		"--no-healthcheck"}
+	return run
 }
 
 func podman(tb testing.TB, args ...string) string {
@@ -87,6 +77,7 @@ type imageInfo struct {
 	Healthcheck *struct {
 		Test []string
 	}
+	Labels map[string]string
 	Size   int64
 	RootFS struct{ Layers []string }
 }
@@ -96,6 +87,8 @@ type imageInfo struct {
 // the server on a read-only root as its non-root user, its health check,
 // /readyz and an ID, and a graceful stop.
 func TestImage(t *testing.T) {
+	// Parallel: mostly waiting on podman and the servers it runs.
+	t.Parallel()
 	need(t, "podman")
 	tag := fmt.Sprintf("localhost/vesta-test:%d", os.Getpid())
 	build := exec.Command("../scripts/image.sh", tag)
@@ -143,6 +136,9 @@ func TestImage(t *testing.T) {
 		img.Healthcheck.Test[1] != "/usr/local/bin/vesta" || img.Healthcheck.Test[2] != "health" {
 		t.Fatalf("healthcheck %+v: want CMD /usr/local/bin/vesta health ...", img.Healthcheck)
 	}
+	if v := img.Labels["org.opencontainers.image.version"]; v != "image-test" {
+		t.Errorf("label org.opencontainers.image.version %q, want image-test (VERSION)", v)
+	}
 	// The binary, CA bundle and a few small files: nothing like a distro.
 	if img.Size > 60<<20 {
 		t.Errorf("image is %d MiB", img.Size>>20)
@@ -150,15 +146,11 @@ func TestImage(t *testing.T) {
 
 	run := podmanRun(t)
 
-	t.Run("version", func(t *testing.T) {
-		v := podman(t, append(run, "--rm", tag, "version")...)
-		if !regexp.MustCompile(`^vesta image-test go1\.\d+.* linux/`).MatchString(v) {
-			t.Errorf("vesta version in the image: %q", v)
-		}
-	})
-	t.Run("serve", func(t *testing.T) { testServe(t, run, tag, img) })
+	t.Run("documented run", func(t *testing.T) { testDocRun(t, tag, img) })
 	t.Run("k8s ordinal", func(t *testing.T) { testK8sOrdinal(t, run, tag) })
-	t.Run("redis lease", func(t *testing.T) { testRedisLease(t, run, tag) })
+	// In parallel: both wait out a fresh Redis lease's quarantine.
+	t.Run("redis lease", func(t *testing.T) { t.Parallel(); testRedisLease(t, run, tag) })
+	t.Run("compose fleet", func(t *testing.T) { t.Parallel(); testComposeFleet(t, tag) })
 }
 
 // container runs the image detached, read-only and without capabilities,
@@ -239,6 +231,13 @@ func infoMachine(tb testing.TB, rest restClient) int {
 func stopGracefully(tb testing.TB, name string) {
 	tb.Helper()
 	podman(tb, "stop", "-t", "20", name)
+	checkStopped(tb, name)
+}
+
+// checkStopped checks a container stopped cleanly by SIGTERM: exit status 0
+// and nothing logged at warning or error level.
+func checkStopped(tb testing.TB, name string) {
+	tb.Helper()
 	exit := strings.TrimSpace(podman(tb, "inspect", "--format", "{{.State.ExitCode}}", name))
 	l := logsOf(name)
 	if exit != "0" || !strings.Contains(l, `"msg":"stopped"`) {
@@ -263,20 +262,66 @@ func stopGracefully(tb testing.TB, name string) {
 	}
 }
 
-// testServe runs the image as a user would: its own configuration, a fixed
-// machine ID chosen explicitly, ports published on loopback at random.
-func testServe(t *testing.T, run []string, tag string, img imageInfo) {
-	name := container(t, run, "serve", "-e", "VESTA_MACHINE_ID=950",
-		"-p", "127.0.0.1::7070", "-p", "127.0.0.1::7080", "-p", "127.0.0.1::7090", tag)
-	hostPort := func(p string) string {
-		s := strings.TrimSpace(podman(t, "port", name, p))
-		if s == "" {
-			t.Fatalf("port %s not published", p)
-		}
-		return strings.Split(s, "\n")[0]
+// testDocRun runs docs/deploy.md's podman block line by line, as a user
+// copies it, with only the container's name, the image's tag and the host
+// ports substituted (the test's own free ports: a make run or another test
+// may be up). make image is the image TestImage built with scripts/image.sh.
+// Between the lines it checks what the doc promises: an ID, the stamped
+// version and label, the health check; then the image's own HEALTHCHECK
+// command, /readyz, /metrics on the metrics port, the server's user, and a
+// graceful stop.
+func testDocRun(t *testing.T, tag string, img imageInfo) {
+	block := docBlock(t, "podman run ")
+	name := fmt.Sprintf("vesta-test-%d-doc", os.Getpid())
+	d := newDocPodman(t, block, name, tag)
+	t.Cleanup(func() { exec.Command("podman", "rm", "-f", "-v", "-t", "0", name).Run() })
+	if block[0] != "make image" {
+		t.Fatalf("%s: the podman block starts %q, want make image", deployDoc, block[0])
 	}
-	rest, metrics := plainREST(hostPort("7080/tcp")), plainREST(hostPort("7090/tcp"))
-	waitReady(t, name, rest)
+	for _, doc := range block[1:] {
+		l := d.line(doc)
+		switch {
+		case strings.HasPrefix(doc, "podman run "):
+			// No wait here: the doc's curl retries, as the block may be
+			// pasted whole.
+			shell(t, l)
+		case strings.HasPrefix(doc, "curl "):
+			if out := shell(t, l); !strings.Contains(out, `"id"`) {
+				t.Errorf("%s: %q", l, out)
+			}
+		case strings.HasSuffix(doc, " vesta version"):
+			if v := shell(t, l); !regexp.MustCompile(`^vesta image-test go1\.\d+.* linux/`).MatchString(v) {
+				t.Errorf("%s: %q, want the version scripts/image.sh stamped", l, v)
+			}
+		case strings.HasSuffix(doc, " vesta health"):
+			if out := shell(t, l); !strings.Contains(out, "200") {
+				t.Errorf("%s: %q", l, out)
+			}
+		case strings.HasPrefix(doc, "podman image inspect "):
+			if v := strings.TrimSpace(shell(t, l)); v != "image-test" {
+				t.Errorf("%s: %q, want image-test", l, v)
+			}
+		case strings.HasPrefix(doc, "podman stop "):
+			checkServing(t, name, d.port(t, "17080"), d.port(t, "17090"), img)
+			stop, rm, ok := strings.Cut(l, " && ")
+			if !ok {
+				t.Fatalf("%q: want podman stop ... && podman rm ...", l)
+			}
+			shell(t, stop)
+			checkStopped(t, name)
+			shell(t, rm)
+		default:
+			t.Errorf("%s: the test does not know the line %q of the podman block: run it here", deployDoc, doc)
+		}
+	}
+}
+
+// checkServing checks a running container of the image: /v1/id, /metrics
+// on the metrics port, the image's own HEALTHCHECK command, and the
+// server's user in the host's view.
+func checkServing(t *testing.T, name, restPort, metricsPort string, img imageInfo) {
+	t.Helper()
+	rest, metrics := plainREST("127.0.0.1:"+restPort), plainREST("127.0.0.1:"+metricsPort)
 	if code, body, err := rest.get("/v1/id"); err != nil || code != 200 || !strings.Contains(body, `"id"`) {
 		t.Errorf("/v1/id: %d %q %v", code, body, err)
 	}
@@ -284,11 +329,9 @@ func testServe(t *testing.T, run []string, tag string, img imageInfo) {
 		!strings.Contains(body, `vesta_generator_info{layout="sorted",machine="950"`) {
 		t.Errorf("/metrics on 7090: %d %v\n%.500s", code, err, body)
 	}
-	// The image's own HEALTHCHECK command, run inside the container.
 	if out, err := exec.Command("podman", append([]string{"exec", name}, img.Healthcheck.Test[1:]...)...).CombinedOutput(); err != nil {
 		t.Errorf("healthcheck %v: %v\n%s", img.Healthcheck.Test[1:], err, out)
 	}
-	// The server process runs as 65532 in the host's view too.
 	pid := strings.TrimSpace(podman(t, "inspect", "--format", "{{.State.Pid}}", name))
 	status, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
@@ -297,8 +340,6 @@ func testServe(t *testing.T, run []string, tag string, img imageInfo) {
 	if uid := regexp.MustCompile(`(?m)^Uid:\s+(\d+)\s+(\d+)`).FindStringSubmatch(string(status)); uid == nil || uid[1] != "65532" || uid[2] != "65532" {
 		t.Errorf("server process uid %v, want 65532", uid)
 	}
-	// SIGTERM: a graceful stop, the final mark saved in the writable volume.
-	stopGracefully(t, name)
 }
 
 // testK8sOrdinal runs the image as the StatefulSet of deploy/k8s does: pod

@@ -8,8 +8,10 @@
 # nodejs and npm (the README's Node client; npm installs its msgpack package),
 # mariadb-server (segment/mysqlstore, through internal/testkit/mariadbtest),
 # etcd-server (etcd, the clusters of internal/testkit/etcdtest), and for the deploy
-# and monitoring kits podman with runc (the image test), systemd-analyze (the
-# unit's check) and promtool (the alert rules; Debian's prometheus package).
+# and monitoring kits podman with runc (the image test), podman-compose and
+# the CNI dnsname plugin (the compose kit's fleet, with Debian's 1.0.x),
+# systemd-analyze (the unit's check) and promtool (the alert rules; Debian's
+# prometheus package).
 # Idempotent; run by scripts/test.sh before the tests.
 set -euo pipefail
 
@@ -24,6 +26,10 @@ command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v podman >/dev/null 2>&1 || need+=(podman)
 command -v runc >/dev/null 2>&1 || need+=(runc)
+command -v podman-compose >/dev/null 2>&1 || need+=(podman-compose)
+# Compose's service names (redis) resolve on podman's CNI networks only with
+# the dnsname plugin.
+[ -x /usr/lib/cni/dnsname ] || need+=(golang-github-containernetworking-plugin-dnsname)
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 [ -s /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
