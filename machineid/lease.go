@@ -74,6 +74,7 @@ type leaseBase struct {
 	log    *slog.Logger
 	clock  core.Clock
 	m      *metrics
+	self   *selfInfo // its member record's own part (member.go)
 }
 
 func newLeaseBase(c Config, m core.Method, rng Range) leaseBase {
@@ -85,6 +86,7 @@ func newLeaseBase(c Config, m core.Method, rng Range) leaseBase {
 		b.clock = core.NewSystemClock()
 	}
 	b.m = newMetrics(c.Registerer, rangeName(m))
+	b.self = newSelf(b.clock)
 	return b
 }
 
@@ -124,6 +126,10 @@ type holder interface {
 	status() Status
 	checkFleet(ctx context.Context, cfg core.Config) error
 	prepare(ctx context.Context, cfg core.Config) error
+	// advertise writes the member record now, if there is a store.
+	advertise(ctx context.Context) error
+	// members lists the fleet (Lease.Fleet).
+	members(ctx context.Context) (Members, error)
 	close(ctx context.Context) error
 }
 
