@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -160,6 +161,14 @@ type Config struct {
 	// page; it is called on each request and must be quick. Nil shows no
 	// lease ("lease": null).
 	Lease func() LeaseStatus
+
+	// Fleet lists the servers sharing this one's lease store for GET
+	// /v1/fleet and the page, read from the store (machineid's member
+	// records; display only). ctx bounds the read (1.5s, or RequestTimeout
+	// when shorter). On an error the route still answers 200, with the
+	// error and the members returned (this server alone, if none). Nil
+	// answers with this server alone, store "none".
+	Fleet func(ctx context.Context) (FleetView, error)
 
 	// Sequences serves /v1/seq/{tag} and Leaf's /api/segment/get/{key}
 	// (segment sequences; a *segment.Sequencer, which the caller owns and
