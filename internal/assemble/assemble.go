@@ -121,6 +121,7 @@ func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 	if err := a.start(cfg, log, reg); err != nil {
 		return nil, err
 	}
+	a.advertise(ctx) // fleet.go
 	return a, nil
 }
 
@@ -151,6 +152,7 @@ func (a *Assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 		lease := a.lease
 		rcfg.Ready = func() error { return lease.Status().Err }
 		rcfg.Lease = leaseStatus(lease) // status.go
+		rcfg.Fleet = fleetView(lease)   // fleet.go
 		if a.seq != nil {
 			rcfg.Sequences = a.seq.is
 		}
