@@ -58,9 +58,11 @@ type leased struct {
 
 	// memberMu orders the member record's writes, so that an older
 	// snapshot never overwrites a newer one; memberErr is the last failed
-	// write, logged once.
-	memberMu  sync.Mutex
-	memberErr string
+	// write, logged once. memberKick wakes the goroutine that writes the
+	// record after a renewal, so that the renewer never waits for it.
+	memberMu   sync.Mutex
+	memberErr  string
+	memberKick chan struct{}
 }
 
 // acquireLeased claims an ID of b's range in st and starts renewing it;
@@ -76,6 +78,8 @@ func acquireLeased(ctx context.Context, b leaseBase, provider string, st store, 
 		retry:     min(max(ttl/10, 10*time.Millisecond), time.Second),
 		kick:      make(chan struct{}, 1),
 		changed:   make(chan struct{}),
+
+		memberKick: make(chan struct{}, 1),
 	}
 	h, sent, err := l.claim(ctx, 0, false)
 	if err != nil {
@@ -89,9 +93,10 @@ func acquireLeased(ctx context.Context, b leaseBase, provider string, st store, 
 	_, waits := h.guard.quarantineFloor(0)
 	l.log.Info("machineid: leased a machine ID", "machine", h.id, "method", b.method, "range", b.rng,
 		"key", h.key, "ttl", l.ttl, "fence_after", l.ttl-l.margin, "store", st.where(), "quarantine", waits)
-	l.wg.Add(2)
+	l.wg.Add(3)
 	go l.renewer()
 	go l.watchdog()
+	go l.memberWriter() // member.go
 	return &Lease{leaseBase: b, provider: provider, h: l}, nil
 }
 
@@ -309,7 +314,7 @@ func (l *leased) renewer() {
 		switch {
 		case st != lost:
 			if l.renew(h) {
-				l.writeMember(l.ctx)
+				l.refreshMember()
 			}
 		case gen != nil && !rekeying:
 			l.recover(gen)
@@ -422,7 +427,7 @@ func (l *leased) recover(gen *core.Generator) {
 	l.rekeying = true // before install, which must not unfence the old run
 	l.install(h, sent)
 	l.mu.Unlock()
-	l.writeMember(l.ctx)
+	l.refreshMember()
 	l.lastRecoverErr = ""
 	l.log.Info("machineid: re-acquired a lease; re-keying", "from", old, "to", h.id)
 	l.wg.Add(1)

@@ -305,6 +305,29 @@ func clip(s string, n int) string {
 	return s[:n]
 }
 
+// refreshMember has the member writer write the record soon.
+func (l *leased) refreshMember() {
+	select {
+	case l.memberKick <- struct{}{}:
+	default:
+	}
+}
+
+// memberWriter writes the member record when asked (after each claim and
+// renewal), apart from the renewer: a slow store delays the record, never
+// a renewal.
+func (l *leased) memberWriter() {
+	defer l.wg.Done()
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-l.memberKick:
+			l.writeMember(l.ctx)
+		}
+	}
+}
+
 // writeMember writes the current hold's member record, bounded by the
 // store's command timeout. A failure is logged (once per kind) and
 // changes nothing else: the record is information only.

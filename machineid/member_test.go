@@ -3,6 +3,7 @@ package machineid_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/etcdtest"
+	"github.com/vesta-go/vesta/internal/testkit/logtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
 )
@@ -282,5 +284,36 @@ func TestFleetUnderSentinel(t *testing.T) {
 	}
 	if v, err := g.Master.Do("GET", machineid.MemberKey("vesta", a.ID())); err != nil || !strings.Contains(v, "10.0.0.1:7080") {
 		t.Fatalf("the record on the master: %q, %v", v, err)
+	}
+}
+
+// TestFailedMemberWritesLeaveTheLeaseAlone: a Redis user that may write
+// every lease key but the member record's (an ACL) renews as ever: the
+// failed writes are logged, never counted as failed renewals nor fenced.
+func TestFailedMemberWritesLeaveTheLeaseAlone(t *testing.T) {
+	srv := redistest.Start(t)
+	if _, err := srv.Do("ACL", "SETUSER", "nomember", "on", ">nomember-password", "+@all", "%R~*",
+		"%RW~*:lease", "%RW~*:mark", "%RW~*:shape", "%RW~*:released", "%RW~*:instance", "%RW~*:store", "%RW~*:fleet"); err != nil {
+		t.Fatal(err)
+	}
+	c := redisConfig(srv, 600*time.Millisecond) // renewed every 200ms
+	c.ServerRange = machineid.Range{First: 1000, Count: 1}
+	c.Redis.Username, c.Redis.Password = "nomember", "nomember-password"
+	var log logtest.Buffer
+	c.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	l := mustAcquire(t, c, core.Central)
+	if err := l.Advertise(context.Background(), machineid.Listeners{HTTP: "127.0.0.1:1"}); err == nil {
+		t.Fatal("Advertise: the ACL let the member record be written")
+	}
+	first := l.Status().Deadline
+	eventually(t, "three renewals", func() bool { return l.Status().Deadline.Sub(first) >= 3*200*time.Millisecond })
+	if s := l.Status(); s.State != machineid.StateHeld || s.RenewFailures != 0 || s.Fences != 0 {
+		t.Fatalf("status %+v; want held, no failed renewal, no fence", s)
+	}
+	if n := strings.Count(log.String(), "writing the member record failed"); n != 1 {
+		t.Fatalf("%d warnings of the failed writes; want one:\n%s", n, log.String())
+	}
+	if m := fleetOf(t, l); len(m.List) != 1 || !m.List[0].Self {
+		t.Fatalf("Fleet %+v; want itself", m)
 	}
 }
