@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -112,31 +112,24 @@ type selfInfo struct {
 	pid     int
 	version string
 
-	mu sync.Mutex
-	ls Listeners
+	ls atomic.Pointer[Listeners]
 }
 
 func newSelf(clock core.Clock) *selfInfo {
 	host, _ := os.Hostname()
-	return &selfInfo{run: crand.Text()[:16], started: clock.Now(), pid: os.Getpid(),
-		version: clip(buildinfo.Read().String(), maxTextBytes), ls: Listeners{Host: clip(host, maxHostBytes)}}
+	s := &selfInfo{run: crand.Text()[:16], started: clock.Now(), pid: os.Getpid(), version: clip(buildinfo.Read().String(), maxTextBytes)}
+	s.ls.Store(&Listeners{Host: clip(host, maxHostBytes)})
+	return s
 }
 
 func (s *selfInfo) advertise(ls Listeners) {
 	if ls.Host == "" {
 		ls.Host, _ = os.Hostname()
 	}
-	ls = Listeners{RPC: clip(ls.RPC, maxAddrBytes), HTTP: clip(ls.HTTP, maxAddrBytes), Host: clip(ls.Host, maxHostBytes)}
-	s.mu.Lock()
-	s.ls = ls
-	s.mu.Unlock()
+	s.ls.Store(&Listeners{RPC: clip(ls.RPC, maxAddrBytes), HTTP: clip(ls.HTTP, maxAddrBytes), Host: clip(ls.Host, maxHostBytes)})
 }
 
-func (s *selfInfo) listeners() Listeners {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ls
-}
+func (s *selfInfo) listeners() Listeners { return *s.ls.Load() }
 
 // Advertise sets the listener addresses (and host name) this process's
 // member record shows, and for a lease in a store writes the record now.

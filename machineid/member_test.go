@@ -50,6 +50,23 @@ var fleetStores = []fleetStore{
 	}},
 }
 
+// eachStore runs test on every store of fleetStores.
+func eachStore(t *testing.T, test func(t *testing.T, name string, cfg func(time.Duration) machineid.Config, put func(*testing.T, core.MachineID, string))) {
+	for _, st := range fleetStores {
+		t.Run(st.name, func(t *testing.T) {
+			cfg, put := st.open(t)
+			test(t, st.name, cfg, put)
+		})
+	}
+}
+
+// leaseAt acquires machine ID id alone with c.
+func leaseAt(t *testing.T, c machineid.Config, id core.MachineID) *machineid.Lease {
+	t.Helper()
+	c.ServerRange = machineid.Range{First: id, Count: 1}
+	return mustAcquire(t, c, core.Central)
+}
+
 func fleetOf(t *testing.T, l *machineid.Lease) machineid.Members {
 	t.Helper()
 	m, err := l.Fleet(context.Background())
@@ -71,97 +88,86 @@ func machines(m machineid.Members) []core.MachineID {
 // three, sorted, themselves marked, with versions and what each
 // advertised; a closed lease's record is gone from the listing at once.
 func TestFleetListsEveryHolder(t *testing.T) {
-	for _, st := range fleetStores {
-		t.Run(st.name, func(t *testing.T) {
-			cfg, _ := st.open(t)
-			c := cfg(10 * time.Second)
-			c.ServerRange = threeIDs
-			var leases []*machineid.Lease
-			for i := range 3 {
-				l := mustAcquire(t, c, core.Central)
-				ls := machineid.Listeners{RPC: fmt.Sprintf("10.0.0.%d:7070", i), HTTP: fmt.Sprintf("10.0.0.%d:7080", i), Host: fmt.Sprintf("node-%d", i)}
-				if err := l.Advertise(context.Background(), ls); err != nil {
-					t.Fatalf("Advertise: %v", err)
-				}
-				leases = append(leases, l)
+	eachStore(t, func(t *testing.T, store string, cfg func(time.Duration) machineid.Config, _ func(*testing.T, core.MachineID, string)) {
+		c := cfg(10 * time.Second)
+		c.ServerRange = threeIDs
+		var leases []*machineid.Lease
+		for i := range 3 {
+			l := mustAcquire(t, c, core.Central)
+			ls := machineid.Listeners{RPC: fmt.Sprintf("10.0.0.%d:7070", i), HTTP: fmt.Sprintf("10.0.0.%d:7080", i), Host: fmt.Sprintf("node-%d", i)}
+			if err := l.Advertise(context.Background(), ls); err != nil {
+				t.Fatalf("Advertise: %v", err)
 			}
-			advertised := map[core.MachineID]string{}
-			for i, l := range leases {
-				advertised[l.ID()] = fmt.Sprintf("10.0.0.%d:7070 node-%d", i, i)
+			leases = append(leases, l)
+		}
+		advertised := map[core.MachineID]string{}
+		for i, l := range leases {
+			advertised[l.ID()] = fmt.Sprintf("10.0.0.%d:7070 node-%d", i, i)
+		}
+		for _, l := range leases {
+			m := fleetOf(t, l)
+			if m.Store != store || m.Prefix != "vesta" || len(m.Skipped) != 0 {
+				t.Fatalf("Fleet: store %q prefix %q skipped %q; want %s, vesta, none", m.Store, m.Prefix, m.Skipped, store)
 			}
-			for _, l := range leases {
-				m := fleetOf(t, l)
-				if m.Store != st.name || m.Prefix != "vesta" || len(m.Skipped) != 0 {
-					t.Fatalf("Fleet: store %q prefix %q skipped %q; want %s, vesta, none", m.Store, m.Prefix, m.Skipped, st.name)
+			if got := fmt.Sprint(machines(m)); got != "[1000 1001 1002]" {
+				t.Fatalf("machine %d lists %s; want [1000 1001 1002]", l.ID(), got)
+			}
+			for _, x := range m.List {
+				if x.Self != (x.Machine == l.ID()) {
+					t.Errorf("machine %d lists %d with Self %t", l.ID(), x.Machine, x.Self)
 				}
-				if got := fmt.Sprint(machines(m)); got != "[1000 1001 1002]" {
-					t.Fatalf("machine %d lists %s; want [1000 1001 1002]", l.ID(), got)
+				if x.Version == "" || x.State != "held" || x.Provider != store || x.Range != "server" || x.PID == 0 {
+					t.Errorf("machine %d lists %+v; want a version, held, %s, the server range, a pid", l.ID(), x, store)
 				}
-				for _, x := range m.List {
-					if x.Self != (x.Machine == l.ID()) {
-						t.Errorf("machine %d lists %d with Self %t", l.ID(), x.Machine, x.Self)
-					}
-					if x.Version == "" || x.State != "held" || x.Provider != st.name || x.Range != "server" || x.PID == 0 {
-						t.Errorf("machine %d lists %+v; want a version, held, %s, the server range, a pid", l.ID(), x, st.name)
-					}
-					if got := x.RPC + " " + x.Host; got != advertised[x.Machine] || !strings.HasSuffix(x.HTTP, ":7080") {
-						t.Errorf("machine %d lists %d at %q, %q; want %q", l.ID(), x.Machine, got, x.HTTP, advertised[x.Machine])
-					}
-					if x.Started.IsZero() || x.Renewed.IsZero() || !x.Expires.After(x.Renewed) {
-						t.Errorf("machine %d lists %d started %s renewed %s expires %s", l.ID(), x.Machine, x.Started, x.Renewed, x.Expires)
-					}
+				if got := x.RPC + " " + x.Host; got != advertised[x.Machine] || !strings.HasSuffix(x.HTTP, ":7080") {
+					t.Errorf("machine %d lists %d at %q, %q; want %q", l.ID(), x.Machine, got, x.HTTP, advertised[x.Machine])
+				}
+				if x.Started.IsZero() || x.Renewed.IsZero() || !x.Expires.After(x.Renewed) {
+					t.Errorf("machine %d lists %d started %s renewed %s expires %s", l.ID(), x.Machine, x.Started, x.Renewed, x.Expires)
 				}
 			}
-			gone := leases[0].ID()
-			if err := leases[0].Close(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			for _, l := range leases[1:] {
-				for _, x := range fleetOf(t, l).List {
-					if x.Machine == gone {
-						t.Fatalf("machine %d still lists the closed lease's %d", l.ID(), gone)
-					}
+		}
+		gone := leases[0].ID()
+		if err := leases[0].Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range leases[1:] {
+			for _, x := range fleetOf(t, l).List {
+				if x.Machine == gone {
+					t.Fatalf("machine %d still lists the closed lease's %d", l.ID(), gone)
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 // TestFleetRecordExpiresWithTheLease: a holder that stops renewing (its
 // clock stands still, as a killed process's would) leaves the listing
 // when its lease expires in the store, not before the store says so.
 func TestFleetRecordExpiresWithTheLease(t *testing.T) {
-	for _, st := range fleetStores {
-		t.Run(st.name, func(t *testing.T) {
-			cfg, _ := st.open(t)
-			dead := cfg(500 * time.Millisecond)
-			dead.ServerRange = machineid.Range{First: 1000, Count: 1}
-			dead.Redis.MaxClockSkew = time.Minute // the stopped clock falls behind Redis's
-			dead.Clock = core.NewManualClock(time.Now())
-			stopped := mustAcquire(t, dead, core.Central)
-			live := cfg(10 * time.Second)
-			live.ServerRange = machineid.Range{First: 1001, Count: 1}
-			watcher := mustAcquire(t, live, core.Central)
-			if got := fmt.Sprint(machines(fleetOf(t, watcher))); got != "[1000 1001]" {
-				t.Fatalf("lists %s; want [1000 1001]", got)
-			}
-			eventually(t, "the stopped holder's record to expire", func() bool {
-				return fmt.Sprint(machines(fleetOf(t, watcher))) == "[1001]"
-			})
-			if m := fleetOf(t, stopped); fmt.Sprint(machines(m)) != "[1000 1001]" || !m.List[0].Self {
-				t.Fatalf("the stopped holder lists %+v; want itself and the other", m.List)
-			}
+	eachStore(t, func(t *testing.T, _ string, cfg func(time.Duration) machineid.Config, _ func(*testing.T, core.MachineID, string)) {
+		dead := cfg(500 * time.Millisecond)
+		dead.Redis.MaxClockSkew = time.Minute // the stopped clock falls behind Redis's
+		dead.Clock = core.NewManualClock(time.Now())
+		stopped := leaseAt(t, dead, 1000)
+		watcher := leaseAt(t, cfg(10*time.Second), 1001)
+		if got := fmt.Sprint(machines(fleetOf(t, watcher))); got != "[1000 1001]" {
+			t.Fatalf("lists %s; want [1000 1001]", got)
+		}
+		eventually(t, "the stopped holder's record to expire", func() bool {
+			return fmt.Sprint(machines(fleetOf(t, watcher))) == "[1001]"
 		})
-	}
+		if m := fleetOf(t, stopped); fmt.Sprint(machines(m)) != "[1000 1001]" || !m.List[0].Self {
+			t.Fatalf("the stopped holder lists %+v; want itself and the other", m.List)
+		}
+	})
 }
 
 // TestRedisMemberRecordTTL: the record never outlives the lease key.
 func TestRedisMemberRecordTTL(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv)
-	c := redisConfig(srv, 10*time.Second)
-	c.ServerRange = machineid.Range{First: 1000, Count: 1}
-	l := mustAcquire(t, c, core.Central)
+	l := leaseAt(t, redisConfig(srv, 10*time.Second), 1000)
 	lease, _ := machineid.Keys("vesta", l.ID())
 	member := machineid.MemberKey("vesta", l.ID())
 	var mc, lc *redis.DurationCmd
@@ -182,9 +188,7 @@ func TestRedisMemberRecordTTL(t *testing.T) {
 func TestEtcdMemberRecordOnTheLease(t *testing.T) {
 	ec := etcdtest.Start(t)
 	cli := ec.Client(t)
-	c := etcdConfig(ec, 10*time.Second)
-	c.ServerRange = machineid.Range{First: 1000, Count: 1}
-	l := mustAcquire(t, c, core.Central)
+	l := leaseAt(t, etcdConfig(ec, 10*time.Second), 1000)
 	leaseKey, _, _ := machineid.EtcdKeys("vesta", l.ID())
 	_, want := get(t, cli, leaseKey)
 	v, got := get(t, cli, machineid.EtcdMemberKey("vesta", l.ID()))
@@ -197,47 +201,40 @@ func TestEtcdMemberRecordOnTheLease(t *testing.T) {
 // another type or of another machine ID are skipped with a note; the
 // listing stays this process's own and the notes stay few.
 func TestFleetSkipsHostileRecords(t *testing.T) {
-	for _, st := range fleetStores {
-		t.Run(st.name, func(t *testing.T) {
-			cfg, put := st.open(t)
-			c := cfg(10 * time.Second)
-			c.ServerRange = machineid.Range{First: 1000, Count: 1}
-			l := mustAcquire(t, c, core.Central)
-			put(t, 1, "not json at all")
-			put(t, 2, strings.Repeat("x", 1<<20))
-			put(t, 3, `{"machine":4,"version":"v9"}`)
-			put(t, 4, `{"machine":4,"version":"`+strings.Repeat("v", 900)+`","host":"evil\u0000\u001b[2Jhost","started_ms":-5}`)
-			for id := range core.MachineID(40) {
-				put(t, 500+id, "[")
+	eachStore(t, func(t *testing.T, _ string, cfg func(time.Duration) machineid.Config, put func(*testing.T, core.MachineID, string)) {
+		l := leaseAt(t, cfg(10*time.Second), 1000)
+		put(t, 1, "not json at all")
+		put(t, 2, strings.Repeat("x", 1<<20))
+		put(t, 3, `{"machine":4,"version":"v9"}`)
+		put(t, 4, `{"machine":4,"version":"`+strings.Repeat("v", 900)+`","host":"evil\u0000\u001b[2Jhost","started_ms":-5}`)
+		for id := range core.MachineID(40) {
+			put(t, 500+id, "[")
+		}
+		m := fleetOf(t, l)
+		if got := fmt.Sprint(machines(m)); got != "[4 1000]" {
+			t.Fatalf("lists %s; want [4 1000]: the one sound record and itself", got)
+		}
+		odd := m.List[0]
+		if len(odd.Version) > 64 || strings.ContainsAny(odd.Host, "\x00\x1b") || !odd.Started.IsZero() || odd.Self {
+			t.Fatalf("the clipped record %+v", odd)
+		}
+		if len(m.Skipped) > 17 || !strings.HasPrefix(m.Skipped[len(m.Skipped)-1], "and ") {
+			t.Fatalf("%d notes, the last %q; want at most 16 and a count", len(m.Skipped), m.Skipped[len(m.Skipped)-1])
+		}
+		notes := strings.Join(m.Skipped, "\n")
+		for _, want := range []string{"not a member record", "above 1024", "names machine 4, not 3"} {
+			if !strings.Contains(notes, want) {
+				t.Errorf("notes lack %q:\n%s", want, notes)
 			}
-			m := fleetOf(t, l)
-			if got := fmt.Sprint(machines(m)); got != "[4 1000]" {
-				t.Fatalf("lists %s; want [4 1000]: the one sound record and itself", got)
-			}
-			odd := m.List[0]
-			if len(odd.Version) > 64 || strings.ContainsAny(odd.Host, "\x00\x1b") || !odd.Started.IsZero() || odd.Self {
-				t.Fatalf("the clipped record %+v", odd)
-			}
-			if len(m.Skipped) > 17 || !strings.HasPrefix(m.Skipped[len(m.Skipped)-1], "and ") {
-				t.Fatalf("%d notes, the last %q; want at most 16 and a count", len(m.Skipped), m.Skipped[len(m.Skipped)-1])
-			}
-			notes := strings.Join(m.Skipped, "\n")
-			for _, want := range []string{"not a member record", "above 1024", "names machine 4, not 3"} {
-				if !strings.Contains(notes, want) {
-					t.Errorf("notes lack %q:\n%s", want, notes)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestFleetStoreDown: a store that cannot be read is an error, with this
 // process still listed.
 func TestFleetStoreDown(t *testing.T) {
 	srv := redistest.Start(t)
-	c := redisConfig(srv, 10*time.Second)
-	c.ServerRange = machineid.Range{First: 1000, Count: 1}
-	l := mustAcquire(t, c, core.Central)
+	l := leaseAt(t, redisConfig(srv, 10*time.Second), 1000)
 	srv.Kill()
 	m, err := l.Fleet(context.Background())
 	if err == nil || len(m.List) != 1 || !m.List[0].Self || m.List[0].Machine != 1000 || m.Store != "redis" {
@@ -297,11 +294,10 @@ func TestFailedMemberWritesLeaveTheLeaseAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := redisConfig(srv, 600*time.Millisecond) // renewed every 200ms
-	c.ServerRange = machineid.Range{First: 1000, Count: 1}
 	c.Redis.Username, c.Redis.Password = "nomember", "nomember-password"
 	var log logtest.Buffer
 	c.Logger = slog.New(slog.NewTextHandler(&log, nil))
-	l := mustAcquire(t, c, core.Central)
+	l := leaseAt(t, c, 1000)
 	if err := l.Advertise(context.Background(), machineid.Listeners{HTTP: "127.0.0.1:1"}); err == nil {
 		t.Fatal("Advertise: the ACL let the member record be written")
 	}
