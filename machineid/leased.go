@@ -461,6 +461,7 @@ func (l *leased) rekey(gen *core.Generator, h *hold, old core.MachineID) {
 	switch {
 	case err == nil:
 		l.log.Info("machineid: re-keyed", "from", old, "to", h.id)
+		l.refreshMember() // held again
 	case l.ctx.Err() != nil || errors.Is(err, core.ErrClosed):
 		// Closing.
 	default:

@@ -112,7 +112,7 @@ func (s *Server) apiFleet(c echo.Context) error {
 func (s *Server) selfMember() FleetMember {
 	host, _ := os.Hostname()
 	m := FleetMember{Machine: uint16(s.gen.Machine()), Self: true, State: "none", Version: buildinfo.Read().String(),
-		Host: host, PID: os.Getpid()}
+		Host: host, PID: os.Getpid(), Range: "server"} // REST issues from the server range
 	if s.cfg.Lease != nil {
 		l := s.cfg.Lease()
 		m.State, m.Provider = l.State, l.Provider
