@@ -26,6 +26,9 @@ type FleetView struct {
 	Skipped []string
 }
 
+// FleetFunc reads the fleet for Config.Fleet, within ctx.
+type FleetFunc func(ctx context.Context) (FleetView, error)
+
 // FleetMember is one server of a FleetView.
 type FleetMember struct {
 	Machine uint16

@@ -9,7 +9,7 @@ import (
 
 // fleetView feeds the REST server's /v1/fleet (and so the page's fleet)
 // from the lease's member records: display only.
-func fleetView(lease *machineid.Lease) func(ctx context.Context) (rest.FleetView, error) {
+func fleetView(lease *machineid.Lease) rest.FleetFunc {
 	return func(ctx context.Context) (rest.FleetView, error) {
 		m, err := lease.Fleet(ctx)
 		v := rest.FleetView{Store: m.Store, Prefix: m.Prefix, Skipped: m.Skipped, Members: make([]rest.FleetMember, 0, len(m.List))}
