@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/vesta-go/vesta/conf"
 )
 
 func main() {
@@ -20,8 +22,15 @@ func main() {
 	os.Exit(code)
 }
 
-// errUsage marks errors in how the command was called: exit status 2.
-var errUsage = errors.New("usage")
+// Exit status 2 is a mistake of the caller's, named in the message:
+// errUsage in how the command was called (a flag, an argument: the
+// message ends with the usage hint), errConfig in a configuration value
+// (a key, a variable, a flag's value: the message names it, and the hint
+// would not help). Other errors are run-time failures: status 1.
+var (
+	errUsage  = errors.New("usage")
+	errConfig = errors.New("config")
+)
 
 // run executes one command line; it is main without the process, for tests.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -34,8 +43,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// An error may quote a server or a store; the newlines of joined
 	// errors stay.
 	msg := printable(err.Error(), "\n\t")
-	if errors.Is(err, errUsage) {
+	switch {
+	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "vesta: %s\nRun 'vesta help' for usage.\n", strings.TrimPrefix(msg, errUsage.Error()+": "))
+		return 2
+	case errors.Is(err, errConfig):
+		fmt.Fprintf(stderr, "vesta: %s\n", strings.TrimPrefix(msg, errConfig.Error()+": "))
 		return 2
 	}
 	fmt.Fprintf(stderr, "vesta: %s\n", msg)
@@ -54,17 +67,42 @@ and where they were made. IDs print as unsigned decimals, one per line.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	// Flag parse errors (unknown flag, bad number) are usage errors.
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+	// Flag parse errors (unknown flag, bad number) are usage errors; an
+	// unknown flag is answered with the nearest the command has.
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if s := suggestFlag(c, err); s != "" {
+			return fmt.Errorf("%w: %w; did you mean --%s?", errUsage, err, s)
+		}
 		return fmt.Errorf("%w: %w", errUsage, err)
 	})
-	root.AddCommand(newServeCmd(), newGenCmd(), newExplainCmd(), newMakeCmd(), newVersionCmd(), newHealthCmd(), newSeqCmd())
+	root.AddCommand(newServeCmd(), newGenCmd(), newExplainCmd(), newMakeCmd(), newVersionCmd(), newHealthCmd(),
+		newSeqCmd(), newConfigCmd(), newStatusCmd())
 	for _, c := range root.Commands() {
 		if c.Args != nil {
 			c.Args = usageArgs(c.Args)
 		}
 	}
 	return root
+}
+
+// suggestFlag returns the flag of c nearest to the unknown one of err
+// (--machin, or -machine, which pflag reads as shorthands), or "".
+func suggestFlag(c *cobra.Command, err error) string {
+	var ne *pflag.NotExistError
+	if !errors.As(err, &ne) {
+		return ""
+	}
+	typed := ne.GetSpecifiedName()
+	if sh := ne.GetSpecifiedShortnames(); sh != "" {
+		typed = sh // -machine: a long name given one dash
+	}
+	var names []string
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	return conf.Suggest(typed, names)
 }
 
 // usageArgs makes argument errors (an extra word, a missing one) usage errors.
