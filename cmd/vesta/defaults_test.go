@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	os.Exit(isolated(m))
 }
 
+// etcConfig stands for /etc/vesta/vesta.yaml in the tests.
+var etcConfig string
+
 // isolated runs the tests away from the user's files: XDG_STATE_HOME
 // (gen's time guard) and XDG_CONFIG_HOME in a directory of their own, and
 // the search path's /etc/vesta/vesta.yaml moved there, so a config file
@@ -40,10 +43,10 @@ func isolated(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
-	etc := filepath.Join(dir, "etc", "vesta", "vesta.yaml")
+	etcConfig = filepath.Join(dir, "etc", "vesta", "vesta.yaml")
 	searchPath = func() []string {
 		p := conf.SearchPath(nil)
-		return append(p[:len(p)-1], etc)
+		return append(p[:len(p)-1], etcConfig)
 	}
 	return m.Run()
 }

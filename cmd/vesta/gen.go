@@ -59,10 +59,14 @@ also says which config file and time guard directory it uses.`,
 			}
 			cfg := loaded.Config
 			// Quiet: IDs go to stdout, and stderr has only what needs a
-			// look; -v says more, down to log.level.
+			// look; -v says more, down to log.level, and a --log-level
+			// on the command line is taken as it is.
 			level := slog.LevelWarn
-			if verbose {
+			switch {
+			case verbose:
 				level = min(cfg.Log.SlogLevel(), slog.LevelInfo)
+			case cmd.Flags().Changed("log-level"):
+				level = cfg.Log.SlogLevel()
 			}
 			log := newLogger(cfg, cmd.ErrOrStderr(), level)
 			embedded := len(cfg.Client.Servers) == 0 || cfg.Client.Fallback
@@ -105,7 +109,9 @@ also says which config file and time guard directory it uses.`,
 	fs.BoolVarP(&verbose, "verbose", "v", false, "also log the config file, the time guard directory and the machine ID (info, or log.level debug)")
 	conf.AddFlags(fs, "machine", "layout", "type", "epoch", "data-dir", "servers", "log-level")
 	dd := fs.Lookup("data-dir")
-	dd.DefValue, dd.Usage = stateDir, `directory of the time guard's mark ("" = none; default $XDG_STATE_HOME/vesta)`
+	dd.DefValue, dd.Usage = stateDir, `directory of the time guard's mark ("" = none; $XDG_STATE_HOME/vesta)`
+	ll := fs.Lookup("log-level")
+	ll.DefValue, ll.Usage = "warn", "log level: debug, info, warn or error (gen logs warnings only, without -v or this flag)"
 	return cmd
 }
 
@@ -124,10 +130,11 @@ var legacyDataDir = conf.DefaultConfig().TimeGuard.Dir
 // set it; else stateDir, the user's state directory. The mark of a run
 // may lie up to id.max_borrow ahead of the clock, so a run that started
 // on an empty directory right after one that ended on another could
-// issue its IDs again: a ./vesta-data holding marks while stateDir holds
-// none is used, with a warning (moving the files there ends it); both
-// holding marks is refused, as gen cannot tell which is the one in use.
-// Without HOME or XDG_STATE_HOME it is ./vesta-data, as before.
+// issue its IDs again: a ./vesta-data holding a mark (of this machine ID
+// when it is fixed, else any) while stateDir holds none is used, with a
+// warning (moving the files there ends it); both holding one is refused,
+// as gen cannot tell which is the one in use. Without HOME or
+// XDG_STATE_HOME it is ./vesta-data, as before.
 func genDataDir(l conf.Loaded, stateDir string, log *slog.Logger) (string, error) {
 	if l.Source("time_guard.dir") != "" {
 		return l.Config.TimeGuard.Dir, nil
@@ -135,28 +142,32 @@ func genDataDir(l conf.Loaded, stateDir string, log *slog.Logger) (string, error
 	if stateDir == "" {
 		return legacyDataDir, nil
 	}
-	legacy, err := hasMarks(legacyDataDir)
+	mark := "machine-*.json"
+	if m := l.Config.Machine; m.ID != nil && len(m.Providers) > 0 && m.Providers[0] == machineid.ProviderStatic {
+		mark = "machine-" + strconv.Itoa(*m.ID) + ".json"
+	}
+	legacy, err := hasMark(legacyDataDir, mark)
 	if err != nil || !legacy {
 		return stateDir, err
 	}
-	current, err := hasMarks(stateDir)
+	current, err := hasMark(stateDir, mark)
 	if err != nil {
 		return "", err
 	}
 	if current {
-		return "", fmt.Errorf("%w: time_guard.dir: unset, and both %s (the default of earlier versions) and %s (the default now) hold time guard marks; "+
+		return "", fmt.Errorf("%w: time_guard.dir: unset, and both %s (the default of earlier versions) and %s (the default now) hold a time guard mark (%s); "+
 			"choose the one in use with --data-dir or VESTA_TIME_GUARD_DIR, or move %s's files into %s keeping, of two machine-N.json, the one with the later mark",
-			errConfig, legacyDataDir, stateDir, legacyDataDir, stateDir)
+			errConfig, legacyDataDir, stateDir, mark, legacyDataDir, stateDir)
 	}
-	log.Warn("time guard: using "+legacyDataDir+", the default of earlier versions, as it holds marks and "+stateDir+" none; "+
+	log.Warn("time guard: using "+legacyDataDir+", the default of earlier versions, which holds a mark where "+stateDir+" has none; "+
 		"move its files there (mkdir -p "+stateDir+" && mv "+legacyDataDir+"/* "+stateDir+"/), or set --data-dir, to silence this",
 		"time_guard.dir", legacyDataDir)
 	return legacyDataDir, nil
 }
 
-// hasMarks reports whether dir holds a time guard mark (machine-N.json).
-func hasMarks(dir string) (bool, error) {
-	m, err := fs.Glob(os.DirFS(dir), "machine-*.json") // a missing dir holds none
+// hasMark reports whether dir holds a time guard mark matching pattern.
+func hasMark(dir, pattern string) (bool, error) {
+	m, err := fs.Glob(os.DirFS(dir), pattern) // a missing dir holds none
 	if err != nil {
 		return false, fmt.Errorf("time guard directory %s: %w", dir, err)
 	}

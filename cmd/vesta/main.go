@@ -60,7 +60,19 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		Use:   "vesta",
 		Short: "vesta hands out 64-bit unique IDs that sort by time and decode back",
 		Long: `vesta hands out 64-bit unique IDs that sort by time and decode back into when
-and where they were made. IDs print as unsigned decimals, one per line.`,
+and where they were made. IDs print as unsigned decimals, one per line; every
+command that prints data takes --json.
+
+Configuration (serve, gen, seq, config): the defaults, then a YAML file, then
+VESTA_* variables, then flags, each overriding the one before. The file is
+--config FILE, else $VESTA_CONFIG, else the first that exists of
+  ` + strings.Join(conf.SearchPath(nil), "\n  ") + `
+and --config '' (or VESTA_CONFIG='') reads none. vesta config print shows
+every effective value and where it came from; vesta config check judges it.
+
+Exit status: 0 done; 1 a failure at run time (a server or store that does not
+answer, an ID that does not parse); 2 a mistake in the command line or the
+configuration, named in the message.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -82,7 +94,37 @@ and where they were made. IDs print as unsigned decimals, one per line.`,
 			c.Args = usageArgs(c.Args)
 		}
 	}
+	for _, c := range []*cobra.Command{root, findCmd(root, "seq"), findCmd(root, "config")} {
+		groupCmd(c)
+	}
 	return root
+}
+
+func findCmd(root *cobra.Command, name string) *cobra.Command {
+	c, _, err := root.Find([]string{name})
+	if err != nil || c == root {
+		panic("vesta: no command " + name) // a programming error
+	}
+	return c
+}
+
+// groupCmd makes a command of subcommands answer a word it lacks with a
+// usage error (exit 2, the nearest subcommand suggested), and print its
+// help when called alone: cobra would print the help and exit 0 for a
+// word below the root, and exit 1 at the root.
+func groupCmd(c *cobra.Command) {
+	c.Args = cobra.ArbitraryArgs
+	c.SuggestionsMinimumDistance = 2 // cobra's own default, which only its error path sets
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return fmt.Errorf("%w: %s", errUsage, msg)
+	}
 }
 
 // suggestFlag returns the flag of c nearest to the unknown one of err

@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -85,6 +87,9 @@ process list).`,
 				return err
 			}
 			resp, body, err := get(cmd.Context(), u.String(), tok, timeout, insecure, 1<<20)
+			if ue := (*url.Error)(nil); errors.As(err, &ue) {
+				err = ue.Err // without the URL, said once here
+			}
 			if err != nil {
 				return fmt.Errorf("status: %s: the server cannot be reached: %w", u, err)
 			}
