@@ -83,7 +83,7 @@ func shellLines(tb testing.TB, path string) []shLine {
 
 // shellWords splits a command line as sh does for the forms the
 // documents use: blanks separate words; '...' and "..." quote (no
-// escapes, no expansion); ” is an empty word.
+// escapes, no expansion); a pair of quotes alone is an empty word.
 func shellWords(s string) []string {
 	var out []string
 	var w strings.Builder
