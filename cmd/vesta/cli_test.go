@@ -58,8 +58,8 @@ func (p printed) get(key string) conf.Setting {
 
 // With no file named, the first of ./vesta.yaml,
 // $XDG_CONFIG_HOME/vesta/vesta.yaml and /etc/vesta/vesta.yaml is read;
-// --config FILE or VESTA_CONFIG names one, and --config ” or
-// VESTA_CONFIG=” reads none.
+// --config FILE or VESTA_CONFIG names one, and an empty --config or
+// VESTA_CONFIG reads none.
 func TestConfigDiscovery(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)

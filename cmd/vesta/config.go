@@ -29,8 +29,8 @@ func addConfigFlag(fs *pflag.FlagSet, file *string) {
 
 // loadConfig loads the configuration of cmd: the file of --config, or of
 // VESTA_CONFIG, or the first found on the search path; with flags, the
-// flags of the conf table that cmd has. A --config ” (or VESTA_CONFIG
-// set to ”) reads no file.
+// flags of the conf table that cmd has. An empty --config (or VESTA_CONFIG
+// set and empty) reads no file.
 func loadConfig(cmd *cobra.Command, file string, flags bool) (conf.Loaded, error) {
 	opts := conf.Options{File: file, Search: searchPath()}
 	if cmd.Flags().Changed("config") {
