@@ -449,23 +449,6 @@ func TestLogDurations(t *testing.T) {
 	}
 }
 
-// Configuration is judged before any port is opened: a bad machine ID
-// with the listener's port taken is exit 2 naming machine.id, not a
-// failure to listen.
-func TestServeJudgesBeforeListening(t *testing.T) {
-	taken, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
-	for _, m := range []string{"5000", "5"} {
-		r := cli(t, "", "serve", "--machine", m, "--central-listen", taken.Addr().String(), "--rest-listen", "", "--data-dir", "")
-		if r.code != 2 || !strings.Contains(r.stderr, "machine.id") || strings.Contains(r.stderr, "in use") {
-			t.Errorf("--machine %s on a taken port: exit %d: %s", m, r.code, r.stderr)
-		}
-	}
-}
-
 // vesta status reads a running server's /v1/status.
 func TestStatus(t *testing.T) {
 	dir := t.TempDir()
