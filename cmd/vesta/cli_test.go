@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 )
 
 // write writes content to path, creating its directory.
@@ -519,22 +519,10 @@ func TestStatus(t *testing.T) {
 	}
 
 	// Unreachable, and not a URL.
-	if r := cli(t, "", "status", "--url", "http://"+freeAddr(t)); r.code != 1 || !strings.Contains(r.stderr, "cannot be reached") {
+	if r := cli(t, "", "status", "--url", "http://"+nettest.DeadAddr(t)); r.code != 1 || !strings.Contains(r.stderr, "cannot be reached") {
 		t.Errorf("unreachable: exit %d %s", r.code, r.stderr)
 	}
 	if r := cli(t, "", "status", "--url", "127.0.0.1:7080"); r.code != 2 || !strings.Contains(r.stderr, "--url") {
 		t.Errorf("not a URL: exit %d %s", r.code, r.stderr)
 	}
-}
-
-// freeAddr is a loopback address nothing listens on.
-func freeAddr(tb testing.TB) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }

@@ -33,12 +33,9 @@ HEALTHCHECK of an image that has no curl; use /readyz to ask whether the server
 can issue.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			u, err := parseHTTPURL(target)
+			u, err := parseGetFlags(target, timeout)
 			if err != nil {
 				return err
-			}
-			if timeout <= 0 {
-				return fmt.Errorf("%w: --timeout %v: want more than 0", errUsage, timeout)
 			}
 			return health(cmd.Context(), u.String(), timeout, insecure, cmd.OutOrStdout())
 		},
@@ -90,11 +87,15 @@ func get(ctx context.Context, target, token string, timeout time.Duration, insec
 	return resp, body, err
 }
 
-// parseHTTPURL checks a --url: http or https, with a host.
-func parseHTTPURL(target string) (*url.URL, error) {
+// parseGetFlags checks the --url (http or https, with a host) and
+// --timeout (above 0) of health and status.
+func parseGetFlags(target string, timeout time.Duration) (*url.URL, error) {
 	u, err := url.Parse(target)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: --url %q: want an http:// or https:// URL with a host", errUsage, target)
+	}
+	if timeout <= 0 {
+		return nil, fmt.Errorf("%w: --timeout %v: want more than 0", errUsage, timeout)
 	}
 	return u, nil
 }

@@ -72,12 +72,9 @@ else $` + envToken + `, else --token (which other users can read in the
 process list).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			u, err := parseHTTPURL(target)
+			u, err := parseGetFlags(target, timeout)
 			if err != nil {
 				return err
-			}
-			if timeout <= 0 {
-				return fmt.Errorf("%w: --timeout %v: want more than 0", errUsage, timeout)
 			}
 			if u.Path == "" || u.Path == "/" {
 				u.Path = "/v1/status"
