@@ -505,11 +505,11 @@ func TestStatus(t *testing.T) {
 	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte(`{"now":"2026-01-01T00:00:00Z","machine":1003,"ready":"fenced: the lease was lost","fenced":true,` +
 			`"lease":{"provider":"redis","state":"fenced","renewal_in_ms":0,"deadline_in_ms":-1500,"error":"redis: down"},` +
-			`"build":{"version":"v1.2.3","revision":"0123456789abcdef"}}`))
+			`"build":{"version":"v1.2.3","revision":"0123456789abcdef"},"started":"2026-01-01T00:00:00Z","uptime_s":125.5}`))
 	}))
 	defer fake.Close()
 	r = cli(t, "", "status", "--url", fake.URL)
-	for _, w := range []string{"fenced: the lease was lost", "redis, fenced, renewal in 0s, deadline in -1.5s: redis: down", "v1.2.3 (0123456789ab)"} {
+	for _, w := range []string{"fenced: the lease was lost", "redis, fenced, renewal in 0s, deadline in -1.5s: redis: down", "v1.2.3 (0123456789ab)", "2026-01-01T00:00:00Z, up 2m5s"} {
 		if !strings.Contains(r.stdout, w) {
 			t.Errorf("not ready: stdout lacks %q:\n%s", w, r.stdout)
 		}

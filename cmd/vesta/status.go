@@ -46,11 +46,14 @@ type serverStatus struct {
 		Status string            `json:"status"`
 		Tags   []json.RawMessage `json:"tags"`
 	} `json:"segment"`
-	// Build is the server's version, when its document has one.
+	// Build, Started and UptimeS are the server's version and start,
+	// when its document has them.
 	Build *struct {
 		Version  string `json:"version"`
 		Revision string `json:"revision"`
 	} `json:"build"`
+	Started string   `json:"started"`
+	UptimeS *float64 `json:"uptime_s"`
 }
 
 func newStatusCmd() *cobra.Command {
@@ -176,6 +179,9 @@ func writeStatus(out io.Writer, st serverStatus) error {
 			s += " (" + b.Revision[:min(12, len(b.Revision))] + ")"
 		}
 		p("version", "%s", s)
+	}
+	if st.Started != "" && st.UptimeS != nil {
+		p("started", "%s, up %s", st.Started, (time.Duration(*st.UptimeS) * time.Second).String())
 	}
 	p("clock", "%s, offset %s", st.Now, ms(st.ClockOffsetMs))
 	mark := "none"
