@@ -57,11 +57,11 @@ func (s *Secret) UnmarshalText(b []byte) error {
 // Secret's methods.
 func (c Config) Redacted() Config {
 	r := c.clone()
-	if r.Machine.Redis.Password != "" {
-		r.Machine.Redis.Password = redactedText
-	}
-	if r.REST.Token != "" {
-		r.REST.Token = redactedText
+	for _, s := range []*Secret{&r.Machine.Redis.Password, &r.Machine.Etcd.Password, &r.REST.Token,
+		&r.Segment.DSN, &r.Segment.Redis.Password} {
+		if *s != "" {
+			*s = redactedText
+		}
 	}
 	return r
 }

@@ -78,7 +78,7 @@ also says which config file and time guard directory it uses.`,
 			if cfg.TimeGuard.Dir, err = genDataDir(loaded, stateDir, log); err != nil {
 				return err
 			}
-			log.Info("gen", "version", buildinfo.Read().String(), "config", fileOf(loaded), "time_guard.dir", orNone(cfg.TimeGuard.Dir))
+			log.Info("gen: issuing", "version", buildinfo.Read().String(), "config", fileOf(loaded), "time_guard.dir", orNone(cfg.TimeGuard.Dir))
 			var is vesta.Issuer
 			if len(cfg.Client.Servers) > 0 {
 				ccfg, err := cfg.ClientConfig()
