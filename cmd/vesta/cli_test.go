@@ -488,6 +488,8 @@ func TestStatus(t *testing.T) {
 		{"--token-file", []string{"--token-file", tokenFile}, "", 0, "machine     1002"},
 		{"VESTA_REST_TOKEN", nil, token, 0, "machine     1002"},
 		{"--token", []string{"--token", token}, "", 0, "machine     1002"},
+		{"--token over VESTA_REST_TOKEN", []string{"--token", token}, "wrong-token-wrong-token-wrong", 0, "machine     1002"},
+		{"--token-file over VESTA_REST_TOKEN", []string{"--token-file", tokenFile}, "wrong-token-wrong-token-wrong", 0, "machine     1002"},
 		{"a wrong token", []string{"--token", "wrong-token-wrong-token-wrong"}, "", 1, "401"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

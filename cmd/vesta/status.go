@@ -70,9 +70,9 @@ default ` + defaultStatusURL + `) and print a short summary: ready or not and wh
 the machine ID and its lease, the version, the server's clock and the time
 guard's mark; --json prints the document itself. Exit 0 when the server is
 ready; 1 when it cannot be reached, answers with an error, or is not ready
-(the summary says why). A server with rest.token wants it: --token-file FILE,
-else $` + envToken + `, else --token (which other users can read in the
-process list).`,
+(the summary says why). A server with rest.token wants it: --token-file FILE
+or --token (which other users can read in the process list), else
+$` + envToken + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			u, err := parseGetFlags(target, timeout)
@@ -125,8 +125,8 @@ process list).`,
 	return cmd
 }
 
-// statusToken is --token-file's content, else $VESTA_REST_TOKEN, else
-// --token; "" sends none.
+// statusToken is --token-file's content, else --token when given, else
+// $VESTA_REST_TOKEN: flags over the environment. "" sends none.
 func statusToken(cmd *cobra.Command, token, file string) (string, error) {
 	if cmd.Flags().Changed("token-file") {
 		b, err := os.ReadFile(file)
