@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// The shell lines of the markdown documents (README.md, docs/cli.md) are
-// run by the tests as written; this is the part they share: reading the
-// ```sh blocks and running a line of vesta commands in-process.
+// The shell lines of a markdown page run as written: reading its ```sh
+// blocks and running a line of vesta commands in-process (docs/cli.md's
+// test uses it).
 
 // shLine is one command of a markdown file's ```sh blocks.
 type shLine struct {

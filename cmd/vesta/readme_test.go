@@ -8,12 +8,14 @@ import (
 
 // The README's shell lines work as written: every `vesta` command of its
 // sh blocks that issues, builds or explains IDs runs (pipes included) and
-// exits as its comment says (0 unless "# exit N"); every `vesta serve`
-// line chooses a machine ID or a config; and `make run` passes one. Lines
-// that name remote servers are skipped (no such hosts here;
-// TestGenThroughServers runs that form). docs/cli.md's lines run in
-// TestCLIDocCommands, on the same reader (mdshell_test.go).
+// exits 0; every `vesta serve` line chooses a machine ID or a config; and
+// `make run` passes one. Lines that name remote servers are skipped (no
+// such hosts here; TestGenThroughServers runs that form).
 func TestREADMECommands(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
 	makefile, err := os.ReadFile("../../Makefile")
 	if err != nil {
 		t.Fatal(err)
@@ -21,28 +23,49 @@ func TestREADMECommands(t *testing.T) {
 	if !strings.Contains(string(makefile), "vesta serve --machine ") {
 		t.Error("make run does not pass --machine: there is no default machine ID")
 	}
-	lines := shellLines(t, "../../README.md")
 	t.Chdir(t.TempDir())
 	ran := 0
-	for _, l := range lines {
-		args, ok := isVesta(l.text)
-		if !ok {
+	inSh := false
+	for line := range strings.Lines(string(readme)) {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "```"):
+			inSh = line == "```sh"
+			continue
+		case !inSh:
 			continue
 		}
-		if len(args) > 0 && args[0] == "serve" {
-			if !strings.Contains(l.text, "--machine") && !strings.Contains(l.text, "--config") {
-				t.Errorf("README: %q chooses no machine ID; serve refuses that", l.text)
+		line = strings.TrimPrefix(line, "$ ")
+		if i := strings.Index(line, "  #"); i >= 0 {
+			line = strings.TrimSpace(line[:i])
+		}
+		if strings.HasPrefix(line, "make run") {
+			continue
+		}
+		if !strings.HasPrefix(line, "vesta ") {
+			continue
+		}
+		if strings.HasPrefix(line, "vesta serve") {
+			if !strings.Contains(line, "--machine") && !strings.Contains(line, "--config") {
+				t.Errorf("README: %q chooses no machine ID; serve refuses that", line)
 			}
 			continue
 		}
-		if strings.Contains(l.text, "--servers") || strings.Contains(l.text, "--url") {
+		if strings.Contains(line, "--servers") {
 			continue
 		}
-		if len(args) > 0 && args[0] == "seq" {
+		if strings.HasPrefix(line, "vesta seq") {
 			continue // needs a segment store: TestSeqCommands runs these on a real Redis
 		}
-		if r := runPipeline(t, l.text); r.code != l.code {
-			t.Errorf("README: %q: exit %d; want %d: %s", l.text, r.code, l.code, r.stderr)
+		stdin := ""
+		for stage := range strings.SplitSeq(line, " | ") {
+			args := strings.Fields(strings.TrimPrefix(strings.TrimSpace(stage), "vesta "))
+			r := cli(t, stdin, args...)
+			if r.code != 0 {
+				t.Errorf("README: %q: exit %d: %s", line, r.code, r.stderr)
+				break
+			}
+			stdin = r.stdout
 		}
 		ran++
 	}
