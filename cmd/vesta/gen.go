@@ -69,14 +69,15 @@ also says which config file and time guard directory it uses.`,
 				level = cfg.Log.SlogLevel()
 			}
 			log := newLogger(cfg, cmd.ErrOrStderr(), level)
-			embedded := len(cfg.Client.Servers) == 0 || cfg.Client.Fallback
-			if embedded {
+			// Embedded IDs, or the client's embedded fallback: a machine ID
+			// of the embedded range and a time guard.
+			if len(cfg.Client.Servers) == 0 || cfg.Client.Fallback {
 				if err := cfg.RequireMachineIn(core.Embedded); err != nil {
 					return fmt.Errorf("%w: %w", errConfig, loaded.Attribute(err))
 				}
-			}
-			if cfg.TimeGuard.Dir, err = genDataDir(loaded, stateDir, log); err != nil {
-				return err
+				if cfg.TimeGuard.Dir, err = genDataDir(loaded, stateDir, log); err != nil {
+					return err
+				}
 			}
 			log.Info("gen: issuing", "version", buildinfo.Read().String(), "config", fileOf(loaded), "time_guard.dir", orNone(cfg.TimeGuard.Dir))
 			var is vesta.Issuer
