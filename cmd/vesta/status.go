@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -102,7 +103,7 @@ $` + envToken + `.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				_, err = out.Write(printableJSON(body))
+				_, err = out.Write(printableJSON(append(bytes.TrimRight(body, "\n"), '\n')))
 			} else {
 				err = writeStatus(out, st)
 			}
