@@ -2,6 +2,7 @@ package conf
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -355,6 +356,34 @@ func (c Config) RequireMachine() error {
 		Msg: "unset, and machine.providers lists static: there is no default machine ID, as two instances on one would issue the same IDs; " +
 			"choose one unique to this instance (machine.id, --machine or VESTA_MACHINE_ID), " +
 			"or machine.providers redis (a lease; machine.redis.*), k8s (the StatefulSet ordinal plus machine.k8s_offset) or iptable (machine.ip_table)"}
+}
+
+// RequireMachineIn is RequireMachine for an issuer of one publish method:
+// a machine.id the static provider would use must also lie in that
+// method's range (machine.embedded_range for core.Embedded, the issuers
+// of vesta gen, package embed and the client's fallback;
+// machine.server_range for the servers). Validate takes an ID of either
+// range, as one file may configure both. The error, a *KeyError naming
+// machine.id, also matches machineid.ErrRange.
+func (c Config) RequireMachineIn(method core.Method) error {
+	if err := c.RequireMachine(); err != nil || c.Machine.ID == nil || !c.Machine.Uses(machineid.ProviderStatic) {
+		return err
+	}
+	id := *c.Machine.ID
+	r := c.Machine.Range(method)
+	if id < 0 || id > int(core.MaxMachine) || r.Contains(core.MachineID(id)) {
+		return nil // out of every range: Validate's to report
+	}
+	key, users, otherKey, other := "machine.embedded_range", "embedded issuers (vesta gen, package embed, the client's fallback)",
+		"machine.server_range", c.Machine.ServerRange
+	if method != core.Embedded {
+		key, users, otherKey, other = "machine.server_range", "servers (vesta serve)", "machine.embedded_range", c.Machine.EmbeddedRange
+	}
+	msg := fmt.Sprintf("%d lies outside %s %s, where %s take machine IDs; choose one there", id, key, r, users)
+	if other.Contains(core.MachineID(id)) {
+		msg += fmt.Sprintf(" (%d is in %s %s)", id, otherKey, other)
+	}
+	return &KeyError{Key: "machine.id", Msg: msg, err: machineid.ErrRange}
 }
 
 // Uses reports whether Providers lists provider.

@@ -3,7 +3,15 @@
 // servers, the client and logging), its defaults and its validation.
 //
 // Load reads a Config from three sources, each overriding the one before:
-// a YAML file, VESTA_* environment variables and command-line flags. Every
+// a YAML file, VESTA_* environment variables and command-line flags. The
+// file is Options.File, else VESTA_CONFIG's (set and empty: none), else
+// the first of Options.Search that exists (SearchPath: ./vesta.yaml,
+// $XDG_CONFIG_HOME/vesta/vesta.yaml, /etc/vesta/vesta.yaml). Loaded
+// keeps where each key's value came from (Source, Settings), and
+// Attribute names it in the errors of later checks. A machine.id set
+// above machine.providers (a flag over the file's providers) that those
+// providers would not try first is refused: a file found on the search
+// path must not silently replace the machine ID a user chose. Every
 // key has an environment variable: the key path in upper case joined by
 // "_" (machine.redis.lease_ttl is VESTA_MACHINE_REDIS_LEASE_TTL); lists
 // are comma-separated (VESTA_MACHINE_PROVIDERS=redis,static) and the IP

@@ -18,6 +18,7 @@ import (
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/machineid"
 )
 
 // EnvFile names the environment variable holding the config file's path,
@@ -32,9 +33,16 @@ const EnvNemesisClock = "VESTA_NEMESIS_CLOCK_FILE"
 
 // Options says where Load reads from.
 type Options struct {
-	// File is the YAML file read first; "" reads none. A file that is
-	// given must exist.
+	// File is the YAML file read first. "" reads the file VESTA_CONFIG
+	// names when that is set (set to "", none), else the first of Search
+	// that exists, else none. A file that is named must exist.
 	File string
+	// NoFile reads no file, whatever File, VESTA_CONFIG and Search say:
+	// a command line's --config ''.
+	NoFile bool
+	// Search are the files tried, in order, when no file is named (see
+	// SearchPath); nil tries none.
+	Search []string
 	// Env is the environment as KEY=value entries, of which the VESTA_*
 	// ones are read; nil is os.Environ() (pass an empty slice for none).
 	Env []string
@@ -49,10 +57,32 @@ type Loaded struct {
 	Config Config
 	// File is the YAML file read, or "".
 	File string
+	// Found: File was not named but found on Options.Search.
+	Found bool
 	// Env are the VESTA_* variables applied, sorted.
 	Env []string
 	// Flags are the flags applied, without dashes, sorted.
 	Flags []string
+
+	origin map[string]string // key -> "file F" / "env V" / "flag --F" / "K_file F"
+}
+
+// Source says where key's value came from: "file vesta.yaml", "env
+// VESTA_MACHINE_ID", "flag --machine", "rest.token_file /run/token"; ""
+// for the default.
+func (l Loaded) Source(key string) string { return l.origin[key] }
+
+// Attribute names, in each *KeyError of err that says no source, where
+// its key's value came from (see Source), so an error of a later check
+// (RequireMachine, a package refusing the converted Config) names the
+// flag, variable or file a user set. It returns err.
+func (l Loaded) Attribute(err error) error {
+	for _, e := range KeyErrors(err) {
+		if e.Source == "" {
+			e.Source = l.origin[e.Key]
+		}
+	}
+	return err
 }
 
 // Defaults reports that nothing was given (no file, no VESTA_* variable,
@@ -92,12 +122,19 @@ func Load(opts Options) (Loaded, error) {
 	if environ == nil {
 		environ = os.Environ()
 	}
-	if opts.File == "" {
-		for _, kv := range environ {
-			if v, ok := strings.CutPrefix(kv, EnvFile+"="); ok {
-				opts.File = v
-			}
+	found := false
+	switch v, named := lookupEnv(environ, EnvFile); {
+	case opts.NoFile:
+		opts.File = ""
+	case opts.File != "":
+	case named:
+		opts.File = v
+	default:
+		var err error
+		if opts.File, err = search(opts.Search); err != nil {
+			return Loaded{}, err
 		}
+		found = opts.File != ""
 	}
 	if opts.File != "" {
 		err := ko.Load(file.Provider(opts.File), yaml.Parser(), koanf.WithMergeFunc(l.mergeFile("file "+opts.File)))
@@ -134,6 +171,7 @@ func Load(opts Options) (Loaded, error) {
 	if cfg.ID.Layout == core.Leaf && !ko.Exists("id.type") {
 		cfg.ID.Type = core.MinGranularity
 	}
+	l.machineOutranked(cfg.Machine)
 	l.readSecret(&cfg.Machine.Redis.Password, &cfg.Machine.Redis.PasswordFile, "machine.redis.password")
 	l.readSecret(&cfg.Machine.Etcd.Password, &cfg.Machine.Etcd.PasswordFile, "machine.etcd.password")
 	l.readSecret(&cfg.REST.Token, &cfg.REST.TokenFile, "rest.token")
@@ -160,7 +198,7 @@ func Load(opts Options) (Loaded, error) {
 		}
 		return Loaded{}, errors.Join(joined...)
 	}
-	out := Loaded{Config: cfg, File: opts.File, Env: l.env, Flags: l.flags}
+	out := Loaded{Config: cfg, File: opts.File, Found: found, Env: l.env, Flags: l.flags, origin: l.origin}
 	sort.Strings(out.Env)
 	sort.Strings(out.Flags)
 	return out, nil
@@ -265,6 +303,36 @@ func (l *loader) readSecret(secret *Secret, path *string, key string) {
 	}
 	*secret = Secret(s)
 	l.origin[key] = fileKey + " " + *path // what a refusal of the secret names
+}
+
+// machineOutranked refuses a machine.id that the providers would not use
+// while it was set above them (a --machine or VESTA_MACHINE_ID over a
+// file's machine.providers: redis): a file found on the search path, or
+// shared by a fleet, must not silently replace the machine ID a user
+// chose. Both from one source, the order is that source's own choice (a
+// static fallback after a lease).
+func (l *loader) machineOutranked(m MachineConfig) {
+	if m.ID == nil || len(m.Providers) == 0 || m.Providers[0] == machineid.ProviderStatic {
+		return
+	}
+	idSrc, pSrc := l.origin["machine.id"], l.origin["machine.providers"]
+	if sourceRank(idSrc) <= sourceRank(pSrc) {
+		return
+	}
+	l.fail("machine.id", idSrc, "%d would not be used: machine.providers %s (%s) tries %s first, which would choose another machine ID; "+
+		"list static first (machine.providers static) to use this one, or leave machine.id unset to use the lease",
+		*m.ID, strings.Join(m.Providers, ","), pSrc, m.Providers[0])
+}
+
+// sourceRank orders sources by precedence: a flag over the environment
+// over the file over the default.
+func sourceRank(source string) int {
+	for i, prefix := range []string{"file ", "env ", "flag "} {
+		if strings.HasPrefix(source, prefix) {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 func boolOrder(b bool) int {

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // redactedText replaces a secret wherever it would be shown.
@@ -55,11 +57,11 @@ func (s *Secret) UnmarshalText(b []byte) error {
 // Secret's methods.
 func (c Config) Redacted() Config {
 	r := c.clone()
-	if r.Machine.Redis.Password != "" {
-		r.Machine.Redis.Password = redactedText
-	}
-	if r.REST.Token != "" {
-		r.REST.Token = redactedText
+	for _, s := range []*Secret{&r.Machine.Redis.Password, &r.Machine.Etcd.Password, &r.REST.Token,
+		&r.Segment.DSN, &r.Segment.Redis.Password} {
+		if *s != "" {
+			*s = redactedText
+		}
 	}
 	return r
 }
@@ -164,3 +166,56 @@ func (c Config) String() string {
 
 // GoString keeps %#v from printing the fields (and so the secrets) raw.
 func (c Config) GoString() string { return "conf.Config{" + c.String() + "}" }
+
+// Setting is one key's effective value and where it came from, for
+// `vesta config print`.
+type Setting struct {
+	Key string `json:"key"`
+	// Value is as the environment writes it (lists comma-separated, the
+	// IP table as IP=ID pairs, "" unset, "unset" for no machine.id), with
+	// secrets masked and a DSN's password masked.
+	Value string `json:"value"`
+	// Source is "default", or Loaded.Source's "file F", "env V",
+	// "flag --F", "K_file F".
+	Source string `json:"source"`
+}
+
+// Settings lists every key of l.Config in Config's order.
+func (l Loaded) Settings() []Setting {
+	var out []Setting
+	var walk func(prefix string, v slog.Value)
+	walk = func(prefix string, v slog.Value) {
+		for _, a := range v.Group() {
+			key := prefix + a.Key
+			if a.Value.Kind() == slog.KindGroup {
+				walk(key+".", a.Value)
+				continue
+			}
+			s := Setting{Key: key, Value: a.Value.String(), Source: l.Source(key)}
+			if s.Source == "" {
+				s.Source = "default"
+			}
+			out = append(out, s)
+		}
+	}
+	walk("", l.Config.LogValue())
+	for i, s := range out {
+		if s.Key == "segment.dsn" && l.Config.Segment.DSN != "" {
+			out[i].Value = redactDSN(l.Config.Segment.DSN)
+		}
+	}
+	return out
+}
+
+// redactDSN shows a mysql DSN with its password masked, or masked whole
+// when it does not parse.
+func redactDSN(dsn Secret) string {
+	c, err := mysql.ParseDSN(dsn.Reveal())
+	if err != nil {
+		return redactedText
+	}
+	if c.Passwd != "" {
+		c.Passwd = redactedText
+	}
+	return c.FormatDSN()
+}

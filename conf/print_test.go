@@ -77,6 +77,13 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		t.Error("Redacted changed the original")
 	}
 	wantNoSecret(t, "Redacted", fmt.Sprintf("%#v", r.Machine.Redis.Password.Reveal()))
+	// Every Secret of a Config, whichever section holds it.
+	all := conf.DefaultConfig()
+	all.Machine.Etcd.Password, all.Segment.DSN, all.Segment.Redis.Password = "etcd-pw", "u:dsn-pw@tcp(h:1)/d", "seg-pw"
+	if r := all.Redacted(); r.Machine.Etcd.Password.Reveal() != "[redacted]" || r.Segment.DSN.Reveal() != "[redacted]" ||
+		r.Segment.Redis.Password.Reveal() != "[redacted]" {
+		t.Errorf("Redacted kept a secret of etcd or segment")
+	}
 
 	if s := conf.Secret("").String(); s != "" {
 		t.Errorf("empty secret prints %q; want \"\"", s)

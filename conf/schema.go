@@ -100,8 +100,12 @@ func sectionField(t reflect.Type, name string) (field, bool) {
 	return field{}, false
 }
 
-// suggest returns the known name closest to s, or "" when none is close
-// enough to be the intended one.
+// Suggest returns the name of known closest to s, or "" when none is
+// close enough to be the intended one: the rule of Load's "did you mean"
+// hints, which the command line uses for its flags too.
+func Suggest(s string, known []string) string { return suggest(s, known) }
+
+// suggest is Suggest.
 func suggest(s string, known []string) string {
 	best, bestD := "", len(s)/3+2
 	for _, k := range known {

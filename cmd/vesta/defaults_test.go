@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 )
@@ -24,7 +25,30 @@ func TestMain(m *testing.M) {
 		os.Unsetenv(reexecEnv)
 		main() // exits
 	}
-	os.Exit(m.Run())
+	os.Exit(isolated(m))
+}
+
+// etcConfig stands for /etc/vesta/vesta.yaml in the tests.
+var etcConfig string
+
+// isolated runs the tests away from the user's files: XDG_STATE_HOME
+// (gen's time guard) and XDG_CONFIG_HOME in a directory of their own, and
+// the search path's /etc/vesta/vesta.yaml moved there, so a config file
+// of this machine's cannot change what the tests run.
+func isolated(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "vesta-cmd-test-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	etcConfig = filepath.Join(dir, "etc", "vesta", "vesta.yaml")
+	searchPath = func() []string {
+		p := conf.SearchPath(nil)
+		return append(p[:len(p)-1], etcConfig)
+	}
+	return m.Run()
 }
 
 // proc is one `vesta` process started from this test binary.

@@ -127,7 +127,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"gen", "-n", "lots"}, `-n "lots"`},
 		{[]string{"gen", "--machine", "1024"}, "machine.id: 1024; want 0-1023 (flag --machine)"},
 		{[]string{"gen", "--machine", "x"}, `invalid argument "x" for "--machine" flag`},
-		{[]string{"gen", "--machine", "924"}, "machine ID 924 is outside the embedded range 0-923"},
+		{[]string{"gen", "--machine", "924"}, "machine.id: 924 lies outside machine.embedded_range 0-923"},
 		{[]string{"gen", "--servers", "nohost", "--machine", "5"}, "client.servers"},
 		{[]string{"gen", "--machine", "1", "--layout", "snowflake"}, `id.layout: core: unknown name: layout "snowflake"; want sorted, vesta or leaf (flag --layout)`},
 		{[]string{"gen", "--type", "2"}, `id.type: core: unknown name: type "2"; want max-peak, min-granularity, 0 or 1 (flag --type)`},

@@ -12,9 +12,10 @@ func newMakeCmd() *cobra.Command {
 	var (
 		ids                                  idFlags
 		timeS, seq, machine, method, version string
+		asJSON                               bool
 	)
 	cmd := &cobra.Command{
-		Use:   "make --time T --seq S [--machine M] [--method M] [--type T] [--version V] [--layout L]",
+		Use:   "make --time T --seq S [--machine M] [--method M] [--type T] [--version V] [--layout L] [--json]",
 		Short: "Build an ID from named fields (Vesta's makeId)",
 		Long: `Build an ID from named fields. --time is the raw time field (units since the
 epoch) or an RFC 3339 instant. Fields left out take an embedded issuer's own
@@ -65,6 +66,9 @@ leaf IDs have no method bits, so --method is refused.`,
 			if err != nil {
 				return fmt.Errorf("%w: %w", errUsage, err)
 			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), codec.Explain(id))
+			}
 			_, err = fmt.Fprintln(cmd.OutOrStdout(), id)
 			return err
 		},
@@ -76,6 +80,7 @@ leaf IDs have no method bits, so --method is refused.`,
 	fs.StringVar(&method, "method", "embedded", "method: embedded, central, rest, reserved or 0-3")
 	fs.StringVar(&version, "version", "0", "version bit 0 or 1")
 	ids.register(fs, true)
+	fs.BoolVar(&asJSON, "json", false, "print the ID's fields as explain --json does")
 	return cmd
 }
 

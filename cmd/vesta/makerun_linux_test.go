@@ -88,8 +88,11 @@ func TestServeMakeRun(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("after SIGTERM: %v\n%s", err, log.String())
 	}
-	if !strings.Contains(log.String(), "flag --machine") {
-		t.Fatalf("log does not name the flag:\n%s", log.String())
+	// The one start-up line says what runs, as whom and from which file.
+	for _, w := range []string{"version=", "machine=1023 provider=static", "config=none"} {
+		if !strings.Contains(line, w) {
+			t.Errorf("the start-up line lacks %q: %s", w, line)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "vesta-data", "machine-1023.json")); err != nil {
 		t.Fatal(err)
@@ -104,9 +107,11 @@ func TestServeRefusedBeforeListening(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	r := cli(t, "", "serve", "--machine", "5", "--central-listen", ln.Addr().String(), "--rest-listen", "",
-		"--data-dir", t.TempDir())
-	if r.code != 2 || !strings.Contains(r.stderr, "machine.id") || strings.Contains(r.stderr, "address already in use") {
-		t.Fatalf("exit %d, stderr %q; want 2 naming machine.id, not the port", r.code, r.stderr)
+	for _, m := range []string{"5", "5000"} { // outside the server range; outside every range
+		r := cli(t, "", "serve", "--machine", m, "--central-listen", ln.Addr().String(), "--rest-listen", "",
+			"--data-dir", t.TempDir())
+		if r.code != 2 || !strings.Contains(r.stderr, "machine.id") || strings.Contains(r.stderr, "address already in use") {
+			t.Errorf("--machine %s: exit %d, stderr %q; want 2 naming machine.id, not the port", m, r.code, r.stderr)
+		}
 	}
 }

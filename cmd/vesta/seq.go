@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/internal/assemble"
 	"github.com/vesta-go/vesta/segment"
 	"github.com/vesta-go/vesta/segment/mysqlstore"
@@ -28,10 +26,11 @@ func newSeqCmd() *cobra.Command {
 		Long: `Create and list the tags of segment sequences (Leaf's segment mode) in the
 store that segment.store names: Leaf's leaf_alloc table (mysql) or Redis.
 The store comes from the configuration of vesta serve: the YAML file
-(--config or VESTA_CONFIG), then VESTA_* variables, e.g.
+(--config, VESTA_CONFIG or the first found, as serve finds it), then VESTA_*
+variables, e.g.
 VESTA_SEGMENT_STORE=mysql VESTA_SEGMENT_DSN='user:pw@tcp(db:3306)/leaf'.`,
 	}
-	cmd.PersistentFlags().StringVar(&configFile, "config", "", "YAML configuration file (default $"+conf.EnvFile+")")
+	addConfigFlag(cmd.PersistentFlags(), &configFile)
 	cmd.AddCommand(newSeqCreateCmd(&configFile), newSeqListCmd(&configFile))
 	return cmd
 }
@@ -39,6 +38,7 @@ VESTA_SEGMENT_STORE=mysql VESTA_SEGMENT_DSN='user:pw@tcp(db:3306)/leaf'.`,
 func newSeqCreateCmd(configFile *string) *cobra.Command {
 	var start, step int64
 	var desc string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "create TAG --start N --step S [--desc D]",
 		Short: "Create a tag: its first number is N, its ranges S numbers long",
@@ -65,7 +65,7 @@ A-Z a-z 0-9 _ . : -.`,
 			case len(desc) > segment.MaxDescriptionLen:
 				return fmt.Errorf("%w: --desc is %d bytes; want at most %d", errUsage, len(desc), segment.MaxDescriptionLen)
 			}
-			store, err := seqStore(*configFile)
+			store, err := seqStore(cmd, *configFile)
 			if err != nil {
 				return err
 			}
@@ -88,13 +88,21 @@ A-Z a-z 0-9 _ . : -.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "created %s: first number %d, step %d\n", tag, start, step)
-			return nil
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), struct {
+					Tag   string `json:"tag"`
+					MaxID string `json:"max_id"`
+					Step  int64  `json:"step"`
+				}{tag, fmt.Sprint(start), step})
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "created %s: first number %d, step %d\n", tag, start, step)
+			return err
 		},
 	}
 	cmd.Flags().Int64Var(&start, "start", 1, "the first number the tag issues (Leaf's max_id)")
 	cmd.Flags().Int64Var(&step, "step", 0, "numbers per range reserved from the store (Leaf's step); required")
 	cmd.Flags().StringVar(&desc, "desc", "", "description (Leaf's description), at most 256 bytes")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"tag", "max_id" (a string), "step"}`)
 	return cmd
 }
 
@@ -105,7 +113,7 @@ func newSeqListCmd(configFile *string) *cobra.Command {
 		Short: "List the tags of the store: max_id (the next range starts there), step, description",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			store, err := seqStore(*configFile)
+			store, err := seqStore(cmd, *configFile)
 			if err != nil {
 				return err
 			}
@@ -129,12 +137,7 @@ func newSeqListCmd(configFile *string) *cobra.Command {
 				for _, t := range tags {
 					rows = append(rows, row{t.Tag, fmt.Sprint(t.MaxID), t.Step, t.Description, formatUpdated(t.Updated)})
 				}
-				b, err := json.Marshal(rows)
-				if err != nil {
-					return err
-				}
-				_, err = out.Write(printableJSON(append(b, '\n')))
-				return err
+				return writeJSON(out, rows)
 			}
 			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "TAG\tMAX_ID\tSTEP\tUPDATED\tDESCRIPTION")
@@ -156,17 +159,17 @@ func formatUpdated(t time.Time) string {
 }
 
 // seqStore opens the store of the configuration, which must name one.
-func seqStore(configFile string) (segment.Store, error) {
-	loaded, err := conf.Load(conf.Options{File: configFile})
+func seqStore(cmd *cobra.Command, configFile string) (segment.Store, error) {
+	loaded, err := loadConfig(cmd, configFile, false)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errUsage, err)
+		return nil, err
 	}
 	if !loaded.Config.Segment.Enabled() {
-		return nil, fmt.Errorf(`%w: segment.store is "" (off): set it to mysql or redis in the config file or VESTA_SEGMENT_STORE`, errUsage)
+		return nil, fmt.Errorf(`%w: segment.store is "" (off): set it to mysql or redis in the config file (%s) or VESTA_SEGMENT_STORE`, errConfig, fileOf(loaded))
 	}
 	st, err := assemble.OpenSegmentStore(loaded.Config.Segment)
 	if errors.Is(err, assemble.ErrConfig) {
-		return nil, fmt.Errorf("%w: %w", errUsage, err)
+		return nil, fmt.Errorf("%w: %w", errConfig, loaded.Attribute(err))
 	}
 	return st, err
 }

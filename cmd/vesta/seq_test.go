@@ -74,8 +74,9 @@ func TestSeqCommands(t *testing.T) {
 		t.Fatalf("/v1/seq: %d %s", code, body)
 	}
 	// A tag created while the server runs is served (looked up on a miss).
-	if r := cli(t, "", "seq", "create", "late", "--start", "7", "--step", "10"); r.code != 0 {
-		t.Fatalf("create late: %s", r.stderr)
+	if r := cli(t, "", "seq", "create", "late", "--start", "7", "--step", "10", "--json"); r.code != 0 ||
+		r.stdout != `{"tag":"late","max_id":"7","step":10}`+"\n" {
+		t.Fatalf("create late --json: %q %s", r.stdout, r.stderr)
 	}
 	if code, body := httpGet(t, "http://"+srv.rest+"/v1/seq/late"); code != 200 || !strings.Contains(body, `"id":"7"`) {
 		t.Fatalf("a tag created while running: %d %s", code, body)

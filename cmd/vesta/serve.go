@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/internal/assemble"
+	"github.com/vesta-go/vesta/internal/buildinfo"
 )
 
 // shutdownTimeout bounds a graceful stop: in-flight calls are answered
@@ -26,8 +27,10 @@ func newServeCmd() *cobra.Command {
 		Short: "Run the central MessagePack-RPC server and the REST server on one generator",
 		Long: `Run the central MessagePack-RPC server (central.listen, default 127.0.0.1:7070)
 and the REST server (rest.listen, default 127.0.0.1:7080) on one generator.
-Configuration comes from the YAML file (--config or VESTA_CONFIG), then VESTA_*
-variables, then flags. There is no default machine ID: choose one unique to
+Configuration comes from the YAML file (--config, else VESTA_CONFIG, else the
+first of ./vesta.yaml, $XDG_CONFIG_HOME/vesta/vesta.yaml, /etc/vesta/vesta.yaml;
+--config '' reads none), then VESTA_* variables, then flags; vesta config check
+judges it as serve does, before any port is opened. There is no default machine ID: choose one unique to
 this server from the server range 924-1023 (--machine, machine.id or
 VESTA_MACHINE_ID), or set machine.providers to etcd or redis (a lease), k8s (the
 StatefulSet ordinal) or iptable (machine.ip_table); without one it refuses to
@@ -39,43 +42,42 @@ it gracefully: calls already accepted are answered, the time guard's final
 mark is saved and a lease is released.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			loaded, err := conf.Load(conf.Options{File: configFile, Flags: cmd.Flags()})
+			loaded, err := loadConfig(cmd, configFile, true)
 			if err != nil {
-				return fmt.Errorf("%w: %w", errUsage, err)
+				return err
 			}
 			return serve(cmd.Context(), loaded, cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().StringVar(&configFile, "config", "", "YAML configuration file (default $"+conf.EnvFile+")")
-	conf.AddFlags(cmd.Flags(), "machine", "layout", "type", "epoch", "data-dir",
-		"central-listen", "rest-listen", "log-level", "log-format")
+	addConfigFlag(cmd.Flags(), &configFile)
+	conf.AddFlags(cmd.Flags(), serveFlags...)
 	return cmd
 }
 
 // serve runs the servers of cfg until ctx ends, then stops them gracefully.
 func serve(ctx context.Context, loaded conf.Loaded, stderr io.Writer) (err error) {
 	cfg := loaded.Config
-	log := cfg.Logger(stderr)
-	if cfg.Central.Listen == "" && cfg.REST.Listen == "" {
-		return fmt.Errorf("%w: central.listen and rest.listen are both empty: nothing to serve", errUsage)
+	log := newLogger(cfg, stderr, cfg.Log.SlogLevel())
+	// The whole configuration is judged before anything listens: no
+	// default machine ID, none from the embedded range, TLS files.
+	if err := checkServe(loaded); err != nil {
+		return err
 	}
-	// No default machine ID: refused before anything listens.
-	if err := cfg.RequireMachine(); err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
-	}
-	log.Info("configuration loaded", "sources", loaded.Sources(), "config", cfg)
+	log.Debug("configuration", "file", fileOf(loaded), "sources", loaded.Sources(), "config", cfg)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a, err := assemble.Assemble(ctx, cfg, log, reg)
 	if errors.Is(err, assemble.ErrConfig) {
-		return fmt.Errorf("%w: %w", errUsage, err)
+		return fmt.Errorf("%w: %w", errConfig, loaded.Attribute(err))
 	}
 	if err != nil {
 		return err
 	}
-	log.Info("serving", "machine", a.Generator().Machine(), "provider", a.Lease().Provider(),
-		"central", a.CentralAddr(), "rest", a.RESTAddr(), "metrics", a.MetricsAddr())
+	// The one start-up line: what runs, as whom, where, from which file
+	// (the whole configuration is the debug line above).
+	log.Info("serving", "version", buildinfo.Read().String(), "machine", a.Generator().Machine(), "provider", a.Lease().Provider(),
+		"central", a.CentralAddr(), "rest", a.RESTAddr(), "metrics", a.MetricsAddr(), "config", fileOf(loaded))
 
 	select {
 	case <-ctx.Done():
