@@ -26,7 +26,7 @@ func TestCLIDocCommands(t *testing.T) {
 	var srv *served
 	ran := 0
 	for _, l := range lines {
-		text := l.text
+		text := l.cmd
 		if srv != nil {
 			text = strings.NewReplacer("127.0.0.1:7070", srv.central, "127.0.0.1:7080", srv.rest).Replace(text)
 		}
@@ -38,11 +38,11 @@ func TestCLIDocCommands(t *testing.T) {
 			continue
 		case len(words) == 2 && words[0] == "rm":
 			if err := os.Remove(filepath.Clean(words[1])); err != nil {
-				t.Errorf("docs/cli.md: %q: %v", l.text, err)
+				t.Errorf("docs/cli.md: %q: %v", l.cmd, err)
 			}
 			continue
 		case !vesta:
-			t.Errorf("docs/cli.md: %q is not a vesta command, nor a file written with cat or removed with rm: the test cannot run it", l.text)
+			t.Errorf("docs/cli.md: %q is not a vesta command, nor a file written with cat or removed with rm: the test cannot run it", l.cmd)
 			continue
 		case len(args) > 0 && args[0] == "serve":
 			if srv != nil {
@@ -57,7 +57,7 @@ func TestCLIDocCommands(t *testing.T) {
 			withEnv(env, func() { s := startServe(t, args[1:]...); srv = &s })
 		default:
 			if r := runPipeline(t, text); r.code != l.code {
-				t.Errorf("docs/cli.md: %q: exit %d; want %d:\n%s%s", l.text, r.code, l.code, r.stdout, r.stderr)
+				t.Errorf("docs/cli.md: %q: exit %d; want %d:\n%s%s", l.cmd, r.code, l.code, r.stdout, r.stderr)
 			}
 		}
 		ran++

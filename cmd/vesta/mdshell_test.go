@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -12,70 +11,24 @@ import (
 // blocks and running a line of vesta commands in-process (docs/cli.md's
 // test uses it).
 
-// shLine is one command of a markdown file's ```sh blocks.
-type shLine struct {
-	text string // without a leading "$ " and a trailing "  # comment"
-	// code is the exit status the line's comment announces ("# exit 2:
-	// ..."); 0 without one.
-	code int
-	// heredoc is the body of a `cat > FILE <<'EOF'` line, up to its EOF.
-	heredoc string
-}
-
-var exitComment = regexp.MustCompile(`^exit (\d+)\b`)
-
-// shellLines reads the commands of path's ```sh blocks. Output lines a
-// block shows after a "$ " command are not commands: in a block that has
-// "$ " lines, only those are.
-func shellLines(tb testing.TB, path string) []shLine {
+// shellLines reads the commands of path's ```sh blocks, with
+// readmeBlocks and shSteps as the README's tests do: in a transcript only
+// its `$ ` lines, elsewhere every line; `  #` comments cut off.
+func shellLines(tb testing.TB, path string) []shStep {
 	tb.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var out []shLine
-	var block []string
-	inSh := false
-	flush := func() {
-		prompted := false
-		for _, l := range block {
-			prompted = prompted || strings.HasPrefix(strings.TrimSpace(l), "$ ")
+	var out []shStep
+	for _, blk := range readmeBlocks(string(b)) {
+		if blk.lang != "sh" {
+			continue
 		}
-		for i := 0; i < len(block); i++ {
-			l := strings.TrimSpace(block[i])
-			if prompted && !strings.HasPrefix(l, "$ ") {
-				continue
+		for _, st := range shSteps(blk) {
+			if st.cmd != "" {
+				out = append(out, st)
 			}
-			l = strings.TrimPrefix(l, "$ ")
-			var s shLine
-			if j := strings.Index(l, "  #"); j >= 0 {
-				if m := exitComment.FindStringSubmatch(strings.TrimSpace(l[j+3:])); m != nil {
-					s.code, _ = strconv.Atoi(m[1])
-				}
-				l = l[:j]
-			}
-			s.text = strings.TrimSpace(l)
-			if strings.HasSuffix(s.text, "<<'EOF'") {
-				for i++; i < len(block) && strings.TrimSpace(block[i]) != "EOF"; i++ {
-					s.heredoc += block[i] + "\n"
-				}
-			}
-			if s.text != "" && !strings.HasPrefix(s.text, "#") {
-				out = append(out, s)
-			}
-		}
-		block = nil
-	}
-	for line := range strings.Lines(string(b)) {
-		line = strings.TrimRight(line, "\r\n")
-		switch t := strings.TrimSpace(line); {
-		case strings.HasPrefix(t, "```"):
-			if inSh {
-				flush()
-			}
-			inSh = t == "```sh"
-		case inSh:
-			block = append(block, line) // a heredoc keeps its indentation
 		}
 	}
 	return out

@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -64,35 +65,59 @@ type shStep struct {
 	want       []string
 	transcript bool // shown as `$ cmd` with its output
 	line       int
+	// code is the exit status a command's comment announces ("  # exit
+	// 2: ..."); 0 without one.
+	code int
+	// heredoc is the body of a `cat > FILE <<'EOF'` command, up to its EOF.
+	heredoc string
 }
+
+var exitComment = regexp.MustCompile(`^exit (\d+)\b`)
 
 // shSteps cuts an sh block into its commands. A block with a `$ ` line is
 // a transcript: each `$ ` line is a command, the lines under it its
 // output. Any other block is commands alone, one a line, a `  #` comment
-// cut off.
+// cut off (`# exit N` sets the step's code). A command ending in
+// <<'EOF' takes the lines up to EOF as its heredoc.
 func shSteps(b readmeBlock) []shStep {
 	lines := strings.Split(strings.TrimSuffix(b.text, "\n"), "\n")
 	transcript := slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "$ ") })
 	var steps []shStep
-	for i, l := range lines {
-		at := b.line + 1 + i
+	for i := 0; i < len(lines); i++ {
+		l, at := lines[i], b.line+1+i
+		if n := len(steps); n > 0 && strings.HasSuffix(steps[n-1].cmd, "<<'EOF'") && steps[n-1].heredoc == "" {
+			for ; i < len(lines) && strings.TrimSpace(lines[i]) != "EOF"; i++ {
+				steps[n-1].heredoc += lines[i] + "\n"
+			}
+			continue
+		}
 		switch {
 		case transcript && strings.HasPrefix(l, "$ "):
-			steps = append(steps, shStep{cmd: strings.TrimPrefix(l, "$ "), transcript: true, line: at})
+			cmd, code := cutComment(strings.TrimPrefix(l, "$ "))
+			steps = append(steps, shStep{cmd: cmd, code: code, transcript: true, line: at})
 		case transcript && len(steps) > 0:
 			steps[len(steps)-1].want = append(steps[len(steps)-1].want, l)
 		case transcript:
 			steps = append(steps, shStep{cmd: "", want: []string{l}, line: at}) // output before any command: reported
 		default:
-			if j := strings.Index(l, "  #"); j >= 0 {
-				l = l[:j]
-			}
-			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
-				steps = append(steps, shStep{cmd: l, line: at})
+			if cmd, code := cutComment(l); cmd != "" && !strings.HasPrefix(cmd, "#") {
+				steps = append(steps, shStep{cmd: cmd, code: code, line: at})
 			}
 		}
 	}
 	return steps
+}
+
+// cutComment cuts a command's `  # comment` off, and reads the exit
+// status a `# exit N` comment announces.
+func cutComment(l string) (cmd string, code int) {
+	if j := strings.Index(l, "  #"); j >= 0 {
+		if m := exitComment.FindStringSubmatch(strings.TrimSpace(l[j+3:])); m != nil {
+			code, _ = strconv.Atoi(m[1])
+		}
+		l = l[:j]
+	}
+	return strings.TrimSpace(l), code
 }
 
 // What differs from run to run, and from the README's run to this one:
