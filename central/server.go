@@ -161,7 +161,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		ln.Close()
 	}()
 
-	s.log.Info("central: serving", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil)
+	s.log.Debug("central: serving", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil)
 	for {
 		nc, err := ln.Accept()
 		if err != nil {

@@ -206,7 +206,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Unlock()
 	defer close(done)
 
-	s.log.Info("rest: serving", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil, "auth", s.cfg.Token != "")
+	s.log.Debug("rest: serving", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil, "auth", s.cfg.Token != "")
 	var err error
 	ln = s.limits.Listen(ln)
 	if s.cfg.TLS != nil {

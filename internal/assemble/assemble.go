@@ -220,15 +220,16 @@ func (a *Assembled) fdBudget(cfg conf.Config, log *slog.Logger, reg *prometheus.
 	attrs := []any{"limit", fd.Limit, "open", fd.Open, "reserve", fd.Reserve, "budget", fd.Budget, "max_conns_total", caps}
 	// The listeners share the budget by design, so their caps adding up
 	// past it is normal (the defaults' 20,100 against a common limit of
-	// 20,000) and said at Info; a budget below one listener's own cap
+	// 20,000) and said at Debug, as the plain budget is (the start-up
+	// line stays one); a budget below one listener's own cap
 	// means that cap can never be reached, which an operator should hear.
 	switch {
 	case fd.Budget < largest:
 		log.Warn("file descriptors: the limit caps connections below a listener's max_conns; at the budget the oldest silent or idle connection of any listener is shed (raise it with ulimit -n, LimitNOFILE)", attrs...)
 	case fd.Budget < caps:
-		log.Info("file descriptors: the listeners share a budget below their max_conns together; at it the oldest silent or idle connection of any listener is shed", attrs...)
+		log.Debug("file descriptors: the listeners share a budget below their max_conns together; at it the oldest silent or idle connection of any listener is shed", attrs...)
 	default:
-		log.Info("file descriptors: connection budget", attrs...)
+		log.Debug("file descriptors: connection budget", attrs...)
 	}
 	return nil
 }
