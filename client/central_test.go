@@ -237,7 +237,7 @@ func TestCentralFallbackAndRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	all.add(ids...)
-	if c.InFallback() || gauge(t, reg, "vesta_client_mode") != 1 {
+	if c.InFallback() || gauge(t, reg, "vesta_client_method") != 1 {
 		t.Fatal("not in central mode at start")
 	}
 
@@ -260,11 +260,11 @@ func TestCentralFallbackAndRecovery(t *testing.T) {
 		}
 		all.add(got...)
 	}
-	if !c.InFallback() || gauge(t, reg, "vesta_client_mode") != 0 {
+	if !c.InFallback() || gauge(t, reg, "vesta_client_method") != 0 {
 		t.Fatal("not in fallback mode")
 	}
-	if n := gauge(t, reg, "vesta_client_fallback_ids_total"); n != 110 {
-		t.Fatalf("fallback_ids_total = %v; want 110", n)
+	if n := gauge(t, reg, "vesta_ids_issued_total", "method", "embedded"); n != 110 {
+		t.Fatalf(`vesta_ids_issued_total{method="embedded"} = %v; want 110`, n)
 	}
 	if st := c.Servers()[0].Breaker; st != gobreaker.StateOpen && st != gobreaker.StateHalfOpen {
 		t.Fatalf("breaker = %v; want open (or half-open)", st)
@@ -288,7 +288,7 @@ func TestCentralFallbackAndRecovery(t *testing.T) {
 		t.Fatalf("NextID after recovery = %+v, %v", c.Explain(id), err)
 	}
 	all.add(id)
-	if gauge(t, reg, "vesta_client_mode") != 1 || gauge(t, reg, "vesta_client_breaker_state", "server", srv.addr) != 0 {
+	if gauge(t, reg, "vesta_client_method") != 1 || gauge(t, reg, "vesta_client_breaker_state", "server", srv.addr) != 0 {
 		t.Fatal("mode or breaker gauge not back to central/closed")
 	}
 	if all.dups != 0 {

@@ -19,7 +19,7 @@ func (s *Server) apiID(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.m.issued.Inc()
+	s.m.issued.Add(1)
 	b := make([]byte, 0, 32)
 	b = append(b, `{"id":"`...)
 	b = strconv.AppendUint(b, uint64(ids[0]), 10)
@@ -40,7 +40,7 @@ func (s *Server) apiIDs(c echo.Context) error {
 	if err != nil {
 		return err // IDs issued before an error are dropped, never answered
 	}
-	s.m.issued.Add(float64(len(ids)))
+	s.m.issued.Add(uint64(len(ids)))
 	b := make([]byte, 0, 12+len(ids)*23)
 	b = append(b, `{"ids":[`...)
 	for i, id := range ids {
