@@ -707,7 +707,8 @@ func TestServeMetricsListener(t *testing.T) {
 		t.Fatalf("rest %s, metrics %s", srv.rest, srv.metrics)
 	}
 	code, body := httpGet(t, "http://"+srv.metrics+"/metrics")
-	if code != 200 || !strings.Contains(body, "vesta_ids_issued_total") || !strings.Contains(body, "vesta_rpc_connections") {
+	if code != 200 || !strings.Contains(body, "vesta_ids_issued_total") || !strings.Contains(body, "vesta_rpc_connections") ||
+		!strings.Contains(body, "vesta_build_info{") {
 		t.Fatalf("/metrics %d:\n%s", code, grepLines(body, "^vesta_"))
 	}
 }
