@@ -324,7 +324,7 @@ func (c *conn) issued(id uint64, ids []core.ID, err error) answer {
 
 func (c *conn) count(n int) {
 	if c.s.met != nil {
-		c.s.met.issued.Add(float64(n))
+		c.s.met.issued.Add(uint64(n))
 	}
 }
 

@@ -161,10 +161,10 @@ func TestWaitingBudget(t *testing.T) {
 	}
 	c.genID() // the budget is free again
 	// 6 calls waited, 2 were refused; the histogram has the 6.
-	if v, _ := promtest.Value(t, reg, "vesta_ceiling_waits_total", "mode", "central"); v != 8 {
+	if v, _ := promtest.Value(t, reg, "vesta_ceiling_waits_total", "method", "central"); v != 8 {
 		t.Fatalf("vesta_ceiling_waits_total = %v; want 8", v)
 	}
-	if v, _ := promtest.Value(t, reg, "vesta_ceiling_wait_seconds", "mode", "central"); v != 6 {
+	if v, _ := promtest.Value(t, reg, "vesta_ceiling_wait_seconds", "method", "central"); v != 6 {
 		t.Fatalf("vesta_ceiling_wait_seconds count = %v; want 6", v)
 	}
 	if v, _ := promtest.Value(t, reg, "vesta_rpc_waiting_ids"); v != 0 {

@@ -234,12 +234,12 @@ func TestMetrics(t *testing.T) {
 		labels []string // pairs
 		want   float64
 	}{
-		{"vesta_rpc_requests_total", []string{"method", "Vesta.GenID", "code", "ok"}, 4},
-		{"vesta_rpc_requests_total", []string{"method", "Vesta.GenIDs", "code", "ok"}, 1},
-		{"vesta_rpc_requests_total", []string{"method", "Vesta.GenIDs", "code", "invalid_argument"}, 1},
-		{"vesta_rpc_requests_total", []string{"method", "unknown", "code", "invalid_argument"}, 3},
-		{"vesta_rpc_request_duration_seconds", []string{"method", "Vesta.GenID"}, 4},
-		{"vesta_ids_issued_total", []string{"mode", "central"}, 14},
+		{"vesta_rpc_requests_total", []string{"procedure", "Vesta.GenID", "code", "ok"}, 4},
+		{"vesta_rpc_requests_total", []string{"procedure", "Vesta.GenIDs", "code", "ok"}, 1},
+		{"vesta_rpc_requests_total", []string{"procedure", "Vesta.GenIDs", "code", "invalid_argument"}, 1},
+		{"vesta_rpc_requests_total", []string{"procedure", "unknown", "code", "invalid_argument"}, 3},
+		{"vesta_rpc_request_duration_seconds", []string{"procedure", "Vesta.GenID"}, 4},
+		{"vesta_ids_issued_total", []string{"method", "central"}, 14},
 		{"vesta_rpc_connections", nil, 2},
 	}
 	for _, tt := range tests {
@@ -248,7 +248,7 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	for _, s := range promtest.Series(t, reg, "vesta_rpc_requests_total") {
-		if m := s.Labels["method"]; m != "unknown" && !methodOK(m) {
+		if m := s.Labels["procedure"]; m != "unknown" && !methodOK(m) {
 			t.Errorf("label value %q", m)
 		}
 	}

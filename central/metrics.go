@@ -3,15 +3,18 @@ package central
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/issuedmetric"
 )
 
-// Label values. Methods outside wire.Methods() count as "unknown", so a
-// caller cannot create label values; codes are "ok" or a api.Code.
+// Label values. Procedures outside wire.Methods() count as "unknown", so
+// a caller cannot create label values; codes are "ok" or a api.Code.
 const (
 	labelUnknown = "unknown"
 	labelOK      = "ok"
@@ -44,10 +47,10 @@ func codeIndex(e *api.Error) int {
 // resolved up front so that counting a call costs no map lookup. A nil
 // *metrics counts nothing.
 type metrics struct {
-	requests [][]prometheus.Counter // [method][code]
-	duration []prometheus.Observer  // [method]
+	requests [][]prometheus.Counter // [procedure][code]
+	duration []prometheus.Observer  // [procedure]
 	conns    prometheus.Gauge
-	issued   prometheus.Counter
+	issued   *atomic.Uint64 // vesta_ids_issued_total{method="central"}
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -56,25 +59,23 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "vesta_rpc_requests_total",
-		Help: "MessagePack-RPC requests answered, by method and result code (ok or an error code).",
-	}, []string{"method", "code"})
+		Help: "MessagePack-RPC requests answered, by procedure and result code (ok or an error code).",
+	}, []string{"procedure", "code"})
 	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "vesta_rpc_request_duration_seconds",
-		Help:    "Time from decoding a MessagePack-RPC request to queueing its response.",
+		Help:    "Time from decoding a MessagePack-RPC request to queueing its response, by procedure.",
 		Buckets: []float64{1e-6, 5e-6, 25e-6, 1e-4, 5e-4, 1e-3, 5e-3, 0.025, 0.1, 0.5, 1, 5},
-	}, []string{"method"})
+	}, []string{"procedure"})
 	conns := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "vesta_rpc_connections",
 		Help: "Open MessagePack-RPC connections.",
 	})
-	issued := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "vesta_ids_issued_total",
-		Help: "IDs issued, by publish mode.",
-	}, []string{"mode"})
+	issued, err := issuedmetric.New(reg) // shared with the REST server
+	if err != nil {
+		return nil, fmt.Errorf("central: metrics: %w", err)
+	}
 
-	// Two servers may share a registry (and the REST server counts its
-	// IDs under the same name): reuse what is already registered.
-	var err error
+	// Two servers may share a registry: reuse what is already registered.
 	register := func(c prometheus.Collector) prometheus.Collector {
 		if e := reg.Register(c); e != nil {
 			var are prometheus.AlreadyRegisteredError
@@ -88,15 +89,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	requests, _ = register(requests).(*prometheus.CounterVec)
 	duration, _ = register(duration).(*prometheus.HistogramVec)
 	conns, _ = register(conns).(prometheus.Gauge)
-	issued, _ = register(issued).(*prometheus.CounterVec)
-	if err == nil && (requests == nil || duration == nil || conns == nil || issued == nil) {
+	if err == nil && (requests == nil || duration == nil || conns == nil) {
 		err = errors.New("a metric of the same name but another kind is registered")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("central: metrics: %w", err)
 	}
 
-	m := &metrics{conns: conns, issued: issued.WithLabelValues("central")}
+	m := &metrics{conns: conns, issued: issued.Of(core.Central)}
 	for _, name := range append(wire.Methods(), labelUnknown) {
 		row := []prometheus.Counter{requests.WithLabelValues(name, labelOK)}
 		for _, c := range api.Codes() {

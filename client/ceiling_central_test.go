@@ -110,7 +110,7 @@ func TestPastTheCeilingOfRealServers(t *testing.T) {
 			if len(machines) != tc.servers {
 				t.Errorf("IDs of machines %v; want the servers' only (no fallback)", machines)
 			}
-			if waits := counter(t, reg, "vesta_ceiling_waits_total", "mode", "client"); waits == 0 {
+			if waits := counter(t, reg, "vesta_ceiling_waits_total", "method", "central"); waits == 0 {
 				t.Error("no call waited at the ceiling: the test did not pass it")
 			}
 			for _, s := range c.Servers() {
@@ -121,7 +121,7 @@ func TestPastTheCeilingOfRealServers(t *testing.T) {
 					t.Errorf("%v calls to %s timed out", got, s.Addr)
 				}
 			}
-			if c.InFallback() || counter(t, reg, "vesta_client_fallback_ids_total") != 0 {
+			if c.InFallback() || counter(t, reg, "vesta_ids_issued_total", "method", "embedded") != 0 {
 				t.Error("the fallback served at the ceiling")
 			}
 		})

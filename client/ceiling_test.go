@@ -123,13 +123,13 @@ func TestBusyServerIsNotDead(t *testing.T) {
 			t.Errorf("breaker of %s %v; want closed", s.Addr, s.Breaker)
 		}
 	}
-	if c.InFallback() || counter(t, reg, "vesta_client_fallback_ids_total") != 0 {
+	if c.InFallback() || counter(t, reg, "vesta_ids_issued_total", "method", "embedded") != 0 {
 		t.Error("busy answers sent IDs to the fallback")
 	}
 	if n := dials.of(busy.addr); n != 1 {
 		t.Errorf("%d dials to the busy server; want 1 (a busy answer never closes the connection)", n)
 	}
-	if got := counter(t, reg, "vesta_ceiling_waits_total", "mode", "client"); got != 0 {
+	if got := counter(t, reg, "vesta_ceiling_waits_total", "method", "central"); got != 0 {
 		t.Errorf("ceiling waits %v; want 0 (another server always had room)", got)
 	}
 }
@@ -192,10 +192,10 @@ func TestEveryServerBusyWaits(t *testing.T) {
 	if fromA != 25 {
 		t.Errorf("%d IDs from a; want its 25", fromA)
 	}
-	if got := counter(t, reg, "vesta_ceiling_waits_total", "mode", "client"); got != 1 {
+	if got := counter(t, reg, "vesta_ceiling_waits_total", "method", "central"); got != 1 {
 		t.Errorf("ceiling waits %v; want 1 (one call)", got)
 	}
-	count, sum := promtest.Histogram(t, reg, "vesta_ceiling_wait_seconds", "mode", "client")
+	count, sum := promtest.Histogram(t, reg, "vesta_ceiling_wait_seconds", "method", "central")
 	if count != 1 || math.Abs(sum-0.5) > 1e-9 {
 		t.Errorf("ceiling wait: %d observations summing %vs; want one of 0.5s (300ms, then 200ms)", count, sum)
 	}
@@ -246,7 +246,7 @@ func TestDeadServerFailsOverWhileBusyIsWaitedFor(t *testing.T) {
 			if got := counter(t, reg, "vesta_client_calls_total", "server", deadAddr, "result", result); got < 1 {
 				t.Errorf("calls_total{dead server, %s} = %v; want the dead server's attempts to fail", result, got)
 			}
-			if c.InFallback() || counter(t, reg, "vesta_client_fallback_ids_total") != 0 {
+			if c.InFallback() || counter(t, reg, "vesta_ids_issued_total", "method", "embedded") != 0 {
 				t.Error("the fallback served while a busy server was alive")
 			}
 		})
@@ -263,7 +263,7 @@ func TestCeilingWaitEndsWithContext(t *testing.T) {
 	if _, err := c.NextID(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("NextID past its deadline at the ceiling: %v; want context.DeadlineExceeded", err)
 	}
-	if c.InFallback() || counter(t, reg, "vesta_client_fallback_ids_total") != 0 {
+	if c.InFallback() || counter(t, reg, "vesta_ids_issued_total", "method", "embedded") != 0 {
 		t.Error("a wait at the ceiling went to the fallback")
 	}
 	if s := c.Servers()[0]; s.Breaker != gobreaker.StateClosed {
@@ -361,7 +361,7 @@ func TestSpreadOverServers(t *testing.T) {
 				t.Errorf("server %d has %d of its 300 left; want each server's share used", i, f.room.Load())
 			}
 		}
-		if got := counter(t, reg, "vesta_ceiling_waits_total", "mode", "client"); got != 0 {
+		if got := counter(t, reg, "vesta_ceiling_waits_total", "method", "central"); got != 0 {
 			t.Errorf("ceiling waits %v; want 0", got)
 		}
 	})
@@ -450,7 +450,7 @@ func TestPrefetchCallersWaitForRefillAtCeiling(t *testing.T) {
 	if len(all.seen) != callers*50 || all.dups > 0 {
 		t.Fatalf("%d distinct IDs, %d duplicates", len(all.seen), all.dups)
 	}
-	if got := counter(t, reg, "vesta_ceiling_waits_total", "mode", "client"); got != 1 {
+	if got := counter(t, reg, "vesta_ceiling_waits_total", "method", "central"); got != 1 {
 		t.Errorf("ceiling waits %v; want 1: the refill's, the callers waiting on the buffer", got)
 	}
 	// One busy answer to the first refill, then refills of up to 200

@@ -8,11 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/promtest"
 )
 
 // centralServer is a real central.Server on 127.0.0.1 that a test can kill
@@ -237,7 +239,7 @@ func TestCentralFallbackAndRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	all.add(ids...)
-	if c.InFallback() || gauge(t, reg, "vesta_client_mode") != 1 {
+	if c.InFallback() || gauge(t, reg, "vesta_client_method") != 1 {
 		t.Fatal("not in central mode at start")
 	}
 
@@ -260,11 +262,11 @@ func TestCentralFallbackAndRecovery(t *testing.T) {
 		}
 		all.add(got...)
 	}
-	if !c.InFallback() || gauge(t, reg, "vesta_client_mode") != 0 {
+	if !c.InFallback() || gauge(t, reg, "vesta_client_method") != 0 {
 		t.Fatal("not in fallback mode")
 	}
-	if n := gauge(t, reg, "vesta_client_fallback_ids_total"); n != 110 {
-		t.Fatalf("fallback_ids_total = %v; want 110", n)
+	if n := gauge(t, reg, "vesta_ids_issued_total", "method", "embedded"); n != 110 {
+		t.Fatalf(`vesta_ids_issued_total{method="embedded"} = %v; want 110`, n)
 	}
 	if st := c.Servers()[0].Breaker; st != gobreaker.StateOpen && st != gobreaker.StateHalfOpen {
 		t.Fatalf("breaker = %v; want open (or half-open)", st)
@@ -288,7 +290,7 @@ func TestCentralFallbackAndRecovery(t *testing.T) {
 		t.Fatalf("NextID after recovery = %+v, %v", c.Explain(id), err)
 	}
 	all.add(id)
-	if gauge(t, reg, "vesta_client_mode") != 1 || gauge(t, reg, "vesta_client_breaker_state", "server", srv.addr) != 0 {
+	if gauge(t, reg, "vesta_client_method") != 1 || gauge(t, reg, "vesta_client_breaker_state", "server", srv.addr) != 0 {
 		t.Fatal("mode or breaker gauge not back to central/closed")
 	}
 	if all.dups != 0 {
@@ -304,5 +306,34 @@ func TestCentralSplitsBatches(t *testing.T) {
 	ids, err := c.NextIDs(context.Background(), 95)
 	if err != nil || len(ids) != 95 || len(slices.Compact(ids)) != 95 || c.InFallback() {
 		t.Fatalf("NextIDs(95) with max_batch 10: %d IDs, %v", len(ids), err)
+	}
+}
+
+// The fallback's IDs are counted once: in the client's Registerer, or,
+// when FallbackConfig names its own, there alone, with its generator's
+// metrics.
+func TestFallbackIDsCountedOnce(t *testing.T) {
+	for _, own := range []bool{false, true} {
+		t.Run(map[bool]string{false: "client's registry", true: "fallback's registry"}[own], func(t *testing.T) {
+			cfg, reg := testConfig(t, deadAddr(t))
+			fbReg := prometheus.NewRegistry()
+			if own {
+				cfg.FallbackConfig.Registerer = fbReg
+			}
+			c := newClient(t, cfg)
+			if _, err := c.NextIDs(context.Background(), 5); err != nil {
+				t.Fatal(err)
+			}
+			counted, other := prometheus.Gatherer(reg), prometheus.Gatherer(fbReg)
+			if own {
+				counted, other = fbReg, reg
+			}
+			if v, _ := promtest.Value(t, counted, "vesta_ids_issued_total", "method", "embedded"); v != 5 {
+				t.Errorf(`vesta_ids_issued_total{method="embedded"} = %v; want 5`, v)
+			}
+			if s := promtest.Series(t, other, "vesta_ids_issued_total"); len(s) != 0 {
+				t.Errorf("counted twice: %v in the other registry", s)
+			}
+		})
 	}
 }

@@ -360,9 +360,11 @@ func (c *Client) fromFallback(ctx context.Context, dst []core.ID, k int, cause e
 		}
 		dst = append(dst, ids...)
 	}
-	c.m.fallbackIDs.Add(float64(k))
+	if c.m.fallbackIDs != nil {
+		c.m.fallbackIDs.Add(uint64(k))
+	}
 	if c.fallback.CompareAndSwap(false, true) {
-		c.m.mode.Set(0)
+		c.m.method.Set(float64(core.Embedded))
 		c.log.Warn("client: fallback mode: IDs come from the embedded generator", "machine", is.Generator().Machine(), "cause", cause)
 	}
 	return dst, nil
@@ -468,7 +470,7 @@ func (c *Client) central(ctx context.Context, dst []core.ID, n int, eager bool) 
 		if err == nil {
 			dst = out
 			if c.fallback.CompareAndSwap(true, false) {
-				c.m.mode.Set(1)
+				c.m.method.Set(float64(core.Central))
 				c.log.Info("client: central mode: a server answers again", "server", s.addr)
 			}
 			if retry > 0 {

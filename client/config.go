@@ -104,7 +104,8 @@ type Config struct {
 	// Layout, Type, Epoch and Version are its own: configure them like the
 	// servers' (once a server shows a difference, the fallback refuses to
 	// issue: ErrFallbackShape).
-	// Its Logger, when nil, is the client's; its lease's metrics go to
+	// Its Logger, when nil, is the client's; its lease's metrics and its
+	// IDs issued (vesta_ids_issued_total{method="embedded"}) go to
 	// Registerer unless it names its own. Ignored with NoFallback.
 	FallbackConfig embed.Config
 

@@ -123,8 +123,8 @@ func TestFallbackLeasedAtStart(t *testing.T) {
 	if v := gauge(t, reg, "vesta_client_fallback_machine_id"); v != float64(st.Machine) {
 		t.Fatalf("vesta_client_fallback_machine_id = %v; want %d", v, st.Machine)
 	}
-	if v := gauge(t, reg, "vesta_machine_lease_state", "mode", "embedded", "state", "held"); v != 1 {
-		t.Fatalf("vesta_machine_lease_state{mode=embedded,state=held} = %v; want 1", v)
+	if v := gauge(t, reg, "vesta_machine_lease_state", "range", "embedded", "state", "held"); v != 1 {
+		t.Fatalf("vesta_machine_lease_state{range=embedded,state=held} = %v; want 1", v)
 	}
 	if line := logs.String(); !strings.Contains(line, "client: started") ||
 		!strings.Contains(line, "fallback_machine="+strconv.Itoa(int(st.Machine))) || !strings.Contains(line, "fallback_provider=redis") {
@@ -134,7 +134,7 @@ func TestFallbackLeasedAtStart(t *testing.T) {
 	// Renewed: two renewals reach Redis, and the key still holds the same
 	// token (a lapse would have meant a fresh claim, with a new token).
 	waitFor(t, "two renewals of the fallback's lease", func() bool {
-		v, _ := promtest.Value(t, reg, "vesta_machine_lease_renew_seconds", "mode", "embedded")
+		v, _ := promtest.Value(t, reg, "vesta_machine_lease_renew_seconds", "range", "embedded")
 		return v >= 2
 	})
 	if again, err := rc.Get(context.Background(), leaseKey).Result(); err != nil || again != token {
@@ -237,7 +237,7 @@ func TestFallbackStateAndShape(t *testing.T) {
 			t.Fatalf("a call with the server down = %v; want ErrFallbackShape naming both layouts, joined with ErrUnavailable", err)
 		}
 	}
-	if v := gauge(t, reg, "vesta_client_fallback_ids_total"); v != 0 || c.FallbackState().Active {
+	if v := gauge(t, reg, "vesta_ids_issued_total", "method", "embedded"); v != 0 || c.FallbackState().Active {
 		t.Fatalf("%v fallback IDs, state %+v; want none", v, c.FallbackState())
 	}
 	if n := strings.Count(logs.String(), "level=ERROR"); n != 1 {

@@ -92,7 +92,7 @@
 // Every call still tries the servers first (open breakers reject at no
 // cost), so the first half-open trial that succeeds returns the client to
 // central mode. The fallback stays open until Close, ready for the next
-// outage. The vesta_client_mode gauge and InFallback tell the mode.
+// outage. The vesta_client_method gauge and InFallback tell the mode.
 //
 // # Layout and epoch
 //
@@ -163,16 +163,18 @@
 //	                                         timeout, network, protocol, rejected, canceled,
 //	                                         shape (refused: ErrServerShape)
 //	vesta_client_breaker_state{server}       0 closed, 1 half-open, 2 open
-//	vesta_client_fallback_ids_total          IDs issued by the fallback
-//	vesta_client_mode                        1 central, 0 fallback
+//	vesta_client_method                      the last IDs' publish method: 1 central, 0 embedded (fallback)
 //	vesta_client_prefetch_buffered           prefetched IDs ready
 //	vesta_client_fallback_machine_id         the fallback's machine ID (unless NoFallback)
 //	vesta_client_fallback_ready              1 once the fallback may issue, 0 before (unless NoFallback)
-//	vesta_ceiling_waits_total{mode="client"} calls that waited because every server was busy
-//	vesta_ceiling_wait_seconds{mode="client"} how long they waited (histogram)
+//	vesta_ids_issued_total{method="embedded"} IDs issued by the fallback (unless NoFallback)
+//	vesta_ceiling_waits_total{method="central"} calls that waited because every server was busy
+//	vesta_ceiling_wait_seconds{method="central"} how long they waited (histogram)
 //
 // and, unless NoFallback, the fallback's machine-ID lease metrics
-// (vesta_machine_*{mode="embedded"}, see package machineid). The ceiling
-// metrics share their names with the servers' and the embedded issuer's
-// (other modes), and stay registered after Close.
+// (vesta_machine_*{range="embedded"}, see package machineid). The issued
+// and ceiling metrics share their names with the servers' and the embedded
+// issuer's, and stay registered after Close. With
+// FallbackConfig.Registerer, the fallback's IDs are counted there instead,
+// with its generator's metrics.
 package client

@@ -30,6 +30,9 @@ type fallback struct {
 	own   identity // the fallback's layout, epoch, type, version and machine
 	log   *slog.Logger
 	start time.Time // New's, for the time to ready
+	// counted: the fallback's own Registerer (FallbackConfig.Registerer)
+	// counts its IDs, with its generator's metrics; else the client does.
+	counted bool
 
 	ready   chan struct{} // closed when the opening ended, with is or err set
 	is      *embed.Issuer // once ready; nil when the opening failed
@@ -62,7 +65,8 @@ func newFallback(ctx context.Context, cfg Config) (*fallback, error) {
 		return nil, fmt.Errorf("client: opening the fallback: %w", err)
 	}
 	own.machine = claim.Lease().ID()
-	return &fallback{claim: claim, lease: claim.Lease(), own: own, log: cfg.Logger, start: start, ready: make(chan struct{})}, nil
+	return &fallback{claim: claim, lease: claim.Lease(), own: own, counted: fcfg.Registerer != nil,
+		log: cfg.Logger, start: start, ready: make(chan struct{})}, nil
 }
 
 // open finishes opening the fallback, on a goroutine of the client; ctx

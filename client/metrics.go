@@ -1,23 +1,31 @@
 package client
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/ceilingmetric"
+	"github.com/vesta-go/vesta/internal/issuedmetric"
 )
 
 // metrics are the client's Prometheus collectors. They always exist (so the
 // code needs no nil checks) and are registered only with a Registerer.
 type metrics struct {
-	calls       *prometheus.CounterVec // server, result
-	breaker     *prometheus.GaugeVec   // server: 0 closed, 1 half-open, 2 open
-	fallbackIDs prometheus.Counter
-	mode        prometheus.Gauge // 1 central, 0 fallback
-	buffered    prometheus.Gauge
-	fallback    []prometheus.Collector // the fallback's machine ID and readiness; none without it
+	calls    *prometheus.CounterVec // server, result
+	breaker  *prometheus.GaugeVec   // server: 0 closed, 1 half-open, 2 open
+	method   prometheus.Gauge       // the last IDs' core.Method: 1 central, 0 embedded (the fallback)
+	buffered prometheus.Gauge
+	fallback []prometheus.Collector // the fallback's machine ID and readiness; none without it
+	// fallbackIDs counts the fallback's IDs in vesta_ids_issued_total{method="embedded"},
+	// shared with any issuer of the Registerer; nil when the fallback's
+	// own Registerer counts them (embed.Config.Registerer), or without
+	// a fallback.
+	fallbackIDs *atomic.Uint64
 	// ceil counts the calls that waited at the ceiling, under the names
-	// the servers and the embedded issuer share (mode="client"); nil
+	// the servers share (method="central": the IDs waited for); nil
 	// without a Registerer.
 	ceil *ceilingmetric.Metrics
 }
@@ -50,20 +58,16 @@ func newMetrics(reg prometheus.Registerer, fb *fallback) (*metrics, error) {
 			Name: "vesta_client_breaker_state",
 			Help: "Circuit breaker state per server: 0 closed, 1 half-open, 2 open.",
 		}, []string{"server"}),
-		fallbackIDs: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "vesta_client_fallback_ids_total",
-			Help: "IDs issued by the embedded fallback because no server answered.",
-		}),
-		mode: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "vesta_client_mode",
-			Help: "1 while IDs come from central servers, 0 while they come from the embedded fallback.",
+		method: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "vesta_client_method",
+			Help: "The publish method of the IDs handed out last (core.Method): 1 central (from the servers), 0 embedded (from the fallback).",
 		}),
 		buffered: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "vesta_client_prefetch_buffered",
 			Help: "Prefetched central IDs ready to hand out.",
 		}),
 	}
-	m.mode.Set(1)
+	m.method.Set(float64(core.Central))
 	if fb != nil {
 		m.fallback = fb.gauges()
 	}
@@ -86,15 +90,23 @@ func newMetrics(reg prometheus.Registerer, fb *fallback) (*metrics, error) {
 	// Shared with a server or an embedded issuer on the same Registerer,
 	// so left registered at Close.
 	var err error
-	if m.ceil, err = ceilingmetric.New(reg, ceilingmetric.Client); err != nil {
+	if m.ceil, err = ceilingmetric.New(reg, ceilingmetric.Central); err != nil {
 		undo()
 		return nil, err
+	}
+	if fb != nil && !fb.counted {
+		issued, err := issuedmetric.New(reg)
+		if err != nil {
+			undo()
+			return nil, err
+		}
+		m.fallbackIDs = issued.Of(core.Embedded)
 	}
 	return m, nil
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return append([]prometheus.Collector{m.calls, m.breaker, m.fallbackIDs, m.mode, m.buffered}, m.fallback...)
+	return append([]prometheus.Collector{m.calls, m.breaker, m.method, m.buffered}, m.fallback...)
 }
 
 // unregister removes the collectors again, so a closed client leaves the

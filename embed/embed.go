@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/issuedmetric"
 	"github.com/vesta-go/vesta/machineid"
 )
 
@@ -54,8 +55,9 @@ type Config struct {
 	Clock core.Clock
 	// Logger; nil discards.
 	Logger *slog.Logger
-	// Registerer receives the generator's metrics (see NewCollector) and
-	// the machine-ID lease's; nil registers none.
+	// Registerer receives the generator's metrics (see NewCollector), its
+	// IDs issued (vesta_ids_issued_total{method="embedded"}) and the
+	// machine-ID lease's metrics; nil registers none.
 	Registerer prometheus.Registerer
 }
 
@@ -96,6 +98,9 @@ func (c Config) core() core.Config {
 type Issuer struct {
 	gen   *core.Generator
 	lease *machineid.Lease
+	// uncount ends the reads of the IDs issued, keeping the count; a
+	// no-op without a Registerer.
+	uncount func()
 }
 
 // Open validates cfg, acquires the machine ID, takes its time guard
@@ -184,14 +189,22 @@ func (c *Claim) Open(ctx context.Context) (*Issuer, error) {
 		release(c.lease)
 		return nil, err
 	}
+	is := &Issuer{gen: gen, lease: c.lease, uncount: func() {}}
 	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(NewCollector(gen)); err != nil {
+		// The generator issues embedded IDs only: its own count is the
+		// method's, read when scraped, so NextID pays nothing for it.
+		issued, err := issuedmetric.New(cfg.Registerer)
+		if err == nil {
+			err = cfg.Registerer.Register(NewCollector(gen))
+		}
+		if err != nil {
 			gen.Close()
 			release(c.lease)
 			return nil, fmt.Errorf("embed: registering metrics: %w", err)
 		}
+		is.uncount = issued.Read(core.Embedded, func() uint64 { return gen.Stats().Issued })
 	}
-	return &Issuer{gen: gen, lease: c.lease}, nil
+	return is, nil
 }
 
 // Close releases the machine ID of a Claim that was not opened. After Open
@@ -244,7 +257,8 @@ func (is *Issuer) TransTime(units uint64) (time.Time, error) {
 	return is.gen.Codec().TransTime(is.gen.Type(), units)
 }
 
-// Generator exposes the core generator, for metrics and tests.
+// Generator exposes the core generator, for metrics and tests. IDs issued
+// through it count as embedded (vesta_ids_issued_total{method="embedded"}).
 func (is *Issuer) Generator() *core.Generator { return is.gen }
 
 // Lease exposes the machine-ID lease, for its status.
@@ -253,5 +267,7 @@ func (is *Issuer) Lease() *machineid.Lease { return is.lease }
 // Close stops issuing, saves the exact mark, then releases the machine ID
 // (and the time guard's file lock). It is idempotent.
 func (is *Issuer) Close() error {
-	return errors.Join(is.gen.Close(), release(is.lease))
+	err := is.gen.Close()
+	is.uncount()
+	return errors.Join(err, release(is.lease))
 }

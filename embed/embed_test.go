@@ -161,14 +161,24 @@ func TestMetrics(t *testing.T) {
 	if _, err := is.NextIDs(context.Background(), 10); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := promtest.Value(t, reg, "vesta_generator_ids_issued_total"); v != 10 {
+	if v, _ := promtest.Value(t, reg, "vesta_ids_issued_total", "method", "embedded"); v != 10 {
 		t.Fatalf("ids issued = %v; want 10", v)
+	}
+	if n := len(promtest.Series(t, reg, "vesta_ids_issued_total")); n != 1 {
+		t.Fatalf("%d series of vesta_ids_issued_total; want embedded alone", n)
 	}
 	if v, _ := promtest.Value(t, reg, "vesta_generator_time_guard_mark_timestamp_seconds"); v < float64(time.Now().Unix()) {
 		t.Fatalf("mark %v is not ahead of now", v)
 	}
 	if _, ok := promtest.Value(t, reg, "vesta_machine_id"); !ok {
 		t.Fatal("no lease metrics")
+	}
+	// A closed issuer's IDs stay counted: the counter never goes down.
+	if err := is.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := promtest.Value(t, reg, "vesta_ids_issued_total", "method", "embedded"); v != 10 {
+		t.Fatalf("ids issued after Close = %v; want 10", v)
 	}
 }
 

@@ -12,21 +12,22 @@ import (
 type Collector struct {
 	gen *core.Generator
 
-	issued, waits, ahead, offset, mark, guardFailed, fenced, info *prometheus.Desc
+	waits, ahead, offset, mark, guardFailed, fenced, info *prometheus.Desc
 }
 
-// NewCollector returns a Collector of gen's metrics: IDs issued (all
-// methods), sequence-exhaustion waits, time borrowed ahead of the clock,
+// NewCollector returns a Collector of gen's metrics: sequence-exhaustion
+// waits, time borrowed ahead of the clock,
 // wall-clock offset (steps of the wall clock show here, since issuing runs
 // on the monotonic clock), the time guard's durable mark and health, and
-// whether issuing is fenced.
+// whether issuing is fenced. The IDs issued are not among them: they are
+// vesta_ids_issued_total{method}, counted by whoever publishes them (an
+// Issuer's Registerer counts its embedded IDs; the servers, theirs).
 func NewCollector(gen *core.Generator) *Collector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("vesta_generator_"+name, help, labels, nil)
 	}
 	return &Collector{
 		gen:         gen,
-		issued:      d("ids_issued_total", "IDs issued by the generator, all methods."),
 		waits:       d("sequence_waits_total", "Times a caller slept because the sequence ran out beyond max_borrow."),
 		ahead:       d("ahead_seconds", "How far the last issued time unit is ahead of the clock (borrowed time)."),
 		offset:      d("clock_offset_seconds", "Wall clock minus the issuing (monotonic-anchored) clock: wall-clock steps since start."),
@@ -39,7 +40,7 @@ func NewCollector(gen *core.Generator) *Collector {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.issued, c.waits, c.ahead, c.offset, c.mark, c.guardFailed, c.fenced, c.info} {
+	for _, d := range []*prometheus.Desc{c.waits, c.ahead, c.offset, c.mark, c.guardFailed, c.fenced, c.info} {
 		ch <- d
 	}
 }
@@ -51,7 +52,6 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if !s.Mark.IsZero() {
 		mark = float64(s.Mark.UnixMilli()) / 1e3
 	}
-	ch <- prometheus.MustNewConstMetric(c.issued, prometheus.CounterValue, float64(s.Issued))
 	ch <- prometheus.MustNewConstMetric(c.waits, prometheus.CounterValue, float64(s.Waits))
 	ch <- prometheus.MustNewConstMetric(c.ahead, prometheus.GaugeValue, s.Ahead.Seconds())
 	ch <- prometheus.MustNewConstMetric(c.offset, prometheus.GaugeValue, s.ClockOffset.Seconds())

@@ -7,10 +7,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are a lease's Prometheus series, labelled mode="embedded" or
-// "server" (the name of the lease's range) so that a server and a client's
-// fallback in one process do not collide. A nil
-// *metrics records nothing.
+// metrics are a lease's Prometheus series, labelled range="embedded" or
+// "server" (the name of the lease's machine-ID range) so that a server and
+// a client's fallback in one process do not collide. A nil *metrics
+// records nothing.
 type metrics struct {
 	state    *prometheus.GaugeVec
 	machine  prometheus.Gauge
@@ -25,7 +25,7 @@ func newMetrics(reg prometheus.Registerer, rangeName string) *metrics {
 	if reg == nil {
 		return nil
 	}
-	labels := prometheus.Labels{"mode": rangeName}
+	labels := prometheus.Labels{"range": rangeName}
 	m := &metrics{
 		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "vesta_machine_lease_state", ConstLabels: labels,

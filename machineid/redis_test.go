@@ -204,7 +204,7 @@ func TestMetricsOfALease(t *testing.T) {
 	c := redisConfig(srv, 3*time.Second)
 	c.Registerer = reg
 	l := mustAcquire(t, c, core.Central)
-	if v, _ := gauge(t, reg, "vesta_machine_lease_state", map[string]string{"state": "held", "mode": "server"}); v != 1 {
+	if v, _ := gauge(t, reg, "vesta_machine_lease_state", map[string]string{"state": "held", "range": "server"}); v != 1 {
 		t.Fatalf("held state gauge %v", v)
 	}
 	if v, _ := gauge(t, reg, "vesta_machine_id", nil); v != float64(l.ID()) {

@@ -409,7 +409,7 @@ func TestSelectors(t *testing.T) {
 		{`histogram_quantile(0.99, sum by (le, mode) (rate(vesta_x_bucket{instance=~"a|b"}[5m]))) > 0.5`, []string{"vesta_x_bucket{instance}"}},
 		{`time() - m > 10 and m > 0`, []string{"m", "m"}},
 		{`sum by (instance) (rate(a{code=~"5.."}[5m]) or rate(b{code="x}"}[1h])) / 1e3`, []string{"a{code}", "b{code}"}},
-		{`count(vesta_client_mode == 0) or vector(0)`, []string{"vesta_client_mode"}},
+		{`count(vesta_client_method == 0) or vector(0)`, []string{"vesta_client_method"}},
 		{`abs(deriv(c[30m])) * 3600 > 1`, []string{"c"}},
 	} {
 		var got []string

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/buildinfo"
 )
 
 // The JSON API writes IDs as strings: they exceed 2^53, past which
@@ -19,7 +20,7 @@ func (s *Server) apiID(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.m.issued.Inc()
+	s.m.issued.Add(1)
 	b := make([]byte, 0, 32)
 	b = append(b, `{"id":"`...)
 	b = strconv.AppendUint(b, uint64(ids[0]), 10)
@@ -40,7 +41,7 @@ func (s *Server) apiIDs(c echo.Context) error {
 	if err != nil {
 		return err // IDs issued before an error are dropped, never answered
 	}
-	s.m.issued.Add(float64(len(ids)))
+	s.m.issued.Add(uint64(len(ids)))
 	b := make([]byte, 0, 12+len(ids)*23)
 	b = append(b, `{"ids":[`...)
 	for i, id := range ids {
@@ -126,8 +127,11 @@ type infoBody struct {
 	Machine    uint16 `json:"machine"`
 	Method     uint8  `json:"method"`
 	MethodName string `json:"method_name"`
-	Version    uint8  `json:"version"`
+	Version    uint8  `json:"version"` // the IDs' version bit
 	MaxBatch   int    `json:"max_batch"`
+	// Build is the server's build: its version, VCS revision and Go
+	// version (vesta version and vesta_build_info say the same).
+	Build buildinfo.Info `json:"build"`
 }
 
 // GET /v1/info
@@ -136,5 +140,6 @@ func (s *Server) apiInfo(c echo.Context) error {
 		Layout: s.gen.Layout().String(), Epoch: s.codec.Epoch().Format(time.RFC3339Nano),
 		Type: uint8(s.gen.Type()), TypeName: s.gen.Type().String(), Machine: uint16(s.gen.Machine()),
 		Method: uint8(core.REST), MethodName: core.REST.String(), Version: s.gen.Version(), MaxBatch: s.cfg.MaxBatch,
+		Build: buildinfo.Read(),
 	})
 }

@@ -10,8 +10,24 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/buildinfo"
 	"github.com/vesta-go/vesta/rest"
 )
+
+// buildJSON is /v1/info's build: what vesta version and vesta_build_info
+// say, never empty.
+func buildJSON(t *testing.T) string {
+	t.Helper()
+	in := buildinfo.Read()
+	if in.Version == "" || in.GoVersion == "" {
+		t.Fatalf("buildinfo.Read() = %+v: no version", in)
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
 
 // TestAPIIssue: the ID routes issue increasing REST IDs in every layout;
 // a leaf server's, Leaf's snowflake routes included, are Leaf's bits.
@@ -123,7 +139,7 @@ func TestAPIExplainMakeTransTimeInfo(t *testing.T) {
 
 			r = c.do(t, req(http.MethodGet, "/v1/info", "", ""))
 			want = `{"layout":"vesta","epoch":"2014-12-31T16:00:00Z","type":0,"type_name":"max-peak","machine":1022,` +
-				`"method":2,"method_name":"rest","version":0,"max_batch":10000}`
+				`"method":2,"method_name":"rest","version":0,"max_batch":10000,"build":` + buildJSON(t) + `}`
 			if r.Status != http.StatusOK || strings.TrimSpace(r.Body) != want {
 				t.Errorf("info = %d %s\nwant %s", r.Status, r.Body, want)
 			}

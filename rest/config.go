@@ -142,7 +142,7 @@ type Config struct {
 
 	// Registerer is where the server registers its metrics
 	// (vesta_http_requests_total, vesta_http_request_duration_seconds,
-	// vesta_ids_issued_total{mode="rest"}); nil is a private registry.
+	// vesta_ids_issued_total{method="rest"}); nil is a private registry.
 	Registerer prometheus.Registerer
 
 	// Gatherer is what /metrics serves, normally the process's whole

@@ -24,7 +24,7 @@
 //	GET  /v1/ids/{id}           the ID explained (core.Explanation's JSON)
 //	POST /v1/make               {"time":..,"seq":..[,"machine","method","type","version"]} → {"id":"…"}
 //	GET  /v1/transtime?time=    {"time":..,"type":..,"unix_ms":..,"timestamp":"…"}
-//	GET  /v1/info               layout, epoch, type, machine, method, version, max_batch
+//	GET  /v1/info               layout, epoch, type, machine, method, version, max_batch, build
 //	GET  /v1/seq/{tag}[?count=N] {"tag":"…","id":"…"} or {"tag":"…","ids":[…]}: numbers of a
 //	                            segment sequence (Config.Sequences); unknown tag 404, store
 //	                            down with the buffers empty 503

@@ -281,7 +281,7 @@ func (s *Server) leafSnowflake(c echo.Context) error {
 		}
 		return s.leafFail(c, leafResult(code), err)
 	}
-	s.m.issued.Inc()
+	s.m.issued.Add(1)
 	var buf [20]byte
 	return leafNumber(c, strconv.AppendUint(buf[:0], uint64(id), 10))
 }

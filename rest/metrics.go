@@ -7,6 +7,9 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/issuedmetric"
 )
 
 // unmatched labels requests that matched no route, so that scanners
@@ -19,7 +22,7 @@ const unmatched = "unmatched"
 type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
-	issued   prometheus.Counter
+	issued   *atomic.Uint64           // vesta_ids_issued_total{method="rest"}
 	routes   map[string]*routeMetrics // by route path; read-only once built
 }
 
@@ -52,11 +55,6 @@ func (m *routeMetrics) observe(status int, seconds float64) {
 	m.requests.WithLabelValues(m.route, strconv.Itoa(status)).Inc()
 }
 
-// The help strings are part of the metrics' identity in a registry: other
-// packages registering vesta_ids_issued_total (package central does) must
-// use the same one.
-const issuedHelp = "IDs issued, by publish mode."
-
 func newMetrics(reg prometheus.Registerer, routes []string) (*metrics, error) {
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "vesta_http_requests_total",
@@ -68,10 +66,6 @@ func newMetrics(reg prometheus.Registerer, routes []string) (*metrics, error) {
 		// From a loopback round trip to the default request timeout.
 		Buckets: []float64{50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 1, 5},
 	}, []string{"route"})
-	issued := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "vesta_ids_issued_total",
-		Help: issuedHelp,
-	}, []string{"mode"})
 	var err error
 	if requests, err = register(reg, requests); err != nil {
 		return nil, err
@@ -79,10 +73,11 @@ func newMetrics(reg prometheus.Registerer, routes []string) (*metrics, error) {
 	if duration, err = register(reg, duration); err != nil {
 		return nil, err
 	}
-	if issued, err = register(reg, issued); err != nil {
-		return nil, err
+	issued, err := issuedmetric.New(reg) // shared with the central server
+	if err != nil {
+		return nil, fmt.Errorf("rest: registering metrics: %w", err)
 	}
-	m := &metrics{requests: requests, duration: duration, issued: issued.WithLabelValues("rest"),
+	m := &metrics{requests: requests, duration: duration, issued: issued.Of(core.REST),
 		routes: make(map[string]*routeMetrics, len(routes)+1)}
 	for _, r := range append(routes, unmatched) {
 		m.routes[r] = &routeMetrics{route: r, duration: duration.WithLabelValues(r), requests: requests}
@@ -100,8 +95,7 @@ func (m *metrics) route(path string) *routeMetrics {
 }
 
 // register registers c, or returns the collector already registered under
-// the same description (a second server on the same registry, or another
-// publish mode's vesta_ids_issued_total).
+// the same description (a second server on the same registry).
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
 	err := reg.Register(c)
 	var are prometheus.AlreadyRegisteredError

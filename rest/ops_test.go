@@ -218,8 +218,8 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("/metrics = %d", r.Status)
 	}
 	for _, want := range []string{
-		`vesta_ids_issued_total{mode="rest"} 11`,
-		`vesta_ids_issued_total{mode="central"} 0`,
+		`vesta_ids_issued_total{method="rest"} 11`,
+		`vesta_ids_issued_total{method="central"} 0`,
 		`vesta_rpc_connections 0`,
 		`vesta_http_requests_total{code="200",route="/genid"} 1`,
 		`vesta_http_requests_total{code="400",route="/v1/ids"} 1`,
@@ -235,7 +235,7 @@ func TestMetrics(t *testing.T) {
 	// Without a Registerer the server's own metrics are served.
 	own := newServer(t, gen, rest.Config{})
 	get(t, own.Handler(), "/genid")
-	if r := get(t, own.Handler(), "/metrics"); !strings.Contains(r.Body, `vesta_ids_issued_total{mode="rest"} 1`) {
+	if r := get(t, own.Handler(), "/metrics"); !strings.Contains(r.Body, `vesta_ids_issued_total{method="rest"} 1`) {
 		t.Errorf("private registry: /metrics lacks the issued counter:\n%s", r.Body)
 	}
 

@@ -39,7 +39,7 @@ func (s *Server) vestaGenID(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.m.issued.Inc()
+	s.m.issued.Add(1)
 	var buf [20]byte
 	return c.Blob(http.StatusOK, echo.MIMETextPlainCharsetUTF8, strconv.AppendUint(buf[:0], uint64(ids[0]), 10))
 }

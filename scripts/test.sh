@@ -15,11 +15,11 @@ if [ -n "$unformatted" ]; then
 fi
 # Every other module of the tree, found rather than listed, so that none is
 # left out: the tools/ modules (chromedp for the page's browser tests,
-# kin-openapi for the strict validation of the served OpenAPI document, the
-# Kubernetes API types for the manifests, hdrhistogram for the load
-# generator vesta-bench, bwmarrin/snowflake and sonyflake for the peer
-# benchmarks, which make bench-peers runs), whose dependencies stay out of
-# the product's go.mod, and nemesis, the fault injector's module. Each is
+# kin-openapi and speakeasy's linter for the strict validation and lint of
+# the served OpenAPI document, the Kubernetes API types for the manifests,
+# hdrhistogram for the load generator vesta-bench, bwmarrin/snowflake and
+# sonyflake for the peer benchmarks, which make bench-peers runs), whose
+# dependencies stay out of the product's go.mod, and nemesis, the fault injector's module. Each is
 # vetted, linted and tested like the product module.
 mapfile -t modules < <(find . -name go.mod -not -path ./go.mod -not -path '*/.*' -not -path '*/testdata/*' | sed 's|^\./||; s|/go.mod$||' | sort)
 

@@ -395,8 +395,9 @@ func TestServe(t *testing.T) {
 		}
 	}
 	if code, body := httpGet(t, "http://"+restAddr+"/metrics"); code != 200 ||
-		!strings.Contains(body, "vesta_generator_ids_issued_total 2") || !strings.Contains(body, `vesta_machine_id{mode="server"} 1000`) {
-		t.Fatalf("/metrics %d:\n%s", code, grepLines(body, "vesta_generator_ids|vesta_machine_id"))
+		!strings.Contains(body, `vesta_ids_issued_total{method="central"} 1`) || !strings.Contains(body, `vesta_ids_issued_total{method="rest"} 1`) ||
+		!strings.Contains(body, `vesta_machine_id{range="server"} 1000`) {
+		t.Fatalf("/metrics %d:\n%s", code, grepLines(body, "vesta_ids_issued|vesta_machine_id"))
 	}
 	r := stop()
 	if r.code != 0 || !strings.Contains(r.stderr, "msg=stopped") {
@@ -706,7 +707,8 @@ func TestServeMetricsListener(t *testing.T) {
 		t.Fatalf("rest %s, metrics %s", srv.rest, srv.metrics)
 	}
 	code, body := httpGet(t, "http://"+srv.metrics+"/metrics")
-	if code != 200 || !strings.Contains(body, "vesta_generator_ids_issued_total") || !strings.Contains(body, "vesta_rpc_connections") {
+	if code != 200 || !strings.Contains(body, "vesta_ids_issued_total") || !strings.Contains(body, "vesta_rpc_connections") ||
+		!strings.Contains(body, "vesta_build_info{") {
 		t.Fatalf("/metrics %d:\n%s", code, grepLines(body, "^vesta_"))
 	}
 }

@@ -59,7 +59,7 @@ func TestServeStatusLease(t *testing.T) {
 		t.Errorf("quarantine %v ms; want 0 to %v", l.QuarantineMs, ttl+1100)
 	}
 	_, body := httpGet(t, "http://"+leased.rest+"/metrics")
-	for _, want := range []string{`vesta_machine_lease_state{mode="server",state="held"} 1`, `vesta_machine_id{mode="server"} ` + itoa(int(m))} {
+	for _, want := range []string{`vesta_machine_lease_state{range="server",state="held"} 1`, `vesta_machine_id{range="server"} ` + itoa(int(m))} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q, which /v1/status implies:\n%s", want, grepLines(body, "vesta_machine"))
 		}

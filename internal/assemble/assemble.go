@@ -20,6 +20,7 @@ import (
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/internal/buildinfo"
 	"github.com/vesta-go/vesta/internal/connlimit"
 	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/rest"
@@ -115,6 +116,12 @@ func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 		return nil, err
 	}
 	reg.MustRegister(embed.NewCollector(a.gen))
+	// vesta_build_info, for a fleet's versions side by side; a caller that
+	// registered it already keeps its own.
+	var are prometheus.AlreadyRegisteredError
+	if err := buildinfo.Register(reg); err != nil && !errors.As(err, &are) {
+		return nil, fmt.Errorf("assemble: metrics: %w", err)
+	}
 	if a.seq, err = openSequences(ctx, cfg, log, reg); err != nil { // sequences.go
 		return nil, err
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/assemble"
+	"github.com/vesta-go/vesta/internal/buildinfo"
+	"github.com/vesta-go/vesta/internal/testkit/promtest"
 )
 
 // assembleConfig is conf's defaults with an explicit machine ID, the time
@@ -30,7 +32,8 @@ func assembleConfig(tb testing.TB) conf.Config {
 
 func TestAssembleServes(t *testing.T) {
 	cfg := assembleConfig(t)
-	a, err := assemble.Assemble(context.Background(), cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	a, err := assemble.Assemble(context.Background(), cfg, slog.New(slog.DiscardHandler), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +50,14 @@ func TestAssembleServes(t *testing.T) {
 		t.Errorf("NextID through the assembled central server: %v", err)
 	} else if e := a.Generator().Codec().Explain(id); e.Machine != 1000 || e.Method != core.Central {
 		t.Errorf("ID %d: machine %d, method %v; want 1000, central", id, e.Machine, e.Method)
+	}
+	// The registry vesta serve exposes: the build, and the ID counted once,
+	// by its method.
+	if v, ok := promtest.Value(t, reg, "vesta_build_info", "version", buildinfo.Read().Version); !ok || v != 1 {
+		t.Errorf("vesta_build_info{version=%q} = %v (found %v); want 1", buildinfo.Read().Version, v, ok)
+	}
+	if v, _ := promtest.Value(t, reg, "vesta_ids_issued_total", "method", "central"); v != 1 {
+		t.Errorf(`vesta_ids_issued_total{method="central"} = %v; want 1`, v)
 	}
 	if err := a.Stop(context.Background()); err != nil {
 		t.Errorf("stop: %v", err)

@@ -1,7 +1,8 @@
 // Package ceilingmetric holds the metrics of calls at the sequence's
-// ceiling, which every publish mode (central, rest, embedded, client)
-// registers under the same names, help and buckets, so that any of them can
-// share a registry. Alert rules are written on these names: do not rename.
+// ceiling, which the servers (central, rest) and the client register
+// under the same names, help and buckets, labelled with the publish method
+// of the IDs waited for, so that any of them can share a registry. Alert
+// rules are written on these names: do not rename.
 package ceilingmetric
 
 import (
@@ -19,19 +20,19 @@ const (
 	WaitingIDsName  = "vesta_rpc_waiting_ids"
 )
 
-// The modes, the values of the label "mode".
+// The publish methods, the values of the label "method" (core.Method's
+// names). A client waits for central IDs: its calls count as central, in
+// its own process's registry.
 const (
-	Central  = "central"
-	REST     = "rest"
-	Embedded = "embedded"
-	Client   = "client"
+	Central = "central"
+	REST    = "rest"
 )
 
 // Buckets of the wait histogram: from a fraction of a millisecond (a
 // paced batch) to a few seconds (a unit of max-peak and its borrowing).
 var Buckets = []float64{1e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}
 
-// Metrics counts the calls of one mode at the ceiling. A nil *Metrics
+// Metrics counts the calls of one method at the ceiling. A nil *Metrics
 // counts nothing.
 type Metrics struct {
 	waits prometheus.Counter
@@ -39,20 +40,20 @@ type Metrics struct {
 }
 
 // New registers (or finds, when already registered) the ceiling metrics in
-// reg and returns those of mode. A nil reg returns nil.
-func New(reg prometheus.Registerer, mode string) (*Metrics, error) {
+// reg and returns those of method. A nil reg returns nil.
+func New(reg prometheus.Registerer, method string) (*Metrics, error) {
 	if reg == nil {
 		return nil, nil
 	}
 	waits := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: WaitsName,
-		Help: "Calls that waited, or were told to retry, because the ID sequence had run out (its ceiling), by mode.",
-	}, []string{"mode"})
+		Help: "Calls that waited, or were told to retry, because the ID sequence had run out (its ceiling), by publish method.",
+	}, []string{"method"})
 	wait := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    WaitSecondsName,
-		Help:    "How long calls waited at the ID sequence's ceiling, by mode.",
+		Help:    "How long calls waited at the ID sequence's ceiling, by publish method.",
 		Buckets: Buckets,
-	}, []string{"mode"})
+	}, []string{"method"})
 	var err error
 	if waits, err = register(reg, waits); err != nil {
 		return nil, err
@@ -60,7 +61,7 @@ func New(reg prometheus.Registerer, mode string) (*Metrics, error) {
 	if wait, err = register(reg, wait); err != nil {
 		return nil, err
 	}
-	return &Metrics{waits: waits.WithLabelValues(mode), wait: wait.WithLabelValues(mode)}, nil
+	return &Metrics{waits: waits.WithLabelValues(method), wait: wait.WithLabelValues(method)}, nil
 }
 
 // Waited counts a call that waited d at the ceiling.

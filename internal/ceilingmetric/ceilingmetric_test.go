@@ -10,13 +10,13 @@ import (
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
 )
 
-// TestSharedRegistry: every mode registers into one registry, twice over,
+// TestSharedRegistry: every method registers into one registry, twice over,
 // and counts under its own label.
 func TestSharedRegistry(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	var ms []*ceilingmetric.Metrics
-	for _, mode := range []string{ceilingmetric.Central, ceilingmetric.REST, ceilingmetric.Central} {
-		m, err := ceilingmetric.New(reg, mode)
+	for _, method := range []string{ceilingmetric.Central, ceilingmetric.REST, ceilingmetric.Central} {
+		m, err := ceilingmetric.New(reg, method)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -25,10 +25,10 @@ func TestSharedRegistry(t *testing.T) {
 	ms[0].Waited(3 * time.Millisecond)
 	ms[2].Retried()
 	ms[1].Retried()
-	if v, _ := promtest.Value(t, reg, ceilingmetric.WaitsName, "mode", "central"); v != 2 {
+	if v, _ := promtest.Value(t, reg, ceilingmetric.WaitsName, "method", "central"); v != 2 {
 		t.Fatalf("central waits %v; want 2", v)
 	}
-	if v, _ := promtest.Value(t, reg, ceilingmetric.WaitsName, "mode", "rest"); v != 1 {
+	if v, _ := promtest.Value(t, reg, ceilingmetric.WaitsName, "method", "rest"); v != 1 {
 		t.Fatalf("rest waits %v; want 1", v)
 	}
 	for range 2 {
@@ -42,7 +42,7 @@ func TestSharedRegistry(t *testing.T) {
 	var none *ceilingmetric.Metrics
 	none.Waited(time.Second) // a nil *Metrics counts nothing
 	none.Retried()
-	if m, err := ceilingmetric.New(nil, ceilingmetric.Client); m != nil || err != nil {
+	if m, err := ceilingmetric.New(nil, ceilingmetric.Central); m != nil || err != nil {
 		t.Fatalf("New(nil) = %v, %v", m, err)
 	}
 }
