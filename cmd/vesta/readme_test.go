@@ -122,12 +122,15 @@ func cutComment(l string) (cmd string, code int) {
 
 // What differs from run to run, and from the README's run to this one:
 // instants, IDs and other large numbers (times in seconds or
-// milliseconds), sequence numbers within a time unit. Everything else of
-// an output line must be as shown.
+// milliseconds), sequence numbers within a time unit, the build.
+// Everything else of an output line must be as shown.
 var (
 	instantRe = regexp.MustCompile(`\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?Z?`)
 	largeRe   = regexp.MustCompile(`\d{7,}`)
 	seqRe     = regexp.MustCompile(`("seq":|seq=)\d+`)
+	// buildRe: how the server was built (/v1/info's build: its version,
+	// revision and toolchain).
+	buildRe = regexp.MustCompile(`"build":\{[^}]*\}`)
 	// slogRe is what a shown log line must match of a real one: its level
 	// and message (the attributes hold instants, addresses and causes).
 	slogRe = regexp.MustCompile(`level=\S+ msg=("(?:[^"\\]|\\.)*"|\S+)`)
@@ -136,6 +139,7 @@ var (
 func normalize(s string) string {
 	s = instantRe.ReplaceAllString(s, "<instant>")
 	s = seqRe.ReplaceAllString(s, "${1}<seq>")
+	s = buildRe.ReplaceAllString(s, `"build":<build>`)
 	return largeRe.ReplaceAllString(s, "<n>")
 }
 
