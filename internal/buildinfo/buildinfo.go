@@ -13,7 +13,8 @@ import (
 //	go build -ldflags "-X github.com/vesta-go/vesta/internal/buildinfo.version=v1.2.3"
 //
 // Empty, the module's version is used: "v1.2.3" under go install
-// module@v1.2.3, "(devel)" in a checkout.
+// module@v1.2.3 or in a program whose go.mod requires vesta v1.2.3,
+// "(devel)" in a checkout.
 var version = ""
 
 // Info is what a build knows of itself.
@@ -29,10 +30,35 @@ type Info struct {
 	GoVersion string `json:"go_version"`
 }
 
+// modulePath is vesta's module: in a program that imports vesta as a
+// library, the build's main module is that program, and vesta's version
+// is the one its go.mod requires.
+const modulePath = "github.com/vesta-go/vesta"
+
 var read = sync.OnceValue(func() Info {
-	in := Info{Version: version, GoVersion: runtime.Version()}
-	bi, ok := debug.ReadBuildInfo()
-	if ok {
+	bi, _ := debug.ReadBuildInfo()
+	return fromBuild(bi, version, runtime.Version())
+})
+
+// fromBuild is the Info of a build: the stamped version, else vesta's
+// module version; the VCS revision only when vesta is the main module
+// (else it is the importing program's).
+func fromBuild(bi *debug.BuildInfo, stamped, goVersion string) Info {
+	in := Info{Version: stamped, GoVersion: goVersion}
+	if bi != nil && bi.Main.Path != "" && bi.Main.Path != modulePath {
+		for _, d := range bi.Deps {
+			if d.Path == modulePath {
+				if d.Replace != nil {
+					d = d.Replace
+				}
+				if in.Version == "" {
+					in.Version = d.Version
+				}
+			}
+		}
+		bi = nil
+	}
+	if bi != nil {
 		if in.Version == "" && bi.Main.Version != "" {
 			in.Version = bi.Main.Version
 		}
@@ -49,7 +75,7 @@ var read = sync.OnceValue(func() Info {
 		in.Version = "(devel)"
 	}
 	return in
-})
+}
 
 // Read is this binary's build information.
 func Read() Info { return read() }

@@ -1,0 +1,4 @@
+package buildinfo
+
+// FromBuild exposes fromBuild to the package's external tests.
+var FromBuild = fromBuild
