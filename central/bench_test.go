@@ -60,7 +60,7 @@ func newPipeConn(tb testing.TB, addr string) *pipeConn {
 }
 
 // call sends a request and waits for its IDs (one for GenID).
-func (c *pipeConn) call(method string, params any, ch chan reply) ([]uint64, error) {
+func (c *pipeConn) call(proc string, params any, ch chan reply) ([]uint64, error) {
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
@@ -68,7 +68,7 @@ func (c *pipeConn) call(method string, params any, ch chan reply) ([]uint64, err
 	}
 	c.next++
 	c.pending[c.next] = ch
-	c.out, _ = c.enc.AppendRequest(c.out, c.next, method, params)
+	c.out, _ = c.enc.AppendRequest(c.out, c.next, proc, params)
 	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -200,7 +200,7 @@ func BenchmarkGenID(b *testing.B) {
 				chans[i] = make(chan reply, 1)
 			}
 			run(b, callers, func(i int) error {
-				_, err := c.call(wire.MethodGenID, nil, chans[i])
+				_, err := c.call(wire.ProcGenID, nil, chans[i])
 				return err
 			})
 		})
@@ -214,7 +214,7 @@ func BenchmarkGenID(b *testing.B) {
 			}
 			params := &wire.TakeIDsParams{Count: 1}
 			run(b, callers, func(i int) error {
-				ids, err := c.call(wire.MethodTakeIDs, params, chans[i])
+				ids, err := c.call(wire.ProcTakeIDs, params, chans[i])
 				if err == nil && len(ids) != 1 {
 					err = fmt.Errorf("TakeIDs {1}: %d IDs", len(ids))
 				}
@@ -254,7 +254,7 @@ func BenchmarkGenIDs1000(b *testing.B) {
 			}
 			t0 := time.Now()
 			run(b, callers, func(i int) error {
-				ids, err := c.call(wire.MethodGenIDs, &wire.GenIDsParams{Count: 1000}, chans[i])
+				ids, err := c.call(wire.ProcGenIDs, &wire.GenIDsParams{Count: 1000}, chans[i])
 				if err == nil && len(ids) != 1000 {
 					err = fmt.Errorf("%d IDs", len(ids))
 				}

@@ -32,9 +32,9 @@ func TestShutdown(t *testing.T) {
 	idle := dial(t, addr)
 	idle.genID()
 	exhaust(t, gen)
-	waiting := busy.send(wire.MethodGenID, nil)
+	waiting := busy.send(wire.ProcGenID, nil)
 	var info wire.Info
-	busy.result(wire.MethodInfo, nil, &info) // so the GenID was read before
+	busy.result(wire.ProcInfo, nil, &info) // so the GenID was read before
 
 	shut := make(chan error, 1)
 	go func() { shut <- srv.Shutdown(context.Background()) }()
@@ -74,7 +74,7 @@ func TestShutdownPipelining(t *testing.T) {
 	e := wire.NewEncoder()
 	var burst []byte
 	for i := range 10 {
-		burst, _ = e.AppendRequest(burst, uint32(i), wire.MethodGenID, nil)
+		burst, _ = e.AppendRequest(burst, uint32(i), wire.ProcGenID, nil)
 	}
 	wrote := make(chan struct{})
 	go func() {
@@ -117,9 +117,9 @@ func TestShutdownDeadline(t *testing.T) {
 	srv, addr := serve(t, gen, central.Config{})
 	p := dial(t, addr)
 	exhaust(t, gen)
-	p.send(wire.MethodGenID, nil)
+	p.send(wire.ProcGenID, nil)
 	var info wire.Info
-	p.result(wire.MethodInfo, nil, &info)
+	p.result(wire.ProcInfo, nil, &info)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := srv.Shutdown(ctx); !errors.Is(err, context.Canceled) {
@@ -144,7 +144,7 @@ func dialTLS(t *testing.T, addr net.Addr, cfg *tls.Config) error {
 	}
 	defer nc.Close()
 	p := newPeer(t, nc)
-	p.send(wire.MethodGenID, nil)
+	p.send(wire.ProcGenID, nil)
 	resp, err := p.tryRecv()
 	if err == nil && resp.Error != nil {
 		err = resp.Error
@@ -164,7 +164,7 @@ func TestTLS(t *testing.T) {
 		t.Fatal("TLS: a client trusted a certificate of another CA")
 	}
 	plain := dial(t, addr) // msgpack where a TLS handshake belongs
-	plain.send(wire.MethodGenID, nil)
+	plain.send(wire.ProcGenID, nil)
 	plain.closed()
 
 	mtls := &tls.Config{
@@ -198,7 +198,7 @@ func TestTLSHandshakeFailuresLoggedOnce(t *testing.T) {
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for range 20 {
 		plain := dial(t, addr)
-		plain.send(wire.MethodGenID, nil)
+		plain.send(wire.ProcGenID, nil)
 		plain.closed()
 	}
 	if n := strings.Count(logs.String(), "TLS handshake failed"); n != 1 || !strings.Contains(logs.String(), "level=WARN") {
@@ -222,8 +222,8 @@ func TestMetrics(t *testing.T) {
 		p.genID()
 	}
 	var ids []uint64
-	p.result(wire.MethodGenIDs, &wire.GenIDsParams{Count: 10}, &ids)
-	p.call(wire.MethodGenIDs, &wire.GenIDsParams{Count: 0})
+	p.result(wire.ProcGenIDs, &wire.GenIDsParams{Count: 10}, &ids)
+	p.call(wire.ProcGenIDs, &wire.GenIDsParams{Count: 0})
 	for _, m := range []string{"Vesta.Foo", "Vesta.Bar", "x"} {
 		p.call(m, nil)
 	}
@@ -255,7 +255,7 @@ func TestMetrics(t *testing.T) {
 }
 
 func methodOK(m string) bool {
-	for _, k := range wire.Methods() {
+	for _, k := range wire.Procedures() {
 		if k == m {
 			return true
 		}

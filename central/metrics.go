@@ -10,22 +10,22 @@ import (
 	"github.com/vesta-go/vesta/central/wire"
 )
 
-// Label values. Methods outside wire.Methods() count as "unknown", so a
+// Label values. Procedures outside wire.Procedures() count as "unknown", so a
 // caller cannot create label values; codes are "ok" or a api.Code.
 const (
 	labelUnknown = "unknown"
 	labelOK      = "ok"
 )
 
-// methodIndex maps a method name to its metrics slot; unknown names get
+// procIndex maps a procedure name to its metrics slot; unknown names get
 // the last one.
-func methodIndex(m string) int {
-	for i, k := range wire.Methods() {
+func procIndex(m string) int {
+	for i, k := range wire.Procedures() {
 		if m == k {
 			return i
 		}
 	}
-	return len(wire.Methods())
+	return len(wire.Procedures())
 }
 
 func codeIndex(e *api.Error) int {
@@ -44,8 +44,8 @@ func codeIndex(e *api.Error) int {
 // resolved up front so that counting a call costs no map lookup. A nil
 // *metrics counts nothing.
 type metrics struct {
-	requests [][]prometheus.Counter // [method][code]
-	duration []prometheus.Observer  // [method]
+	requests [][]prometheus.Counter // [procedure][code]
+	duration []prometheus.Observer  // [procedure]
 	conns    prometheus.Gauge
 	issued   prometheus.Counter
 }
@@ -97,7 +97,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 
 	m := &metrics{conns: conns, issued: issued.WithLabelValues("central")}
-	for _, name := range append(wire.Methods(), labelUnknown) {
+	for _, name := range append(wire.Procedures(), labelUnknown) {
 		row := []prometheus.Counter{requests.WithLabelValues(name, labelOK)}
 		for _, c := range api.Codes() {
 			row = append(row, requests.WithLabelValues(name, string(c)))

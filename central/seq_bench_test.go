@@ -39,7 +39,7 @@ func BenchmarkNextSeq(b *testing.B) {
 			}
 			params := &wire.NextSeqParams{Tag: "bench"}
 			run(b, callers, func(i int) error {
-				_, err := c.call(wire.MethodNextSeq, params, chans[i])
+				_, err := c.call(wire.ProcNextSeq, params, chans[i])
 				return err
 			})
 		})

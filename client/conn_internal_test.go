@@ -30,7 +30,7 @@ func pipeConn(t testing.TB, grace time.Duration) *conn {
 				return
 			}
 			req, err := wire.DecodeRequest(frame)
-			if err != nil || req.Method != wire.MethodGenID {
+			if err != nil || req.Procedure != wire.ProcGenID {
 				continue
 			}
 			if _, err := srv.Write(wire.AppendIDResponse(nil, req.MsgID, uint64(req.MsgID))); err != nil {
@@ -62,7 +62,7 @@ func TestWatchdogExpiresOutOfOrder(t *testing.T) {
 	long := make(chan error, 1)
 	go func() {
 		var v uint64
-		long <- cn.invoke(context.Background(), time.Now().Add(time.Hour), wire.MethodNextSeq, wire.NextSeqParams{Tag: "a"}, &v)
+		long <- cn.invoke(context.Background(), time.Now().Add(time.Hour), wire.ProcNextSeq, wire.NextSeqParams{Tag: "a"}, &v)
 	}()
 	for cn.inFlight() == 0 {
 		time.Sleep(time.Millisecond)
@@ -70,7 +70,7 @@ func TestWatchdogExpiresOutOfOrder(t *testing.T) {
 	short := make(chan error, 1)
 	go func() {
 		var v uint64
-		short <- cn.invoke(context.Background(), time.Now().Add(20*time.Millisecond), wire.MethodNextSeq, wire.NextSeqParams{Tag: "b"}, &v)
+		short <- cn.invoke(context.Background(), time.Now().Add(20*time.Millisecond), wire.ProcNextSeq, wire.NextSeqParams{Tag: "b"}, &v)
 	}()
 	select {
 	case err := <-short:
@@ -103,14 +103,14 @@ func TestWatchdogNotSilent(t *testing.T) {
 	stuck := make(chan error, 1)
 	go func() {
 		var v uint64
-		stuck <- cn.invoke(ctx, time.Now().Add(50*time.Millisecond), wire.MethodNextSeq, wire.NextSeqParams{Tag: "x"}, &v)
+		stuck <- cn.invoke(ctx, time.Now().Add(50*time.Millisecond), wire.ProcNextSeq, wire.NextSeqParams{Tag: "x"}, &v)
 	}()
 	var calls sync.WaitGroup
 	for w := range 8 {
 		calls.Go(func() {
 			for i := 0; ; i++ {
 				var id uint64
-				if err := cn.invoke(ctx, time.Now().Add(time.Hour), wire.MethodGenID, nil, &id); err != nil {
+				if err := cn.invoke(ctx, time.Now().Add(time.Hour), wire.ProcGenID, nil, &id); err != nil {
 					t.Errorf("caller %d, call %d: %v", w, i, err)
 					return
 				}
@@ -138,7 +138,7 @@ func TestWatchdogNotSilent(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		var v uint64
-		done <- cn.invoke(gone, time.Now().Add(time.Hour), wire.MethodNextSeq, wire.NextSeqParams{Tag: "y"}, &v)
+		done <- cn.invoke(gone, time.Now().Add(time.Hour), wire.ProcNextSeq, wire.NextSeqParams{Tag: "y"}, &v)
 	}()
 	for cn.inFlight() == 0 {
 		time.Sleep(time.Millisecond)
@@ -148,7 +148,7 @@ func TestWatchdogNotSilent(t *testing.T) {
 		t.Fatalf("a caller that gave up: %v; want context.Canceled", err)
 	}
 	var id uint64
-	if err := cn.invoke(ctx, time.Now().Add(time.Hour), wire.MethodGenID, nil, &id); err != nil || !cn.alive() {
+	if err := cn.invoke(ctx, time.Now().Add(time.Hour), wire.ProcGenID, nil, &id); err != nil || !cn.alive() {
 		t.Fatalf("after a caller gave up: %v (alive %v); want the connection as it was", err, cn.alive())
 	}
 }

@@ -142,7 +142,7 @@ func (f *fake) handle(nc net.Conn) {
 		if err != nil {
 			continue
 		}
-		if (f.silent.Load() || (first && f.silentFirst.Load())) && req.Method != wire.MethodInfo {
+		if (f.silent.Load() || (first && f.silentFirst.Load())) && req.Procedure != wire.ProcInfo {
 			f.calls.Add(1)
 			continue
 		}
@@ -159,8 +159,8 @@ func (f *fake) handle(nc net.Conn) {
 }
 
 func (f *fake) answer(req wire.Request) (any, *api.Error) {
-	switch req.Method {
-	case wire.MethodInfo:
+	switch req.Procedure {
+	case wire.ProcInfo:
 		c := f.gen.Codec()
 		var take uint64
 		if f.takeIDs.Load() {
@@ -171,7 +171,7 @@ func (f *fake) answer(req wire.Request) (any, *api.Error) {
 			Machine: uint64(f.gen.Machine()), Method: uint64(core.Central), Version: uint64(f.gen.Version()),
 			MaxBatch: uint64(f.maxBatch), TakeIDs: take,
 		}, nil
-	case wire.MethodTakeIDs:
+	case wire.ProcTakeIDs:
 		f.calls.Add(1)
 		if e := f.fail.Load(); e != nil {
 			return nil, e
@@ -212,12 +212,12 @@ func (f *fake) answer(req wire.Request) (any, *api.Error) {
 			res.RetryAfterMS = f.retryMS.Load()
 		}
 		return res, nil
-	case wire.MethodGenID, wire.MethodGenIDs:
+	case wire.ProcGenID, wire.ProcGenIDs:
 		f.calls.Add(1)
 		if e := f.fail.Load(); e != nil {
 			return nil, e
 		}
-		if req.Method == wire.MethodGenID {
+		if req.Procedure == wire.ProcGenID {
 			id, err := f.gen.NextID(context.Background(), core.Central)
 			if err != nil {
 				return nil, api.Errorf(api.Unavailable, "%v", err)
@@ -243,7 +243,7 @@ func (f *fake) answer(req wire.Request) (any, *api.Error) {
 		}
 		return out, nil
 	}
-	return nil, api.Errorf(api.InvalidArgument, "unknown method %q", req.Method)
+	return nil, api.Errorf(api.InvalidArgument, "unknown method %q", req.Procedure)
 }
 
 // deadAddr returns a loopback address where nothing listens.

@@ -21,7 +21,7 @@ const python = "/usr/bin/python3"
 
 // TestThirdPartyClient: a MessagePack-RPC client in another language,
 // written against the spec with Python's msgpack package, calls every
-// method of a running `vesta serve`, pipelined on one connection.
+// procedure of a running `vesta serve`, pipelined on one connection.
 func TestThirdPartyClient(t *testing.T) {
 	testkit.SkipShort(t, python+" with msgpack, and redis-server")
 	if out, err := exec.Command(python, "-c", "import msgpack").CombinedOutput(); err != nil {
@@ -50,14 +50,14 @@ func TestThirdPartyClient(t *testing.T) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	ok := func(method string, v any) {
+	ok := func(proc string, v any) {
 		t.Helper()
-		a, found := got[method]
+		a, found := got[proc]
 		if !found || a.Error != nil {
-			t.Fatalf("%s: %+v", method, a)
+			t.Fatalf("%s: %+v", proc, a)
 		}
 		if err := json.Unmarshal(a.Result, v); err != nil {
-			t.Fatalf("%s: %v (%s)", method, err, a.Result)
+			t.Fatalf("%s: %v (%s)", proc, err, a.Result)
 		}
 	}
 	codec, _ := core.NewCodec(core.Vesta, core.VestaEpoch)
@@ -73,7 +73,7 @@ func TestThirdPartyClient(t *testing.T) {
 	}
 	var exp map[string]any
 	ok("Vesta.ExpID", &exp)
-	if exp["machine"] != 1022.0 || exp["seq"] != 5.0 || exp["time"] != 284025600.0 || exp["method"] != 2.0 ||
+	if exp["machine"] != 1022.0 || exp["seq"] != 5.0 || exp["time"] != 284025600.0 || exp["proc"] != 2.0 ||
 		exp["timestamp"] != "2024-01-01T00:00:00Z" || exp["type_name"] != "max-peak" || exp["method_name"] != "rest" {
 		t.Errorf("ExpID: %v", exp)
 	}
@@ -89,7 +89,7 @@ func TestThirdPartyClient(t *testing.T) {
 	}
 	var info map[string]any
 	ok("Vesta.Info", &info)
-	if info["layout"] != "vesta" || info["machine"] != 1000.0 || info["method"] != 1.0 || info["max_batch"] != 10000.0 {
+	if info["layout"] != "vesta" || info["machine"] != 1000.0 || info["proc"] != 1.0 || info["max_batch"] != 10000.0 {
 		t.Errorf("Info: %v", info)
 	}
 	// Pipelined calls are answered in any order: together they hold the
@@ -101,12 +101,12 @@ func TestThirdPartyClient(t *testing.T) {
 	if nums := append(three, one); len(three) != 3 || !slices.IsSorted(three) || !sameSet(nums, []int64{1, 2, 3, 4}) {
 		t.Errorf("NextSeq %d, NextSeqs %v; want 1-4 between them", one, three)
 	}
-	for method, want := range map[string]string{
+	for proc, want := range map[string]string{
 		"Vesta.GenIDs#7": "invalid_argument:", "Vesta.GenIDs#8": "invalid_argument:", "Vesta.Nope": "invalid_argument:",
 		"Vesta.NextSeq#12": `not_found: segment: unknown tag "nope"`,
 	} {
-		if a := got[method]; a.Error == nil || !strings.HasPrefix(*a.Error, want) {
-			t.Errorf("%s: %+v; want an error starting %q", method, a, want)
+		if a := got[proc]; a.Error == nil || !strings.HasPrefix(*a.Error, want) {
+			t.Errorf("%s: %+v; want an error starting %q", proc, a, want)
 		}
 	}
 }
