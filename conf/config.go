@@ -61,8 +61,8 @@ type MachineConfig struct {
 	// or empty is no entries.
 	IPTable map[string]int `koanf:"ip_table"`
 	// K8sOffset is added to a StatefulSet pod's ordinal (k8s provider):
-	// machineid.Config.K8sOffset (machineKeys). Its default here, 924, is
-	// conf's: the server range's first ID, for a StatefulSet of servers.
+	// machineid.Config.K8sOffset (machineKeys), its default included (924,
+	// the server range's first ID); zero adds nothing.
 	K8sOffset int `koanf:"k8s_offset"`
 	// EmbeddedRange is where embedded issuers and the client's fallback
 	// take IDs; the zero Range does not validate.
@@ -287,7 +287,7 @@ func DefaultConfig() Config {
 		Machine: MachineConfig{
 			Providers:     m.Providers,
 			IPTable:       map[string]int{},
-			K8sOffset:     924, // conf's: the server range's first ID, for a StatefulSet of servers
+			K8sOffset:     m.K8sOffset,
 			EmbeddedRange: m.EmbeddedRange,
 			ServerRange:   m.ServerRange,
 			Redis: RedisConfig{
