@@ -38,7 +38,8 @@ type IDConfig struct {
 	// Layout as sorted, vesta or leaf (Leaf's snowflake bits; Load then
 	// defaults Type to min-granularity, and Epoch may only be Leaf's), Type
 	// as max-peak, min-granularity, 0 or 1, and Epoch in RFC 3339, or ""
-	// for the zero Time.
+	// for the zero Time. MaxBorrow is an exception to the zero rule (see
+	// the package documentation): 0 never runs ahead.
 	Layout    core.Layout   `koanf:"layout"`
 	Type      core.Type     `koanf:"type"`
 	Epoch     time.Time     `koanf:"epoch"`
@@ -153,7 +154,8 @@ type TimeGuardConfig struct {
 	// restart with the clock set back could re-issue IDs; warned).
 	Dir string `koanf:"dir"`
 	// Window and MaxStartupWait are core.Config's GuardWindow and
-	// MaxStartupWait (coreKeys), documented there.
+	// MaxStartupWait (coreKeys), documented there; MaxStartupWait is an
+	// exception to the zero rule: 0 fails at once.
 	Window         time.Duration `koanf:"window"`
 	MaxStartupWait time.Duration `koanf:"max_startup_wait"`
 }
@@ -258,9 +260,10 @@ type MetricsConfig struct {
 	// Listen is host:port; "" turns it off.
 	Listen string `koanf:"listen"`
 	// The caps are connlimit.Config's fields (metricsKeys), which has no
-	// defaults: DefaultConfig's are the only ones. MaxConns and
-	// MaxConnsPerPeer zero do not validate; PeerIPv6Prefix zero is 64;
-	// MaxUnsentBytes zero is no bound.
+	// defaults: defaultMetrics' are the only ones, and zero means them
+	// (metricsConfig): MaxConns zero is 100, MaxConnsPerPeer zero is 10,
+	// PeerIPv6Prefix zero is 64, MaxUnsentBytes zero is 8 MiB and a
+	// negative one is no bound.
 	MaxConns        int   `koanf:"max_conns"`
 	MaxConnsPerPeer int   `koanf:"max_conns_per_peer"`
 	PeerIPv6Prefix  int   `koanf:"peer_ipv6_prefix"`
@@ -309,11 +312,16 @@ func DefaultConfig() Config {
 		Client: ClientConfig{Servers: []string{}, Timeout: cl.Timeout, Retries: cl.Retries, Prefetch: cl.Prefetch,
 			Fallback: !cl.NoFallback},
 		Segment: defaultSegment(),
-		// The metrics listener's caps are conf's (connlimit has none), but
-		// its peers are the same prefix as everywhere.
-		Metrics: MetricsConfig{MaxConns: 100, MaxConnsPerPeer: 10, PeerIPv6Prefix: connlimit.DefaultPeerPrefixV6, MaxUnsentBytes: 8 << 20},
+		Metrics: defaultMetrics(),
 		Log:     LogConfig{Level: "info", Format: "text"},
 	}
+}
+
+// defaultMetrics is the metrics listener's caps: conf's (connlimit has
+// none), small, as its clients are a few scrapers; its peers are the same
+// prefix as everywhere.
+func defaultMetrics() MetricsConfig {
+	return MetricsConfig{MaxConns: 100, MaxConnsPerPeer: 10, PeerIPv6Prefix: connlimit.DefaultPeerPrefixV6, MaxUnsentBytes: 8 << 20}
 }
 
 // Range returns the machine-ID range of a publish method:

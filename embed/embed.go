@@ -38,7 +38,8 @@ type Config struct {
 	// Registerer, when nil, take this Config's.
 	Machine machineid.Config
 	// MaxBorrow is how far issuing may run ahead of the clock when a
-	// unit's sequence runs out; zero never runs ahead.
+	// unit's sequence runs out; zero never runs ahead, a setting of its
+	// own as in core.Config (DefaultConfig's is 1s).
 	MaxBorrow time.Duration
 	// DataDir holds the file time guard (with a Redis lease the mark lives
 	// in Redis instead); "" runs without one (a restart with the clock set
