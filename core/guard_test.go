@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 func guarded(clk core.Clock, g core.GuardStore) core.Config {
@@ -179,7 +180,7 @@ func TestCloseRacingIssuers(t *testing.T) {
 				}
 			})
 		}
-		time.Sleep(time.Millisecond)
+		waittest.Until(t, "issuing under way", func() bool { mu.Lock(); defer mu.Unlock(); return len(all) > 0 })
 		if err := g.Close(); err != nil {
 			t.Fatal(err)
 		}
