@@ -13,6 +13,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 // centralServer is a real central.Server on 127.0.0.1 that a test can kill
@@ -273,16 +274,17 @@ func TestCentralFallbackAndRecovery(t *testing.T) {
 	srv.start()
 	// The breaker lets a trial through 50ms after it opened; calls issue
 	// from the fallback until then and from the server after.
-	deadline, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	for c.InFallback() {
-		id, err := c.NextID(deadline)
+	waittest.Until(t, "the return to central mode", func() bool {
+		if !c.InFallback() {
+			return true
+		}
+		id, err := c.NextID(ctx)
 		if err != nil {
 			t.Fatalf("no return to central mode: %v", err)
 		}
 		all.add(id)
-		time.Sleep(5 * time.Millisecond)
-	}
+		return false
+	})
 	id, err := c.NextID(ctx)
 	if err != nil || c.Explain(id).Method != core.Central {
 		t.Fatalf("NextID after recovery = %+v, %v", c.Explain(id), err)

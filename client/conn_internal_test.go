@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 // pipeConn is a conn on one end of net.Pipe with its goroutines running,
@@ -64,9 +65,7 @@ func TestWatchdogExpiresOutOfOrder(t *testing.T) {
 		var v uint64
 		long <- cn.invoke(context.Background(), time.Now().Add(time.Hour), wire.ProcNextSeq, wire.NextSeqParams{Tag: "a"}, &v)
 	}()
-	for cn.inFlight() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	waittest.Until(t, "the call in flight", func() bool { return cn.inFlight() > 0 })
 	short := make(chan error, 1)
 	go func() {
 		var v uint64
@@ -140,9 +139,7 @@ func TestWatchdogNotSilent(t *testing.T) {
 		var v uint64
 		done <- cn.invoke(gone, time.Now().Add(time.Hour), wire.ProcNextSeq, wire.NextSeqParams{Tag: "y"}, &v)
 	}()
-	for cn.inFlight() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	waittest.Until(t, "the call in flight", func() bool { return cn.inFlight() > 0 })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("a caller that gave up: %v; want context.Canceled", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
 	"github.com/vesta-go/vesta/internal/testkit/logtest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/rest"
 )
 
@@ -70,11 +71,7 @@ func serve(t testing.TB, s *rest.Server) string {
 // Host policy of its listener.
 func waitServing(t testing.TB, s *rest.Server) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); s.Addr() == nil; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("Serve did not begin within 5s")
-		}
-	}
+	waittest.Until(t, "Serve to begin", func() bool { return s.Addr() != nil })
 }
 
 // response is an answer read completely, whichever way it came.

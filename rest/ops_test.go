@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/rest"
 )
 
@@ -452,14 +453,14 @@ func TestShutdownDrains(t *testing.T) {
 	}
 	shut := make(chan error, 1)
 	go func() { shut <- s.Shutdown(ctx) }()
-	for { // Shutdown closes the listener first
+	waittest.Until(t, "Shutdown to close the listener (its first step)", func() bool {
 		c, err := net.Dial("tcp", ln.Addr().String())
 		if err != nil {
-			break
+			return true
 		}
 		c.Close()
-		time.Sleep(time.Millisecond)
-	}
+		return false
+	})
 	select {
 	case err := <-shut:
 		t.Fatalf("Shutdown returned %v with a request in flight", err)
