@@ -4,11 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -19,7 +15,9 @@ import (
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit"
 	"github.com/vesta-go/vesta/internal/testkit/latencytest"
+	"github.com/vesta-go/vesta/internal/testkit/redistest"
 )
 
 // pipeConn is a minimal pipelining client: callers queue requests, a
@@ -40,6 +38,15 @@ type pipeConn struct {
 type reply struct {
 	ids []uint64
 	err error
+}
+
+// replyChans returns one reply channel for each of n callers.
+func replyChans(n int) []chan reply {
+	chans := make([]chan reply, n)
+	for i := range chans {
+		chans[i] = make(chan reply, 1)
+	}
+	return chans
 }
 
 func newPipeConn(tb testing.TB, addr string) *pipeConn {
@@ -195,10 +202,7 @@ func BenchmarkGenID(b *testing.B) {
 	for _, callers := range benchCallers {
 		b.Run(fmt.Sprintf("inline/callers=%d", callers), func(b *testing.B) {
 			c := newPipeConn(b, benchServer(b))
-			chans := make([]chan reply, callers)
-			for i := range chans {
-				chans[i] = make(chan reply, 1)
-			}
+			chans := replyChans(callers)
 			run(b, callers, func(i int) error {
 				_, err := c.call(wire.ProcGenID, nil, chans[i])
 				return err
@@ -208,10 +212,7 @@ func BenchmarkGenID(b *testing.B) {
 	for _, callers := range benchCallers {
 		b.Run(fmt.Sprintf("takeids/callers=%d", callers), func(b *testing.B) {
 			c := newPipeConn(b, benchServer(b))
-			chans := make([]chan reply, callers)
-			for i := range chans {
-				chans[i] = make(chan reply, 1)
-			}
+			chans := replyChans(callers)
 			params := &wire.TakeIDsParams{Count: 1}
 			run(b, callers, func(i int) error {
 				ids, err := c.call(wire.ProcTakeIDs, params, chans[i])
@@ -248,10 +249,7 @@ func BenchmarkGenIDs1000(b *testing.B) {
 	for _, callers := range []int{1, 4} {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
 			c := newPipeConn(b, benchServer(b))
-			chans := make([]chan reply, callers)
-			for i := range chans {
-				chans[i] = make(chan reply, 1)
-			}
+			chans := replyChans(callers)
 			t0 := time.Now()
 			run(b, callers, func(i int) error {
 				ids, err := c.call(wire.ProcGenIDs, &wire.GenIDsParams{Count: 1000}, chans[i])
@@ -270,11 +268,8 @@ func BenchmarkGenIDs1000(b *testing.B) {
 // BenchmarkRedisINCR is the yardstick of DESIGN.md: INCR through go-redis
 // at the same concurrency, on a redis-server started for the benchmark.
 func BenchmarkRedisINCR(b *testing.B) {
-	path, err := exec.LookPath("redis-server")
-	if err != nil {
-		b.Skip("redis-server is not on PATH")
-	}
-	addr := startRedis(b, path)
+	testkit.SkipShort(b, "redis-server")
+	addr := redistest.Start(b).Addr()
 	for _, callers := range benchCallers {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
 			rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
@@ -283,36 +278,4 @@ func BenchmarkRedisINCR(b *testing.B) {
 			run(b, callers, func(int) error { return rdb.Incr(ctx, "vesta:bench").Err() })
 		})
 	}
-}
-
-// startRedis runs redis-server without persistence on a free port until
-// cleanup.
-func startRedis(b *testing.B, path string) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	dir := b.TempDir()
-	cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	defer rdb.Close()
-	for i := 0; rdb.Ping(context.Background()).Err() != nil; i++ {
-		if i > 500 {
-			b.Fatal("redis-server did not start")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return addr
 }

@@ -33,10 +33,7 @@ func BenchmarkNextSeq(b *testing.B) {
 	for _, callers := range benchCallers {
 		b.Run(fmt.Sprintf("rpc/callers=%d", callers), func(b *testing.B) {
 			c := newPipeConn(b, seqBenchServer(b))
-			chans := make([]chan reply, callers)
-			for i := range chans {
-				chans[i] = make(chan reply, 1)
-			}
+			chans := replyChans(callers)
 			params := &wire.NextSeqParams{Tag: "bench"}
 			run(b, callers, func(i int) error {
 				_, err := c.call(wire.ProcNextSeq, params, chans[i])
