@@ -158,6 +158,20 @@ func (f *fake) handle(nc net.Conn) {
 	}
 }
 
+// count reads the {count} of a GenIDs or TakeIDs request, 1 to maxBatch.
+func (f *fake) count(req wire.Request) (uint64, *api.Error) {
+	var p wire.GenIDsParams
+	if err := wire.DecodeParams(req.Params, &p); err != nil {
+		var we *api.Error
+		errors.As(err, &we)
+		return 0, we
+	}
+	if p.Count < 1 || p.Count > uint64(f.maxBatch) {
+		return 0, api.Errorf(api.InvalidArgument, "count %d; want 1-%d", p.Count, f.maxBatch)
+	}
+	return p.Count, nil
+}
+
 func (f *fake) answer(req wire.Request) (any, *api.Error) {
 	switch req.Procedure {
 	case wire.ProcInfo:
@@ -176,16 +190,11 @@ func (f *fake) answer(req wire.Request) (any, *api.Error) {
 		if e := f.fail.Load(); e != nil {
 			return nil, e
 		}
-		var p wire.TakeIDsParams
-		if err := wire.DecodeParams(req.Params, &p); err != nil {
-			var we *api.Error
-			errors.As(err, &we)
+		count, we := f.count(req)
+		if we != nil {
 			return nil, we
 		}
-		if p.Count < 1 || p.Count > uint64(f.maxBatch) {
-			return nil, api.Errorf(api.InvalidArgument, "count %d; want 1-%d", p.Count, f.maxBatch)
-		}
-		k := int64(p.Count)
+		k := int64(count)
 		for {
 			room := f.room.Load()
 			if room < 0 {
@@ -207,7 +216,7 @@ func (f *fake) answer(req wire.Request) (any, *api.Error) {
 				res.IDs = append(res.IDs, uint64(id))
 			}
 		}
-		if k < int64(p.Count) {
+		if k < int64(count) {
 			f.busy.Add(1)
 			res.RetryAfterMS = f.retryMS.Load()
 		}
@@ -224,16 +233,11 @@ func (f *fake) answer(req wire.Request) (any, *api.Error) {
 			}
 			return uint64(id), nil
 		}
-		var p wire.GenIDsParams
-		if err := wire.DecodeParams(req.Params, &p); err != nil {
-			var we *api.Error
-			errors.As(err, &we)
+		count, we := f.count(req)
+		if we != nil {
 			return nil, we
 		}
-		if p.Count < 1 || p.Count > uint64(f.maxBatch) {
-			return nil, api.Errorf(api.InvalidArgument, "count %d; want 1-%d", p.Count, f.maxBatch)
-		}
-		ids, err := f.gen.NextIDs(context.Background(), core.Central, int(p.Count))
+		ids, err := f.gen.NextIDs(context.Background(), core.Central, int(count))
 		if err != nil {
 			return nil, api.Errorf(api.Unavailable, "%v", err)
 		}
@@ -265,18 +269,10 @@ func testConfig(t testing.TB, addrs ...string) (client.Config, *prometheus.Regis
 	return cfg, reg
 }
 
+// newClient is client.New, closed (without error) when the test ends.
 func newClient(t testing.TB, cfg client.Config) *client.Client {
 	t.Helper()
-	c, err := client.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return c
+	return clockClient(t, cfg, core.NewSystemClock())
 }
 
 // gauge reads a metric of reg: name with the label pairs given.
