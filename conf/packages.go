@@ -1,6 +1,7 @@
 package conf
 
 import (
+	"cmp"
 	"errors"
 	"reflect"
 	"slices"
@@ -322,12 +323,8 @@ func (c Config) restConfig() rest.Config {
 // a connection cap has no off.
 func (c Config) metricsConfig() connlimit.Config {
 	d, m := defaultMetrics(), c.Metrics
-	if m.MaxConns == 0 {
-		m.MaxConns = d.MaxConns
-	}
-	if m.MaxConnsPerPeer == 0 {
-		m.MaxConnsPerPeer = d.MaxConnsPerPeer
-	}
+	m.MaxConns = cmp.Or(m.MaxConns, d.MaxConns)
+	m.MaxConnsPerPeer = cmp.Or(m.MaxConnsPerPeer, d.MaxConnsPerPeer)
 	switch {
 	case m.MaxUnsentBytes == 0:
 		m.MaxUnsentBytes = d.MaxUnsentBytes

@@ -354,9 +354,7 @@ func (c Config) resolve() (Config, error) {
 	if strings.ContainsAny(rc.KeyPrefix, "{}") {
 		return bad("Redis.KeyPrefix", "%q holds { or }; they would break the keys' hash tag", rc.KeyPrefix)
 	}
-	if rc.LeaseTTL == 0 {
-		rc.LeaseTTL = defaultLeaseTTL
-	}
+	rc.LeaseTTL = cmp.Or(rc.LeaseTTL, defaultLeaseTTL)
 	if rc.LeaseTTL < minLeaseTTL {
 		return bad("Redis.LeaseTTL", "%s; want at least %s", rc.LeaseTTL, minLeaseTTL)
 	}
@@ -408,9 +406,7 @@ func (c *Config) resolveEtcd(listed bool) error {
 	if e.KeyPrefix == "" {
 		e.KeyPrefix = defaultKeyPrefix
 	}
-	if e.LeaseTTL == 0 {
-		e.LeaseTTL = defaultEtcdTTL
-	}
+	e.LeaseTTL = cmp.Or(e.LeaseTTL, defaultEtcdTTL)
 	switch {
 	case e.LeaseTTL < minEtcdTTL:
 		return bad("Etcd.LeaseTTL", "%s; want at least %s", e.LeaseTTL, minEtcdTTL)
