@@ -69,13 +69,7 @@ func TestTryAppendIDs(t *testing.T) {
 // TestTryAppendIDsGuardLag: a lagging time guard is a short retry, a
 // failed one an error.
 func TestTryAppendIDsGuardLag(t *testing.T) {
-	clk := core.NewManualClock(t0)
-	store := core.NewMemGuard(time.Time{})
-	cfg := guarded(clk, store)
-	cfg.MaxBorrow = time.Hour
-	g := newGen(t, cfg)
-	release := store.Block()
-	defer release()
+	g, store, release := guardBound(t)
 	ids, d, err := g.TryAppendIDs(core.Central, nil, 4<<20)
 	if err != nil || len(ids) == 0 || len(ids) >= 3<<20 || d <= 0 || d > 100*time.Millisecond {
 		t.Fatalf("got %d IDs, retry %v, %v; want the reservation (under 3 units) and a short retry", len(ids), d, err)

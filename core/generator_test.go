@@ -51,6 +51,19 @@ func checkIncreasing(tb testing.TB, ids []core.ID) {
 	}
 }
 
+// checkStreams checks that each caller's IDs increase and that no ID occurs
+// twice among all of them, which it returns.
+func checkStreams(tb testing.TB, got [][]core.ID) []core.ID {
+	tb.Helper()
+	var all []core.ID
+	for _, ids := range got {
+		checkIncreasing(tb, ids)
+		all = append(all, ids...)
+	}
+	checkUnique(tb, all)
+	return all
+}
+
 // ticker advances a ManualClock in small steps until stopped, so that
 // concurrent callers cross many unit boundaries (random starts, carries).
 func ticker(tb testing.TB, clk *core.ManualClock, step time.Duration) {
@@ -112,15 +125,10 @@ func TestUniqueUnderConcurrency(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			var all []core.ID
-			for _, ids := range got {
-				checkIncreasing(t, ids)
-				all = append(all, ids...)
-			}
+			all := checkStreams(t, got)
 			if len(all) != goroutines*perG {
 				t.Fatalf("got %d IDs", len(all))
 			}
-			checkUnique(t, all)
 			if s := g.Stats(); s.Issued != uint64(len(all)) {
 				t.Fatalf("Stats.Issued = %d; issued %d", s.Issued, len(all))
 			}
@@ -162,12 +170,7 @@ func TestBatchesInterleavedWithSingles(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	var all []core.ID
-	for _, ids := range got {
-		checkIncreasing(t, ids)
-		all = append(all, ids...)
-	}
-	checkUnique(t, all)
+	all := checkStreams(t, got)
 	if s := g.Stats(); s.Issued != uint64(len(all)) {
 		t.Fatalf("Stats.Issued = %d; issued %d", s.Issued, len(all))
 	}

@@ -25,6 +25,20 @@ func guarded(clk core.Clock, g core.GuardStore) core.Config {
 	return cfg
 }
 
+// guardBound is a generator on a manual clock that only its memory guard
+// limits (an hour of borrowing), the guard's saves blocked until the test
+// ends or it calls release.
+func guardBound(t *testing.T) (g *core.Generator, store *core.MemGuard, release func()) {
+	t.Helper()
+	store = core.NewMemGuard(time.Time{})
+	cfg := guarded(core.NewManualClock(t0), store)
+	cfg.MaxBorrow = time.Hour
+	g = newGen(t, cfg)
+	release = store.Block()
+	t.Cleanup(release)
+	return g, store, release
+}
+
 // unitOf is the time field of id.
 func unitOf(g *core.Generator, id core.ID) uint64 { return g.Codec().Explain(id).Time }
 
@@ -102,13 +116,7 @@ func TestGuardFailingStoreStopsAtLastDurableMark(t *testing.T) {
 }
 
 func TestGuardSlowStoreMakesCallersWait(t *testing.T) {
-	clk := core.NewManualClock(t0)
-	store := core.NewMemGuard(time.Time{})
-	cfg := guarded(clk, store)
-	cfg.MaxBorrow = time.Hour
-	g := newGen(t, cfg)
-	release := store.Block()
-	defer release()
+	g, _, release := guardBound(t)
 	// Use up the first reservation (3 units).
 	if _, err := g.NextIDs(context.Background(), core.Embedded, 3<<20-1024); err != nil {
 		t.Fatal(err)
