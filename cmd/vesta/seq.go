@@ -65,13 +65,11 @@ A-Z a-z 0-9 _ . : -.`,
 			case len(desc) > segment.MaxDescriptionLen:
 				return fmt.Errorf("%w: --desc is %d bytes; want at most %d", errUsage, len(desc), segment.MaxDescriptionLen)
 			}
-			store, err := seqStore(*configFile)
+			store, ctx, done, err := seqStore(cmd.Context(), *configFile)
 			if err != nil {
 				return err
 			}
-			defer store.Close()
-			ctx, cancel := context.WithTimeout(cmd.Context(), seqTimeout)
-			defer cancel()
+			defer done()
 			if ms, ok := store.(*mysqlstore.Store); ok {
 				if err := ms.CreateTable(ctx); err != nil {
 					return fmt.Errorf("creating the table: %w", err)
@@ -105,13 +103,11 @@ func newSeqListCmd(configFile *string) *cobra.Command {
 		Short: "List the tags of the store: max_id (the next range starts there), step, description",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			store, err := seqStore(*configFile)
+			store, ctx, done, err := seqStore(cmd.Context(), *configFile)
 			if err != nil {
 				return err
 			}
-			defer store.Close()
-			ctx, cancel := context.WithTimeout(cmd.Context(), seqTimeout)
-			defer cancel()
+			defer done()
 			tags, err := store.Tags(ctx)
 			if err != nil {
 				return err
@@ -155,18 +151,24 @@ func formatUpdated(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// seqStore opens the store of the configuration, which must name one.
-func seqStore(configFile string) (segment.Store, error) {
+// seqStore opens the store of the configuration, which must name one, and
+// a context of ctx bounded by seqTimeout for the command's calls; done
+// closes both.
+func seqStore(ctx context.Context, configFile string) (segment.Store, context.Context, func(), error) {
 	loaded, err := conf.Load(conf.Options{File: configFile})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errUsage, err)
+		return nil, nil, nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if !loaded.Config.Segment.Enabled() {
-		return nil, fmt.Errorf(`%w: segment.store is "" (off): set it to mysql or redis in the config file or VESTA_SEGMENT_STORE`, errUsage)
+		return nil, nil, nil, fmt.Errorf(`%w: segment.store is "" (off): set it to mysql or redis in the config file or VESTA_SEGMENT_STORE`, errUsage)
 	}
 	st, err := assemble.OpenSegmentStore(loaded.Config.Segment)
 	if errors.Is(err, assemble.ErrConfig) {
-		return nil, fmt.Errorf("%w: %w", errUsage, err)
+		return nil, nil, nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
-	return st, err
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, seqTimeout)
+	return st, ctx, func() { cancel(); st.Close() }, nil
 }
