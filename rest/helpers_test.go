@@ -166,15 +166,21 @@ type apiErr struct {
 	} `json:"error"`
 }
 
-// wantJSONError checks an error answer of the JSON API.
-func wantJSONError(t testing.TB, r response, status int, code, mention string) {
+// wantAnswer checks an answer's status and media type.
+func wantAnswer(t testing.TB, r response, status int, mediaType string) {
 	t.Helper()
 	if r.Status != status {
 		t.Fatalf("status %d, want %d; body %s", r.Status, status, r.Body)
 	}
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		t.Fatalf("Content-Type %q, want application/json; body %s", ct, r.Body)
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, mediaType) {
+		t.Fatalf("Content-Type %q, want %s; body %s", ct, mediaType, r.Body)
 	}
+}
+
+// wantJSONError checks an error answer of the JSON API.
+func wantJSONError(t testing.TB, r response, status int, code, mention string) {
+	t.Helper()
+	wantAnswer(t, r, status, "application/json")
 	var e apiErr
 	dec := json.NewDecoder(strings.NewReader(r.Body))
 	dec.DisallowUnknownFields()
@@ -192,12 +198,7 @@ func wantJSONError(t testing.TB, r response, status int, code, mention string) {
 // wantTextError checks an error answer of a Vesta-compatible route.
 func wantTextError(t testing.TB, r response, status int, code, mention string) {
 	t.Helper()
-	if r.Status != status {
-		t.Fatalf("status %d, want %d; body %s", r.Status, status, r.Body)
-	}
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
-		t.Fatalf("Content-Type %q, want text/plain; body %s", ct, r.Body)
-	}
+	wantAnswer(t, r, status, "text/plain")
 	if !strings.HasPrefix(r.Body, code+": ") || !strings.Contains(r.Body, mention) {
 		t.Fatalf("body %q, want %q... mentioning %q", r.Body, code+": ", mention)
 	}
