@@ -1,7 +1,6 @@
 package central_test
 
 import (
-	"context"
 	"errors"
 	"math"
 	"strings"
@@ -15,18 +14,15 @@ import (
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 // advance moves the manual clock a millisecond at a time, each time once
 // the server's Share sleeps on it, n times.
 func advance(t *testing.T, clock *core.ManualClock, n int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	for range n {
-		if err := clock.BlockUntil(ctx, 1); err != nil {
-			t.Fatal("nothing waits on the clock")
-		}
+		waittest.Sleepers(t, clock, 1)
 		clock.Advance(time.Millisecond)
 	}
 }
@@ -185,11 +181,7 @@ func TestCloseDuringWaits(t *testing.T) {
 		var info wire.Info
 		p.result(wire.ProcInfo, nil, &info)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := clock.BlockUntil(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	waittest.Sleepers(t, clock, 1)
 	gen.Close()
 	for _, p := range peers {
 		for range 2 {

@@ -20,6 +20,7 @@ import (
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 // TestShutdown: every call read before Shutdown is answered, even one that
@@ -44,11 +45,7 @@ func TestShutdown(t *testing.T) {
 		nc.Close()
 		t.Fatal("a new connection was accepted during Shutdown")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := clock.BlockUntil(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	waittest.Sleepers(t, clock, 1)
 	clock.Advance(time.Millisecond)
 	if resp := busy.recv(); resp.MsgID != waiting || resp.Error != nil {
 		t.Fatalf("waiting call: %+v", resp)

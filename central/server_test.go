@@ -14,6 +14,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 func u64p(v uint64) *uint64 { return &v }
@@ -185,13 +186,9 @@ func TestPipelined(t *testing.T) {
 			t.Fatalf("got %d (%v); want %d first", resp.MsgID, resp.Error, want)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	// Both issuing calls wait in the server's Share, whose one goroutine
 	// sleeps for them.
-	if err := clock.BlockUntil(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	waittest.Sleepers(t, clock, 1)
 	clock.Advance(time.Millisecond)
 	var one uint64
 	var three []uint64
@@ -235,11 +232,7 @@ func TestWaitingBounded(t *testing.T) {
 	}
 	var info wire.Info
 	p.result(wire.ProcInfo, nil, &info)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := clock.BlockUntil(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	waittest.Sleepers(t, clock, 1)
 	clock.Advance(time.Millisecond)
 	for range 2 {
 		if resp := p.recv(); resp.Error != nil {

@@ -204,10 +204,10 @@ func TestCentralFailoverUnderLoad(t *testing.T) {
 		defer all.mu.Unlock()
 		return len(all.seen)
 	}
-	waitFor(t, "load before the kill", func() bool { return count() >= 20000 || len(errs) > 0 })
+	waittest.Until(t, "load before the kill", func() bool { return count() >= 20000 || len(errs) > 0 })
 	servers[1].kill()
 	goal := count() + 20000
-	waitFor(t, "load after the kill", func() bool { return count() >= goal || len(errs) > 0 })
+	waittest.Until(t, "load after the kill", func() bool { return count() >= goal || len(errs) > 0 })
 	cancel()
 	wg.Wait()
 	close(errs)

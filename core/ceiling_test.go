@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 // TestImpossibleCountsAreErrors: counts that can never be issued fail with
@@ -129,9 +130,7 @@ func TestCloseWakesEveryWaiter(t *testing.T) {
 				}()
 			}
 			if on != "guard" {
-				if err := clk.BlockUntil(context.Background(), callers); err != nil {
-					t.Fatal(err)
-				}
+				waittest.Sleepers(t, clk, callers)
 			} else {
 				time.Sleep(20 * time.Millisecond) // let them park on the guard
 			}
@@ -161,9 +160,7 @@ func TestRekeyWakesWaiters(t *testing.T) {
 		_, err := g.NextID(context.Background(), core.Embedded)
 		errc <- err
 	}()
-	if err := clk.BlockUntil(context.Background(), 1); err != nil {
-		t.Fatal(err)
-	}
+	waittest.Sleepers(t, clk, 1)
 	newStore := core.NewMemGuard(time.Time{})
 	release := newStore.Block()
 	done := make(chan error, 1)

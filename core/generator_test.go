@@ -13,6 +13,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 // t0 is an arbitrary instant well after both epochs, on a whole second.
@@ -287,9 +288,7 @@ func waitsWithoutSpinning(t *testing.T, g *core.Generator, clk *core.ManualClock
 		}
 		got <- id
 	}()
-	if err := clk.BlockUntil(context.Background(), 1); err != nil {
-		t.Fatal(err)
-	}
+	waittest.Sleepers(t, clk, 1)
 	reads := clk.Reads()
 	time.Sleep(20 * time.Millisecond)
 	if r := clk.Reads(); r > reads+2 {
@@ -315,9 +314,7 @@ func TestWaitHonoursCancelledContext(t *testing.T) {
 		_, err := g.NextID(ctx, core.Embedded)
 		errc <- err
 	}()
-	if err := clk.BlockUntil(context.Background(), 1); err != nil {
-		t.Fatal(err)
-	}
+	waittest.Sleepers(t, clk, 1)
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v; want context.Canceled", err)
@@ -350,9 +347,7 @@ func TestVestaDuplicateOnExhaustionIsImpossible(t *testing.T) {
 			res <- id
 		}()
 	}
-	if err := clk.BlockUntil(context.Background(), waiters); err != nil {
-		t.Fatal(err)
-	}
+	waittest.Sleepers(t, clk, waiters)
 	clk.Advance(time.Millisecond)
 	var ids []core.ID
 	for range waiters {

@@ -446,11 +446,9 @@ func TestShutdownDrains(t *testing.T) {
 		b, err := io.ReadAll(res.Body)
 		got <- answer{res.StatusCode, string(b), err}
 	}()
+	waittest.Sleepers(t, clock, 1) // the request sleeps on the clock
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := clock.BlockUntil(ctx, 1); err != nil { // the request sleeps on the clock
-		t.Fatal(err)
-	}
 	shut := make(chan error, 1)
 	go func() { shut <- s.Shutdown(ctx) }()
 	waittest.Until(t, "Shutdown to close the listener (its first step)", func() bool {

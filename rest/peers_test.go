@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/internal/testkit/tlstest"
-	"github.com/vesta-go/vesta/rest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
+	"github.com/vesta-go/vesta/rest"
 )
 
 // TestTLSHandshakeFailuresLoggedOnce: a client that speaks plain HTTP to
