@@ -359,6 +359,17 @@ func tryServe(tb testing.TB, args ...string) (served, *result) {
 	}
 }
 
+// machineOf is the machine ID a served vesta reports on /v1/info.
+func machineOf(t *testing.T, s served) int {
+	t.Helper()
+	code, body := httpGet(t, "http://"+s.rest+"/v1/info")
+	var v struct{ Machine int }
+	if code != 200 || json.Unmarshal([]byte(body), &v) != nil {
+		t.Fatalf("/v1/info %d %s", code, body)
+	}
+	return v.Machine
+}
+
 func httpGet(tb testing.TB, url string) (int, string) {
 	tb.Helper()
 	resp, err := http.Get(url)
@@ -723,28 +734,19 @@ func TestServeRedisLeases(t *testing.T) {
 	t.Setenv("VESTA_MACHINE_REDIS_LEASE_TTL", "1s")
 	t.Setenv("VESTA_MACHINE_REDIS_MAX_CLOCK_SKEW", "50ms")
 	t.Setenv("VESTA_TIME_GUARD_DIR", "")
-	info := func(s served) int {
-		t.Helper()
-		code, body := httpGet(t, "http://"+s.rest+"/v1/info")
-		var v struct{ Machine int }
-		if code != 200 || json.Unmarshal([]byte(body), &v) != nil {
-			t.Fatalf("/v1/info %d %s", code, body)
-		}
-		return v.Machine
-	}
 	args := []string{"--central-listen", "127.0.0.1:0", "--rest-listen", "127.0.0.1:0"}
 	var servers []served
 	seen := map[int]bool{}
 	for range 3 {
 		s := startServe(t, args...)
-		m := info(s)
+		m := machineOf(t, s)
 		if m < 1000 || m > 1003 || seen[m] {
 			t.Fatalf("machine %d (held: %v)", m, seen)
 		}
 		seen[m] = true
 		servers = append(servers, s)
 	}
-	released := info(servers[1])
+	released := machineOf(t, servers[1])
 	if r := servers[1].stop(); r.code != 0 {
 		t.Fatalf("stop: %s", r.stderr)
 	}
@@ -757,7 +759,7 @@ func TestServeRedisLeases(t *testing.T) {
 	// Only 1000-1003: the fourth server gets the free one, the fifth the released one.
 	fourth := startServe(t, args...)
 	fifth := startServe(t, args...)
-	got := map[int]bool{info(fourth): true, info(fifth): true}
+	got := map[int]bool{machineOf(t, fourth): true, machineOf(t, fifth): true}
 	if !got[released] {
 		t.Fatalf("the released machine %d was not taken again: %v", released, got)
 	}
