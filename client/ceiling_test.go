@@ -417,23 +417,11 @@ func TestPrefetchCallersWaitForRefillAtCeiling(t *testing.T) {
 	cfg.Prefetch = 200
 	clk := core.NewManualClock(time.Now())
 	c := clockClient(t, cfg, clk)
-	ctx := context.Background()
 	waittest.Sleepers(t, clk, 1) // the refill waits
 	const callers = 8
 	var wg sync.WaitGroup
 	var all collect
-	for range callers {
-		wg.Go(func() {
-			for range 50 {
-				id, err := c.NextID(ctx)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				all.add(id)
-			}
-		})
-	}
+	all.singles(t, &wg, c, callers, 50)
 	waittest.Until(t, "callers waiting", func() bool { return f.takes.Load() == 1 })
 	f.room.Store(-1)
 	clk.Advance(100 * time.Millisecond)

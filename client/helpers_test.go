@@ -289,6 +289,23 @@ type collect struct {
 	dups int
 }
 
+// singles starts callers goroutines in wg, each adding n IDs of cl's
+// NextID one at a time.
+func (c *collect) singles(t testing.TB, wg *sync.WaitGroup, cl *client.Client, callers, n int) {
+	for range callers {
+		wg.Go(func() {
+			for range n {
+				id, err := cl.NextID(context.Background())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				c.add(id)
+			}
+		})
+	}
+}
+
 func (c *collect) add(ids ...core.ID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -47,18 +47,7 @@ func TestPrefetchRefill(t *testing.T) {
 	// Many callers drain it faster than it refills: nobody waits forever,
 	// no ID is handed out twice.
 	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for range 300 {
-				id, err := c.NextID(ctx)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				all.add(id)
-			}
-		})
-	}
+	all.singles(t, &wg, c, 16, 300)
 	wg.Wait()
 	if all.dups != 0 {
 		t.Fatalf("%d duplicates among %d IDs", all.dups, len(all.seen))
