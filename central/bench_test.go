@@ -40,6 +40,21 @@ type reply struct {
 	err error
 }
 
+// benchClient is a Go client of addr alone (no fallback) with a sequence
+// prefetch of seqPrefetch, closed when b ends.
+func benchClient(b *testing.B, addr string, seqPrefetch int) *client.Client {
+	cfg := client.DefaultConfig(addr)
+	cfg.NoFallback = true
+	cfg.Timeout = 5 * time.Second
+	cfg.SeqPrefetch = seqPrefetch
+	cl, err := client.New(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cl.Close() })
+	return cl
+}
+
 // replyChans returns one reply channel for each of n callers.
 func replyChans(n int) []chan reply {
 	chans := make([]chan reply, n)
@@ -225,14 +240,7 @@ func BenchmarkGenID(b *testing.B) {
 	}
 	for _, callers := range benchCallers {
 		b.Run(fmt.Sprintf("client/callers=%d", callers), func(b *testing.B) {
-			cfg := client.DefaultConfig(benchServer(b))
-			cfg.NoFallback = true
-			cfg.Timeout = 5 * time.Second
-			cl, err := client.New(context.Background(), cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { cl.Close() })
+			cl := benchClient(b, benchServer(b), 0)
 			ctx := context.Background()
 			run(b, callers, func(int) error {
 				_, err := cl.NextID(ctx)

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
-	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/segment"
 )
@@ -44,15 +42,7 @@ func BenchmarkNextSeq(b *testing.B) {
 	for _, prefetch := range []int{0, 10000} {
 		for _, callers := range benchCallers {
 			b.Run(fmt.Sprintf("client-prefetch=%d/callers=%d", prefetch, callers), func(b *testing.B) {
-				cfg := client.DefaultConfig(seqBenchServer(b))
-				cfg.NoFallback = true
-				cfg.Timeout = 5 * time.Second
-				cfg.SeqPrefetch = prefetch
-				cl, err := client.New(context.Background(), cfg)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { cl.Close() })
+				cl := benchClient(b, seqBenchServer(b), prefetch)
 				ctx := context.Background()
 				run(b, callers, func(int) error {
 					_, err := cl.NextSeq(ctx, "bench")
