@@ -359,6 +359,21 @@ func tryServe(tb testing.TB, args ...string) (served, *result) {
 	}
 }
 
+// redisLeases sets the environment of vesta serve to lease server IDs
+// 1000-1003 from a fresh Redis with a lease of ttl, and no time guard
+// directory (the mark lives in Redis). A short lease and skew bound keep
+// the quarantine of each fresh claim (lease TTL + 2*skew) short.
+func redisLeases(t *testing.T, ttl string) *redistest.Server {
+	rs := redistest.Start(t)
+	t.Setenv("VESTA_MACHINE_PROVIDERS", "redis")
+	t.Setenv("VESTA_MACHINE_REDIS_ADDRS", rs.Addr())
+	t.Setenv("VESTA_MACHINE_SERVER_RANGE", "1000-1003")
+	t.Setenv("VESTA_MACHINE_REDIS_LEASE_TTL", ttl)
+	t.Setenv("VESTA_MACHINE_REDIS_MAX_CLOCK_SKEW", "50ms")
+	t.Setenv("VESTA_TIME_GUARD_DIR", "")
+	return rs
+}
+
 // machineOf is the machine ID a served vesta reports on /v1/info.
 func machineOf(t *testing.T, s served) int {
 	t.Helper()
@@ -725,15 +740,7 @@ func TestServeMetricsListener(t *testing.T) {
 // Three servers on one Redis hold three distinct server-range IDs; one that
 // stops releases its lease at once, and the next server takes that ID.
 func TestServeRedisLeases(t *testing.T) {
-	rs := redistest.Start(t)
-	t.Setenv("VESTA_MACHINE_PROVIDERS", "redis")
-	t.Setenv("VESTA_MACHINE_REDIS_ADDRS", rs.Addr())
-	t.Setenv("VESTA_MACHINE_SERVER_RANGE", "1000-1003")
-	// A short lease and skew bound keep the quarantine of each fresh claim
-	// (lease TTL + 2*skew) short.
-	t.Setenv("VESTA_MACHINE_REDIS_LEASE_TTL", "1s")
-	t.Setenv("VESTA_MACHINE_REDIS_MAX_CLOCK_SKEW", "50ms")
-	t.Setenv("VESTA_TIME_GUARD_DIR", "")
+	rs := redisLeases(t, "1s")
 	args := []string{"--central-listen", "127.0.0.1:0", "--rest-listen", "127.0.0.1:0"}
 	var servers []served
 	seen := map[int]bool{}
