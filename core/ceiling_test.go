@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/gentest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
@@ -39,7 +40,7 @@ func TestTryAppendIDs(t *testing.T) {
 	if err != nil || len(ids) != 3*1024 {
 		t.Fatalf("got %d IDs, %v; want 3072", len(ids), err)
 	}
-	checkIncreasing(t, ids)
+	gentest.Increasing(t, ids)
 	if d != 700*time.Microsecond {
 		t.Fatalf("retry after %v; want 700µs (the next unit)", d)
 	}
@@ -55,8 +56,8 @@ func TestTryAppendIDs(t *testing.T) {
 	if err != nil || len(more)-len(ids) != 1024 || d != time.Millisecond {
 		t.Fatalf("after the retry: %d IDs, %v, %v", len(more)-len(ids), d, err)
 	}
-	checkIncreasing(t, more)
-	checkUnique(t, more)
+	gentest.Increasing(t, more)
+	gentest.Unique(t, more)
 	// Results hold what was issued, not what was asked for.
 	if c := cap(more); c > 2*len(more) {
 		t.Fatalf("cap %d for %d IDs", c, len(more))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -32,36 +31,16 @@ func next(tb testing.TB, g *core.Generator) core.ID {
 }
 
 // checkUnique fails on the first ID issued twice.
-func checkUnique(tb testing.TB, ids []core.ID) {
-	tb.Helper()
-	s := slices.Clone(ids)
-	slices.Sort(s)
-	for i := 1; i < len(s); i++ {
-		if s[i] == s[i-1] {
-			tb.Fatalf("duplicate ID %d among %d", s[i], len(s))
-		}
-	}
-}
-
-func checkIncreasing(tb testing.TB, ids []core.ID) {
-	tb.Helper()
-	for i := 1; i < len(ids); i++ {
-		if ids[i] <= ids[i-1] {
-			tb.Fatalf("ID %d at %d is not above %d", ids[i], i, ids[i-1])
-		}
-	}
-}
-
 // checkStreams checks that each caller's IDs increase and that no ID occurs
 // twice among all of them, which it returns.
 func checkStreams(tb testing.TB, got [][]core.ID) []core.ID {
 	tb.Helper()
 	var all []core.ID
 	for _, ids := range got {
-		checkIncreasing(tb, ids)
+		gentest.Increasing(tb, ids)
 		all = append(all, ids...)
 	}
-	checkUnique(tb, all)
+	gentest.Unique(tb, all)
 	return all
 }
 
@@ -198,7 +177,7 @@ func TestBatchSpansUnitsAndWaits(t *testing.T) {
 	if len(ids) != 3000 {
 		t.Fatalf("got %d IDs", len(ids))
 	}
-	checkIncreasing(t, ids)
+	gentest.Increasing(t, ids)
 	units := map[uint64]bool{}
 	for _, id := range ids {
 		units[g.Codec().Explain(id).Time] = true
@@ -242,7 +221,7 @@ func TestNeverBelowLastUnitWhenClockStepsBack(t *testing.T) {
 				// The clock comes back: issuing resumes above everything.
 				clk.Set(t0.Add(10 * time.Millisecond))
 				last := next(t, g)
-				checkIncreasing(t, append(append([]core.ID{before, after}, ids...), last))
+				gentest.Increasing(t, append(append([]core.ID{before, after}, ids...), last))
 			})
 		}
 	}
@@ -359,7 +338,7 @@ func TestVestaDuplicateOnExhaustionIsImpossible(t *testing.T) {
 			t.Fatalf("waiter got %+v", e)
 		}
 	}
-	checkUnique(t, ids)
+	gentest.Unique(t, ids)
 }
 
 func TestRandomSequenceStart(t *testing.T) {

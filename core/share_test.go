@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/gentest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
@@ -134,10 +135,10 @@ func TestShareRoundRobin(t *testing.T) {
 		if o.err != nil {
 			t.Fatalf("%s: %v", name, o.err)
 		}
-		checkIncreasing(t, o.ids)
+		gentest.Increasing(t, o.ids)
 		all = append(all, o.ids...)
 	}
-	checkUnique(t, all)
+	gentest.Unique(t, all)
 	// 12010 IDs at 1024 a tick: 12 ticks; the greedy calls in order.
 	for i, name := range []string{"greedy1", "greedy2", "greedy3"} {
 		a, _ := c.get(name)
@@ -352,7 +353,7 @@ func TestShareConcurrentUnique(t *testing.T) {
 					}
 					ids = []core.ID{id}
 				}
-				checkIncreasing(t, ids)
+				gentest.Increasing(t, ids)
 				mine = append(mine, ids...)
 			}
 			mu.Lock()
@@ -361,7 +362,7 @@ func TestShareConcurrentUnique(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	checkUnique(t, all)
+	gentest.Unique(t, all)
 	if ids, calls := s.Waiting(); ids != 0 || calls != 0 {
 		t.Fatalf("Waiting() = %d, %d at the end", ids, calls)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/gentest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 )
 
@@ -124,7 +125,7 @@ func TestTwoGenProcessesOnDefaults(t *testing.T) {
 		}
 		all = append(all, ids...)
 	}
-	checkNoDuplicate(t, all)
+	gentest.Unique(t, all)
 }
 
 // serveConfig writes a YAML config for one server of a fleet on rs:
@@ -222,6 +223,6 @@ func TestRedisStaticChainFleet(t *testing.T) {
 			}
 		}
 	}
-	checkNoDuplicate(t, all)
+	gentest.Unique(t, all)
 	t.Logf("%d IDs from machines %v: no duplicate", len(all), held)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit"
+	"github.com/vesta-go/vesta/internal/testkit/gentest"
 	"github.com/vesta-go/vesta/internal/testkit/logtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/tlstest"
@@ -588,18 +589,7 @@ func TestGenThroughServers(t *testing.T) {
 			t.Fatalf("with no server: %d is %+v", id, e)
 		}
 	}
-	checkNoDuplicate(t, append(central, fallback...))
-}
-
-func checkNoDuplicate(tb testing.TB, ids []core.ID) {
-	tb.Helper()
-	s := slices.Clone(ids)
-	slices.Sort(s)
-	for i := 1; i < len(s); i++ {
-		if s[i] == s[i-1] {
-			tb.Fatalf("duplicate %d", s[i])
-		}
-	}
+	gentest.Unique(t, append(central, fallback...))
 }
 
 func TestServeTLS(t *testing.T) {
