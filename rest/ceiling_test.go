@@ -145,29 +145,32 @@ func TestCeilingFairBetweenClients(t *testing.T) {
 		go func() { answers <- answer{"greedy", from("192.0.2.1:1000", "/v1/ids?count=3000")} }()
 	}
 	waittest.Sleepers(t, clock, 1)
-	time.Sleep(20 * time.Millisecond) // let all four queue
+	waittest.Until(t, "the four greedy calls queued", func() bool { return rest.WaitingCalls(s) == 4 })
 	go func() { answers <- answer{"light", from("192.0.2.2:2000", "/v1/ids?count=10")} }()
-	time.Sleep(50 * time.Millisecond) // let it queue behind the four
+	waittest.Until(t, "the light call queued behind them", func() bool { return rest.WaitingCalls(s) == 5 })
 	// 12010 IDs at 1024 a tick: the light request is served in the first.
 	var order []string
-	for deadline := time.Now().Add(20 * time.Second); len(order) < 5; {
-		select {
-		case a := <-answers:
-			if a.r.Status != 200 {
-				t.Fatalf("%s: %d %s", a.who, a.r.Status, a.r.Body)
+	waittest.Until(t, "five answers", func() bool {
+		for {
+			select {
+			case a := <-answers:
+				if a.r.Status != 200 {
+					t.Fatalf("%s: %d %s", a.who, a.r.Status, a.r.Body)
+				}
+				order = append(order, a.who)
+				continue
+			default:
 			}
-			order = append(order, a.who)
-			continue
-		default:
+			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 20s: answers %v", order)
+		if len(order) == 5 {
+			return true
 		}
 		if clock.Waiters() > 0 {
 			clock.Advance(time.Millisecond)
 		}
-		time.Sleep(200 * time.Microsecond)
-	}
+		return false
+	})
 	if order[0] != "light" {
 		t.Fatalf("answered in the order %v; want the light client first", order)
 	}
