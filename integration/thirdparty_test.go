@@ -73,7 +73,7 @@ func TestThirdPartyClient(t *testing.T) {
 	}
 	var exp map[string]any
 	ok("Vesta.ExpID", &exp)
-	if exp["machine"] != 1022.0 || exp["seq"] != 5.0 || exp["time"] != 284025600.0 || exp["proc"] != 2.0 ||
+	if exp["machine"] != 1022.0 || exp["seq"] != 5.0 || exp["time"] != 284025600.0 || exp["method"] != 2.0 ||
 		exp["timestamp"] != "2024-01-01T00:00:00Z" || exp["type_name"] != "max-peak" || exp["method_name"] != "rest" {
 		t.Errorf("ExpID: %v", exp)
 	}
@@ -89,7 +89,7 @@ func TestThirdPartyClient(t *testing.T) {
 	}
 	var info map[string]any
 	ok("Vesta.Info", &info)
-	if info["layout"] != "vesta" || info["machine"] != 1000.0 || info["proc"] != 1.0 || info["max_batch"] != 10000.0 {
+	if info["layout"] != "vesta" || info["machine"] != 1000.0 || info["method"] != 1.0 || info["max_batch"] != 10000.0 {
 		t.Errorf("Info: %v", info)
 	}
 	// Pipelined calls are answered in any order: together they hold the
