@@ -12,6 +12,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/segtest"
 	"github.com/vesta-go/vesta/segment"
 )
 
@@ -43,12 +44,7 @@ func seqIssuer(t testing.TB, store segment.Store, tags ...string) *segment.Seque
 	}
 	cfg := segment.DefaultConfig()
 	cfg.RefreshTags = -1
-	is, err := segment.Open(ctx, store, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { is.Close() })
-	return is
+	return segtest.Open(t, store, cfg)
 }
 
 func (p *peer) nextSeq(tag string) (int64, *api.Error) {

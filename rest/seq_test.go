@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/segtest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/rest"
 	"github.com/vesta-go/vesta/segment"
@@ -43,12 +44,7 @@ func seqIssuer(t testing.TB, tags ...string) (*segment.Sequencer, *segment.MemSt
 	cfg.RefreshTags = -1
 	clock := core.NewManualClock(start2024)
 	cfg.Clock = clock // the retry backoff passes when the test says
-	is, err := segment.Open(ctx, store, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { is.Close() })
-	return is, store, clock
+	return segtest.Open(t, store, cfg), store, clock
 }
 
 // drainUntil calls target until it answers status, at most n times, and
