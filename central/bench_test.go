@@ -4,11 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -19,7 +15,9 @@ import (
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit"
 	"github.com/vesta-go/vesta/internal/testkit/latencytest"
+	"github.com/vesta-go/vesta/internal/testkit/redistest"
 )
 
 // pipeConn is a minimal pipelining client: callers queue requests, a
@@ -42,6 +40,30 @@ type reply struct {
 	err error
 }
 
+// benchClient is a Go client of addr alone (no fallback) with a sequence
+// prefetch of seqPrefetch, closed when b ends.
+func benchClient(b *testing.B, addr string, seqPrefetch int) *client.Client {
+	cfg := client.DefaultConfig(addr)
+	cfg.NoFallback = true
+	cfg.Timeout = 5 * time.Second
+	cfg.SeqPrefetch = seqPrefetch
+	cl, err := client.New(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cl.Close() })
+	return cl
+}
+
+// replyChans returns one reply channel for each of n callers.
+func replyChans(n int) []chan reply {
+	chans := make([]chan reply, n)
+	for i := range chans {
+		chans[i] = make(chan reply, 1)
+	}
+	return chans
+}
+
 func newPipeConn(tb testing.TB, addr string) *pipeConn {
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -60,7 +82,7 @@ func newPipeConn(tb testing.TB, addr string) *pipeConn {
 }
 
 // call sends a request and waits for its IDs (one for GenID).
-func (c *pipeConn) call(method string, params any, ch chan reply) ([]uint64, error) {
+func (c *pipeConn) call(proc string, params any, ch chan reply) ([]uint64, error) {
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
@@ -68,7 +90,7 @@ func (c *pipeConn) call(method string, params any, ch chan reply) ([]uint64, err
 	}
 	c.next++
 	c.pending[c.next] = ch
-	c.out, _ = c.enc.AppendRequest(c.out, c.next, method, params)
+	c.out, _ = c.enc.AppendRequest(c.out, c.next, proc, params)
 	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -195,12 +217,9 @@ func BenchmarkGenID(b *testing.B) {
 	for _, callers := range benchCallers {
 		b.Run(fmt.Sprintf("inline/callers=%d", callers), func(b *testing.B) {
 			c := newPipeConn(b, benchServer(b))
-			chans := make([]chan reply, callers)
-			for i := range chans {
-				chans[i] = make(chan reply, 1)
-			}
+			chans := replyChans(callers)
 			run(b, callers, func(i int) error {
-				_, err := c.call(wire.MethodGenID, nil, chans[i])
+				_, err := c.call(wire.ProcGenID, nil, chans[i])
 				return err
 			})
 		})
@@ -208,13 +227,10 @@ func BenchmarkGenID(b *testing.B) {
 	for _, callers := range benchCallers {
 		b.Run(fmt.Sprintf("takeids/callers=%d", callers), func(b *testing.B) {
 			c := newPipeConn(b, benchServer(b))
-			chans := make([]chan reply, callers)
-			for i := range chans {
-				chans[i] = make(chan reply, 1)
-			}
+			chans := replyChans(callers)
 			params := &wire.TakeIDsParams{Count: 1}
 			run(b, callers, func(i int) error {
-				ids, err := c.call(wire.MethodTakeIDs, params, chans[i])
+				ids, err := c.call(wire.ProcTakeIDs, params, chans[i])
 				if err == nil && len(ids) != 1 {
 					err = fmt.Errorf("TakeIDs {1}: %d IDs", len(ids))
 				}
@@ -224,14 +240,7 @@ func BenchmarkGenID(b *testing.B) {
 	}
 	for _, callers := range benchCallers {
 		b.Run(fmt.Sprintf("client/callers=%d", callers), func(b *testing.B) {
-			cfg := client.DefaultConfig(benchServer(b))
-			cfg.NoFallback = true
-			cfg.Timeout = 5 * time.Second
-			cl, err := client.New(context.Background(), cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { cl.Close() })
+			cl := benchClient(b, benchServer(b), 0)
 			ctx := context.Background()
 			run(b, callers, func(int) error {
 				_, err := cl.NextID(ctx)
@@ -248,13 +257,10 @@ func BenchmarkGenIDs1000(b *testing.B) {
 	for _, callers := range []int{1, 4} {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
 			c := newPipeConn(b, benchServer(b))
-			chans := make([]chan reply, callers)
-			for i := range chans {
-				chans[i] = make(chan reply, 1)
-			}
+			chans := replyChans(callers)
 			t0 := time.Now()
 			run(b, callers, func(i int) error {
-				ids, err := c.call(wire.MethodGenIDs, &wire.GenIDsParams{Count: 1000}, chans[i])
+				ids, err := c.call(wire.ProcGenIDs, &wire.GenIDsParams{Count: 1000}, chans[i])
 				if err == nil && len(ids) != 1000 {
 					err = fmt.Errorf("%d IDs", len(ids))
 				}
@@ -270,11 +276,8 @@ func BenchmarkGenIDs1000(b *testing.B) {
 // BenchmarkRedisINCR is the yardstick of DESIGN.md: INCR through go-redis
 // at the same concurrency, on a redis-server started for the benchmark.
 func BenchmarkRedisINCR(b *testing.B) {
-	path, err := exec.LookPath("redis-server")
-	if err != nil {
-		b.Skip("redis-server is not on PATH")
-	}
-	addr := startRedis(b, path)
+	testkit.SkipShort(b, "redis-server")
+	addr := redistest.Start(b).Addr()
 	for _, callers := range benchCallers {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
 			rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
@@ -283,36 +286,4 @@ func BenchmarkRedisINCR(b *testing.B) {
 			run(b, callers, func(int) error { return rdb.Incr(ctx, "vesta:bench").Err() })
 		})
 	}
-}
-
-// startRedis runs redis-server without persistence on a free port until
-// cleanup.
-func startRedis(b *testing.B, path string) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	dir := b.TempDir()
-	cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	defer rdb.Close()
-	for i := 0; rdb.Ping(context.Background()).Err() != nil; i++ {
-		if i > 500 {
-			b.Fatal("redis-server did not start")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return addr
 }

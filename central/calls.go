@@ -34,22 +34,22 @@ type answer struct {
 
 // call serves one request; every path answers it exactly once.
 func (c *conn) call(req wire.Request, t0 time.Time) {
-	m := methodIndex(req.Method)
-	switch req.Method {
-	case wire.MethodGenID:
+	m := procIndex(req.Procedure)
+	switch req.Procedure {
+	case wire.ProcGenID:
 		if err := wire.DecodeParams(req.Params, nil); err != nil {
 			c.respond(true, req.MsgID, m, t0, c.argError(err))
 			return
 		}
 		c.genID(req.MsgID, m, t0)
-	case wire.MethodGenIDs:
+	case wire.ProcGenIDs:
 		var p wire.GenIDsParams
 		if n, ok := c.batchCount(req, m, t0, &p, &p.Count); ok {
 			c.genIDs(req.MsgID, m, t0, n)
 		}
-	case wire.MethodNextSeq, wire.MethodNextSeqs: // see seq.go
+	case wire.ProcNextSeq, wire.ProcNextSeqs: // see seq.go
 		c.nextSeq(req, m, t0)
-	case wire.MethodTakeIDs:
+	case wire.ProcTakeIDs:
 		var p wire.TakeIDsParams
 		if n, ok := c.batchCount(req, m, t0, &p, &p.Count); ok {
 			c.respond(true, req.MsgID, m, t0, c.takeIDs(n))
@@ -75,18 +75,18 @@ func (c *conn) batchCount(req wire.Request, m int, t0 time.Time, p any, count *u
 	return int(*count), true
 }
 
-// compute serves the methods that never wait.
+// compute serves the procedures that never wait.
 func (c *conn) compute(req wire.Request) answer {
 	gen := c.s.gen
-	switch req.Method {
-	case wire.MethodExpID:
+	switch req.Procedure {
+	case wire.ProcExpID:
 		var p wire.ExpIDParams
 		if err := wire.DecodeParams(req.Params, &p); err != nil {
 			return c.argError(err)
 		}
 		return answer{value: wire.ExplanationOf(gen.Codec().Explain(core.ID(p.ID)))}
 
-	case wire.MethodMakeID:
+	case wire.ProcMakeID:
 		var p wire.MakeIDParams
 		if err := wire.DecodeParams(req.Params, &p); err != nil {
 			return c.argError(err)
@@ -97,7 +97,7 @@ func (c *conn) compute(req wire.Request) answer {
 		}
 		return answer{id: uint64(id)}
 
-	case wire.MethodTransTime:
+	case wire.ProcTransTime:
 		var p wire.TransTimeParams
 		if err := wire.DecodeParams(req.Params, &p); err != nil {
 			return c.argError(err)
@@ -115,13 +115,13 @@ func (c *conn) compute(req wire.Request) answer {
 		}
 		return answer{value: wire.TransTimeResultOf(t, instant)}
 
-	case wire.MethodInfo:
+	case wire.ProcInfo:
 		if err := wire.DecodeParams(req.Params, nil); err != nil {
 			return c.argError(err)
 		}
 		return answer{value: c.s.info()}
 	}
-	return answer{err: api.Errorf(api.InvalidArgument, "unknown method %q", req.Method)}
+	return answer{err: api.Errorf(api.InvalidArgument, "unknown method %q", req.Procedure)}
 }
 
 // genID serves Vesta.GenID: inline when the generator need not wait, else
@@ -172,7 +172,7 @@ func (c *conn) share(msgid uint32, m int, t0 time.Time, n int) {
 	queuedAt := time.Now()
 	done := func(ids []core.ID, err error) {
 		c.s.ceil.Waited(time.Since(queuedAt))
-		c.finish(waited{msgid: msgid, method: m, t0: t0, n: n, a: c.result(n, ids, err)})
+		c.finish(waited{msgid: msgid, proc: m, t0: t0, n: n, a: c.result(n, ids, err)})
 	}
 	ids, queued, err := c.s.share.Append(c.ctx, c.key, core.Central, nil, n, done)
 	if queued {
@@ -235,11 +235,11 @@ type takeResult struct {
 
 // waited is the answer of a call that waited, on its way to the peer.
 type waited struct {
-	msgid  uint32
-	method int
-	t0     time.Time
-	n      int // IDs it was owed, released once written
-	a      answer
+	msgid uint32
+	proc  int
+	t0    time.Time
+	n     int // IDs it was owed, released once written
+	a     answer
 }
 
 // finish queues the answer of a call that waited and makes sure a
@@ -275,7 +275,7 @@ func (c *conn) writePending() {
 		c.pmu.Unlock()
 		owed := 0
 		for i, w := range batch {
-			c.respond(true, w.msgid, w.method, w.t0, w.a) // batched: one write below
+			c.respond(true, w.msgid, w.proc, w.t0, w.a) // batched: one write below
 			owed += w.n
 			batch[i] = waited{}
 		}

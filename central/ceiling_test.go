@@ -1,7 +1,6 @@
 package central_test
 
 import (
-	"context"
 	"errors"
 	"math"
 	"strings"
@@ -15,18 +14,15 @@ import (
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 // advance moves the manual clock a millisecond at a time, each time once
 // the server's Share sleeps on it, n times.
 func advance(t *testing.T, clock *core.ManualClock, n int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	for range n {
-		if err := clock.BlockUntil(ctx, 1); err != nil {
-			t.Fatal("nothing waits on the clock")
-		}
+		waittest.Sleepers(t, clock, 1)
 		clock.Advance(time.Millisecond)
 	}
 }
@@ -45,7 +41,7 @@ func TestTakeIDs(t *testing.T) {
 			_, addr := serve(t, gen, central.Config{})
 			p := dial(t, addr)
 			var r wire.TakeIDsResult
-			p.result(wire.MethodTakeIDs, &wire.TakeIDsParams{Count: 5000}, &r)
+			p.result(wire.ProcTakeIDs, &wire.TakeIDsParams{Count: 5000}, &r)
 			if len(r.IDs) == 0 || len(r.IDs) > tc.ceiling || r.RetryAfterMS != 1 {
 				t.Fatalf("first take: %d IDs, retry after %d ms; want the unit's and 1", len(r.IDs), r.RetryAfterMS)
 			}
@@ -55,17 +51,17 @@ func TestTakeIDs(t *testing.T) {
 				}
 			}
 			last := r.IDs[len(r.IDs)-1]
-			p.result(wire.MethodTakeIDs, &wire.TakeIDsParams{Count: 5}, &r)
+			p.result(wire.ProcTakeIDs, &wire.TakeIDsParams{Count: 5}, &r)
 			if len(r.IDs) != 0 || r.RetryAfterMS != 1 {
 				t.Fatalf("spent unit: %d IDs, retry after %d ms", len(r.IDs), r.RetryAfterMS)
 			}
 			clock.Advance(time.Duration(r.RetryAfterMS) * time.Millisecond)
-			p.result(wire.MethodTakeIDs, &wire.TakeIDsParams{Count: 1}, &r)
+			p.result(wire.ProcTakeIDs, &wire.TakeIDsParams{Count: 1}, &r)
 			if len(r.IDs) != 1 || r.RetryAfterMS != 0 || r.IDs[0] <= last {
 				t.Fatalf("after the retry: %v, retry after %d", r.IDs, r.RetryAfterMS)
 			}
 			var info wire.Info
-			p.result(wire.MethodInfo, nil, &info)
+			p.result(wire.ProcInfo, nil, &info)
 			if info.TakeIDs != 1 {
 				t.Fatalf("Info.TakeIDs = %d", info.TakeIDs)
 			}
@@ -74,15 +70,15 @@ func TestTakeIDs(t *testing.T) {
 }
 
 // TestHugeCounts: counts out of range are invalid_argument, never a panic
-// or an allocation, for every issuing method.
+// or an allocation, for every issuing procedure.
 func TestHugeCounts(t *testing.T) {
 	gen, _ := manualGen(t)
 	_, addr := serve(t, gen, central.Config{})
 	p := dial(t, addr)
-	for _, m := range []string{wire.MethodGenIDs, wire.MethodTakeIDs} {
+	for _, m := range []string{wire.ProcGenIDs, wire.ProcTakeIDs} {
 		for _, n := range []uint64{0, central.DefaultMaxBatch + 1, 1 << 24, 1 << 62, math.MaxUint64} {
 			var params any = &wire.GenIDsParams{Count: n}
-			if m == wire.MethodTakeIDs {
+			if m == wire.ProcTakeIDs {
 				params = &wire.TakeIDsParams{Count: n}
 			}
 			resp := p.call(m, params)
@@ -102,12 +98,12 @@ func TestSingleIDsNotStarved(t *testing.T) {
 	greedy, light := dial(t, addr), dial(t, addr)
 	exhaust(t, gen)
 	for range 4 {
-		greedy.send(wire.MethodGenIDs, &wire.GenIDsParams{Count: 10000})
+		greedy.send(wire.ProcGenIDs, &wire.GenIDsParams{Count: 10000})
 	}
 	var info wire.Info
-	greedy.result(wire.MethodInfo, nil, &info) // the four are queued
-	id := light.send(wire.MethodGenID, nil)
-	light.result(wire.MethodInfo, nil, &info) // so is the GenID
+	greedy.result(wire.ProcInfo, nil, &info) // the four are queued
+	id := light.send(wire.ProcGenID, nil)
+	light.result(wire.ProcInfo, nil, &info) // so is the GenID
 	advance(t, clock, 1)
 	resp := light.recv()
 	if resp.MsgID != id || resp.Error != nil {
@@ -135,18 +131,18 @@ func TestWaitingBudget(t *testing.T) {
 	a, b, c := dial(t, addr), dial(t, addr), dial(t, addr)
 	exhaust(t, gen)
 	for range 4 {
-		a.send(wire.MethodGenIDs, &wire.GenIDsParams{Count: 1000})
+		a.send(wire.ProcGenIDs, &wire.GenIDsParams{Count: 1000})
 	}
-	resp := a.call(wire.MethodGenIDs, &wire.GenIDsParams{Count: 1000}) // a's fifth: 5000 > 4 x 1000
+	resp := a.call(wire.ProcGenIDs, &wire.GenIDsParams{Count: 1000}) // a's fifth: 5000 > 4 x 1000
 	if !errors.Is(resp.Error, &api.Error{Code: api.Unavailable}) || !strings.Contains(resp.Error.Message, "this connection") {
 		t.Fatalf("a's fifth call: %+v", resp.Error)
 	}
 	for range 2 {
-		b.send(wire.MethodGenIDs, &wire.GenIDsParams{Count: 1000})
+		b.send(wire.ProcGenIDs, &wire.GenIDsParams{Count: 1000})
 	}
 	var info wire.Info
-	b.result(wire.MethodInfo, nil, &info)
-	resp = c.call(wire.MethodGenIDs, &wire.GenIDsParams{Count: 10}) // 6010 > 6000
+	b.result(wire.ProcInfo, nil, &info)
+	resp = c.call(wire.ProcGenIDs, &wire.GenIDsParams{Count: 10}) // 6010 > 6000
 	if !errors.Is(resp.Error, &api.Error{Code: api.Unavailable}) || !strings.Contains(resp.Error.Message, "owed") {
 		t.Fatalf("past the budget: %+v", resp.Error)
 	}
@@ -180,16 +176,12 @@ func TestCloseDuringWaits(t *testing.T) {
 	peers := []*peer{dial(t, addr), dial(t, addr), dial(t, addr)}
 	exhaust(t, gen)
 	for _, p := range peers {
-		p.send(wire.MethodGenID, nil)
-		p.send(wire.MethodGenIDs, &wire.GenIDsParams{Count: 5000})
+		p.send(wire.ProcGenID, nil)
+		p.send(wire.ProcGenIDs, &wire.GenIDsParams{Count: 5000})
 		var info wire.Info
-		p.result(wire.MethodInfo, nil, &info)
+		p.result(wire.ProcInfo, nil, &info)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := clock.BlockUntil(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	waittest.Sleepers(t, clock, 1)
 	gen.Close()
 	for _, p := range peers {
 		for range 2 {

@@ -1,6 +1,7 @@
 package central
 
 import (
+	"cmp"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -190,31 +191,19 @@ func (c Config) Validate() error {
 // withDefaults returns c with every zero field set to its default.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	pick := func(v, def int) int {
-		if v == 0 {
-			return def
-		}
-		return v
-	}
-	pickD := func(v, def time.Duration) time.Duration {
-		if v == 0 {
-			return def
-		}
-		return v
-	}
-	c.MaxBatch = pick(c.MaxBatch, d.MaxBatch)
-	c.MaxRequestBytes = pick(c.MaxRequestBytes, d.MaxRequestBytes)
-	c.MaxConns = pick(c.MaxConns, d.MaxConns)
-	c.MaxInFlight = pick(c.MaxInFlight, d.MaxInFlight)
-	c.MaxConnsPerPeer = pick(c.MaxConnsPerPeer, d.MaxConnsPerPeer)
-	c.PeerPrefixV6 = pick(c.PeerPrefixV6, d.PeerPrefixV6)
-	c.MaxUnsentBytes = pick(c.MaxUnsentBytes, d.MaxUnsentBytes)
-	c.FirstFrameTimeout = pickD(c.FirstFrameTimeout, d.FirstFrameTimeout)
-	c.MaxWaitingIDs = pick(c.MaxWaitingIDs, d.MaxWaitingIDs)
-	c.MaxWaitingCalls = pick(c.MaxWaitingCalls, d.MaxWaitingCalls)
-	c.IdleTimeout = pickD(c.IdleTimeout, d.IdleTimeout)
-	c.ReadTimeout = pickD(c.ReadTimeout, d.ReadTimeout)
-	c.WriteTimeout = pickD(c.WriteTimeout, d.WriteTimeout)
+	c.MaxBatch = cmp.Or(c.MaxBatch, d.MaxBatch)
+	c.MaxRequestBytes = cmp.Or(c.MaxRequestBytes, d.MaxRequestBytes)
+	c.MaxConns = cmp.Or(c.MaxConns, d.MaxConns)
+	c.MaxInFlight = cmp.Or(c.MaxInFlight, d.MaxInFlight)
+	c.MaxConnsPerPeer = cmp.Or(c.MaxConnsPerPeer, d.MaxConnsPerPeer)
+	c.PeerPrefixV6 = cmp.Or(c.PeerPrefixV6, d.PeerPrefixV6)
+	c.MaxUnsentBytes = cmp.Or(c.MaxUnsentBytes, d.MaxUnsentBytes)
+	c.FirstFrameTimeout = cmp.Or(c.FirstFrameTimeout, d.FirstFrameTimeout)
+	c.MaxWaitingIDs = cmp.Or(c.MaxWaitingIDs, d.MaxWaitingIDs)
+	c.MaxWaitingCalls = cmp.Or(c.MaxWaitingCalls, d.MaxWaitingCalls)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, d.IdleTimeout)
+	c.ReadTimeout = cmp.Or(c.ReadTimeout, d.ReadTimeout)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, d.WriteTimeout)
 	if c.TLS != nil {
 		c.TLS = c.TLS.Clone()
 	}

@@ -249,7 +249,7 @@ func (c *conn) handle(frame []byte) error {
 	if err != nil {
 		var we *api.Error
 		if errors.As(err, &we) {
-			c.respond(true, req.MsgID, methodIndex(req.Method), t0, answer{err: we})
+			c.respond(true, req.MsgID, procIndex(req.Procedure), t0, answer{err: we})
 			return nil
 		}
 		return err
@@ -264,12 +264,12 @@ func (c *conn) handle(frame []byte) error {
 // respond queues the answer to a call. The read loop's answers wait for
 // its next write; others are written at once unless the read loop is about
 // to write.
-func (c *conn) respond(fromLoop bool, msgid uint32, method int, t0 time.Time, a answer) {
+func (c *conn) respond(fromLoop bool, msgid uint32, proc int, t0 time.Time, a answer) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if c.s.met != nil {
-		c.s.met.requests[method][codeIndex(a.err)].Inc()
-		c.s.met.duration[method].Observe(time.Since(t0).Seconds())
+		c.s.met.requests[proc][codeIndex(a.err)].Inc()
+		c.s.met.duration[proc].Observe(time.Since(t0).Seconds())
 	}
 	if c.werr != nil {
 		return

@@ -5,7 +5,7 @@
 // carry method 1 (central) and the server's machine ID, from the server
 // range.
 //
-// The frames, methods, parameter and result shapes and error codes live in
+// The frames, procedures, parameter and result shapes and error codes live in
 // package wire, which the client shares; the Server type's comment sums up
 // the wire format.
 //

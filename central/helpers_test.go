@@ -109,10 +109,10 @@ func newPeer(t testing.TB, nc net.Conn) *peer {
 }
 
 // send writes a request and returns its msgid.
-func (p *peer) send(method string, params any) uint32 {
+func (p *peer) send(proc string, params any) uint32 {
 	p.t.Helper()
 	p.id++
-	b, err := p.enc.AppendRequest(nil, p.id, method, params)
+	b, err := p.enc.AppendRequest(nil, p.id, proc, params)
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -147,9 +147,9 @@ func (p *peer) tryRecv() (wire.Response, error) {
 }
 
 // call sends a request and returns its answer, which must come next.
-func (p *peer) call(method string, params any) wire.Response {
+func (p *peer) call(proc string, params any) wire.Response {
 	p.t.Helper()
-	id := p.send(method, params)
+	id := p.send(proc, params)
 	resp := p.recv()
 	if resp.MsgID != id {
 		p.t.Fatalf("answer to %d; want %d", resp.MsgID, id)
@@ -158,11 +158,11 @@ func (p *peer) call(method string, params any) wire.Response {
 }
 
 // result calls and decodes a successful result into v.
-func (p *peer) result(method string, params, v any) {
+func (p *peer) result(proc string, params, v any) {
 	p.t.Helper()
-	resp := p.call(method, params)
+	resp := p.call(proc, params)
 	if resp.Error != nil {
-		p.t.Fatalf("%s: %v", method, resp.Error)
+		p.t.Fatalf("%s: %v", proc, resp.Error)
 	}
 	if err := wire.DecodeResult(resp.Result, v); err != nil {
 		p.t.Fatal(err)
@@ -173,7 +173,7 @@ func (p *peer) result(method string, params, v any) {
 func (p *peer) genID() core.ID {
 	p.t.Helper()
 	var id uint64
-	p.result(wire.MethodGenID, nil, &id)
+	p.result(wire.ProcGenID, nil, &id)
 	return core.ID(id)
 }
 

@@ -33,9 +33,9 @@ func frame(parts ...any) []byte {
 	return b
 }
 
-// request is [0, 9, method, params] with params written by hand.
-func request(method string, params ...any) []byte {
-	return frame(0x94, 0x00, 0x09, method, frame(params...))
+// request is [0, 9, proc, params] with params written by hand.
+func request(proc string, params ...any) []byte {
+	return frame(0x94, 0x00, 0x09, proc, frame(params...))
 }
 
 // TestBadRequests: each bad frame gets a coded error or a closed
@@ -70,7 +70,7 @@ func TestBadRequests(t *testing.T) {
 		{"params positional", request("Vesta.GenIDs", 0x91, 0x05), api.InvalidArgument, "params[0] must be a map"},
 		{"unknown method", request("Vesta.Foo", 0x90), api.InvalidArgument, `unknown method "Vesta.Foo"`},
 		{"long unknown method", frame(0x94, 0x00, 0x09, 0xda, 0x03, 0x00, []byte(strings.Repeat("x", 768)), 0x90), api.InvalidArgument,
-			`unknown method "` + strings.Repeat("x", wire.MaxMethodLen) + `"`},
+			`unknown method "` + strings.Repeat("x", wire.MaxProcedureLen) + `"`},
 		{"method int", frame(0x94, 0x00, 0x09, 0x05, 0x90), api.InvalidArgument, "method must be a string"},
 		{"three elements", frame(0x93, 0x00, 0x09, "Vesta.GenID"), api.InvalidArgument, "a request has 4 elements, not 3"},
 		{"five elements", frame(0x95, 0x00, 0x09, "Vesta.GenID", 0x90, 0x90), api.InvalidArgument, "not 5"},
@@ -185,7 +185,7 @@ func TestIdle(t *testing.T) {
 
 	waiting := dial(t, addr)
 	exhaust(t, gen)
-	id := waiting.send(wire.MethodGenID, nil)
+	id := waiting.send(wire.ProcGenID, nil)
 	time.Sleep(200 * time.Millisecond) // four idle timeouts
 	clock.Advance(time.Millisecond)
 	if resp := waiting.recv(); resp.MsgID != id || resp.Error != nil {
@@ -204,7 +204,7 @@ func TestSlowReader(t *testing.T) {
 	e := wire.NewEncoder()
 	var batch []byte
 	for range 1000 {
-		batch, _ = e.AppendRequest(batch, 1, wire.MethodExpID, &wire.ExpIDParams{ID: 1 << 63})
+		batch, _ = e.AppendRequest(batch, 1, wire.ProcExpID, &wire.ExpIDParams{ID: 1 << 63})
 	}
 	wrote := make(chan struct{})
 	go func() { // until the server stops reading, then closes

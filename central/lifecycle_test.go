@@ -20,6 +20,7 @@ import (
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 // TestShutdown: every call read before Shutdown is answered, even one that
@@ -32,9 +33,9 @@ func TestShutdown(t *testing.T) {
 	idle := dial(t, addr)
 	idle.genID()
 	exhaust(t, gen)
-	waiting := busy.send(wire.MethodGenID, nil)
+	waiting := busy.send(wire.ProcGenID, nil)
 	var info wire.Info
-	busy.result(wire.MethodInfo, nil, &info) // so the GenID was read before
+	busy.result(wire.ProcInfo, nil, &info) // so the GenID was read before
 
 	shut := make(chan error, 1)
 	go func() { shut <- srv.Shutdown(context.Background()) }()
@@ -44,11 +45,7 @@ func TestShutdown(t *testing.T) {
 		nc.Close()
 		t.Fatal("a new connection was accepted during Shutdown")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := clock.BlockUntil(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	waittest.Sleepers(t, clock, 1)
 	clock.Advance(time.Millisecond)
 	if resp := busy.recv(); resp.MsgID != waiting || resp.Error != nil {
 		t.Fatalf("waiting call: %+v", resp)
@@ -74,7 +71,7 @@ func TestShutdownPipelining(t *testing.T) {
 	e := wire.NewEncoder()
 	var burst []byte
 	for i := range 10 {
-		burst, _ = e.AppendRequest(burst, uint32(i), wire.MethodGenID, nil)
+		burst, _ = e.AppendRequest(burst, uint32(i), wire.ProcGenID, nil)
 	}
 	wrote := make(chan struct{})
 	go func() {
@@ -117,9 +114,9 @@ func TestShutdownDeadline(t *testing.T) {
 	srv, addr := serve(t, gen, central.Config{})
 	p := dial(t, addr)
 	exhaust(t, gen)
-	p.send(wire.MethodGenID, nil)
+	p.send(wire.ProcGenID, nil)
 	var info wire.Info
-	p.result(wire.MethodInfo, nil, &info)
+	p.result(wire.ProcInfo, nil, &info)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := srv.Shutdown(ctx); !errors.Is(err, context.Canceled) {
@@ -144,7 +141,7 @@ func dialTLS(t *testing.T, addr net.Addr, cfg *tls.Config) error {
 	}
 	defer nc.Close()
 	p := newPeer(t, nc)
-	p.send(wire.MethodGenID, nil)
+	p.send(wire.ProcGenID, nil)
 	resp, err := p.tryRecv()
 	if err == nil && resp.Error != nil {
 		err = resp.Error
@@ -164,7 +161,7 @@ func TestTLS(t *testing.T) {
 		t.Fatal("TLS: a client trusted a certificate of another CA")
 	}
 	plain := dial(t, addr) // msgpack where a TLS handshake belongs
-	plain.send(wire.MethodGenID, nil)
+	plain.send(wire.ProcGenID, nil)
 	plain.closed()
 
 	mtls := &tls.Config{
@@ -198,7 +195,7 @@ func TestTLSHandshakeFailuresLoggedOnce(t *testing.T) {
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for range 20 {
 		plain := dial(t, addr)
-		plain.send(wire.MethodGenID, nil)
+		plain.send(wire.ProcGenID, nil)
 		plain.closed()
 	}
 	if n := strings.Count(logs.String(), "TLS handshake failed"); n != 1 || !strings.Contains(logs.String(), "level=WARN") {
@@ -222,8 +219,8 @@ func TestMetrics(t *testing.T) {
 		p.genID()
 	}
 	var ids []uint64
-	p.result(wire.MethodGenIDs, &wire.GenIDsParams{Count: 10}, &ids)
-	p.call(wire.MethodGenIDs, &wire.GenIDsParams{Count: 0})
+	p.result(wire.ProcGenIDs, &wire.GenIDsParams{Count: 10}, &ids)
+	p.call(wire.ProcGenIDs, &wire.GenIDsParams{Count: 0})
 	for _, m := range []string{"Vesta.Foo", "Vesta.Bar", "x"} {
 		p.call(m, nil)
 	}
@@ -255,7 +252,7 @@ func TestMetrics(t *testing.T) {
 }
 
 func methodOK(m string) bool {
-	for _, k := range wire.Methods() {
+	for _, k := range wire.Procedures() {
 		if k == m {
 			return true
 		}

@@ -42,7 +42,7 @@ func busy(t testing.TB, addr net.Addr) *peer {
 func makeBusy(p *peer) *peer {
 	p.t.Helper()
 	p.id++
-	b, err := p.enc.AppendRequest(nil, p.id, wire.MethodGenID, nil)
+	b, err := p.enc.AppendRequest(nil, p.id, wire.ProcGenID, nil)
 	if err != nil {
 		p.t.Fatal(err)
 	}

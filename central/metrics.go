@@ -13,22 +13,22 @@ import (
 	"github.com/vesta-go/vesta/internal/issuedmetric"
 )
 
-// Label values. Procedures outside wire.Methods() count as "unknown", so
-// a caller cannot create label values; codes are "ok" or a api.Code.
+// Label values. Procedures outside wire.Procedures() count as "unknown", so a
+// caller cannot create label values; codes are "ok" or a api.Code.
 const (
 	labelUnknown = "unknown"
 	labelOK      = "ok"
 )
 
-// methodIndex maps a method name to its metrics slot; unknown names get
+// procIndex maps a procedure name to its metrics slot; unknown names get
 // the last one.
-func methodIndex(m string) int {
-	for i, k := range wire.Methods() {
+func procIndex(m string) int {
+	for i, k := range wire.Procedures() {
 		if m == k {
 			return i
 		}
 	}
-	return len(wire.Methods())
+	return len(wire.Procedures())
 }
 
 func codeIndex(e *api.Error) int {
@@ -97,7 +97,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 
 	m := &metrics{conns: conns, issued: issued.Of(core.Central)}
-	for _, name := range append(wire.Methods(), labelUnknown) {
+	for _, name := range append(wire.Procedures(), labelUnknown) {
 		row := []prometheus.Counter{requests.WithLabelValues(name, labelOK)}
 		for _, c := range api.Codes() {
 			row = append(row, requests.WithLabelValues(name, string(c)))

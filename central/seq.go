@@ -24,7 +24,7 @@ type Sequences interface {
 // server) moves to a goroutine of its own, bounded by MaxInFlight.
 func (c *conn) nextSeq(req wire.Request, m int, t0 time.Time) {
 	var p wire.NextSeqsParams
-	one := req.Method == wire.MethodNextSeq
+	one := req.Procedure == wire.ProcNextSeq
 	if one {
 		var p1 wire.NextSeqParams
 		if err := wire.DecodeParams(req.Params, &p1); err != nil {

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
-	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/segment"
 )
@@ -33,13 +31,10 @@ func BenchmarkNextSeq(b *testing.B) {
 	for _, callers := range benchCallers {
 		b.Run(fmt.Sprintf("rpc/callers=%d", callers), func(b *testing.B) {
 			c := newPipeConn(b, seqBenchServer(b))
-			chans := make([]chan reply, callers)
-			for i := range chans {
-				chans[i] = make(chan reply, 1)
-			}
+			chans := replyChans(callers)
 			params := &wire.NextSeqParams{Tag: "bench"}
 			run(b, callers, func(i int) error {
-				_, err := c.call(wire.MethodNextSeq, params, chans[i])
+				_, err := c.call(wire.ProcNextSeq, params, chans[i])
 				return err
 			})
 		})
@@ -47,15 +42,7 @@ func BenchmarkNextSeq(b *testing.B) {
 	for _, prefetch := range []int{0, 10000} {
 		for _, callers := range benchCallers {
 			b.Run(fmt.Sprintf("client-prefetch=%d/callers=%d", prefetch, callers), func(b *testing.B) {
-				cfg := client.DefaultConfig(seqBenchServer(b))
-				cfg.NoFallback = true
-				cfg.Timeout = 5 * time.Second
-				cfg.SeqPrefetch = prefetch
-				cl, err := client.New(context.Background(), cfg)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { cl.Close() })
+				cl := benchClient(b, seqBenchServer(b), prefetch)
 				ctx := context.Background()
 				run(b, callers, func(int) error {
 					_, err := cl.NextSeq(ctx, "bench")

@@ -12,6 +12,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/segtest"
 	"github.com/vesta-go/vesta/segment"
 )
 
@@ -43,17 +44,12 @@ func seqIssuer(t testing.TB, store segment.Store, tags ...string) *segment.Seque
 	}
 	cfg := segment.DefaultConfig()
 	cfg.RefreshTags = -1
-	is, err := segment.Open(ctx, store, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { is.Close() })
-	return is
+	return segtest.Open(t, store, cfg)
 }
 
 func (p *peer) nextSeq(tag string) (int64, *api.Error) {
 	p.t.Helper()
-	resp := p.call(wire.MethodNextSeq, wire.NextSeqParams{Tag: tag})
+	resp := p.call(wire.ProcNextSeq, wire.NextSeqParams{Tag: tag})
 	if resp.Error != nil {
 		return 0, resp.Error
 	}
@@ -75,7 +71,7 @@ func TestNextSeq(t *testing.T) {
 	prev := int64(1)
 	for range 10 {
 		var vs []int64
-		p.result(wire.MethodNextSeqs, wire.NextSeqsParams{Tag: "orders", Count: 37}, &vs)
+		p.result(wire.ProcNextSeqs, wire.NextSeqsParams{Tag: "orders", Count: 37}, &vs)
 		if len(vs) != 37 {
 			t.Fatalf("%d numbers; want 37", len(vs))
 		}
@@ -88,22 +84,22 @@ func TestNextSeq(t *testing.T) {
 	}
 
 	for _, tc := range []struct {
-		method  string
+		proc    string
 		params  any
 		code    api.Code
 		mention string
 	}{
-		{wire.MethodNextSeq, wire.NextSeqParams{Tag: "nope"}, api.NotFound, `unknown tag "nope" (create it with: vesta seq create)`},
-		{wire.MethodNextSeq, wire.NextSeqParams{Tag: "bad tag"}, api.InvalidArgument, "invalid tag"},
-		{wire.MethodNextSeq, map[string]any{"tag": strings.Repeat("t", 129)}, api.InvalidArgument, "tag: 129 bytes"},
-		{wire.MethodNextSeq, nil, api.InvalidArgument, "missing field tag"},
-		{wire.MethodNextSeqs, wire.NextSeqsParams{Tag: "orders", Count: 0}, api.InvalidArgument, "count 0; want 1-500"},
-		{wire.MethodNextSeqs, wire.NextSeqsParams{Tag: "orders", Count: 501}, api.InvalidArgument, "count 501; want 1-500"},
-		{wire.MethodNextSeqs, map[string]any{"tag": "orders"}, api.InvalidArgument, "missing field count"},
+		{wire.ProcNextSeq, wire.NextSeqParams{Tag: "nope"}, api.NotFound, `unknown tag "nope" (create it with: vesta seq create)`},
+		{wire.ProcNextSeq, wire.NextSeqParams{Tag: "bad tag"}, api.InvalidArgument, "invalid tag"},
+		{wire.ProcNextSeq, map[string]any{"tag": strings.Repeat("t", 129)}, api.InvalidArgument, "tag: 129 bytes"},
+		{wire.ProcNextSeq, nil, api.InvalidArgument, "missing field tag"},
+		{wire.ProcNextSeqs, wire.NextSeqsParams{Tag: "orders", Count: 0}, api.InvalidArgument, "count 0; want 1-500"},
+		{wire.ProcNextSeqs, wire.NextSeqsParams{Tag: "orders", Count: 501}, api.InvalidArgument, "count 501; want 1-500"},
+		{wire.ProcNextSeqs, map[string]any{"tag": "orders"}, api.InvalidArgument, "missing field count"},
 	} {
-		resp := p.call(tc.method, tc.params)
+		resp := p.call(tc.proc, tc.params)
 		if resp.Error == nil || resp.Error.Code != tc.code || !strings.Contains(resp.Error.Message, tc.mention) {
-			t.Errorf("%s %v: %v; want %s mentioning %q", tc.method, tc.params, resp.Error, tc.code, tc.mention)
+			t.Errorf("%s %v: %v; want %s mentioning %q", tc.proc, tc.params, resp.Error, tc.code, tc.mention)
 		}
 	}
 	// The connection still works.
@@ -142,7 +138,7 @@ func TestNextSeqWaitsAside(t *testing.T) {
 	is := seqIssuer(t, store, "slow")
 	_, addr := serve(t, newGen(t, core.Config{}), central.Config{Sequences: is})
 	p := dial(t, addr)
-	waiting := p.send(wire.MethodNextSeq, wire.NextSeqParams{Tag: "slow"})
+	waiting := p.send(wire.ProcNextSeq, wire.NextSeqParams{Tag: "slow"})
 	p.genID() // answered while the sequence call waits
 	close(store.gate)
 	resp := p.recv()
@@ -209,12 +205,12 @@ func TestNextSeqUniqueAcrossServers(t *testing.T) {
 // seqCall makes Vesta.NextSeq (batch 0) or Vesta.NextSeqs of 17 without
 // failing the test from its goroutine.
 func seqCall(p *peer, tag string, batch int) ([]int64, error) {
-	method, params := wire.MethodNextSeq, any(wire.NextSeqParams{Tag: tag})
+	proc, params := wire.ProcNextSeq, any(wire.NextSeqParams{Tag: tag})
 	if batch != 0 {
-		method, params = wire.MethodNextSeqs, wire.NextSeqsParams{Tag: tag, Count: 17}
+		proc, params = wire.ProcNextSeqs, wire.NextSeqsParams{Tag: tag, Count: 17}
 	}
 	p.id++
-	b, err := p.enc.AppendRequest(nil, p.id, method, params)
+	b, err := p.enc.AppendRequest(nil, p.id, proc, params)
 	if err != nil {
 		return nil, err
 	}

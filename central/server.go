@@ -27,7 +27,7 @@ import (
 // string that starts with a code: "invalid_argument: count 0; want
 // 1-10000". Notifications [2, method, params] are read and dropped.
 //
-// Methods: Vesta.GenID -> uint64; Vesta.GenIDs {count} -> [uint64...];
+// Procedures: Vesta.GenID -> uint64; Vesta.GenIDs {count} -> [uint64...];
 // Vesta.TakeIDs {count} -> {ids, retry_after_ms}; Vesta.ExpID {id} -> map;
 // Vesta.MakeID {time, seq, machine?, method?, type?, version?} -> uint64;
 // Vesta.TransTime {time, type?} -> map; Vesta.Info -> map; with Config.Sequences,

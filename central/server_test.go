@@ -14,13 +14,14 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 func u64p(v uint64) *uint64 { return &v }
 
-// TestMethods: every method, for each layout; a leaf server's IDs are
+// TestProcedures: every procedure, for each layout; a leaf server's IDs are
 // Leaf's snowflake bits and explain with no method.
-func TestMethods(t *testing.T) {
+func TestProcedures(t *testing.T) {
 	for _, tc := range []struct {
 		cfg       core.Config
 		method    core.Method // as explained
@@ -33,12 +34,12 @@ func TestMethods(t *testing.T) {
 			wire.Info{Layout: "leaf", Epoch: "2010-11-04T01:42:54.657Z", Type: 1, Machine: 1000, Method: 1, Version: 0, MaxBatch: 500, TakeIDs: 1}},
 	} {
 		t.Run(tc.info.Layout, func(t *testing.T) {
-			testMethods(t, tc.cfg, tc.method, tc.transTime, tc.info)
+			testProcedures(t, tc.cfg, tc.method, tc.transTime, tc.info)
 		})
 	}
 }
 
-func testMethods(t *testing.T, cfg core.Config, method core.Method, transTime string, wantInfo wire.Info) {
+func testProcedures(t *testing.T, cfg core.Config, method core.Method, transTime string, wantInfo wire.Info) {
 	gen := newGen(t, cfg)
 	srv, addr := serve(t, gen, central.Config{MaxBatch: 500})
 	p := dial(t, addr)
@@ -60,7 +61,7 @@ func testMethods(t *testing.T, cfg core.Config, method core.Method, transTime st
 	}
 
 	var ids []uint64
-	p.result(wire.MethodGenIDs, &wire.GenIDsParams{Count: 500}, &ids)
+	p.result(wire.ProcGenIDs, &wire.GenIDsParams{Count: 500}, &ids)
 	if len(ids) != 500 {
 		t.Fatalf("GenIDs: %d IDs", len(ids))
 	}
@@ -71,7 +72,7 @@ func testMethods(t *testing.T, cfg core.Config, method core.Method, transTime st
 	}
 
 	var exp wire.Explanation
-	p.result(wire.MethodExpID, &wire.ExpIDParams{ID: uint64(id)}, &exp)
+	p.result(wire.ProcExpID, &wire.ExpIDParams{ID: uint64(id)}, &exp)
 	if exp != wire.ExplanationOf(x) || exp.MethodName != method.String() {
 		t.Fatalf("ExpID: %+v; want %+v", exp, wire.ExplanationOf(x))
 	}
@@ -87,7 +88,7 @@ func testMethods(t *testing.T, cfg core.Config, method core.Method, transTime st
 	}
 	for _, tt := range makeTests {
 		var made uint64
-		p.result(wire.MethodMakeID, &tt.params, &made)
+		p.result(wire.ProcMakeID, &tt.params, &made)
 		want, err := codec.Make(tt.fields)
 		if err != nil || core.ID(made) != want {
 			t.Fatalf("MakeID %+v = %d; want %d (%v)", tt.params, made, want, err)
@@ -95,13 +96,13 @@ func testMethods(t *testing.T, cfg core.Config, method core.Method, transTime st
 	}
 
 	var tt wire.TransTimeResult
-	p.result(wire.MethodTransTime, &wire.TransTimeParams{Time: 86400}, &tt)
+	p.result(wire.ProcTransTime, &wire.TransTimeParams{Time: 86400}, &tt)
 	if at, _ := time.Parse(time.RFC3339Nano, transTime); tt.Timestamp != transTime || tt.UnixMS != at.UnixMilli() {
 		t.Fatalf("TransTime: %+v; want %s", tt, transTime)
 	}
 
 	var info wire.Info
-	p.result(wire.MethodInfo, nil, &info)
+	p.result(wire.ProcInfo, nil, &info)
 	if info != wantInfo {
 		t.Fatalf("Info: %+v; want %+v", info, wantInfo)
 	}
@@ -175,23 +176,19 @@ func TestPipelined(t *testing.T) {
 	// One write holds all four requests.
 	var b []byte
 	e := wire.NewEncoder()
-	b, _ = e.AppendRequest(b, 1, wire.MethodGenID, nil)
-	b, _ = e.AppendRequest(b, 2, wire.MethodInfo, nil)
-	b, _ = e.AppendRequest(b, 3, wire.MethodGenIDs, &wire.GenIDsParams{Count: 3})
-	b, _ = e.AppendRequest(b, 4, wire.MethodExpID, &wire.ExpIDParams{ID: 1})
+	b, _ = e.AppendRequest(b, 1, wire.ProcGenID, nil)
+	b, _ = e.AppendRequest(b, 2, wire.ProcInfo, nil)
+	b, _ = e.AppendRequest(b, 3, wire.ProcGenIDs, &wire.GenIDsParams{Count: 3})
+	b, _ = e.AppendRequest(b, 4, wire.ProcExpID, &wire.ExpIDParams{ID: 1})
 	p.write(b)
 	for _, want := range []uint32{2, 4} {
 		if resp := p.recv(); resp.MsgID != want || resp.Error != nil {
 			t.Fatalf("got %d (%v); want %d first", resp.MsgID, resp.Error, want)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	// Both issuing calls wait in the server's Share, whose one goroutine
 	// sleeps for them.
-	if err := clock.BlockUntil(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	waittest.Sleepers(t, clock, 1)
 	clock.Advance(time.Millisecond)
 	var one uint64
 	var three []uint64
@@ -227,19 +224,15 @@ func TestWaitingBounded(t *testing.T) {
 	_, addr := serve(t, gen, central.Config{MaxInFlight: 2})
 	p := dial(t, addr)
 	exhaust(t, gen)
-	p.send(wire.MethodGenID, nil)
-	p.send(wire.MethodGenID, nil)
-	resp := p.call(wire.MethodGenID, nil)
+	p.send(wire.ProcGenID, nil)
+	p.send(wire.ProcGenID, nil)
+	resp := p.call(wire.ProcGenID, nil)
 	if !errors.Is(resp.Error, &api.Error{Code: api.Unavailable}) {
 		t.Fatalf("third waiting call: %+v", resp)
 	}
 	var info wire.Info
-	p.result(wire.MethodInfo, nil, &info)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := clock.BlockUntil(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	p.result(wire.ProcInfo, nil, &info)
+	waittest.Sleepers(t, clock, 1)
 	clock.Advance(time.Millisecond)
 	for range 2 {
 		if resp := p.recv(); resp.Error != nil {
@@ -254,7 +247,7 @@ func TestErrorCodes(t *testing.T) {
 		_, addr := serve(t, gen, central.Config{})
 		p := dial(t, addr)
 		gen.Control().Fence(errors.New("lease expired"))
-		for _, m := range []string{wire.MethodGenID, wire.MethodGenIDs} {
+		for _, m := range []string{wire.ProcGenID, wire.ProcGenIDs} {
 			resp := p.call(m, paramsFor(m))
 			if !errors.Is(resp.Error, &api.Error{Code: api.LeaseLost}) || !strings.Contains(resp.Error.Message, "lease expired") {
 				t.Fatalf("%s fenced: %+v", m, resp.Error)
@@ -268,12 +261,12 @@ func TestErrorCodes(t *testing.T) {
 		_, addr := serve(t, gen, central.Config{})
 		p := dial(t, addr)
 		gen.Close()
-		resp := p.call(wire.MethodGenID, nil)
+		resp := p.call(wire.ProcGenID, nil)
 		if !errors.Is(resp.Error, &api.Error{Code: api.Unavailable}) {
 			t.Fatalf("closed generator: %+v", resp.Error)
 		}
 		var info wire.Info // what needs no issuing still works
-		p.result(wire.MethodInfo, nil, &info)
+		p.result(wire.ProcInfo, nil, &info)
 	})
 	t.Run("clock", func(t *testing.T) {
 		clock := core.NewManualClock(start)
@@ -281,7 +274,7 @@ func TestErrorCodes(t *testing.T) {
 		_, addr := serve(t, gen, central.Config{})
 		p := dial(t, addr)
 		clock.Set(time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)) // past the end of time
-		resp := p.call(wire.MethodGenID, nil)
+		resp := p.call(wire.ProcGenID, nil)
 		if !errors.Is(resp.Error, &api.Error{Code: api.Clock}) {
 			t.Fatalf("end of time: %+v", resp.Error)
 		}
@@ -290,19 +283,19 @@ func TestErrorCodes(t *testing.T) {
 		gen := newGen(t, core.Config{})
 		_, addr := serve(t, gen, central.Config{})
 		p := dial(t, addr)
-		resp := p.call(wire.MethodMakeID, &wire.MakeIDParams{Time: 1, Seq: 1 << 20})
+		resp := p.call(wire.ProcMakeID, &wire.MakeIDParams{Time: 1, Seq: 1 << 20})
 		if !errors.Is(resp.Error, &api.Error{Code: api.InvalidArgument}) || !strings.Contains(resp.Error.Message, "seq") {
 			t.Fatalf("MakeID seq 2^20: %+v", resp.Error)
 		}
-		resp = p.call(wire.MethodTransTime, &wire.TransTimeParams{Time: 1 << 30})
+		resp = p.call(wire.ProcTransTime, &wire.TransTimeParams{Time: 1 << 30})
 		if !errors.Is(resp.Error, &api.Error{Code: api.InvalidArgument}) || !strings.Contains(resp.Error.Message, "time") {
 			t.Fatalf("TransTime 2^30: %+v", resp.Error)
 		}
 	})
 }
 
-func paramsFor(method string) any {
-	if method == wire.MethodGenIDs {
+func paramsFor(proc string) any {
+	if proc == wire.ProcGenIDs {
 		return &wire.GenIDsParams{Count: 10}
 	}
 	return nil
@@ -313,7 +306,7 @@ func TestNotification(t *testing.T) {
 	_, addr := serve(t, gen, central.Config{})
 	p := dial(t, addr)
 	e := wire.NewEncoder()
-	b, _ := e.AppendNotification(nil, wire.MethodGenIDs, &wire.GenIDsParams{Count: 1000})
+	b, _ := e.AppendNotification(nil, wire.ProcGenIDs, &wire.GenIDsParams{Count: 1000})
 	p.write(b)
 	before := gen.Stats().Issued
 	p.genID()
@@ -388,7 +381,7 @@ func TestLargeAnswers(t *testing.T) {
 	var b []byte
 	e := wire.NewEncoder()
 	for i := range 20 {
-		b, _ = e.AppendRequest(b, uint32(i), wire.MethodGenIDs, &wire.GenIDsParams{Count: central.DefaultMaxBatch})
+		b, _ = e.AppendRequest(b, uint32(i), wire.ProcGenIDs, &wire.GenIDsParams{Count: central.DefaultMaxBatch})
 	}
 	p.write(b)
 	var last uint64

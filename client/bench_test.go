@@ -13,6 +13,7 @@ import (
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/latencytest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 // BenchmarkNextID: NextID through the client against a real central server
@@ -136,7 +137,7 @@ func BenchmarkNextIDs1000(b *testing.B) {
 			ctx := context.Background()
 			full := func() {
 				b.StopTimer()
-				waitFor(b, "a full buffer", func() bool { return gauge(b, reg, "vesta_client_prefetch_buffered") == prefetch })
+				waittest.Until(b, "a full buffer", func() bool { return gauge(b, reg, "vesta_client_prefetch_buffered") == prefetch })
 				b.StartTimer()
 			}
 			full()

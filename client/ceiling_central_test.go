@@ -79,18 +79,7 @@ func TestPastTheCeilingOfRealServers(t *testing.T) {
 					}
 				})
 			}
-			for range singles {
-				wg.Go(func() {
-					for range each {
-						id, err := c.NextID(ctx)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						all.add(id)
-					}
-				})
-			}
+			all.singles(t, &wg, c, singles, each)
 			wg.Wait()
 			if t.Failed() {
 				return

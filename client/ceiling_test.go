@@ -17,6 +17,7 @@ import (
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 // startTaker is a fake with Vesta.TakeIDs that gives room IDs in all
@@ -159,9 +160,7 @@ func TestEveryServerBusyWaits(t *testing.T) {
 	ctx := context.Background()
 
 	res := goNextIDs(ctx, c, 40)
-	if err := clk.BlockUntil(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	waittest.Sleepers(t, clk, 1)
 	// Four attempt timeouts of real time pass: a wait at the ceiling is
 	// not bounded by Timeout.
 	select {
@@ -172,9 +171,7 @@ func TestEveryServerBusyWaits(t *testing.T) {
 	a.room.Store(25) // a has room for part of it, b for the rest after its mark
 	b.room.Store(-1)
 	clk.Advance(300 * time.Millisecond) // a's mark passes, b's not yet
-	if err := clk.BlockUntil(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	waittest.Sleepers(t, clk, 1)
 	clk.Advance(200 * time.Millisecond)
 	r := <-res
 	if r.err != nil {
@@ -227,9 +224,7 @@ func TestDeadServerFailsOverWhileBusyIsWaitedFor(t *testing.T) {
 			ctx := context.Background()
 
 			res := goNextIDs(ctx, c, 1)
-			if err := clk.BlockUntil(ctx, 1); err != nil {
-				t.Fatal(err)
-			}
+			waittest.Sleepers(t, clk, 1)
 			busy.room.Store(-1)
 			clk.Advance(200 * time.Millisecond)
 			r := <-res
@@ -304,9 +299,7 @@ func TestCloseReturnsCallersWaitingAtCeiling(t *testing.T) {
 			if prefetch > 0 {
 				waiting = 1
 			}
-			if err := clk.BlockUntil(context.Background(), waiting); err != nil {
-				t.Fatal(err)
-			}
+			waittest.Sleepers(t, clk, waiting)
 			if n := returned.Load(); n != 0 {
 				t.Fatalf("%d callers returned before Close", n)
 			}
@@ -371,7 +364,7 @@ func TestSpreadOverServers(t *testing.T) {
 		cfg.Prefetch = 9000
 		clk := core.NewManualClock(time.Now())
 		clockClient(t, cfg, clk)
-		waitFor(t, "a full buffer", func() bool { return gauge(t, reg, "vesta_client_prefetch_buffered") == 9000 })
+		waittest.Until(t, "a full buffer", func() bool { return gauge(t, reg, "vesta_client_prefetch_buffered") == 9000 })
 		for i, f := range fs {
 			if f.room.Load() != 0 {
 				t.Errorf("server %d has %d of its 3000 left; want the refill spread over every server", i, f.room.Load())
@@ -424,26 +417,12 @@ func TestPrefetchCallersWaitForRefillAtCeiling(t *testing.T) {
 	cfg.Prefetch = 200
 	clk := core.NewManualClock(time.Now())
 	c := clockClient(t, cfg, clk)
-	ctx := context.Background()
-	if err := clk.BlockUntil(ctx, 1); err != nil { // the refill waits
-		t.Fatal(err)
-	}
+	waittest.Sleepers(t, clk, 1) // the refill waits
 	const callers = 8
 	var wg sync.WaitGroup
 	var all collect
-	for range callers {
-		wg.Go(func() {
-			for range 50 {
-				id, err := c.NextID(ctx)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				all.add(id)
-			}
-		})
-	}
-	waitFor(t, "callers waiting", func() bool { return f.takes.Load() == 1 })
+	all.singles(t, &wg, c, callers, 50)
+	waittest.Until(t, "callers waiting", func() bool { return f.takes.Load() == 1 })
 	f.room.Store(-1)
 	clk.Advance(100 * time.Millisecond)
 	wg.Wait()
@@ -477,7 +456,7 @@ func TestSilentConnectionFailsOneCall(t *testing.T) {
 		_, err := c.NextID(context.Background())
 		first <- err
 	}()
-	waitFor(t, "the first call", func() bool { return f.calls.Load() == 1 })
+	waittest.Until(t, "the first call", func() bool { return f.calls.Load() == 1 })
 	time.Sleep(cfg.Timeout / 2)
 	const others = 5
 	var wg sync.WaitGroup

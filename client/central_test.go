@@ -15,6 +15,7 @@ import (
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 // centralServer is a real central.Server on 127.0.0.1 that a test can kill
@@ -86,14 +87,14 @@ func (s *centralServer) kill() {
 
 // rawCall makes one MessagePack-RPC call on its own connection, to compare
 // the server's answers with the client's local ones.
-func rawCall(t testing.TB, addr, method string, params, result any) {
+func rawCall(t testing.TB, addr, proc string, params, result any) {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	req, err := wire.NewEncoder().AppendRequest(nil, 1, method, params)
+	req, err := wire.NewEncoder().AppendRequest(nil, 1, proc, params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,14 +107,14 @@ func rawCall(t testing.TB, addr, method string, params, result any) {
 	}
 	resp, err := wire.DecodeResponse(frame)
 	if err != nil || resp.Error != nil {
-		t.Fatalf("%s: %v %v", method, err, resp.Error)
+		t.Fatalf("%s: %v %v", proc, err, resp.Error)
 	}
 	if err := wire.DecodeResult(resp.Result, result); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// Every method of the client against a real server: IDs from the server,
+// Every procedure of the client against a real server: IDs from the server,
 // and Explain, Make and TransTime computed locally exactly as the server's
 // Vesta.ExpID, Vesta.MakeID and Vesta.TransTime compute them.
 func TestCentralEveryMethod(t *testing.T) {
@@ -134,7 +135,7 @@ func TestCentralEveryMethod(t *testing.T) {
 		t.Fatal("duplicates")
 	}
 	var exp wire.Explanation
-	rawCall(t, srv.addr, wire.MethodExpID, wire.ExpIDParams{ID: uint64(id)}, &exp)
+	rawCall(t, srv.addr, wire.ProcExpID, wire.ExpIDParams{ID: uint64(id)}, &exp)
 	if got := wire.ExplanationOf(c.Explain(id)); got != exp {
 		t.Fatalf("Explain = %+v; the server says %+v", got, exp)
 	}
@@ -144,18 +145,18 @@ func TestCentralEveryMethod(t *testing.T) {
 
 	p := core.Partial{Time: exp.Time, Seq: 12345}
 	var made uint64
-	rawCall(t, srv.addr, wire.MethodMakeID, wire.MakeIDParamsOf(p), &made)
+	rawCall(t, srv.addr, wire.ProcMakeID, wire.MakeIDParamsOf(p), &made)
 	if got, err := c.Make(p); err != nil || uint64(got) != made {
 		t.Fatalf("Make = %d, %v; the server makes %d", got, err, made)
 	}
 	p = core.Partial{Time: 1, Seq: 2, Machine: ptr(3), Method: ptr(3), Type: ptr(1), Version: ptr(1)}
-	rawCall(t, srv.addr, wire.MethodMakeID, wire.MakeIDParamsOf(p), &made)
+	rawCall(t, srv.addr, wire.ProcMakeID, wire.MakeIDParamsOf(p), &made)
 	if got, err := c.Make(p); err != nil || uint64(got) != made {
 		t.Fatalf("Make(every field) = %d, %v; the server makes %d", got, err, made)
 	}
 
 	var tt wire.TransTimeResult
-	rawCall(t, srv.addr, wire.MethodTransTime, wire.TransTimeParams{Time: exp.Time}, &tt)
+	rawCall(t, srv.addr, wire.ProcTransTime, wire.TransTimeParams{Time: exp.Time}, &tt)
 	if got, err := c.TransTime(exp.Time); err != nil || got.UnixMilli() != tt.UnixMS {
 		t.Fatalf("TransTime = %v, %v; the server says %+v", got, err, tt)
 	}
@@ -205,10 +206,10 @@ func TestCentralFailoverUnderLoad(t *testing.T) {
 		defer all.mu.Unlock()
 		return len(all.seen)
 	}
-	waitFor(t, "load before the kill", func() bool { return count() >= 20000 || len(errs) > 0 })
+	waittest.Until(t, "load before the kill", func() bool { return count() >= 20000 || len(errs) > 0 })
 	servers[1].kill()
 	goal := count() + 20000
-	waitFor(t, "load after the kill", func() bool { return count() >= goal || len(errs) > 0 })
+	waittest.Until(t, "load after the kill", func() bool { return count() >= goal || len(errs) > 0 })
 	cancel()
 	wg.Wait()
 	close(errs)
@@ -275,16 +276,17 @@ func TestCentralFallbackAndRecovery(t *testing.T) {
 	srv.start()
 	// The breaker lets a trial through 50ms after it opened; calls issue
 	// from the fallback until then and from the server after.
-	deadline, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	for c.InFallback() {
-		id, err := c.NextID(deadline)
+	waittest.Until(t, "the return to central mode", func() bool {
+		if !c.InFallback() {
+			return true
+		}
+		id, err := c.NextID(ctx)
 		if err != nil {
 			t.Fatalf("no return to central mode: %v", err)
 		}
 		all.add(id)
-		time.Sleep(5 * time.Millisecond)
-	}
+		return false
+	})
 	id, err := c.NextID(ctx)
 	if err != nil || c.Explain(id).Method != core.Central {
 		t.Fatalf("NextID after recovery = %+v, %v", c.Explain(id), err)

@@ -598,11 +598,11 @@ func (c *Client) call(ctx context.Context, deadline time.Time, s *server, dst []
 	k := min(n, cn.info.maxBatch)
 	if cn.info.takeIDs {
 		var res wire.TakeIDsResult
-		if err := cn.invoke(ctx, deadline, wire.MethodTakeIDs, &wire.TakeIDsParams{Count: uint64(k)}, &res); err != nil {
+		if err := cn.invoke(ctx, deadline, wire.ProcTakeIDs, &wire.TakeIDsParams{Count: uint64(k)}, &res); err != nil {
 			return dst, 0, err
 		}
 		if len(res.IDs) > k {
-			return dst, 0, fmt.Errorf("%w: %s: %d IDs for a count of %d", ErrProtocol, wire.MethodTakeIDs, len(res.IDs), k)
+			return dst, 0, fmt.Errorf("%w: %s: %d IDs for a count of %d", ErrProtocol, wire.ProcTakeIDs, len(res.IDs), k)
 		}
 		for _, id := range res.IDs {
 			dst = append(dst, core.ID(id))
@@ -617,17 +617,17 @@ func (c *Client) call(ctx context.Context, deadline time.Time, s *server, dst []
 	}
 	if k == 1 {
 		var id uint64
-		if err := cn.invoke(ctx, deadline, wire.MethodGenID, nil, &id); err != nil {
+		if err := cn.invoke(ctx, deadline, wire.ProcGenID, nil, &id); err != nil {
 			return dst, 0, err
 		}
 		return append(dst, core.ID(id)), 0, nil
 	}
 	var ids []uint64
-	if err := cn.invoke(ctx, deadline, wire.MethodGenIDs, wire.GenIDsParams{Count: uint64(k)}, &ids); err != nil {
+	if err := cn.invoke(ctx, deadline, wire.ProcGenIDs, wire.GenIDsParams{Count: uint64(k)}, &ids); err != nil {
 		return dst, 0, err
 	}
 	if len(ids) != k {
-		return dst, 0, fmt.Errorf("%w: %s: %d IDs for a count of %d", ErrProtocol, wire.MethodGenIDs, len(ids), k)
+		return dst, 0, fmt.Errorf("%w: %s: %d IDs for a count of %d", ErrProtocol, wire.ProcGenIDs, len(ids), k)
 	}
 	for _, id := range ids {
 		dst = append(dst, core.ID(id))

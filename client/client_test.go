@@ -18,6 +18,7 @@ import (
 	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 var _ vesta.Issuer = (*client.Client)(nil)
@@ -278,9 +279,7 @@ func TestBreakerTransitions(t *testing.T) {
 		t.Fatalf("calls_total{result=rejected} = %v", n)
 	}
 	// Wait out the open period, then observe half-open through the accessor.
-	for c.Servers()[0].Breaker == gobreaker.StateOpen {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waittest.Until(t, "the breaker's open period to pass", func() bool { return c.Servers()[0].Breaker != gobreaker.StateOpen })
 	if state() != 1 {
 		t.Fatalf("breaker gauge = %v; want 1 (half-open)", state())
 	}
@@ -293,18 +292,7 @@ func TestBreakerTransitions(t *testing.T) {
 	}
 	// A server appears at the address; the next trial closes the breaker.
 	startFakeOn(t, addr, core.Config{Machine: 1000}, 100, nil)
-	deadline, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	for {
-		_, err := c.NextID(deadline)
-		if err == nil {
-			break
-		}
-		if deadline.Err() != nil {
-			t.Fatalf("breaker never closed: %v", err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waittest.Until(t, "a good trial to close the breaker", func() bool { _, err := c.NextID(ctx); return err == nil })
 	if state() != 0 || c.Servers()[0].Breaker != gobreaker.StateClosed {
 		t.Fatalf("breaker gauge = %v after a good trial; want 0", state())
 	}

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -211,27 +212,17 @@ func (c Config) Validate() error {
 // defaults; the caller's slices are not shared.
 func (c Config) withDefaults() Config {
 	c.Servers = append([]string(nil), c.Servers...)
-	if c.Timeout == 0 {
-		c.Timeout = defaultTimeout
-	}
+	c.Timeout = cmp.Or(c.Timeout, defaultTimeout)
 	switch {
 	case c.Retries == 0:
 		c.Retries = defaultRetries
 	case c.Retries < 0:
 		c.Retries = 0
 	}
-	if c.ConnsPerServer == 0 {
-		c.ConnsPerServer = defaultConnsPerServer
-	}
-	if c.BreakerFailures == 0 {
-		c.BreakerFailures = defaultBreakerFailures
-	}
-	if c.SeqMaxTags == 0 {
-		c.SeqMaxTags = defaultSeqMaxTags
-	}
-	if c.BreakerTimeout == 0 {
-		c.BreakerTimeout = defaultBreakerTimeout
-	}
+	c.ConnsPerServer = cmp.Or(c.ConnsPerServer, defaultConnsPerServer)
+	c.BreakerFailures = cmp.Or(c.BreakerFailures, defaultBreakerFailures)
+	c.SeqMaxTags = cmp.Or(c.SeqMaxTags, defaultSeqMaxTags)
+	c.BreakerTimeout = cmp.Or(c.BreakerTimeout, defaultBreakerTimeout)
 	if c.TLS != nil {
 		c.TLS = c.TLS.Clone()
 	}

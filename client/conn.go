@@ -73,7 +73,7 @@ type conn struct {
 // only after done.
 type call struct {
 	msgid  uint32
-	method string
+	proc   string
 	params any
 	// expires is the call's deadline plus the grace (Unix ns; 0: none).
 	// The grace gives the reader a last chance: on a loaded machine the
@@ -155,7 +155,7 @@ func (c *Client) tlsConfig(addr string) *tls.Config {
 // handshake asks Vesta.Info and checks the answer.
 func (cn *conn) handshake(ctx context.Context) (identity, error) {
 	var info wire.Info
-	if err := cn.invoke(ctx, time.Time{}, wire.MethodInfo, nil, &info); err != nil {
+	if err := cn.invoke(ctx, time.Time{}, wire.ProcInfo, nil, &info); err != nil {
 		return identity{}, err
 	}
 	codec, err := info.Codec()
@@ -186,8 +186,8 @@ func (cn *conn) alive() bool {
 // connection, a server that stopped reading), so the next call dials
 // afresh. When ctx ends first, the call fails with ctx's error and the
 // connection stays: the caller merely gave up.
-func (cn *conn) invoke(ctx context.Context, deadline time.Time, method string, params, v any) error {
-	cl := &call{method: method, params: params, done: make(chan struct{})}
+func (cn *conn) invoke(ctx context.Context, deadline time.Time, proc string, params, v any) error {
+	cl := &call{proc: proc, params: params, done: make(chan struct{})}
 	if !deadline.IsZero() {
 		cl.expires = deadline.Add(cn.graceFor).UnixNano()
 	}
@@ -231,7 +231,7 @@ func (cn *conn) invoke(ctx context.Context, deadline time.Time, method string, p
 	}
 	if cl.err != nil {
 		if errors.Is(cl.err, errAttemptTimeout) {
-			return fmt.Errorf("%w: %s", ErrTimeout, method)
+			return fmt.Errorf("%w: %s", ErrTimeout, proc)
 		}
 		return fmt.Errorf("%w: %w", ErrConnection, cl.err)
 	}
@@ -239,7 +239,7 @@ func (cn *conn) invoke(ctx context.Context, deadline time.Time, method string, p
 		return cl.reply.Error
 	}
 	if err := wire.DecodeResult(cl.reply.Result, v); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrProtocol, method, err)
+		return fmt.Errorf("%w: %s: %w", ErrProtocol, proc, err)
 	}
 	return nil
 }
@@ -345,7 +345,7 @@ func (cn *conn) writeLoop() {
 		buf = buf[:0]
 		for i, cl := range batch {
 			var err error
-			if buf, err = enc.AppendRequest(buf, cl.msgid, cl.method, cl.params); err != nil {
+			if buf, err = enc.AppendRequest(buf, cl.msgid, cl.proc, cl.params); err != nil {
 				cn.close(err) // our own params always encode; this is a bug
 				return
 			}

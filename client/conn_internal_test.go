@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 // pipeConn is a conn on one end of net.Pipe with its goroutines running,
@@ -30,7 +31,7 @@ func pipeConn(t testing.TB, grace time.Duration) *conn {
 				return
 			}
 			req, err := wire.DecodeRequest(frame)
-			if err != nil || req.Method != wire.MethodGenID {
+			if err != nil || req.Procedure != wire.ProcGenID {
 				continue
 			}
 			if _, err := srv.Write(wire.AppendIDResponse(nil, req.MsgID, uint64(req.MsgID))); err != nil {
@@ -62,15 +63,13 @@ func TestWatchdogExpiresOutOfOrder(t *testing.T) {
 	long := make(chan error, 1)
 	go func() {
 		var v uint64
-		long <- cn.invoke(context.Background(), time.Now().Add(time.Hour), wire.MethodNextSeq, wire.NextSeqParams{Tag: "a"}, &v)
+		long <- cn.invoke(context.Background(), time.Now().Add(time.Hour), wire.ProcNextSeq, wire.NextSeqParams{Tag: "a"}, &v)
 	}()
-	for cn.inFlight() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	waittest.Until(t, "the call in flight", func() bool { return cn.inFlight() > 0 })
 	short := make(chan error, 1)
 	go func() {
 		var v uint64
-		short <- cn.invoke(context.Background(), time.Now().Add(20*time.Millisecond), wire.MethodNextSeq, wire.NextSeqParams{Tag: "b"}, &v)
+		short <- cn.invoke(context.Background(), time.Now().Add(20*time.Millisecond), wire.ProcNextSeq, wire.NextSeqParams{Tag: "b"}, &v)
 	}()
 	select {
 	case err := <-short:
@@ -103,14 +102,14 @@ func TestWatchdogNotSilent(t *testing.T) {
 	stuck := make(chan error, 1)
 	go func() {
 		var v uint64
-		stuck <- cn.invoke(ctx, time.Now().Add(50*time.Millisecond), wire.MethodNextSeq, wire.NextSeqParams{Tag: "x"}, &v)
+		stuck <- cn.invoke(ctx, time.Now().Add(50*time.Millisecond), wire.ProcNextSeq, wire.NextSeqParams{Tag: "x"}, &v)
 	}()
 	var calls sync.WaitGroup
 	for w := range 8 {
 		calls.Go(func() {
 			for i := 0; ; i++ {
 				var id uint64
-				if err := cn.invoke(ctx, time.Now().Add(time.Hour), wire.MethodGenID, nil, &id); err != nil {
+				if err := cn.invoke(ctx, time.Now().Add(time.Hour), wire.ProcGenID, nil, &id); err != nil {
 					t.Errorf("caller %d, call %d: %v", w, i, err)
 					return
 				}
@@ -138,17 +137,15 @@ func TestWatchdogNotSilent(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		var v uint64
-		done <- cn.invoke(gone, time.Now().Add(time.Hour), wire.MethodNextSeq, wire.NextSeqParams{Tag: "y"}, &v)
+		done <- cn.invoke(gone, time.Now().Add(time.Hour), wire.ProcNextSeq, wire.NextSeqParams{Tag: "y"}, &v)
 	}()
-	for cn.inFlight() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	waittest.Until(t, "the call in flight", func() bool { return cn.inFlight() > 0 })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("a caller that gave up: %v; want context.Canceled", err)
 	}
 	var id uint64
-	if err := cn.invoke(ctx, time.Now().Add(time.Hour), wire.MethodGenID, nil, &id); err != nil || !cn.alive() {
+	if err := cn.invoke(ctx, time.Now().Add(time.Hour), wire.ProcGenID, nil, &id); err != nil || !cn.alive() {
 		t.Fatalf("after a caller gave up: %v (alive %v); want the connection as it was", err, cn.alive())
 	}
 }

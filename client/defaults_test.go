@@ -17,6 +17,7 @@ import (
 	"github.com/vesta-go/vesta/internal/testkit/logtest"
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
 )
 
@@ -133,7 +134,7 @@ func TestFallbackLeasedAtStart(t *testing.T) {
 
 	// Renewed: two renewals reach Redis, and the key still holds the same
 	// token (a lapse would have meant a fresh claim, with a new token).
-	waitFor(t, "two renewals of the fallback's lease", func() bool {
+	waittest.Until(t, "two renewals of the fallback's lease", func() bool {
 		v, _ := promtest.Value(t, reg, "vesta_machine_lease_renew_seconds", "range", "embedded")
 		return v >= 2
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
 )
 
@@ -74,7 +75,7 @@ func TestNewDoesNotWaitOutTheQuarantine(t *testing.T) {
 		_, err := c.NextID(callCtx)
 		done <- err
 	}()
-	waitFor(t, "the call to wait for the fallback", func() bool { return c.FallbackWaiters() == 1 })
+	waittest.Until(t, "the call to wait for the fallback", func() bool { return c.FallbackWaiters() == 1 })
 	stop()
 	if err := <-done; !errors.Is(err, client.ErrFallbackNotReady) || !errors.Is(err, client.ErrUnavailable) ||
 		!errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "connection refused") {
@@ -87,7 +88,7 @@ func TestNewDoesNotWaitOutTheQuarantine(t *testing.T) {
 		_, err := c.NextIDs(context.Background(), 10)
 		done <- err
 	}()
-	waitFor(t, "the call to wait for the fallback", func() bool { return c.FallbackWaiters() == 1 })
+	waittest.Until(t, "the call to wait for the fallback", func() bool { return c.FallbackWaiters() == 1 })
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -156,10 +157,8 @@ func TestCallsWaitForTheFallback(t *testing.T) {
 		got <- ids
 		errs <- err
 	}()
-	waitFor(t, "both calls to wait for the fallback", func() bool { return c.FallbackWaiters() == 2 })
-	if err := clock.BlockUntil(ctx, 1); err != nil { // the generator waits for the clock
-		t.Fatal(err)
-	}
+	waittest.Until(t, "both calls to wait for the fallback", func() bool { return c.FallbackWaiters() == 2 })
+	waittest.Sleepers(t, clock, 1) // the generator waits for the clock
 	clock.Advance(2 * time.Minute)
 	for range 2 {
 		if err := <-errs; err != nil {

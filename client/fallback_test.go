@@ -12,6 +12,7 @@ import (
 
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 // A restarted application must not re-issue its own fallback IDs: the
@@ -102,7 +103,7 @@ func TestCloseFailsCallsInFlight(t *testing.T) {
 			errs <- err
 		}()
 	}
-	waitFor(t, "the calls to reach the server", func() bool { return f.calls.Load() == 1+callers })
+	waittest.Until(t, "the calls to reach the server", func() bool { return f.calls.Load() == 1+callers })
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}

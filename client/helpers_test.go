@@ -142,7 +142,7 @@ func (f *fake) handle(nc net.Conn) {
 		if err != nil {
 			continue
 		}
-		if (f.silent.Load() || (first && f.silentFirst.Load())) && req.Method != wire.MethodInfo {
+		if (f.silent.Load() || (first && f.silentFirst.Load())) && req.Procedure != wire.ProcInfo {
 			f.calls.Add(1)
 			continue
 		}
@@ -158,9 +158,23 @@ func (f *fake) handle(nc net.Conn) {
 	}
 }
 
+// count reads the {count} of a GenIDs or TakeIDs request, 1 to maxBatch.
+func (f *fake) count(req wire.Request) (uint64, *api.Error) {
+	var p wire.GenIDsParams
+	if err := wire.DecodeParams(req.Params, &p); err != nil {
+		var we *api.Error
+		errors.As(err, &we)
+		return 0, we
+	}
+	if p.Count < 1 || p.Count > uint64(f.maxBatch) {
+		return 0, api.Errorf(api.InvalidArgument, "count %d; want 1-%d", p.Count, f.maxBatch)
+	}
+	return p.Count, nil
+}
+
 func (f *fake) answer(req wire.Request) (any, *api.Error) {
-	switch req.Method {
-	case wire.MethodInfo:
+	switch req.Procedure {
+	case wire.ProcInfo:
 		c := f.gen.Codec()
 		var take uint64
 		if f.takeIDs.Load() {
@@ -171,21 +185,16 @@ func (f *fake) answer(req wire.Request) (any, *api.Error) {
 			Machine: uint64(f.gen.Machine()), Method: uint64(core.Central), Version: uint64(f.gen.Version()),
 			MaxBatch: uint64(f.maxBatch), TakeIDs: take,
 		}, nil
-	case wire.MethodTakeIDs:
+	case wire.ProcTakeIDs:
 		f.calls.Add(1)
 		if e := f.fail.Load(); e != nil {
 			return nil, e
 		}
-		var p wire.TakeIDsParams
-		if err := wire.DecodeParams(req.Params, &p); err != nil {
-			var we *api.Error
-			errors.As(err, &we)
+		count, we := f.count(req)
+		if we != nil {
 			return nil, we
 		}
-		if p.Count < 1 || p.Count > uint64(f.maxBatch) {
-			return nil, api.Errorf(api.InvalidArgument, "count %d; want 1-%d", p.Count, f.maxBatch)
-		}
-		k := int64(p.Count)
+		k := int64(count)
 		for {
 			room := f.room.Load()
 			if room < 0 {
@@ -207,33 +216,28 @@ func (f *fake) answer(req wire.Request) (any, *api.Error) {
 				res.IDs = append(res.IDs, uint64(id))
 			}
 		}
-		if k < int64(p.Count) {
+		if k < int64(count) {
 			f.busy.Add(1)
 			res.RetryAfterMS = f.retryMS.Load()
 		}
 		return res, nil
-	case wire.MethodGenID, wire.MethodGenIDs:
+	case wire.ProcGenID, wire.ProcGenIDs:
 		f.calls.Add(1)
 		if e := f.fail.Load(); e != nil {
 			return nil, e
 		}
-		if req.Method == wire.MethodGenID {
+		if req.Procedure == wire.ProcGenID {
 			id, err := f.gen.NextID(context.Background(), core.Central)
 			if err != nil {
 				return nil, api.Errorf(api.Unavailable, "%v", err)
 			}
 			return uint64(id), nil
 		}
-		var p wire.GenIDsParams
-		if err := wire.DecodeParams(req.Params, &p); err != nil {
-			var we *api.Error
-			errors.As(err, &we)
+		count, we := f.count(req)
+		if we != nil {
 			return nil, we
 		}
-		if p.Count < 1 || p.Count > uint64(f.maxBatch) {
-			return nil, api.Errorf(api.InvalidArgument, "count %d; want 1-%d", p.Count, f.maxBatch)
-		}
-		ids, err := f.gen.NextIDs(context.Background(), core.Central, int(p.Count))
+		ids, err := f.gen.NextIDs(context.Background(), core.Central, int(count))
 		if err != nil {
 			return nil, api.Errorf(api.Unavailable, "%v", err)
 		}
@@ -243,7 +247,7 @@ func (f *fake) answer(req wire.Request) (any, *api.Error) {
 		}
 		return out, nil
 	}
-	return nil, api.Errorf(api.InvalidArgument, "unknown method %q", req.Method)
+	return nil, api.Errorf(api.InvalidArgument, "unknown method %q", req.Procedure)
 }
 
 // deadAddr returns a loopback address where nothing listens.
@@ -265,18 +269,10 @@ func testConfig(t testing.TB, addrs ...string) (client.Config, *prometheus.Regis
 	return cfg, reg
 }
 
+// newClient is client.New, closed (without error) when the test ends.
 func newClient(t testing.TB, cfg client.Config) *client.Client {
 	t.Helper()
-	c, err := client.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return c
+	return clockClient(t, cfg, core.NewSystemClock())
 }
 
 // gauge reads a metric of reg: name with the label pairs given.
@@ -291,6 +287,23 @@ type collect struct {
 	mu   sync.Mutex
 	seen map[core.ID]bool
 	dups int
+}
+
+// singles starts callers goroutines in wg, each adding n IDs of cl's
+// NextID one at a time.
+func (c *collect) singles(t testing.TB, wg *sync.WaitGroup, cl *client.Client, callers, n int) {
+	for range callers {
+		wg.Go(func() {
+			for range n {
+				id, err := cl.NextID(context.Background())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				c.add(id)
+			}
+		})
+	}
 }
 
 func (c *collect) add(ids ...core.ID) {

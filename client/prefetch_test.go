@@ -13,10 +13,6 @@ import (
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
-// waitFor polls cond until it holds (waittest.Until: a safety net against
-// hangs, not a speed assertion).
-var waitFor = waittest.Until
-
 func TestPrefetchRefill(t *testing.T) {
 	f := startFake(t, 1000, 64) // refills of 100 take two calls
 	cfg, reg := testConfig(t, f.addr)
@@ -26,7 +22,7 @@ func TestPrefetchRefill(t *testing.T) {
 	ctx := context.Background()
 	var all collect
 
-	waitFor(t, "the first fill", func() bool { return buffered() == 100 })
+	waittest.Until(t, "the first fill", func() bool { return buffered() == 100 })
 	calls := f.calls.Load()
 	for range 50 { // down to 50: still not low
 		id, err := c.NextID(ctx)
@@ -43,7 +39,7 @@ func TestPrefetchRefill(t *testing.T) {
 		t.Fatal(err)
 	}
 	all.add(ids...)
-	waitFor(t, "the refill", func() bool { return buffered() == 100 })
+	waittest.Until(t, "the refill", func() bool { return buffered() == 100 })
 	if f.calls.Load() != calls+2 {
 		t.Fatalf("%d server calls for one refill of 70 with max_batch 64; want 2", f.calls.Load()-calls)
 	}
@@ -51,18 +47,7 @@ func TestPrefetchRefill(t *testing.T) {
 	// Many callers drain it faster than it refills: nobody waits forever,
 	// no ID is handed out twice.
 	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for range 300 {
-				id, err := c.NextID(ctx)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				all.add(id)
-			}
-		})
-	}
+	all.singles(t, &wg, c, 16, 300)
 	wg.Wait()
 	if all.dups != 0 {
 		t.Fatalf("%d duplicates among %d IDs", all.dups, len(all.seen))
@@ -84,7 +69,7 @@ func TestPrefetchCloseStopsRefill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the refill's call", func() bool { return f.calls.Load() == 1 })
+	waittest.Until(t, "the refill's call", func() bool { return f.calls.Load() == 1 })
 	done := make(chan error, 1)
 	go func() {
 		_, err := c.NextID(context.Background()) // waits for the refill
@@ -138,7 +123,7 @@ func TestPrefetchBatchesAreTheirOwn(t *testing.T) {
 	cfg, reg := testConfig(t, f.addr)
 	cfg.Prefetch = 1000
 	c := newClient(t, cfg)
-	waitFor(t, "the first fill", func() bool { return gauge(t, reg, "vesta_client_prefetch_buffered") == 1000 })
+	waittest.Until(t, "the first fill", func() bool { return gauge(t, reg, "vesta_client_prefetch_buffered") == 1000 })
 	ctx := context.Background()
 	a, err := c.NextIDs(ctx, 10)
 	if err != nil {
@@ -171,7 +156,7 @@ func TestAppendIDs(t *testing.T) {
 		cfg.Prefetch = prefetch
 		c := newClient(t, cfg)
 		if prefetch > 0 {
-			waitFor(t, "the first fill", func() bool { return gauge(t, reg, "vesta_client_prefetch_buffered") == float64(prefetch) })
+			waittest.Until(t, "the first fill", func() bool { return gauge(t, reg, "vesta_client_prefetch_buffered") == float64(prefetch) })
 		}
 		ctx := context.Background()
 		buf := []core.ID{3, 2, 1}

@@ -76,7 +76,7 @@ func (c *Client) NextSeq(ctx context.Context, tag string) (int64, error) {
 	}
 	var v int64
 	err := c.seqServers(ctx, func(ctx context.Context, deadline time.Time, cn *conn) error {
-		return cn.invoke(ctx, deadline, wire.MethodNextSeq, wire.NextSeqParams{Tag: tag}, &v)
+		return cn.invoke(ctx, deadline, wire.ProcNextSeq, wire.NextSeqParams{Tag: tag}, &v)
 	})
 	if err != nil {
 		return 0, err
@@ -121,7 +121,7 @@ func (c *Client) fetchSeq(ctx context.Context, tag string, n int) ([]int64, erro
 		err := c.seqServers(ctx, func(ctx context.Context, deadline time.Time, cn *conn) error {
 			k := min(n-len(out), cn.info.maxBatch)
 			got = got[:0]
-			if err := cn.invoke(ctx, deadline, wire.MethodNextSeqs, wire.NextSeqsParams{Tag: tag, Count: uint64(k)}, &got); err != nil {
+			if err := cn.invoke(ctx, deadline, wire.ProcNextSeqs, wire.NextSeqsParams{Tag: tag, Count: uint64(k)}, &got); err != nil {
 				return err
 			}
 			if len(got) != k {
@@ -182,7 +182,7 @@ func (c *Client) seqServers(ctx context.Context, fn seqCall) error {
 	return fmt.Errorf("%w: %w", ErrUnavailable, last)
 }
 
-// seqCall is one call of a sequence method on cn, due by deadline.
+// seqCall is one call of a sequence procedure on cn, due by deadline.
 type seqCall func(ctx context.Context, deadline time.Time, cn *conn) error
 
 // seqAttempt is one call on s within Timeout.

@@ -14,6 +14,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/segtest"
 	"github.com/vesta-go/vesta/segment"
 )
 
@@ -32,11 +33,7 @@ func seqServers(t testing.TB, n int, tags ...string) ([]*centralServer, *segment
 	for i := range n {
 		cfg := segment.DefaultConfig()
 		cfg.RefreshTags = -1
-		is, err := segment.Open(ctx, store, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { is.Close() })
+		is := segtest.Open(t, store, cfg)
 		out = append(out, startCentral(t, core.MachineID(1000+i), central.Config{Sequences: is}))
 	}
 	return out, store

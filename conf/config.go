@@ -39,7 +39,8 @@ type IDConfig struct {
 	// Layout as sorted, vesta or leaf (Leaf's snowflake bits; Load then
 	// defaults Type to min-granularity, and Epoch may only be Leaf's), Type
 	// as max-peak, min-granularity, 0 or 1, and Epoch in RFC 3339, or ""
-	// for the zero Time.
+	// for the zero Time. MaxBorrow is an exception to the zero rule (see
+	// the package documentation): 0 never runs ahead.
 	Layout    core.Layout   `koanf:"layout"`
 	Type      core.Type     `koanf:"type"`
 	Epoch     time.Time     `koanf:"epoch"`
@@ -62,8 +63,8 @@ type MachineConfig struct {
 	// or empty is no entries.
 	IPTable map[string]int `koanf:"ip_table"`
 	// K8sOffset is added to a StatefulSet pod's ordinal (k8s provider):
-	// machineid.Config.K8sOffset (machineKeys). Its default here, 924, is
-	// conf's: the server range's first ID, for a StatefulSet of servers.
+	// machineid.Config.K8sOffset (machineKeys), its default included (924,
+	// the server range's first ID); zero adds nothing.
 	K8sOffset int `koanf:"k8s_offset"`
 	// EmbeddedRange is where embedded issuers and the client's fallback
 	// take IDs; the zero Range does not validate.
@@ -154,7 +155,8 @@ type TimeGuardConfig struct {
 	// restart with the clock set back could re-issue IDs; warned).
 	Dir string `koanf:"dir"`
 	// Window and MaxStartupWait are core.Config's GuardWindow and
-	// MaxStartupWait (coreKeys), documented there.
+	// MaxStartupWait (coreKeys), documented there; MaxStartupWait is an
+	// exception to the zero rule: 0 fails at once.
 	Window         time.Duration `koanf:"window"`
 	MaxStartupWait time.Duration `koanf:"max_startup_wait"`
 }
@@ -259,9 +261,10 @@ type MetricsConfig struct {
 	// Listen is host:port; "" turns it off.
 	Listen string `koanf:"listen"`
 	// The caps are connlimit.Config's fields (metricsKeys), which has no
-	// defaults: DefaultConfig's are the only ones. MaxConns and
-	// MaxConnsPerPeer zero do not validate; PeerIPv6Prefix zero is 64;
-	// MaxUnsentBytes zero is no bound.
+	// defaults: defaultMetrics' are the only ones, and zero means them
+	// (metricsConfig): MaxConns zero is 100, MaxConnsPerPeer zero is 10,
+	// PeerIPv6Prefix zero is 64, MaxUnsentBytes zero is 8 MiB and a
+	// negative one is no bound.
 	MaxConns        int   `koanf:"max_conns"`
 	MaxConnsPerPeer int   `koanf:"max_conns_per_peer"`
 	PeerIPv6Prefix  int   `koanf:"peer_ipv6_prefix"`
@@ -288,7 +291,7 @@ func DefaultConfig() Config {
 		Machine: MachineConfig{
 			Providers:     m.Providers,
 			IPTable:       map[string]int{},
-			K8sOffset:     924, // conf's: the server range's first ID, for a StatefulSet of servers
+			K8sOffset:     m.K8sOffset,
 			EmbeddedRange: m.EmbeddedRange,
 			ServerRange:   m.ServerRange,
 			Redis: RedisConfig{
@@ -310,11 +313,16 @@ func DefaultConfig() Config {
 		Client: ClientConfig{Servers: []string{}, Timeout: cl.Timeout, Retries: cl.Retries, Prefetch: cl.Prefetch,
 			Fallback: !cl.NoFallback},
 		Segment: defaultSegment(),
-		// The metrics listener's caps are conf's (connlimit has none), but
-		// its peers are the same prefix as everywhere.
-		Metrics: MetricsConfig{MaxConns: 100, MaxConnsPerPeer: 10, PeerIPv6Prefix: connlimit.DefaultPeerPrefixV6, MaxUnsentBytes: 8 << 20},
+		Metrics: defaultMetrics(),
 		Log:     LogConfig{Level: "info", Format: "text"},
 	}
+}
+
+// defaultMetrics is the metrics listener's caps: conf's (connlimit has
+// none), small, as its clients are a few scrapers; its peers are the same
+// prefix as everywhere.
+func defaultMetrics() MetricsConfig {
+	return MetricsConfig{MaxConns: 100, MaxConnsPerPeer: 10, PeerIPv6Prefix: connlimit.DefaultPeerPrefixV6, MaxUnsentBytes: 8 << 20}
 }
 
 // Range returns the machine-ID range of a publish method:

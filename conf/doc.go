@@ -52,10 +52,15 @@
 // turned off, a negative value turns it off (client.retries: -1 retries
 // none; segment.refresh_tags: -1s never re-reads). client.fallback is the
 // one boolean that defaults to true (client.Config.NoFallback negated).
-// The exceptions say so: id.max_borrow (core's zero never runs ahead; 1s
-// by default) and metrics.max_unsent_bytes (no bound; 8 MiB by default)
-// read zero as off, and metrics.max_conns and max_conns_per_peer refuse it
-// (connlimit has no defaults).
+// The metrics listener's caps follow it too, although connlimit has no
+// defaults: conf owns them (defaultMetrics), so metrics.max_conns: 0 is
+// 100 and metrics.max_unsent_bytes: -1 is no bound. The exceptions are
+// settings whose zero is a value of its own and the safe one, kept so and
+// said in their field's comment: id.max_borrow: 0 never runs ahead of the
+// clock (1s by default; a lease's quarantine counts the borrow as given,
+// so it must never be read two ways) and time_guard.max_startup_wait: 0
+// never waits (10s by default). IDs and offsets are values, not limits:
+// machine.id: 0 is machine 0 and machine.k8s_offset: 0 adds nothing.
 //
 // Validation is done once, by the package that owns each limit: Validate
 // converts, calls each package's Validate and names a refused field by its

@@ -13,14 +13,6 @@ import (
 // secretType is conf's masked string: a secret key reads a string field.
 var secretType = reflect.TypeFor[conf.Secret]()
 
-// defaultExceptions are keys whose default is conf's on purpose, not the
-// package's: each says why.
-var defaultExceptions = map[string]string{
-	// machineid's zero adds nothing to the ordinal; vesta serve's pods
-	// take the server range, 924-1023.
-	"machine.k8s_offset": "924, the server range's first ID",
-}
-
 // TestKeyTable: conf's key tables (packages.go) are the one source of
 // the keys. Every key of Config is a row of one table or one of conf's
 // own keys, never both; a row's key has its field's Go type and its
@@ -91,10 +83,6 @@ func checkRow(t *testing.T, key string, tb conf.KeyTable, def conf.Config) {
 	}
 	if tb.OwnDefaults {
 		return // conf's defaults are the only ones (metrics)
-	}
-	if why, ok := defaultExceptions[key]; ok {
-		t.Logf("%s: conf's default, %s", key, why)
-		return
 	}
 	if (kv.Kind() == reflect.Slice || kv.Kind() == reflect.Map) && kv.Len() == 0 && fv.Len() == 0 {
 		return // [] here, nil there: both none

@@ -1,6 +1,7 @@
 package conf
 
 import (
+	"cmp"
 	"errors"
 	"reflect"
 	"slices"
@@ -314,11 +315,25 @@ func (c Config) restConfig() rest.Config {
 }
 
 // metricsConfig is MetricsListener without the checks: the caps, and
-// REST's request timeout as the first request's deadline.
+// REST's request timeout as the first request's deadline. connlimit has
+// no defaults, so the zero rule is applied here, the one place that owns
+// the metrics listener's caps: zero is defaultMetrics' value, and a
+// negative max_unsent_bytes is connlimit's zero, no bound. A negative
+// max_conns or max_conns_per_peer is passed on for connlimit to refuse:
+// a connection cap has no off.
 func (c Config) metricsConfig() connlimit.Config {
+	d, m := defaultMetrics(), c.Metrics
+	m.MaxConns = cmp.Or(m.MaxConns, d.MaxConns)
+	m.MaxConnsPerPeer = cmp.Or(m.MaxConnsPerPeer, d.MaxConnsPerPeer)
+	switch {
+	case m.MaxUnsentBytes == 0:
+		m.MaxUnsentBytes = d.MaxUnsentBytes
+	case m.MaxUnsentBytes < 0:
+		m.MaxUnsentBytes = 0
+	}
 	return connlimit.Config{
-		MaxConns: c.Metrics.MaxConns, MaxConnsPerPeer: c.Metrics.MaxConnsPerPeer,
-		PeerPrefixV6: c.Metrics.PeerIPv6Prefix, MaxUnsent: c.Metrics.MaxUnsentBytes,
+		MaxConns: m.MaxConns, MaxConnsPerPeer: m.MaxConnsPerPeer,
+		PeerPrefixV6: m.PeerIPv6Prefix, MaxUnsent: m.MaxUnsentBytes,
 		FirstRequest: rest.DefaultRequestTimeout,
 	}
 }

@@ -3,6 +3,8 @@ package conf_test
 import (
 	"crypto/tls"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -124,5 +126,32 @@ func TestCentralAndRESTConfig(t *testing.T) {
 	}
 	if _, err := c.RESTConfig(); !errors.Is(err, conf.ErrConfig) {
 		t.Errorf("RESTConfig of an invalid config: %v", err)
+	}
+}
+
+// TestMetricsZeroRule: the metrics listener's caps read zero as their
+// default and a negative max_unsent_bytes as no bound, in YAML as in Go.
+func TestMetricsZeroRule(t *testing.T) {
+	for _, tc := range []struct {
+		yaml           string
+		conns, perPeer int
+		unsent, prefix int64
+	}{
+		{"metrics: {max_conns: 0, max_conns_per_peer: 0, max_unsent_bytes: 0}", 100, 10, 8 << 20, 64},
+		{"metrics: {max_conns: 3, max_conns_per_peer: 2, max_unsent_bytes: -1}", 3, 2, 0, 64},
+		{"metrics: {max_unsent_bytes: 4096, peer_ipv6_prefix: 48}", 100, 10, 4096, 48},
+	} {
+		file := filepath.Join(t.TempDir(), "vesta.yaml")
+		if err := os.WriteFile(file, []byte(tc.yaml+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		l, err := conf.Load(conf.Options{File: file, Env: []string{}})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.yaml, err)
+		}
+		lc, err := l.Config.MetricsListener()
+		if err != nil || lc.MaxConns != tc.conns || lc.MaxConnsPerPeer != tc.perPeer || lc.MaxUnsent != tc.unsent || int64(lc.PeerPrefixV6) != tc.prefix {
+			t.Errorf("%s: %+v, %v; want %d, %d, %d bytes, /%d", tc.yaml, lc, err, tc.conns, tc.perPeer, tc.unsent, tc.prefix)
+		}
 	}
 }

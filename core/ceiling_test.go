@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/gentest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 // TestImpossibleCountsAreErrors: counts that can never be issued fail with
@@ -38,7 +40,7 @@ func TestTryAppendIDs(t *testing.T) {
 	if err != nil || len(ids) != 3*1024 {
 		t.Fatalf("got %d IDs, %v; want 3072", len(ids), err)
 	}
-	checkIncreasing(t, ids)
+	gentest.Increasing(t, ids)
 	if d != 700*time.Microsecond {
 		t.Fatalf("retry after %v; want 700µs (the next unit)", d)
 	}
@@ -54,8 +56,8 @@ func TestTryAppendIDs(t *testing.T) {
 	if err != nil || len(more)-len(ids) != 1024 || d != time.Millisecond {
 		t.Fatalf("after the retry: %d IDs, %v, %v", len(more)-len(ids), d, err)
 	}
-	checkIncreasing(t, more)
-	checkUnique(t, more)
+	gentest.Increasing(t, more)
+	gentest.Unique(t, more)
 	// Results hold what was issued, not what was asked for.
 	if c := cap(more); c > 2*len(more) {
 		t.Fatalf("cap %d for %d IDs", c, len(more))
@@ -69,13 +71,7 @@ func TestTryAppendIDs(t *testing.T) {
 // TestTryAppendIDsGuardLag: a lagging time guard is a short retry, a
 // failed one an error.
 func TestTryAppendIDsGuardLag(t *testing.T) {
-	clk := core.NewManualClock(t0)
-	store := core.NewMemGuard(time.Time{})
-	cfg := guarded(clk, store)
-	cfg.MaxBorrow = time.Hour
-	g := newGen(t, cfg)
-	release := store.Block()
-	defer release()
+	g, store, release := guardBound(t)
 	ids, d, err := g.TryAppendIDs(core.Central, nil, 4<<20)
 	if err != nil || len(ids) == 0 || len(ids) >= 3<<20 || d <= 0 || d > 100*time.Millisecond {
 		t.Fatalf("got %d IDs, retry %v, %v; want the reservation (under 3 units) and a short retry", len(ids), d, err)
@@ -135,9 +131,7 @@ func TestCloseWakesEveryWaiter(t *testing.T) {
 				}()
 			}
 			if on != "guard" {
-				if err := clk.BlockUntil(context.Background(), callers); err != nil {
-					t.Fatal(err)
-				}
+				waittest.Sleepers(t, clk, callers)
 			} else {
 				time.Sleep(20 * time.Millisecond) // let them park on the guard
 			}
@@ -167,9 +161,7 @@ func TestRekeyWakesWaiters(t *testing.T) {
 		_, err := g.NextID(context.Background(), core.Embedded)
 		errc <- err
 	}()
-	if err := clk.BlockUntil(context.Background(), 1); err != nil {
-		t.Fatal(err)
-	}
+	waittest.Sleepers(t, clk, 1)
 	newStore := core.NewMemGuard(time.Time{})
 	release := newStore.Block()
 	done := make(chan error, 1)

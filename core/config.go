@@ -10,6 +10,15 @@ import (
 // max-peak, the layout's epoch, version 0, machine 0, never ahead of the
 // clock, the system clock, no time guard. DefaultConfig gives the
 // recommended values.
+//
+// Zero is each field's default, with two exceptions, where zero is a
+// setting of its own and the safe one: MaxBorrow (zero never runs ahead of
+// the clock; DefaultConfig's is 1s) and MaxStartupWait (zero never waits;
+// DefaultConfig's is 10s). MaxBorrow is read as given by more than the
+// generator: a machine-ID lease's takeover quarantine and its fleet record
+// (package machineid) count it, so a zero that meant 1s to the generator
+// but 0 to a reader would let a successor issue inside its predecessor's
+// borrowed time. A value that is only ever itself cannot be read two ways.
 type Config struct {
 	// Layout of the IDs; zero is Sorted.
 	Layout Layout
@@ -25,7 +34,8 @@ type Config struct {
 	// MaxBorrow is how far issuing may run ahead of the clock when a
 	// unit's sequence runs out, rounded down to whole units; past it,
 	// callers sleep until the clock catches up. Zero never runs ahead
-	// (Vesta's behaviour).
+	// (Vesta's behaviour): a setting, not the default (see Config); at
+	// most 24h.
 	MaxBorrow time.Duration
 	// Clock; nil is a SystemClock anchored when New is called.
 	Clock Clock
@@ -36,7 +46,8 @@ type Config struct {
 	// time guard reaches; zero is 3s.
 	GuardWindow time.Duration
 	// MaxStartupWait is how long New waits for the clock to pass the
-	// guard's mark; zero fails at once with ErrClockBehind.
+	// guard's mark; zero fails at once with ErrClockBehind (a setting, not
+	// the default: see Config).
 	MaxStartupWait time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -66,9 +67,7 @@ func New(ctx context.Context, cfg Config) (*Generator, error) {
 		return nil, err
 	}
 	codec, _ := NewCodec(cfg.Layout, cfg.Epoch)
-	if cfg.GuardWindow == 0 {
-		cfg.GuardWindow = 3 * time.Second
-	}
+	cfg.GuardWindow = cmp.Or(cfg.GuardWindow, 3*time.Second)
 	g := &Generator{cfg: cfg, codec: codec, clock: cfg.Clock, log: cfg.Logger}
 	g.ctl.g = g
 	if g.clock == nil {

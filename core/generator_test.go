@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 // t0 is an arbitrary instant well after both epochs, on a whole second.
@@ -31,24 +31,17 @@ func next(tb testing.TB, g *core.Generator) core.ID {
 }
 
 // checkUnique fails on the first ID issued twice.
-func checkUnique(tb testing.TB, ids []core.ID) {
+// checkStreams checks that each caller's IDs increase and that no ID occurs
+// twice among all of them, which it returns.
+func checkStreams(tb testing.TB, got [][]core.ID) []core.ID {
 	tb.Helper()
-	s := slices.Clone(ids)
-	slices.Sort(s)
-	for i := 1; i < len(s); i++ {
-		if s[i] == s[i-1] {
-			tb.Fatalf("duplicate ID %d among %d", s[i], len(s))
-		}
+	var all []core.ID
+	for _, ids := range got {
+		gentest.Increasing(tb, ids)
+		all = append(all, ids...)
 	}
-}
-
-func checkIncreasing(tb testing.TB, ids []core.ID) {
-	tb.Helper()
-	for i := 1; i < len(ids); i++ {
-		if ids[i] <= ids[i-1] {
-			tb.Fatalf("ID %d at %d is not above %d", ids[i], i, ids[i-1])
-		}
-	}
+	gentest.Unique(tb, all)
+	return all
 }
 
 // ticker advances a ManualClock in small steps until stopped, so that
@@ -112,15 +105,10 @@ func TestUniqueUnderConcurrency(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			var all []core.ID
-			for _, ids := range got {
-				checkIncreasing(t, ids)
-				all = append(all, ids...)
-			}
+			all := checkStreams(t, got)
 			if len(all) != goroutines*perG {
 				t.Fatalf("got %d IDs", len(all))
 			}
-			checkUnique(t, all)
 			if s := g.Stats(); s.Issued != uint64(len(all)) {
 				t.Fatalf("Stats.Issued = %d; issued %d", s.Issued, len(all))
 			}
@@ -162,12 +150,7 @@ func TestBatchesInterleavedWithSingles(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	var all []core.ID
-	for _, ids := range got {
-		checkIncreasing(t, ids)
-		all = append(all, ids...)
-	}
-	checkUnique(t, all)
+	all := checkStreams(t, got)
 	if s := g.Stats(); s.Issued != uint64(len(all)) {
 		t.Fatalf("Stats.Issued = %d; issued %d", s.Issued, len(all))
 	}
@@ -194,7 +177,7 @@ func TestBatchSpansUnitsAndWaits(t *testing.T) {
 	if len(ids) != 3000 {
 		t.Fatalf("got %d IDs", len(ids))
 	}
-	checkIncreasing(t, ids)
+	gentest.Increasing(t, ids)
 	units := map[uint64]bool{}
 	for _, id := range ids {
 		units[g.Codec().Explain(id).Time] = true
@@ -238,7 +221,7 @@ func TestNeverBelowLastUnitWhenClockStepsBack(t *testing.T) {
 				// The clock comes back: issuing resumes above everything.
 				clk.Set(t0.Add(10 * time.Millisecond))
 				last := next(t, g)
-				checkIncreasing(t, append(append([]core.ID{before, after}, ids...), last))
+				gentest.Increasing(t, append(append([]core.ID{before, after}, ids...), last))
 			})
 		}
 	}
@@ -284,9 +267,7 @@ func waitsWithoutSpinning(t *testing.T, g *core.Generator, clk *core.ManualClock
 		}
 		got <- id
 	}()
-	if err := clk.BlockUntil(context.Background(), 1); err != nil {
-		t.Fatal(err)
-	}
+	waittest.Sleepers(t, clk, 1)
 	reads := clk.Reads()
 	time.Sleep(20 * time.Millisecond)
 	if r := clk.Reads(); r > reads+2 {
@@ -312,9 +293,7 @@ func TestWaitHonoursCancelledContext(t *testing.T) {
 		_, err := g.NextID(ctx, core.Embedded)
 		errc <- err
 	}()
-	if err := clk.BlockUntil(context.Background(), 1); err != nil {
-		t.Fatal(err)
-	}
+	waittest.Sleepers(t, clk, 1)
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v; want context.Canceled", err)
@@ -347,9 +326,7 @@ func TestVestaDuplicateOnExhaustionIsImpossible(t *testing.T) {
 			res <- id
 		}()
 	}
-	if err := clk.BlockUntil(context.Background(), waiters); err != nil {
-		t.Fatal(err)
-	}
+	waittest.Sleepers(t, clk, waiters)
 	clk.Advance(time.Millisecond)
 	var ids []core.ID
 	for range waiters {
@@ -361,7 +338,7 @@ func TestVestaDuplicateOnExhaustionIsImpossible(t *testing.T) {
 			t.Fatalf("waiter got %+v", e)
 		}
 	}
-	checkUnique(t, ids)
+	gentest.Unique(t, ids)
 }
 
 func TestRandomSequenceStart(t *testing.T) {

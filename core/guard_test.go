@@ -16,12 +16,27 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 func guarded(clk core.Clock, g core.GuardStore) core.Config {
 	cfg := core.DefaultConfig()
 	cfg.Clock, cfg.Guard = clk, g
 	return cfg
+}
+
+// guardBound is a generator on a manual clock that only its memory guard
+// limits (an hour of borrowing), the guard's saves blocked until the test
+// ends or it calls release.
+func guardBound(t *testing.T) (g *core.Generator, store *core.MemGuard, release func()) {
+	t.Helper()
+	store = core.NewMemGuard(time.Time{})
+	cfg := guarded(core.NewManualClock(t0), store)
+	cfg.MaxBorrow = time.Hour
+	g = newGen(t, cfg)
+	release = store.Block()
+	t.Cleanup(release)
+	return g, store, release
 }
 
 // unitOf is the time field of id.
@@ -82,32 +97,24 @@ func TestGuardFailingStoreStopsAtLastDurableMark(t *testing.T) {
 	}
 	store.Fail(nil)
 	// The reserver retries once a period (1s): advance until it heals.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	// The reserver is idle when its timer is the clock's only waiter; after
 	// each tick it saves, then waits again.
-	for g.Ready() != nil {
-		if err := clk.BlockUntil(ctx, 1); err != nil {
-			t.Fatal("the reserver never retried:", err)
+	waittest.Until(t, "the reserver to heal", func() bool {
+		if g.Ready() == nil {
+			return true
 		}
+		waittest.Sleepers(t, clk, 1)
 		clk.Advance(time.Second)
-		if err := clk.BlockUntil(ctx, 1); err != nil {
-			t.Fatal(err)
-		}
-	}
+		waittest.Sleepers(t, clk, 1)
+		return false
+	})
 	if _, err := g.NextID(context.Background(), core.Embedded); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestGuardSlowStoreMakesCallersWait(t *testing.T) {
-	clk := core.NewManualClock(t0)
-	store := core.NewMemGuard(time.Time{})
-	cfg := guarded(clk, store)
-	cfg.MaxBorrow = time.Hour
-	g := newGen(t, cfg)
-	release := store.Block()
-	defer release()
+	g, _, release := guardBound(t)
 	// Use up the first reservation (3 units).
 	if _, err := g.NextIDs(context.Background(), core.Embedded, 3<<20-1024); err != nil {
 		t.Fatal(err)
@@ -179,7 +186,7 @@ func TestCloseRacingIssuers(t *testing.T) {
 				}
 			})
 		}
-		time.Sleep(time.Millisecond)
+		waittest.Until(t, "issuing under way", func() bool { mu.Lock(); defer mu.Unlock(); return len(all) > 0 })
 		if err := g.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -207,9 +214,7 @@ func TestRestartWithClockBehindMark(t *testing.T) {
 			g, err := core.New(context.Background(), guarded(clk, store)) // MaxStartupWait 10s
 			res <- result{g, err}
 		}()
-		if err := clk.BlockUntil(context.Background(), 1); err != nil {
-			t.Fatal(err)
-		}
+		waittest.Sleepers(t, clk, 1)
 		clk.Advance(4 * time.Second) // now within MaxBorrow (1s) of the mark
 		r := <-res
 		if r.err != nil {
@@ -242,9 +247,7 @@ func TestRestartWithClockBehindMark(t *testing.T) {
 			_, err := core.New(ctx, guarded(clk, core.NewMemGuard(mark)))
 			res <- err
 		}()
-		if err := clk.BlockUntil(context.Background(), 1); err != nil {
-			t.Fatal(err)
-		}
+		waittest.Sleepers(t, clk, 1)
 		cancel()
 		if err := <-res; !errors.Is(err, core.ErrClockBehind) || !errors.Is(err, context.Canceled) {
 			t.Fatalf("got %v", err)
@@ -284,9 +287,7 @@ func TestRekey(t *testing.T) {
 	release()
 	// Clock at t0, the new mark at t0+2s, MaxBorrow 1s: Rekey waits for the
 	// clock like New does.
-	if err := clk.BlockUntil(context.Background(), 1); err != nil {
-		t.Fatal(err)
-	}
+	waittest.Sleepers(t, clk, 1)
 	select {
 	case err := <-done:
 		t.Fatalf("Rekey returned %v with the clock 2s behind the new mark", err)
@@ -620,9 +621,7 @@ func TestCloseCancelsRekeyWaitingForClock(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- g.Control().Rekey(context.Background(), 3, core.NewMemGuard(t0.Add(5*time.Second))) }()
 	// Rekey now waits for the clock (mark 5s ahead, 10s allowed); Close ends it.
-	if err := clk.BlockUntil(context.Background(), 1); err != nil {
-		t.Fatal(err)
-	}
+	waittest.Sleepers(t, clk, 1)
 	closed := make(chan error)
 	go func() { closed <- g.Close() }()
 	if err := <-done; !errors.Is(err, core.ErrClosed) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/gentest"
 )
 
 // leafConfig is a leaf generator on a manual clock: Leaf's own behaviour,
@@ -71,8 +72,8 @@ func TestLeafExhaustionWaitsForNextMillisecond(t *testing.T) {
 	if e := g.Codec().Explain(id); e.Time != e0.Time+1 || e.Seq > 1 {
 		t.Fatalf("after the wait got %+v; want unit %d seq 0 or 1", e, e0.Time+1)
 	}
-	checkIncreasing(t, append(ids, id))
-	checkUnique(t, append(ids, id))
+	gentest.Increasing(t, append(ids, id))
+	gentest.Unique(t, append(ids, id))
 	if s := g.Stats(); s.Waits != 1 {
 		t.Fatalf("stats %+v; want 1 wait", s)
 	}

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -109,12 +110,8 @@ func NewShare(g *Generator, cfg ShareConfig) (*Share, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.MaxWaitingIDs == 0 {
-		cfg.MaxWaitingIDs = DefaultMaxWaitingIDs
-	}
-	if cfg.MaxWaitingCalls == 0 {
-		cfg.MaxWaitingCalls = DefaultMaxWaitingCalls
-	}
+	cfg.MaxWaitingIDs = cmp.Or(cfg.MaxWaitingIDs, DefaultMaxWaitingIDs)
+	cfg.MaxWaitingCalls = cmp.Or(cfg.MaxWaitingCalls, DefaultMaxWaitingCalls)
 	per := uint64(shareTick) << g.sb / uint64(g.unitMs*1e6)
 	return &Share{g: g, cfg: cfg, perTick: max(per, 1), keys: map[uint64]*shareKey{}, closing: make(chan struct{})}, nil
 }

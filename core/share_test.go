@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/gentest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 // shared returns a min-granularity generator (1024 IDs a millisecond, no
@@ -72,13 +74,17 @@ func (c *collector) append(s *core.Share, ctx context.Context, key uint64, name 
 // sleeps on it; it returns false, without advancing, once no call waits.
 func (c *collector) step(tb testing.TB, s *core.Share, clk *core.ManualClock) bool {
 	tb.Helper()
-	for deadline := time.Now().Add(10 * time.Second); clk.Waiters() == 0; time.Sleep(50 * time.Microsecond) {
-		if _, calls := s.Waiting(); calls == 0 {
-			return false
+	idle := false
+	waittest.Until(tb, "the Share's goroutine to sleep on the clock", func() bool {
+		if clk.Waiters() > 0 {
+			return true
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("the Share's goroutine never slept (tick %d, %d done)", c.tick, c.n())
-		}
+		_, calls := s.Waiting()
+		idle = calls == 0
+		return idle
+	})
+	if idle {
+		return false
 	}
 	c.mu.Lock()
 	c.tick++
@@ -117,9 +123,7 @@ func TestShareRoundRobin(t *testing.T) {
 			t.Fatalf("light still waits after %d ticks", c.tick)
 		}
 	}
-	for c.n() < 5 { // the last done callback may still run
-		time.Sleep(time.Millisecond)
-	}
+	waittest.Until(t, "the last done callback", func() bool { return c.n() >= 5 })
 	light, _ := c.get("light")
 	g1, _ := c.get("greedy1")
 	if light.err != nil || len(light.ids) != 10 || light.at > g1.at {
@@ -131,10 +135,10 @@ func TestShareRoundRobin(t *testing.T) {
 		if o.err != nil {
 			t.Fatalf("%s: %v", name, o.err)
 		}
-		checkIncreasing(t, o.ids)
+		gentest.Increasing(t, o.ids)
 		all = append(all, o.ids...)
 	}
-	checkUnique(t, all)
+	gentest.Unique(t, all)
 	// 12010 IDs at 1024 a tick: 12 ticks; the greedy calls in order.
 	for i, name := range []string{"greedy1", "greedy2", "greedy3"} {
 		a, _ := c.get(name)
@@ -216,14 +220,9 @@ func TestShareBudget(t *testing.T) {
 		}
 	}
 	cancel()
-	for {
-		if o, ok := c.get("a"); ok {
-			if !errors.Is(o.err, context.Canceled) {
-				t.Fatalf("a: %v", o.err)
-			}
-			break
-		}
-		time.Sleep(time.Millisecond)
+	waittest.Until(t, "a's answer", func() bool { _, ok := c.get("a"); return ok })
+	if o, _ := c.get("a"); !errors.Is(o.err, context.Canceled) {
+		t.Fatalf("a: %v", o.err)
 	}
 	if ids, calls := s.Waiting(); ids != 1000 || calls != 2 {
 		t.Fatalf("Waiting() = %d, %d after the cancel", ids, calls)
@@ -250,12 +249,7 @@ func TestShareCloseReturnsEveryCaller(t *testing.T) {
 					errc <- err
 				}()
 			}
-			for {
-				if _, calls := s.Waiting(); calls == callers {
-					break
-				}
-				time.Sleep(time.Millisecond)
-			}
+			waittest.Until(t, "every caller waiting", func() bool { _, calls := s.Waiting(); return calls == callers })
 			if what == "share" {
 				s.Close()
 			} else {
@@ -359,7 +353,7 @@ func TestShareConcurrentUnique(t *testing.T) {
 					}
 					ids = []core.ID{id}
 				}
-				checkIncreasing(t, ids)
+				gentest.Increasing(t, ids)
 				mine = append(mine, ids...)
 			}
 			mu.Lock()
@@ -368,7 +362,7 @@ func TestShareConcurrentUnique(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	checkUnique(t, all)
+	gentest.Unique(t, all)
 	if ids, calls := s.Waiting(); ids != 0 || calls != 0 {
 		t.Fatalf("Waiting() = %d, %d at the end", ids, calls)
 	}
@@ -394,9 +388,7 @@ func TestShareRekeyMidCall(t *testing.T) {
 	}
 	for c.step(t, s, clk) {
 	}
-	for c.n() < 2 {
-		time.Sleep(time.Millisecond)
-	}
+	waittest.Until(t, "both answers", func() bool { return c.n() >= 2 })
 	if o, _ := c.get("straddling"); !errors.Is(o.err, core.ErrFenced) {
 		t.Fatalf("straddling call: %d IDs, %v; want ErrFenced", len(o.ids), o.err)
 	}

@@ -21,4 +21,24 @@
 // machine ID (and the time guard's lock) at once, refusing what Open would
 // refuse before waiting; Claim.Open then waits, within its ctx, and starts
 // the Issuer. The Go client opens its fallback so.
+//
+// # Beside the standard library's embed
+//
+// The package keeps the name of its folder, embed/, one of the
+// repository's fixed top-level folders, although it shares that name with
+// the standard library's embed. The two rarely meet: a //go:embed
+// directive needs only import _ "embed", which binds no name. A file that
+// uses embed.FS and this package as well imports this one under an alias,
+// the one vesta's own code would use:
+//
+//	import (
+//		"embed"
+//
+//		vembed "github.com/vesta-go/vesta/embed"
+//	)
+//
+//	//go:embed page
+//	var page embed.FS
+//
+//	iss, err := vembed.Open(ctx, cfg)
 package embed

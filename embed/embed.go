@@ -39,7 +39,8 @@ type Config struct {
 	// Registerer, when nil, take this Config's.
 	Machine machineid.Config
 	// MaxBorrow is how far issuing may run ahead of the clock when a
-	// unit's sequence runs out; zero never runs ahead.
+	// unit's sequence runs out; zero never runs ahead, a setting of its
+	// own as in core.Config (DefaultConfig's is 1s).
 	MaxBorrow time.Duration
 	// DataDir holds the file time guard (with a Redis lease the mark lives
 	// in Redis instead); "" runs without one (a restart with the clock set
@@ -62,14 +63,18 @@ type Config struct {
 }
 
 // DefaultConfig returns the recommended configuration: a 1s MaxBorrow, a
-// time guard in ./vesta-data with a 3s window and a 10s startup wait, and
+// time guard in ./vesta-data with a 3s window and a 10s startup wait,
+// machineid's defaults but a k8s offset of 0 (ordinal 0 is the embedded
+// range's first ID, where machineid's 924 is the server range's), and
 // no machine ID: Open refuses with machineid.ErrNoMachineID until one is
 // chosen (Machine.Static, or Machine.Providers), as two instances left on a
 // default would issue the same IDs.
 func DefaultConfig() Config {
 	d := core.DefaultConfig()
+	m := machineid.DefaultConfig()
+	m.K8sOffset = int(m.EmbeddedRange.First)
 	return Config{
-		Machine:   machineid.DefaultConfig(),
+		Machine:   m,
 		MaxBorrow: d.MaxBorrow, DataDir: "./vesta-data",
 		GuardWindow: d.GuardWindow, MaxStartupWait: d.MaxStartupWait,
 	}

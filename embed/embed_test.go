@@ -15,6 +15,7 @@ import (
 	"github.com/vesta-go/vesta/embed"
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
 )
 
@@ -299,9 +300,7 @@ func TestAcquireDoesNotWaitOutTheQuarantine(t *testing.T) {
 		opened <- err
 	}()
 	// The renewer, the watchdog and the quarantine sleep on the clock.
-	if err := clock.BlockUntil(context.Background(), 3); err != nil {
-		t.Fatal(err)
-	}
+	waittest.Sleepers(t, clock, 3)
 	cancel()
 	if err := <-opened; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Open given up during the quarantine = %v; want context.Canceled", err)

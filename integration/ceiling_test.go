@@ -197,7 +197,7 @@ func pipelineWithoutReading(ctx context.Context, addr string, sent *atomic.Int64
 	enc := wire.NewEncoder()
 	var batch []byte
 	for i := range 64 {
-		batch, _ = enc.AppendRequest(batch, uint32(i), wire.MethodGenIDs, &wire.GenIDsParams{Count: 10000})
+		batch, _ = enc.AppendRequest(batch, uint32(i), wire.ProcGenIDs, &wire.GenIDsParams{Count: 10000})
 	}
 	for ctx.Err() == nil {
 		nc, err := net.DialTimeout("tcp", addr, rawTimeout)
@@ -247,7 +247,7 @@ func greedyLoop(ctx context.Context, t *testing.T, addr string, got *atomic.Int6
 	var msgid uint32
 	send := func() error {
 		msgid++
-		b, _ := enc.AppendRequest(nil, msgid, wire.MethodGenIDs, &wire.GenIDsParams{Count: 10000})
+		b, _ := enc.AppendRequest(nil, msgid, wire.ProcGenIDs, &wire.GenIDsParams{Count: 10000})
 		_, err := nc.Write(b)
 		return err
 	}

@@ -147,10 +147,10 @@ func (c *rawConn) close() { c.nc.Close() }
 
 // call sends one request and reads its answer into result. A server's
 // error answer is returned as a *api.Error.
-func (c *rawConn) call(method string, params, result any) error {
+func (c *rawConn) call(proc string, params, result any) error {
 	c.msgid++
 	var err error
-	if c.buf, err = c.enc.AppendRequest(c.buf[:0], c.msgid, method, params); err != nil {
+	if c.buf, err = c.enc.AppendRequest(c.buf[:0], c.msgid, proc, params); err != nil {
 		return err
 	}
 	c.nc.SetDeadline(time.Now().Add(rawTimeout))
@@ -176,13 +176,13 @@ func (c *rawConn) call(method string, params, result any) error {
 
 func (c *rawConn) genID() (core.ID, error) {
 	var id uint64
-	err := c.call(wire.MethodGenID, nil, &id)
+	err := c.call(wire.ProcGenID, nil, &id)
 	return core.ID(id), err
 }
 
 func (c *rawConn) genIDs(n int) ([]core.ID, error) {
 	var ids []uint64
-	if err := c.call(wire.MethodGenIDs, wire.GenIDsParams{Count: uint64(n)}, &ids); err != nil {
+	if err := c.call(wire.ProcGenIDs, wire.GenIDsParams{Count: uint64(n)}, &ids); err != nil {
 		return nil, err
 	}
 	if len(ids) != n {

@@ -32,7 +32,7 @@
 //   - TestGracefulShutdown: SIGTERM under pipelined load: every request
 //     sent before the signal is answered before its connection closes.
 //   - TestThirdPartyClient: a MessagePack-RPC client in Python, written
-//     against the spec with the msgpack package, calls every method.
+//     against the spec with the msgpack package, calls every procedure.
 //
 // The machine-ID safety scenarios, where a machine ID could be held twice:
 //

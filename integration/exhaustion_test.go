@@ -131,7 +131,7 @@ func attack(t *testing.T, addr string) ([]net.Conn, time.Duration) {
 // rpcServed makes one Vesta.GenID call on nc.
 func rpcServed(nc net.Conn) error {
 	nc.SetDeadline(time.Now().Add(rawTimeout))
-	req, err := wire.NewEncoder().AppendRequest(nil, 1, wire.MethodGenID, nil)
+	req, err := wire.NewEncoder().AppendRequest(nil, 1, wire.ProcGenID, nil)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
 )
 
@@ -135,13 +136,7 @@ func TestFailover(t *testing.T) {
 		}
 	}
 	// The clients return to central mode at a breaker's next trial.
-	for deadline := time.Now().Add(30 * time.Second); !centralAgain[0].Load() || !centralAgain[1].Load(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the clients did not return to the restarted servers within 30s (client 1: %v, client 2: %v)",
-				centralAgain[0].Load(), centralAgain[1].Load())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waittest.Until(t, "both clients back on the restarted servers", func() bool { return centralAgain[0].Load() && centralAgain[1].Load() })
 	time.Sleep(1500 * time.Millisecond)
 	ld.stop()
 	ld.report(t, "all up", "one killed", "all killed", "restarted")

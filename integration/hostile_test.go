@@ -123,9 +123,9 @@ func TestHostileClients(t *testing.T) {
 	stopAll(t, p)
 }
 
-// request is [0, 7, method, params] with params written by hand.
-func request(method string, params ...byte) []byte {
-	return append(append([]byte{0x94, 0x00, 0x07, 0xa0 | byte(len(method))}, method...), params...)
+// request is [0, 7, proc, params] with params written by hand.
+func request(proc string, params ...byte) []byte {
+	return append(append([]byte{0x94, 0x00, 0x07, 0xa0 | byte(len(proc))}, proc...), params...)
 }
 
 // badFrames sends frames the server must answer with invalid_argument (and
@@ -140,16 +140,16 @@ func badFrames(t *testing.T, addr string) {
 		frame  []byte
 		answer bool // invalid_argument for msgid 7, else the connection closes
 	}{
-		{"count 10^9", request(wire.MethodGenIDs, count(0xce, 0x3b, 0x9a, 0xca, 0x00)...), true},
-		{"count 2^64-1", request(wire.MethodGenIDs, count(0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)...), true},
-		{"count max_batch+1", request(wire.MethodGenIDs, count(0xcd, 0x27, 0x11)...), true},
-		{"count 0", request(wire.MethodGenIDs, count(0x00)...), true},
-		{"count -1", request(wire.MethodGenIDs, count(0xff)...), true},
-		{"count a word", request(wire.MethodGenIDs, count(0xa2, 'a', 'b')...), true},
-		{"count a decimal string with a space", request(wire.MethodGenIDs, count(0xa3, ' ', '1', '0')...), true},
-		{"count a float", request(wire.MethodGenIDs, count(0xcb, 0x40, 0x14, 0, 0, 0, 0, 0, 0)...), true},
+		{"count 10^9", request(wire.ProcGenIDs, count(0xce, 0x3b, 0x9a, 0xca, 0x00)...), true},
+		{"count 2^64-1", request(wire.ProcGenIDs, count(0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)...), true},
+		{"count max_batch+1", request(wire.ProcGenIDs, count(0xcd, 0x27, 0x11)...), true},
+		{"count 0", request(wire.ProcGenIDs, count(0x00)...), true},
+		{"count -1", request(wire.ProcGenIDs, count(0xff)...), true},
+		{"count a word", request(wire.ProcGenIDs, count(0xa2, 'a', 'b')...), true},
+		{"count a decimal string with a space", request(wire.ProcGenIDs, count(0xa3, ' ', '1', '0')...), true},
+		{"count a float", request(wire.ProcGenIDs, count(0xcb, 0x40, 0x14, 0, 0, 0, 0, 0, 0)...), true},
 		{"unknown method", request("Vesta.Nope", 0x90), true},
-		{"params a map", request(wire.MethodGenIDs, 0x81, 0xa5, 'c', 'o', 'u', 'n', 't', 0x01), true},
+		{"params a map", request(wire.ProcGenIDs, 0x81, 0xa5, 'c', 'o', 'u', 'n', 't', 0x01), true},
 		{"HTTP on the RPC port", []byte("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"), false},
 		{"msgid a string", []byte{0x94, 0x00, 0xa1, '7', 0xab, 'V', 'e', 's', 't', 'a', '.', 'G', 'e', 'n', 'I', 'D', 0x90}, false},
 		{"a response", []byte{0x94, 0x01, 0x07, 0xc0, 0x05}, false},
@@ -223,7 +223,7 @@ func isTimeout(err error) bool {
 }
 
 // genIDFrame is [0, 7, "Vesta.GenID", []].
-var genIDFrame = request(wire.MethodGenID, 0x90)
+var genIDFrame = request(wire.ProcGenID, 0x90)
 
 // trickle sends one Vesta.GenID a byte at a time, 200ms apart (well within
 // the server's 10s read timeout), and records the answer. It first makes
@@ -238,7 +238,7 @@ func trickle(ctx context.Context, t *testing.T, addr string, s *stream, firstDon
 		return
 	}
 	defer nc.Close()
-	first, err := wire.NewEncoder().AppendRequest(nil, 6, wire.MethodGenID, nil)
+	first, err := wire.NewEncoder().AppendRequest(nil, 6, wire.ProcGenID, nil)
 	if err == nil {
 		nc.SetDeadline(time.Now().Add(rawTimeout))
 		_, err = nc.Write(first)
@@ -321,7 +321,7 @@ func neverReads(ctx context.Context, t *testing.T, addr string) {
 		return
 	}
 	defer nc.Close()
-	req := request(wire.MethodGenIDs, 0x91, 0x81, 0xa5, 'c', 'o', 'u', 'n', 't', 0xcd, 0x27, 0x10)
+	req := request(wire.ProcGenIDs, 0x91, 0x81, 0xa5, 'c', 'o', 'u', 'n', 't', 0xcd, 0x27, 0x10)
 	nc.SetWriteDeadline(time.Now().Add(2 * time.Second))
 	for range 200 {
 		if _, err := nc.Write(req); err != nil {

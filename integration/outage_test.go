@@ -13,6 +13,7 @@ import (
 	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
 )
 
@@ -182,15 +183,7 @@ func TestRedisOutage(t *testing.T) {
 	// Each server issues again once it holds a lease again.
 	for _, s := range servers {
 		conn := dialRaw(t, s.Central)
-		for {
-			if _, err := conn.genID(); err == nil {
-				break
-			}
-			if time.Since(back) > 30*time.Second {
-				t.Fatalf("%s issues nothing for 30s after Redis came back", s.name)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		waittest.Until(t, s.name+" to issue after Redis came back", func() bool { _, err := conn.genID(); return err == nil })
 		t.Logf("%s issues again %v after Redis came back", s.name, time.Since(back).Round(time.Millisecond))
 	}
 	time.Sleep(time.Second)

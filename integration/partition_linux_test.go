@@ -13,6 +13,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/netnstest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
 )
 
@@ -105,15 +106,7 @@ func partition(t *testing.T, cut func(s1, rds *netnstest.Host)) {
 	main.setPhase(partRejoined)
 	stopAll(t, s3)
 	rejoined := time.Now()
-	for {
-		if st1.ids[partRejoined].Load() > 0 {
-			break
-		}
-		if time.Since(rejoined) > 30*time.Second {
-			t.Fatalf("s1 issues nothing for 30s after s3 released its ID")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waittest.Until(t, "s1 to issue after s3 released its ID", func() bool { return st1.ids[partRejoined].Load() > 0 })
 	t.Logf("s1 issues again %v after s3 stopped", time.Since(rejoined).Round(time.Millisecond))
 	time.Sleep(500 * time.Millisecond)
 	main.stop()

@@ -354,7 +354,7 @@ func TestSeqLeafTable(t *testing.T) {
 	var seen []int64
 	for range 100 {
 		var v int64
-		if err := rc.call(wire.MethodNextSeq, wire.NextSeqParams{Tag: "order"}, &v); err != nil {
+		if err := rc.call(wire.ProcNextSeq, wire.NextSeqParams{Tag: "order"}, &v); err != nil {
 			t.Fatalf("Vesta.NextSeq: %v", err)
 		}
 		seen = append(seen, v)

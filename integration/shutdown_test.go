@@ -63,11 +63,11 @@ func (p *pipeline) write() {
 			if batchCall(msgid + uint32(i)) {
 				params = wire.GenIDsParams{Count: 50}
 			}
-			method := wire.MethodGenID
+			proc := wire.ProcGenID
 			if params != nil {
-				method = wire.MethodGenIDs
+				proc = wire.ProcGenIDs
 			}
-			buf, _ = enc.AppendRequest(buf, msgid+uint32(i), method, params)
+			buf, _ = enc.AppendRequest(buf, msgid+uint32(i), proc, params)
 			ends = append(ends, len(buf))
 		}
 		n, err := p.nc.Write(buf)

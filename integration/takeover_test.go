@@ -16,6 +16,7 @@ import (
 	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
 )
 
@@ -177,18 +178,13 @@ func awaitRenewal(t *testing.T, rc *redis.Client, key string) {
 	if err != nil {
 		t.Fatalf("PEXPIRETIME %s: %v", key, err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	waittest.Until(t, "a renewal of the lease "+key, func() bool {
 		d, err := rc.PExpireTime(ctx, key).Result()
 		if err != nil {
 			t.Fatalf("PEXPIRETIME %s: %v", key, err)
 		}
-		if d > first {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("the lease %s was not renewed within 30s", key)
+		return d > first
+	})
 }
 
 // awaitExpiry waits until key is gone from rc's Redis and returns its

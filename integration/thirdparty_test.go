@@ -21,7 +21,7 @@ const python = "/usr/bin/python3"
 
 // TestThirdPartyClient: a MessagePack-RPC client in another language,
 // written against the spec with Python's msgpack package, calls every
-// method of a running `vesta serve`, pipelined on one connection.
+// procedure of a running `vesta serve`, pipelined on one connection.
 func TestThirdPartyClient(t *testing.T) {
 	testkit.SkipShort(t, python+" with msgpack, and redis-server")
 	if out, err := exec.Command(python, "-c", "import msgpack").CombinedOutput(); err != nil {
@@ -50,14 +50,14 @@ func TestThirdPartyClient(t *testing.T) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	ok := func(method string, v any) {
+	ok := func(proc string, v any) {
 		t.Helper()
-		a, found := got[method]
+		a, found := got[proc]
 		if !found || a.Error != nil {
-			t.Fatalf("%s: %+v", method, a)
+			t.Fatalf("%s: %+v", proc, a)
 		}
 		if err := json.Unmarshal(a.Result, v); err != nil {
-			t.Fatalf("%s: %v (%s)", method, err, a.Result)
+			t.Fatalf("%s: %v (%s)", proc, err, a.Result)
 		}
 	}
 	codec, _ := core.NewCodec(core.Vesta, core.VestaEpoch)
@@ -101,12 +101,12 @@ func TestThirdPartyClient(t *testing.T) {
 	if nums := append(three, one); len(three) != 3 || !slices.IsSorted(three) || !sameSet(nums, []int64{1, 2, 3, 4}) {
 		t.Errorf("NextSeq %d, NextSeqs %v; want 1-4 between them", one, three)
 	}
-	for method, want := range map[string]string{
+	for proc, want := range map[string]string{
 		"Vesta.GenIDs#7": "invalid_argument:", "Vesta.GenIDs#8": "invalid_argument:", "Vesta.Nope": "invalid_argument:",
 		"Vesta.NextSeq#12": `not_found: segment: unknown tag "nope"`,
 	} {
-		if a := got[method]; a.Error == nil || !strings.HasPrefix(*a.Error, want) {
-			t.Errorf("%s: %+v; want an error starting %q", method, a, want)
+		if a := got[proc]; a.Error == nil || !strings.HasPrefix(*a.Error, want) {
+			t.Errorf("%s: %+v; want an error starting %q", proc, a, want)
 		}
 	}
 }

@@ -76,7 +76,11 @@ type Config struct {
 	// listed.
 	IPTable map[string]core.MachineID
 	// K8sOffset is added to the StatefulSet pod ordinal by the k8s
-	// provider, 0-1023; zero adds nothing.
+	// provider, 0-1023. It is a value, not a limit: zero adds nothing
+	// (ordinal 0 is machine 0), the one reading that keeps every offset
+	// reachable. DefaultConfig's is 924, the server range's first ID, for
+	// a StatefulSet of servers; embed's DefaultConfig takes 0, the
+	// embedded range's first.
 	K8sOffset int
 	// Hostname is read by the k8s provider; "" is os.Hostname().
 	Hostname string
@@ -245,13 +249,16 @@ const (
 
 // DefaultConfig returns the recommended configuration: the static provider
 // with no machine ID chosen (Acquire refuses with ErrNoMachineID until
-// Static is set or other providers are chosen), the default ranges, and for
+// Static is set or other providers are chosen), the default ranges, for
+// the k8s provider the offset 924 (ordinal 0 is the server range's first
+// ID), and for
 // the redis provider Redis at 127.0.0.1:6379, key prefix "vesta", a 15s
 // lease and a 2s clock-skew check, for the etcd provider etcd at
 // 127.0.0.1:2379, key prefix "vesta" and a 10s lease.
 func DefaultConfig() Config {
 	return Config{
 		Providers:     []string{ProviderStatic},
+		K8sOffset:     int(DefaultServerRange.First),
 		EmbeddedRange: DefaultEmbeddedRange,
 		ServerRange:   DefaultServerRange,
 		Redis: RedisConfig{
@@ -347,9 +354,7 @@ func (c Config) resolve() (Config, error) {
 	if strings.ContainsAny(rc.KeyPrefix, "{}") {
 		return bad("Redis.KeyPrefix", "%q holds { or }; they would break the keys' hash tag", rc.KeyPrefix)
 	}
-	if rc.LeaseTTL == 0 {
-		rc.LeaseTTL = defaultLeaseTTL
-	}
+	rc.LeaseTTL = cmp.Or(rc.LeaseTTL, defaultLeaseTTL)
 	if rc.LeaseTTL < minLeaseTTL {
 		return bad("Redis.LeaseTTL", "%s; want at least %s", rc.LeaseTTL, minLeaseTTL)
 	}
@@ -401,9 +406,7 @@ func (c *Config) resolveEtcd(listed bool) error {
 	if e.KeyPrefix == "" {
 		e.KeyPrefix = defaultKeyPrefix
 	}
-	if e.LeaseTTL == 0 {
-		e.LeaseTTL = defaultEtcdTTL
-	}
+	e.LeaseTTL = cmp.Or(e.LeaseTTL, defaultEtcdTTL)
 	switch {
 	case e.LeaseTTL < minEtcdTTL:
 		return bad("Etcd.LeaseTTL", "%s; want at least %s", e.LeaseTTL, minEtcdTTL)

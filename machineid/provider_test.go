@@ -95,8 +95,14 @@ func TestProviders(t *testing.T) {
 			c.Providers, c.Hostname, c.K8sOffset = []string{"k8s"}, "id-server-0.id-server.prod.svc.cluster.local", 924
 		}, 924, nil, nil},
 		{"k8s embedded offset 0", core.Embedded, func(c *machineid.Config) {
-			c.Providers, c.Hostname = []string{"k8s"}, "app-7"
+			c.Providers, c.Hostname, c.K8sOffset = []string{"k8s"}, "app-7", 0
 		}, 7, nil, nil},
+		{"k8s embedded with the default offset", core.Embedded, func(c *machineid.Config) {
+			c.Providers, c.Hostname = []string{"k8s"}, "app-7"
+		}, 0, []error{machineid.ErrConfig, machineid.ErrRange}, []string{"K8sOffset"}},
+		{"k8s default offset", core.Central, func(c *machineid.Config) {
+			c.Providers, c.Hostname = []string{"k8s"}, "vesta-3"
+		}, 927, nil, nil},
 		{"k8s no ordinal", core.Central, func(c *machineid.Config) {
 			c.Providers, c.Hostname, c.K8sOffset = []string{"k8s"}, "build-host", 924
 		}, 0, []error{machineid.ErrNoProvider, machineid.ErrUnavailable}, []string{"k8s:", "build-host"}},
@@ -110,7 +116,7 @@ func TestProviders(t *testing.T) {
 			c.Providers, c.Hostname, c.K8sOffset = []string{"k8s"}, "vesta-99999", 924
 		}, 0, []error{machineid.ErrRange}, []string{"99999"}},
 		{"k8s offset outside the range", core.Central, func(c *machineid.Config) {
-			c.Providers, c.Hostname = []string{"k8s"}, "vesta-1"
+			c.Providers, c.Hostname, c.K8sOffset = []string{"k8s"}, "vesta-1", 0
 		}, 0, []error{machineid.ErrConfig, machineid.ErrRange}, []string{"K8sOffset"}},
 		{"chain falls through to static", core.Central, func(c *machineid.Config) {
 			c.Providers, c.Hostname, c.K8sOffset, c.Static = []string{"k8s", "iptable", "static"}, "laptop", 924, new(core.MachineID(1000))

@@ -1,7 +1,6 @@
 package rest_test
 
 import (
-	"context"
 	"errors"
 	"net/http/httptest"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/rest"
 )
 
@@ -46,12 +46,8 @@ func testCeilingWaitsThenAnswers(t *testing.T, layout core.Layout, count int) {
 	s := newServer(t, gen, rest.Config{})
 	got := make(chan response, 1)
 	go func() { got <- get(t, s.Handler(), "/v1/ids?count="+strconv.Itoa(count)) }()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	for range 2 { // two units
-		if err := clock.BlockUntil(ctx, 1); err != nil {
-			t.Fatal(err)
-		}
+		waittest.Sleepers(t, clock, 1)
 		clock.Advance(time.Millisecond)
 	}
 	r := <-got
@@ -98,11 +94,7 @@ func TestCeilingBoundedAndClosed(t *testing.T) {
 	}
 	got := make(chan response, 1)
 	go func() { got <- get(t, s.Handler(), "/v1/ids?count=2000") }()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := clock.BlockUntil(ctx, 1); err != nil { // it waits
-		t.Fatal(err)
-	}
+	waittest.Sleepers(t, clock, 1) // it waits
 	for _, path := range []string{"/v1/ids?count=10", "/v1/id"} {
 		r := get(t, s.Handler(), path)
 		wantJSONError(t, r, 503, "unavailable", "wait")
@@ -152,34 +144,33 @@ func TestCeilingFairBetweenClients(t *testing.T) {
 	for range 4 {
 		go func() { answers <- answer{"greedy", from("192.0.2.1:1000", "/v1/ids?count=3000")} }()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := clock.BlockUntil(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(20 * time.Millisecond) // let all four queue
+	waittest.Sleepers(t, clock, 1)
+	waittest.Until(t, "the four greedy calls queued", func() bool { return rest.WaitingCalls(s) == 4 })
 	go func() { answers <- answer{"light", from("192.0.2.2:2000", "/v1/ids?count=10")} }()
-	time.Sleep(50 * time.Millisecond) // let it queue behind the four
+	waittest.Until(t, "the light call queued behind them", func() bool { return rest.WaitingCalls(s) == 5 })
 	// 12010 IDs at 1024 a tick: the light request is served in the first.
 	var order []string
-	for deadline := time.Now().Add(20 * time.Second); len(order) < 5; {
-		select {
-		case a := <-answers:
-			if a.r.Status != 200 {
-				t.Fatalf("%s: %d %s", a.who, a.r.Status, a.r.Body)
+	waittest.Until(t, "five answers", func() bool {
+		for {
+			select {
+			case a := <-answers:
+				if a.r.Status != 200 {
+					t.Fatalf("%s: %d %s", a.who, a.r.Status, a.r.Body)
+				}
+				order = append(order, a.who)
+				continue
+			default:
 			}
-			order = append(order, a.who)
-			continue
-		default:
+			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 20s: answers %v", order)
+		if len(order) == 5 {
+			return true
 		}
 		if clock.Waiters() > 0 {
 			clock.Advance(time.Millisecond)
 		}
-		time.Sleep(200 * time.Microsecond)
-	}
+		return false
+	})
 	if order[0] != "light" {
 		t.Fatalf("answered in the order %v; want the light client first", order)
 	}

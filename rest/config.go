@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -252,27 +253,13 @@ func (c Config) Validate() error {
 
 // withDefaults fills the zero fields; the caller's copy is not touched.
 func (c Config) withDefaults() Config {
-	if c.MaxBatch == 0 {
-		c.MaxBatch = DefaultMaxBatch
-	}
-	if c.BodyLimit == 0 {
-		c.BodyLimit = DefaultBodyLimit
-	}
-	if c.MaxConns == 0 {
-		c.MaxConns = DefaultMaxConns
-	}
-	if c.MaxConnsPerPeer == 0 {
-		c.MaxConnsPerPeer = DefaultMaxConnsPeer
-	}
-	if c.PeerPrefixV6 == 0 {
-		c.PeerPrefixV6 = connlimit.DefaultPeerPrefixV6
-	}
-	if c.MaxUnsentBytes == 0 {
-		c.MaxUnsentBytes = DefaultMaxUnsent
-	}
-	if c.RequestTimeout == 0 {
-		c.RequestTimeout = DefaultRequestTimeout
-	}
+	c.MaxBatch = cmp.Or(c.MaxBatch, DefaultMaxBatch)
+	c.BodyLimit = cmp.Or(c.BodyLimit, DefaultBodyLimit)
+	c.MaxConns = cmp.Or(c.MaxConns, DefaultMaxConns)
+	c.MaxConnsPerPeer = cmp.Or(c.MaxConnsPerPeer, DefaultMaxConnsPeer)
+	c.PeerPrefixV6 = cmp.Or(c.PeerPrefixV6, connlimit.DefaultPeerPrefixV6)
+	c.MaxUnsentBytes = cmp.Or(c.MaxUnsentBytes, DefaultMaxUnsent)
+	c.RequestTimeout = cmp.Or(c.RequestTimeout, DefaultRequestTimeout)
 	if c.TLS != nil {
 		c.TLS = c.TLS.Clone()
 	}

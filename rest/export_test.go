@@ -19,3 +19,10 @@ func UnlimitAuth(s *Server) { s.authLim.fails = peerrate.New(1<<20, authEvery, a
 // SetLeafZone sets the zone of /decodeSnowflakeId's dates; call it before
 // serving.
 func SetLeafZone(s *Server, loc *time.Location) { s.leafZone = loc }
+
+// WaitingCalls is how many calls wait at the sequence's ceiling, so that a
+// test that asserts their order queues them before it moves the clock.
+func WaitingCalls(s *Server) int {
+	_, calls := s.share.Waiting()
+	return calls
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
 	"github.com/vesta-go/vesta/internal/testkit/logtest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/rest"
 )
 
@@ -70,11 +71,7 @@ func serve(t testing.TB, s *rest.Server) string {
 // Host policy of its listener.
 func waitServing(t testing.TB, s *rest.Server) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); s.Addr() == nil; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("Serve did not begin within 5s")
-		}
-	}
+	waittest.Until(t, "Serve to begin", func() bool { return s.Addr() != nil })
 }
 
 // response is an answer read completely, whichever way it came.
@@ -169,15 +166,21 @@ type apiErr struct {
 	} `json:"error"`
 }
 
-// wantJSONError checks an error answer of the JSON API.
-func wantJSONError(t testing.TB, r response, status int, code, mention string) {
+// wantAnswer checks an answer's status and media type.
+func wantAnswer(t testing.TB, r response, status int, mediaType string) {
 	t.Helper()
 	if r.Status != status {
 		t.Fatalf("status %d, want %d; body %s", r.Status, status, r.Body)
 	}
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		t.Fatalf("Content-Type %q, want application/json; body %s", ct, r.Body)
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, mediaType) {
+		t.Fatalf("Content-Type %q, want %s; body %s", ct, mediaType, r.Body)
 	}
+}
+
+// wantJSONError checks an error answer of the JSON API.
+func wantJSONError(t testing.TB, r response, status int, code, mention string) {
+	t.Helper()
+	wantAnswer(t, r, status, "application/json")
 	var e apiErr
 	dec := json.NewDecoder(strings.NewReader(r.Body))
 	dec.DisallowUnknownFields()
@@ -195,12 +198,7 @@ func wantJSONError(t testing.TB, r response, status int, code, mention string) {
 // wantTextError checks an error answer of a Vesta-compatible route.
 func wantTextError(t testing.TB, r response, status int, code, mention string) {
 	t.Helper()
-	if r.Status != status {
-		t.Fatalf("status %d, want %d; body %s", r.Status, status, r.Body)
-	}
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
-		t.Fatalf("Content-Type %q, want text/plain; body %s", ct, r.Body)
-	}
+	wantAnswer(t, r, status, "text/plain")
 	if !strings.HasPrefix(r.Body, code+": ") || !strings.Contains(r.Body, mention) {
 		t.Fatalf("body %q, want %q... mentioning %q", r.Body, code+": ", mention)
 	}

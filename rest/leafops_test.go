@@ -14,6 +14,7 @@ import (
 	"github.com/vesta-go/vesta/internal/testkit/mariadbtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/segtest"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/rest"
 	"github.com/vesta-go/vesta/segment"
 	"github.com/vesta-go/vesta/segment/mysqlstore"
@@ -97,16 +98,11 @@ func TestLeafCache(t *testing.T) {
 		}
 	}
 	var body leafCacheBody
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+	waittest.Until(t, "the next range of a ready", func() bool {
 		body = leafCacheBody{}
 		strictJSON(t, getAs(s, "/cache", "application/json"), &body)
-		if len(body.Buffers) == 2 && body.Buffers[0].NextReady {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("next range not ready: %+v", body)
-		}
-	}
+		return len(body.Buffers) == 2 && body.Buffers[0].NextReady
+	})
 	a, b := body.Buffers[0], body.Buffers[1]
 	if a.Key != "a" || !a.InitOK || a.Pos != 0 || a.Segments[0].Value != "3" || a.Segments[0].Max != "11" || a.Segments[0].Step != 10 ||
 		a.Segments[1].Value != "11" || a.Segments[1].Max != "21" || a.Segments[1].Step != 10 {

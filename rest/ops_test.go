@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/rest"
 )
 
@@ -445,21 +446,19 @@ func TestShutdownDrains(t *testing.T) {
 		b, err := io.ReadAll(res.Body)
 		got <- answer{res.StatusCode, string(b), err}
 	}()
+	waittest.Sleepers(t, clock, 1) // the request sleeps on the clock
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := clock.BlockUntil(ctx, 1); err != nil { // the request sleeps on the clock
-		t.Fatal(err)
-	}
 	shut := make(chan error, 1)
 	go func() { shut <- s.Shutdown(ctx) }()
-	for { // Shutdown closes the listener first
+	waittest.Until(t, "Shutdown to close the listener (its first step)", func() bool {
 		c, err := net.Dial("tcp", ln.Addr().String())
 		if err != nil {
-			break
+			return true
 		}
 		c.Close()
-		time.Sleep(time.Millisecond)
-	}
+		return false
+	})
 	select {
 	case err := <-shut:
 		t.Fatalf("Shutdown returned %v with a request in flight", err)

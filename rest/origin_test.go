@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/labstack/echo/v4"
+	"github.com/vesta-go/vesta/internal/testkit/segtest"
 	"github.com/vesta-go/vesta/rest"
 	"github.com/vesta-go/vesta/segment"
 )
@@ -45,12 +46,7 @@ func issuingServer(t *testing.T, cfg rest.Config) (*rest.Server, func() uint64) 
 	}
 	scfg := segment.DefaultConfig()
 	scfg.RefreshTags = -1
-	is, err := segment.Open(context.Background(), store, scfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { is.Close() })
-	seqs := &countingSeqs{Sequences: is}
+	seqs := &countingSeqs{Sequences: segtest.Open(t, store, scfg)}
 	gen, _ := vestaGen(t)
 	cfg.Sequences = seqs
 	s := newServer(t, gen, cfg)

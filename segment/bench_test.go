@@ -43,14 +43,7 @@ func BenchmarkStores(b *testing.B) {
 	ctx := context.Background()
 	db := mariadbtest.Start(b)
 	mustExec(b, db.DSN(""), "CREATE DATABASE leaf")
-	my, err := mysqlstore.Open(mysqlstore.Config{DSN: db.DSN("leaf"), MaxOpenConns: callers})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer my.Close()
-	if err := my.CreateTable(ctx); err != nil {
-		b.Fatal(err)
-	}
+	my := leafTable(b, db.DSN("leaf"))
 	rs := redistest.Start(b)
 	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr(), PoolSize: callers})
 	defer rdb.Close()
@@ -140,14 +133,7 @@ func BenchmarkLatencyProxy(b *testing.B) {
 	db := mariadbtest.Start(b)
 	mustExec(b, db.DSN(""), "CREATE DATABASE leaf")
 	dbProxy := startProxy(b, db.Addr(), 5*time.Millisecond)
-	my, err := mysqlstore.Open(mysqlstore.Config{DSN: "root@tcp(" + dbProxy + ")/leaf", MaxOpenConns: callers})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer my.Close()
-	if err := my.CreateTable(ctx); err != nil {
-		b.Fatal(err)
-	}
+	my := leafTable(b, "root@tcp("+dbProxy+")/leaf")
 	rs := redistest.Start(b)
 	rProxy := startProxy(b, rs.Addr(), 5*time.Millisecond)
 	rst, err := redisstore.Open(redisstore.Config{Addrs: []string{rProxy}})
@@ -310,6 +296,20 @@ func delayed(dst io.Writer, src io.Reader, delay time.Duration) {
 			return
 		}
 	}
+}
+
+// leafTable opens a mysqlstore on dsn with Leaf's table created, closed
+// when b ends.
+func leafTable(b *testing.B, dsn string) *mysqlstore.Store {
+	my, err := mysqlstore.Open(mysqlstore.Config{DSN: dsn, MaxOpenConns: callers})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { my.Close() })
+	if err := my.CreateTable(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return my
 }
 
 func mustExec(b *testing.B, dsn, q string) {

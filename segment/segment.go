@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -261,24 +262,12 @@ func (cfg Config) Validate() error {
 // withDefaults fills zero fields and copies slices.
 func (cfg Config) withDefaults() Config {
 	d := DefaultConfig()
-	if cfg.Threshold == 0 {
-		cfg.Threshold = d.Threshold
-	}
-	if cfg.TargetDuration == 0 {
-		cfg.TargetDuration = d.TargetDuration
-	}
-	if cfg.MaxStep == 0 {
-		cfg.MaxStep = d.MaxStep
-	}
-	if cfg.RefreshTags == 0 {
-		cfg.RefreshTags = d.RefreshTags
-	}
-	if cfg.StoreTimeout == 0 {
-		cfg.StoreTimeout = d.StoreTimeout
-	}
-	if cfg.RetryBackoff == 0 {
-		cfg.RetryBackoff = d.RetryBackoff
-	}
+	cfg.Threshold = cmp.Or(cfg.Threshold, d.Threshold)
+	cfg.TargetDuration = cmp.Or(cfg.TargetDuration, d.TargetDuration)
+	cfg.MaxStep = cmp.Or(cfg.MaxStep, d.MaxStep)
+	cfg.RefreshTags = cmp.Or(cfg.RefreshTags, d.RefreshTags)
+	cfg.StoreTimeout = cmp.Or(cfg.StoreTimeout, d.StoreTimeout)
+	cfg.RetryBackoff = cmp.Or(cfg.RetryBackoff, d.RetryBackoff)
 	if cfg.Clock == nil {
 		cfg.Clock = core.NewSystemClock()
 	}

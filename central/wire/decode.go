@@ -16,23 +16,24 @@ const (
 	TypeNotification = 2
 )
 
-// Request is a decoded request or notification frame. Method and Params
-// alias the frame's bytes, except Method when it names a known method.
+// Request is a decoded request or notification frame. Procedure and Params
+// alias the frame's bytes, except Procedure when it names a known one.
 type Request struct {
 	// Notify marks a notification ([2, method, params]), which has no msgid
 	// and is never answered.
 	Notify bool
 	MsgID  uint32
-	// Method is the method name; a name longer than MaxMethodLen is cut.
-	Method string
+	// Procedure is the procedure name (msgpack-RPC's method field); a name
+	// longer than MaxProcedureLen is cut.
+	Procedure string
 	// Params is the msgpack map that params holds, or nil when params is
 	// an empty array. See DecodeParams.
 	Params []byte
 }
 
-// MaxMethodLen bounds the method names kept from requests, so an unknown
+// MaxProcedureLen bounds the procedure names kept from requests, so an unknown
 // name of kilobytes is never echoed or logged whole.
-const MaxMethodLen = 64
+const MaxProcedureLen = 64
 
 // DecodeRequest decodes one frame as found by Split; bytes that are not
 // exactly one MessagePack object fail with ErrMalformed. When the frame is a
@@ -77,52 +78,53 @@ func DecodeRequest(frame []byte) (req Request, err error) {
 		return req, fmt.Errorf("%w: frame type %d; want %d (request) or %d (notification)",
 			ErrFrame, typ, TypeRequest, TypeNotification)
 	}
-	req.Method, req.Params, err = r.call()
+	req.Procedure, req.Params, err = r.call()
 	if err != nil && req.Notify {
 		return req, fmt.Errorf("%w: notification: %v", ErrFrame, err)
 	}
 	return req, err
 }
 
-// call reads the method and params of a request or notification.
+// call reads the procedure (the method field) and params of a request or
+// notification.
 func (r *reader) call() (string, []byte, error) {
 	m, err := r.str()
 	if err != nil {
 		return "", nil, api.Errorf(api.InvalidArgument, "method must be a string: %v", err)
 	}
-	method := internMethod(m)
+	proc := internProcedure(m)
 	n, err := r.arrayLen()
 	if err != nil {
-		return method, nil, api.Errorf(api.InvalidArgument, "params must be an array: %v", err)
+		return proc, nil, api.Errorf(api.InvalidArgument, "params must be an array: %v", err)
 	}
 	switch n {
 	case 0:
-		return method, nil, nil
+		return proc, nil, nil
 	case 1:
 	default:
-		return method, nil, api.Errorf(api.InvalidArgument, "params holds %d elements; want at most one map", n)
+		return proc, nil, api.Errorf(api.InvalidArgument, "params holds %d elements; want at most one map", n)
 	}
 	start := r.i
 	if _, err := r.mapLen(); err != nil {
-		return method, nil, api.Errorf(api.InvalidArgument, "params[0] must be a map: %v", err)
+		return proc, nil, api.Errorf(api.InvalidArgument, "params[0] must be a map: %v", err)
 	}
 	r.i = start
 	if err := r.skip(); err != nil {
-		return method, nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+		return proc, nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
-	return method, r.b[start:r.i], nil
+	return proc, r.b[start:r.i], nil
 }
 
-// internMethod returns the constant for a known method name, so decoding
+// internProcedure returns the constant for a known procedure name, so decoding
 // the common requests allocates nothing, and a bounded copy otherwise.
-func internMethod(b []byte) string {
-	for _, m := range methods {
+func internProcedure(b []byte) string {
+	for _, m := range procedures {
 		if string(b) == m {
 			return m
 		}
 	}
-	if len(b) > MaxMethodLen {
-		b = b[:MaxMethodLen]
+	if len(b) > MaxProcedureLen {
+		b = b[:MaxProcedureLen]
 	}
 	return string(b)
 }
@@ -354,10 +356,10 @@ func (r *reader) skip() error {
 	return nil
 }
 
-// quote formats b for an error message: quoted and cut to MaxMethodLen.
+// quote formats b for an error message: quoted and cut to MaxProcedureLen.
 func quote(b []byte) string {
-	if len(b) > MaxMethodLen {
-		return strconv.Quote(string(b[:MaxMethodLen])) + "..."
+	if len(b) > MaxProcedureLen {
+		return strconv.Quote(string(b[:MaxProcedureLen])) + "..."
 	}
 	return strconv.Quote(string(b))
 }

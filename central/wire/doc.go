@@ -13,11 +13,13 @@
 //
 // msgid is an unsigned integer below 2^32 chosen by the caller; the server
 // echoes it in the response, and answers requests of one connection in any
-// order. method is a string, one of the Method constants. params is an array
-// holding at most one map of named arguments; an empty array means no
-// arguments. In a response exactly one of error and result is nil. A
-// notification is never answered; since every method exists for its
-// result, the server reads and drops them.
+// order. method is msgpack-RPC's method field, called the procedure here
+// (Request.Procedure, the Proc constants), because "method" in vesta means
+// the publish method in an ID's bits (core.Method); it is a string, one of
+// the Proc constants. params is an array holding at most one map of named
+// arguments; an empty array means no arguments. In a response exactly one
+// of error and result is nil. A notification is never answered; since
+// every procedure exists for its result, the server reads and drops them.
 //
 // IDs are unsigned 64-bit integers, never signed ones (a version-1 ID is
 // above 2^63): msgpack uint in its shortest form, which is uint 64 for
@@ -27,7 +29,7 @@
 // negative values, floats, strings, nil, unknown or repeated keys and
 // missing required keys are refused.
 //
-// # Methods
+// # Procedures
 //
 //	Vesta.GenID     []                       -> uint64
 //	Vesta.GenIDs    [{count}]                -> [uint64, ...] (count 1 ... max_batch)

@@ -30,12 +30,13 @@ func appendParams(dst []byte, params any) ([]byte, error) {
 	return out, nil
 }
 
-// AppendRequest appends the request [0, msgid, method, params] to dst.
+// AppendRequest appends the request [0, msgid, method, params] to dst; proc
+// is the procedure name, which the method field holds.
 // params is nil (no arguments), one of the *Params structs, or a plain map
 // with string keys (see appendValue); a value of another type is an error.
-func (e *Encoder) AppendRequest(dst []byte, msgid uint32, method string, params any) ([]byte, error) {
+func (e *Encoder) AppendRequest(dst []byte, msgid uint32, proc string, params any) ([]byte, error) {
 	out := append(dst, 0x94, TypeRequest)
-	out = appendStr(appendUint(out, uint64(msgid)), method)
+	out = appendStr(appendUint(out, uint64(msgid)), proc)
 	out, err := appendParams(out, params)
 	if err != nil {
 		return dst, err
@@ -44,8 +45,8 @@ func (e *Encoder) AppendRequest(dst []byte, msgid uint32, method string, params 
 }
 
 // AppendNotification appends the notification [2, method, params] to dst.
-func (e *Encoder) AppendNotification(dst []byte, method string, params any) ([]byte, error) {
-	out, err := appendParams(appendStr(append(dst, 0x93, TypeNotification), method), params)
+func (e *Encoder) AppendNotification(dst []byte, proc string, params any) ([]byte, error) {
+	out, err := appendParams(appendStr(append(dst, 0x93, TypeNotification), proc), params)
 	if err != nil {
 		return dst, err
 	}

@@ -45,9 +45,9 @@ func TestFastFrames(t *testing.T) {
 			}
 		}
 		for _, n := range []int{0, 11, 31, 32, 255, 256, 65535, 65536} {
-			method := strings.Repeat("m", n)
-			got, _ := e.AppendRequest(nil, uint32(msgid), method, nil)
-			if want := byCodec(t, []any{0, uint32(msgid), method, []any{}}); !bytes.Equal(got, want) {
+			proc := strings.Repeat("m", n)
+			got, _ := e.AppendRequest(nil, uint32(msgid), proc, nil)
+			if want := byCodec(t, []any{0, uint32(msgid), proc, []any{}}); !bytes.Equal(got, want) {
 				t.Fatalf("AppendRequest(%d, %d bytes) = % x; want % x", msgid, n, got[:min(len(got), 16)], want[:min(len(want), 16)])
 			}
 		}

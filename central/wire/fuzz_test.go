@@ -19,23 +19,23 @@ import (
 func FuzzDecodeRequest(f *testing.F) {
 	e := wire.NewEncoder()
 	for _, p := range []struct {
-		method string
+		proc   string
 		params any
 	}{
-		{wire.MethodGenID, nil},
-		{wire.MethodGenIDs, &wire.GenIDsParams{Count: 1000}},
-		{wire.MethodTakeIDs, &wire.TakeIDsParams{Count: 1}},
-		{wire.MethodExpID, &wire.ExpIDParams{ID: 1<<63 + 12345}},
-		{wire.MethodMakeID, &wire.MakeIDParams{Time: 1, Seq: 2, Machine: new(uint64)}},
-		{wire.MethodTransTime, &wire.TransTimeParams{Time: 284025600}},
-		{wire.MethodInfo, nil},
-		{wire.MethodNextSeq, &wire.NextSeqParams{Tag: "orders"}},
-		{wire.MethodNextSeqs, &wire.NextSeqsParams{Tag: "leaf-segment-test", Count: 100}},
-		{wire.MethodNextSeq, map[string]any{"tag": strings.Repeat("t", wire.MaxTagLen+1)}},
-		{wire.MethodNextSeq, map[string]any{"tag": []byte{0xff, 0xfe}}},
-		{wire.MethodNextSeqs, map[string]any{"tag": "a", "count": -1, "extra": 1}},
+		{wire.ProcGenID, nil},
+		{wire.ProcGenIDs, &wire.GenIDsParams{Count: 1000}},
+		{wire.ProcTakeIDs, &wire.TakeIDsParams{Count: 1}},
+		{wire.ProcExpID, &wire.ExpIDParams{ID: 1<<63 + 12345}},
+		{wire.ProcMakeID, &wire.MakeIDParams{Time: 1, Seq: 2, Machine: new(uint64)}},
+		{wire.ProcTransTime, &wire.TransTimeParams{Time: 284025600}},
+		{wire.ProcInfo, nil},
+		{wire.ProcNextSeq, &wire.NextSeqParams{Tag: "orders"}},
+		{wire.ProcNextSeqs, &wire.NextSeqsParams{Tag: "leaf-segment-test", Count: 100}},
+		{wire.ProcNextSeq, map[string]any{"tag": strings.Repeat("t", wire.MaxTagLen+1)}},
+		{wire.ProcNextSeq, map[string]any{"tag": []byte{0xff, 0xfe}}},
+		{wire.ProcNextSeqs, map[string]any{"tag": "a", "count": -1, "extra": 1}},
 	} {
-		frame, err := e.AppendRequest(nil, 42, p.method, p.params)
+		frame, err := e.AppendRequest(nil, 42, p.proc, p.params)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -91,10 +91,10 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		var one wire.NextSeqParams
 		_ = wire.DecodeParams(req.Params, &one)
-		if req.Notify || len(req.Method) == wire.MaxMethodLen {
+		if req.Notify || len(req.Procedure) == wire.MaxProcedureLen {
 			return
 		}
-		again, err := e.AppendRequest(nil, req.MsgID, req.Method, nil)
+		again, err := e.AppendRequest(nil, req.MsgID, req.Procedure, nil)
 		if err != nil || again[len(again)-1] != 0x90 {
 			t.Fatalf("AppendRequest: % x, %v", again, err)
 		}
@@ -102,7 +102,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			again = append(append(again[:len(again)-1], 0x91), req.Params...)
 		}
 		req2, err := wire.DecodeRequest(again)
-		if err != nil || req2.MsgID != req.MsgID || req2.Method != req.Method || !bytes.Equal(req2.Params, req.Params) {
+		if err != nil || req2.MsgID != req.MsgID || req2.Procedure != req.Procedure || !bytes.Equal(req2.Params, req.Params) {
 			t.Fatalf("round trip: %+v, %v; want %+v", req2, err, req)
 		}
 	})

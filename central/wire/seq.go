@@ -10,11 +10,11 @@ import (
 // Segment sequences: dense, increasing numbers per business tag (Leaf's
 // segment mode), served by a server that has a segment sequencer.
 const (
-	// MethodNextSeq: [{tag}] -> int64, the next number of tag.
-	MethodNextSeq = "Vesta.NextSeq"
-	// MethodNextSeqs: [{tag, count}] -> [int64, ...], count numbers of tag
+	// ProcNextSeq: [{tag}] -> int64, the next number of tag.
+	ProcNextSeq = "Vesta.NextSeq"
+	// ProcNextSeqs: [{tag, count}] -> [int64, ...], count numbers of tag
 	// in increasing order (count 1 ... max_batch).
-	MethodNextSeqs = "Vesta.NextSeqs"
+	ProcNextSeqs = "Vesta.NextSeqs"
 )
 
 // MaxTagLen bounds a tag's length in bytes, as package segment does
@@ -33,7 +33,7 @@ type NextSeqsParams struct {
 	Count uint64 `codec:"count"` // 1 ... the server's max_batch
 }
 
-// decodeSeqParams decodes the params of the sequence methods; ok is false
+// decodeSeqParams decodes the params of the sequence procedures; ok is false
 // for any other dst.
 func decodeSeqParams(params []byte, dst any) (err error, ok bool) {
 	switch p := dst.(type) {

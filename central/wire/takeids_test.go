@@ -19,19 +19,19 @@ func TestTakeIDsFrames(t *testing.T) {
 	e := wire.NewEncoder()
 	for _, msgid := range []uint32{0, 127, 128, 65536, math.MaxUint32} {
 		for _, count := range edges {
-			for _, method := range []string{wire.MethodTakeIDs, wire.MethodGenIDs} {
+			for _, proc := range []string{wire.ProcTakeIDs, wire.ProcGenIDs} {
 				var params any = &wire.TakeIDsParams{Count: count}
-				if method == wire.MethodGenIDs {
+				if proc == wire.ProcGenIDs {
 					params = &wire.GenIDsParams{Count: count}
 				}
-				got, err := e.AppendRequest(nil, msgid, method, params)
-				want := byCodec(t, []any{0, msgid, method, []any{map[string]uint64{"count": count}}})
+				got, err := e.AppendRequest(nil, msgid, proc, params)
+				want := byCodec(t, []any{0, msgid, proc, []any{map[string]uint64{"count": count}}})
 				if err != nil || !bytes.Equal(got, want) {
-					t.Fatalf("AppendRequest(%s, %d) = % x, %v; want % x", method, count, got, err, want)
+					t.Fatalf("AppendRequest(%s, %d) = % x, %v; want % x", proc, count, got, err, want)
 				}
 				req, err := wire.DecodeRequest(got)
 				var p wire.TakeIDsParams
-				if err != nil || req.Method != method || wire.DecodeParams(req.Params, &p) != nil || p.Count != count {
+				if err != nil || req.Procedure != proc || wire.DecodeParams(req.Params, &p) != nil || p.Count != count {
 					t.Fatalf("decoded %+v %+v, %v", req, p, err)
 				}
 			}

@@ -9,22 +9,24 @@ import (
 	"github.com/vesta-go/vesta/core"
 )
 
-// Method names.
+// Procedure names: what msgpack-RPC's method field holds, called the
+// procedure here so that "method" keeps one meaning, the publish method of
+// an ID (core.Method).
 const (
-	MethodGenID     = "Vesta.GenID"
-	MethodGenIDs    = "Vesta.GenIDs"
-	MethodExpID     = "Vesta.ExpID"
-	MethodMakeID    = "Vesta.MakeID"
-	MethodTransTime = "Vesta.TransTime"
-	MethodInfo      = "Vesta.Info"
-	MethodTakeIDs   = "Vesta.TakeIDs"
+	ProcGenID     = "Vesta.GenID"
+	ProcGenIDs    = "Vesta.GenIDs"
+	ProcExpID     = "Vesta.ExpID"
+	ProcMakeID    = "Vesta.MakeID"
+	ProcTransTime = "Vesta.TransTime"
+	ProcInfo      = "Vesta.Info"
+	ProcTakeIDs   = "Vesta.TakeIDs"
 )
 
-var methods = [...]string{MethodGenID, MethodGenIDs, MethodExpID, MethodMakeID, MethodTransTime, MethodInfo,
-	MethodTakeIDs, MethodNextSeq, MethodNextSeqs}
+var procedures = [...]string{ProcGenID, ProcGenIDs, ProcExpID, ProcMakeID, ProcTransTime, ProcInfo,
+	ProcTakeIDs, ProcNextSeq, ProcNextSeqs}
 
-// Methods returns every method name, in the order above.
-func Methods() []string { return methods[:] }
+// Procedures returns every procedure name, in the order above.
+func Procedures() []string { return procedures[:] }
 
 // GenIDsParams are the arguments of Vesta.GenIDs.
 type GenIDsParams struct {
@@ -80,7 +82,7 @@ type TransTimeParams struct {
 // DecodeParams decodes the Params of a request into dst, which is one of
 // *GenIDsParams, *TakeIDsParams, *ExpIDParams, *MakeIDParams, *TransTimeParams,
 // *NextSeqParams, *NextSeqsParams, or nil for
-// methods without arguments (then only an absent or empty map passes). It
+// procedures without arguments (then only an absent or empty map passes). It
 // is strict: every key must be known and given once, required keys must be
 // present, and values must follow the rules of fields.go (non-negative
 // integers or their decimal text, names for method and type, nil for an
@@ -149,7 +151,7 @@ func decodeFields(params []byte, fs []field) error {
 		}
 		switch {
 		case k < 0 && len(fs) == 0:
-			return api.Errorf(api.InvalidArgument, "unknown field %s: the method takes no params", quote(key))
+			return api.Errorf(api.InvalidArgument, "unknown field %s: the procedure takes no params", quote(key))
 		case k < 0:
 			return api.Errorf(api.InvalidArgument, "unknown field %s", quote(key))
 		case seen&(1<<k) != 0:

@@ -9,7 +9,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 )
 
-// The rare structs (params of the methods other than GenIDs and TakeIDs;
+// The rare structs (params of the procedures other than GenIDs and TakeIDs;
 // the Explanation, TransTimeResult and Info results) are written and read
 // here by hand as well, so the package has one encoder and one decoder.
 // Every writer emits what go-msgpack's MsgpackHandle{WriteExt: true}

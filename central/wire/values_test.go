@@ -39,14 +39,14 @@ func TestRareFramesAreTheCodecs(t *testing.T) {
 	for _, p := range params {
 		var want []byte
 		if p == nil {
-			want = byCodec(t, []any{0, uint32(9), wire.MethodInfo, []any{}})
+			want = byCodec(t, []any{0, uint32(9), wire.ProcInfo, []any{}})
 		} else {
-			want = byCodec(t, []any{0, uint32(9), wire.MethodInfo, []any{p}})
+			want = byCodec(t, []any{0, uint32(9), wire.ProcInfo, []any{p}})
 		}
 		if m, ok := p.(map[string]any); ok && len(m) > 1 { // the codec's map order is Go's
 			want = nil
 		}
-		got, err := e.AppendRequest(nil, 9, wire.MethodInfo, p)
+		got, err := e.AppendRequest(nil, 9, wire.ProcInfo, p)
 		if err != nil || (want != nil && !bytes.Equal(got, want)) {
 			t.Errorf("AppendRequest(%#v) = % x, %v; want % x", p, got, err, want)
 		}
@@ -71,8 +71,8 @@ func TestRareFramesAreTheCodecs(t *testing.T) {
 		}
 	}
 
-	got, err := e.AppendNotification([]byte{0xee}, wire.MethodExpID, &wire.ExpIDParams{ID: 7})
-	if want := append([]byte{0xee}, byCodec(t, []any{2, wire.MethodExpID, []any{&wire.ExpIDParams{ID: 7}}})...); err != nil || !bytes.Equal(got, want) {
+	got, err := e.AppendNotification([]byte{0xee}, wire.ProcExpID, &wire.ExpIDParams{ID: 7})
+	if want := append([]byte{0xee}, byCodec(t, []any{2, wire.ProcExpID, []any{&wire.ExpIDParams{ID: 7}}})...); err != nil || !bytes.Equal(got, want) {
 		t.Errorf("AppendNotification = % x, %v; want % x", got, err, want)
 	}
 }

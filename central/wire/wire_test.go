@@ -112,7 +112,7 @@ func TestDecodeRequestLiteral(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if req.Notify || req.MsgID != 1 || req.Method != wire.MethodGenIDs {
+	if req.Notify || req.MsgID != 1 || req.Procedure != wire.ProcGenIDs {
 		t.Fatalf("request %+v", req)
 	}
 	var p wire.GenIDsParams
@@ -130,15 +130,15 @@ func TestDecodeRequest(t *testing.T) {
 		answer bool  // an *Error to send back
 		err    error // otherwise, the sentinel
 	}{
-		{name: "request", in: cat(0x94, 0, 7, genID, 0x90), want: wire.Request{MsgID: 7, Method: wire.MethodGenID}},
+		{name: "request", in: cat(0x94, 0, 7, genID, 0x90), want: wire.Request{MsgID: 7, Procedure: wire.ProcGenID}},
 		{name: "msgid uint32", in: cat(0x94, 0, 0xce, 0xff, 0xff, 0xff, 0xff, genID, 0x90),
-			want: wire.Request{MsgID: math.MaxUint32, Method: wire.MethodGenID}},
-		{name: "msgid int8", in: cat(0x94, 0, 0xd0, 0x05, genID, 0x90), want: wire.Request{MsgID: 5, Method: wire.MethodGenID}},
+			want: wire.Request{MsgID: math.MaxUint32, Procedure: wire.ProcGenID}},
+		{name: "msgid int8", in: cat(0x94, 0, 0xd0, 0x05, genID, 0x90), want: wire.Request{MsgID: 5, Procedure: wire.ProcGenID}},
 		{name: "empty params map", in: cat(0x94, 0, 7, genID, 0x91, 0x80),
-			want: wire.Request{MsgID: 7, Method: wire.MethodGenID, Params: []byte{0x80}}},
-		{name: "notification", in: cat(0x93, 2, genID, 0x90), want: wire.Request{Notify: true, Method: wire.MethodGenID}},
-		{name: "method as bin", in: cat(0x94, 0, 7, 0xc4, 11, "Vesta.GenID", 0x90), want: wire.Request{MsgID: 7, Method: wire.MethodGenID}},
-		{name: "unknown method", in: cat(0x94, 0, 7, 0xa3, "Foo", 0x90), want: wire.Request{MsgID: 7, Method: "Foo"}},
+			want: wire.Request{MsgID: 7, Procedure: wire.ProcGenID, Params: []byte{0x80}}},
+		{name: "notification", in: cat(0x93, 2, genID, 0x90), want: wire.Request{Notify: true, Procedure: wire.ProcGenID}},
+		{name: "method as bin", in: cat(0x94, 0, 7, 0xc4, 11, "Vesta.GenID", 0x90), want: wire.Request{MsgID: 7, Procedure: wire.ProcGenID}},
+		{name: "unknown method", in: cat(0x94, 0, 7, 0xa3, "Foo", 0x90), want: wire.Request{MsgID: 7, Procedure: "Foo"}},
 
 		{name: "not an array", in: []byte{0x05}, err: wire.ErrFrame},
 		{name: "map", in: []byte{0x80}, err: wire.ErrFrame},
@@ -158,10 +158,10 @@ func TestDecodeRequest(t *testing.T) {
 		{name: "three elements", in: cat(0x93, 0, 7, genID), want: wire.Request{MsgID: 7}, answer: true},
 		{name: "five elements", in: cat(0x95, 0, 7, genID, 0x90, 0x90), want: wire.Request{MsgID: 7}, answer: true},
 		{name: "method int", in: cat(0x94, 0, 7, 0x05, 0x90), want: wire.Request{MsgID: 7}, answer: true},
-		{name: "params nil", in: cat(0x94, 0, 7, genID, 0xc0), want: wire.Request{MsgID: 7, Method: wire.MethodGenID}, answer: true},
-		{name: "params map", in: cat(0x94, 0, 7, genID, 0x80), want: wire.Request{MsgID: 7, Method: wire.MethodGenID}, answer: true},
-		{name: "params of two", in: cat(0x94, 0, 7, genID, 0x92, 0x80, 0x80), want: wire.Request{MsgID: 7, Method: wire.MethodGenID}, answer: true},
-		{name: "params positional", in: cat(0x94, 0, 7, genID, 0x91, 0x05), want: wire.Request{MsgID: 7, Method: wire.MethodGenID}, answer: true},
+		{name: "params nil", in: cat(0x94, 0, 7, genID, 0xc0), want: wire.Request{MsgID: 7, Procedure: wire.ProcGenID}, answer: true},
+		{name: "params map", in: cat(0x94, 0, 7, genID, 0x80), want: wire.Request{MsgID: 7, Procedure: wire.ProcGenID}, answer: true},
+		{name: "params of two", in: cat(0x94, 0, 7, genID, 0x92, 0x80, 0x80), want: wire.Request{MsgID: 7, Procedure: wire.ProcGenID}, answer: true},
+		{name: "params positional", in: cat(0x94, 0, 7, genID, 0x91, 0x05), want: wire.Request{MsgID: 7, Procedure: wire.ProcGenID}, answer: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -180,7 +180,7 @@ func TestDecodeRequest(t *testing.T) {
 			case err != nil:
 				t.Fatal(err)
 			}
-			if req.Notify != tt.want.Notify || req.MsgID != tt.want.MsgID || req.Method != tt.want.Method ||
+			if req.Notify != tt.want.Notify || req.MsgID != tt.want.MsgID || req.Procedure != tt.want.Procedure ||
 				!bytes.Equal(req.Params, tt.want.Params) {
 				t.Fatalf("got %+v; want %+v", req, tt.want)
 			}
@@ -188,7 +188,7 @@ func TestDecodeRequest(t *testing.T) {
 	}
 }
 
-func TestDecodeRequestCutsLongMethod(t *testing.T) {
+func TestDecodeRequestCutsLongProcedure(t *testing.T) {
 	name := strings.Repeat("m", 1000)
 	var e wire.Encoder = *wire.NewEncoder()
 	frame, err := e.AppendRequest(nil, 3, name, nil)
@@ -199,8 +199,8 @@ func TestDecodeRequestCutsLongMethod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if req.Method != name[:wire.MaxMethodLen] {
-		t.Fatalf("method %q", req.Method)
+	if req.Procedure != name[:wire.MaxProcedureLen] {
+		t.Fatalf("method %q", req.Procedure)
 	}
 }
 
@@ -483,7 +483,7 @@ func TestReader(t *testing.T) {
 	e := wire.NewEncoder()
 	var stream []byte
 	for i := range 50 {
-		stream, _ = e.AppendRequest(stream, uint32(i), wire.MethodGenIDs, &wire.GenIDsParams{Count: uint64(i)})
+		stream, _ = e.AppendRequest(stream, uint32(i), wire.ProcGenIDs, &wire.GenIDsParams{Count: uint64(i)})
 	}
 	r := wire.NewReader(iotest.OneByteReader(bytes.NewReader(stream)), 64)
 	for i := range 50 {
@@ -547,9 +547,9 @@ func TestExplanationOf(t *testing.T) {
 
 func ExampleEncoder_AppendRequest() {
 	e := wire.NewEncoder()
-	frame, _ := e.AppendRequest(nil, 1, wire.MethodGenID, nil)
+	frame, _ := e.AppendRequest(nil, 1, wire.ProcGenID, nil)
 	fmt.Printf("% x\n", frame)
-	frame, _ = e.AppendRequest(nil, 2, wire.MethodGenIDs, &wire.GenIDsParams{Count: 1000})
+	frame, _ = e.AppendRequest(nil, 2, wire.ProcGenIDs, &wire.GenIDsParams{Count: 1000})
 	fmt.Printf("% x\n", frame)
 	// Output:
 	// 94 00 01 ab 56 65 73 74 61 2e 47 65 6e 49 44 90

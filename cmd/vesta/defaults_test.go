@@ -14,6 +14,7 @@ import (
 
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/gentest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 )
 
@@ -148,7 +149,7 @@ func TestTwoGenProcessesOnDefaults(t *testing.T) {
 		}
 		all = append(all, ids...)
 	}
-	checkNoDuplicate(t, all)
+	gentest.Unique(t, all)
 }
 
 // serveConfig writes a YAML config for one server of a fleet on rs:
@@ -201,18 +202,9 @@ func TestRedisStaticChainFleet(t *testing.T) {
 	}
 	os.Unsetenv("VESTA_MACHINE_REDIS_SERVER_RANGE")
 
-	info := func(s served) int {
-		t.Helper()
-		code, body := httpGet(t, "http://"+s.rest+"/v1/info")
-		var v struct{ Machine int }
-		if code != 200 || json.Unmarshal([]byte(body), &v) != nil {
-			t.Fatalf("/v1/info %d %s", code, body)
-		}
-		return v.Machine
-	}
 	rs.Stop()
 	first := startServe(t, "--config", serveConfig(t, rs.Addr(), "  providers: [redis, static]\n  id: 1004\n"))
-	if m := info(first); m != 1004 {
+	if m := machineOf(t, first); m != 1004 {
 		t.Fatalf("the server started with Redis down has machine %d; want its static 1004", m)
 	}
 	rs.Restart()
@@ -220,7 +212,7 @@ func TestRedisStaticChainFleet(t *testing.T) {
 	held := map[int]bool{1004: true}
 	for range 4 {
 		s := startServe(t, "--config", serveConfig(t, rs.Addr(), "  providers: [redis]\n"))
-		m := info(s)
+		m := machineOf(t, s)
 		if m < 1000 || m > 1003 || held[m] {
 			t.Fatalf("a leasing server got machine %d (held: %v); want a free one of 1000-1003", m, held)
 		}
@@ -242,7 +234,7 @@ func TestRedisStaticChainFleet(t *testing.T) {
 			if code != 200 || json.Unmarshal([]byte(body), &v) != nil || len(v.IDs) != 2000 {
 				t.Fatalf("/v1/ids: %d %.200s", code, body)
 			}
-			m := info(s)
+			m := machineOf(t, s)
 			for _, txt := range v.IDs {
 				id, err := core.ParseID(txt)
 				if err != nil {
@@ -255,6 +247,6 @@ func TestRedisStaticChainFleet(t *testing.T) {
 			}
 		}
 	}
-	checkNoDuplicate(t, all)
+	gentest.Unique(t, all)
 	t.Logf("%d IDs from machines %v: no duplicate", len(all), held)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit"
+	"github.com/vesta-go/vesta/internal/testkit/gentest"
 	"github.com/vesta-go/vesta/internal/testkit/logtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/tlstest"
@@ -359,6 +360,32 @@ func tryServe(tb testing.TB, args ...string) (served, *result) {
 	}
 }
 
+// redisLeases sets the environment of vesta serve to lease server IDs
+// 1000-1003 from a fresh Redis with a lease of ttl, and no time guard
+// directory (the mark lives in Redis). A short lease and skew bound keep
+// the quarantine of each fresh claim (lease TTL + 2*skew) short.
+func redisLeases(t *testing.T, ttl string) *redistest.Server {
+	rs := redistest.Start(t)
+	t.Setenv("VESTA_MACHINE_PROVIDERS", "redis")
+	t.Setenv("VESTA_MACHINE_REDIS_ADDRS", rs.Addr())
+	t.Setenv("VESTA_MACHINE_SERVER_RANGE", "1000-1003")
+	t.Setenv("VESTA_MACHINE_REDIS_LEASE_TTL", ttl)
+	t.Setenv("VESTA_MACHINE_REDIS_MAX_CLOCK_SKEW", "50ms")
+	t.Setenv("VESTA_TIME_GUARD_DIR", "")
+	return rs
+}
+
+// machineOf is the machine ID a served vesta reports on /v1/info.
+func machineOf(t *testing.T, s served) int {
+	t.Helper()
+	code, body := httpGet(t, "http://"+s.rest+"/v1/info")
+	var v struct{ Machine int }
+	if code != 200 || json.Unmarshal([]byte(body), &v) != nil {
+		t.Fatalf("/v1/info %d %s", code, body)
+	}
+	return v.Machine
+}
+
 func httpGet(tb testing.TB, url string) (int, string) {
 	tb.Helper()
 	resp, err := http.Get(url)
@@ -563,18 +590,7 @@ func TestGenThroughServers(t *testing.T) {
 			t.Fatalf("with no server: %d is %+v", id, e)
 		}
 	}
-	checkNoDuplicate(t, append(central, fallback...))
-}
-
-func checkNoDuplicate(tb testing.TB, ids []core.ID) {
-	tb.Helper()
-	s := slices.Clone(ids)
-	slices.Sort(s)
-	for i := 1; i < len(s); i++ {
-		if s[i] == s[i-1] {
-			tb.Fatalf("duplicate %d", s[i])
-		}
-	}
+	gentest.Unique(t, append(central, fallback...))
 }
 
 func TestServeTLS(t *testing.T) {
@@ -716,37 +732,20 @@ func TestServeMetricsListener(t *testing.T) {
 // Three servers on one Redis hold three distinct server-range IDs; one that
 // stops releases its lease at once, and the next server takes that ID.
 func TestServeRedisLeases(t *testing.T) {
-	rs := redistest.Start(t)
-	t.Setenv("VESTA_MACHINE_PROVIDERS", "redis")
-	t.Setenv("VESTA_MACHINE_REDIS_ADDRS", rs.Addr())
-	t.Setenv("VESTA_MACHINE_SERVER_RANGE", "1000-1003")
-	// A short lease and skew bound keep the quarantine of each fresh claim
-	// (lease TTL + 2*skew) short.
-	t.Setenv("VESTA_MACHINE_REDIS_LEASE_TTL", "1s")
-	t.Setenv("VESTA_MACHINE_REDIS_MAX_CLOCK_SKEW", "50ms")
-	t.Setenv("VESTA_TIME_GUARD_DIR", "")
-	info := func(s served) int {
-		t.Helper()
-		code, body := httpGet(t, "http://"+s.rest+"/v1/info")
-		var v struct{ Machine int }
-		if code != 200 || json.Unmarshal([]byte(body), &v) != nil {
-			t.Fatalf("/v1/info %d %s", code, body)
-		}
-		return v.Machine
-	}
+	rs := redisLeases(t, "1s")
 	args := []string{"--central-listen", "127.0.0.1:0", "--rest-listen", "127.0.0.1:0"}
 	var servers []served
 	seen := map[int]bool{}
 	for range 3 {
 		s := startServe(t, args...)
-		m := info(s)
+		m := machineOf(t, s)
 		if m < 1000 || m > 1003 || seen[m] {
 			t.Fatalf("machine %d (held: %v)", m, seen)
 		}
 		seen[m] = true
 		servers = append(servers, s)
 	}
-	released := info(servers[1])
+	released := machineOf(t, servers[1])
 	if r := servers[1].stop(); r.code != 0 {
 		t.Fatalf("stop: %s", r.stderr)
 	}
@@ -759,7 +758,7 @@ func TestServeRedisLeases(t *testing.T) {
 	// Only 1000-1003: the fourth server gets the free one, the fifth the released one.
 	fourth := startServe(t, args...)
 	fifth := startServe(t, args...)
-	got := map[int]bool{info(fourth): true, info(fifth): true}
+	got := map[int]bool{machineOf(t, fourth): true, machineOf(t, fifth): true}
 	if !got[released] {
 		t.Fatalf("the released machine %d was not taken again: %v", released, got)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit"
+	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 // The nemesis build tag's clock hook (internal/assemble/nemesis.go), on
@@ -253,12 +254,7 @@ func (s *nemesisServer) nextID(t *testing.T) (core.ID, int, http.Header) {
 // waitLog waits until the server has logged msg.
 func (s *nemesisServer) waitLog(t *testing.T, msg string) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(s.log.String(), msg); {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no %q in the log:\n%s", s.name, msg, s.log)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waittest.Until(t, fmt.Sprintf("%s to log %q", s.name, msg), func() bool { return strings.Contains(s.log.String(), msg) })
 }
 
 // stop ends the server with SIGTERM, as an operator would, and returns a

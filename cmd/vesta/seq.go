@@ -65,13 +65,11 @@ A-Z a-z 0-9 _ . : -.`,
 			case len(desc) > segment.MaxDescriptionLen:
 				return fmt.Errorf("%w: --desc is %d bytes; want at most %d", errUsage, len(desc), segment.MaxDescriptionLen)
 			}
-			store, err := seqStore(cmd, *configFile)
+			store, ctx, done, err := seqStore(cmd, *configFile)
 			if err != nil {
 				return err
 			}
-			defer store.Close()
-			ctx, cancel := context.WithTimeout(cmd.Context(), seqTimeout)
-			defer cancel()
+			defer done()
 			if ms, ok := store.(*mysqlstore.Store); ok {
 				if err := ms.CreateTable(ctx); err != nil {
 					return fmt.Errorf("creating the table: %w", err)
@@ -113,13 +111,11 @@ func newSeqListCmd(configFile *string) *cobra.Command {
 		Short: "List the tags of the store: max_id (the next range starts there), step, description",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			store, err := seqStore(cmd, *configFile)
+			store, ctx, done, err := seqStore(cmd, *configFile)
 			if err != nil {
 				return err
 			}
-			defer store.Close()
-			ctx, cancel := context.WithTimeout(cmd.Context(), seqTimeout)
-			defer cancel()
+			defer done()
 			tags, err := store.Tags(ctx)
 			if err != nil {
 				return err
@@ -158,18 +154,24 @@ func formatUpdated(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// seqStore opens the store of the configuration, which must name one.
-func seqStore(cmd *cobra.Command, configFile string) (segment.Store, error) {
+// seqStore opens the store of the configuration, which must name one, and
+// a context of the command's bounded by seqTimeout for its calls; done
+// closes both.
+func seqStore(cmd *cobra.Command, configFile string) (segment.Store, context.Context, func(), error) {
 	loaded, err := loadConfig(cmd, configFile, false)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if !loaded.Config.Segment.Enabled() {
-		return nil, fmt.Errorf(`%w: segment.store is "" (off): set it to mysql or redis in the config file (%s) or VESTA_SEGMENT_STORE`, errConfig, fileOf(loaded))
+		return nil, nil, nil, fmt.Errorf(`%w: segment.store is "" (off): set it to mysql or redis in the config file (%s) or VESTA_SEGMENT_STORE`, errConfig, fileOf(loaded))
 	}
 	st, err := assemble.OpenSegmentStore(loaded.Config.Segment)
 	if errors.Is(err, assemble.ErrConfig) {
-		return nil, fmt.Errorf("%w: %w", errConfig, loaded.Attribute(err))
+		return nil, nil, nil, fmt.Errorf("%w: %w", errConfig, loaded.Attribute(err))
 	}
-	return st, err
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), seqTimeout)
+	return st, ctx, func() { cancel(); st.Close() }, nil
 }

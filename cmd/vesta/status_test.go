@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/vesta-go/vesta/internal/testkit/redistest"
 )
 
 // TestServeStatusLease: `vesta serve` hands its lease to the REST server,
@@ -38,14 +36,7 @@ func TestServeStatusLease(t *testing.T) {
 		t.Errorf("static: machine %d lease %+v; want static, none, no renewal or deadline", m, l)
 	}
 
-	rs := redistest.Start(t)
-	t.Setenv("VESTA_MACHINE_PROVIDERS", "redis")
-	t.Setenv("VESTA_MACHINE_REDIS_ADDRS", rs.Addr())
-	t.Setenv("VESTA_MACHINE_SERVER_RANGE", "1000-1003")
-	// A short lease and skew bound keep the quarantine of the fresh claim short.
-	t.Setenv("VESTA_MACHINE_REDIS_LEASE_TTL", "3s")
-	t.Setenv("VESTA_MACHINE_REDIS_MAX_CLOCK_SKEW", "50ms")
-	t.Setenv("VESTA_TIME_GUARD_DIR", "")
+	redisLeases(t, "3s")
 	leased := startServe(t, "--central-listen", "127.0.0.1:0", "--rest-listen", "127.0.0.1:0")
 	l, m := status(leased)
 	ttl := float64(3 * time.Second / time.Millisecond)

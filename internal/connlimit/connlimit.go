@@ -40,6 +40,7 @@
 package connlimit
 
 import (
+	"cmp"
 	"container/list"
 	"errors"
 	"fmt"
@@ -257,9 +258,7 @@ type Conn struct {
 
 // NewLimiter returns the limiter of cfg, which must be valid (Validate).
 func NewLimiter(cfg Config) *Limiter {
-	if cfg.PeerPrefixV6 == 0 {
-		cfg.PeerPrefixV6 = DefaultPeerPrefixV6
-	}
+	cfg.PeerPrefixV6 = cmp.Or(cfg.PeerPrefixV6, DefaultPeerPrefixV6)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

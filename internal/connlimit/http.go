@@ -1,6 +1,7 @@
 package connlimit
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -231,15 +232,11 @@ func (a *answer) WriteHeader(code int) {
 		a.w.WriteHeader(code)
 		return
 	}
-	if a.status == 0 {
-		a.status = code
-	}
+	a.status = cmp.Or(a.status, code)
 }
 
 func (a *answer) Write(p []byte) (int, error) {
-	if a.status == 0 {
-		a.status = http.StatusOK
-	}
+	a.status = cmp.Or(a.status, http.StatusOK)
 	a.buf = append(a.buf, p...)
 	return len(p), nil
 }

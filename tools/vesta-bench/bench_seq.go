@@ -41,12 +41,12 @@ func openSeqTarget(ctx context.Context, o benchOptions) (*benchTarget, error) {
 	if err != nil {
 		return nil, usageIf(err)
 	}
-	method := fmt.Sprintf("%s {tag: %q}", wire.MethodNextSeq, o.tag)
+	proc := fmt.Sprintf("%s {tag: %q}", wire.ProcNextSeq, o.tag)
 	if o.batch > 1 {
-		method = fmt.Sprintf("%s {tag: %q, count: %d}", wire.MethodNextSeqs, o.tag, o.batch)
+		proc = fmt.Sprintf("%s {tag: %q, count: %d}", wire.ProcNextSeqs, o.tag, o.batch)
 	}
 	tg := &benchTarget{
-		server: "Go client (no prefetch, fallback or retry) " + method + " to the central server at " + o.addr + " (--addr)",
+		server: "Go client (no prefetch, fallback or retry) " + proc + " to the central server at " + o.addr + " (--addr)",
 		conns:  o.conns, close: cl.Close,
 	}
 	seqCalls(tg, cl, o)

@@ -354,12 +354,12 @@ func openRPC(ctx context.Context, o benchOptions, addr string) (*benchTarget, er
 	if err != nil {
 		return nil, usageIf(err)
 	}
-	method := wire.MethodGenID
+	proc := wire.ProcGenID
 	if o.batch > 1 {
-		method = fmt.Sprintf("%s {count: %d}", wire.MethodGenIDs, o.batch)
+		proc = fmt.Sprintf("%s {count: %d}", wire.ProcGenIDs, o.batch)
 	}
 	tg := &benchTarget{
-		server: "Go client (no prefetch, fallback or retry) " + method + " to the central server at " + addr,
+		server: "Go client (no prefetch, fallback or retry) " + proc + " to the central server at " + addr,
 		conns:  o.conns,
 		close:  cl.Close,
 	}

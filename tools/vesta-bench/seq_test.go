@@ -13,7 +13,7 @@ import (
 	"github.com/vesta-go/vesta/segment"
 )
 
-// rpc-seq and client-seq drive the sequence methods of a server with a
+// rpc-seq and client-seq drive the sequence procedures of a server with a
 // segment store (Redis), assembled as 'vesta serve' assembles it; bad
 // flags are usage errors.
 func TestBenchSeq(t *testing.T) {

@@ -4,6 +4,7 @@ package gentest
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -32,4 +33,26 @@ func Manual(tb testing.TB, cfg core.Config, start time.Time) (*core.Generator, *
 		cfg.Clock = clock
 	}
 	return New(tb, cfg), clock
+}
+
+// Unique fails the test on an ID that occurs twice in ids.
+func Unique(tb testing.TB, ids []core.ID) {
+	tb.Helper()
+	s := slices.Clone(ids)
+	slices.Sort(s)
+	for i := 1; i < len(s); i++ {
+		if s[i] == s[i-1] {
+			tb.Fatalf("duplicate ID %d among %d", s[i], len(s))
+		}
+	}
+}
+
+// Increasing fails the test on an ID of ids not above the one before it.
+func Increasing(tb testing.TB, ids []core.ID) {
+	tb.Helper()
+	for i := 1; i < len(ids); i++ {
+		if ids[i] <= ids[i-1] {
+			tb.Fatalf("ID %d at %d is not above %d", ids[i], i, ids[i-1])
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package proctest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -161,12 +162,8 @@ func newProc(t testing.TB, spec Spec) *Proc {
 	if err := spec.validate(); err != nil {
 		t.Fatalf("proctest: %v", err)
 	}
-	if spec.StartTimeout == 0 {
-		spec.StartTimeout = defaultStartTimeout
-	}
-	if spec.StopTimeout == 0 {
-		spec.StopTimeout = defaultStopTimeout
-	}
+	spec.StartTimeout = cmp.Or(spec.StartTimeout, defaultStartTimeout)
+	spec.StopTimeout = cmp.Or(spec.StopTimeout, defaultStopTimeout)
 	p := &Proc{t: t, spec: spec}
 	t.Cleanup(p.Stop)
 	return p

@@ -4,6 +4,7 @@
 package waittest
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -21,5 +22,21 @@ func Until(tb testing.TB, what string, cond func() bool) {
 			tb.Fatalf("gave up waiting for %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// Blocker is a fake clock that reports its sleepers (core.ManualClock).
+type Blocker interface {
+	BlockUntil(ctx context.Context, n int) error
+}
+
+// Sleepers waits until n callers sleep on clk, the moment a test that
+// drives a fake clock may advance it, failing the test after Timeout.
+func Sleepers(tb testing.TB, clk Blocker, n int) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	if err := clk.BlockUntil(ctx, n); err != nil {
+		tb.Fatalf("gave up waiting for %d sleepers on the clock: %v", n, err)
 	}
 }
