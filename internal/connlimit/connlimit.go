@@ -356,12 +356,15 @@ func (l *Limiter) Admit(peerKey string, close func()) (c *Conn, shed, refused Re
 // pick returns the victim among lists, or nil; never not. In order: the
 // oldest fresh connection silent past freshGrace; else whichever has been
 // silent the longest of the connection idle the longest and, if young, the
-// oldest newcomer (a fresh one within its grace); else the one stalled the
-// longest (answers held since before now − stallAfter); else the newcomer
-// (if young), else the idle one. So a flood of silent newcomers pushes out
-// its own before a busy client's pooled connection, idle for a moment
-// between calls, and newcomers at a cap full of long-idle connections push
-// those out rather than each other. The caller holds b.mu.
+// oldest newcomer (a fresh one within its grace) — the idle one only once
+// it has been idle past freshGrace too; else the one stalled the longest
+// (answers held since before now − stallAfter); else the newcomer (if
+// young), else the idle one. So a flood of silent newcomers pushes out its
+// own before a busy client's pooled connection, idle for a moment between
+// calls (even a long moment, on a starved machine: a newcomer is never
+// preferred to a connection idle for less than a newcomer may stay
+// silent), and newcomers at a cap full of long-idle connections push those
+// out rather than each other. The caller holds b.mu.
 func pick(lists *[2]list.List, now int64, not *Conn, young bool) *Conn {
 	var newcomer *Conn // the oldest fresh one, not yet past freshGrace
 	for e := lists[fresh].Front(); e != nil; e = e.Next() {
@@ -393,7 +396,7 @@ func pick(lists *[2]list.List, now int64, not *Conn, young bool) *Conn {
 		}
 	}
 	switch {
-	case idle != nil && (newcomer == nil || idleSince <= newcomer.admitted):
+	case idle != nil && (newcomer == nil || idleSince <= newcomer.admitted && idleSince < now-int64(freshGrace)):
 		return idle
 	case stalled != nil:
 		return stalled
