@@ -235,17 +235,18 @@ type latencyBody struct {
 	WindowS float64 `json:"window_s"` // the window's length
 }
 
-// latency returns the REST and RPC servers' latencies over the window
-// (up to latencyWindow, less just after start), and the latest reading.
-func (h *history) latency() (httpL, rpcL latencyBody, last tally) {
+// latency returns the REST and RPC servers' latencies from the oldest
+// reading of the window (a minute before the latest, less just after
+// start) to cur, a reading taken for the request.
+func (h *history) latency(cur tally) (httpL, rpcL latencyBody) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.window) == 0 {
-		return latencyBody{}, latencyBody{}, tally{rpcOpen: -1}
+		return latencyBody{}, latencyBody{}
 	}
-	first, last := h.window[0], h.window[len(h.window)-1]
-	w := last.at.Sub(first.at).Seconds()
-	return quantiles(last.httpLat, first.httpLat, w), quantiles(last.rpcLat, first.rpcLat, w), last
+	first := h.window[0]
+	w := cur.at.Sub(first.at).Seconds()
+	return quantiles(cur.httpLat, first.httpLat, w), quantiles(cur.rpcLat, first.rpcLat, w)
 }
 
 func quantiles(now, before histo, window float64) latencyBody {

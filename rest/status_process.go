@@ -83,7 +83,7 @@ func (s *Server) processStatus(b *serverStatus, now time.Time, hist int) {
 	b.UptimeS = now.Sub(s.started).Seconds()
 	b.SampleID = s.sampleID(now)
 	t := s.tally(now)
-	httpL, rpcL, _ := s.hist.latency()
+	httpL, rpcL := s.hist.latency(t)
 	b.Latency = latenciesBody{HTTP: httpL, RPC: rpcL}
 	b.Answers = answersBody{HTTP4xx: t.http4xx, HTTP5xx: t.http5xx, RPCErrors: t.rpcErrors}
 	b.IDsByMethod = map[string]uint64{}
