@@ -240,7 +240,7 @@ func testOperatorPage(t *testing.T, layout core.Layout, explain func(core.Layout
 	if after.Value == before.Value || after.Value == "" {
 		t.Errorf("the chart did not move: points %q then %q", before.Value, after.Value)
 	}
-	if rate := text("s-rate"); rate == "" || rate == "0.0" {
+	if rate := text("s-rate"); rate == "" || rate == "—" || rate == "0.0/s" {
 		t.Errorf("#s-rate shows %q while IDs are issued", rate)
 	}
 
