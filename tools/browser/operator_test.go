@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -95,9 +94,7 @@ func (p *pageClient) metric(series string) string {
 // Chromium, for both layouts: what it shows matches /v1/info, /v1/status
 // and /metrics; the chart moves while IDs are issued; an ID's bit-field
 // drawing is what `vesta explain` (the binary, built here) and
-// core.Codec.Explain read, for both types. With
-// VESTA_SCREENSHOT=path it saves a screenshot of the page there (the one
-// in docs/ was made so).
+// core.Codec.Explain read, for both types.
 func TestOperatorPageInBrowser(t *testing.T) {
 	explain := vestaExplain(t)
 	for _, layout := range []core.Layout{core.Vesta, core.Sorted} {
@@ -234,6 +231,7 @@ func testOperatorPage(t *testing.T, layout core.Layout, explain func(core.Layout
 		}
 	})
 	waitJS("chart", `Number(document.getElementById("chart").getAttribute("data-last")) > 0`)
+	waitJS("rate", `!/^(0\.0\/s|—)$/.test(document.getElementById("s-rate").textContent)`)
 	close(stop)
 	wg.Wait()
 	after, _ := chromedp.Run(bctx, chromedp.AttributeValue(chromedp.ID("chart-line"), "points"))
@@ -255,27 +253,6 @@ func testOperatorPage(t *testing.T, layout core.Layout, explain func(core.Layout
 	do("paste", chromedp.SetValue(chromedp.ID("id-input"), other), chromedp.Click(chromedp.ID("explain")),
 		chromedp.WaitReady(chromedp.CSS(`#bits[data-id="`+other+`"]`)))
 	checkBits(t, bctx, gen.Codec(), other, explain(layout, other))
-
-	if path := os.Getenv("VESTA_SCREENSHOT"); path != "" && layout == core.Vesta {
-		// Twenty seconds of a varying load, for a chart worth looking at.
-		for i := range 20 {
-			for range 10 {
-				if _, err := gen.NextIDs(context.Background(), core.REST, 30*(1+i%7)+i*i); err != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-		}
-		do("back to the issued ID", chromedp.Click(chromedp.ID("issue")),
-			chromedp.WaitVisible(chromedp.CSS(`#result[data-state="ok"][data-source="issue"]`)))
-		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // vestaExplain builds the vesta binary from the main module once per test

@@ -147,7 +147,7 @@ func testFirstLoad(t *testing.T, layout core.Layout) {
 	if v := text("s-build-version"); v != st.Build.Version+", "+st.Build.GoVersion || !strings.HasPrefix(text("s-build"), st.Build.Version) {
 		t.Errorf("the page shows version %q (%q), /v1/status %+v", v, text("s-build"), st.Build)
 	}
-	if v := text("s-started"); v != st.Started {
+	if v := text("s-started"); v != regexp.MustCompile(`\.[0-9]+Z$`).ReplaceAllString(st.Started, "Z") {
 		t.Errorf("started %q, /v1/status %q", v, st.Started)
 	}
 	// The 4xx answers: the 2 bad IDs, and the browser's favicon.ico when
@@ -170,7 +170,7 @@ func testFirstLoad(t *testing.T, layout core.Layout) {
 	if v := text("s-http-p50"); !regexp.MustCompile(`^[0-9.]+ ms of [0-9,]+$`).MatchString(v) {
 		t.Errorf("HTTP p50 %q", v)
 	}
-	if v := attr(`#s-listeners dd[data-listener="http"]`, "data-listener"); v != "http" ||
+	if v := attr(`#s-listeners div[data-listener="http"]`, "data-listener"); v != "http" ||
 		!strings.HasPrefix(text("s-listeners"), "HTTP") || !strings.Contains(text("s-listeners"), strings.TrimPrefix(base, "http://")) {
 		t.Errorf("listeners %q, want the http one at %s", text("s-listeners"), base)
 	}
