@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -266,4 +267,20 @@ func TestStatusAfterBurst(t *testing.T) {
 
 	wantJSONError(t, get(t, h, "/v1/status?history=901"), http.StatusBadRequest, "invalid_argument", "history")
 	wantJSONError(t, get(t, h, "/v1/status?history=x"), http.StatusBadRequest, "invalid_argument", "history")
+}
+
+// TestPageSelfContained: the page loads nothing from elsewhere (no URL
+// of another host: no CDN, no font) and never parses a string as HTML:
+// the fleet's hosts and versions come from a store any member writes.
+func TestPageSelfContained(t *testing.T) {
+	gen, _ := vestaGen(t)
+	r := get(t, newServer(t, gen, rest.Config{}).Handler(), "/")
+	if r.Status != http.StatusOK {
+		t.Fatalf("GET / = %d", r.Status)
+	}
+	for _, bad := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "http://", "https://", "@import", "url("} {
+		if strings.Contains(r.Body, bad) {
+			t.Errorf("the page contains %q", bad)
+		}
+	}
 }

@@ -122,7 +122,8 @@ func testOperatorPage(t *testing.T, layout core.Layout, explain func(core.Layout
 	}
 	t.Cleanup(func() { seq.Close() })
 	s, err := rest.NewServer(gen, rest.Config{Token: token, Registerer: reg, Sequences: seq,
-		Lease: func() rest.LeaseStatus { return lease }})
+		SegmentStore: rest.StoreInfo{Kind: "redis", Addr: "10.0.0.5:6379 prefix vesta:seg"},
+		Lease:        func() rest.LeaseStatus { return lease }})
 	if err != nil {
 		t.Fatalf("NewServer: %v", err)
 	}
@@ -198,6 +199,9 @@ func testOperatorPage(t *testing.T, layout core.Layout, explain func(core.Layout
 	waitJS("segment", `(document.querySelector('#s-segment-tags dd[data-tag="orders"]') || {}).textContent === "17 issued, 983 buffered, step 1000"`)
 	if got := text("s-segment"); got != "ok" {
 		t.Errorf("#s-segment shows %q, want ok", got)
+	}
+	if got := text("s-segment-store"); got != "redis at 10.0.0.5:6379 prefix vesta:seg" {
+		t.Errorf("#s-segment-store shows %q, want the store the server was given", got)
 	}
 
 	// The count issued matches /metrics once the page has polled again.

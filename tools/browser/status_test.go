@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -32,8 +31,7 @@ const burst = 130000
 // /v1/status and /metrics; the ID box's placeholder is an ID of the
 // server's own layout, for now; ?id= opens an ID; no value shows as a
 // negative zero, and the guard mark breaks only between its date and
-// time. With VESTA_SCREENSHOT_DIR=docs it saves docs/operator-page.png
-// after two minutes of a varying load (the sorted run).
+// time.
 func TestOperatorPageFirstLoad(t *testing.T) {
 	for _, layout := range []core.Layout{core.Sorted, core.Vesta} {
 		t.Run(layout.String(), func(t *testing.T) { testFirstLoad(t, layout) })
@@ -222,19 +220,6 @@ func testFirstLoad(t *testing.T, layout core.Layout) {
 		run("fleet", chromedp.WaitReady(chromedp.CSS(`#fleet[data-state="ok"]`)))
 	} else {
 		run("no fleet", chromedp.WaitReady(chromedp.CSS(`#fleet[data-state="absent"][hidden]`)))
-	}
-
-	if dir := os.Getenv("VESTA_SCREENSHOT_DIR"); dir != "" && layout == core.Sorted {
-		// Two minutes of a varying load, for a chart worth looking at.
-		deadline := time.Now().Add(2 * time.Minute)
-		for i := 0; time.Now().Before(deadline); i++ {
-			n := 200 + 150*(i/20%7) + (i%13)*40
-			api.get("/v1/ids?count=" + strconv.Itoa(n))
-			time.Sleep(50 * time.Millisecond)
-		}
-		run("back to the link", chromedp.Navigate(base+"/?id="+one.ID),
-			chromedp.WaitVisible(chromedp.CSS(`#result[data-state="ok"][data-source="link"]`)))
-		screenshot(t, bctx, filepath.Join(dir, "operator-page.png"))
 	}
 }
 
