@@ -2,6 +2,7 @@ package rest
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -373,7 +374,7 @@ func sumHisto(f *dto.MetricFamily) histo {
 		}
 		if x.bounds == nil {
 			x.bounds, x.cum = bounds, make([]uint64, len(bounds))
-		} else if !equalBounds(x.bounds, bounds) {
+		} else if !slices.Equal(x.bounds, bounds) {
 			continue
 		}
 		for i := range bounds {
@@ -382,18 +383,6 @@ func sumHisto(f *dto.MetricFamily) histo {
 		x.count += h.GetSampleCount()
 	}
 	return x
-}
-
-func equalBounds(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // startHistory takes the baseline reading and starts the sampler, which

@@ -2,6 +2,7 @@ package rest
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -46,19 +47,19 @@ func TestHistorySamples(t *testing.T) {
 	f.t.total += 9
 	cur := f.read(t0.Add(6*time.Second + 250*time.Millisecond))
 	b := h.body(3, cur)
-	if got, want := b.IDs, []uint64{400, 500, 42, 9}; !equal(got, want) {
+	if got, want := b.IDs, []uint64{400, 500, 42, 9}; !slices.Equal(got, want) {
 		t.Errorf("ids %v, want %v (the last 3 s, then the partial)", got, want)
 	}
-	if got, want := b.IDsByMethod["rest"], []uint64{400, 500, 42, 0}; !equal(got, want) {
+	if got, want := b.IDsByMethod["rest"], []uint64{400, 500, 42, 0}; !slices.Equal(got, want) {
 		t.Errorf("rest %v, want %v", got, want)
 	}
 	if _, ok := b.IDsByMethod["central"]; ok {
 		t.Errorf("central shown with no series of it: %v", b.IDsByMethod)
 	}
-	if got, want := b.Seq, []uint64{7, 7, 0, 0}; !equal(got, want) {
+	if got, want := b.Seq, []uint64{7, 7, 0, 0}; !slices.Equal(got, want) {
 		t.Errorf("seq %v, want %v", got, want)
 	}
-	if got, want := b.Refused, []uint64{3, 3, 0, 0}; !equal(got, want) {
+	if got, want := b.Refused, []uint64{3, 3, 0, 0}; !slices.Equal(got, want) {
 		t.Errorf("refused %v, want %v", got, want)
 	}
 	if !b.Partial || b.SpanMs[3] != 250 || b.SpanMs[0] != 1000 || b.EndMs[3] != cur.at.UnixMilli() {
@@ -177,16 +178,4 @@ func TestReadRegistry(t *testing.T) {
 	if methods[1] != core.Central || listenerNames[0].name != "rpc" {
 		t.Fatal("the test's indexes are out of date")
 	}
-}
-
-func equal(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

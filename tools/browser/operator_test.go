@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -42,6 +43,49 @@ func browser(t *testing.T, timeout time.Duration, extra ...chromedp.ExecAllocato
 	bctx, cancelBrowser := chromedp.NewContext(actx)
 	t.Cleanup(cancelBrowser)
 	return bctx
+}
+
+// tab is a browser context whose steps fail the test.
+type tab struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+// do runs steps; stage names them in the failure.
+func (b tab) do(stage string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, steps...); err != nil {
+		b.t.Fatalf("browser (%s): %v", stage, err)
+	}
+}
+
+// text is the text of the element of id.
+func (b tab) text(id string) string {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.ID(id)))
+	if err != nil {
+		b.t.Fatalf("browser: reading #%s: %v", id, err)
+	}
+	return v
+}
+
+// serveLoopback serves s on a loopback listener until the test ends, and
+// returns its address.
+func serveLoopback(t *testing.T, s *rest.Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- s.Serve(ln) }()
+	t.Cleanup(func() {
+		s.Close()
+		if err := <-errc; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return ln.Addr().String()
 }
 
 // pageClient calls the server as the test, with the token.
@@ -134,20 +178,7 @@ func testOperatorPage(t *testing.T, layout core.Layout, explain func(core.Layout
 	api := newPageClient(t, base)
 	bctx := browser(t, 90*time.Second)
 
-	do := func(stage string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(bctx, steps...); err != nil {
-			t.Fatalf("browser (%s): %v", stage, err)
-		}
-	}
-	text := func(id string) string {
-		t.Helper()
-		v, err := chromedp.Run(bctx, chromedp.Text(chromedp.ID(id)))
-		if err != nil {
-			t.Fatalf("browser: reading #%s: %v", id, err)
-		}
-		return v
-	}
+	do, text := tab{t, bctx}.do, tab{t, bctx}.text
 	// waitJS polls a JavaScript condition in the page until it holds.
 	waitJS := func(stage, cond string) {
 		t.Helper()

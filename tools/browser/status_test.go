@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -40,7 +39,7 @@ func TestOperatorPageFirstLoad(t *testing.T) {
 
 // openServer serves gen on a loopback listener with no token, its metrics
 // in a registry of its own, until the test ends; it returns the base URL.
-func openServer(t *testing.T, gen *core.Generator, cfg rest.Config) (string, *rest.Server) {
+func openServer(t *testing.T, gen *core.Generator, cfg rest.Config) string {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(embed.NewCollector(gen))
@@ -49,19 +48,7 @@ func openServer(t *testing.T, gen *core.Generator, cfg rest.Config) (string, *re
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- s.Serve(ln) }()
-	t.Cleanup(func() {
-		s.Close()
-		if err := <-errc; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return "http://" + ln.Addr().String(), s
+	return "http://" + serveLoopback(t, s)
 }
 
 func testFirstLoad(t *testing.T, layout core.Layout) {
@@ -71,7 +58,7 @@ func testFirstLoad(t *testing.T, layout core.Layout) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { gen.Close() })
-	base, _ := openServer(t, gen, rest.Config{})
+	base := openServer(t, gen, rest.Config{})
 	api := newPageClient(t, base)
 	for range burst / 10000 {
 		api.get("/v1/ids?count=10000")
@@ -86,20 +73,7 @@ func testFirstLoad(t *testing.T, layout core.Layout) {
 	}
 
 	bctx := browser(t, 4*time.Minute)
-	run := func(stage string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(bctx, steps...); err != nil {
-			t.Fatalf("browser (%s): %v", stage, err)
-		}
-	}
-	text := func(id string) string {
-		t.Helper()
-		v, err := chromedp.Run(bctx, chromedp.Text(chromedp.ID(id)))
-		if err != nil {
-			t.Fatalf("browser: reading #%s: %v", id, err)
-		}
-		return v
-	}
+	run, text := tab{t, bctx}.do, tab{t, bctx}.text
 	attr := func(sel, name string) string {
 		t.Helper()
 		v, err := chromedp.Run(bctx, chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector(%q).getAttribute(%q) || ""`, sel, name)))
