@@ -90,6 +90,16 @@
 // max_clock_skew) in the store; a host that differs is refused with
 // ErrFleet, naming each setting and both values (fleet.go).
 //
+// # Member records
+//
+// Beside its lease each holder in a store keeps a member record: its
+// machine ID, state, version, host, advertised listeners (Advertise) and
+// lease times, written at the claim and after each renewal, expiring with
+// the lease, deleted by Close. Fleet lists them, for an operator's view of
+// the fleet. They are information only: nothing here reads them for a
+// safety decision, and a failed write changes nothing but the record
+// (member.go).
+//
 // # Order of operations
 //
 // For `vesta serve` (core.Central: its central and REST servers share one

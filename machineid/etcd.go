@@ -28,6 +28,14 @@ func EtcdKeys(prefix string, id core.MachineID) (lease, mark, shape string) {
 	return base + "/lease", base + "/mark", base + "/shape"
 }
 
+// EtcdMemberKey is the member record of machine id's holder (see
+// MemberKey), attached to the holder's etcd lease so that both go
+// together. The records sit apart from the leases (prefix/member/), so
+// that one bounded range reads them all. Information only.
+func EtcdMemberKey(prefix string, id core.MachineID) string {
+	return prefix + "/member/" + strconv.Itoa(int(id))
+}
+
 // EtcdFleetKey is the fleet record under prefix (see Lease.Prepare).
 func EtcdFleetKey(prefix string) string { return prefix + "/fleet" }
 
@@ -266,6 +274,54 @@ func (s *etcdStore) fleet(ctx context.Context, f fleet) error {
 	}
 	return judgeFleet(f, string(kvs[0].Value), key, s.where())
 }
+
+// putMember writes h's member record, attached to h's etcd lease, in a
+// transaction that finds h's lease key.
+func (s *etcdStore) putMember(ctx context.Context, h *hold, rec string) error {
+	eh := h.of.(*etcdHold)
+	_, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(h.key), "=", eh.createRev)).
+		Then(clientv3.OpPut(EtcdMemberKey(s.ec.KeyPrefix, h.id), rec, clientv3.WithLease(eh.lease))).
+		Commit()
+	if err != nil {
+		return etcdErr(err, "%s: writing the member record of machine %d", s.where(), h.id)
+	}
+	return nil
+}
+
+// dropMember has nothing to do: the release revokes the etcd lease, and
+// the record with it.
+func (s *etcdStore) dropMember(context.Context, *hold) error { return nil }
+
+// members reads the member records in one range, at most one per machine
+// ID. etcd cannot read part of a value: a huge one is read and skipped,
+// bounded by etcd's own request limit.
+func (s *etcdStore) members(ctx context.Context) ([]rawMember, error) {
+	dir := s.ec.KeyPrefix + "/member/"
+	resp, err := s.cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithLimit(int64(core.MaxMachine)+1))
+	if err != nil {
+		return nil, etcdErr(err, "%s: reading the member records", s.where())
+	}
+	var out []rawMember
+	for _, kv := range resp.Kvs {
+		n, err := strconv.ParseUint(string(kv.Key[len(dir):]), 10, 16)
+		if err != nil || n > uint64(core.MaxMachine) {
+			out = append(out, rawMember{key: clip(string(kv.Key), maxAddrBytes), skip: "not a machine ID's key"})
+			continue
+		}
+		r := rawMember{key: string(kv.Key), id: core.MachineID(n), value: string(kv.Value)}
+		if len(kv.Value) > maxMemberBytes {
+			r.value, r.skip = "", fmt.Sprintf("%d bytes, above %d", len(kv.Value), maxMemberBytes)
+		}
+		out = append(out, r)
+	}
+	if resp.More {
+		out = append(out, rawMember{key: dir, skip: fmt.Sprintf("more than %d records; the rest not read", len(resp.Kvs))})
+	}
+	return out, nil
+}
+
+func (s *etcdStore) prefix() string { return s.ec.KeyPrefix }
 
 func (s *etcdStore) close() error {
 	s.mu.Lock()

@@ -70,3 +70,30 @@ func ExampleAcquire_chain() {
 	// static 1000
 	// machineid: no provider gave a machine ID: k8s: machineid: provider not available here: hostname "laptop" has no StatefulSet ordinal (a -N suffix)
 }
+
+// The fleet view: once listening, a server advertises its addresses, and
+// Fleet lists every holder under the key prefix from the store (a fixed ID
+// has none, so it lists itself alone).
+func ExampleLease_Fleet() {
+	ctx := context.Background()
+	cfg := machineid.DefaultConfig()
+	cfg.Static = new(core.MachineID(1023))
+	lease, err := machineid.Acquire(ctx, cfg, core.Central)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer lease.Close(ctx)
+	_ = lease.Advertise(ctx, machineid.Listeners{RPC: "10.0.0.1:7070", HTTP: "10.0.0.1:7080", Host: "node-a"})
+	fleet, err := lease.Fleet(ctx)
+	if err != nil {
+		fmt.Println(err) // the store is down: fleet.List is this process alone
+	}
+	fmt.Println("store:", fleet.Store)
+	for _, m := range fleet.List {
+		fmt.Println(m.Machine, m.Self, m.State, m.Host, m.RPC, m.HTTP)
+	}
+	// Output:
+	// store: none
+	// 1023 true none node-a 10.0.0.1:7070 10.0.0.1:7080
+}

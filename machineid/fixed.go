@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/vesta-go/vesta/core"
 )
@@ -13,6 +14,7 @@ import (
 // ID away, so there is nothing to renew or fence: it checks the generator
 // attached and keeps the file guard TimeGuard opens.
 type fixedLease struct {
+	base     leaseBase
 	provider string
 	id       core.MachineID
 	clock    core.Clock
@@ -29,7 +31,7 @@ func newFixedLease(b leaseBase, provider string, id core.MachineID) *Lease {
 	b.log.Info("machineid: machine ID", "provider", provider, "machine", id, "method", b.method, "range", b.rng)
 	b.m.setMachine(int(id))
 	b.m.setState(StateNone)
-	return &Lease{leaseBase: b, provider: provider, h: &fixedLease{provider: provider, id: id, clock: b.clock, log: b.log}}
+	return &Lease{leaseBase: b, provider: provider, h: &fixedLease{base: b, provider: provider, id: id, clock: b.clock, log: b.log}}
 }
 
 func (f *fixedLease) machine() core.MachineID { return f.id }
@@ -73,6 +75,14 @@ func (f *fixedLease) attach(gen *core.Generator) error {
 
 func (f *fixedLease) status() Status {
 	return Status{Provider: f.provider, Machine: f.id, State: StateNone, At: f.clock.Now()}
+}
+
+// advertise has no record to write: a fixed ID has no store.
+func (f *fixedLease) advertise(context.Context) error { return nil }
+
+// members is this process alone: there is no store to list.
+func (f *fixedLease) members(context.Context) (Members, error) {
+	return Members{Store: StoreNone, List: []Member{f.base.selfMember(f.provider, f.status(), time.Time{}, 0)}}, nil
 }
 
 func (f *fixedLease) prepare(context.Context, core.Config) error { return nil }

@@ -74,6 +74,7 @@ type leaseBase struct {
 	log    *slog.Logger
 	clock  core.Clock
 	m      *metrics
+	self   *selfInfo // its member record's own part (member.go)
 }
 
 func newLeaseBase(c Config, m core.Method, rng Range) leaseBase {
@@ -85,16 +86,18 @@ func newLeaseBase(c Config, m core.Method, rng Range) leaseBase {
 		b.clock = core.NewSystemClock()
 	}
 	b.m = newMetrics(c.Registerer, rangeName(m))
+	b.self = newSelf(b.clock)
 	return b
 }
 
 // Lease is a machine ID held by this process: a fixed ID (static, iptable,
 // k8s), which nothing can take away, or a lease in Redis or etcd, which
-// owns two goroutines started by Acquire and stopped by Close (and etcd's
+// owns three goroutines started by Acquire and stopped by Close (and etcd's
 // watch of its key): one renews the lease
 // every third of its TTL (and, once a generator is attached, re-acquires a
-// lost lease and re-keys the generator), the other fences the generator
-// when the renewal deadline passes.
+// lost lease and re-keys the generator), one fences the generator
+// when the renewal deadline passes, and one writes the member record after
+// each renewal (member.go: information only).
 //
 // The wire format in Redis, per machine ID (see Keys, ShapeKey,
 // ReleasedKey, InstanceKey; StoreKey and FleetKey per prefix): the lease
@@ -102,8 +105,10 @@ func newLeaseBase(c Config, m core.Method, rng Range) leaseBase {
 // holds the time guard's mark in unix milliseconds, without a TTL, only
 // ever raised; the shape key the JSON shape of the generator that last
 // wrote it; the released key the clean-release record; the instance key
-// the identity of the Redis instance that wrote the mark. In etcd (see
-// EtcdKeys, EtcdFleetKey) the same token, mark (20 digits) and shape.
+// the identity of the Redis instance that wrote the mark; the member key
+// (MemberKey) the holder's member record, with the lease's TTL. In etcd
+// (see EtcdKeys, EtcdFleetKey, EtcdMemberKey) the same token, mark (20
+// digits), shape and member record.
 type Lease struct {
 	leaseBase
 	provider string
@@ -124,6 +129,10 @@ type holder interface {
 	status() Status
 	checkFleet(ctx context.Context, cfg core.Config) error
 	prepare(ctx context.Context, cfg core.Config) error
+	// advertise writes the member record now, if there is a store.
+	advertise(ctx context.Context) error
+	// members lists the fleet (Lease.Fleet).
+	members(ctx context.Context) (Members, error)
 	close(ctx context.Context) error
 }
 

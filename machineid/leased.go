@@ -54,6 +54,15 @@ type leased struct {
 	fences         uint64
 	failures       uint64
 	closed         bool
+	renewed        time.Time // when the current hold was last claimed or renewed (sent)
+
+	// memberMu orders the member record's writes, so that an older
+	// snapshot never overwrites a newer one; memberErr is the last failed
+	// write, logged once. memberKick wakes the goroutine that writes the
+	// record after a renewal, so that the renewer never waits for it.
+	memberMu   sync.Mutex
+	memberErr  string
+	memberKick chan struct{}
 }
 
 // acquireLeased claims an ID of b's range in st and starts renewing it;
@@ -69,6 +78,8 @@ func acquireLeased(ctx context.Context, b leaseBase, provider string, st store, 
 		retry:     min(max(ttl/10, 10*time.Millisecond), time.Second),
 		kick:      make(chan struct{}, 1),
 		changed:   make(chan struct{}),
+
+		memberKick: make(chan struct{}, 1),
 	}
 	h, sent, err := l.claim(ctx, 0, false)
 	if err != nil {
@@ -78,12 +89,14 @@ func acquireLeased(ctx context.Context, b leaseBase, provider string, st store, 
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.install(h, sent)
 	l.initial = h.guard
+	l.writeMember(ctx)
 	_, waits := h.guard.quarantineFloor(0)
 	l.log.Info("machineid: leased a machine ID", "machine", h.id, "method", b.method, "range", b.rng,
 		"key", h.key, "ttl", l.ttl, "fence_after", l.ttl-l.margin, "store", st.where(), "quarantine", waits)
-	l.wg.Add(2)
+	l.wg.Add(3)
 	go l.renewer()
 	go l.watchdog()
+	go l.memberWriter() // member.go
 	return &Lease{leaseBase: b, provider: provider, h: l}, nil
 }
 
@@ -115,6 +128,10 @@ func (l *leased) attach(gen *core.Generator) error {
 func (l *leased) status() Status {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.statusLocked()
+}
+
+func (l *leased) statusLocked() Status {
 	st := Status{Provider: l.provider, Machine: l.id, State: l.stateLocked(), Deadline: l.deadline,
 		RenewAt: l.renewAt, At: l.clock.Now(), Fences: l.fences, RenewFailures: l.failures, Err: l.cause}
 	if l.hold != nil {
@@ -163,6 +180,7 @@ func (l *leased) fleetOf(cfg core.Config) (fleet, error) {
 // install makes h the current lease, claimed at sent.
 func (l *leased) install(h *hold, sent time.Time) {
 	l.hold, l.id, l.state, l.cause, l.lastErr = h, h.id, held, nil, nil
+	l.renewed = sent
 	l.deadline = sent.Add(l.ttl - l.margin)
 	l.renewAt = sent.Add(l.period)
 	l.m.setMachine(int(h.id))
@@ -295,20 +313,22 @@ func (l *leased) renewer() {
 		l.mu.Unlock()
 		switch {
 		case st != lost:
-			l.renew(h)
+			if l.renew(h) {
+				l.refreshMember()
+			}
 		case gen != nil && !rekeying:
 			l.recover(gen)
 		}
 	}
 }
 
-// renew extends h. The deadline is checked before renewing as well as by
-// the watchdog.
-func (l *leased) renew(h *hold) {
+// renew extends h, and says whether it did. The deadline is checked
+// before renewing as well as by the watchdog.
+func (l *leased) renew(h *hold) bool {
 	l.mu.Lock()
 	if h == nil || l.hold != h || l.closed { // Close took the hold away
 		l.mu.Unlock()
-		return
+		return false
 	}
 	if !l.clock.Now().Before(l.deadline) {
 		l.overdueLocked()
@@ -320,12 +340,12 @@ func (l *leased) renew(h *hold) {
 	sent, err := l.st.renew(ctx, h)
 	cancel()
 	if l.ctx.Err() != nil {
-		return
+		return false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.hold != h {
-		return
+		return false
 	}
 	switch {
 	case errors.Is(err, ErrLeaseLost):
@@ -354,13 +374,16 @@ func (l *leased) renew(h *hold) {
 		// least until sent+ttl; the margin keeps the deadline before that.
 		l.deadline = sent.Add(l.ttl - l.margin)
 		l.renewAt = sent.Add(l.period)
+		l.renewed = sent
 		if l.state == overdue {
 			// The lease was still ours, so nobody held the ID meanwhile.
 			l.log.Info("machineid: lease renewed after its deadline; it was never lost", "machine", h.id)
 		}
 		l.state, l.cause, l.lastErr = held, nil, nil
 		l.syncLocked()
+		return true
 	}
+	return false
 }
 
 // recover claims a lease again (the same ID first) and re-keys gen to it.
@@ -404,6 +427,7 @@ func (l *leased) recover(gen *core.Generator) {
 	l.rekeying = true // before install, which must not unfence the old run
 	l.install(h, sent)
 	l.mu.Unlock()
+	l.refreshMember()
 	l.lastRecoverErr = ""
 	l.log.Info("machineid: re-acquired a lease; re-keying", "from", old, "to", h.id)
 	l.wg.Add(1)
@@ -437,6 +461,7 @@ func (l *leased) rekey(gen *core.Generator, h *hold, old core.MachineID) {
 	switch {
 	case err == nil:
 		l.log.Info("machineid: re-keyed", "from", old, "to", h.id)
+		l.refreshMember() // held again
 	case l.ctx.Err() != nil || errors.Is(err, core.ErrClosed):
 		// Closing.
 	default:
@@ -453,6 +478,7 @@ func (l *leased) release(h *hold) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.ctx), l.period)
 	defer cancel()
 	h.guard.final() // no write of this hold succeeds any more
+	l.dropMember(ctx, h)
 	if err := l.st.release(ctx, h, time.Time{}, false); err != nil {
 		l.log.Warn("machineid: releasing a lease failed; it expires", "key", h.key, "ttl", l.ttl, "err", err)
 	}
@@ -514,6 +540,7 @@ func (l *leased) close(ctx context.Context) error {
 		// With the exact end of what was issued under h, so that the next
 		// claim need not wait out a quarantine nor the unused reservation.
 		final, ok := h.guard.final()
+		l.dropMember(ctx, h)
 		if err := l.st.release(ctx, h, final, ok); err != nil {
 			errs = append(errs, err)
 		} else {

@@ -44,6 +44,13 @@ func ReleasedKey(prefix string, id core.MachineID) string { return keyTag(prefix
 // no FLUSHALL: it would have gone too), and starts from it at once.
 func InstanceKey(prefix string, id core.MachineID) string { return keyTag(prefix, id) + ":instance" }
 
+// MemberKey is the member record of machine id's holder: JSON of its
+// machine ID, version, host, listener addresses and lease times, written
+// with the lease key's remaining TTL after every claim and renewal, deleted
+// at release. It is information only (Lease.Fleet); nothing reads it for
+// a safety decision.
+func MemberKey(prefix string, id core.MachineID) string { return keyTag(prefix, id) + ":member" }
+
 // StoreKey is the hash that remembers since when (since_ms, Redis TIME)
 // claims have seen this Redis instance (run_id, replid). Whatever the
 // instance lost, it lost before then, so a quarantine need not reach
@@ -175,6 +182,28 @@ end
 ` + identityLua + `
 redis.call('SET', KEYS[4], ident)
 return 1`)
+
+	// KEYS: lease, member. ARGV: token, record. Writes the member record
+	// with the lease's remaining TTL, so that both expire together, if the
+	// token still holds the lease. Returns 1 when written.
+	memberScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl <= 0 then
+  return 0
+end
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ttl)
+return 1`)
+
+	// KEYS: lease, member. ARGV: token. Deletes the member record if the
+	// token still holds the lease (else it is the next holder's).
+	dropMemberScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[2])
+end
+return 0`)
 
 	// KEYS: fleet. ARGV: this host's record. Records it when there is none;
 	// returns the record found, or false when it recorded this one.
@@ -582,6 +611,59 @@ func (s *redisStore) fleet(ctx context.Context, f fleet) error {
 	}
 	return judgeFleet(f, raw, key, s.where())
 }
+
+// putMember writes h's member record on the hold's Redis, without WAIT:
+// it is information only, and a lost record is rewritten at the next
+// renewal.
+func (s *redisStore) putMember(ctx context.Context, h *hold, rec string) error {
+	rh := h.of.(*redisHold)
+	if err := memberScript.Run(ctx, rh.conn.rc, []string{h.key, MemberKey(s.rc.KeyPrefix, h.id)}, rh.token, rec).Err(); err != nil {
+		return redisErr(err, "%s: writing the member record of machine %d", s.where(), h.id)
+	}
+	return nil
+}
+
+func (s *redisStore) dropMember(ctx context.Context, h *hold) error {
+	rh := h.of.(*redisHold)
+	if err := dropMemberScript.Run(ctx, rh.conn.rc, []string{h.key, MemberKey(s.rc.KeyPrefix, h.id)}, rh.token).Err(); err != nil {
+		return redisErr(err, "%s: deleting the member record of machine %d", s.where(), h.id)
+	}
+	return nil
+}
+
+// members reads the member key of every machine ID (the space is 1024
+// IDs) in one pipeline of GETRANGE, which reads at most maxMemberBytes+1
+// bytes of each, so a huge value costs no more than a small one.
+func (s *redisStore) members(ctx context.Context) ([]rawMember, error) {
+	c, _, err := s.master(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pipe := c.rc.Pipeline()
+	cmds := make([]*redis.StringCmd, int(core.MaxMachine)+1)
+	for id := range cmds {
+		cmds[id] = pipe.GetRange(ctx, MemberKey(s.rc.KeyPrefix, core.MachineID(id)), 0, maxMemberBytes)
+	}
+	_, err = pipe.Exec(ctx)
+	var reply redis.Error
+	if err != nil && !errors.As(err, &reply) { // a reply error is one key's (WRONGTYPE): skipped below
+		return nil, redisErr(err, "%s: reading the member records", s.where())
+	}
+	var out []rawMember
+	for id, cmd := range cmds {
+		v, err := cmd.Result()
+		key := MemberKey(s.rc.KeyPrefix, core.MachineID(id))
+		switch {
+		case err != nil:
+			out = append(out, rawMember{key: key, id: core.MachineID(id), skip: clip(err.Error(), maxAddrBytes)})
+		case v != "":
+			out = append(out, rawMember{key: key, id: core.MachineID(id), value: v})
+		}
+	}
+	return out, nil
+}
+
+func (s *redisStore) prefix() string { return s.rc.KeyPrefix }
 
 func (s *redisStore) close() error {
 	var errs []error

@@ -30,6 +30,16 @@ type store interface {
 	// fleet records f as the fleet's settings when none are recorded, and
 	// otherwise refuses (ErrFleet) settings that differ.
 	fleet(ctx context.Context, f fleet) error
+	// putMember writes rec as h's member record, expiring with h's
+	// lease, if h still holds it; dropMember deletes it while h holds it
+	// (member.go: information only, never read for a safety decision).
+	putMember(ctx context.Context, h *hold, rec string) error
+	dropMember(ctx context.Context, h *hold) error
+	// members reads every member record under the key prefix, bounded
+	// in count and size.
+	members(ctx context.Context) ([]rawMember, error)
+	// prefix is the key prefix, for Lease.Fleet.
+	prefix() string
 	// close releases the store's connections.
 	close() error
 }

@@ -181,6 +181,14 @@ type Config struct {
 	// SequenceMonitor, as *segment.Sequencer is. Nil turns sequences off:
 	// those routes answer that they are.
 	Sequences Sequences
+
+	// Fleet lists the servers sharing this one's lease store for GET
+	// /v1/fleet and the page, read from the store (machineid's member
+	// records; display only). Its context bounds the read (1.5s, or
+	// RequestTimeout when shorter). On an error the route still answers
+	// 200, with the error and the members returned (this server alone, if
+	// none). Nil answers with this server alone, store "none".
+	Fleet FleetFunc
 }
 
 // DefaultConfig returns the recommended configuration: the zero Config with

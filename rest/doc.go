@@ -28,6 +28,8 @@
 //	GET  /v1/seq/{tag}[?count=N] {"tag":"…","id":"…"} or {"tag":"…","ids":[…]}: numbers of a
 //	                            segment sequence (Config.Sequences); unknown tag 404, store
 //	                            down with the buffers empty 503
+//	GET  /v1/fleet              the servers sharing the lease store (Config.Fleet; fleet.go),
+//	                            {"store","prefix","members":[…],"skipped","error"}
 //
 // Leaf's HTTP API, answering as Meituan's leaf-server does (see leaf.go and
 // leafops.go): any method but OPTIONS and TRACE, a trailing slash or not.

@@ -174,6 +174,7 @@ func (s *Server) routes() {
 	e.GET("/v1/transtime", s.apiTransTime, s.auth)
 	e.GET("/v1/info", s.apiInfo, s.auth)
 	e.GET("/v1/status", s.apiStatus, s.auth)
+	e.GET("/v1/fleet", s.apiFleet, s.auth)
 	s.seqRoutes() // seq.go: /v1/seq/{tag} and Leaf's HTTP API
 
 	e.GET("/healthz", s.healthz)

@@ -121,6 +121,7 @@ func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 	if err := a.start(cfg, log, reg); err != nil {
 		return nil, err
 	}
+	a.advertise(ctx) // fleet.go
 	return a, nil
 }
 
@@ -149,6 +150,7 @@ func (a *Assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 		}
 		rcfg.Logger, rcfg.Registerer, rcfg.Gatherer, rcfg.Budget = log.With("server", "rest"), reg, reg, a.budget
 		lease := a.lease
+		rcfg.Fleet = fleetView(lease) // fleet.go
 		rcfg.Ready = func() error { return lease.Status().Err }
 		rcfg.Lease = leaseStatus(lease) // status.go
 		rcfg.Listeners = a.listeners()  // status.go

@@ -1,0 +1,64 @@
+package assemble_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vesta-go/vesta/internal/assemble"
+	"github.com/vesta-go/vesta/internal/testkit/redistest"
+)
+
+// TestAssembledFleet: three servers assembled on one Redis each list the
+// three in GET /v1/fleet, with the addresses they serve on.
+func TestAssembledFleet(t *testing.T) {
+	rds := redistest.Start(t)
+	var as []*assemble.Assembled
+	for range 3 {
+		cfg := assembleConfig(t)
+		cfg.Machine.ID, cfg.Machine.Providers = nil, []string{"redis"}
+		cfg.Machine.Redis.Addrs = []string{rds.Addr()}
+		cfg.Machine.Redis.LeaseTTL, cfg.Machine.Redis.MaxClockSkew = 2*time.Second, 20*time.Millisecond // a short quarantine
+		a, err := assemble.Assemble(context.Background(), cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Stop(context.Background()) })
+		as = append(as, a)
+	}
+	at := map[uint16]*assemble.Assembled{}
+	for _, a := range as {
+		at[uint16(a.Generator().Machine())] = a
+	}
+	for _, a := range as {
+		res, err := http.Get("http://" + a.RESTAddr() + "/v1/fleet")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f struct {
+			Store   string `json:"store"`
+			Error   string `json:"error"`
+			Members []struct {
+				Machine uint16 `json:"machine"`
+				Self    bool   `json:"self"`
+				RPC     string `json:"rpc"`
+				HTTP    string `json:"http"`
+			} `json:"members"`
+		}
+		err = json.NewDecoder(res.Body).Decode(&f)
+		res.Body.Close()
+		if err != nil || f.Store != "redis" || f.Error != "" || len(f.Members) != 3 {
+			t.Fatalf("GET /v1/fleet of %s: %+v, %v; want the three from redis", a.RESTAddr(), f, err)
+		}
+		for _, m := range f.Members {
+			b := at[m.Machine]
+			if b == nil || m.Self != (a == b) || m.RPC != b.CentralAddr() || m.HTTP != b.RESTAddr() {
+				t.Errorf("%s lists %+v", a.RESTAddr(), m)
+			}
+		}
+	}
+}
