@@ -162,6 +162,18 @@ type Config struct {
 	// lease ("lease": null).
 	Lease func() LeaseStatus
 
+	// Listeners names the process's listeners for GET /v1/status and the
+	// page: "rpc", "http" or "metrics" with the address each listens on
+	// (their open connections and refusals are read from Gatherer). Nil
+	// lists the REST server's own address alone, once it serves.
+	Listeners []Listener
+
+	// SegmentStore says which store Sequences reserve their ranges in and
+	// where, for GET /v1/status and the page: a kind ("mysql", "redis")
+	// and an address, never a password or a DSN. The zero value shows no
+	// store.
+	SegmentStore StoreInfo
+
 	// Sequences serves /v1/seq/{tag} and Leaf's /api/segment/get/{key}
 	// (segment sequences; a *segment.Sequencer, which the caller owns and
 	// closes after the server). Its state is the "segment" field of
@@ -264,6 +276,7 @@ func (c Config) withDefaults() Config {
 		c.TLS = c.TLS.Clone()
 	}
 	c.AllowedHosts = slices.Clone(c.AllowedHosts)
+	c.Listeners = slices.Clone(c.Listeners)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -44,8 +44,10 @@
 // Operations, always open: GET /healthz, GET /readyz (200 only while the
 // generator can issue and Config.Ready passes; with a segment store, a
 // "segment" field says whether sequence numbers can be issued), GET
-// /metrics (Prometheus), GET /openapi.json, and GET / (a page that
-// explains a pasted ID or issues a fresh one).
+// /metrics (Prometheus), GET /openapi.json, and GET / (the operator's
+// page: the state of GET /v1/status[?history=seconds], with the last 15
+// minutes the server kept (history.go), and the fleet; it explains a
+// pasted ID, or an ?id= link's, or issues a fresh one).
 //
 // With Config.Token set, the ID routes (the Vesta-compatible ones, all of
 // Leaf's and /v1/...) need "Authorization: Bearer <token>" and answer 401 with

@@ -61,6 +61,13 @@ type Server struct {
 	leafZone       *time.Location // of /decodeSnowflakeId's dates: the local zone, as Leaf's JVM default
 	metricsHandler http.Handler
 
+	gatherer prometheus.Gatherer // what /metrics serves, read by the history
+	started  time.Time           // NewServer's return, for /v1/status
+	hist     *history            // the last minutes (history.go)
+	histStop chan struct{}       // closed to stop the history's sampler
+	histDone chan struct{}       // closed when it has stopped
+	histOnce sync.Once
+
 	draining atomic.Bool        // set by Shutdown: /readyz fails first
 	limits   *connlimit.Limiter // the listener policy (limits.go)
 	authLim  *authLimits        // failed authentications per peer (peers.go)
@@ -128,6 +135,7 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metricsHandler = metricsHandler(gatherer, s.log)
+	s.gatherer = gatherer
 	e.Pre(s.pre) // http.go
 	e.Use(s.middleware)
 
@@ -138,6 +146,7 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 		MaxHeaderBytes: MaxHeaderBytes,
 		ErrorLog:       errorLog(s.log), // a peer's failed handshakes once a minute (peers.go)
 	})
+	s.startHistory() // history.go; stopped by Shutdown and Close
 	return s, nil
 }
 
@@ -234,6 +243,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		<-done
 	}
 	s.share.Close()
+	s.stopHistory()
 	return err
 }
 
@@ -249,6 +259,7 @@ func (s *Server) Close() error {
 			<-done
 		}
 		s.share.Close()
+		s.stopHistory()
 	})
 	return err
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/buildinfo"
 	"github.com/vesta-go/vesta/segment"
 )
 
@@ -77,6 +78,18 @@ type serverStatus struct {
 
 	Lease   *leaseBody   `json:"lease"`   // null when the server was given no lease
 	Segment *segmentBody `json:"segment"` // null without a segment store
+
+	// The process (status_process.go).
+	Build       buildinfo.Info    `json:"build"`
+	Started     string            `json:"started"`   // when the server was built, RFC 3339
+	UptimeS     float64           `json:"uptime_s"`  // seconds since then
+	SampleID    string            `json:"sample_id"` // an ID of this server's layout for now, seq 0: the page's placeholder
+	Listeners   []listenerBody    `json:"listeners"`
+	Connections *connectionsBody  `json:"connections,omitempty"` // the descriptor budget over every listener; absent without one
+	Answers     answersBody       `json:"answers"`
+	IDsByMethod map[string]uint64 `json:"ids_by_method"` // vesta_ids_issued_total by method
+	Latency     latenciesBody     `json:"latency"`
+	History     *historyBody      `json:"history,omitempty"` // with ?history=seconds
 }
 
 type leaseBody struct {
@@ -92,6 +105,7 @@ type leaseBody struct {
 
 type segmentBody struct {
 	Status string        `json:"status"` // "ok" or "unavailable: why"
+	Store  *storeBody    `json:"store,omitempty"`
 	Tags   []segTagStats `json:"tags"`
 }
 
@@ -157,8 +171,12 @@ func layoutFields(codec core.Codec, t core.Type) []bitField {
 
 func durMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// GET /v1/status
+// GET /v1/status[?history=seconds]
 func (s *Server) apiStatus(c echo.Context) error {
+	hist, err := historyParam(c)
+	if err != nil {
+		return err
+	}
 	st := s.gen.Stats()
 	now := time.Now()
 	b := serverStatus{
@@ -190,6 +208,9 @@ func (s *Server) apiStatus(c echo.Context) error {
 	}
 	if s.cfg.Sequences != nil {
 		sb := &segmentBody{Status: s.segmentStatus(), Tags: []segTagStats{}}
+		if k := s.cfg.SegmentStore; k.Kind != "" {
+			sb.Store = &storeBody{Kind: k.Kind, Addr: k.Addr}
+		}
 		if ss, ok := s.cfg.Sequences.(segmentStats); ok {
 			tags := ss.Tags()
 			sort.Strings(tags)
@@ -209,6 +230,7 @@ func (s *Server) apiStatus(c echo.Context) error {
 		}
 		b.Segment = sb
 	}
+	s.processStatus(&b, now, hist) // status_process.go
 	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
 	return c.JSON(http.StatusOK, b)
 }

@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/buildinfo"
 	"github.com/vesta-go/vesta/rest"
 )
 
@@ -173,4 +177,110 @@ func TestStatusSegment(t *testing.T) {
 func authed(r *http.Request) *http.Request {
 	r.Header.Set("Authorization", "Bearer "+token)
 	return r
+}
+
+// TestStatusAfterBurst: right after 130,000 IDs, /v1/status shows them at
+// once, by method and in its history (the partial sample up to the
+// request included), with the build, the listeners, the answers, the
+// latency and an example ID of the server's own layout for now.
+func TestStatusAfterBurst(t *testing.T) {
+	gen, _ := vestaGen(t)
+	reg := prometheus.NewRegistry()
+	s := newServer(t, gen, rest.Config{Registerer: reg, Listeners: []rest.Listener{
+		{Name: "rpc", Addr: "127.0.0.1:7070"}, {Name: "http", Addr: "127.0.0.1:7080"}}})
+	h := s.Handler()
+	for range 13 {
+		if r := get(t, h, "/v1/ids?count=10000"); r.Status != http.StatusOK {
+			t.Fatalf("/v1/ids: %d %s", r.Status, r.Body)
+		}
+	}
+	if r := get(t, h, "/v1/ids/x"); r.Status != http.StatusBadRequest {
+		t.Fatalf("/v1/ids/x: %d", r.Status)
+	}
+	var st struct {
+		Build struct {
+			Version   string `json:"version"`
+			GoVersion string `json:"go_version"`
+		} `json:"build"`
+		Started   time.Time `json:"started"`
+		UptimeS   float64   `json:"uptime_s"`
+		SampleID  string    `json:"sample_id"`
+		Listeners []struct {
+			Name, Addr string
+			Open       *int64
+		} `json:"listeners"`
+		Answers struct {
+			HTTP4xx uint64 `json:"http_4xx"`
+			HTTP5xx uint64 `json:"http_5xx"`
+		} `json:"answers"`
+		IDsByMethod map[string]uint64 `json:"ids_by_method"`
+		Latency     struct {
+			HTTP struct {
+				Count uint64  `json:"count"`
+				P50   float64 `json:"p50_ms"`
+				P99   float64 `json:"p99_ms"`
+			} `json:"http"`
+		} `json:"latency"`
+		History struct {
+			IDs         []uint64            `json:"ids"`
+			IDsByMethod map[string][]uint64 `json:"ids_by_method"`
+			HTTP4xx     []uint64            `json:"http_4xx"`
+			Partial     bool                `json:"partial"`
+		} `json:"history"`
+	}
+	decode(t, get(t, h, "/v1/status?history=900").Body, &st)
+	if want := buildinfo.Read(); st.Build.Version != want.Version || st.Build.GoVersion != want.GoVersion {
+		t.Errorf("build %+v, want %+v", st.Build, want)
+	}
+	if time.Since(st.Started) > time.Minute || st.UptimeS < 0 || st.UptimeS > 60 {
+		t.Errorf("started %s, up %v s", st.Started, st.UptimeS)
+	}
+	if st.IDsByMethod["rest"] != 130000 {
+		t.Errorf("ids_by_method %v, want rest 130000", st.IDsByMethod)
+	}
+	sum := func(xs []uint64) (n uint64) {
+		for _, x := range xs {
+			n += x
+		}
+		return n
+	}
+	if n := sum(st.History.IDs); n != 130000 || !st.History.Partial || sum(st.History.IDsByMethod["rest"]) != 130000 {
+		t.Errorf("the history holds %d IDs (%d rest, partial %v), want the 130000 issued",
+			n, sum(st.History.IDsByMethod["rest"]), st.History.Partial)
+	}
+	if st.Answers.HTTP4xx != 1 || st.Answers.HTTP5xx != 0 || sum(st.History.HTTP4xx) != 1 {
+		t.Errorf("answers %+v, history 4xx %v; want the one 400", st.Answers, st.History.HTTP4xx)
+	}
+	if l := st.Latency.HTTP; l.Count < 14 || l.P50 <= 0 || l.P99 < l.P50 {
+		t.Errorf("latency %+v, want the 14 requests", l)
+	}
+	if len(st.Listeners) != 2 || st.Listeners[1].Name != "http" || st.Listeners[1].Open == nil || st.Listeners[0].Open != nil {
+		t.Errorf("listeners %+v", st.Listeners)
+	}
+	n, err := strconv.ParseUint(st.SampleID, 10, 64)
+	if err != nil {
+		t.Fatalf("sample_id %q: %v", st.SampleID, err)
+	}
+	if e := gen.Codec().Explain(core.ID(n)); e.Machine != 1022 || e.Method != core.REST || time.Since(e.Instant).Abs() > 5*time.Second {
+		t.Errorf("sample_id %s explains to %+v, want machine 1022, rest, now", st.SampleID, e)
+	}
+
+	wantJSONError(t, get(t, h, "/v1/status?history=901"), http.StatusBadRequest, "invalid_argument", "history")
+	wantJSONError(t, get(t, h, "/v1/status?history=x"), http.StatusBadRequest, "invalid_argument", "history")
+}
+
+// TestPageSelfContained: the page loads nothing from elsewhere (no URL
+// of another host: no CDN, no font) and never parses a string as HTML:
+// the fleet's hosts and versions come from a store any member writes.
+func TestPageSelfContained(t *testing.T) {
+	gen, _ := vestaGen(t)
+	r := get(t, newServer(t, gen, rest.Config{}).Handler(), "/")
+	if r.Status != http.StatusOK {
+		t.Fatalf("GET / = %d", r.Status)
+	}
+	for _, bad := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "http://", "https://", "@import", "url("} {
+		if strings.Contains(r.Body, bad) {
+			t.Errorf("the page contains %q", bad)
+		}
+	}
 }

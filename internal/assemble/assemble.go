@@ -160,8 +160,10 @@ func (a *Assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 		rcfg.Fleet = fleetView(lease) // fleet.go
 		rcfg.Ready = func() error { return lease.Status().Err }
 		rcfg.Lease = leaseStatus(lease) // status.go
+		rcfg.Listeners = a.listeners()  // status.go
 		if a.seq != nil {
 			rcfg.Sequences = a.seq.is
+			rcfg.SegmentStore = storeInfo(cfg.Segment) // status.go
 		}
 		if a.rest, err = rest.NewServer(a.gen, rcfg); err != nil {
 			return err

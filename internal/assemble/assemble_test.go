@@ -2,9 +2,11 @@ package assemble_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"syscall"
 	"testing"
@@ -98,5 +100,65 @@ func TestAssembleUndoes(t *testing.T) {
 	}
 	if ents, err := os.ReadDir(cfg.TimeGuard.Dir); err != nil || len(ents) != 0 {
 		t.Errorf("time guard directory: %v entries, %v; want none: no generator opened", len(ents), err)
+	}
+}
+
+// TestAssembleStatus: the REST server's /v1/status names every listener
+// at its address and counts the central server's IDs by method, read from
+// the registry the servers share.
+func TestAssembleStatus(t *testing.T) {
+	cfg := assembleConfig(t)
+	a, err := assemble.Assemble(context.Background(), cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Stop(context.Background()) })
+	ccfg := client.DefaultConfig(a.CentralAddr())
+	ccfg.NoFallback, ccfg.Timeout = true, 30*time.Second
+	cl, err := client.New(context.Background(), ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for range 5 {
+		if _, err := cl.NextID(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	res, err := hc.Get("http://" + a.RESTAddr() + "/v1/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var st struct {
+		Listeners []struct {
+			Name, Addr string
+			Open       *int64
+		} `json:"listeners"`
+		IDsByMethod map[string]uint64 `json:"ids_by_method"`
+		Connections *struct{ Open, Budget int }
+	}
+	if err := json.NewDecoder(res.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"rpc": a.CentralAddr(), "http": a.RESTAddr(), "metrics": a.MetricsAddr()}
+	if len(st.Listeners) != 3 {
+		t.Fatalf("listeners %+v, want %v", st.Listeners, want)
+	}
+	for _, l := range st.Listeners {
+		if want[l.Name] != l.Addr {
+			t.Errorf("listener %s at %s, want %s", l.Name, l.Addr, want[l.Name])
+		}
+		if l.Name == "rpc" && (l.Open == nil || *l.Open < 1) {
+			t.Errorf("rpc: open %v with a client connected", l.Open)
+		}
+	}
+	if st.IDsByMethod["central"] != 5 {
+		t.Errorf("ids_by_method %v, want central 5", st.IDsByMethod)
+	}
+	if st.Connections == nil || st.Connections.Open < 2 || st.Connections.Budget < st.Connections.Open {
+		t.Errorf("connections %+v", st.Connections)
 	}
 }
