@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/issuedmetric"
 )
 
 // The server keeps its own last minutes, so that the operator's page,
@@ -37,10 +38,9 @@ var listenerNames = [...]struct{ name, prefix string }{
 	{"rpc", "vesta_rpc_"}, {"http", "vesta_http_"}, {"metrics", "vesta_metrics_"},
 }
 
-// The registry's families read. The issued counter is read by whichever
-// label holds the publish method's name.
+// The registry's families read; the issued counter by its method label.
 const (
-	famIssued      = "vesta_ids_issued_total"
+	famIssued      = issuedmetric.Name
 	famHTTPAnswers = "vesta_http_requests_total"
 	famRPCAnswers  = "vesta_rpc_requests_total"
 	famHTTPLatency = "vesta_http_request_duration_seconds"
@@ -296,6 +296,9 @@ func readRegistry(g prometheus.Gatherer, t *tally) {
 		case famIssued:
 			for _, m := range f.Metric {
 				for _, lp := range m.Label {
+					if lp.GetName() != "method" {
+						continue
+					}
 					meth, err := core.ParseMethod(lp.GetValue())
 					if err != nil {
 						continue

@@ -150,13 +150,12 @@ func TestQuantile(t *testing.T) {
 	}
 }
 
-// TestReadRegistry: the families are read by their labels, whatever the
-// issued counter's label is called.
+// TestReadRegistry: the families are read by their labels.
 func TestReadRegistry(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	issued := prometheus.NewCounterVec(prometheus.CounterOpts{Name: famIssued, Help: "h"}, []string{"method"})
 	answers := prometheus.NewCounterVec(prometheus.CounterOpts{Name: famHTTPAnswers, Help: "h"}, []string{"route", "code"})
-	rpc := prometheus.NewCounterVec(prometheus.CounterOpts{Name: famRPCAnswers, Help: "h"}, []string{"method", "code"})
+	rpc := prometheus.NewCounterVec(prometheus.CounterOpts{Name: famRPCAnswers, Help: "h"}, []string{"procedure", "code"})
 	shed := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vesta_rpc_connections_shed_total", Help: "h"}, []string{"reason"})
 	open := prometheus.NewGauge(prometheus.GaugeOpts{Name: famRPCOpen, Help: "h"})
 	reg.MustRegister(issued, answers, rpc, shed, open)
