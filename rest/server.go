@@ -68,6 +68,7 @@ type Server struct {
 	histDone chan struct{}       // closed when it has stopped
 	histOnce sync.Once
 
+	fleet    fleetCache         // GET /v1/fleet's one store read at a time (fleet.go)
 	draining atomic.Bool        // set by Shutdown: /readyz fails first
 	limits   *connlimit.Limiter // the listener policy (limits.go)
 	authLim  *authLimits        // failed authentications per peer (peers.go)
@@ -92,6 +93,7 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{gen: gen, codec: gen.Codec(), cfg: cfg, log: cfg.Logger, vesta: map[string]bool{}, issuing: map[string]bool{}, authLim: newAuthLimits(), leafZone: time.Local}
+	s.fleet.now = time.Now
 	s.hosts.Store(newHostPolicy(cfg.AllowedHosts, nil))
 	if cfg.Token != "" {
 		s.tokenSum = sha256.Sum256([]byte(cfg.Token))
