@@ -241,6 +241,9 @@ type Conn struct {
 	busy      atomic.Bool  // proven and mid-request: shed only when stalled
 	idleSince atomic.Int64 // when it last became idle, by the caller's clock
 	isProven  atomic.Bool
+	// answers counts its answers up to 2: a connection answered again
+	// is a client's pooled one, not a flood's one-request connection.
+	answers atomic.Uint32
 
 	// Guarded by l.b.mu.
 	list     int
@@ -356,15 +359,17 @@ func (l *Limiter) Admit(peerKey string, close func()) (c *Conn, shed, refused Re
 // pick returns the victim among lists, or nil; never not. In order: the
 // oldest fresh connection silent past freshGrace; else whichever has been
 // silent the longest of the connection idle the longest and, if young, the
-// oldest newcomer (a fresh one within its grace) — the idle one only once
-// it has been idle past freshGrace too; else the one stalled the longest
-// (answers held since before now − stallAfter); else the newcomer (if
-// young), else the idle one. So a flood of silent newcomers pushes out its
-// own before a busy client's pooled connection, idle for a moment between
-// calls (even a long moment, on a starved machine: a newcomer is never
-// preferred to a connection idle for less than a newcomer may stay
-// silent), and newcomers at a cap full of long-idle connections push those
-// out rather than each other. The caller holds b.mu.
+// oldest newcomer (a fresh one within its grace) — but a connection
+// answered more than once only once idle past freshGrace too; else the
+// one stalled the longest (answers held since before now − stallAfter);
+// else the newcomer (if young), else the idle one. So a flood of silent
+// newcomers pushes out its own before a busy client's pooled connection,
+// idle for a moment between calls (even a long moment, on a starved
+// machine: a newcomer never goes after a pooled connection idle for less
+// than a newcomer may stay silent), a flood of connections that asked once
+// and went idle gives way to newcomers, and newcomers at a cap full of
+// long-idle connections push those out rather than each other. The caller
+// holds b.mu.
 func pick(lists *[2]list.List, now int64, not *Conn, young bool) *Conn {
 	var newcomer *Conn // the oldest fresh one, not yet past freshGrace
 	for e := lists[fresh].Front(); e != nil; e = e.Next() {
@@ -396,7 +401,7 @@ func pick(lists *[2]list.List, now int64, not *Conn, young bool) *Conn {
 		}
 	}
 	switch {
-	case idle != nil && (newcomer == nil || idleSince <= newcomer.admitted && idleSince < now-int64(freshGrace)):
+	case idle != nil && (newcomer == nil || idleSince <= newcomer.admitted && (idleSince < now-int64(freshGrace) || idle.answers.Load() < 2)):
 		return idle
 	case stalled != nil:
 		return stalled
@@ -450,6 +455,9 @@ func (c *Conn) proveLocked() {
 func (c *Conn) SetIdle(now int64) {
 	c.idleSince.Store(now)
 	c.busy.Store(false)
+	if c.answers.Load() < 2 {
+		c.answers.Add(1)
+	}
 }
 
 // SetBusy marks a proven c mid-request.

@@ -237,24 +237,33 @@ func TestPooledOutlivesFlood(t *testing.T) {
 // TestStarvedPooledOutlivesFlood: on a starved machine a pooled
 // connection's gap between calls can outlast a flood's newest arrivals;
 // idle for less than a newcomer may stay silent (freshGrace), it still
-// outlives them, and only past that does it give way.
+// outlives them, and only past that does it give way. A connection
+// answered once, then idle (an idle flood's), gets no such grace.
 func TestStarvedPooledOutlivesFlood(t *testing.T) {
 	var closed []string
 	clk := newClock()
-	l := newLimiter(clk, 3, 3)
+	l := newLimiter(clk, 4, 4)
+	once, _, _ := admit(t, l, "flood", "once", &closed)
+	once.Proven()
+	once.SetIdle(clk.Now().UnixNano()) // one request, then silence
 	pooled, _, _ := admit(t, l, "client", "pooled", &closed)
 	pooled.Proven()
-	pooled.SetIdle(clk.Now().UnixNano()) // answered; its next call is late
+	pooled.SetIdle(clk.Now().UnixNano())
+	pooled.SetBusy()
+	pooled.SetIdle(clk.Now().UnixNano()) // answered again; its next call is late
 	clk.advance(300 * time.Millisecond)
 	admit(t, l, "flood", "f1", &closed)
 	admit(t, l, "flood", "f2", &closed)
-	clk.advance(300 * time.Millisecond) // idle 600 ms, longer than f1 has been silent
-	if c, _, _ := admit(t, l, "flood", "f3", &closed); c == nil || len(closed) != 1 || closed[0] != "f1" {
+	clk.advance(300 * time.Millisecond) // both idle 600 ms, longer than f1 has been silent
+	if c, _, _ := admit(t, l, "good", "n1", &closed); c == nil || len(closed) != 1 || closed[0] != "once" {
+		t.Fatalf("a connection answered once, idle 600 ms, beside newcomers of 300 ms: closed %v; want it (once)", closed)
+	}
+	if c, _, _ := admit(t, l, "flood", "f3", &closed); c == nil || len(closed) != 2 || closed[1] != "f1" {
 		t.Fatalf("a pooled connection idle 600 ms beside newcomers of 300 ms: closed %v; want f1, the flood's oldest", closed)
 	}
-	clk.advance(500 * time.Millisecond) // idle 1.1 s; f2 and f3 within their grace
-	if c, _, _ := admit(t, l, "flood", "f4", &closed); c == nil || len(closed) != 2 || closed[1] != "pooled" {
-		t.Fatalf("a connection idle past freshGrace beside young newcomers: closed %v; want it (pooled)", closed)
+	clk.advance(500 * time.Millisecond) // idle 1.1 s; f2, n1 and f3 within their grace
+	if c, _, _ := admit(t, l, "flood", "f4", &closed); c == nil || len(closed) != 3 || closed[2] != "pooled" {
+		t.Fatalf("a pooled connection idle past freshGrace beside young newcomers: closed %v; want it (pooled)", closed)
 	}
 }
 
