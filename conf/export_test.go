@@ -15,12 +15,6 @@ func Keys() []string {
 	return out
 }
 
-// EnvVar returns a key's environment variable, for tests.
-func EnvVar(key string) string {
-	schema()
-	return leafByKey[key].env
-}
-
 // KeyTable is one conversion's table, for tests.
 type KeyTable = keyTable
 

@@ -99,7 +99,7 @@ func checkEnv(t *testing.T, key string, def conf.Config) {
 	if key == "machine.id" { // unset by default, which no text says
 		text, want.Machine.ID = "5", intp(5)
 	}
-	name := conf.EnvVar(key)
+	name := conf.EnvName(key)
 	l, err := conf.Load(conf.Options{Env: []string{name + "=" + text}})
 	if err != nil || !slices.Equal(l.Env, []string{name}) || !reflect.DeepEqual(l.Config, want) {
 		t.Errorf("%s=%s: %v, applied %v; want the default read back", name, text, err, l.Env)

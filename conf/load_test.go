@@ -175,8 +175,8 @@ func TestNemesisEnvSkipped(t *testing.T) {
 
 func TestEnvMapping(t *testing.T) {
 	for _, k := range conf.Keys() {
-		if want := "VESTA_" + strings.ToUpper(strings.ReplaceAll(k, ".", "_")); conf.EnvVar(k) != want {
-			t.Errorf("EnvVar(%s) = %s; want %s", k, conf.EnvVar(k), want)
+		if want := "VESTA_" + strings.ToUpper(strings.ReplaceAll(k, ".", "_")); conf.EnvName(k) != want {
+			t.Errorf("EnvName(%s) = %s; want %s", k, conf.EnvName(k), want)
 		}
 	}
 	l := mustLoad(t, conf.Options{Env: []string{

@@ -149,3 +149,10 @@ func keyPos(key string) int {
 	}
 	return -1
 }
+
+// EnvName is the VESTA_* variable of a key ("rest.token" →
+// VESTA_REST_TOKEN); "" for a key that is not one.
+func EnvName(key string) string {
+	schema()
+	return leafByKey[key].env
+}

@@ -13,15 +13,16 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/vesta-go/vesta/conf"
 )
 
 // defaultStatusURL is the REST listener of `vesta serve` by default.
-const defaultStatusURL = "http://127.0.0.1:7080"
+var defaultStatusURL = "http://" + conf.DefaultConfig().REST.Listen
 
 // envToken is the variable status reads the REST token from: the
 // server's own rest.token variable, so a shell that starts the server
 // can ask it.
-const envToken = "VESTA_REST_TOKEN"
+var envToken = conf.EnvName("rest.token")
 
 // serverStatus is what status reads of GET /v1/status (rest's document):
 // the fields of its summary.
