@@ -55,7 +55,7 @@ var (
 	// ErrFallbackNotReady: a call needed the fallback (no server could
 	// serve it) before the fallback could issue, and its context ended
 	// first: New returns at once, while a fresh Redis lease of the
-	// fallback waits out its takeover quarantine (19.5 s at the defaults)
+	// fallback waits out its takeover quarantine (about 19 s at the defaults)
 	// and its generator starts. Joined with the servers' error
 	// (ErrUnavailable) and wrapping the context's; FallbackState().Ready
 	// and vesta_client_fallback_ready say when it is ready.

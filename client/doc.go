@@ -77,7 +77,7 @@
 // outage begins (when Redis may be unreachable too): New acquires it (a
 // Redis lease is then renewed until Close) and fails if no ID can be had.
 // New does not wait for the rest: a fresh Redis lease issues only after its
-// takeover quarantine (lease TTL + 2*max_clock_skew, 19.5 s at the
+// takeover quarantine (machineid.MaxRedisReach less max_borrow, 19 s at the
 // defaults), and the generator then starts, in the background. A call that
 // needs the fallback before it is ready waits for it within its own
 // context; when that ends first, the call fails with the servers' error

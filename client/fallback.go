@@ -21,7 +21,7 @@ import (
 // starts, not at the start of an outage, when Redis may be unreachable
 // too; an instance that cannot get one fails at New, in the open, instead
 // of during the outage. The rest of the opening may wait (a fresh lease's
-// takeover quarantine, 19.5 s at the defaults; a clock behind the mark): it
+// takeover quarantine, about 19 s at the defaults; a clock behind the mark): it
 // runs on a goroutine of the client (open), so New does not wait for it,
 // and calls that need the fallback meanwhile wait within their own context.
 type fallback struct {

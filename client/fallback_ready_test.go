@@ -20,7 +20,7 @@ import (
 
 // New holds a fresh Redis lease for the fallback at once and does not wait
 // out its takeover quarantine: the fallback's clock is fake and never
-// moves here, so the quarantine (19.5 s of it at the defaults) never ends,
+// moves here, so the quarantine (about 19 s of it at the defaults) never ends,
 // and New returning at all shows it did not wait. Meanwhile the state, the
 // metric and the start-up line say the fallback is not ready; a call with
 // every server down waits for it within its own context and fails with

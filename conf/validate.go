@@ -1,6 +1,7 @@
 package conf
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -55,6 +56,7 @@ func (c Config) Validate() error {
 	c.Segment.validate(&ck)
 	c.Metrics.validate(&ck, c.Central.Listen, c.REST.Listen)
 	c.Log.validate(&ck)
+	c.validateReach(&ck)
 	c.validatePackages(&ck)
 	return errors.Join(ck.errs...)
 }
@@ -200,6 +202,22 @@ func (m MachineConfig) validateLeaseRanges(ck *checker) {
 	}
 	if m.Uses(machineid.ProviderK8s) {
 		fixed("machine.k8s_offset", m.K8sOffset)
+	}
+}
+
+// validateReach holds a host leasing from Redis to machineid.MaxRedisReach:
+// lease_ttl + max_clock_skew + id.max_borrow, how far past a lost lease its
+// IDs can reach, is what every claimant after a Redis data loss waits for,
+// whatever its own settings (DESIGN.md §3.7).
+func (c Config) validateReach(ck *checker) {
+	r := c.Machine.Redis
+	if !c.Machine.Uses(machineid.ProviderRedis) || r.LeaseTTL < 0 || r.MaxClockSkew < 0 || c.ID.MaxBorrow < 0 {
+		return // the keys' own checks report the rest
+	}
+	ttl := cmp.Or(r.LeaseTTL, machineid.DefaultConfig().Redis.LeaseTTL)
+	if reach := ttl + r.MaxClockSkew + c.ID.MaxBorrow; reach > machineid.MaxRedisReach {
+		ck.add("machine.redis.lease_ttl", "%s + machine.redis.max_clock_skew %s + id.max_borrow %s = %s; want at most %s in all: after Redis loses data, a new holder waits that bound, not the settings of the holder before it, so no host may reach further (shorten one of the three)",
+			ttl, r.MaxClockSkew, c.ID.MaxBorrow, reach, machineid.MaxRedisReach)
 	}
 }
 

@@ -108,6 +108,10 @@ func invalidCases(t testing.TB) []struct {
 			c.Machine.Redis.KeyPrefix = ""
 		}, `""; the redis provider`},
 		{"machine.redis.lease_ttl", func(c *conf.Config) { c.Machine.Redis.LeaseTTL = 99 * time.Millisecond }, "Redis.LeaseTTL: 99ms; want at least 100ms"},
+		{"machine.redis.lease_ttl", func(c *conf.Config) {
+			c.Machine.Providers = []string{"redis"}
+			c.Machine.Redis.LeaseTTL, c.ID.MaxBorrow = 17*time.Second, 1500*time.Millisecond
+		}, "17s + machine.redis.max_clock_skew 2s + id.max_borrow 1.5s = 20.5s; want at most 20s in all"},
 		{"machine.redis.embedded_range", func(c *conf.Config) { c.Machine.Redis.EmbeddedRange = mustRange(t, "900-950") },
 			`900-950; want a part of machine.embedded_range 0-923, or "" for all of it`},
 		{"machine.redis.server_range", func(c *conf.Config) { c.Machine.Redis.ServerRange = mustRange(t, "0-1023") },

@@ -24,8 +24,8 @@ import (
 //     with a stand-in token in its secrets/, plus an override file that
 //     gives redis a stand-in image (no registry is reachable here to pull
 //     Redis's; Prometheus and Grafana cannot be pulled either, so the
-//     monitoring file is left out) and the servers a 5s lease, so that a
-//     fresh lease's quarantine takes seconds, not 19;
+//     monitoring file is left out); the Redis is new, so each server's
+//     first claim waits out a quarantine (about 19 s);
 //   - in the curl line, that port and the token's path.
 //
 // Then every server issues, with the token, on a machine ID of its own.
@@ -68,9 +68,6 @@ func testComposeFleet(t *testing.T, tag string) {
 		compose = strings.Replace(compose, `"127.0.0.1:`+m[1]+`:`, `"127.0.0.1:`+hostPort[m[1]]+`:`, 1)
 	}
 	override := "services:\n  redis:\n    image: " + redis + "\n"
-	for _, s := range []string{"vesta-1", "vesta-2", "vesta-3"} {
-		override += "  " + s + ":\n    environment:\n      VESTA_MACHINE_REDIS_LEASE_TTL: 5s\n      VESTA_MACHINE_REDIS_MAX_CLOCK_SKEW: 100ms\n"
-	}
 	token := newToken()
 	for name, content := range map[string]string{"compose.yaml": compose, "override.yaml": override, "secrets/vesta-token": token + "\n"} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {

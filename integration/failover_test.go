@@ -37,6 +37,7 @@ const (
 func TestFailover(t *testing.T) {
 	rds := redistest.Start(t)
 	const prefix, ttl = "failover", 2 * time.Second
+	rds.Established(prefix) // the servers start at once; the subject is the failover
 	env := func() map[string]string {
 		return serverEnv(t, rds, prefix, ttl, "VESTA_MACHINE_SERVER_RANGE", "924-926")
 	}

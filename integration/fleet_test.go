@@ -29,6 +29,7 @@ func TestFleet(t *testing.T) {
 	led := newLedger(core.MaxPeak)
 	rds := redistest.Start(t)
 	const prefix, ttl = "fleet", 10 * time.Second
+	rds.Established(prefix) // start at once: no data loss here
 	servers := []*proc{
 		launch(t, "central-1+rest", serverEnv(t, rds, prefix, ttl, "VESTA_REST_LISTEN", "127.0.0.1:0")),
 		launch(t, "central-2", serverEnv(t, rds, prefix, ttl)),

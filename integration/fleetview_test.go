@@ -51,6 +51,7 @@ func fleetOf(t testing.TB, p *proc) fleetAnswer {
 func TestFleetView(t *testing.T) {
 	rds := redistest.Start(t)
 	const prefix, ttl = "fleetview", 2 * time.Second
+	rds.Established(prefix) // start at once: no data loss here
 	var ps []*proc
 	for i := range 3 {
 		ps = append(ps, launch(t, fmt.Sprintf("server-%d", i), serverEnv(t, rds, prefix, ttl, "VESTA_REST_LISTEN", "127.0.0.1:0")))

@@ -22,8 +22,8 @@ import (
 
 // The Redis faults of the machine-ID safety tests are run with these: a
 // short lease, and a small clock-skew bound (every process reads the same
-// clock), so that the takeover quarantine (lease TTL + 2*max_clock_skew +
-// max_borrow after a claim without a clean release) stays a few seconds.
+// clock). The takeover quarantine is machineid.MaxRedisReach whatever they
+// are.
 const (
 	takeoverSkew    = 200 * time.Millisecond
 	takeoverMachine = 1023 // the one ID of the range both servers share
@@ -241,6 +241,7 @@ func sentinelEnv(t *testing.T, g *redistest.Replicated, ttl time.Duration, kv ..
 // the ID (10,186 identical IDs before the lease quarantine).
 func TestFlushAllTakeover(t *testing.T) {
 	rds := redistest.Start(t)
+	rds.Established(t.Name()) // A starts at once; B, after the loss, does not
 	rc := redisClient(t, rds)
 	const ttl = 4 * time.Second
 	runTakeover(t, takeover{
@@ -254,6 +255,7 @@ func TestFlushAllTakeover(t *testing.T) {
 // restarted empty, then a second server takes the ID.
 func TestRedisKilledEmptyTakeover(t *testing.T) {
 	rds := redistest.Start(t)
+	rds.Established(t.Name()) // A starts at once; B, after the loss, does not
 	rc := redisClient(t, rds)
 	const ttl = 4 * time.Second
 	runTakeover(t, takeover{
@@ -270,6 +272,7 @@ func TestRedisKilledEmptyTakeover(t *testing.T) {
 // got, is still ahead; a second server then takes the ID.
 func TestSentinelFailoverTakeover(t *testing.T) {
 	g := redistest.StartReplicated(t)
+	g.Master.Established(t.Name()) // A starts at once; B, after the failover, does not
 	const ttl = 6 * time.Second
 	// Clients of each Redis by address; the test talks to the master of the
 	// moment, as the servers do through Sentinel.

@@ -145,7 +145,9 @@ type RedisConfig struct {
 	// in one Cluster slot.
 	KeyPrefix string
 	// LeaseTTL is the lease's time to live, renewed every third of it;
-	// zero is 15s, and it may not be below 100ms.
+	// zero is 15s. It may not be below 100ms, and LeaseTTL +
+	// MaxClockSkew + the generator's MaxBorrow may not exceed
+	// MaxRedisReach.
 	LeaseTTL time.Duration
 	// SafetyMargin: the issuer is fenced once renewal has not succeeded
 	// for LeaseTTL minus SafetyMargin, so it stops before Redis could
@@ -154,9 +156,10 @@ type RedisConfig struct {
 	// LeaseTTL, so that a renewal is due before the deadline.
 	SafetyMargin time.Duration
 	// MaxClockSkew is how far the local clock may be from Redis's TIME
-	// when leasing and at every renewal. The quarantine of a new holder
-	// counts on it, so with the redis provider zero (no check) does not
-	// validate.
+	// (and, under Sentinel, from each Sentinel's clock) when leasing and
+	// at every renewal, round trip included. The quarantine of a new
+	// holder counts on it, so with the redis provider zero (no check)
+	// does not validate.
 	MaxClockSkew time.Duration
 	// MinReplicas: when above zero, every write of the lease (claim,
 	// renewal, mark, release) is followed by WAIT for this many replicas;
@@ -237,6 +240,26 @@ func redact(secret string) string {
 	}
 	return "[hidden]"
 }
+
+// MaxRedisReach bounds, on every host that leases from Redis, LeaseTTL +
+// MaxClockSkew + the generator's MaxBorrow: how far past the moment Redis
+// could have lost its lease a holder's IDs can reach. The holder fences
+// within LeaseTTL of its last renewal, its clock is within MaxClockSkew of
+// Redis's, and its time fields run at most MaxBorrow ahead of its clock.
+//
+// A claim that may follow a holder whose lease Redis lost (a new, restarted,
+// flushed or failed-over instance; a mark deleted or evicted) waits for
+// this bound to pass, never for its own settings: the record of the
+// fleet's settings may have gone with the data, and the holder before it
+// may run other settings, another clock or another build. It is part of
+// the lease protocol, the same in every build; DESIGN.md §3.7 has the
+// argument and BENCHMARKS.md the start-up it costs (about 19s on a new
+// Redis at the defaults).
+const MaxRedisReach = 20 * time.Second
+
+// maxRedisReach is MaxRedisReach; in-package tests lower it to keep their
+// quarantines short (export_test.go).
+var maxRedisReach = MaxRedisReach
 
 // Defaults of the zero fields.
 const (
@@ -363,6 +386,9 @@ func (c Config) resolve() (Config, error) {
 	}
 	if rc.MaxClockSkew == 0 && seen[ProviderRedis] {
 		return bad("Redis.MaxClockSkew", "0 turns the clock check off, but the redis provider needs a bound: a new holder's quarantine counts on every clock being within it of Redis's TIME; set it (e.g. 2s)")
+	}
+	if err := checkReach(rc.LeaseTTL, rc.MaxClockSkew, 0); err != nil && seen[ProviderRedis] {
+		return Config{}, err
 	}
 	if rc.MinReplicas < 0 {
 		return bad("Redis.MinReplicas", "%d is negative; want 0 (no WAIT) or more", rc.MinReplicas)
@@ -561,4 +587,15 @@ func parseIPTable(t map[string]core.MachineID) (map[netip.Addr]core.MachineID, e
 		out[a] = id
 	}
 	return out, nil
+}
+
+// checkReach refuses a Redis lease whose holder could issue further than
+// maxRedisReach past a loss of its lease: the bound every claimant after a
+// Redis data loss waits for, whatever this host's own settings.
+func checkReach(ttl, skew, borrow time.Duration) error {
+	if reach := ttl + skew + borrow; reach > maxRedisReach {
+		return fmt.Errorf("%w: Redis.LeaseTTL %s + Redis.MaxClockSkew %s + MaxBorrow %s = %s; want at most %s (machineid.MaxRedisReach): after Redis loses data, a new holder waits that bound, not the settings of the holder before it, so no holder may reach further",
+			ErrConfig, ttl, skew, borrow, reach, maxRedisReach)
+	}
+	return nil
 }

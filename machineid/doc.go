@@ -73,22 +73,26 @@
 // Redis may lose the lease and the mark (FLUSHALL, a restart empty or from
 // older data, a failover to a replica behind). A claim that cannot rule
 // that out is quarantined: its guard's Load never returns less than
-// (claim, or when claims first saw this Redis instance) + lease TTL +
-// 2*MaxClockSkew + the generator's MaxBorrow, above anything a holder whose
-// key Redis lost can still issue before its deadline, and Prepare waits
-// until then. A claim starts at once when the mark was written by this very
-// Redis instance (run_id and replid, read inside the scripts), when the ID
-// was never claimed on an instance claims have seen for longer than a
-// quarantine, or after a clean release on the same instance (whose record
-// gives the exact end of the previous hold). MinReplicas adds WAIT to every
-// write. MaxClockSkew is checked at every renewal too.
+// (the claim, or when claims first saw this Redis instance) +
+// MaxRedisReach (plus this host's clock error), above anything a holder
+// whose key Redis lost can still issue before its deadline, whatever that
+// holder's settings: every host's lease TTL + MaxClockSkew + MaxBorrow is
+// held to MaxRedisReach at validation. Prepare waits until then. A claim
+// starts at once when the mark was written by this very Redis instance
+// (run_id and replid, read inside the scripts), when the ID was never
+// claimed on an instance claims have seen for longer than a quarantine,
+// or after a release on the same instance (whose record gives the exact
+// end of the previous hold, or the floor it would have started at when it
+// issued nothing). MinReplicas adds WAIT to every write. MaxClockSkew,
+// round trip included, is checked at every renewal too, and under Sentinel
+// against every Sentinel that counts towards a majority.
 //
 // # The fleet record
 //
 // The first host to prepare a generator under a key prefix records the
-// fleet's shape (and on Redis its lease TTL, max_borrow and
-// max_clock_skew) in the store; a host that differs is refused with
-// ErrFleet, naming each setting and both values (fleet.go).
+// fleet's shape in the store; a host that differs is refused with
+// ErrFleet, naming each setting and both values (fleet.go). A lost lease
+// is re-claimed only under the record as it is then.
 //
 // # Member records
 //

@@ -51,11 +51,10 @@ var (
 	// as failed (a claim is released and the provider unavailable).
 	ErrReplicas = errors.New("machineid: too few replicas acknowledged the write")
 
-	// ErrFleet: this host's settings (layout, type, epoch, version, and on
-	// Redis the lease TTL, max_borrow and max_clock_skew) differ from the
-	// fleet record of its key prefix, written by the first host leasing
-	// there (see Lease.Prepare). The message names each setting and both
-	// values.
+	// ErrFleet: this host's shape (layout, type, epoch, version) differs
+	// from the fleet record of its key prefix, written by the first host
+	// leasing there (see Lease.Prepare). The message names each setting
+	// and both values.
 	ErrFleet = errors.New("machineid: this host's settings differ from its fleet's")
 
 	// ErrAttached: Attach was called twice, or with a generator of

@@ -11,39 +11,26 @@ import (
 
 // fleet is what every issuer leasing under one key prefix must share,
 // recorded in the lease store by the first one and compared by every
-// later one (the fleet record, DESIGN.md §3.8):
+// later one (the fleet record, DESIGN.md §3.8): the shape (layout, type,
+// epoch, version). IDs of two layouts can be equal 64-bit values (the
+// fields sit elsewhere), and IDs of one fleet must sort and decode alike.
 //
-//   - the shape (layout, type, epoch, version): IDs of two layouts can be
-//     equal 64-bit values (the fields sit elsewhere), and IDs of one fleet
-//     must sort and decode alike;
-//   - on Redis, the timing a new holder's quarantine reckons with: the
-//     lease TTL, max_borrow and max_clock_skew of the holder it may follow
-//     must not exceed its own. etcd has no quarantine, so it records none.
+// It records no timing. Earlier versions recorded, on Redis, the lease
+// TTL, max_borrow and max_clock_skew that a takeover quarantine reckoned
+// with; but a record Redis can lose cannot bind what a holder did before
+// the loss, so the quarantine now waits for MaxRedisReach, which binds
+// every host at validation. Old records' timing fields are ignored, and
+// old versions compare timing only when both records carry it.
 type fleet struct {
-	Layout         string `json:"layout"`
-	Type           uint8  `json:"type"`
-	EpochMs        int64  `json:"epoch_ms"`
-	Version        uint8  `json:"version"`
-	LeaseTTLMs     int64  `json:"lease_ttl_ms,omitempty"`
-	MaxBorrowMs    int64  `json:"max_borrow_ms,omitempty"`
-	MaxClockSkewMs int64  `json:"max_clock_skew_ms,omitempty"`
-	// Borrow is recorded even when zero on Redis: zero is a setting.
-	HasTiming bool `json:"timing,omitempty"`
+	Layout  string `json:"layout"`
+	Type    uint8  `json:"type"`
+	EpochMs int64  `json:"epoch_ms"`
+	Version uint8  `json:"version"`
 }
 
-// fleetOf is the record of a generator with cfg's shape and MaxBorrow,
-// with the timing when timed (Redis).
-func fleetOf(cfg core.Config, timed bool, ttl, skew time.Duration) (fleet, error) {
-	sh, err := cfg.Shape()
-	if err != nil {
-		return fleet{}, err
-	}
-	f := fleet{Layout: sh.Layout.String(), Type: uint8(sh.Type), EpochMs: sh.EpochMs, Version: sh.Version}
-	if timed {
-		f.HasTiming = true
-		f.LeaseTTLMs, f.MaxBorrowMs, f.MaxClockSkewMs = ttl.Milliseconds(), cfg.MaxBorrow.Milliseconds(), skew.Milliseconds()
-	}
-	return f, nil
+// fleetOf is the record of a generator of shape sh.
+func fleetOf(sh core.Shape) fleet {
+	return fleet{Layout: sh.Layout.String(), Type: uint8(sh.Type), EpochMs: sh.EpochMs, Version: sh.Version}
 }
 
 func (f fleet) encode() string {
@@ -75,18 +62,6 @@ func (f fleet) diff(rec fleet) []string {
 	}
 	if f.Version != rec.Version {
 		add("id.version", f.Version, rec.Version)
-	}
-	if f.HasTiming && rec.HasTiming {
-		ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
-		if f.LeaseTTLMs != rec.LeaseTTLMs {
-			add("machine.redis.lease_ttl", ms(f.LeaseTTLMs), ms(rec.LeaseTTLMs))
-		}
-		if f.MaxBorrowMs != rec.MaxBorrowMs {
-			add("id.max_borrow", ms(f.MaxBorrowMs), ms(rec.MaxBorrowMs))
-		}
-		if f.MaxClockSkewMs != rec.MaxClockSkewMs {
-			add("machine.redis.max_clock_skew", ms(f.MaxClockSkewMs), ms(rec.MaxClockSkewMs))
-		}
 	}
 	return out
 }

@@ -13,14 +13,16 @@ import (
 )
 
 // TestRedisFleetRecord: the first host leasing under a key prefix records
-// the fleet's shape and timing; a host that differs in any of them is
-// refused, naming the setting and both values; a host like the first is
-// not; once every host stopped and the record was deleted, new settings
-// are recorded.
+// the fleet's shape; a host that differs in any part of it is refused,
+// naming the setting and both values; a host like the first is not, nor
+// one that differs only in its timing (the quarantine counts
+// MaxRedisReach, not the fleet's timing), but a borrow that takes a host
+// past MaxRedisReach is; once every host stopped and the record was
+// deleted, new settings are recorded.
 func TestRedisFleetRecord(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv)
-	base := redisConfig(srv, 2*time.Second)
+	base := redisConfig(t, srv, 2*time.Second)
 	gc := core.Config{MaxBorrow: time.Second}
 	first := mustAcquire(t, base, core.Central)
 	firstGen := generator(t, first, gc)
@@ -37,9 +39,6 @@ func TestRedisFleetRecord(t *testing.T) {
 		{"type", nil, func(c *core.Config) { c.Type = core.MinGranularity }, "id.type min-granularity (the fleet's: max-peak)"},
 		{"epoch", nil, func(c *core.Config) { c.Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }, "id.epoch 2026-01-01T00:00:00Z (the fleet's: 2025-01-01T00:00:00Z)"},
 		{"version", nil, func(c *core.Config) { c.Version = 1 }, "id.version 1 (the fleet's: 0)"},
-		{"lease_ttl", func(c *machineid.Config) { c.Redis.LeaseTTL = 3 * time.Second }, nil, "machine.redis.lease_ttl 3s (the fleet's: 2s)"},
-		{"max_borrow", nil, func(c *core.Config) { c.MaxBorrow = 0 }, "id.max_borrow 0s (the fleet's: 1s)"},
-		{"max_clock_skew", func(c *machineid.Config) { c.Redis.MaxClockSkew = time.Second }, nil, "machine.redis.max_clock_skew 1s (the fleet's: 20ms)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mc, g := base, gc
@@ -58,6 +57,19 @@ func TestRedisFleetRecord(t *testing.T) {
 	}
 	same := mustAcquire(t, base, core.Central)
 	sameGen := generator(t, same, gc)
+	// Other timing, within the bound: accepted.
+	other := base
+	other.Redis.LeaseTTL, other.Redis.MaxClockSkew = 600*time.Millisecond, 100*time.Millisecond
+	timed := mustAcquire(t, other, core.Central)
+	timedGen := generator(t, timed, core.Config{})
+	// A borrow past the bound: refused before anything else, naming it.
+	far := mustAcquire(t, base, core.Central)
+	if _, err := far.NewGenerator(context.Background(), core.Config{MaxBorrow: testReach}, ""); !errors.Is(err, machineid.ErrConfig) || !strings.Contains(err.Error(), "MaxBorrow") {
+		t.Fatalf("NewGenerator with MaxBorrow %s: %v; want ErrConfig naming MaxBorrow", testReach, err)
+	}
+	far.Close(context.Background())
+	timedGen.Close()
+	timed.Close(context.Background())
 
 	// A new fleet setting, once nobody leases and the record is gone.
 	// (Each generator closes before its lease, so that its exact end is
@@ -69,7 +81,7 @@ func TestRedisFleetRecord(t *testing.T) {
 		l.Close(context.Background())
 	}
 	rdb.Del(context.Background(), machineid.FleetKey("vesta"))
-	mc := base
-	mc.Redis.LeaseTTL = 3 * time.Second
-	generator(t, mustAcquire(t, mc, core.Central), gc)
+	newType := gc
+	newType.Type = core.MinGranularity
+	generator(t, mustAcquire(t, base, core.Central), newType)
 }

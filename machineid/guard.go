@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/vesta-go/vesta/core"
@@ -33,39 +32,41 @@ type quarantine struct {
 	// written by this very Redis instance and nothing could evict it).
 	trusted bool
 	// exact, when not zero, is the exact end of the previous hold, from a
-	// clean release on this same store: it replaces the stored mark, which
+	// release on this same store: it replaces the stored mark, which
 	// exceeds it only by that holder's unused reservation.
 	exact time.Time
-	// Otherwise a live holder may exist whose lease the store lost: from is
-	// the earliest instant after which no such loss could have happened
-	// unseen (the claim's reply, or the moment this Redis instance was
-	// first seen by a claim), and the floor is from + ttl + 2*skew +
-	// borrow (see floor).
+	// Otherwise a live holder may exist whose lease the store lost. from
+	// is an instant, on this host's clock, by which every such holder's
+	// lease was lost, plus the error in reading it on this clock (this
+	// host's max_clock_skew, twice over when from came from another
+	// master's TIME); the floor is maxRedisReach past it (see floor).
 	from time.Time
-	ttl  time.Duration // of every lease (one configuration per fleet)
-	skew time.Duration // max_clock_skew
 }
 
 // waits reports whether the floor depends on the clock: no clean release
 // and no trusted mark.
 func (q quarantine) waits() bool { return !q.trusted && q.exact.IsZero() }
 
-// floor is the instant the new holder's time fields must lie above.
+// floor is the instant the new holder's time fields must lie above; zero
+// when the stored mark alone is enough.
 //
-// Without a trusted mark or a clean release, a live holder may still exist
-// whose lease the store lost before from: it fences at its next renewal
-// and in any case by its deadline, less than ttl after from. Its clock is
-// within skew of the store's, ours too; it issues at most borrow ahead of
-// its clock. So its time fields stay below from + ttl + 2*skew + borrow,
-// and the floor is 1ms above.
-func (q quarantine) floor(borrow time.Duration) time.Time {
+// Without a trusted mark or a clean release, a live holder H may still
+// exist whose lease the store lost by from. H fences at its next renewal
+// and in any case by its deadline, less than its LeaseTTL after the loss;
+// until then its clock is within its MaxClockSkew of the store's, and its
+// time fields run at most its MaxBorrow ahead of its clock. Those three
+// are H's settings, which this host cannot know: the fleet record that
+// held them may have gone with the data, and H may run another build. So
+// the floor counts maxRedisReach, the bound every host's three settings
+// are held to at validation (checkReach), never this host's own.
+func (q quarantine) floor() time.Time {
 	switch {
 	case !q.exact.IsZero():
 		return q.exact
 	case q.trusted:
 		return time.Time{}
 	}
-	return q.from.Add(q.ttl + 2*q.skew + borrow + time.Millisecond)
+	return q.from.Add(maxRedisReach + time.Millisecond)
 }
 
 // leaseGuard is the time guard's store beside a lease: the mark of one
@@ -78,10 +79,6 @@ type leaseGuard struct {
 	// notHolder is called when a save finds the lease gone, so the lease
 	// checks at once instead of at its next renewal.
 	notHolder func()
-
-	// borrow is the generator's MaxBorrow (from LoadFor or Prepare), read
-	// by Status without waiting for a write.
-	borrow atomic.Int64
 
 	// mu is held across every write, so that the release reads the last
 	// one that succeeded and none succeeds after it.
@@ -125,7 +122,7 @@ func decodeShape(s string) (core.Shape, error) {
 // floor. None is the zero Time, a damaged one an error (guessing could
 // re-issue IDs).
 func (g *leaseGuard) Load(ctx context.Context) (time.Time, error) {
-	m, err := g.LoadFor(ctx, core.GuardUse{Machine: g.machine, MaxBorrow: time.Duration(g.borrow.Load())})
+	m, err := g.LoadFor(ctx, core.GuardUse{Machine: g.machine})
 	return m.At, err
 }
 
@@ -149,7 +146,6 @@ func (g *leaseGuard) LoadFor(ctx context.Context, use core.GuardUse) (core.Mark,
 			m.HasShape = true
 		}
 	}
-	g.borrow.Store(int64(use.MaxBorrow))
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if use.Shape != (core.Shape{}) {
@@ -158,7 +154,7 @@ func (g *leaseGuard) LoadFor(ctx context.Context, use core.GuardUse) (core.Mark,
 	if !g.q.exact.IsZero() {
 		m.At = g.q.exact
 	}
-	m.At = latest(m.At, g.q.floor(use.MaxBorrow))
+	m.At = latest(m.At, g.q.floor())
 	g.floor = latest(g.floor, m.At)
 	g.loaded = true
 	return m, nil
@@ -200,27 +196,40 @@ func (g *leaseGuard) setShape(sh core.Shape) {
 }
 
 // final stops every later write and returns the mark for the release:
-// everything issued under this hold lies below it. ok is false when no
-// generator loaded the mark (nothing known to vouch for).
-func (g *leaseGuard) final() (time.Time, bool) {
+// everything issued under this hold lies below it, and so does everything
+// the hold had to start above. ok is false when that is not known (a hold
+// no generator loaded, whose stored mark cannot be read).
+//
+// A hold that no generator loaded issued nothing, so its release is as
+// exact as any: the next holder starts where this one would have (the
+// stored mark, the previous exact end, or the quarantine's floor), instead
+// of waiting out a quarantine of its own.
+func (g *leaseGuard) final(ctx context.Context) (time.Time, bool) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	g.released = true
-	if !g.loaded {
-		return time.Time{}, false
+	loaded, floor, saved := g.loaded, g.floor, g.saved
+	g.mu.Unlock()
+	if loaded {
+		return latest(floor, saved), true
 	}
-	return latest(g.floor, g.saved), true
-}
-
-// quarantineFloor is the floor for a generator that borrows up to borrow,
-// and whether it depends on the clock (see quarantine.waits).
-func (g *leaseGuard) quarantineFloor(borrow time.Duration) (time.Time, bool) {
-	for {
-		b := g.borrow.Load()
-		if b >= int64(borrow) || g.borrow.CompareAndSwap(b, int64(borrow)) {
-			return g.q.floor(time.Duration(max(b, int64(borrow)))), g.q.waits()
+	end := latest(g.q.floor(), saved)
+	if g.q.exact.IsZero() { // the stored mark counts unless an exact end replaces it
+		ms, _, err := g.ms.read(ctx)
+		if err != nil {
+			return time.Time{}, false
+		}
+		if ms > 0 {
+			end = latest(end, time.UnixMilli(ms).UTC())
 		}
 	}
+	return end, true
+}
+
+// quarantineFloor is the floor the first IDs must lie above (see
+// quarantine.floor), and whether it depends on the clock (see
+// quarantine.waits).
+func (g *leaseGuard) quarantineFloor() (time.Time, bool) {
+	return g.q.floor(), g.q.waits()
 }
 
 func latest(a, b time.Time) time.Time {

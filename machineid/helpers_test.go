@@ -1,6 +1,7 @@
 package machineid_test
 
 import (
+	"cmp"
 	"context"
 	"testing"
 	"time"
@@ -15,13 +16,21 @@ import (
 	"github.com/vesta-go/vesta/machineid"
 )
 
-// testSkew is the clock-skew bound of the tests: every clock is the host's,
-// so a small bound keeps the quarantine (TTL + 2*skew + max_borrow) short.
+// testSkew is the clock-skew bound of the tests: every clock is the host's.
 const testSkew = 20 * time.Millisecond
 
-// redisConfig leases from srv with the given TTL, with the redis provider
-// only.
-func redisConfig(srv *redistest.Server, ttl time.Duration) machineid.Config {
+// testReach is the shortest bound of the tests' Redis leases in place of
+// MaxRedisReach (see SetMaxRedisReach): above the lease TTL + skew +
+// max_borrow of the tests' short leases, and short enough that a quarantine
+// on the real clock costs a few seconds, not 20.
+const testReach = 4100 * time.Millisecond
+
+// redisConfig leases from srv with the given TTL (0: the default), with
+// the redis provider only, under a bound (see SetMaxRedisReach) that fits
+// this TTL, the test skew and a 1s max_borrow, and at least testReach, for
+// the rest of the test.
+func redisConfig(t testing.TB, srv *redistest.Server, ttl time.Duration) machineid.Config {
+	machineid.SetMaxRedisReach(t, max(testReach, cmp.Or(ttl, machineid.DefaultConfig().Redis.LeaseTTL)+testSkew+time.Second))
 	c := machineid.DefaultConfig()
 	c.Providers = []string{machineid.ProviderRedis}
 	c.Redis.Addrs = []string{srv.Addr()}
@@ -38,7 +47,7 @@ func redisConfig(srv *redistest.Server, ttl time.Duration) machineid.Config {
 // tests lease with other TTLs).
 func releasedCleanly(t testing.TB, srv *redistest.Server, method core.Method, rng machineid.Range) {
 	t.Helper()
-	c := redisConfig(srv, 2*time.Second) // under load, a shorter lease may expire while it waits
+	c := redisConfig(t, srv, 2*time.Second) // under load, a shorter lease may expire while it waits
 	c.ServerRange, c.EmbeddedRange = machineid.DefaultServerRange, machineid.DefaultEmbeddedRange
 	if method == core.Central {
 		c.ServerRange = rng

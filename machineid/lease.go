@@ -61,8 +61,9 @@ type Status struct {
 	Err error
 	// QuarantineUntil is, for a Redis lease whose claim could follow a
 	// holder whose key Redis lost, the instant above which its IDs' time
-	// fields lie (that holder may issue below it); zero otherwise (a clean
-	// release, a mark this Redis instance wrote, etcd). See Prepare.
+	// fields lie (that holder may issue below it); zero otherwise (a
+	// release record, a mark this Redis instance wrote, etcd). See
+	// Prepare.
 	QuarantineUntil time.Time
 }
 
@@ -206,17 +207,21 @@ func (l *Lease) CheckFleet(ctx context.Context, cfg core.Config) error {
 
 // Prepare readies the lease for a generator with cfg, before core.New:
 //
+//   - On Redis, a cfg.MaxBorrow that takes the lease TTL + MaxClockSkew +
+//     MaxBorrow past MaxRedisReach is refused (ErrConfig).
 //   - A lease in a store (Redis, etcd) checks the fleet's record there: the
 //     first host leasing under the key prefix records its shape (layout,
-//     type, epoch, version) and, on Redis, its lease TTL, max_borrow and
-//     max_clock_skew; a host whose settings differ is refused with ErrFleet,
-//     naming each setting with both values.
+//     type, epoch, version); a host whose shape differs is refused with
+//     ErrFleet, naming each setting with both values.
 //   - A Redis lease whose claim could follow a holder whose lease Redis
-//     lost (no clean release on the same instance, and a mark Redis may
-//     have lost since it was written) waits, renewing meanwhile, until its
-//     IDs lie above anything such a holder may still issue: up to lease TTL
-//   - 2*max_clock_skew + max_borrow after the claim, bounded by ctx only,
-//     not by cfg.MaxStartupWait. The wait shows as Status().QuarantineUntil.
+//     lost (no release on the same instance, and a mark Redis may have
+//     lost since it was written) waits, renewing meanwhile, until its IDs
+//     lie above anything such a holder may still issue: MaxRedisReach plus
+//     this host's clock error after the claim (less the generator's
+//     MaxBorrow), bounded by ctx only, not by cfg.MaxStartupWait. So does a
+//     claim whose previous hold was released before it issued anything,
+//     until that hold's own floor. The wait shows as
+//     Status().QuarantineUntil.
 //
 // NewGenerator calls it; call it before core.New when building the
 // generator yourself. It returns at once for the other providers.

@@ -91,7 +91,7 @@ func TestRedisLostWhileRunning(t *testing.T) {
 func testRedisLostWhileRunning(t *testing.T, gc core.Config) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv)
-	c := redisConfig(srv, 3*time.Second)
+	c := redisConfig(t, srv, 3*time.Second)
 	c.Redis.SafetyMargin = 1500 * time.Millisecond
 	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, gc)
@@ -150,7 +150,7 @@ func TestStolenLeaseIsFencedAndReplaced(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv)
 	reg := prometheus.NewRegistry()
-	c := redisConfig(srv, 3*time.Second)
+	c := redisConfig(t, srv, 3*time.Second)
 	c.ServerRange = machineid.Range{First: 924, Count: 2}
 	c.Registerer = reg
 	l := mustAcquire(t, c, core.Central)
@@ -201,7 +201,7 @@ func TestStolenLeaseIsFencedAndReplaced(t *testing.T) {
 func TestExpiredLeaseIsReclaimedWithoutGoingBack(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv)
-	c := redisConfig(srv, 3*time.Second)
+	c := redisConfig(t, srv, 3*time.Second)
 	l := mustAcquire(t, c, core.Central)
 	id := l.ID()
 	gen := generator(t, l, core.Config{MaxStartupWait: 10 * time.Second, MaxBorrow: time.Second})
@@ -230,9 +230,10 @@ func TestDeadlineOnAFakeClock(t *testing.T) {
 	one := machineid.Range{First: 1000, Count: 1}
 	releasedCleanly(t, srv, core.Central, one) // no quarantine on the fake clock
 	clock := core.NewManualClock(time.Now())
-	c := redisConfig(srv, 3*time.Second) // renew every 1s, retry every 300ms
+	c := redisConfig(t, srv, 3*time.Second) // renew every 1s, retry every 300ms
 	c.ServerRange = one
 	c.Redis.MaxClockSkew = time.Minute // the fake clock runs ahead of Redis's
+	machineid.SetMaxRedisReach(t, time.Hour)
 	c.Redis.SafetyMargin = time.Second // deadline 2s after a renewal was sent
 	c.Clock = clock
 	l := mustAcquire(t, c, core.Central)
@@ -270,9 +271,10 @@ func TestRenewalAfterTheDeadlineUnfences(t *testing.T) {
 	one := machineid.Range{First: 1000, Count: 1}
 	releasedCleanly(t, srv, core.Central, one) // no quarantine on the fake clock
 	clock := core.NewManualClock(time.Now())
-	c := redisConfig(srv, 30*time.Second)
+	c := redisConfig(t, srv, 30*time.Second)
 	c.ServerRange = one
 	c.Redis.MaxClockSkew = 10 * time.Minute // the fake clock runs ahead of Redis's
+	machineid.SetMaxRedisReach(t, time.Hour)
 	c.Clock = clock
 	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{})
@@ -317,6 +319,7 @@ func holderConfig(addr string) machineid.Config {
 }
 
 func runHolder(addr string) int {
+	machineid.SetReach(testReach) // as redisConfig: a quarantine of seconds
 	ctx := context.Background()
 	l, err := machineid.Acquire(ctx, holderConfig(addr), core.Central)
 	if err != nil {
@@ -513,7 +516,7 @@ func TestFrozenHolderCannotCollide(t *testing.T) {
 func TestLostAfterTheGeneratorClosed(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv)
-	c := redisConfig(srv, 3*time.Second)
+	c := redisConfig(t, srv, 3*time.Second)
 	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{})
 	if err := gen.Close(); err != nil {

@@ -51,10 +51,13 @@ type leased struct {
 	rekeying bool // a Rekey of gen to hold runs
 	// lastRecoverErr is the last re-acquisition failure, logged once.
 	lastRecoverErr string
-	fences         uint64
-	failures       uint64
-	closed         bool
-	renewed        time.Time // when the current hold was last claimed or renewed (sent)
+	// recoverAfter holds re-acquisition off after the fleet record
+	// refused this host, instead of claiming and releasing every retry.
+	recoverAfter time.Time
+	fences       uint64
+	failures     uint64
+	closed       bool
+	renewed      time.Time // when the current hold was last claimed or renewed (sent)
 
 	// memberMu orders the member record's writes, so that an older
 	// snapshot never overwrites a newer one; memberErr is the last failed
@@ -90,7 +93,7 @@ func acquireLeased(ctx context.Context, b leaseBase, provider string, st store, 
 	l.install(h, sent)
 	l.initial = h.guard
 	l.writeMember(ctx)
-	_, waits := h.guard.quarantineFloor(0)
+	_, waits := h.guard.quarantineFloor()
 	l.log.Info("machineid: leased a machine ID", "machine", h.id, "method", b.method, "range", b.rng,
 		"key", h.key, "ttl", l.ttl, "fence_after", l.ttl-l.margin, "store", st.where(), "quarantine", waits)
 	l.wg.Add(3)
@@ -117,6 +120,9 @@ func (l *leased) attach(gen *core.Generator) error {
 	if err := attachCheck(l.closed, l.gen, gen, l.id); err != nil {
 		return err
 	}
+	if err := l.checkReach(gen.Control().MaxBorrow()); err != nil {
+		return err
+	}
 	l.gen = gen
 	l.syncLocked()
 	if l.state == lost {
@@ -135,7 +141,7 @@ func (l *leased) statusLocked() Status {
 	st := Status{Provider: l.provider, Machine: l.id, State: l.stateLocked(), Deadline: l.deadline,
 		RenewAt: l.renewAt, At: l.clock.Now(), Fences: l.fences, RenewFailures: l.failures, Err: l.cause}
 	if l.hold != nil {
-		if f, waits := l.hold.guard.quarantineFloor(0); waits {
+		if f, waits := l.hold.guard.quarantineFloor(); waits {
 			st.QuarantineUntil = f
 		}
 	}
@@ -153,6 +159,9 @@ func (l *leased) prepare(ctx context.Context, cfg core.Config) error {
 	if h == nil {
 		return nil // lost: core.New's first save fails
 	}
+	if err := l.checkReach(cfg.MaxBorrow); err != nil {
+		return err
+	}
 	if err := l.checkFleet(ctx, cfg); err != nil {
 		return err
 	}
@@ -168,13 +177,24 @@ func (l *leased) checkFleet(ctx context.Context, cfg core.Config) error {
 	return l.st.fleet(ctx, f)
 }
 
-// fleetOf is the fleet record of this host with a generator of cfg: the
-// shape, and on Redis the timing its quarantine reckons with.
+// fleetOf is the fleet record of this host with a generator of cfg: its
+// shape.
 func (l *leased) fleetOf(cfg core.Config) (fleet, error) {
-	if l.provider == ProviderRedis {
-		return fleetOf(cfg, true, l.ttl, l.cfg.Redis.MaxClockSkew)
+	sh, err := cfg.Shape()
+	if err != nil {
+		return fleet{}, err
 	}
-	return fleetOf(cfg, false, 0, 0)
+	return fleetOf(sh), nil
+}
+
+// checkReach refuses, on Redis, a generator borrowing so far ahead that
+// this host's IDs could reach past MaxRedisReach after a lost lease: the
+// bound a claimant after a Redis data loss waits for.
+func (l *leased) checkReach(borrow time.Duration) error {
+	if l.provider != ProviderRedis {
+		return nil
+	}
+	return checkReach(l.ttl, l.cfg.Redis.MaxClockSkew, borrow)
 }
 
 // install makes h the current lease, claimed at sent.
@@ -297,7 +317,7 @@ func (l *leased) renewer() {
 		case l.state == lost && (l.gen == nil || l.rekeying):
 			wait = l.ttl // nothing to do until Attach or the Rekey ends
 		case l.state == lost:
-			wait = l.retry
+			wait = max(l.retry, l.recoverAfter.Sub(l.clock.Now()))
 		default:
 			wait = l.renewAt.Sub(l.clock.Now())
 		}
@@ -408,6 +428,25 @@ func (l *leased) recover(gen *core.Generator) {
 		return
 	}
 	h.guard.setShape(gen.Control().Shape())
+	// The store may have lost the fleet record with the lease, and a host
+	// of another shape may have recorded its own since: a lost lease is
+	// claimed again only under the record as it is now.
+	ctx, cancel := context.WithTimeout(l.ctx, l.period)
+	err = l.st.fleet(ctx, fleetOf(gen.Control().Shape()))
+	cancel()
+	if err != nil {
+		if l.ctx.Err() == nil {
+			l.log.Error("machineid: re-acquired a lease, but the fleet record refuses this host; releasing it and staying fenced", "machine", h.id, "err", err)
+		}
+		l.release(h)
+		l.mu.Lock()
+		l.cause = fmt.Errorf("%w: machine %d: re-acquiring: %w", ErrLeaseLost, old, err)
+		if errors.Is(err, ErrFleet) {
+			l.recoverAfter = l.clock.Now().Add(l.ttl)
+		}
+		l.mu.Unlock()
+		return
+	}
 	if h.id == old {
 		ctx, cancel := context.WithTimeout(l.ctx, l.period)
 		err := h.guard.Save(ctx, gen.Stats().Mark)
@@ -472,14 +511,16 @@ func (l *leased) rekey(gen *core.Generator, h *hold, old core.MachineID) {
 	}
 }
 
-// release gives h's ID back, if h still holds it, without vouching for
-// what was issued under it.
+// release gives h's ID back, if h still holds it, with the exact end of
+// what was issued under it when that is known (leaseGuard.final), so that
+// the next claim need not wait out a quarantine for a hold that issued
+// little or nothing.
 func (l *leased) release(h *hold) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.ctx), l.period)
 	defer cancel()
-	h.guard.final() // no write of this hold succeeds any more
+	final, ok := h.guard.final(ctx) // no write of this hold succeeds any more
 	l.dropMember(ctx, h)
-	if err := l.st.release(ctx, h, time.Time{}, false); err != nil {
+	if err := l.st.release(ctx, h, final, ok); err != nil {
 		l.log.Warn("machineid: releasing a lease failed; it expires", "key", h.key, "ttl", l.ttl, "err", err)
 	}
 }
@@ -539,7 +580,7 @@ func (l *leased) close(ctx context.Context) error {
 	if h != nil {
 		// With the exact end of what was issued under h, so that the next
 		// claim need not wait out a quarantine nor the unused reservation.
-		final, ok := h.guard.final()
+		final, ok := h.guard.final(ctx)
 		l.dropMember(ctx, h)
 		if err := l.st.release(ctx, h, final, ok); err != nil {
 			errs = append(errs, err)
@@ -552,9 +593,13 @@ func (l *leased) close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// waitQuarantine waits, renewing meanwhile, until the clock lets gen issue
+// above h's floor: a quarantine's, or the exact end of the previous hold
+// when that lies ahead (a hold released before it issued anything leaves
+// its own floor). Only ctx bounds it, not the generator's MaxStartupWait.
 func (l *leased) waitQuarantine(ctx context.Context, h *hold, borrow time.Duration, readyAt func(time.Time) time.Time) error {
-	floor, waits := h.guard.quarantineFloor(borrow)
-	if !waits {
+	floor, waits := h.guard.quarantineFloor()
+	if floor.IsZero() {
 		return nil
 	}
 	until := readyAt(floor)
@@ -562,8 +607,13 @@ func (l *leased) waitQuarantine(ctx context.Context, h *hold, borrow time.Durati
 	if left <= 0 {
 		return nil
 	}
-	l.log.Warn(fmt.Sprintf("machineid: quarantine: machine %d issues from %s; %s may have lost a lease since the ID was last held", h.id, floor.UTC().Format(time.RFC3339Nano), l.st.where()),
-		"machine", h.id, "wait", left.Round(time.Millisecond), "lease_ttl", l.ttl, "max_borrow", borrow)
+	if waits {
+		l.log.Warn(fmt.Sprintf("machineid: quarantine: machine %d issues from %s; %s may have lost a lease since the ID was last held", h.id, floor.UTC().Format(time.RFC3339Nano), l.st.where()),
+			"machine", h.id, "wait", left.Round(time.Millisecond), "max_redis_reach", maxRedisReach, "max_borrow", borrow)
+	} else {
+		l.log.Info(fmt.Sprintf("machineid: machine %d issues from %s, where the hold before it would have started", h.id, floor.UTC().Format(time.RFC3339Nano)),
+			"machine", h.id, "wait", left.Round(time.Millisecond), "max_borrow", borrow)
+	}
 	defer l.m.setQuarantine(0)
 	for {
 		left := until.Sub(l.clock.Now())

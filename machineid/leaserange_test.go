@@ -132,7 +132,7 @@ func TestK8sOrdinalInTheLeaseRange(t *testing.T) {
 // fills up at its size, and never hands out the IDs kept for fixed hosts.
 func TestRedisClaimsFromTheLeaseRangeOnly(t *testing.T) {
 	srv := redistest.Start(t)
-	c := redisConfig(srv, 0)
+	c := redisConfig(t, srv, 0)
 	c.ServerLeaseRange = machineid.Range{First: 1000, Count: 3}
 	got := map[core.MachineID]bool{}
 	for range 3 {

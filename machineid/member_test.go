@@ -31,7 +31,7 @@ var fleetStores = []fleetStore{
 	{machineid.StoreRedis, func(t *testing.T) (func(time.Duration) machineid.Config, func(*testing.T, core.MachineID, string)) {
 		srv := redistest.Start(t)
 		rdb := client(t, srv)
-		return func(ttl time.Duration) machineid.Config { return redisConfig(srv, ttl) },
+		return func(ttl time.Duration) machineid.Config { return redisConfig(t, srv, ttl) },
 			func(t *testing.T, id core.MachineID, v string) {
 				if err := rdb.Set(context.Background(), machineid.MemberKey("vesta", id), v, 0).Err(); err != nil {
 					t.Fatal(err)
@@ -148,6 +148,7 @@ func TestFleetRecordExpiresWithTheLease(t *testing.T) {
 	eachStore(t, func(t *testing.T, _ string, cfg func(time.Duration) machineid.Config, _ func(*testing.T, core.MachineID, string)) {
 		dead := cfg(500 * time.Millisecond)
 		dead.Redis.MaxClockSkew = time.Minute // the stopped clock falls behind Redis's
+		machineid.SetMaxRedisReach(t, time.Hour)
 		dead.Clock = core.NewManualClock(time.Now())
 		stopped := leaseAt(t, dead, 1000)
 		watcher := leaseAt(t, cfg(10*time.Second), 1001)
@@ -167,7 +168,7 @@ func TestFleetRecordExpiresWithTheLease(t *testing.T) {
 func TestRedisMemberRecordTTL(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv)
-	l := leaseAt(t, redisConfig(srv, 10*time.Second), 1000)
+	l := leaseAt(t, redisConfig(t, srv, 10*time.Second), 1000)
 	lease, _ := machineid.Keys("vesta", l.ID())
 	member := machineid.MemberKey("vesta", l.ID())
 	var mc, lc *redis.DurationCmd
@@ -234,7 +235,7 @@ func TestFleetSkipsHostileRecords(t *testing.T) {
 // process still listed.
 func TestFleetStoreDown(t *testing.T) {
 	srv := redistest.Start(t)
-	l := leaseAt(t, redisConfig(srv, 10*time.Second), 1000)
+	l := leaseAt(t, redisConfig(t, srv, 10*time.Second), 1000)
 	srv.Kill()
 	m, err := l.Fleet(context.Background())
 	if err == nil || len(m.List) != 1 || !m.List[0].Self || m.List[0].Machine != 1000 || m.Store != "redis" {
@@ -264,7 +265,7 @@ func TestFleetWithoutAStore(t *testing.T) {
 // records on the master a majority names and list each other from it.
 func TestFleetUnderSentinel(t *testing.T) {
 	g := redistest.StartReplicated(t)
-	c := sentinelConfig(g, 10*time.Second)
+	c := sentinelConfig(t, g, 10*time.Second)
 	c.ServerRange = machineid.Range{First: 1000, Count: 2}
 	a, b := mustAcquire(t, c, core.Central), mustAcquire(t, c, core.Central)
 	if err := a.Advertise(context.Background(), machineid.Listeners{HTTP: "10.0.0.1:7080"}); err != nil {
@@ -293,7 +294,7 @@ func TestFailedMemberWritesLeaveTheLeaseAlone(t *testing.T) {
 		"%RW~*:lease", "%RW~*:mark", "%RW~*:shape", "%RW~*:released", "%RW~*:instance", "%RW~*:store", "%RW~*:fleet"); err != nil {
 		t.Fatal(err)
 	}
-	c := redisConfig(srv, 600*time.Millisecond) // renewed every 200ms
+	c := redisConfig(t, srv, 600*time.Millisecond) // renewed every 200ms
 	c.Redis.Username, c.Redis.Password = "nomember", "nomember-password"
 	var log logtest.Buffer
 	c.Logger = slog.New(slog.NewTextHandler(&log, nil))

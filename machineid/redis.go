@@ -324,7 +324,7 @@ type redisHold struct {
 func newRedisStore(b leaseBase) *redisStore {
 	s := &redisStore{base: b, rc: b.cfg.Redis, masters: map[string]*conn{}}
 	if s.rc.MasterName != "" {
-		s.group = newSentinelGroup(s.rc)
+		s.group = newSentinelGroup(s.rc, b.clock)
 	} else {
 		s.single = newConn(newClient(s.rc, s.rc.Addrs[0]), s.rc.Addrs[0], s.rc)
 	}
@@ -378,16 +378,26 @@ func (s *redisStore) checkServer(ctx context.Context, c *conn) error {
 // rt read in between, records the skew and says whether it is beyond
 // MaxClockSkew (plus half the round trip).
 func (s *redisStore) judgeSkew(t0, t1, rt time.Time) error {
+	skew, err := judgeClock(t0, t1, rt, s.rc.MaxClockSkew, "Redis TIME")
+	s.base.m.setSkew(skew)
+	return err
+}
+
+// judgeClock compares the local clock, read at t0 and t1, with another
+// clock's reading rt taken in between, and returns the offset seen from
+// the middle of the round trip. rt was read somewhere between t0 and t1,
+// so the clocks may be as far apart as that offset plus half the round
+// trip: that sum must be within maxSkew (0: no check), else the error
+// wraps ErrClockSkew. A slow round trip proves less, and counts as a skew.
+func judgeClock(t0, t1, rt time.Time, maxSkew time.Duration, what string) (time.Duration, error) {
 	rtt := t1.Sub(t0)
 	local := t0.Add(rtt / 2)
 	skew := local.Sub(rt)
-	s.base.m.setSkew(skew)
-	maxSkew := s.rc.MaxClockSkew
-	if maxSkew > 0 && skew.Abs() > maxSkew+rtt/2 {
-		return fmt.Errorf("%w: the local clock reads %s and Redis TIME %s, %s apart (max_clock_skew %s); fix the clock (NTP) of this host or of Redis",
-			ErrClockSkew, local.UTC().Format(time.RFC3339Nano), rt.UTC().Format(time.RFC3339Nano), skew.Round(time.Millisecond), maxSkew)
+	if maxSkew > 0 && skew.Abs()+rtt/2 > maxSkew {
+		return skew, fmt.Errorf("%w: the local clock reads %s and %s %s, %s apart, read over a %s round trip (max_clock_skew %s counts both); fix the clock (NTP) of this host or of the other, or the network",
+			ErrClockSkew, local.UTC().Format(time.RFC3339Nano), what, rt.UTC().Format(time.RFC3339Nano), skew.Round(time.Millisecond), rtt.Round(time.Millisecond), maxSkew)
 	}
-	return nil
+	return skew, nil
 }
 
 // claim tries the IDs in order on the master, with SET NX PX. With
@@ -469,7 +479,11 @@ func (s *redisStore) try(ctx context.Context, c *conn, v view, id core.MachineID
 		return ""
 	}
 	runID, replid := str(4), str(5)
-	q := quarantine{from: claimed, ttl: s.rc.LeaseTTL, skew: s.rc.MaxClockSkew}
+	// Every holder whose lease Redis lost lost it before the reply, read
+	// on this clock: Redis's clock (or, under Sentinel, the clock of a
+	// Sentinel both majorities share) is at most MaxClockSkew behind it.
+	skew := s.rc.MaxClockSkew
+	q := quarantine{from: claimed.Add(skew)}
 	flag := func(i int) bool {
 		if i >= len(a) {
 			return false
@@ -496,9 +510,17 @@ func (s *redisStore) try(ctx context.Context, c *conn, v view, id core.MachineID
 		q.trusted = true
 	case !before:
 		// Never claimed on this instance: whatever it lost, it lost
-		// before claims first saw it.
+		// before claims first saw it, at since_ms on this Redis's clock.
+		// A single Redis's clock is the one its holders were checked
+		// against; under Sentinel they were checked against the
+		// Sentinels, each within MaxClockSkew of this host, which is
+		// within MaxClockSkew of this master.
 		if ms, perr := strconv.ParseInt(str(7), 10, 64); perr == nil && ms > 0 {
-			q.from = earliest(q.from, time.UnixMilli(ms))
+			since := time.UnixMilli(ms)
+			if s.group != nil {
+				since = since.Add(2 * skew)
+			}
+			q.from = earliest(q.from, since)
 		}
 	}
 	// Otherwise the ID was held on this instance and its mark is gone or

@@ -24,7 +24,7 @@ func TestKeysShareAHashTag(t *testing.T) {
 
 func TestRacingLeasersNeverShareAnID(t *testing.T) {
 	srv := redistest.Start(t)
-	c := redisConfig(srv, 10*time.Second)
+	c := redisConfig(t, srv, 10*time.Second)
 	c.ServerRange = machineid.Range{First: 924, Count: 10}
 	const n = 30
 	var (
@@ -76,8 +76,9 @@ func TestRacingLeasersNeverShareAnID(t *testing.T) {
 
 func TestGracefulCloseReleasesAtOnce(t *testing.T) {
 	srv := redistest.Start(t)
+	srv.Established("vesta") // no quarantine before the first generator
 	rdb := client(t, srv)
-	c := redisConfig(srv, 10*time.Second)
+	c := redisConfig(t, srv, 10*time.Second)
 	c.ServerRange = machineid.Range{First: 1000, Count: 1}
 	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{})
@@ -120,7 +121,7 @@ func TestGracefulCloseReleasesAtOnce(t *testing.T) {
 func TestOnlyTheHolderWritesTheMark(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv)
-	c := redisConfig(srv, 10*time.Second)
+	c := redisConfig(t, srv, 10*time.Second)
 	l := mustAcquire(t, c, core.Central)
 	g := l.Guard()
 	if g == nil {
@@ -170,8 +171,9 @@ func TestClockSkewAgainstRedisTime(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			c := redisConfig(srv, 10*time.Second)
+			c := redisConfig(t, srv, 3*time.Second)
 			c.Redis.MaxClockSkew = 2 * time.Second
+			machineid.SetMaxRedisReach(t, 6*time.Second)
 			c.Clock = core.NewManualClock(time.Now().Add(tc.offset))
 			c.Registerer = reg
 			l, err := acquire(t, c, core.Central)
@@ -201,7 +203,7 @@ func TestClockSkewAgainstRedisTime(t *testing.T) {
 func TestMetricsOfALease(t *testing.T) {
 	srv := redistest.Start(t)
 	reg := prometheus.NewRegistry()
-	c := redisConfig(srv, 3*time.Second)
+	c := redisConfig(t, srv, 3*time.Second)
 	c.Registerer = reg
 	l := mustAcquire(t, c, core.Central)
 	if v, _ := gauge(t, reg, "vesta_machine_lease_state", map[string]string{"state": "held", "range": "server"}); v != 1 {
@@ -236,7 +238,7 @@ func TestClusterIsRefused(t *testing.T) {
 		t.Fatalf("Validate with 3 addresses and no master name: %v; want ErrConfig naming Redis.Addrs and Cluster", err)
 	}
 	srv := redistest.StartCluster(t)
-	c = redisConfig(srv, 2*time.Second)
+	c = redisConfig(t, srv, 2*time.Second)
 	_, err = machineid.Acquire(context.Background(), c, core.Central)
 	if !errors.Is(err, machineid.ErrConfig) || errors.Is(err, machineid.ErrUnavailable) || !strings.Contains(err.Error(), "Cluster node") {
 		t.Fatalf("Acquire on a Cluster node: %v; want ErrConfig (not unavailable) saying it is a Cluster node", err)

@@ -24,8 +24,8 @@ var oneID = machineid.Range{First: 1000, Count: 1}
 // lossConfig leases oneID with a short TTL; the generators issue
 // milliseconds and borrow up to 50ms ahead, so the quarantine's max_borrow
 // term matters.
-func lossConfig(srv *redistest.Server) (machineid.Config, core.Config) {
-	c := redisConfig(srv, 2*time.Second)
+func lossConfig(t testing.TB, srv *redistest.Server) (machineid.Config, core.Config) {
+	c := redisConfig(t, srv, 2*time.Second)
 	c.ServerRange = oneID
 	return c, core.Config{Type: core.MinGranularity, MaxBorrow: 50 * time.Millisecond, MaxStartupWait: 10 * time.Second}
 }
@@ -68,7 +68,7 @@ func snapshot(o *issued) []core.ID {
 
 func TestFlushAllTakeoverWaitsForTheHolderToFence(t *testing.T) {
 	srv := redistest.Start(t)
-	c, gc := lossConfig(srv)
+	c, gc := lossConfig(t, srv)
 	a := mustAcquire(t, c, core.Central)
 	genA, outA, stopA := issuing(t, a, gc)
 
@@ -106,7 +106,7 @@ func TestFlushAllTakeoverWaitsForTheHolderToFence(t *testing.T) {
 
 func TestRedisKilledAndRestartedEmptyUnderLoad(t *testing.T) {
 	srv := redistest.Start(t)
-	c, gc := lossConfig(srv)
+	c, gc := lossConfig(t, srv)
 	a := mustAcquire(t, c, core.Central)
 	genA, outA, stopA := issuing(t, a, gc)
 
@@ -164,7 +164,7 @@ func issuing(t testing.TB, l *machineid.Lease, gc core.Config) (gen *core.Genera
 // holder that consumed the record still issues.
 func TestStaleReleaseRecordAfterRollback(t *testing.T) {
 	srv := redistest.Start(t)
-	c, gc := lossConfig(srv)
+	c, gc := lossConfig(t, srv)
 	first := mustAcquire(t, c, core.Central)
 	g0 := generator(t, first, gc)
 	if _, err := g0.NextIDs(context.Background(), core.Central, 100); err != nil {
@@ -205,7 +205,7 @@ func TestStaleReleaseRecordAfterRollback(t *testing.T) {
 // a claim after a clean release starts at once, above everything issued.
 func TestCleanReleaseSkipsTheQuarantine(t *testing.T) {
 	srv := redistest.Start(t)
-	c := redisConfig(srv, 2*time.Second)
+	c := redisConfig(t, srv, 2*time.Second)
 	c.ServerRange = oneID
 	gc := core.DefaultConfig() // max_borrow 1s, seconds
 	startup := func() (*machineid.Lease, *core.Generator, time.Duration) {
@@ -261,7 +261,7 @@ func TestCleanReleaseSkipsTheQuarantine(t *testing.T) {
 func TestMarksOnlyGrowAndTheReleaseRecordIsExact(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv)
-	c := redisConfig(srv, 2*time.Second)
+	c := redisConfig(t, srv, 2*time.Second)
 	c.ServerRange = oneID
 	l := mustAcquire(t, c, core.Central)
 	_, markKey := machineid.Keys("vesta", oneID.First)
@@ -313,7 +313,7 @@ func TestMarksOnlyGrowAndTheReleaseRecordIsExact(t *testing.T) {
 
 func TestMinReplicas(t *testing.T) {
 	srv := redistest.Start(t)
-	c := redisConfig(srv, 2*time.Second)
+	c := redisConfig(t, srv, 2*time.Second)
 	c.ServerRange = oneID
 	c.Redis.MinReplicas = 1
 	_, err := machineid.Acquire(context.Background(), c, core.Central)
@@ -373,7 +373,7 @@ func TestRenewalRechecksTheClock(t *testing.T) {
 	srv := redistest.Start(t)
 	releasedCleanly(t, srv, core.Central, oneID)
 	clock := core.NewManualClock(time.Now())
-	c := redisConfig(srv, 3*time.Second) // renew every 1s, retry every 300ms
+	c := redisConfig(t, srv, 3*time.Second) // renew every 1s, retry every 300ms
 	c.ServerRange = oneID
 	c.Redis.MaxClockSkew = 500 * time.Millisecond
 	c.Redis.SafetyMargin = time.Second // deadline 2s after a renewal was sent
@@ -402,7 +402,7 @@ func TestRenewalRechecksTheClock(t *testing.T) {
 func TestReleaseRecordAfterAFailoverIsNotTrusted(t *testing.T) {
 	srv := redistest.Start(t)
 	replica := redistest.StartReplica(t, srv)
-	c, gc := lossConfig(srv)
+	c, gc := lossConfig(t, srv)
 	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, gc)
 	if err := gen.Close(); err != nil {
@@ -449,7 +449,7 @@ func mustCommand(t testing.TB, s *redistest.Server, args ...string) {
 func TestRedisMarkKnowsItsShape(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv)
-	c, _ := lossConfig(srv)
+	c, _ := lossConfig(t, srv)
 	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{})
 	if err := gen.Close(); err != nil {

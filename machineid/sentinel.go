@@ -9,8 +9,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/vesta-go/vesta/core"
 )
 
 // Leasing under Redis Sentinel: why a majority's confirmation closes the
@@ -40,18 +43,31 @@ type view struct {
 
 func (v view) String() string { return fmt.Sprintf("%s at config epoch %d", v.addr, v.epoch) }
 
+// Clocks under Sentinel. The takeover quarantine bounds an old holder's
+// time fields by the new holder's clock, so it needs the two clocks within
+// a known distance. Each host is checked against the master it writes to,
+// but the old and the new master are different hosts whose clocks nobody
+// compares. So every Sentinel's answer also carries its clock (INFO
+// server's server_time_usec), and a Sentinel counts towards a majority
+// only while its clock is within max_clock_skew of this host's. The
+// Sentinel that the old holder's last counted renewal and the new claim's
+// majorities share is then within the old holder's bound of the one and
+// the new holder's of the other: the masters' clocks never enter.
+
 // sentinelGroup asks the configured Sentinels of one master name.
 type sentinelGroup struct {
 	name    string
 	addrs   []string
 	clients []*redis.SentinelClient
+	clock   core.Clock
+	skew    time.Duration // MaxClockSkew: a Sentinel's clock beyond it does not count
 
 	mu  sync.Mutex
 	ids map[int]string // SENTINEL MYID per client, once known
 }
 
-func newSentinelGroup(rc RedisConfig) *sentinelGroup {
-	g := &sentinelGroup{name: rc.MasterName, addrs: rc.Addrs, ids: map[int]string{}}
+func newSentinelGroup(rc RedisConfig, clock core.Clock) *sentinelGroup {
+	g := &sentinelGroup{name: rc.MasterName, addrs: rc.Addrs, ids: map[int]string{}, clock: clock, skew: rc.MaxClockSkew}
 	timeout := commandTimeout(rc.LeaseTTL)
 	for _, a := range rc.Addrs {
 		g.clients = append(g.clients, redis.NewSentinelClient(&redis.Options{
@@ -105,7 +121,30 @@ func (g *sentinelGroup) askOne(ctx context.Context, i int, c *redis.SentinelClie
 	if m["ip"] == "" || m["port"] == "" || err1 != nil || err2 != nil {
 		return report{id: id, err: fmt.Errorf("SENTINEL MASTER %s: unexpected reply %v", g.name, m)}
 	}
-	return report{id: id, v: view{addr: net.JoinHostPort(m["ip"], m["port"]), epoch: epoch}, known: others + 1}
+	r := report{id: id, v: view{addr: net.JoinHostPort(m["ip"], m["port"]), epoch: epoch}, known: others + 1}
+	if err := g.checkClock(ctx, c); err != nil {
+		r.err = err // it does not count: see "Clocks under Sentinel"
+	}
+	return r
+}
+
+// checkClock compares this host's clock with the Sentinel's.
+func (g *sentinelGroup) checkClock(ctx context.Context, c *redis.SentinelClient) error {
+	cmd := redis.NewStringCmd(ctx, "info", "server")
+	t0 := g.clock.Now()
+	err := c.Process(ctx, cmd)
+	t1 := g.clock.Now()
+	if err != nil {
+		return err
+	}
+	_, after, ok := strings.Cut(cmd.Val(), "server_time_usec:")
+	line, _, _ := strings.Cut(after, "\n")
+	us, perr := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
+	if !ok || perr != nil {
+		return fmt.Errorf("INFO server: no server_time_usec (Redis Sentinel 6.2 or later has it)")
+	}
+	_, err = judgeClock(t0, t1, time.UnixMicro(us), g.skew, "the Sentinel's clock")
+	return err
 }
 
 // tally counts the distinct Sentinels per view and the majority of the

@@ -12,8 +12,10 @@ import (
 	"github.com/vesta-go/vesta/machineid"
 )
 
-// sentinelConfig leases oneID from the master the Sentinels of g name.
-func sentinelConfig(g *redistest.Replicated, ttl time.Duration) machineid.Config {
+// sentinelConfig leases oneID from the master the Sentinels of g name,
+// under the tests' shorter bound (redisConfig).
+func sentinelConfig(t testing.TB, g *redistest.Replicated, ttl time.Duration) machineid.Config {
+	machineid.SetMaxRedisReach(t, max(testReach, ttl+testSkew+time.Second))
 	c := machineid.DefaultConfig()
 	c.Providers = []string{machineid.ProviderRedis}
 	c.Redis.Addrs = g.SentinelAddrs()
@@ -32,7 +34,7 @@ func sentinelConfig(g *redistest.Replicated, ttl time.Duration) machineid.Config
 // above everything it issued.
 func TestSentinelFailoverLosesTheHold(t *testing.T) {
 	g := redistest.StartReplicated(t)
-	c := sentinelConfig(g, 2*time.Second)
+	c := sentinelConfig(t, g, 2*time.Second)
 	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{MaxStartupWait: 10 * time.Second})
 	out := &issued{}
@@ -61,7 +63,7 @@ func TestSentinelFailoverLosesTheHold(t *testing.T) {
 // although the master still takes its writes; a claim is unavailable.
 func TestSentinelMajorityRequired(t *testing.T) {
 	g := redistest.StartReplicated(t)
-	c := sentinelConfig(g, 2*time.Second)
+	c := sentinelConfig(t, g, 2*time.Second)
 	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{})
 	if _, err := gen.NextID(context.Background(), core.Central); err != nil {

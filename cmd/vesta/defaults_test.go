@@ -190,6 +190,7 @@ rest: {listen: "127.0.0.1:0"}
 // five live servers issued holds no duplicate.
 func TestRedisStaticChainFleet(t *testing.T) {
 	rs := redistest.Start(t)
+	rs.Established("vesta") // the servers start at once
 
 	r := cli(t, "", "serve", "--config", serveConfig(t, rs.Addr(), "  providers: [redis, static]\n  id: 1003\n"))
 	if r.code != 2 || !strings.Contains(r.stderr, "machine.id: 1003 lies in the IDs leases hand out (machine.redis.server_range 1000-1003)") {

@@ -361,11 +361,12 @@ func tryServe(tb testing.TB, args ...string) (served, *result) {
 }
 
 // redisLeases sets the environment of vesta serve to lease server IDs
-// 1000-1003 from a fresh Redis with a lease of ttl, and no time guard
-// directory (the mark lives in Redis). A short lease and skew bound keep
-// the quarantine of each fresh claim (lease TTL + 2*skew) short.
+// 1000-1003 with a lease of ttl, from a Redis in service (a new one would
+// cost each server's first claim a quarantine), and no time guard
+// directory (the mark lives in Redis).
 func redisLeases(t *testing.T, ttl string) *redistest.Server {
 	rs := redistest.Start(t)
+	rs.Established("vesta")
 	t.Setenv("VESTA_MACHINE_PROVIDERS", "redis")
 	t.Setenv("VESTA_MACHINE_REDIS_ADDRS", rs.Addr())
 	t.Setenv("VESTA_MACHINE_SERVER_RANGE", "1000-1003")

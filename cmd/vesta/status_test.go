@@ -44,8 +44,8 @@ func TestServeStatusLease(t *testing.T) {
 		*l.RenewalInMs < 0 || *l.RenewalInMs > ttl || *l.DeadlineInMs <= 0 || *l.DeadlineInMs > ttl || *l.RenewalInMs >= *l.DeadlineInMs {
 		t.Errorf("redis lease %+v (renewal %v, deadline %v ms); want held, renewal before deadline, both within the TTL", l, l.RenewalInMs, l.DeadlineInMs)
 	}
-	// A fresh Redis has no release record: the claim is quarantined, its
-	// floor at most ttl + 2 skew + max_borrow (1s) ahead.
+	// No release record, but a Redis in service (redisLeases): the floor
+	// of the claim's quarantine lies in the past.
 	if l.QuarantineMs < 0 || l.QuarantineMs > ttl+100+1000 {
 		t.Errorf("quarantine %v ms; want 0 to %v", l.QuarantineMs, ttl+1100)
 	}

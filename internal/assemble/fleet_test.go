@@ -17,12 +17,13 @@ import (
 // three in GET /v1/fleet, with the addresses they serve on.
 func TestAssembledFleet(t *testing.T) {
 	rds := redistest.Start(t)
+	rds.Established("vesta") // in service: a new Redis would cost each first claim a quarantine
 	var as []*assemble.Assembled
 	for range 3 {
 		cfg := assembleConfig(t)
 		cfg.Machine.ID, cfg.Machine.Providers = nil, []string{"redis"}
 		cfg.Machine.Redis.Addrs = []string{rds.Addr()}
-		cfg.Machine.Redis.LeaseTTL, cfg.Machine.Redis.MaxClockSkew = 2*time.Second, 20*time.Millisecond // a short quarantine
+		cfg.Machine.Redis.LeaseTTL, cfg.Machine.Redis.MaxClockSkew = 2*time.Second, 20*time.Millisecond
 		a, err := assemble.Assemble(context.Background(), cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 		if err != nil {
 			t.Fatal(err)

@@ -26,6 +26,7 @@ import (
 // (dir/operator-page.png) and its fleet (dir/operator-page-fleet.png).
 func TestFleetPageInBrowser(t *testing.T) {
 	rds := redistest.Start(t)
+	rds.Established("fleetpage") // in service: a new Redis would cost each first claim a quarantine
 	ctx := context.Background()
 	seg := conf.DefaultConfig().Segment
 	seg.Store, seg.Redis.Addrs = conf.SegmentStoreRedis, []string{rds.Addr()}
@@ -44,7 +45,7 @@ func TestFleetPageInBrowser(t *testing.T) {
 		cfg.Machine.Providers = []string{"redis"}
 		cfg.Machine.Redis.Addrs = []string{rds.Addr()}
 		cfg.Machine.Redis.KeyPrefix = "fleetpage"
-		cfg.Machine.Redis.MaxClockSkew = 100 * time.Millisecond // one host's clocks: keeps the quarantine short
+		cfg.Machine.Redis.MaxClockSkew = 100 * time.Millisecond // one host's clocks
 		cfg.TimeGuard.Dir = t.TempDir()
 		cfg.Central.Listen, cfg.REST.Listen, cfg.Metrics.Listen = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 		a, err := assemble.Assemble(ctx, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/internal/testkit/proctest"
+	"github.com/vesta-go/vesta/machineid"
 )
 
 // startTimeout bounds how long a start waits for the first PONG, and a
@@ -221,6 +222,33 @@ func (s *Server) KillAndRestart(rdb []byte) {
 		}
 	}
 	s.Restart()
+}
+
+// Established makes the server look, to machine-ID leases under prefix,
+// like a Redis their claims have known for an hour: the record of when
+// claims first saw this instance (machineid.StoreKey) is written with its
+// identity and a since_ms an hour back. A claim of a never-used ID then
+// starts at once, as on a Redis in service, instead of waiting out the
+// quarantine that a new Redis costs (machineid.MaxRedisReach): for tests
+// whose subject is not a data loss. A restart or FLUSHALL makes it new
+// again, as it would in production.
+func (s *Server) Established(prefix string) {
+	s.t.Helper()
+	srv, err1 := s.command("INFO", "server")
+	rep, err2 := s.command("INFO", "replication")
+	if err := errors.Join(err1, err2); err != nil {
+		s.t.Fatalf("redistest: INFO on %s: %v", s.Addr(), err)
+	}
+	field := func(info, name string) string {
+		_, after, _ := strings.Cut(info, name+":")
+		v, _, _ := strings.Cut(after, "\r\n")
+		return v
+	}
+	since := time.Now().Add(-time.Hour).UnixMilli()
+	if _, err := s.command("HSET", machineid.StoreKey(prefix), "run_id", field(srv, "run_id"),
+		"replid", field(rep, "master_replid"), "since_ms", strconv.FormatInt(since, 10)); err != nil {
+		s.t.Fatalf("redistest: writing %s on %s: %v", machineid.StoreKey(prefix), s.Addr(), err)
+	}
 }
 
 // Addr is host:port of the server, the same across restarts.

@@ -1,0 +1,28 @@
+package machineid
+
+import (
+	"testing"
+	"time"
+)
+
+// SetMaxRedisReach replaces, for one test, the bound that validation holds
+// every Redis-leasing host to and that a takeover quarantine waits
+// (MaxRedisReach). machineid's Redis tests lease with a short one
+// (redisConfig), so that a quarantine on the host's real clock costs
+// seconds, not 20; the tests whose hosts need more set theirs. The tests
+// do not run in parallel.
+func SetMaxRedisReach(tb testing.TB, d time.Duration) {
+	old := maxRedisReach
+	maxRedisReach = d
+	tb.Cleanup(func() { maxRedisReach = old })
+}
+
+// JudgeClock is judgeClock, for its table test.
+var JudgeClock = judgeClock
+
+// Reach is the bound in force (see SetMaxRedisReach).
+func Reach() time.Duration { return maxRedisReach }
+
+// SetReach sets the bound for the rest of the process: for the tests'
+// holder subprocess, which has no testing.TB and leases as the tests do.
+func SetReach(d time.Duration) { maxRedisReach = d }
