@@ -37,7 +37,8 @@ import (
 //   - the python block is saved as the file `python3 FILE` names and run
 //     with Debian's /usr/bin/python3 (python3-msgpack); the js block as the
 //     file `node FILE` names, beside the README's `npm install`.
-//   - the yaml block is saved as vesta.yaml.
+//   - a yaml block is saved as the file the line above it names ("Save
+//     as `FILE`:").
 //
 // The README names the addresses `make run` serves, 127.0.0.1:7070 (RPC)
 // and 127.0.0.1:7080 (REST), and a Redis on 127.0.0.1:6379; the test
@@ -97,7 +98,11 @@ func TestREADMEQuickStarts(t *testing.T) {
 		case "python", "js":
 			r.last[b.lang] = b.text
 		case "yaml":
-			r.write("vesta.yaml", r.subst(b.text))
+			if b.saveAs == "" {
+				t.Errorf("README:%d: a yaml block with no \"save as `FILE`:\" above it", b.line)
+				continue
+			}
+			r.write(b.saveAs, r.subst(b.text))
 		case "text":
 			// the key list: conf's TestKeyTable checks it
 		default:
@@ -360,6 +365,8 @@ func (r *readmeRun) exec(cmd *exec.Cmd, st shStep, where string) {
 		want = strings.Split(r.subst(strings.Join(st.want, "\n")), "\n")
 	}
 	if err := matchOutput(want, code, stdout.String(), stderr.String()); err != nil {
+		t.Errorf("%s: %v", where, err)
+	} else if err := sameIssuers(r.subst(st.cmd), want, stdout.String()); code == 0 && err != nil {
 		t.Errorf("%s: %v", where, err)
 	}
 }
