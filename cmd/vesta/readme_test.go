@@ -339,6 +339,48 @@ func TestREADMESameIssuers(t *testing.T) {
 	}
 }
 
+var (
+	benchFigureRe = regexp.MustCompile(`×[\d,.]*\d|\d[\d,.]*\d|\d`)
+	benchGoalRe   = regexp.MustCompile(`\(goal [^)]*\)`)
+)
+
+// The README's benchmark figures are BENCHMARKS.md's: every ratio (×N)
+// of its table's last column is written there as it is, every other
+// figure there as a number, so a row cannot outlive a new measurement
+// unnoticed. Goals, in parentheses, are not figures.
+func TestREADMEBenchmarks(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bench, err := os.ReadFile("../../BENCHMARKS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(readme), "\n## Benchmarks\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	rows := 0
+	for line := range strings.Lines(section) {
+		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+		if len(cells) != 3 || strings.HasPrefix(cells[0], "---") || strings.TrimSpace(cells[0]) == "what" {
+			continue
+		}
+		rows++
+		for _, f := range benchFigureRe.FindAllString(benchGoalRe.ReplaceAllString(cells[2], ""), -1) {
+			found := strings.Contains(string(bench), f)
+			if !strings.HasPrefix(f, "×") {
+				found = regexp.MustCompile(`(^|[^\d.,])` + regexp.QuoteMeta(f) + `($|[^\d.,])`).Match(bench)
+			}
+			if !found {
+				t.Errorf("README's benchmark row %q: %s is nowhere in BENCHMARKS.md", strings.TrimSpace(cells[0]), f)
+			}
+		}
+	}
+	if rows < 10 {
+		t.Fatalf("read %d rows of README's benchmark table", rows)
+	}
+}
+
 // The comparison itself: what varies is ignored, nothing else.
 func TestREADMEMatchOutput(t *testing.T) {
 	for _, tc := range []struct {
