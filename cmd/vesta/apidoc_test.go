@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/hex"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -25,14 +24,8 @@ var wireLineRe = regexp.MustCompile(`(?m)^(request|response) +((?:[0-9a-f]{2} )+
 // the sentence above says, and the answer's ID is one `make run`'s
 // server issues over RPC (method central, the Makefile's machine ID).
 func TestAPIWireExample(t *testing.T) {
-	page, err := os.ReadFile("../../docs/api.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	makefile, err := os.ReadFile("../../Makefile")
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := repoFiles(t, "docs/api.md", "Makefile")
+	page, makefile := []byte(files[0]), files[1]
 	lines := wireLineRe.FindAllStringSubmatch(string(page), -1)
 	if len(lines) != 2 || lines[0][1] != "request" || lines[1][1] != "response" {
 		t.Fatalf("docs/api.md's wire example: %q; want a request line and a response line", lines)
@@ -69,7 +62,7 @@ func TestAPIWireExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := sorted.Explain(core.ID(id))
-	args := makeRunArgs(t, string(makefile))
+	args := makeRunArgs(t, makefile)
 	machine := args[slices.Index(args, "--machine")+1]
 	if e.Method != core.Central || strconv.Itoa(int(e.Machine)) != machine {
 		t.Errorf("the answer's ID %d is method %s, machine %d; make run's server answers RPC with method central, machine %s", id, e.Method, e.Machine, machine)

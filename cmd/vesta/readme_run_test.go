@@ -51,14 +51,8 @@ import (
 // install` (the module is this checkout).
 func TestREADMEQuickStarts(t *testing.T) {
 	testkit.SkipShort(t, "go, curl, redis-server, Debian's python3-msgpack, node and npm (the README's programs)")
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	makefile, err := os.ReadFile("../../Makefile")
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := repoFiles(t, "README.md", "Makefile")
+	readme, makefile := files[0], files[1]
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -72,8 +66,8 @@ func TestREADMEQuickStarts(t *testing.T) {
 	t.Setenv("TZ", "UTC") // Leaf's decodeSnowflakeId prints the server's local time
 	r := &readmeRun{t: t, root: root, dir: t.TempDir(), redis: redistest.Start(t).Addr()}
 	r.setPath()
-	r.makeRun = makeRunArgs(t, string(makefile))
-	blocks := readmeBlocks(string(readme))
+	r.makeRun = makeRunArgs(t, makefile)
+	blocks := readmeBlocks(readme)
 	r.workspace(blocks)
 
 	counts := map[string]int{}

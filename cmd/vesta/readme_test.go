@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -22,6 +23,20 @@ import (
 // readmePages are the pages whose `vesta` lines TestREADMECommands runs:
 // the README and the pages split out of it.
 var readmePages = []string{"../../README.md", "../../docs/layouts.md", "../../docs/api.md", "../../docs/segments.md", "../../docs/operations.md"}
+
+// repoFiles reads files of the repository by their paths from its root.
+func repoFiles(t *testing.T, paths ...string) []string {
+	t.Helper()
+	var out []string
+	for _, p := range paths {
+		b, err := os.ReadFile(filepath.Join("..", "..", p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(b))
+	}
+	return out
+}
 
 // A readmeBlock is one fenced code block.
 type readmeBlock struct {
@@ -349,15 +364,9 @@ var (
 // figure there as a number, so a row cannot outlive a new measurement
 // unnoticed. Goals, in parentheses, are not figures.
 func TestREADMEBenchmarks(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bench, err := os.ReadFile("../../BENCHMARKS.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, _ := strings.Cut(string(readme), "\n## Benchmarks\n")
+	files := repoFiles(t, "README.md", "BENCHMARKS.md")
+	readme, bench := files[0], []byte(files[1])
+	_, section, _ := strings.Cut(readme, "\n## Benchmarks\n")
 	section, _, _ = strings.Cut(section, "\n## ")
 	rows := 0
 	for line := range strings.Lines(section) {
