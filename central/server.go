@@ -33,8 +33,8 @@ import (
 // Vesta.TransTime {time, type?} -> map; Vesta.Info -> map; with Config.Sequences,
 // Vesta.NextSeq {tag} -> int64 and Vesta.NextSeqs {tag, count} -> [int64...].
 //
-// At the sequence's ceiling (about a million IDs a second, plus the
-// generator's MaxBorrow), TakeIDs answers at once with the IDs it can give
+// At the sequence's ceiling (about a million IDs a second, about four
+// million in the leaf layout, plus the generator's MaxBorrow), TakeIDs answers at once with the IDs it can give
 // and when to ask again, while GenID and GenIDs wait. Waiting is fair
 // between connections (a core.Share paces batches and serves waiting calls
 // round-robin per connection, so single IDs never wait behind a greedy

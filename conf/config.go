@@ -50,8 +50,8 @@ type IDConfig struct {
 
 // MachineConfig is how an issuer gets its machine ID.
 type MachineConfig struct {
-	// Providers are tried in order: redis, k8s, iptable, static. Nil or
-	// empty does not validate.
+	// Providers are tried in the order listed: static, iptable, k8s,
+	// redis or etcd (not both). Nil or empty does not validate.
 	Providers []string `koanf:"providers"`
 	// ID is the static provider's machine ID; nil is unset. There is no
 	// default: with static listed and ID unset, the issuers refuse
@@ -363,7 +363,7 @@ func (c Config) RequireMachine() error {
 	return &KeyError{Key: "machine.id", err: machineid.ErrNoMachineID,
 		Msg: "unset, and machine.providers lists static: there is no default machine ID, as two instances on one would issue the same IDs; " +
 			"choose one unique to this instance (machine.id, --machine or VESTA_MACHINE_ID), " +
-			"or machine.providers redis (a lease; machine.redis.*), k8s (the StatefulSet ordinal plus machine.k8s_offset) or iptable (machine.ip_table)"}
+			"or machine.providers etcd (a lease; machine.etcd.*), redis (a lease; machine.redis.*), k8s (the StatefulSet ordinal plus machine.k8s_offset) or iptable (machine.ip_table)"}
 }
 
 // RequireMachineIn is RequireMachine for an issuer of one publish method:

@@ -30,10 +30,12 @@
 // typing is off; decode.go adds only strict readings of durations,
 // integers, the epoch and the environment's lists.
 //
-// Secrets (the Redis password and the REST token) may come from files
-// (machine.redis.password_file, rest.token_file), which suits container
-// secret mounts. They are held as Secret values, which print and log
-// masked, so a logged Config never shows them.
+// Secrets (machine.redis.password, machine.etcd.password, rest.token,
+// segment.dsn, segment.redis.password) may come from files (each key's
+// _file, as rest.token_file), which suits container secret mounts. They
+// are held as Secret values, which print and log as [redacted] (a DSN
+// with its password masked), so a logged Config never shows them; the
+// _file keys hold paths and print as they are.
 //
 // Each setting is declared once. conf is a mapping: Config turns into the
 // Config of each package (Core, Embed, MachineID, CentralConfig,

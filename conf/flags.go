@@ -27,7 +27,7 @@ func stringFlag(get func(Config) string) func(*pflag.FlagSet, Flag, Config) {
 // flagTable: a flag's name is what a user types, so it is short and
 // friendly rather than the key path.
 var flagTable = []flagDef{
-	{Flag{"machine", "machine.id", "machine ID, 0-1023, unique to this instance (no default: choose one, or use machine.providers redis, k8s or iptable)"},
+	{Flag{"machine", "machine.id", "machine ID, 0-1023, unique to this instance (no default: choose one, or use machine.providers etcd, redis, k8s or iptable)"},
 		func(fs *pflag.FlagSet, f Flag, _ Config) { fs.Int(f.Name, 0, f.Usage) }},
 	{Flag{"layout", "id.layout", "ID layout: sorted, vesta or leaf"},
 		stringFlag(func(d Config) string { return d.ID.Layout.String() })},

@@ -9,10 +9,23 @@ import (
 	"testing"
 
 	"github.com/vesta-go/vesta/conf"
+	"github.com/vesta-go/vesta/machineid"
 )
 
 // noEnv is an empty environment, so tests never read the process's.
 var noEnv = []string{}
+
+// otherProviders are the machine-ID providers but static: the ways to
+// choose a machine ID that an error about a missing one must name.
+func otherProviders() []string {
+	var out []string
+	for _, p := range machineid.Providers() {
+		if p != machineid.ProviderStatic {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // writeFile writes content to a new file in a temporary directory.
 func writeFile(t testing.TB, name, content string) string {

@@ -64,6 +64,36 @@ func TestKeyTable(t *testing.T) {
 	if got, want := readmeKeys(t, string(readme)), keyList(keys); got != want {
 		t.Errorf("README's key list:\n%s\nwant:\n%s", got, want)
 	}
+
+	// README's list of secrets is every key of conf.Secret's type, each
+	// with a _file key beside it.
+	var secrets []string
+	for _, k := range keys {
+		if conf.KeyType(k) == secretType {
+			secrets = append(secrets, k)
+			if !slices.Contains(keys, k+"_file") {
+				t.Errorf("secret %s has no key %s_file", k, k)
+			}
+		}
+	}
+	if got := readmeSecrets(t, string(readme)); !slices.Equal(got, secrets) {
+		t.Errorf("README's secrets: %q; want %q", got, secrets)
+	}
+}
+
+// readmeSecrets are the keys of README's "Secrets (...)" sentence.
+func readmeSecrets(t *testing.T, readme string) []string {
+	t.Helper()
+	_, rest, ok := strings.Cut(readme, "\nSecrets (")
+	if !ok {
+		t.Fatal(`README has no "Secrets (" sentence`)
+	}
+	list, _, _ := strings.Cut(rest, ")")
+	var keys []string
+	for f := range strings.SplitSeq(list, ",") {
+		keys = append(keys, strings.Trim(strings.TrimSpace(f), "`"))
+	}
+	return keys
 }
 
 // checkRow compares a key's type and default with its field's.

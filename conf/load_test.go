@@ -583,9 +583,20 @@ func TestNoDefaultMachineID(t *testing.T) {
 	if ke := conf.KeyErrors(err); len(ke) != 1 || ke[0].Key != "machine.id" {
 		t.Fatalf("RequireMachine = %v; want one KeyError on machine.id", err)
 	}
-	for _, w := range []string{"--machine", "VESTA_MACHINE_ID", "redis", "k8s", "iptable"} {
+	// Every other provider is a way to choose, and is named.
+	for _, w := range append([]string{"--machine", "VESTA_MACHINE_ID"}, otherProviders()...) {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("%q does not say %q", err, w)
+		}
+	}
+	for _, f := range conf.Flags() {
+		if f.Name != "machine" {
+			continue
+		}
+		for _, p := range otherProviders() {
+			if !strings.Contains(f.Usage, p) {
+				t.Errorf("--machine's help %q does not name the provider %s", f.Usage, p)
+			}
 		}
 	}
 	if _, err := c.Core(); !errors.Is(err, machineid.ErrNoMachineID) {

@@ -11,7 +11,8 @@ import (
 
 // Share deals a generator's IDs fairly between the callers of a server when
 // they ask for more than the sequence can issue (its ceiling: 2^seq-bits
-// per unit, about a million per second, plus MaxBorrow of credit).
+// per unit: about a million per second, about four million in the leaf
+// layout; plus MaxBorrow of credit).
 //
 // Batches are paced: a call of more than one ID never takes IDs beyond
 // the pace, the point the sequence would reach if it ran at its ceiling

@@ -17,7 +17,8 @@ import (
 // ErrConfig: a Config field the issuer cannot use; the message names it.
 var ErrConfig = errors.New("embed: invalid config")
 
-// closeTimeout bounds the release of a Redis lease (Close, a failed Open).
+// closeTimeout bounds the release of a lease in Redis or etcd (Close, a
+// failed Open).
 const closeTimeout = 5 * time.Second
 
 // Config configures an embedded Issuer.
@@ -31,19 +32,19 @@ type Config struct {
 	// Version bit; zero is 0.
 	Version uint8
 	// Machine says where the machine ID comes from (static, IP table,
-	// Redis lease, Kubernetes ordinal); it must lie in the embedded range
-	// (Machine.EmbeddedRange, default 0-923). The zero value chooses no
-	// machine ID, and Open refuses (machineid.ErrNoMachineID): set
-	// Machine.Static to an ID unique to this instance, or use a Redis
-	// lease, the Kubernetes ordinal or the IP table. Its Clock, Logger and
+	// a lease in Redis or etcd, Kubernetes ordinal); it must lie in the
+	// embedded range (Machine.EmbeddedRange, default 0-923). The zero value
+	// chooses no machine ID, and Open refuses (machineid.ErrNoMachineID):
+	// set Machine.Static to an ID unique to this instance, or use a lease
+	// in etcd or Redis, the Kubernetes ordinal or the IP table. Its Clock, Logger and
 	// Registerer, when nil, take this Config's.
 	Machine machineid.Config
 	// MaxBorrow is how far issuing may run ahead of the clock when a
 	// unit's sequence runs out; zero never runs ahead, a setting of its
 	// own as in core.Config (DefaultConfig's is 1s).
 	MaxBorrow time.Duration
-	// DataDir holds the file time guard (with a Redis lease the mark lives
-	// in Redis instead); "" runs without one (a restart with the clock set
+	// DataDir holds the file time guard (with a lease in Redis or etcd the
+	// mark lives in that store instead); "" runs without one (a restart with the clock set
 	// back could then re-issue IDs; a warning is logged).
 	DataDir string
 	// GuardWindow is how far each reservation of the mark reaches ahead;

@@ -15,7 +15,7 @@ var (
 	// ErrNoMachineID: the static provider is listed but no static ID was
 	// chosen. There is no default machine ID: two hosts on a default would
 	// issue the same IDs. The message lists the ways to choose one.
-	ErrNoMachineID = errors.New("machineid: no machine ID chosen; choose a static ID unique to this instance (Machine.Static, machine.id, --machine or VESTA_MACHINE_ID), a Redis lease (providers [redis]), the Kubernetes StatefulSet ordinal (providers [k8s]) or the IP table (providers [iptable])")
+	ErrNoMachineID = errors.New("machineid: no machine ID chosen; choose a static ID unique to this instance (Machine.Static, machine.id, --machine or VESTA_MACHINE_ID), a lease in etcd (providers [etcd]) or Redis (providers [redis]), the Kubernetes StatefulSet ordinal (providers [k8s]) or the IP table (providers [iptable])")
 
 	// ErrUnavailable: a provider cannot give an ID on this host (Redis
 	// unreachable, no ordinal in the hostname, no address in the IP

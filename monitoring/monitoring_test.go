@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -149,15 +150,8 @@ func readYAML(tb testing.TB, path string, v any) {
 
 func alertRules(tb testing.TB) []rule {
 	tb.Helper()
-	var f struct {
-		Groups []struct {
-			Name  string
-			Rules []rule
-		}
-	}
-	readYAML(tb, rulesFile, &f)
 	var rules []rule
-	for _, g := range f.Groups {
+	for _, g := range alertGroups(tb) {
 		rules = append(rules, g.Rules...)
 	}
 	if len(rules) == 0 {
@@ -590,5 +584,70 @@ func TestGrafanaProvisioning(t *testing.T) {
 	readYAML(t, "grafana/provisioning/dashboards/vesta.yml", &dp)
 	if len(dp.Providers) != 1 || dp.Providers[0].Type != "file" || dp.Providers[0].Options.Path != "/var/lib/grafana/dashboards" {
 		t.Errorf("dashboard providers %+v", dp.Providers)
+	}
+}
+
+// group is one group of the rules file.
+type group struct {
+	Name  string
+	Rules []rule
+}
+
+// alertGroups is the rules file's groups, in its order.
+func alertGroups(tb testing.TB) []group {
+	tb.Helper()
+	var f struct{ Groups []group }
+	readYAML(tb, rulesFile, &f)
+	return f.Groups
+}
+
+var (
+	reAlertRow   = regexp.MustCompile("(?m)^\\| `(Vesta\\w+)` \\| (\\w+) \\|")
+	reAlertCount = regexp.MustCompile(`(\d+) alerts in (\d+) groups`)
+)
+
+// The docs say what the rules are: deploy.md's table lists every alert
+// with its severity, in the rules' order, and every "N alerts in M
+// groups" of the README, DESIGN.md and docs/*.md counts the rules file.
+func TestDocsListEveryAlert(t *testing.T) {
+	groups := alertGroups(t)
+	var want []string
+	for _, g := range groups {
+		for _, r := range g.Rules {
+			want = append(want, r.Alert+" "+r.Labels["severity"])
+		}
+	}
+	deploy, err := os.ReadFile("../docs/deploy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range reAlertRow.FindAllStringSubmatch(string(deploy), -1) {
+		got = append(got, m[1]+" "+m[2])
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("docs/deploy.md's alert table (alert severity):\n%s\nwant, as %s has them:\n%s",
+			strings.Join(got, "\n"), rulesFile, strings.Join(want, "\n"))
+	}
+
+	// docs/design/'s dated notes are records of their day, not kept
+	// current: not read.
+	pages, _ := filepath.Glob("../docs/*.md")
+	pages = append(pages, "../README.md", "../DESIGN.md")
+	counted := 0
+	for _, p := range pages {
+		text, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range reAlertCount.FindAllStringSubmatch(string(text), -1) {
+			counted++
+			if m[1] != strconv.Itoa(len(want)) || m[2] != strconv.Itoa(len(groups)) {
+				t.Errorf("%s says %q; %s has %d alerts in %d groups", p, m[0], rulesFile, len(want), len(groups))
+			}
+		}
+	}
+	if counted == 0 {
+		t.Error(`no page says "N alerts in M groups": the test reads the wrong files`)
 	}
 }

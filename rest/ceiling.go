@@ -13,8 +13,8 @@ import (
 	"github.com/vesta-go/vesta/core"
 )
 
-// At the sequence's ceiling (about a million IDs a second, plus the
-// generator's MaxBorrow) an ID request waits, within its deadline (the
+// At the sequence's ceiling (about a million IDs a second, about four
+// million in the leaf layout, plus the generator's MaxBorrow) an ID request waits, within its deadline (the
 // request timeout), in the server's core.Share: batches are paced and
 // waiting requests served round-robin per client address, so a greedy
 // client cannot starve others, and what waits is bounded (MaxWaitingIDs,

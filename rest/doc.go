@@ -41,10 +41,11 @@
 //	/cache, /db                      the segment buffers and the store's rows:
 //	                                 HTML, or JSON when Accept prefers it
 //
-// Operations, always open: GET /healthz, GET /readyz (200 only while the
-// generator can issue and Config.Ready passes; with a segment store, a
-// "segment" field says whether sequence numbers can be issued), GET
-// /metrics (Prometheus), GET /openapi.json, and GET / (the operator's
+// Operations, open without the token: GET /healthz, GET /readyz (200 only
+// while the generator can issue and Config.Ready passes; with a segment
+// store, a "segment" field says whether sequence numbers can be issued),
+// GET /metrics (Prometheus; with Config.MetricsAuth it needs the token
+// too), GET /openapi.json, and GET / (the operator's
 // page: the state of GET /v1/status[?history=seconds], with the last 15
 // minutes the server kept (history.go), and the fleet; it explains a
 // pasted ID, or an ?id= link's, or issues a fresh one).
@@ -87,7 +88,8 @@
 // The Vesta-compatible routes answer errors with the same status and
 // "code: message" as plain text. A caller's mistake is never a 500.
 //
-// At the ID sequence's ceiling (about a million IDs a second), /v1/id,
+// At the ID sequence's ceiling (about a million IDs a second; about four
+// million in the leaf layout), /v1/id,
 // /v1/ids and /genid wait within the request timeout, fairly between
 // client addresses and within MaxWaitingIDs and MaxWaitingCalls; a request
 // that would wait past its deadline, or past those bounds, is answered at

@@ -16,6 +16,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
+	"github.com/vesta-go/vesta/machineid"
 )
 
 // reexecEnv marks a child process of this test binary that runs main.
@@ -115,7 +116,7 @@ func TestTwoGenProcessesOnDefaults(t *testing.T) {
 		if code := p.wait(t); code != 2 {
 			t.Fatalf("process %d: exit %d; want 2 (usage). stderr:\n%s", i, code, p.stderr.String())
 		}
-		for _, w := range []string{"machine.id", "--machine", "VESTA_MACHINE_ID", "redis", "k8s", "iptable"} {
+		for _, w := range append([]string{"machine.id", "--machine", "VESTA_MACHINE_ID"}, machineid.Providers()...) {
 			if !strings.Contains(p.stderr.String(), w) {
 				t.Errorf("process %d: stderr %q does not say %q", i, p.stderr.String(), w)
 			}

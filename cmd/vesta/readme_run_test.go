@@ -37,7 +37,8 @@ import (
 //   - the python block is saved as the file `python3 FILE` names and run
 //     with Debian's /usr/bin/python3 (python3-msgpack); the js block as the
 //     file `node FILE` names, beside the README's `npm install`.
-//   - the yaml block is saved as vesta.yaml.
+//   - a yaml block is saved as the file the line above it names ("Save
+//     as `FILE`:").
 //
 // The README names the addresses `make run` serves, 127.0.0.1:7070 (RPC)
 // and 127.0.0.1:7080 (REST), and a Redis on 127.0.0.1:6379; the test
@@ -50,14 +51,8 @@ import (
 // install` (the module is this checkout).
 func TestREADMEQuickStarts(t *testing.T) {
 	testkit.SkipShort(t, "go, curl, redis-server, Debian's python3-msgpack, node and npm (the README's programs)")
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	makefile, err := os.ReadFile("../../Makefile")
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := repoFiles(t, "README.md", "Makefile")
+	readme, makefile := files[0], files[1]
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -71,8 +66,8 @@ func TestREADMEQuickStarts(t *testing.T) {
 	t.Setenv("TZ", "UTC") // Leaf's decodeSnowflakeId prints the server's local time
 	r := &readmeRun{t: t, root: root, dir: t.TempDir(), redis: redistest.Start(t).Addr()}
 	r.setPath()
-	r.makeRun = makeRunArgs(t, string(makefile))
-	blocks := readmeBlocks(string(readme))
+	r.makeRun = makeRunArgs(t, makefile)
+	blocks := readmeBlocks(readme)
 	r.workspace(blocks)
 
 	counts := map[string]int{}
@@ -97,7 +92,11 @@ func TestREADMEQuickStarts(t *testing.T) {
 		case "python", "js":
 			r.last[b.lang] = b.text
 		case "yaml":
-			r.write("vesta.yaml", r.subst(b.text))
+			if b.saveAs == "" {
+				t.Errorf("README:%d: a yaml block with no \"save as `FILE`:\" above it", b.line)
+				continue
+			}
+			r.write(b.saveAs, r.subst(b.text))
 		case "text":
 			// the key list: conf's TestKeyTable checks it
 		default:
@@ -360,6 +359,8 @@ func (r *readmeRun) exec(cmd *exec.Cmd, st shStep, where string) {
 		want = strings.Split(r.subst(strings.Join(st.want, "\n")), "\n")
 	}
 	if err := matchOutput(want, code, stdout.String(), stderr.String()); err != nil {
+		t.Errorf("%s: %v", where, err)
+	} else if err := sameIssuers(r.subst(st.cmd), want, stdout.String()); code == 0 && err != nil {
 		t.Errorf("%s: %v", where, err)
 	}
 }

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/vesta-go/vesta/core"
 )
 
 // The README is tested as a reader uses it: every code block is run or
@@ -19,29 +24,47 @@ import (
 // the README and the pages split out of it.
 var readmePages = []string{"../../README.md", "../../docs/layouts.md", "../../docs/api.md", "../../docs/segments.md", "../../docs/operations.md"}
 
+// repoFiles reads files of the repository by their paths from its root.
+func repoFiles(t *testing.T, paths ...string) []string {
+	t.Helper()
+	var out []string
+	for _, p := range paths {
+		b, err := os.ReadFile(filepath.Join("..", "..", p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(b))
+	}
+	return out
+}
+
 // A readmeBlock is one fenced code block.
 type readmeBlock struct {
 	lang   string // the fence's info string: "sh", "go", "python", "js", "yaml", ...
 	text   string
 	line   int    // of its opening fence, for messages
 	marker string // the text of a `<!-- readme_test: ... -->` comment just above it
+	saveAs string // the file the text just above it says to save it as ("save as `FILE`:")
 }
 
-var markerRe = regexp.MustCompile(`^<!-- readme_test: (.+) -->$`)
+var (
+	markerRe = regexp.MustCompile(`^<!-- readme_test: (.+) -->$`)
+	saveAsRe = regexp.MustCompile("[Ss]ave (?:this |it )?as `([^`]+)`:$")
+)
 
 // readmeBlocks returns the fenced blocks of a markdown text.
 func readmeBlocks(text string) []readmeBlock {
 	var blocks []readmeBlock
 	var cur *readmeBlock
-	marker := ""
+	marker, saveAs := "", ""
 	n := 0
 	for line := range strings.Lines(text) {
 		n++
 		trimmed := strings.TrimRight(line, "\n")
 		switch {
 		case cur == nil && strings.HasPrefix(trimmed, "```"):
-			cur = &readmeBlock{lang: strings.TrimPrefix(trimmed, "```"), line: n, marker: marker}
-			marker = ""
+			cur = &readmeBlock{lang: strings.TrimPrefix(trimmed, "```"), line: n, marker: marker, saveAs: saveAs}
+			marker, saveAs = "", ""
 		case cur != nil && trimmed == "```":
 			blocks = append(blocks, *cur)
 			cur = nil
@@ -51,7 +74,10 @@ func readmeBlocks(text string) []readmeBlock {
 			if m := markerRe.FindStringSubmatch(trimmed); m != nil {
 				marker = m[1]
 			} else if strings.TrimSpace(trimmed) != "" {
-				marker = ""
+				marker, saveAs = "", ""
+				if m := saveAsRe.FindStringSubmatch(trimmed); m != nil {
+					saveAs = m[1]
+				}
 			}
 		}
 	}
@@ -182,6 +208,58 @@ func matchOutput(want []string, code int, stdout, stderr string) error {
 	return nil
 }
 
+var (
+	// idRe is an ID of any layout made in this century: 15 to 20 digits
+	// (instants, even in milliseconds, have 13).
+	idRe         = regexp.MustCompile(`\b\d{15,20}\b`)
+	layoutFlagRe = regexp.MustCompile(`--layout[ =](\w+)`)
+)
+
+// sameIssuers compares the IDs a transcript shows with those the command
+// printed, in order. matchOutput lets IDs differ; here each pair, decoded
+// in the layout the command names (else the default, make run's too),
+// must agree on everything but the time and the sequence: a shown ID then
+// claims the machine ID and publish method the command really issues with.
+func sameIssuers(cmd string, want []string, stdout string) error {
+	layout := core.Sorted
+	if m := layoutFlagRe.FindStringSubmatch(cmd); m != nil {
+		l, err := core.ParseLayout(m[1])
+		if err != nil {
+			return err
+		}
+		layout = l
+	}
+	codec, err := core.NewCodec(layout, time.Time{})
+	if err != nil {
+		return err
+	}
+	shown, got := idRe.FindAllString(strings.Join(want, "\n"), -1), idRe.FindAllString(stdout, -1)
+	if len(shown) != len(got) {
+		return fmt.Errorf("shows %d IDs, printed %d", len(shown), len(got))
+	}
+	explain := func(s string) (core.Explanation, error) {
+		id, err := core.ParseID(s)
+		return codec.Explain(id), err
+	}
+	for i := range shown {
+		a, errA := explain(shown[i])
+		b, errB := explain(got[i])
+		if err := errors.Join(errA, errB); err != nil {
+			return err
+		}
+		if a.Version != b.Version || a.Type != b.Type || a.Method != b.Method || a.Machine != b.Machine {
+			return fmt.Errorf("the ID shown, %s, is %s in the %s layout; the one printed, %s, is %s",
+				shown[i], issuer(a), layout, got[i], issuer(b))
+		}
+	}
+	return nil
+}
+
+// issuer says who issued an ID, as far as its bits tell.
+func issuer(e core.Explanation) string {
+	return fmt.Sprintf("version=%d type=%s method=%s machine=%d", e.Version, e.Type, e.Method, e.Machine)
+}
+
 // The README's shell lines work as written: every `vesta` command of its
 // sh blocks (and those of the pages split out of it) that issues, builds
 // or explains IDs runs in-process, pipes included, exits 0 and prints what
@@ -239,6 +317,8 @@ func TestREADMECommands(t *testing.T) {
 				}
 				if err := matchOutput(st.want, r.code, r.stdout, r.stderr); err != nil {
 					t.Errorf("%s: %q: %v", where, st.cmd, err)
+				} else if err := sameIssuers(st.cmd, st.want, r.stdout); r.code == 0 && err != nil {
+					t.Errorf("%s: %q: %v", where, st.cmd, err)
 				}
 				ran++
 			}
@@ -246,6 +326,67 @@ func TestREADMECommands(t *testing.T) {
 	}
 	if ran < 4 {
 		t.Fatalf("ran %d README commands; the README's sh blocks were not found", ran)
+	}
+}
+
+// The IDs shown are compared by who issued them.
+func TestREADMESameIssuers(t *testing.T) {
+	for _, tc := range []struct {
+		name, cmd string
+		want      []string
+		stdout    string
+		ok        bool
+	}{
+		{"another server", "curl x", []string{"259675731686064502"}, "259676290030764236\n", false},            // rest 1023, rest 1022
+		{"same machine and method", "curl x", []string{"259005214277304545"}, "259675731686064502\n", true},    // rest 1023 both
+		{"another machine", "curl x", []string{"259005213749870817"}, "259005214277304545\n", false},           // rest 520, rest 1023
+		{"another method", "x", []string{`{"id":"259675730612322679"}`}, `{"id":"259675731686064502"}`, false}, // central, rest
+		{"in the layout named", "vesta make --layout leaf", []string{"1741610183685066851"}, "1741610183685066851\n", true},
+		{"a leaf worker", "vesta make --layout leaf", []string{"1741610183685066851"}, "1741610183685070947\n", false}, // worker 5, 6
+		{"an ID missing", "x", []string{"259005214277304545 259005214277304546"}, "259005214277304545\n", false},
+		{"instants are no IDs", "x", []string{"1796112171536"}, "1796112171999\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := sameIssuers(tc.cmd, tc.want, tc.stdout); (err == nil) != tc.ok {
+				t.Fatalf("sameIssuers: %v; want ok=%v", err, tc.ok)
+			}
+		})
+	}
+}
+
+var (
+	benchFigureRe = regexp.MustCompile(`×[\d,.]*\d|\d[\d,.]*\d|\d`)
+	benchGoalRe   = regexp.MustCompile(`\(goal [^)]*\)`)
+)
+
+// The README's benchmark figures are BENCHMARKS.md's: every ratio (×N)
+// of its table's last column is written there as it is, every other
+// figure there as a number, so a row cannot outlive a new measurement
+// unnoticed. Goals, in parentheses, are not figures.
+func TestREADMEBenchmarks(t *testing.T) {
+	files := repoFiles(t, "README.md", "BENCHMARKS.md")
+	readme, bench := files[0], []byte(files[1])
+	_, section, _ := strings.Cut(readme, "\n## Benchmarks\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	rows := 0
+	for line := range strings.Lines(section) {
+		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+		if len(cells) != 3 || strings.HasPrefix(cells[0], "---") || strings.TrimSpace(cells[0]) == "what" {
+			continue
+		}
+		rows++
+		for _, f := range benchFigureRe.FindAllString(benchGoalRe.ReplaceAllString(cells[2], ""), -1) {
+			found := strings.Contains(string(bench), f)
+			if !strings.HasPrefix(f, "×") {
+				found = regexp.MustCompile(`(^|[^\d.,])` + regexp.QuoteMeta(f) + `($|[^\d.,])`).Match(bench)
+			}
+			if !found {
+				t.Errorf("README's benchmark row %q: %s is nowhere in BENCHMARKS.md", strings.TrimSpace(cells[0]), f)
+			}
+		}
+	}
+	if rows < 10 {
+		t.Fatalf("read %d rows of README's benchmark table", rows)
 	}
 }
 
