@@ -109,9 +109,8 @@ func TestNewKeys(t *testing.T) {
 	}
 }
 
-// Tenants and kinds: what names are taken, and that each one is a key of
-// its own (the derivation's info is length-prefixed: "a" + "bc" is not
-// "ab" + "c").
+// Tenants and kinds: what names are taken, and that each pair is a key of
+// its own.
 func TestNames(t *testing.T) {
 	keys := mustKeys(t, keyLine(0, 1))
 	for _, c := range []struct {
@@ -136,7 +135,7 @@ func TestNames(t *testing.T) {
 		}
 	}
 	seen := map[string]string{}
-	for _, tk := range [][2]string{{"a", "bc"}, {"ab", "c"}, {"", "abc"}, {"abc", ""}, {"a", "b"}, {"b", "a"}} {
+	for _, tk := range [][2]string{{"a", "bc"}, {"ab", "c"}, {"", "abc"}, {"abc", ""}, {"a", "b"}, {"b", "a"}, {"x", "k"}, {"y", "k"}} {
 		m := mustMasker(t, keys, tk[0], tk[1], mask.Check{Off: true})
 		text := m.Mask(1)
 		text = text[len(text)-mask.TextLen:]
