@@ -70,6 +70,22 @@ type Range struct {
 	Count uint16
 }
 
+// CheckOf is the check of the IDs generators of cfg issue (its layout,
+// epoch, type, version, MaxBorrow and clock) from the machine ranges of
+// the embedded and server publish methods; core's zero defaults hold
+// (the zero Epoch is the layout's own). It fails as core.NewCodec does.
+func CheckOf(cfg core.Config, embedded, server Range) (Check, error) {
+	codec, err := core.NewCodec(cfg.Layout, cfg.Epoch)
+	if err != nil {
+		return Check{}, fmt.Errorf("%w: %w", ErrCheck, err)
+	}
+	c := Check{Codec: codec, Type: cfg.Type, Version: cfg.Version, Embedded: embedded, Server: server, MaxBorrow: cfg.MaxBorrow}
+	if cfg.Clock != nil {
+		c.Now = cfg.Clock.Now
+	}
+	return c, nil
+}
+
 // Validate reports the first field that cannot be used, by name.
 func (c Check) Validate() error {
 	_, err := c.compile()

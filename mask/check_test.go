@@ -120,3 +120,19 @@ func TestMaskAllocs(t *testing.T) {
 }
 
 var sink string
+
+func TestCheckOf(t *testing.T) {
+	clock := core.NewManualClock(now)
+	c, err := mask.CheckOf(core.Config{Layout: core.Vesta, Type: core.MinGranularity, Version: 1, MaxBorrow: 2 * time.Second, Clock: clock},
+		mask.Range{First: 0, Count: 10}, mask.Range{First: 1000, Count: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Codec.Layout() != core.Vesta || !c.Codec.Epoch().Equal(core.VestaEpoch) || c.Type != core.MinGranularity || c.Version != 1 ||
+		c.MaxBorrow != 2*time.Second || c.Embedded.Count != 10 || c.Server.First != 1000 || !c.Now().Equal(now) {
+		t.Errorf("CheckOf = %+v", c)
+	}
+	if _, err := mask.CheckOf(core.Config{Layout: core.Leaf, Epoch: now}, mask.Range{}, mask.Range{}); !errors.Is(err, mask.ErrCheck) {
+		t.Errorf("leaf with another epoch: %v", err)
+	}
+}
