@@ -85,8 +85,12 @@ func ParseKeys(text string) (*Keys, error) {
 			}
 			current = int(slot)
 		default:
-			// The line may hold a secret: only its first word is shown.
-			return nil, fmt.Errorf(`%w: line %d begins %q; want "slot N SECRET" or "current N"`, ErrKeys, n, clip(f[0]))
+			// The line may hold a secret: its first word is shown only
+			// when it reads as a mistyped keyword.
+			if w := f[0]; len(w) <= 12 && strings.Trim(strings.ToLower(w), "abcdefghijklmnopqrstuvwxyz") == "" {
+				return nil, fmt.Errorf(`%w: line %d begins %q; want "slot N SECRET" or "current N"`, ErrKeys, n, w)
+			}
+			return nil, fmt.Errorf(`%w: line %d does not begin with slot or current (its text not shown); want "slot N SECRET" or "current N"`, ErrKeys, n)
 		}
 	}
 	return newKeys(current, k.secrets)

@@ -36,7 +36,7 @@ func TestParseKeys(t *testing.T) {
 		{"short secret", "slot 0 " + short, -1, "", "15 bytes; want at least 16"},
 		{"not base64", "slot 0 not*base64*at*all*but*long", -1, "", "not base64 (value not shown)"},
 		{"unknown line", "key 0 " + s3, -1, "", `line 1 begins "key"`},
-		{"a bare secret", s3, -1, "", "line 1 begins"},
+		{"a bare secret", s3, -1, "", "line 1 does not begin with slot or current (its text not shown)"},
 		{"current twice", "slot 0 " + s3 + "\ncurrent 0\ncurrent 0", -1, "", "current given twice"},
 	}
 	for _, c := range cases {
@@ -45,7 +45,7 @@ func TestParseKeys(t *testing.T) {
 			if !errors.Is(err, mask.ErrKeys) || !strings.Contains(err.Error(), c.why) {
 				t.Errorf("%s: %v; want ErrKeys saying %q", c.name, err, c.why)
 			}
-			if err != nil && (strings.Contains(err.Error(), s3) || strings.Contains(err.Error(), "long")) {
+			if err != nil && (strings.Contains(err.Error(), s3[:12]) || strings.Contains(err.Error(), "long")) {
 				t.Errorf("%s: the error shows the secret: %v", c.name, err)
 			}
 			continue
