@@ -70,13 +70,17 @@ func (c Config) MaskCheck() (mask.Check, error) {
 	return c.maskCheck(), nil
 }
 
-// Masks returns the maskers of mask.key under MaskCheck, for servers and
-// the CLI. Without a key the error, a *KeyError naming mask.key_file,
-// matches mask.ErrNoKeys: masking is off. It validates c first.
-func (c Config) Masks() (*mask.Maskers, error) {
+// Masks returns the maskers of mask.key under MaskCheck read on clock
+// (nil: the system clock), for servers and the CLI. Without a key the
+// error, a *KeyError naming mask.key_file, matches mask.ErrNoKeys: masking
+// is off. It validates c first.
+func (c Config) Masks(clock core.Clock) (*mask.Maskers, error) {
 	check, err := c.MaskCheck()
 	if err != nil {
 		return nil, err
+	}
+	if clock != nil {
+		check.Now = clock.Now
 	}
 	if c.Mask.Key == "" {
 		return nil, &KeyError{Key: "mask.key_file", err: mask.ErrNoKeys,

@@ -29,7 +29,7 @@ func TestMaskKey(t *testing.T) {
 		{"VESTA_MASK_KEY=slot 0 " + maskSecret0 + "; slot 1 " + maskSecret1 + "; current 1"},
 	} {
 		l := mustLoad(t, conf.Options{Env: env})
-		ms, err := l.Config.Masks()
+		ms, err := l.Config.Masks(nil)
 		if err != nil {
 			t.Fatalf("%s: Masks: %v", env, err)
 		}
@@ -56,7 +56,7 @@ func TestMaskKey(t *testing.T) {
 	_, err = conf.Load(conf.Options{Env: []string{"VESTA_MASK_KEY_FILE=" + t.TempDir() + "/missing"}})
 	wantKeyErrors(t, err, "mask.key_file", "no such file")
 
-	_, err = mustLoad(t, conf.Options{Env: []string{}}).Config.Masks()
+	_, err = mustLoad(t, conf.Options{Env: []string{}}).Config.Masks(nil)
 	var ke *conf.KeyError
 	if !errors.Is(err, mask.ErrNoKeys) || !errors.As(err, &ke) || ke.Key != "mask.key_file" || !strings.Contains(err.Error(), "VESTA_MASK_KEY") {
 		t.Errorf("no key: %v; want a KeyError naming mask.key_file and matching mask.ErrNoKeys", err)
