@@ -4,6 +4,7 @@ import (
 	"encoding/base32"
 	"encoding/binary"
 	"testing"
+	"time"
 
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/mask"
@@ -175,4 +176,95 @@ func TestHideStyleAnchor(t *testing.T) {
 			t.Errorf("hide-style inverse of %d: %d", v, got)
 		}
 	}
+}
+
+// BenchmarkSideBySide runs the three of each direction in turns of 4096
+// calls within one loop, so that load from other processes falls on all
+// of them alike, and reports each one's ns per call and speck's ratios:
+// the figures of BENCHMARKS.md.
+func BenchmarkSideBySide(b *testing.B) {
+	const chunk = 4096
+	m, id := benchMasker(b)
+	texts := make([]string, chunk)
+	hideTexts := make([]string, chunk)
+	rawTexts := make([][]byte, chunk)
+	for i := range chunk {
+		v := id + core.ID(i)
+		texts[i] = m.Mask(v)
+		hideTexts[i] = mask.Text{Bits: uint64(v)*hidePrime ^ hideXOR}.String()
+		var raw [8]byte
+		binary.BigEndian.PutUint64(raw[:], uint64(v))
+		rawTexts[i] = crockford.AppendEncode(nil, raw[:])
+	}
+	buf := make([]byte, 0, 32)
+	var raw [8]byte
+	var sum uint64
+	variants := []struct {
+		name string
+		run  func()
+	}{
+		{"mask-speck", func() {
+			for i := range chunk {
+				buf = m.AppendMask(buf[:0], id+core.ID(i))
+			}
+		}},
+		{"mask-hide", func() {
+			for i := range chunk {
+				buf = mask.Text{Bits: (uint64(id)+uint64(i))*hidePrime ^ hideXOR}.AppendTo(buf[:0])
+			}
+		}},
+		{"mask-base32", func() {
+			for i := range chunk {
+				binary.BigEndian.PutUint64(raw[:], uint64(id)+uint64(i))
+				buf = crockford.AppendEncode(buf[:0], raw[:])
+			}
+		}},
+		{"unmask-speck", func() {
+			for _, s := range texts {
+				v, err := m.Unmask(s)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sum += uint64(v)
+			}
+		}},
+		{"unmask-hide", func() {
+			for _, s := range hideTexts {
+				t, err := mask.Parse(s)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sum += (t.Bits ^ hideXOR) * hideInverse
+			}
+		}},
+		{"unmask-base32", func() {
+			for _, s := range rawTexts {
+				if _, err := crockford.Decode(raw[:], s); err != nil {
+					b.Fatal(err)
+				}
+				sum += binary.BigEndian.Uint64(raw[:])
+			}
+		}},
+	}
+	spent := make([]time.Duration, len(variants))
+	rounds := max(1, b.N/chunk)
+	b.ResetTimer()
+	for range rounds {
+		for j, v := range variants {
+			t0 := time.Now()
+			v.run()
+			spent[j] += time.Since(t0)
+		}
+	}
+	b.StopTimer()
+	benchSink = sum
+	ns := func(j int) float64 { return float64(spent[j]) / float64(rounds*chunk) }
+	for j, v := range variants {
+		b.ReportMetric(ns(j), v.name+"-ns")
+	}
+	b.ReportMetric(ns(0)/ns(1), "mask-speck/hide")
+	b.ReportMetric(ns(0)/ns(2), "mask-speck/base32")
+	b.ReportMetric(ns(3)/ns(4), "unmask-speck/hide")
+	b.ReportMetric(ns(3)/ns(5), "unmask-speck/base32")
+	b.ReportMetric(0, "ns/op") // the per-variant figures above are the result
 }
