@@ -1,7 +1,6 @@
 package central_test
 
 import (
-	"encoding/base64"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,28 +9,8 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/machineid"
-	"github.com/vesta-go/vesta/mask"
+	"github.com/vesta-go/vesta/internal/testkit/masktest"
 )
-
-// testMasks are the maskers of a server of gen: a test key, the check of
-// gen's shape and the default ranges.
-func testMasks(t testing.TB, gen *core.Generator, cfg core.Config) *mask.Maskers {
-	t.Helper()
-	keys, err := mask.ParseKeys("slot 0 " + base64.StdEncoding.EncodeToString([]byte("the central server's test secret")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	check, err := mask.CheckOf(cfg, mask.Range(machineid.DefaultEmbeddedRange), mask.Range(machineid.DefaultServerRange))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := mask.NewMaskers(keys, check)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ms
-}
 
 // Vesta.Mask and Vesta.Unmask over a real connection, in each layout: the
 // server's IDs come back from their masks; a mask of another kind, a
@@ -42,7 +21,7 @@ func TestMaskProcedures(t *testing.T) {
 	for _, cfg := range []core.Config{{}, {Layout: core.Vesta, Type: core.MinGranularity}, {Layout: core.Leaf, Type: core.MinGranularity}} {
 		t.Run(cfg.Layout.String(), func(t *testing.T) {
 			gen := newGen(t, cfg)
-			ms := testMasks(t, gen, cfg)
+			ms := masktest.Maskers(t, cfg)
 			_, addr := serve(t, gen, central.Config{MaxBatch: 100, Masks: ms})
 			p := dial(t, addr)
 

@@ -2,7 +2,6 @@ package client_test
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"slices"
 	"strings"
@@ -13,7 +12,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/internal/testkit/masktest"
 	"github.com/vesta-go/vesta/mask"
 )
 
@@ -21,18 +20,7 @@ import (
 // fleet's servers share their configuration.
 func maskServers(t testing.TB) ([]*centralServer, *mask.Maskers) {
 	t.Helper()
-	keys, err := mask.ParseKeys("slot 0 " + base64.StdEncoding.EncodeToString([]byte("the client tests' shared secret!")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	check, err := mask.CheckOf(core.Config{MaxBorrow: time.Second}, mask.Range(machineid.DefaultEmbeddedRange), mask.Range(machineid.DefaultServerRange))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := mask.NewMaskers(keys, check)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms := masktest.Maskers(t, core.Config{MaxBorrow: time.Second})
 	var out []*centralServer
 	for i := range 2 {
 		out = append(out, startCentral(t, core.MachineID(1000+i), central.Config{Masks: ms, MaxBatch: 300}))

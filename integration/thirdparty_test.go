@@ -10,6 +10,7 @@ import (
 
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit"
+	"github.com/vesta-go/vesta/internal/testkit/masktest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/segment"
 	"github.com/vesta-go/vesta/segment/redisstore"
@@ -39,7 +40,7 @@ func TestThirdPartyClient(t *testing.T) {
 	}
 	p := serve(t, "py", serverEnv(t, nil, "", 0, "VESTA_MACHINE_ID", "1000", "VESTA_ID_LAYOUT", "vesta",
 		"VESTA_SEGMENT_STORE", "redis", "VESTA_SEGMENT_REDIS_ADDRS", rds.Addr(),
-		"VESTA_MASK_KEY", "slot 0 c2VjcmV0IGZvciB0aGUgZXhhbXBsZSBvbmx5IQ=="))
+		"VESTA_MASK_KEY", masktest.KeyText))
 	out, err := exec.Command(python, "testdata/msgpack_rpc_client.py", p.Central).Output()
 	if err != nil {
 		t.Fatalf("client: %v %s", err, out)

@@ -1,7 +1,6 @@
 package rest_test
 
 import (
-	"encoding/base64"
 	"net/http"
 	"net/url"
 	"strings"
@@ -10,7 +9,7 @@ import (
 
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
-	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/internal/testkit/masktest"
 	"github.com/vesta-go/vesta/mask"
 	"github.com/vesta-go/vesta/rest"
 )
@@ -21,19 +20,8 @@ func maskServer(t *testing.T) (*rest.Server, *core.Generator, *mask.Maskers) {
 	t.Helper()
 	cfg := core.Config{Machine: 1023}
 	gen, clock := gentest.Manual(t, cfg, time.Date(2026, 12, 1, 18, 33, 8, 0, time.UTC))
-	keys, err := mask.ParseKeys("slot 0 " + base64.StdEncoding.EncodeToString([]byte("the REST server's test secret...")))
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg.Clock = clock
-	check, err := mask.CheckOf(cfg, mask.Range(machineid.DefaultEmbeddedRange), mask.Range(machineid.DefaultServerRange))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := mask.NewMaskers(keys, check)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms := masktest.Maskers(t, cfg)
 	return newServer(t, gen, rest.Config{MaxBatch: 50, Masks: ms}), gen, ms
 }
 

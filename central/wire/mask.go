@@ -60,18 +60,11 @@ func decodeMaskParams(params []byte, dst any) (err error, ok bool) {
 }
 
 // idArray reads an array of IDs, each as a field value is (an unsigned
-// integer, or its decimal text). Its length is bounded by the frame's
-// bytes, one at least per ID.
+// integer, or its decimal text).
 func (r *reader) idArray(name string) ([]uint64, error) {
-	if r.isNil() {
-		return nil, fmt.Errorf("null; want an array")
-	}
-	n, err := r.arrayLen()
+	n, err := r.arrayOf()
 	if err != nil {
 		return nil, err
-	}
-	if n > uint64(len(r.b)-r.i) {
-		return nil, fmt.Errorf("%w: %d items in %d bytes", ErrMalformed, n, len(r.b)-r.i)
 	}
 	out := make([]uint64, 0, n)
 	for i := range n {
@@ -87,17 +80,28 @@ func (r *reader) idArray(name string) ([]uint64, error) {
 	return out, nil
 }
 
-// strArray reads an array of strings of at most max bytes of UTF-8.
-func (r *reader) strArray(max int) ([]string, error) {
+// arrayOf reads the header of an array argument: not nil, and no more
+// items than bytes left, so what is allocated for them is bounded by the
+// frame.
+func (r *reader) arrayOf() (uint64, error) {
 	if r.isNil() {
-		return nil, fmt.Errorf("null; want an array")
+		return 0, fmt.Errorf("null; want an array")
 	}
 	n, err := r.arrayLen()
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	if n > uint64(len(r.b)-r.i) {
-		return nil, fmt.Errorf("%w: %d items in %d bytes", ErrMalformed, n, len(r.b)-r.i)
+		return 0, fmt.Errorf("%w: %d items in %d bytes", ErrMalformed, n, len(r.b)-r.i)
+	}
+	return n, nil
+}
+
+// strArray reads an array of strings of at most max bytes of UTF-8.
+func (r *reader) strArray(max int) ([]string, error) {
+	n, err := r.arrayOf()
+	if err != nil {
+		return nil, err
 	}
 	out := make([]string, 0, n)
 	for i := range n {

@@ -34,19 +34,7 @@ func TestDecodeMaskParams(t *testing.T) {
 		{"kind not UTF-8", params(t, map[string]any{"ids": []any{1}, "kind": []byte{0xff}}), wire.MaskParams{}, "not UTF-8"},
 		{"unknown field", params(t, map[string]any{"ids": []any{1}, "count": 1}), wire.MaskParams{}, `unknown field "count"`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var got wire.MaskParams
-			err := wire.DecodeParams(tc.params, &got)
-			if tc.wantErr == "" {
-				if err != nil || !reflect.DeepEqual(got, tc.want) {
-					t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
-				}
-				return
-			}
-			if !errors.Is(err, &api.Error{Code: api.InvalidArgument}) || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("error %v; want invalid_argument containing %q", err, tc.wantErr)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { decodeCase(t, tc.params, tc.want, tc.wantErr) })
 	}
 }
 
@@ -65,19 +53,24 @@ func TestDecodeUnmaskParams(t *testing.T) {
 		{"a mask a number", params(t, map[string]any{"masks": []any{"a", 5}}), wire.UnmaskParams{}, "masks: [1]: want string"},
 		{"ids given", params(t, map[string]any{"masks": []any{}, "ids": []any{1}}), wire.UnmaskParams{}, `unknown field "ids"`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var got wire.UnmaskParams
-			err := wire.DecodeParams(tc.params, &got)
-			if tc.wantErr == "" {
-				if err != nil || !reflect.DeepEqual(got, tc.want) {
-					t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
-				}
-				return
-			}
-			if !errors.Is(err, &api.Error{Code: api.InvalidArgument}) || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("error %v; want invalid_argument containing %q", err, tc.wantErr)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { decodeCase(t, tc.params, tc.want, tc.wantErr) })
+	}
+}
+
+// decodeCase decodes params into a T: want, or an invalid_argument
+// error containing wantErr.
+func decodeCase[T any](t *testing.T, params []byte, want T, wantErr string) {
+	t.Helper()
+	var got T
+	err := wire.DecodeParams(params, &got)
+	if wantErr == "" {
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("got %+v, %v; want %+v", got, err, want)
+		}
+		return
+	}
+	if !errors.Is(err, &api.Error{Code: api.InvalidArgument}) || !strings.Contains(err.Error(), wantErr) {
+		t.Fatalf("error %v; want invalid_argument containing %q", err, wantErr)
 	}
 }
 

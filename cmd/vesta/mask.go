@@ -91,21 +91,7 @@ and mask.not_before.
 			}
 			return writeMaskLine(w, asJSON, id, m.Mask(id), true)
 		}
-		var errs []error
-		each := func(s string) {
-			if err := one(s); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		if len(args) > 0 {
-			for _, a := range args {
-				each(a)
-			}
-		} else if err := eachLine(cmd.InOrStdin(), each); err != nil {
-			errs = append(errs, err)
-		}
-		errs = append(errs, w.Flush())
-		return errors.Join(errs...)
+		return errors.Join(eachInput(cmd, args, one), w.Flush())
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&tenant, "tenant", "", "the tenant the masks are bound to; empty: the deployment's one tenant")

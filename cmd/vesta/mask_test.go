@@ -15,9 +15,10 @@ import (
 	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/masktest"
 )
 
-const testMaskKey = "slot 0 c2VjcmV0IGZvciB0aGUgZXhhbXBsZSBvbmx5IQ==\n"
+const testMaskKey = masktest.KeyText + "\n"
 
 // maskKeyFile writes a key file and points VESTA_MASK_KEY_FILE at it for
 // the test.

@@ -1,7 +1,6 @@
 package browser_test
 
 import (
-	"encoding/base64"
 	"strings"
 	"testing"
 	"time"
@@ -9,8 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
-	"github.com/vesta-go/vesta/machineid"
-	"github.com/vesta-go/vesta/mask"
+	"github.com/vesta-go/vesta/internal/testkit/masktest"
 	"github.com/vesta-go/vesta/rest"
 )
 
@@ -24,18 +22,7 @@ func TestPageMasksInBrowser(t *testing.T) {
 	cfg := core.Config{Machine: 1023}
 	gen, clock := gentest.Manual(t, cfg, now)
 	cfg.Clock = clock
-	keys, err := mask.ParseKeys("slot 0 " + base64.StdEncoding.EncodeToString([]byte("the page test's masking secret..")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	check, err := mask.CheckOf(cfg, mask.Range(machineid.DefaultEmbeddedRange), mask.Range(machineid.DefaultServerRange))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := mask.NewMaskers(keys, check)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms := masktest.Maskers(t, cfg)
 	orders, _ := ms.Masker("acme", "ord")
 	base := openServer(t, gen, rest.Config{Masks: ms})
 	plain := openServer(t, gen, rest.Config{})
