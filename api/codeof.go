@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/mask"
 	"github.com/vesta-go/vesta/segment"
 )
 
@@ -22,11 +23,15 @@ var errorCodes = []struct {
 }{
 	{LeaseLost, []error{core.ErrFenced}},
 	{Clock, []error{core.ErrClockBehind, core.ErrBeforeEpoch, core.ErrEndOfTime}},
-	{NotFound, []error{segment.ErrUnknownTag}},
+	// Masking off (no key) is answered as sequences off are: the server
+	// lacks what the call names, and the servers of a fleet share one
+	// configuration.
+	{NotFound, []error{segment.ErrUnknownTag, mask.ErrNoKeys}},
 	{Unavailable, []error{core.ErrGuard, core.ErrClosed, core.ErrBusy, segment.ErrUnavailable, segment.ErrClosed,
 		context.DeadlineExceeded, context.Canceled}},
 	{InvalidArgument, []error{core.ErrOutOfRange, core.ErrInvalidCount, core.ErrInvalidID, core.ErrUnknownName,
-		segment.ErrInvalidTag, segment.ErrInvalidCount}},
+		segment.ErrInvalidTag, segment.ErrInvalidCount,
+		mask.ErrSyntax, mask.ErrWrongKind, mask.ErrRetired, mask.ErrImplausible, mask.ErrName}},
 }
 
 // CodeOf returns the code err is answered with: the code of an *Error it

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/mask"
 )
 
 // One mapping serves the central and REST servers: every error a call can
@@ -31,6 +32,12 @@ func TestCodeOf(t *testing.T) {
 		{core.ErrInvalidCount, api.InvalidArgument},
 		{core.ErrInvalidID, api.InvalidArgument},
 		{core.ErrUnknownName, api.InvalidArgument},
+		{mask.ErrSyntax, api.InvalidArgument},
+		{mask.ErrWrongKind, api.InvalidArgument},
+		{mask.ErrRetired, api.InvalidArgument},
+		{mask.ErrImplausible, api.InvalidArgument},
+		{mask.ErrName, api.InvalidArgument},
+		{mask.ErrNoKeys, api.NotFound},
 		{api.Errorf(api.Unavailable, "too many waiting calls"), api.Unavailable},
 		{errors.New("disk on fire"), api.Internal},
 		{nil, ""},

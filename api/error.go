@@ -18,8 +18,9 @@ const (
 	// generator, time guard store failing, overloaded). Another may.
 	Unavailable Code = "unavailable"
 	// NotFound: the call names something this server does not have: an
-	// unknown tag of segment sequences, or sequences off. Retrying
-	// elsewhere will not help (the servers of a fleet share one store).
+	// unknown tag of segment sequences, sequences off, or masking off (no
+	// key). Retrying elsewhere will not help (the servers of a fleet share
+	// one store and one configuration).
 	NotFound Code = "not_found"
 	// LeaseLost: the server lost its machine-ID lease and is fenced.
 	LeaseLost Code = "lease_lost"

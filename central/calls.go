@@ -120,6 +120,9 @@ func (c *conn) compute(req wire.Request) answer {
 			return c.argError(err)
 		}
 		return answer{value: c.s.info()}
+
+	case wire.ProcMask, wire.ProcUnmask: // mask.go
+		return c.maskCall(req)
 	}
 	return answer{err: api.Errorf(api.InvalidArgument, "unknown method %q", req.Procedure)}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/connlimit"
+	"github.com/vesta-go/vesta/mask"
 )
 
 // Defaults, used for zero Config fields.
@@ -120,6 +121,10 @@ type Config struct {
 	// sequences; a *segment.Sequencer, which the caller owns and closes after
 	// the server). Nil answers them invalid_argument: sequences are off.
 	Sequences Sequences
+	// Masks serves Vesta.Mask and Vesta.Unmask (package mask: the key,
+	// and the check of the IDs the deployment issues). Nil answers them
+	// not_found: masking is off.
+	Masks *mask.Maskers
 }
 
 // DefaultConfig returns the defaults, spelled out.

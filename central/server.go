@@ -31,7 +31,9 @@ import (
 // Vesta.TakeIDs {count} -> {ids, retry_after_ms}; Vesta.ExpID {id} -> map;
 // Vesta.MakeID {time, seq, machine?, method?, type?, version?} -> uint64;
 // Vesta.TransTime {time, type?} -> map; Vesta.Info -> map; with Config.Sequences,
-// Vesta.NextSeq {tag} -> int64 and Vesta.NextSeqs {tag, count} -> [int64...].
+// Vesta.NextSeq {tag} -> int64 and Vesta.NextSeqs {tag, count} -> [int64...];
+// with Config.Masks, Vesta.Mask {ids, tenant?, kind?} -> [str...] and
+// Vesta.Unmask {masks, tenant?, kind?} -> [uint64...].
 //
 // At the sequence's ceiling (about a million IDs a second, about four
 // million in the leaf layout, plus the generator's MaxBorrow), TakeIDs answers at once with the IDs it can give

@@ -153,6 +153,16 @@
 // calls over several servers sees them unordered (NextSeqs sorts its
 // batch).
 //
+// # Masking
+//
+// Mask and Unmask turn IDs into public texts that hide their time,
+// machine and count, per tenant and kind, and back (package mask), through
+// Vesta.Mask and Vesta.Unmask: the servers hold the key, so applications
+// need none. They are retried on other servers as sequence calls are, and
+// have no fallback (without a server there is no key). A text that is no
+// mask of the tenant and kind fails Unmask with invalid_argument naming
+// it; a server without a key answers not_found.
+//
 // # Metrics
 //
 // With Config.Registerer the client exports:

@@ -28,6 +28,7 @@ type Config struct {
 	REST      RESTConfig      `koanf:"rest"`
 	Client    ClientConfig    `koanf:"client"`
 	Segment   SegmentConfig   `koanf:"segment"` // segment.go
+	Mask      MaskConfig      `koanf:"mask"`    // mask.go
 	Metrics   MetricsConfig   `koanf:"metrics"`
 	Log       LogConfig       `koanf:"log"`
 }

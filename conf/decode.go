@@ -88,8 +88,8 @@ func textHook(from, to reflect.Type, data any) (any, error) {
 	return nil, err
 }
 
-// epochHook reads id.epoch: RFC 3339, or "" for the zero Time (the
-// layout's own epoch).
+// epochHook reads the instants, id.epoch and mask.not_before: RFC 3339,
+// or "" for the zero Time (the layout's own epoch; no bound).
 func epochHook(from, to reflect.Type, data any) (any, error) {
 	if to != timeType {
 		return data, nil
@@ -106,7 +106,7 @@ func epochHook(from, to reflect.Type, data any) (any, error) {
 			return t, nil
 		}
 	}
-	return nil, badValue(data, `want an RFC 3339 instant such as 2025-01-01T00:00:00Z, or "" for the layout's own epoch`)
+	return nil, badValue(data, `want an RFC 3339 instant such as 2025-01-01T00:00:00Z, or "" (id.epoch: the layout's own)`)
 }
 
 const wantDuration = "want a duration such as 1s, 250ms or 1m30s"

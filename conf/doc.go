@@ -31,20 +31,21 @@
 // integers, the epoch and the environment's lists.
 //
 // Secrets (machine.redis.password, machine.etcd.password, rest.token,
-// segment.dsn, segment.redis.password) may come from files (each key's
-// _file, as rest.token_file), which suits container secret mounts. They
-// are held as Secret values, which print and log as [redacted] (a DSN
-// with its password masked), so a logged Config never shows them; the
+// segment.dsn, segment.redis.password, mask.key) may come from files (each
+// key's _file, as rest.token_file), which suits container secret mounts;
+// the masking key has no flag, so that it is never on a command line.
+// They are held as Secret values, which print and log as [redacted] (a
+// DSN with its password masked), so a logged Config never shows them; the
 // _file keys hold paths and print as they are.
 //
 // Each setting is declared once. conf is a mapping: Config turns into the
 // Config of each package (Core, Embed, MachineID, CentralConfig,
-// RESTConfig, ClientConfig, SegmentSequencer), so that only this package
-// knows the file format, through one table per conversion (packages.go:
-// Go field -> YAML key). A key of a table means what its field means, as
-// the field's comment says, zero included; its default is the package's
-// DefaultConfig value and its Go type the field's. The keys in no table
-// are conf's own (ownKeys). A test walks every key of Config and checks
+// RESTConfig, ClientConfig, SegmentSequencer, MaskCheck and Masks), so
+// that only this package knows the file format, through one table per
+// conversion (packages.go: Go field -> YAML key). A key of a table means
+// what its field means, as the field's comment says, zero included; its
+// default is the package's DefaultConfig value and its Go type the
+// field's. The keys in no table are conf's own (ownKeys). A test walks every key of Config and checks
 // it against the tables, vesta.example.yaml, README's key list and the
 // environment.
 //

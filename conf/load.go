@@ -177,6 +177,7 @@ func Load(opts Options) (Loaded, error) {
 	l.readSecret(&cfg.REST.Token, &cfg.REST.TokenFile, "rest.token")
 	l.readSecret(&cfg.Segment.DSN, &cfg.Segment.DSNFile, "segment.dsn")
 	l.readSecret(&cfg.Segment.Redis.Password, &cfg.Segment.Redis.PasswordFile, "segment.redis.password")
+	l.readSecret(&cfg.Mask.Key, &cfg.Mask.KeyFile, "mask.key")
 
 	errs := append(l.errs, KeyErrors(cfg.Validate())...)
 	// Unknown keys first (a typo explains what follows), then in key order.

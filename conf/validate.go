@@ -54,6 +54,7 @@ func (c Config) Validate() error {
 	c.REST.validate(&ck, c.Central.Listen)
 	c.Client.validate(&ck)
 	c.Segment.validate(&ck)
+	c.validateMask(&ck)
 	c.Metrics.validate(&ck, c.Central.Listen, c.REST.Listen)
 	c.Log.validate(&ck)
 	c.validateReach(&ck)

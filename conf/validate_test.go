@@ -242,6 +242,9 @@ func invalidCases(t testing.TB) []struct {
 		{"segment.preload", func(c *conf.Config) { c.Segment.Preload = []string{"a", "a"} }, `"a" listed twice`},
 		{"segment.refresh_tags", func(c *conf.Config) { c.Segment.RefreshTags = time.Millisecond }, "RefreshTags: 1ms; want 0 (meaning 1m), negative (never) or 1s to 24h"},
 		{"segment.refresh_tags", func(c *conf.Config) { c.Segment.RefreshTags = 25 * time.Hour }, "RefreshTags: 25h0m0s; want"},
+		{"mask.key", func(c *conf.Config) { c.Mask.Key = "slot 0 c2hvcnQ=" }, "line 1: slot 0: the secret is 5 bytes; want at least 16"},
+		{"mask.key", func(c *conf.Config) { c.Mask.Key = "c2VjcmV0IGZvciB0aGUgZXhhbXBsZSBvbmx5IQ==" }, "line 1 does not begin with slot or current (its text not shown)"},
+		{"mask.not_before", func(c *conf.Config) { c.Mask.NotBefore = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC) }, "NotBefore: core: end of time"},
 	}
 }
 
@@ -270,6 +273,7 @@ var keysWithoutInvalidValues = []string{
 	"segment.dsn_file",            // read by Load: see TestSegmentSecretFiles
 	"segment.redis.password",      // any string
 	"segment.redis.password_file", // read by Load: see TestSegmentSecretFiles
+	"mask.key_file",               // read by Load: see TestMaskKey
 }
 
 func TestEveryKeyValidated(t *testing.T) {

@@ -14,6 +14,11 @@
 // an application switches between publish methods (embedded, central) by
 // configuration alone.
 //
+// Issuer.Masker masks IDs into public texts that hide their time,
+// machine and count, and unmasks them (package mask), refusing the texts
+// of IDs no issuer of its configuration writes before any lookup
+// (Issuer.MaskCheck); the key is the caller's, from mask.ReadKeyFile.
+//
 // Open does everything before it returns, which may include waiting: a
 // fresh Redis lease issues only after its takeover quarantine (lease TTL +
 // 2*max_clock_skew, package machineid), a clock behind the mark for up to

@@ -12,6 +12,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/issuedmetric"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/mask"
 )
 
 // ErrConfig: a Config field the issuer cannot use; the message names it.
@@ -104,6 +105,7 @@ func (c Config) core() core.Config {
 type Issuer struct {
 	gen   *core.Generator
 	lease *machineid.Lease
+	cfg   Config // for MaskCheck
 	// uncount ends the reads of the IDs issued, keeping the count; a
 	// no-op without a Registerer.
 	uncount func()
@@ -195,7 +197,7 @@ func (c *Claim) Open(ctx context.Context) (*Issuer, error) {
 		release(c.lease)
 		return nil, err
 	}
-	is := &Issuer{gen: gen, lease: c.lease, uncount: func() {}}
+	is := &Issuer{gen: gen, lease: c.lease, cfg: cfg, uncount: func() {}}
 	if cfg.Registerer != nil {
 		// The generator issues embedded IDs only: its own count is the
 		// method's, read when scraped, so NextID pays nothing for it.
@@ -261,6 +263,26 @@ func (is *Issuer) Make(p core.Partial) (core.ID, error) {
 // TransTime turns a time field of the issuer's type into an instant.
 func (is *Issuer) TransTime(units uint64) (time.Time, error) {
 	return is.gen.Codec().TransTime(is.gen.Type(), units)
+}
+
+// MaskCheck is what unmasking holds an ID to (mask.Check): the IDs of
+// this issuer's shape (layout, epoch, type, version, MaxBorrow, Clock)
+// that an embedded issuer or a server of its Machine ranges can have
+// issued. Set its NotBefore to refuse more.
+func (is *Issuer) MaskCheck() mask.Check {
+	c, err := mask.CheckOf(is.cfg.core(), mask.Range(is.cfg.Machine.Range(core.Embedded)), mask.Range(is.cfg.Machine.Range(core.Central)))
+	if err != nil {
+		panic("embed: an open issuer's shape has no codec: " + err.Error()) // Validate checked it
+	}
+	return c
+}
+
+// Masker returns a masker of tenant and kind (see package mask) under
+// keys, checked by MaskCheck: it masks IDs into texts that hide them, and
+// unmasks the texts of this deployment's IDs, refusing others before any
+// lookup.
+func (is *Issuer) Masker(keys *mask.Keys, tenant, kind string) (*mask.Masker, error) {
+	return mask.New(mask.Config{Keys: keys, Tenant: tenant, Kind: kind, Check: is.MaskCheck()})
 }
 
 // Generator exposes the core generator, for metrics and tests. IDs issued

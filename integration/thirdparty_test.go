@@ -10,6 +10,7 @@ import (
 
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit"
+	"github.com/vesta-go/vesta/internal/testkit/masktest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/segment"
 	"github.com/vesta-go/vesta/segment/redisstore"
@@ -38,7 +39,8 @@ func TestThirdPartyClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := serve(t, "py", serverEnv(t, nil, "", 0, "VESTA_MACHINE_ID", "1000", "VESTA_ID_LAYOUT", "vesta",
-		"VESTA_SEGMENT_STORE", "redis", "VESTA_SEGMENT_REDIS_ADDRS", rds.Addr()))
+		"VESTA_SEGMENT_STORE", "redis", "VESTA_SEGMENT_REDIS_ADDRS", rds.Addr(),
+		"VESTA_MASK_KEY", masktest.KeyText))
 	out, err := exec.Command(python, "testdata/msgpack_rpc_client.py", p.Central).Output()
 	if err != nil {
 		t.Fatalf("client: %v %s", err, out)
@@ -101,9 +103,23 @@ func TestThirdPartyClient(t *testing.T) {
 	if nums := append(three, one); len(three) != 3 || !slices.IsSorted(three) || !sameSet(nums, []int64{1, 2, 3, 4}) {
 		t.Errorf("NextSeq %d, NextSeqs %v; want 1-4 between them", one, three)
 	}
+	// Masks, with the key of VESTA_MASK_KEY: DESIGN.md's ID and its mask
+	// for tenant py, kind ord (vesta mask --layout vesta --tenant py
+	// --kind ord), read back with and without the prefix, in any case.
+	var masks []string
+	ok("Vesta.Mask", &masks)
+	if len(masks) != 1 || masks[0] != "ord_2jn04ew76n9f2" {
+		t.Errorf("Mask: %q", masks)
+	}
+	var unmasked []uint64
+	ok("Vesta.Unmask", &unmasked)
+	if !slices.Equal(unmasked, []uint64{2610813175020394494, 2610813175020394494}) {
+		t.Errorf("Unmask: %v", unmasked)
+	}
 	for proc, want := range map[string]string{
 		"Vesta.GenIDs#7": "invalid_argument:", "Vesta.GenIDs#8": "invalid_argument:", "Vesta.Nope": "invalid_argument:",
 		"Vesta.NextSeq#12": `not_found: segment: unknown tag "nope"`,
+		"Vesta.Unmask#15":  `invalid_argument: masks[0]: mask: a mask of another kind`,
 	} {
 		if a := got[proc]; a.Error == nil || !strings.HasPrefix(*a.Error, want) {
 			t.Errorf("%s: %+v; want an error starting %q", proc, a, want)

@@ -9,26 +9,38 @@ import (
 
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/buildinfo"
+	"github.com/vesta-go/vesta/mask"
 )
 
 // The JSON API writes IDs as strings: they exceed 2^53, past which
 // JavaScript's numbers (and many JSON readers) round them.
 
-// GET /v1/id → {"id":"…"}
+// GET /v1/id → {"id":"…"}; with masked=true (mask.go) {"id":"…","masked":"…"}
 func (s *Server) apiID(c echo.Context) error {
+	var m *mask.Masker
+	if c.Request().URL.RawQuery != "" {
+		var err error
+		if m, err = s.maskedOpt(c); err != nil {
+			return err // before issuing: no ID lost
+		}
+	}
 	ids, err := s.issue(c, 1)
 	if err != nil {
 		return err
 	}
 	s.m.issued.Add(1)
-	b := make([]byte, 0, 32)
+	b := make([]byte, 0, 80)
 	b = append(b, `{"id":"`...)
 	b = strconv.AppendUint(b, uint64(ids[0]), 10)
+	if m != nil {
+		b = m.AppendMask(append(b, `","masked":"`...), ids[0])
+	}
 	b = append(b, "\"}\n"...)
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
 }
 
-// GET /v1/ids?count=N → {"ids":["…",…]}
+// GET /v1/ids?count=N → {"ids":["…",…]}; with masked=true (mask.go)
+// {"ids":["…",…],"masked":["…",…]}
 func (s *Server) apiIDs(c echo.Context) error {
 	n, err := requiredUint(c, "count")
 	if err != nil {
@@ -37,12 +49,20 @@ func (s *Server) apiIDs(c echo.Context) error {
 	if n < 1 || n > uint64(s.cfg.MaxBatch) {
 		return badParam("count", "%d out of range 1-%d", n, s.cfg.MaxBatch)
 	}
+	m, err := s.maskedOpt(c)
+	if err != nil {
+		return err // before issuing: no ID lost
+	}
 	ids, err := s.issue(c, int(n))
 	if err != nil {
 		return err // IDs issued before an error are dropped, never answered
 	}
 	s.m.issued.Add(uint64(len(ids)))
-	b := make([]byte, 0, 12+len(ids)*23)
+	size := 12 + len(ids)*23
+	if m != nil {
+		size += 12 + len(ids)*(len(m.Kind())+18)
+	}
+	b := make([]byte, 0, size)
 	b = append(b, `{"ids":[`...)
 	for i, id := range ids {
 		if i > 0 {
@@ -51,6 +71,15 @@ func (s *Server) apiIDs(c echo.Context) error {
 		b = append(b, '"')
 		b = strconv.AppendUint(b, uint64(id), 10)
 		b = append(b, '"')
+	}
+	if m != nil {
+		b = append(b, `],"masked":[`...)
+		for i, id := range ids {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(m.AppendMask(append(b, '"'), id), '"')
+		}
 	}
 	b = append(b, "]}\n"...)
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/connlimit"
+	"github.com/vesta-go/vesta/mask"
 )
 
 // Sentinel errors of the package; messages add the details.
@@ -190,6 +191,11 @@ type Config struct {
 	// 200, with the error and the members returned (this server alone, if
 	// none). Nil answers with this server alone, store "none".
 	Fleet FleetFunc
+
+	// Masks serves /v1/mask, /v1/unmask and the masked option of /v1/id
+	// and /v1/ids (package mask: the key, and the check of the IDs the
+	// deployment issues). Nil answers them 404 not_found: masking is off.
+	Masks *mask.Maskers
 }
 
 // DefaultConfig returns the recommended configuration: the zero Config with

@@ -30,6 +30,12 @@
 //	                            down with the buffers empty 503
 //	GET  /v1/fleet              the servers sharing the lease store (Config.Fleet; fleet.go),
 //	                            {"store","prefix","members":[…],"skipped","error"}
+//	GET|POST /v1/mask           ?id=N[&id=N…][&tenant=T][&kind=K] or {"ids":[…],…} →
+//	                            {"masks":["ord_…",…]}: IDs masked into texts that hide them
+//	                            (Config.Masks; mask.go); /v1/id and /v1/ids take masked=true
+//	GET|POST /v1/unmask         ?mask=M[&mask=M…][&tenant=T][&kind=K] or {"masks":[…],…} →
+//	                            {"ids":["…",…]}; a text that is no mask of the tenant and
+//	                            kind is a 400 naming it and why; no key: 404
 //
 // Leaf's HTTP API, answering as Meituan's leaf-server does (see leaf.go and
 // leafops.go): any method but OPTIONS and TRACE, a trailing slash or not.

@@ -177,7 +177,8 @@ func (s *Server) routes() {
 	e.GET("/v1/info", s.apiInfo, s.auth)
 	e.GET("/v1/status", s.apiStatus, s.auth)
 	e.GET("/v1/fleet", s.apiFleet, s.auth)
-	s.seqRoutes() // seq.go: /v1/seq/{tag} and Leaf's HTTP API
+	s.seqRoutes()  // seq.go: /v1/seq/{tag} and Leaf's HTTP API
+	s.maskRoutes() // mask.go: /v1/mask, /v1/unmask
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)

@@ -78,6 +78,7 @@ type serverStatus struct {
 
 	Lease   *leaseBody   `json:"lease"`   // null when the server was given no lease
 	Segment *segmentBody `json:"segment"` // null without a segment store
+	Mask    *maskStatus  `json:"mask"`    // null without a masking key (mask.go)
 
 	// The process (status_process.go).
 	Build       buildinfo.Info    `json:"build"`
@@ -230,6 +231,7 @@ func (s *Server) apiStatus(c echo.Context) error {
 		}
 		b.Segment = sb
 	}
+	b.Mask = s.maskStatus()
 	s.processStatus(&b, now, hist) // status_process.go
 	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
 	return c.JSON(http.StatusOK, b)

@@ -40,6 +40,8 @@
 //	Vesta.Info      []                       -> Info map
 //	Vesta.NextSeq   [{tag}]                  -> int64 (the next number of a segment sequence)
 //	Vesta.NextSeqs  [{tag, count}]           -> [int64, ...] (increasing; count 1 ... max_batch)
+//	Vesta.Mask      [{ids, tenant?, kind?}]  -> [str, ...] (the masks of 1 ... max_batch IDs, in order)
+//	Vesta.Unmask    [{masks, tenant?, kind?}] -> [uint64, ...] (the IDs of 1 ... max_batch masks, in order)
 //
 // Sequence numbers are msgpack ints in the codec's encoding of int64
 // (fixint, else the shortest signed form); any integer encoding that holds
@@ -52,6 +54,13 @@
 // order, and when it gave fewer than count, retry_after_ms (at least 1) says
 // in how many milliseconds asking again may give more. Info's take_ids is 1
 // on a server that has TakeIDs; an older server sends no such key.
+//
+// Masking (package mask): ids are IDs as everywhere (an unsigned integer,
+// or its decimal text); masks are strings of at most MaxMaskLen bytes,
+// tenant at most MaxTenantLen and kind at most MaxKindLen, each UTF-8;
+// tenant and kind may be left out or nil (""). A server without a key
+// answers not_found; a mask that is none of the tenant and kind's fails
+// the call with invalid_argument naming it.
 //
 // # Errors
 //

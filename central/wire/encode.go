@@ -145,9 +145,9 @@ func appendArrayLen(dst []byte, n int) []byte {
 }
 
 // DecodeResult decodes a Response's Result into v: *uint64 (Vesta.GenID,
-// Vesta.MakeID), *[]uint64 (Vesta.GenIDs), *TakeIDsResult, *int64
-// (Vesta.NextSeq), *[]int64 (Vesta.NextSeqs), *Explanation, *TransTimeResult
-// or *Info. Keys it does not know are ignored, so a later server may add
+// Vesta.MakeID), *[]uint64 (Vesta.GenIDs, Vesta.Unmask), *TakeIDsResult,
+// *int64 (Vesta.NextSeq), *[]int64 (Vesta.NextSeqs), *[]string
+// (Vesta.Mask), *Explanation, *TransTimeResult or *Info. Keys it does not know are ignored, so a later server may add
 // some. The slices of *[]uint64 and *TakeIDsResult are reused when they have
 // room.
 func DecodeResult(result []byte, v any) error {
@@ -166,6 +166,8 @@ func DecodeResult(result []byte, v any) error {
 		*v, err = r.int()
 	case *[]int64: // Vesta.NextSeqs
 		*v, err = decodeInts(result, (*v)[:0])
+	case *[]string: // Vesta.Mask
+		*v, err = decodeStrs(result, (*v)[:0])
 	case *TakeIDsResult: // NextID's answer with a new server: by hand too
 		err = decodeTakeIDs(result, v)
 	case *Explanation:

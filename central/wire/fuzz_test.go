@@ -34,6 +34,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		{wire.ProcNextSeq, map[string]any{"tag": strings.Repeat("t", wire.MaxTagLen+1)}},
 		{wire.ProcNextSeq, map[string]any{"tag": []byte{0xff, 0xfe}}},
 		{wire.ProcNextSeqs, map[string]any{"tag": "a", "count": -1, "extra": 1}},
+		{wire.ProcMask, &wire.MaskParams{IDs: []uint64{1, 1 << 63}, Tenant: "acme", Kind: "ord"}},
+		{wire.ProcUnmask, &wire.UnmaskParams{Masks: []string{"ord_0123456789abc", ""}, Kind: "ord"}},
+		{wire.ProcMask, map[string]any{"ids": []any{"5", -1, nil}}},
 	} {
 		frame, err := e.AppendRequest(nil, 42, p.proc, p.params)
 		if err != nil {
@@ -91,6 +94,24 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		var one wire.NextSeqParams
 		_ = wire.DecodeParams(req.Params, &one)
+		var mp wire.MaskParams
+		if err := wire.DecodeParams(req.Params, &mp); err == nil {
+			if mp.IDs == nil || len(mp.Kind) > wire.MaxKindLen || len(mp.Tenant) > wire.MaxTenantLen {
+				t.Fatalf("MaskParams accepted %+v", mp)
+			}
+		} else if !errors.Is(err, &api.Error{Code: api.InvalidArgument}) {
+			t.Fatalf("MaskParams: %v; want invalid_argument", err)
+		}
+		var up wire.UnmaskParams
+		if err := wire.DecodeParams(req.Params, &up); err == nil {
+			for _, m := range up.Masks {
+				if len(m) > wire.MaxMaskLen || !utf8.ValidString(m) {
+					t.Fatalf("UnmaskParams accepted %q", m)
+				}
+			}
+		} else if !errors.Is(err, &api.Error{Code: api.InvalidArgument}) {
+			t.Fatalf("UnmaskParams: %v; want invalid_argument", err)
+		}
 		if req.Notify || len(req.Procedure) == wire.MaxProcedureLen {
 			return
 		}

@@ -23,7 +23,7 @@ const (
 )
 
 var procedures = [...]string{ProcGenID, ProcGenIDs, ProcExpID, ProcMakeID, ProcTransTime, ProcInfo,
-	ProcTakeIDs, ProcNextSeq, ProcNextSeqs}
+	ProcTakeIDs, ProcNextSeq, ProcNextSeqs, ProcMask, ProcUnmask}
 
 // Procedures returns every procedure name, in the order above.
 func Procedures() []string { return procedures[:] }
@@ -81,12 +81,13 @@ type TransTimeParams struct {
 
 // DecodeParams decodes the Params of a request into dst, which is one of
 // *GenIDsParams, *TakeIDsParams, *ExpIDParams, *MakeIDParams, *TransTimeParams,
-// *NextSeqParams, *NextSeqsParams, or nil for
+// *NextSeqParams, *NextSeqsParams, *MaskParams, *UnmaskParams, or nil for
 // procedures without arguments (then only an absent or empty map passes). It
 // is strict: every key must be known and given once, required keys must be
 // present, and values must follow the rules of fields.go (non-negative
 // integers or their decimal text, names for method and type, nil for an
-// optional field left out; a tag: a string of 1-MaxTagLen bytes of UTF-8). Errors are
+// optional field left out; a tag: a string of 1-MaxTagLen bytes of UTF-8;
+// mask.go's arrays and bounded strings). Errors are
 // InvalidArgument *Errors that name the field.
 func DecodeParams(params []byte, dst any) error {
 	var fs []field
@@ -113,19 +114,25 @@ func DecodeParams(params []byte, dst any) error {
 		if err, ok := decodeSeqParams(params, dst); ok {
 			return err
 		}
+		if err, ok := decodeMaskParams(params, dst); ok {
+			return err
+		}
 		return fmt.Errorf("wire: DecodeParams cannot decode into %T", dst)
 	}
 	return decodeFields(params, fs)
 }
 
 // field is one named argument: required (dst, or str for a tag) or
-// optional (opt); named when it takes names too (fields.go).
+// optional (opt); named when it takes names too (fields.go). A field of
+// another shape has a read of its own, required when need is set.
 type field struct {
 	name  string
 	dst   *uint64
 	opt   **uint64
 	str   *string
 	named bool
+	read  func(*reader) error
+	need  bool
 }
 
 func decodeFields(params []byte, fs []field) error {
@@ -158,6 +165,15 @@ func decodeFields(params []byte, fs []field) error {
 			return api.Errorf(api.InvalidArgument, "field %s given twice", fs[k].name)
 		}
 		seen |= 1 << k
+		if fs[k].read != nil {
+			if err := fs[k].read(&r); err != nil {
+				if we, ok := err.(*api.Error); ok {
+					return we
+				}
+				return api.Errorf(api.InvalidArgument, "%s: %v", fs[k].name, err)
+			}
+			continue
+		}
 		if fs[k].str != nil {
 			s, err := r.tag()
 			if err != nil {
@@ -188,7 +204,7 @@ func decodeFields(params []byte, fs []field) error {
 // missing reports the first required field not in seen.
 func missing(fs []field, seen uint) error {
 	for j, f := range fs {
-		if (f.dst != nil || f.str != nil) && seen&(1<<j) == 0 {
+		if (f.dst != nil || f.str != nil || f.need) && seen&(1<<j) == 0 {
 			return api.Errorf(api.InvalidArgument, "missing field %s", f.name)
 		}
 	}

@@ -69,6 +69,12 @@ func appendValue(dst []byte, v any) ([]byte, error) {
 		return dst, nil
 	case []core.ID:
 		return appendIDs(dst, v), nil
+	case []string:
+		dst = appendArrayLen(dst, len(v))
+		for _, s := range v {
+			dst = appendStr(dst, s)
+		}
+		return dst, nil
 	case []int64:
 		dst = appendArrayLen(dst, len(v))
 		for _, i := range v {
@@ -119,6 +125,14 @@ func appendValue(dst []byte, v any) ([]byte, error) {
 	case *NextSeqsParams:
 		return v.appendTo(dst), nil
 	case NextSeqsParams:
+		return v.appendTo(dst), nil
+	case *MaskParams:
+		return v.appendTo(dst), nil
+	case MaskParams:
+		return v.appendTo(dst), nil
+	case *UnmaskParams:
+		return v.appendTo(dst), nil
+	case UnmaskParams:
 		return v.appendTo(dst), nil
 	case TakeIDsResult:
 		return appendTakeIDsMap(dst, v.IDs, v.RetryAfterMS), nil

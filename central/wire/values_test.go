@@ -29,6 +29,12 @@ func TestRareFramesAreTheCodecs(t *testing.T) {
 		&wire.NextSeqsParams{Tag: long, Count: 10000},
 		&wire.GenIDsParams{Count: 256},
 		&wire.TakeIDsParams{Count: 1},
+		&wire.MaskParams{IDs: []uint64{0, 1 << 63, math.MaxUint64}},
+		&wire.MaskParams{IDs: []uint64{}, Tenant: long, Kind: "ord"},
+		wire.MaskParams{IDs: []uint64{5}, Kind: "usr"},
+		&wire.UnmaskParams{Masks: []string{"ord_0123456789abc", long}},
+		&wire.UnmaskParams{Masks: []string{}, Tenant: "acme", Kind: "ord"},
+		wire.UnmaskParams{Masks: []string{"x"}, Tenant: "t"},
 		map[string]any{"count": -1},
 		map[string]any{"id": 1.5},
 		map[string]any{"tag": []byte("ab")},
@@ -62,6 +68,8 @@ func TestRareFramesAreTheCodecs(t *testing.T) {
 		wire.Info{},
 		wire.TakeIDsResult{IDs: []uint64{1, 1 << 40}, RetryAfterMS: 3},
 		[]uint64{0, 128, math.MaxUint64},
+		[]string{"ord_0123456789abc", "", long},
+		[]string{},
 	}
 	for _, r := range results {
 		want := byCodec(t, []any{1, uint32(math.MaxUint32), nil, r})

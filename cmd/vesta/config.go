@@ -169,8 +169,8 @@ func newConfigPrintCmd(file *string) *cobra.Command {
 		Short: "Print every key's effective value and its source (default, file, env, flag); secrets hidden",
 		Long: `Print every key of the effective configuration with its value and where the
 value came from: default, file PATH, env VESTA_..., flag --..., or the secret
-file it was read from. Secrets (tokens, passwords, a DSN's password) print as
-[redacted]. Lists are comma-separated and the IP table IP=ID pairs, as the
+file it was read from. Secrets (tokens, passwords, a DSN's password, the
+masking key) print as [redacted]. Lists are comma-separated and the IP table IP=ID pairs, as the
 environment writes them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -47,26 +47,32 @@ func newExplainCmd() *cobra.Command {
 					e.ID, e.Version, e.Type, e.Type, e.Method, e.Method, e.Machine, e.Time, e.Seq, e.Timestamp())
 				return err
 			}
-			var errs []error
-			each := func(s string) {
-				if err := explainOne(s); err != nil {
-					errs = append(errs, err)
-				}
-			}
-			if len(args) > 0 {
-				for _, a := range args {
-					each(a)
-				}
-			} else if err := eachLine(cmd.InOrStdin(), each); err != nil {
-				errs = append(errs, err)
-			}
-			errs = append(errs, w.Flush())
-			return errors.Join(errs...)
+			return errors.Join(eachInput(cmd, args, explainOne), w.Flush())
 		},
 	}
 	ids.register(cmd.Flags(), false)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per ID")
 	return cmd
+}
+
+// eachInput calls one with each argument, or without arguments with
+// each line of stdin (eachLine), and joins its errors: a bad one is
+// reported and the others still done.
+func eachInput(cmd *cobra.Command, args []string, one func(string) error) error {
+	var errs []error
+	each := func(s string) {
+		if err := one(s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(args) > 0 {
+		for _, a := range args {
+			each(a)
+		}
+	} else if err := eachLine(cmd.InOrStdin(), each); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // eachLine calls f with every non-blank line of r, trimmed.

@@ -30,6 +30,8 @@ import (
 //     would put it there); `make run` and every plain `vesta serve` line
 //     start that server as a process (the one before is stopped);
 //     transcripts (`$ cmd` and its output) are compared by matchOutput.
+//     A `vesta serve` line may start with VAR=value words (a key file's
+//     variable), which the server is started with.
 //   - go blocks are programs: each is saved as main.go of a module of its
 //     own, in a workspace with this checkout (instead of the README's `go
 //     get`, as the module is this checkout), and `go run .` runs the last
@@ -77,7 +79,7 @@ func TestREADMEQuickStarts(t *testing.T) {
 		case "stop the server":
 			r.stopServer()
 		case "start make run":
-			r.startServer(r.makeRun)
+			r.startServer(nil, r.makeRun)
 		default:
 			t.Fatalf("README:%d: unknown marker %q", b.line, b.marker)
 		}
@@ -232,9 +234,9 @@ func (r *readmeRun) subst(s string) string {
 	return strings.NewReplacer(pairs...).Replace(s)
 }
 
-// startServer runs `vesta ARGS` (serve) on free ports of 127.0.0.1 until
-// the next start, stop or the test's end.
-func (r *readmeRun) startServer(args []string) {
+// startServer runs `vesta ARGS` (serve) with the VAR=value entries of env
+// on free ports of 127.0.0.1 until the next start, stop or the test's end.
+func (r *readmeRun) startServer(env, args []string) {
 	t := r.t
 	r.stopServer()
 	self, err := os.Executable()
@@ -254,8 +256,8 @@ func (r *readmeRun) startServer(args []string) {
 			if rpcPort == port {
 				rpcPort = ports[1]
 			}
-			argv := append([]string{"/bin/sh", "-c", `cd "$1" && shift && exec "$@" 2>>"$0"`, logFile, r.dir,
-				"/usr/bin/env", reexecEnv + "=1", self}, args...)
+			argv := append([]string{"/bin/sh", "-c", `cd "$1" && shift && exec "$@" 2>>"$0"`, logFile, r.dir, "/usr/bin/env"}, env...)
+			argv = append(append(argv, reexecEnv+"=1", self), args...)
 			return append(argv, "--central-listen", "127.0.0.1:"+strconv.Itoa(rpcPort),
 				"--rest-listen", "127.0.0.1:"+strconv.Itoa(port)), nil
 		},
@@ -293,18 +295,19 @@ func (r *readmeRun) step(st shStep) {
 	t := r.t
 	where := fmt.Sprintf("README:%d: %q", st.line, st.cmd)
 	fields := strings.Fields(st.cmd)
+	env, words := splitEnv(fields)
 	switch {
 	case st.cmd == "":
 		t.Errorf("README:%d: output %q under no command", st.line, st.want)
 		return
 	case st.cmd == "make run":
-		r.startServer(r.makeRun)
+		r.startServer(nil, r.makeRun)
 		return
 	case st.cmd == "make test", st.cmd == "make build", strings.HasPrefix(st.cmd, "export PATH="),
 		strings.HasPrefix(st.cmd, "go get "), strings.HasPrefix(st.cmd, "go install "):
 		return // see the test's comment
-	case strings.HasPrefix(st.cmd, "vesta serve") && !st.transcript:
-		r.startServer(fields[1:])
+	case len(words) > 1 && words[0] == "vesta" && words[1] == "serve" && !st.transcript:
+		r.startServer(env, words[1:])
 		r.ran++
 		return
 	case st.cmd == "go run .":

@@ -23,6 +23,7 @@ import (
 	"github.com/vesta-go/vesta/internal/buildinfo"
 	"github.com/vesta-go/vesta/internal/connlimit"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/mask"
 	"github.com/vesta-go/vesta/rest"
 )
 
@@ -38,6 +39,7 @@ type Assembled struct {
 	lease *machineid.Lease
 	gen   *core.Generator
 	seq   *sequences
+	masks *mask.Maskers // nil: masking off (mask.go)
 
 	lnCentral, lnREST, lnMetrics net.Listener // nil: that server is off
 	central                      *central.Server
@@ -125,6 +127,9 @@ func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 	if a.seq, err = openSequences(ctx, cfg, log, reg); err != nil { // sequences.go
 		return nil, err
 	}
+	if a.masks, err = openMasks(cfg, clk, log); err != nil { // mask.go
+		return nil, err
+	}
 	if err := a.start(cfg, log, reg); err != nil {
 		return nil, err
 	}
@@ -146,6 +151,7 @@ func (a *Assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 		if a.seq != nil { // a nil *segment.Sequencer in the interface would not be nil
 			ccfg.Sequences = a.seq.is
 		}
+		ccfg.Masks = a.masks
 		if a.central, err = central.NewServer(a.gen, ccfg); err != nil {
 			return err
 		}
@@ -165,6 +171,7 @@ func (a *Assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 			rcfg.Sequences = a.seq.is
 			rcfg.SegmentStore = storeInfo(cfg.Segment) // status.go
 		}
+		rcfg.Masks = a.masks
 		if a.rest, err = rest.NewServer(a.gen, rcfg); err != nil {
 			return err
 		}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package mask_test
+
+const raceEnabled = false
