@@ -20,13 +20,18 @@ import (
 // serveHTTP serves h under the policy of cfg, with TLS when pki is set,
 // and returns the base URL and a client of it.
 func serveHTTP(t *testing.T, cfg connlimit.Config, h http.Handler, pki *tlstest.PKI) (string, *http.Client) {
+	return serveHTTPTimeout(t, cfg, h, pki, time.Second)
+}
+
+// serveHTTPTimeout is serveHTTP with a request timeout of rt.
+func serveHTTPTimeout(t *testing.T, cfg connlimit.Config, h http.Handler, pki *tlstest.PKI, rt time.Duration) (string, *http.Client) {
 	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := connlimit.NewLimiter(cfg)
-	hc := connlimit.HTTPConfig{Handler: h, RequestTimeout: time.Second, MaxHeaderBytes: 1 << 10}
+	hc := connlimit.HTTPConfig{Handler: h, RequestTimeout: rt, MaxHeaderBytes: 1 << 10}
 	tr := &http.Transport{}
 	scheme := "http"
 	if pki != nil {
@@ -160,4 +165,49 @@ func counterValue(t testing.TB, reg *prometheus.Registry, name, reason string) f
 		return v
 	}
 	return -1
+}
+
+// TestAwaitedBodyIsShed: a connection whose request promised a body it
+// does not send (read by the handler, or left for net/http to read before
+// the next request) is waiting on its peer: at a cap, once a second is
+// owed, a newcomer sheds it; before, the newcomer is refused.
+func TestAwaitedBodyIsShed(t *testing.T) {
+	for _, path := range []string{"/read", "/ignore"} {
+		t.Run(path, func(t *testing.T) {
+			clk := newClock()
+			read := make(chan struct{}, 1)
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/" {
+					read <- struct{}{}
+				}
+				if r.URL.Path == "/read" {
+					io.ReadAll(r.Body)
+				}
+				io.WriteString(w, "ok")
+			})
+			base, c := serveHTTPTimeout(t, connlimit.Config{MaxConns: 1, MaxConnsPerPeer: 1, Now: clk.Now}, h, nil, time.Minute)
+			nc, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			io.WriteString(nc, "POST "+path+" HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab")
+			<-read
+			time.Sleep(50 * time.Millisecond) // the handler in its read, or net/http in its
+			if resp, err := c.Get(base + "/"); err == nil {
+				resp.Body.Close()
+				t.Fatalf("a newcomer beside a connection waiting for a body since now: %d; want refused", resp.StatusCode)
+			}
+			clk.advance(1200 * time.Millisecond)
+			resp, err := c.Get(base + "/")
+			if err != nil {
+				t.Fatalf("a newcomer beside a connection owing 1.05 s of body: %v; want it shed and the newcomer served", err)
+			}
+			resp.Body.Close()
+			nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := io.Copy(io.Discard, nc); err != nil && isTimeout(err) {
+				t.Error("the waiting connection is still open")
+			}
+		})
+	}
 }
