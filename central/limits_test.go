@@ -169,18 +169,21 @@ func TestFirstFrameTimeout(t *testing.T) {
 
 // TestShedStuck: at MaxConns with every connection mid-call, one whose
 // peer has kept it waiting for the rest of a frame past a second is shed
-// for a newcomer, the one held up longest first: half a frame is no hold
-// on a place.
+// for a lighter peer's newcomer, the one held up longest first: half a
+// frame is no hold on a place.
 func TestShedStuck(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	gen := newGen(t, core.Config{})
-	_, addr := serve(t, gen, central.Config{MaxConns: 2, Registerer: reg})
-	first := busy(t, addr)
+	// A newcomer refused is closed at once, long before its first frame
+	// would be due.
+	_, addr := serve(t, gen, central.Config{MaxConns: 2, FirstFrameTimeout: time.Minute, Registerer: reg})
+	first := makeBusy(dialFrom(t, addr, "127.0.0.2"))
 	time.Sleep(100 * time.Millisecond)
-	second := busy(t, addr)
-	dial(t, addr).closed() // neither has waited a second yet
+	second := makeBusy(dialFrom(t, addr, "127.0.0.2"))
+	dialFrom(t, addr, "127.0.0.3").closed() // neither has waited a second yet
 	time.Sleep(1200 * time.Millisecond)
-	dial(t, addr).genID()
+	dialFrom(t, addr, "127.0.0.2").closed() // their own peer's newcomer sheds neither
+	dialFrom(t, addr, "127.0.0.3").genID()
 	first.closed()
 	second.write([]byte{'t', 'a', '.', 'G', 'e', 'n', 'I', 'D', 0x90}) // the rest of its frame: answered
 	if resp := second.recv(); resp.Error != nil {

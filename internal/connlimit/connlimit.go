@@ -380,14 +380,18 @@ func (l *Limiter) Admit(peerKey string, close func()) (c *Conn, shed, refused Re
 	now := l.cfg.Now().UnixNano()
 	b.mu.Lock()
 	p := l.peers[peerKey]
+	weight := 1 // the peer's places with the newcomer's
+	if p != nil {
+		weight += p.n
+	}
 	var victim *Conn
 	switch {
 	case p != nil && p.n >= l.cfg.MaxConnsPerPeer:
-		victim, shed = pick(&p.lists, now, nil, true), MaxConnsPerPeer
+		victim, shed = pick(&p.lists, now, nil, true, weight), MaxConnsPerPeer
 	case l.n >= l.cfg.MaxConns:
-		victim, shed = pick(&l.all, now, nil, true), MaxConns
+		victim, shed = pick(&l.all, now, nil, true, weight), MaxConns
 	case b.fullFor(l):
-		victim, shed = pick(&b.all, now, freesFor(l), true), FDBudget
+		victim, shed = pick(&b.all, now, freesFor(l), true, weight), FDBudget
 	}
 	if shed != "" && victim == nil {
 		b.mu.Unlock()
@@ -424,8 +428,9 @@ func (l *Limiter) Admit(peerKey string, close func()) (c *Conn, shed, refused Re
 // grace) — but a connection answered more than once only once idle past
 // freshGrace too; else the one held up by its peer the longest: stalled
 // (answers held since before now − stallAfter) or stuck (waiting on its
-// peer mid-request, its owed time past stuckAfter: wait.go); else the
-// newcomer (if young), else the idle one. So a flood of silent newcomers
+// peer mid-request, its owed time past stuckAfter: wait.go), of a peer
+// holding more places than weight, the newcomer's peer's with the
+// newcomer; else the newcomer (if young), else the idle one. So a flood of silent newcomers
 // pushes out its own before a busy client's pooled connection, idle for a
 // moment between calls (even a long moment, on a starved machine: a
 // newcomer never goes after a pooled connection idle for less than a
@@ -433,8 +438,13 @@ func (l *Limiter) Admit(peerKey string, close func()) (c *Conn, shed, refused Re
 // went idle gives way to newcomers, newcomers at a cap full of long-idle
 // connections push those out rather than each other, and a connection is
 // never shed while the server works for it, only while its peer holds it
-// up. The caller holds b.mu.
-func pick(lists *[2]list.List, now int64, can func(*Conn) bool, young bool) *Conn {
+// up. A held-up connection goes only for a lighter peer: were a peer's
+// newcomers to shed its own or an equal's, a flood that redials what is
+// shed would renew its connections (their owed time nothing again) as
+// fast as newcomers found them, and keep every other caller out; a lighter
+// peer's newcomer finds them held up again within a second. The caller
+// holds b.mu.
+func pick(lists *[2]list.List, now int64, can func(*Conn) bool, young bool, weight int) *Conn {
 	var newcomer *Conn // the oldest fresh one, not yet past freshGrace
 	for e := lists[fresh].Front(); e != nil; e = e.Next() {
 		if c := e.Value.(*Conn); can == nil || can(c) {
@@ -458,6 +468,9 @@ func pick(lists *[2]list.List, now int64, can func(*Conn) bool, young bool) *Con
 			if s := c.idleSince.Load(); idle == nil || s < idleSince {
 				idle, idleSince = c, s
 			}
+			continue
+		}
+		if c.p.n <= weight {
 			continue
 		}
 		if s, ok := c.heldFrom(); ok && s < now-int64(stallAfter) && (held == nil || s < heldSince) {
@@ -555,9 +568,9 @@ func (c *Conn) StreamStart() (refused Reason) {
 	if c.streams++; c.streams > 1 && !c.released {
 		switch {
 		case c.p.n >= l.cfg.MaxConnsPerPeer:
-			victim, shed = pick(&c.p.lists, now, not(c), false), MaxConnsPerPeer
+			victim, shed = pick(&c.p.lists, now, not(c), false, c.p.n+1), MaxConnsPerPeer
 		case l.n >= l.cfg.MaxConns:
-			victim, shed = pick(&l.all, now, not(c), false), MaxConns
+			victim, shed = pick(&l.all, now, not(c), false, c.p.n+1), MaxConns
 		}
 		if shed != "" && victim == nil {
 			c.streams--

@@ -408,8 +408,10 @@ func TestHoldServerWide(t *testing.T) {
 }
 
 // TestStalledShedAtCap: at a cap with every connection busy, one whose
-// answer has waited for its peer longer than a second is shed; a busy one
-// that holds nothing is not.
+// answer has waited for its peer longer than a second is shed for a
+// lighter peer's newcomer; a busy one that holds nothing is not, and
+// neither is one of the newcomer's own peer (a flood redialling what is
+// shed would otherwise renew its connections as fast as they stall).
 func TestStalledShedAtCap(t *testing.T) {
 	clk := newClock()
 	l := newLimiter(clk, 2, 2)
@@ -419,11 +421,14 @@ func TestStalledShedAtCap(t *testing.T) {
 	reader.Proven()
 	stalled.Proven()
 	stalled.Hold(100 << 10)
-	if c, _, refused := admit(t, l, "p", "early", &closed); c != nil || refused != connlimit.MaxConnsPerPeer {
+	if c, _, refused := admit(t, l, "q", "early", &closed); c != nil || refused != connlimit.MaxConns {
 		t.Fatalf("an answer held for less than a second: refused %q; want the newcomer refused", refused)
 	}
 	clk.advance(1100 * time.Millisecond)
-	if c, shed, _ := admit(t, l, "p", "late", &closed); c == nil || shed != connlimit.MaxConnsPerPeer || len(closed) != 1 || closed[0] != "stalled" {
+	if c, _, refused := admit(t, l, "p", "own", &closed); c != nil || refused != connlimit.MaxConnsPerPeer {
+		t.Fatalf("a newcomer of the stalled connection's own peer: refused %q, closed %v; want refused", refused, closed)
+	}
+	if c, shed, _ := admit(t, l, "q", "late", &closed); c == nil || shed != connlimit.MaxConns || len(closed) != 1 || closed[0] != "stalled" {
 		t.Fatalf("an answer held past a second: shed %q, closed %v; want stalled shed", shed, closed)
 	}
 }

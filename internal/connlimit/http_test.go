@@ -170,12 +170,13 @@ func counterValue(t testing.TB, reg *prometheus.Registry, name, reason string) f
 // TestAwaitedBodyIsShed: a connection whose request promised a body it
 // does not send (read by the handler, or left for net/http to read before
 // the next request) is waiting on its peer: at a cap, once a second is
-// owed, a newcomer sheds it; before, the newcomer is refused.
+// owed, a lighter peer's newcomer sheds it; before, the newcomer is
+// refused.
 func TestAwaitedBodyIsShed(t *testing.T) {
 	for _, path := range []string{"/read", "/ignore"} {
 		t.Run(path, func(t *testing.T) {
 			clk := newClock()
-			read := make(chan struct{}, 1)
+			read := make(chan struct{}, 2)
 			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Path != "/" {
 					read <- struct{}{}
@@ -185,15 +186,22 @@ func TestAwaitedBodyIsShed(t *testing.T) {
 				}
 				io.WriteString(w, "ok")
 			})
-			base, c := serveHTTPTimeout(t, connlimit.Config{MaxConns: 1, MaxConnsPerPeer: 1, Now: clk.Now}, h, nil, time.Minute)
-			nc, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
-			if err != nil {
-				t.Fatal(err)
+			base, c := serveHTTPTimeout(t, connlimit.Config{MaxConns: 2, MaxConnsPerPeer: 2, Now: clk.Now}, h, nil, time.Minute)
+			// Two of one peer (127.0.0.2) against the newcomers' one
+			// (127.0.0.1).
+			var conns []net.Conn
+			for range 2 {
+				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+				nc, err := d.Dial("tcp", strings.TrimPrefix(base, "http://"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer nc.Close()
+				io.WriteString(nc, "POST "+path+" HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab")
+				<-read
+				conns = append(conns, nc)
 			}
-			defer nc.Close()
-			io.WriteString(nc, "POST "+path+" HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab")
-			<-read
-			time.Sleep(50 * time.Millisecond) // the handler in its read, or net/http in its
+			time.Sleep(50 * time.Millisecond) // the handlers in their reads, or net/http in its
 			if resp, err := c.Get(base + "/"); err == nil {
 				resp.Body.Close()
 				t.Fatalf("a newcomer beside a connection waiting for a body since now: %d; want refused", resp.StatusCode)
@@ -204,9 +212,9 @@ func TestAwaitedBodyIsShed(t *testing.T) {
 				t.Fatalf("a newcomer beside a connection owing 1.05 s of body: %v; want it shed and the newcomer served", err)
 			}
 			resp.Body.Close()
-			nc.SetReadDeadline(time.Now().Add(5 * time.Second))
-			if _, err := io.Copy(io.Discard, nc); err != nil && isTimeout(err) {
-				t.Error("the waiting connection is still open")
+			conns[0].SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := io.Copy(io.Discard, conns[0]); err != nil && isTimeout(err) {
+				t.Error("the connection waiting the longest is still open")
 			}
 		})
 	}

@@ -11,9 +11,9 @@ import (
 func (c *clock) unix() int64 { return c.Now().UnixNano() }
 
 // TestStuckShedAtCap: at a cap with every connection busy, one whose peer
-// has kept it waiting mid-request past a second of owed time is shed; one
-// that waits briefly, or whose server works for it, is not; the one held
-// up longest goes first.
+// has kept it waiting mid-request past a second of owed time is shed for
+// a lighter peer's newcomer (not for its own peer's); one that waits
+// briefly, or whose server works for it, is not.
 func TestStuckShedAtCap(t *testing.T) {
 	clk := newClock()
 	l := newLimiter(clk, 3, 3)
@@ -27,11 +27,14 @@ func TestStuckShedAtCap(t *testing.T) {
 	stuck.Await(clk.unix(), 10*time.Second)
 	clk.advance(900 * time.Millisecond)
 	brief.Await(clk.unix(), 10*time.Second)
-	if c, _, refused := admit(t, l, "p", "early", &closed); c != nil || refused != connlimit.MaxConnsPerPeer {
+	if c, _, refused := admit(t, l, "q", "early", &closed); c != nil || refused != connlimit.MaxConns {
 		t.Fatalf("a wait of 0.9 s: refused %q, closed %v; want the newcomer refused", refused, closed)
 	}
 	clk.advance(400 * time.Millisecond) // stuck has waited 1.3 s: owed 1.14 s
-	if c, shed, _ := admit(t, l, "p", "late", &closed); c == nil || shed != connlimit.MaxConnsPerPeer || len(closed) != 1 || closed[0] != "stuck" {
+	if c, _, refused := admit(t, l, "p", "own", &closed); c != nil || refused != connlimit.MaxConnsPerPeer {
+		t.Fatalf("a newcomer of the stuck connection's own peer: refused %q, closed %v; want refused", refused, closed)
+	}
+	if c, shed, _ := admit(t, l, "q", "late", &closed); c == nil || shed != connlimit.MaxConns || len(closed) != 1 || closed[0] != "stuck" {
 		t.Fatalf("a wait of 1.3 s beside one of 0.4 s and a busy one: shed %q, closed %v; want stuck shed", shed, closed)
 	}
 }
@@ -120,14 +123,14 @@ func TestStreamsWaitTogether(t *testing.T) {
 	h2.StreamStart()                  // two places
 	h2.Await(clk.unix(), time.Minute) // one stream's body is late
 	clk.advance(3 * time.Second)
-	if c, _, refused := admit(t, l, "p", "new", &closed); c != nil || refused != connlimit.MaxConnsPerPeer {
+	if c, _, refused := admit(t, l, "q", "new", &closed); c != nil || refused != connlimit.MaxConns {
 		t.Fatalf("one of two streams waiting: refused %q, closed %v; want refused", refused, closed)
 	}
 	h2.StreamEnd() // the other one is answered: every open stream waits
 	filler, _, _ := admit(t, l, "p", "filler", &closed)
 	filler.Proven()
 	clk.advance(1200 * time.Millisecond)
-	if c, _, _ := admit(t, l, "p", "new", &closed); c == nil || len(closed) != 1 || closed[0] != "h2" {
+	if c, _, _ := admit(t, l, "q", "new", &closed); c == nil || len(closed) != 1 || closed[0] != "h2" {
 		t.Fatalf("its one open stream waiting 1.2 s: closed %v; want it shed", closed)
 	}
 }
