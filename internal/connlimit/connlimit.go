@@ -387,11 +387,11 @@ func (l *Limiter) Admit(peerKey string, close func()) (c *Conn, shed, refused Re
 	var victim *Conn
 	switch {
 	case p != nil && p.n >= l.cfg.MaxConnsPerPeer:
-		victim, shed = pick(&p.lists, now, nil, true, weight), MaxConnsPerPeer
+		victim, shed = pick(&p.lists, now, nil, true, p, weight), MaxConnsPerPeer
 	case l.n >= l.cfg.MaxConns:
-		victim, shed = pick(&l.all, now, nil, true, weight), MaxConns
+		victim, shed = pick(&l.all, now, nil, true, p, weight), MaxConns
 	case b.fullFor(l):
-		victim, shed = pick(&b.all, now, freesFor(l), true, weight), FDBudget
+		victim, shed = pick(&b.all, now, freesFor(l), true, p, weight), FDBudget
 	}
 	if shed != "" && victim == nil {
 		b.mu.Unlock()
@@ -422,38 +422,52 @@ func (l *Limiter) Admit(peerKey string, close func()) (c *Conn, shed, refused Re
 }
 
 // pick returns the victim among lists for which can holds (nil: any), or
-// nil. In order: the oldest fresh connection silent past freshGrace; else
-// whichever has been silent the longest of the connection idle the
-// longest and, if young, the oldest newcomer (a fresh one within its
-// grace) — but a connection answered more than once only once idle past
-// freshGrace too; else the one held up by its peer the longest: stalled
-// (answers held since before now − stallAfter) or stuck (waiting on its
-// peer mid-request, its owed time past stuckAfter: wait.go), of a peer
-// holding more places than weight, the newcomer's peer's with the
-// newcomer; else the newcomer (if young), else the idle one. So a flood of silent newcomers
-// pushes out its own before a busy client's pooled connection, idle for a
-// moment between calls (even a long moment, on a starved machine: a
-// newcomer never goes after a pooled connection idle for less than a
-// newcomer may stay silent), a flood of connections that asked once and
-// went idle gives way to newcomers, newcomers at a cap full of long-idle
-// connections push those out rather than each other, and a connection is
-// never shed while the server works for it, only while its peer holds it
-// up. A held-up connection goes only for a lighter peer: were a peer's
-// newcomers to shed its own or an equal's, a flood that redials what is
-// shed would renew its connections (their owed time nothing again) as
-// fast as newcomers found them, and keep every other caller out; a lighter
-// peer's newcomer finds them held up again within a second. The caller
-// holds b.mu.
-func pick(lists *[2]list.List, now int64, can func(*Conn) bool, young bool, weight int) *Conn {
+// nil. self is the newcomer's peer (nil for a peer without a connection
+// yet) and weight the places it holds with the newcomer. In order:
+//
+//   - the oldest fresh connection silent past freshGrace;
+//   - else whichever has been silent the longest of the connection idle
+//     the longest and, if young, the oldest newcomer (a fresh one within
+//     its grace) — but a connection answered more than once only once idle
+//     past freshGrace too;
+//   - else the one its peer has held up the longest: stalled (answers held
+//     since before now − stallAfter) or stuck (waiting on its peer
+//     mid-request, its owed time past stuckAfter: wait.go), of a peer
+//     holding more places than weight;
+//   - else the newcomer (if young), else the idle one.
+//
+// So a flood of silent newcomers pushes out its own before a busy client's
+// pooled connection, idle for a moment between calls (even a long moment,
+// on a starved machine: a newcomer never goes after a pooled connection
+// idle for less than a newcomer may stay silent), a flood of connections
+// that asked once and went idle gives way to newcomers, newcomers at a cap
+// full of long-idle connections push those out rather than each other,
+// and a connection is never shed while the server works for it, only while
+// its peer holds it up.
+//
+// A held-up connection goes only for a lighter peer's newcomer: were a
+// peer's newcomers to shed its own or an equal's, a flood that redials
+// what is shed would renew its connections (their owed time nothing
+// again) as fast as newcomers found them, and keep every other caller
+// out; a lighter peer's newcomer finds them held up again within a
+// second. Likewise a newcomer within its grace goes only for its own
+// peer's newcomer or a lighter peer's: a flood's redials do not push out
+// another caller's TLS handshake. The caller holds b.mu.
+func pick(lists *[2]list.List, now int64, can func(*Conn) bool, young bool, self *peer, weight int) *Conn {
 	var newcomer *Conn // the oldest fresh one, not yet past freshGrace
 	for e := lists[fresh].Front(); e != nil; e = e.Next() {
-		if c := e.Value.(*Conn); can == nil || can(c) {
-			if c.admitted < now-int64(freshGrace) {
-				return c
-			}
-			if young {
-				newcomer = c
-			}
+		c := e.Value.(*Conn)
+		if can != nil && !can(c) {
+			continue
+		}
+		if c.admitted < now-int64(freshGrace) {
+			return c
+		}
+		if !young {
+			break
+		}
+		if c.p == self || c.p.n > weight {
+			newcomer = c
 			break
 		}
 	}
@@ -470,7 +484,7 @@ func pick(lists *[2]list.List, now int64, can func(*Conn) bool, young bool, weig
 			}
 			continue
 		}
-		if c.p.n <= weight {
+		if c.p == self || c.p.n <= weight {
 			continue
 		}
 		if s, ok := c.heldFrom(); ok && s < now-int64(stallAfter) && (held == nil || s < heldSince) {
@@ -568,9 +582,9 @@ func (c *Conn) StreamStart() (refused Reason) {
 	if c.streams++; c.streams > 1 && !c.released {
 		switch {
 		case c.p.n >= l.cfg.MaxConnsPerPeer:
-			victim, shed = pick(&c.p.lists, now, not(c), false, c.p.n+1), MaxConnsPerPeer
+			victim, shed = pick(&c.p.lists, now, not(c), false, c.p, c.p.n+1), MaxConnsPerPeer
 		case l.n >= l.cfg.MaxConns:
-			victim, shed = pick(&l.all, now, not(c), false, c.p.n+1), MaxConns
+			victim, shed = pick(&l.all, now, not(c), false, c.p, c.p.n+1), MaxConns
 		}
 		if shed != "" && victim == nil {
 			c.streams--

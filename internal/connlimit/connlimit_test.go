@@ -216,6 +216,24 @@ func TestYoungNewcomersShedIdleFirst(t *testing.T) {
 	}
 }
 
+// TestFloodSparesOthersNewcomers: at a cap full of newcomers within
+// their grace, a flood's newcomer pushes out the flood's own oldest, not
+// a lighter peer's (a caller's TLS handshake), although that one is older;
+// another light peer's newcomer pushes out the flood's too.
+func TestFloodSparesOthersNewcomers(t *testing.T) {
+	var closed []string
+	l := newLimiter(newClock(), 3, 3)
+	admit(t, l, "caller", "caller", &closed)
+	admit(t, l, "flood", "f1", &closed)
+	admit(t, l, "flood", "f2", &closed)
+	if c, _, _ := admit(t, l, "flood", "f3", &closed); c == nil || len(closed) != 1 || closed[0] != "f1" {
+		t.Fatalf("a flood's newcomer at a cap of newcomers: closed %v; want f1, the flood's oldest", closed)
+	}
+	if c, _, _ := admit(t, l, "other", "o1", &closed); c == nil || len(closed) != 2 || closed[1] != "f2" {
+		t.Fatalf("another caller's newcomer: closed %v; want f2, the heavier peer's, not caller", closed)
+	}
+}
+
 // TestPooledOutlivesFlood: a busy client's pooled connection, idle for a
 // moment between calls, is not shed for newcomers while a newcomer silent
 // longer than it is there to go.
