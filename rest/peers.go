@@ -14,12 +14,15 @@ import (
 )
 
 // Failed authentications are limited per peer address: authBurst at once,
-// then one every authEvery. A peer past them is answered 429 with
-// Retry-After, its token not even compared, so guessing goes no faster;
-// an answer at once rather than a delay, which would hold a connection
-// per guess. A good token spends nothing, so only failing peers have an
-// entry, at most authPeers of them (package peerrate). Behind a proxy
-// every request is the proxy's: one client failing there limits all.
+// then one every authEvery. A wrong token from a peer past them is
+// answered 429 with Retry-After (an answer at once rather than a delay,
+// which would hold a connection per guess), and its log line is one a
+// minute. The right token always passes, and spends nothing: behind a
+// proxy, a NAT or an ingress every request is one peer's, and one client
+// misconfigured there must not lock out the others. So the limit does not
+// slow a guesser, whose right guess would pass anyway; the token's length
+// does (MinTokenBytes: 2^64 guesses even in hex). Only failing peers have
+// an entry, at most authPeers of them (package peerrate).
 const (
 	authBurst = 10
 	authEvery = time.Second
@@ -51,17 +54,18 @@ func (a *authLimits) limited(lg *slog.Logger, peer string) *apiError {
 func (a *authLimits) failed(peer string) { a.fails.Spend(peer, time.Now()) }
 
 // check is the bearer check of a request from peer with Authorization
-// header h (checkBearer), limited: a peer that failed too often gets the
-// 429, and a wrong token counts against its peer (a missing one is no
-// guess and does not).
+// header h (checkBearer), limited: the right token passes; a wrong one
+// counts against its peer, which past its burst gets the 429 (a missing
+// one is no guess and does not count).
 func (a *authLimits) check(lg *slog.Logger, peer, h string, sum *[32]byte) (challenge string, _ *apiError) {
+	challenge, err := checkBearer(h, sum)
+	if err == nil || h == "" {
+		return challenge, err
+	}
 	if ae := a.limited(lg, peer); ae != nil {
 		return "", ae
 	}
-	challenge, err := checkBearer(h, sum)
-	if err != nil && h != "" {
-		a.failed(peer)
-	}
+	a.failed(peer)
 	return challenge, err
 }
 
