@@ -146,6 +146,7 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 		TLS:            cfg.TLS,
 		RequestTimeout: cfg.RequestTimeout,
 		MaxHeaderBytes: MaxHeaderBytes,
+		HeaderTooLarge: HeaderTooLarge(),
 		ErrorLog:       errorLog(s.log), // a peer's failed handshakes once a minute (peers.go)
 	})
 	s.startHistory() // history.go; stopped by Shutdown and Close

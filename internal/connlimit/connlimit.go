@@ -258,8 +258,9 @@ type Limiter struct {
 	// streams too) and the share of the budget kept for them (reserve).
 	fds, reserve int
 
-	held     atomic.Int64    // bytes held by Hold, over the listener
-	lastWarn [3]atomic.Int64 // unix ns of the last warning of each kind
+	held     atomic.Int64           // bytes held by Hold, over the listener
+	lastWarn [3]atomic.Int64        // unix ns of the last warning of each kind
+	tooLarge atomic.Pointer[[]byte] // HTTPServer's 431, for NetConn.Write
 }
 
 // Kinds of warnings, each logged at most once a minute.

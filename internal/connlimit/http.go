@@ -58,6 +58,12 @@ type HTTPConfig struct {
 	MaxHeaderBytes int
 	// ErrorLog receives net/http's errors; nil is the log package's.
 	ErrorLog *log.Logger
+	// HeaderTooLarge is the JSON body of the 431 for headers past what
+	// net/http reads (MaxHeaderBytes and its 4 KiB of slack), which
+	// net/http writes itself, in plain text, before any handler runs: on
+	// a plain HTTP/1.1 connection it goes instead. Over TLS net/http
+	// writes its own (no hook reaches it there). Nil keeps net/http's.
+	HeaderTooLarge []byte
 }
 
 // HTTPServer returns an http.Server of cfg whose connections follow l's
@@ -76,6 +82,13 @@ func (l *Limiter) HTTPServer(cfg HTTPConfig) *http.Server {
 		idle = DefaultIdleTimeout
 	}
 	rt := cfg.RequestTimeout
+	if cfg.HeaderTooLarge != nil {
+		a := []byte("HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: application/json\r\n" +
+			"X-Content-Type-Options: nosniff\r\nContent-Length: " + strconv.Itoa(len(cfg.HeaderTooLarge)) +
+			"\r\nConnection: close\r\n\r\n")
+		a = append(a, cfg.HeaderTooLarge...)
+		l.tooLarge.Store(&a)
+	}
 	return &http.Server{
 		Handler:           l.handler(cfg.Handler, rt, rt+rt/2),
 		TLSConfig:         cfg.TLS,

@@ -1,13 +1,16 @@
 package connlimit_test
 
 import (
+	"bufio"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,7 +34,7 @@ func serveHTTPTimeout(t *testing.T, cfg connlimit.Config, h http.Handler, pki *t
 		t.Fatal(err)
 	}
 	l := connlimit.NewLimiter(cfg)
-	hc := connlimit.HTTPConfig{Handler: h, RequestTimeout: rt, MaxHeaderBytes: 1 << 10}
+	hc := connlimit.HTTPConfig{Handler: h, RequestTimeout: rt, MaxHeaderBytes: 1 << 10, HeaderTooLarge: []byte(tooLargeBody)}
 	tr := &http.Transport{}
 	scheme := "http"
 	if pki != nil {
@@ -219,3 +222,39 @@ func TestAwaitedBodyIsShed(t *testing.T) {
 		})
 	}
 }
+
+// tooLargeBody is serveHTTP's HTTPConfig.HeaderTooLarge.
+const tooLargeBody = `{"error":{"code":"invalid_argument","message":"headers: too large"}}` + "\n"
+
+// TestHeaderTooLargeJSON: headers past what net/http reads get the
+// listener's 431 (HTTPConfig.HeaderTooLarge), whole and with its length,
+// where net/http would write its own plain text; the connection closes.
+// net/http's text is matched exactly: were a Go release to change it,
+// this fails.
+func TestHeaderTooLargeJSON(t *testing.T) {
+	base, _ := serveHTTP(t, connlimit.Config{MaxConns: 10, MaxConnsPerPeer: 10}, http.NotFoundHandler(), nil)
+	nc, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	go io.WriteString(nc, "GET / HTTP/1.1\r\nHost: x\r\nX-Big: "+strings.Repeat("a", 8<<10)+"\r\n\r\n")
+	raw, err := io.ReadAll(nc)
+	if err != nil && !isReset(err) {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(string(raw))), nil)
+	if err != nil {
+		t.Fatalf("%v: %q", err, raw)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || resp.Header.Get("Content-Type") != "application/json" ||
+		resp.ContentLength != int64(len(tooLargeBody)) || string(b) != tooLargeBody || !resp.Close {
+		t.Fatalf("headers past the limit: %d %q %q, close %v; want 431, the JSON body, Connection: close", resp.StatusCode, resp.Header.Get("Content-Type"), b, resp.Close)
+	}
+}
+
+// isReset reports a connection reset (the server closed with unread
+// input).
+func isReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }
