@@ -178,17 +178,19 @@ func (l *Limiter) handler(h http.Handler, rt, h2Deadline time.Duration) http.Han
 		a := answers.Get().(*answer)
 		a.w, a.c = w, c
 		defer a.release()
-		body := r.Body
-		if body != nil && body != http.NoBody {
-			a.body = waitBody{ReadCloser: body, c: c, limit: rt, h2: h2}
-			r.Body = &a.body
+		var wb *waitBody // nil on the hot path: a GET has no body
+		// A request without a body has ContentLength 0 and NoBody; the
+		// length is read first, as comparing interfaces costs a call.
+		if body := r.Body; r.ContentLength != 0 && body != nil && body != http.NoBody {
+			wb = &waitBody{ReadCloser: body, c: c, limit: rt, h2: h2}
+			r.Body = wb
 		}
 		h.ServeHTTP(a, r)
-		if a.body.c != nil {
+		if wb != nil {
 			// net/http's own checks of what the handler left unread see
 			// its body again.
-			r.Body = body
-			if !h2 && !a.body.eof {
+			r.Body = wb.ReadCloser
+			if !h2 && !wb.eof {
 				// net/http reads (or waits for) what the handler left of
 				// the body before the connection takes its next request:
 				// a wait on the peer, until the connection turns idle
@@ -258,7 +260,6 @@ type answer struct {
 	c      *Conn
 	status int
 	buf    []byte
-	body   waitBody // the request's, when it has one
 }
 
 var answers = sync.Pool{New: func() any { return new(answer) }}
@@ -267,7 +268,7 @@ var answers = sync.Pool{New: func() any { return new(answer) }}
 const keepBuf = 64 << 10
 
 func (a *answer) release() {
-	a.w, a.c, a.status, a.body = nil, nil, 0, waitBody{}
+	a.w, a.c, a.status = nil, nil, 0
 	if cap(a.buf) > keepBuf {
 		a.buf = nil
 	}
