@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -25,7 +26,8 @@ import (
 // halfSentRPC keeps one RPC connection from from to addr mid-frame until
 // ctx ends: a Vesta.GenID frame and the first byte of the next, that frame
 // completed every every with the first byte of the next, and so on; a
-// connection the server closes is redialled. held counts the connections
+// connection the server closes is redialled at once (within 100 ms), so
+// that the flood takes back what is shed. held counts the connections
 // open.
 func halfSentRPC(ctx context.Context, addr, from string, every time.Duration, held *atomic.Int64) {
 	enc := wire.NewEncoder()
@@ -51,7 +53,7 @@ func halfSentRPC(ctx context.Context, addr, from string, every time.Duration, he
 			if _, err := r.Next(); err != nil {
 				break
 			}
-			if !sleepCtx(ctx, every) {
+			if !waitOpen(ctx, nc, every) {
 				break
 			}
 			out = append(append(out[:0], frame[1:]...), frame[0]) // the rest, and the next's first byte
@@ -66,7 +68,7 @@ func halfSentRPC(ctx context.Context, addr, from string, every time.Duration, he
 // halfSentREST keeps one keep-alive HTTP/1.1 connection from from to addr
 // (TLS with tlsCfg) mid-request until ctx ends: GET /healthz with
 // Content-Length: 1, its byte every later with the next such request;
-// redialled when the server closes it.
+// redialled at once when the server closes it.
 func halfSentREST(ctx context.Context, addr, from string, tlsCfg *tls.Config, every time.Duration, held *atomic.Int64) {
 	const req = "GET /healthz HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1\r\n\r\n"
 	for ctx.Err() == nil {
@@ -95,7 +97,10 @@ func halfSentREST(ctx context.Context, addr, from string, tlsCfg *tls.Config, ev
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 			}
-			if !sleepCtx(ctx, every) {
+			// Nothing comes before the body's byte: a read that ends
+			// sooner than every is the server closing.
+			nc.SetReadDeadline(time.Now().Add(every))
+			if _, err := br.Peek(1); !isTimeout(err) || ctx.Err() != nil {
 				break
 			}
 			out = "x" + req
@@ -105,6 +110,14 @@ func halfSentREST(ctx context.Context, addr, from string, tlsCfg *tls.Config, ev
 		held.Add(-1)
 		sleepCtx(ctx, 100*time.Millisecond)
 	}
+}
+
+// waitOpen waits d on nc, which the server should leave silent: it
+// reports false when the server closes nc first (or ctx ends).
+func waitOpen(ctx context.Context, nc net.Conn, d time.Duration) bool {
+	nc.SetReadDeadline(time.Now().Add(d))
+	_, err := nc.Read(make([]byte, 1))
+	return isTimeout(err) && ctx.Err() == nil
 }
 
 // sleepCtx sleeps d, or less if ctx ends first; it reports whether ctx
@@ -226,7 +239,8 @@ func TestHalfSentFloodAtCaps(t *testing.T) {
 		halfSentREST(ctx, p.REST, from, nil, 4*time.Second, held)
 	})
 	time.Sleep(4 * time.Second)
-	t.Logf("%d RPC connections holding half a frame, %d REST ones awaiting their bodies", rpcHeld.Load(), restHeld.Load())
+	t.Logf("%d RPC connections holding half a frame, %d REST ones awaiting their bodies; the server counts %v RPC and %v in all",
+		rpcHeld.Load(), restHeld.Load(), metricValue(t, metrics, "", "vesta_rpc_connections"), metricValue(t, metrics, "", "vesta_connections_open"))
 	probeFlood(t, "half-sent floods at the caps", 10*time.Second, map[string]func() error{
 		"REST /v1/id":  restCall(p.REST, "/v1/id", "", nil),
 		"RPC GenID":    rpcCall(p.Central),
