@@ -74,16 +74,18 @@ func (a *authLimits) check(lg *slog.Logger, peer, h string, sum *[32]byte) (chal
 // ADDR: REASON".
 const handshakePrefix = "http: TLS handshake error from "
 
-// errorLog is the http.Server's ErrorLog: its lines at Warn, except that
-// a peer's failed TLS handshakes (a plaintext client on the TLS port
+// ErrorLog is an http.Server's ErrorLog: its lines at Warn on lg, except
+// that a peer's failed TLS handshakes (a plaintext client on the TLS port
 // fails on every connection) make one line a minute, as the central
-// server's do.
-func errorLog(lg *slog.Logger) *log.Logger {
-	return log.New(&errorLogWriter{log: lg, handshakes: peerrate.NewLog()}, "", 0)
+// server's do, "NAME: TLS handshake failed": REST's, and the metrics
+// listener's of vesta serve.
+func ErrorLog(lg *slog.Logger, name string) *log.Logger {
+	return log.New(&errorLogWriter{log: lg, name: name, handshakes: peerrate.NewLog()}, "", 0)
 }
 
 type errorLogWriter struct {
 	log        *slog.Logger
+	name       string
 	handshakes *peerrate.Limiter
 }
 
@@ -91,7 +93,7 @@ func (w *errorLogWriter) Write(p []byte) (int, error) {
 	msg := strings.TrimSuffix(string(p), "\n")
 	if rest, ok := strings.CutPrefix(msg, handshakePrefix); ok {
 		addr, reason, _ := strings.Cut(rest, ": ")
-		w.handshakes.Warn(w.log, peerOf(addr), "rest: TLS handshake failed", "remote", addr, "err", reason)
+		w.handshakes.Warn(w.log, peerOf(addr), w.name+": TLS handshake failed", "remote", addr, "err", reason)
 		return len(p), nil
 	}
 	w.log.Warn(msg)

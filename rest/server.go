@@ -147,7 +147,7 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 		RequestTimeout: cfg.RequestTimeout,
 		MaxHeaderBytes: MaxHeaderBytes,
 		HeaderTooLarge: HeaderTooLarge(),
-		ErrorLog:       errorLog(s.log), // a peer's failed handshakes once a minute (peers.go)
+		ErrorLog:       ErrorLog(s.log, "rest"), // a peer's failed handshakes once a minute (peers.go)
 	})
 	s.startHistory() // history.go; stopped by Shutdown and Close
 	return s, nil

@@ -315,7 +315,7 @@ func (a *Assembled) metricsServer(cfg conf.Config, log *slog.Logger, reg *promet
 		RequestTimeout: rest.DefaultRequestTimeout,
 		MaxHeaderBytes: rest.MaxHeaderBytes,
 		HeaderTooLarge: rest.HeaderTooLarge(),
-		ErrorLog:       slog.NewLogLogger(mlog.Handler(), slog.LevelWarn),
+		ErrorLog:       rest.ErrorLog(mlog, "metrics"), // a peer's failed handshakes once a minute
 	})
 	return lim.Listen(a.lnMetrics), nil
 }
