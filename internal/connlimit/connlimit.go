@@ -290,7 +290,7 @@ type Conn struct {
 	timer *time.Timer // the first-request deadline, if any
 
 	admitted  int64        // unix ns
-	busy      atomic.Bool  // proven and mid-request: shed only when stalled
+	busy      atomic.Bool  // proven and mid-request: shed only when held up (stalled, stuck)
 	idleSince atomic.Int64 // when it last became idle, by the caller's clock
 	isProven  atomic.Bool
 	// answers counts its answers up to 2: a connection answered again
