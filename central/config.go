@@ -58,8 +58,10 @@ type Config struct {
 	MaxRequestBytes int
 	// MaxConns bounds open connections. At it, a new connection sheds the
 	// oldest connection that has not sent a complete frame yet, else the
-	// one idle the longest; when every connection is mid-call it is closed
-	// as soon as accepted. Zero is 10000.
+	// one idle the longest, else one whose peer holds it up (answers
+	// unread, or half a frame owed for over a second: package connlimit);
+	// when the server works for every connection it is closed as soon as
+	// accepted. Zero is 10000.
 	MaxConns int
 	// MaxConnsPerPeer bounds the open connections of one peer (an IPv4
 	// address, or an IPv6 prefix of PeerPrefixV6 bits), shedding that

@@ -190,14 +190,27 @@ func (c *conn) readLoop() error {
 
 		now := time.Now()
 		deadline := now.Add(cfg.IdleTimeout)
-		if !frameSince.IsZero() {
+		partial := !frameSince.IsZero()
+		if partial {
+			// The rest of the frame is a wait on the peer, bounded for
+			// the frame and, through its owed time, for the connection
+			// (package connlimit): completing a frame every few seconds
+			// holds it no longer than one slow frame would.
 			deadline = frameSince.Add(cfg.ReadTimeout)
+			left := c.limit.Await(now.UnixNano(), cfg.ReadTimeout)
+			if left <= 0 {
+				return errors.New("the peer kept the connection waiting mid-frame past the read timeout")
+			}
+			if d := now.Add(left); d.Before(deadline) {
+				deadline = d
+			}
 		}
 		if first := c.opened.Add(cfg.FirstFrameTimeout); !proven && first.Before(deadline) {
 			deadline = first
 		}
 		// A newcomer at a connection cap may shed a connection without
-		// a complete frame yet, else an idle one (package connlimit).
+		// a complete frame yet, else an idle one, else one its peer
+		// keeps waiting mid-frame (package connlimit).
 		if proven && start == end && c.waiting.Load() == 0 {
 			c.limit.SetIdle(now.UnixNano())
 		}
@@ -210,6 +223,9 @@ func (c *conn) readLoop() error {
 			c.nc.SetReadDeadline(until)
 		}
 		n, err := c.nc.Read(buf[end:])
+		if partial {
+			c.limit.Arrived(time.Now().UnixNano())
+		}
 		if n > 0 {
 			c.limit.SetBusy()
 		}

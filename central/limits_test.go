@@ -166,3 +166,62 @@ func TestFirstFrameTimeout(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	good.genID()
 }
+
+// TestShedStuck: at MaxConns with every connection mid-call, one whose
+// peer has kept it waiting for the rest of a frame past a second is shed
+// for a lighter peer's newcomer, the one held up longest first: half a
+// frame is no hold on a place.
+func TestShedStuck(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	gen := newGen(t, core.Config{})
+	// A newcomer refused is closed at once, long before its first frame
+	// would be due.
+	_, addr := serve(t, gen, central.Config{MaxConns: 2, FirstFrameTimeout: time.Minute, Registerer: reg})
+	first := makeBusy(dialFrom(t, addr, "127.0.0.2"))
+	time.Sleep(100 * time.Millisecond)
+	second := makeBusy(dialFrom(t, addr, "127.0.0.2"))
+	dialFrom(t, addr, "127.0.0.3").closed() // neither has waited a second yet
+	time.Sleep(1200 * time.Millisecond)
+	dialFrom(t, addr, "127.0.0.2").closed() // their own peer's newcomer sheds neither
+	dialFrom(t, addr, "127.0.0.3").genID()
+	first.closed()
+	second.write([]byte{'t', 'a', '.', 'G', 'e', 'n', 'I', 'D', 0x90}) // the rest of its frame: answered
+	if resp := second.recv(); resp.Error != nil {
+		t.Fatal(resp.Error)
+	}
+	if got, _ := promtest.Value(t, reg, "vesta_rpc_connections_shed_total", "reason", "max_conns"); got != 1 {
+		t.Errorf("shed{max_conns} = %v; want 1", got)
+	}
+}
+
+// TestTrickleBoundedPerConnection: a peer that completes each frame
+// within ReadTimeout and keeps the connection waiting for the next is
+// closed once the waits add up past ReadTimeout (net of their drain): the
+// bound is the connection's, not each frame's.
+func TestTrickleBoundedPerConnection(t *testing.T) {
+	gen := newGen(t, core.Config{})
+	const readTimeout = 400 * time.Millisecond
+	_, addr := serve(t, gen, central.Config{ReadTimeout: readTimeout})
+	p := makeBusy(dial(t, addr))
+	rest := []byte{'t', 'a', '.', 'G', 'e', 'n', 'I', 'D', 0x90}
+	t0 := time.Now()
+	for frames := 0; ; frames++ {
+		time.Sleep(readTimeout * 3 / 4) // each frame within the read timeout
+		p.id++
+		next, err := p.enc.AppendRequest(nil, p.id, wire.ProcGenID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.nc.Write(append(rest, next[:len(halfFrame)]...))
+		if _, err := p.tryRecv(); err != nil {
+			t.Logf("closed after %d frames, %v", frames, time.Since(t0).Round(time.Millisecond))
+			if frames < 1 {
+				t.Errorf("closed after %d frames; want a frame within the read timeout answered", frames)
+			}
+			return
+		}
+		if time.Since(t0) > 10*readTimeout {
+			t.Fatalf("%v of a frame every %v, and the connection is still open", time.Since(t0), readTimeout*3/4)
+		}
+	}
+}

@@ -266,11 +266,28 @@ type MetricsConfig struct {
 	// (metricsConfig): MaxConns zero is 100, MaxConnsPerPeer zero is 10,
 	// PeerIPv6Prefix zero is 64, MaxUnsentBytes zero is 8 MiB and a
 	// negative one is no bound.
-	MaxConns        int   `koanf:"max_conns"`
-	MaxConnsPerPeer int   `koanf:"max_conns_per_peer"`
-	PeerIPv6Prefix  int   `koanf:"peer_ipv6_prefix"`
-	MaxUnsentBytes  int64 `koanf:"max_unsent_bytes"`
+	MaxConns        int        `koanf:"max_conns"`
+	MaxConnsPerPeer int        `koanf:"max_conns_per_peer"`
+	PeerIPv6Prefix  int        `koanf:"peer_ipv6_prefix"`
+	MaxUnsentBytes  int64      `koanf:"max_unsent_bytes"`
+	TLS             MetricsTLS `koanf:"tls"`
 }
+
+// MetricsTLS is the metrics listener's TLS; all empty is plain HTTP. With
+// rest.metrics_auth the token crosses the network on each scrape: over
+// plain HTTP to another host, in clear.
+type MetricsTLS struct {
+	// Cert and Key are PEM files, both or neither.
+	Cert string `koanf:"cert"`
+	Key  string `koanf:"key"`
+	// ClientCA is a PEM file of CAs whose client certificates are
+	// required (mTLS): a scraper without one is refused at the handshake.
+	// "" asks for none. It needs Cert.
+	ClientCA string `koanf:"client_ca"`
+}
+
+// Enabled reports whether the listener speaks TLS.
+func (t MetricsTLS) Enabled() bool { return t.Cert != "" }
 
 // LogConfig is the log output.
 type LogConfig struct {

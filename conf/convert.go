@@ -117,6 +117,15 @@ func (t RESTTLS) Load() (*tls.Config, error) {
 	return serverTLS("rest.tls", t.Cert, t.Key, t.ClientCA)
 }
 
+// Load reads the certificate, key and client CAs; nil when TLS is off.
+// Errors name the key.
+func (t MetricsTLS) Load() (*tls.Config, error) {
+	if !t.Enabled() {
+		return nil, nil
+	}
+	return serverTLS("metrics.tls", t.Cert, t.Key, t.ClientCA)
+}
+
 // serverCipherSuites are the TLS 1.2 suites a listener accepts: forward
 // secret and AEAD only. Go's defaults still take the CBC suites with
 // SHA-1 MACs, which nothing vesta talks to needs. TLS 1.3 has its own
@@ -127,7 +136,8 @@ var serverCipherSuites = []uint16{
 	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
 }
 
-// serverTLS is a listener's TLS under key (central.tls, rest.tls): the
+// serverTLS is a listener's TLS under key (central.tls, rest.tls,
+// metrics.tls): the
 // certificate and key, TLS 1.2 or later with AEAD suites only, and with
 // clientCA a client certificate from one of its CAs required.
 func serverTLS(key, cert, priv, clientCA string) (*tls.Config, error) {

@@ -373,6 +373,7 @@ func TestDecodeInvalid(t *testing.T) {
 		{"rest: {tls: {cert: [a, b]}}", "rest.tls.cert", "want a string"},
 		{"rest: {tls: {key: [a, b]}}", "rest.tls.key", "want a string"},
 		{"rest: {tls: {client_ca: [a, b]}}", "rest.tls.client_ca", "want a string"},
+		{"metrics: {tls: {cert: [a, b]}}", "metrics.tls.cert", "want a string"},
 		{"client: {servers: {a: 1}}", "client.servers", "want a list"},
 		{"client: {timeout: 200}", "client.timeout", "200; want a duration with a unit, such as 200s"},
 		{"client: {retries: two}", "client.retries", `"two"; want an integer`},

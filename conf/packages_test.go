@@ -119,6 +119,19 @@ func TestCentralAndRESTConfig(t *testing.T) {
 	if _, err := c.RESTConfig(); !errors.Is(err, conf.ErrConfig) {
 		t.Errorf("RESTConfig with a bad key file: %v; want ErrConfig", err)
 	}
+
+	// metrics.tls is read as rest.tls is; off, it is nil.
+	if mt, err := c.Metrics.TLS.Load(); mt != nil || err != nil {
+		t.Errorf("metrics.tls off: %v, %v; want nil, nil", mt, err)
+	}
+	c.Metrics.TLS = conf.MetricsTLS{Cert: files.ServerCert, Key: files.ServerKey, ClientCA: files.CA}
+	if mt, err := c.Metrics.TLS.Load(); err != nil || mt == nil || len(mt.Certificates) != 1 || mt.ClientAuth != tls.RequireAndVerifyClientCert {
+		t.Errorf("metrics.tls with a client CA: %v; want the certificate, client certificates required", err)
+	}
+	c.Metrics.TLS.Key = c.Metrics.TLS.Cert
+	if _, err := c.Metrics.TLS.Load(); !errors.Is(err, conf.ErrConfig) || !strings.Contains(err.Error(), "metrics.tls.cert") {
+		t.Errorf("metrics.tls with a bad key file: %v; want ErrConfig naming metrics.tls", err)
+	}
 	c = conf.DefaultConfig()
 	c.Central.MaxBatch = -1
 	if _, err := c.CentralConfig(); !errors.Is(err, conf.ErrConfig) {

@@ -285,6 +285,7 @@ func (r RESTConfig) validate(ck *checker, centralListen string) {
 }
 
 func (m MetricsConfig) validate(ck *checker, others ...string) {
+	checkServerTLS(ck, "metrics.tls", m.TLS.Cert, m.TLS.Key, m.TLS.ClientCA)
 	if m.Listen == "" {
 		return
 	}

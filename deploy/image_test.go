@@ -255,6 +255,10 @@ func checkStopped(tb testing.TB, name string) {
 		if strings.Contains(line, `"msg":"central: TLS handshake failed"`) && strings.Contains(line, "didn't provide a certificate") {
 			continue
 		}
+		// And the metrics listener in plain HTTP, to see it refused.
+		if strings.Contains(line, `"msg":"metrics: TLS handshake failed"`) && strings.Contains(line, "HTTP request to an HTTPS server") {
+			continue
+		}
 		if strings.Contains(line, `"level":"ERROR"`) || strings.Contains(line, `"level":"WARN"`) {
 			tb.Errorf("the server logged warnings or errors:\n%s", l)
 			break
@@ -345,7 +349,8 @@ func checkServing(t *testing.T, name, restPort, metricsPort string, img imageInf
 // testK8sOrdinal runs the image as the StatefulSet of deploy/k8s does: pod
 // vesta-2 with the ConfigMap and the Secrets mounted and the container's
 // args gets machine ID k8s_offset + 2, serves REST over HTTPS with the
-// token (the probes' routes without it), and RPC over mutual TLS only.
+// token (the probes' routes without it), the metrics listener over HTTPS
+// with the token (never in clear), and RPC over mutual TLS only.
 func testK8sOrdinal(t *testing.T, run []string, tag string) {
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o755); err != nil { // read by the image's user
@@ -358,7 +363,7 @@ func testK8sOrdinal(t *testing.T, run []string, tag string) {
 	secrets := newKitSecrets(t)
 	args := statefulSetArgs(t, "k8s/vesta.yaml", "vesta")
 	flags := append([]string{"--hostname", "vesta-2", "-v", dir + ":/etc/vesta/config:ro",
-		"-p", "127.0.0.1::7070", "-p", "127.0.0.1::7080"}, secrets.podmanVolumes()...)
+		"-p", "127.0.0.1::7070", "-p", "127.0.0.1::7080", "-p", "127.0.0.1::7090"}, secrets.podmanVolumes()...)
 	name := container(t, run, "k8s", append(append(flags, tag), args...)...)
 	port := func(p string) string { return strings.Split(strings.TrimSpace(podman(t, "port", name, p)), "\n")[0] }
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: secrets.pki.Pool}}
@@ -375,6 +380,15 @@ func testK8sOrdinal(t *testing.T, run []string, tag string) {
 	}
 	if code, _, err := open.get("/metrics"); err != nil || code != http.StatusUnauthorized {
 		t.Errorf("/metrics without the token: %d %v, want 401 (metrics_auth)", code, err)
+	}
+	// The metrics listener, as Prometheus scrapes it: HTTPS with the token.
+	metrics := restClient{base: "https://" + port("7090/tcp"), tr: tr, token: secrets.token}
+	if code, _, err := metrics.get("/metrics"); err != nil || code != http.StatusOK {
+		t.Errorf("7090 /metrics over HTTPS with the token: %d %v, want 200", code, err)
+	}
+	plain := restClient{base: "http://" + port("7090/tcp"), tr: tr, token: secrets.token}
+	if code, _, err := plain.get("/metrics"); err == nil && code == http.StatusOK {
+		t.Error("7090 /metrics over plain HTTP: 200; want no answer in clear (metrics.tls)")
 	}
 
 	// RPC: the Go client with the client certificate gets an ID; without

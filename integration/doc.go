@@ -87,7 +87,25 @@
 //   - TestSlowReadFlood: connections that never read large answers hold
 //     no more than each peer's share of rest.max_unsent_bytes, and the
 //     kernel little (TCP_NOTSENT_LOWAT).
+//   - TestHalfSentFloodLowNofile: under `ulimit -n 256`, RPC connections
+//     that always hold half a frame, then HTTPS ones that always owe a
+//     promised body, redialling what is shed, lock out no one: fresh
+//     probes on REST, RPC, /readyz and metrics are answered (9 of 10 at
+//     least) throughout each flood.
+//   - TestHalfSentFloodAtCaps: the same floods from five addresses at
+//     once, against caps of 500 (100 per peer) at a normal limit.
 //   - TestMetricsPortAuth: rest.metrics_auth guards metrics.listen too.
+//   - TestWrongTokensSpareTheRightOne: behind one address, wrong tokens
+//     get 429 past the burst while the right one passes every time, on
+//     REST and the metrics listener.
+//   - TestLockedRESTWarnsOfOpenRPC: with REST locked, an anonymous RPC
+//     caller on the network issues IDs, and vesta warns at start; with
+//     mutual TLS it is refused and nothing is said.
+//   - TestMetricsListenerLocks: the metrics listener answers REST's Host
+//     names only (421 otherwise), speaks HTTPS with metrics.tls, and warns
+//     when rest.metrics_auth would send the token in clear.
+//   - TestHeaderTooLargeIsJSON: net/http's own 431 goes as the JSON error
+//     body, on REST and the metrics listener.
 //   - TestIPv6PeerPrefix: many addresses of one IPv6 /64 are one peer
 //     under max_conns_per_peer (on a test host).
 //

@@ -95,8 +95,10 @@ type Config struct {
 
 	// MaxConns bounds open connections. At it, a new connection sheds
 	// the oldest one that has not sent a request yet, else the one idle
-	// the longest; when all are mid-request it is closed on accept
-	// (package connlimit). Zero is 10000.
+	// the longest, else one whose peer holds it up (answers unread, or a
+	// promised body owed for over a second); when the server works for
+	// every connection it is closed on accept (package connlimit). Zero
+	// is 10000.
 	MaxConns int
 
 	// MaxConnsPerPeer bounds the open connections of one peer (an IPv4

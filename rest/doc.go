@@ -58,9 +58,11 @@
 //
 // With Config.Token set, the ID routes (the Vesta-compatible ones, all of
 // Leaf's and /v1/...) need "Authorization: Bearer <token>" and answer 401 with
-// "WWW-Authenticate: Bearer" otherwise. A peer address that sent 10 wrong
-// tokens, then more than one a second, is answered 429 with Retry-After,
-// without its token being compared, until it is back under that rate.
+// "WWW-Authenticate: Bearer" otherwise. A wrong token from a peer address
+// that sent 10, then more than one a second, is answered 429 with
+// Retry-After, until it is back under that rate; the right token always
+// passes (behind a proxy or NAT one misconfigured client must not lock out
+// the others).
 //
 // Browsers: every route but /healthz and /readyz answers only the Host
 // names of Config.AllowedHosts and the defaults (421 otherwise), so that a

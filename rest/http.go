@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -16,19 +17,32 @@ import (
 // Continue), and the header size limit enforced here, so that its 431 is
 // the JSON error body too.
 //
-// net/http still answers a few requests itself, in plain text, before any
-// handler runs: headers past MaxHeaderBytes and the 4 KiB it reads beyond
-// (431), a request line or
-// header it cannot parse (400), an HTTP version other than 1.x (505), and
-// an unknown Transfer-Encoding (501). It has not parsed a request then,
-// so no handler can see one; those answers carry fixed text and echo
-// nothing of the input.
+// net/http still answers a few requests itself, before any handler runs:
+// headers past MaxHeaderBytes and the 4 KiB it reads beyond (431), a
+// request line or header it cannot parse (400), an HTTP version other
+// than 1.x (505), and an unknown Transfer-Encoding (501). It has not
+// parsed a request then, so no handler can see one, and net/http has no
+// hook for those answers. The 431, the one a client's own mistake (a
+// cookie jar, a huge token) meets, is written as one fixed string to the
+// connection; the listener (package connlimit) writes HeaderTooLarge
+// instead, over plain HTTP/1.1. Over TLS net/http writes it to the TLS
+// connection, above the listener, and its text stays; so do the others.
+// They carry fixed text and echo nothing of the input.
 
 // MaxHeaderBytes is the size of a request's headers (with its request
 // line) past which the answer is 431. It is the http.Server's limit too,
 // so no more than that (and net/http's 4 KiB of slack) is ever read and
 // buffered; checkRequest answers in JSON what net/http read whole.
 const MaxHeaderBytes = 32 << 10
+
+// HeaderTooLarge returns the JSON error body of the 431 net/http answers
+// itself, for headers past what it reads (connlimit.HTTPConfig's
+// HeaderTooLarge): the shape of every other error.
+func HeaderTooLarge() []byte {
+	b, _ := json.Marshal(errorBody{Error: errorDetail{Code: codeInvalidArgument,
+		Message: fmt.Sprintf("headers: more than %d bytes; at most %d", MaxHeaderBytes+4<<10, MaxHeaderBytes)}})
+	return append(b, '\n')
+}
 
 // headKey marks, in the echo context, a HEAD request routed as GET.
 const headKey = "vesta.head"

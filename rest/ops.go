@@ -6,7 +6,9 @@ import (
 	"embed"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -116,41 +118,79 @@ func metricsHandler(g prometheus.Gatherer, log *slog.Logger) http.Handler {
 	})
 }
 
+// MetricsConfig configures MetricsHandler.
+type MetricsConfig struct {
+	// Token, when set, is required as "Authorization: Bearer <token>", as
+	// Config.MetricsAuth makes /metrics require Config.Token; "" leaves
+	// the listener open.
+	Token string
+	// AllowedHosts are the Host names answered besides the defaults, as
+	// Config.AllowedHosts (the same list, so that a DNS-rebinding page
+	// reads no more from the metrics listener than from REST); entries
+	// are checked as Config.Validate checks its own.
+	AllowedHosts []string
+	// Addr is the listener's address: on loopback the defaults are
+	// loopback's (Config.AllowedHosts); nil is the wide defaults.
+	Addr net.Addr
+	// Logger receives the renderer's errors and the limited peers' lines;
+	// nil discards.
+	Logger *slog.Logger
+}
+
 // MetricsHandler serves g as GET /metrics does, for a listener of its own
-// (vesta serve's metrics.listen). With token set it requires
-// "Authorization: Bearer <token>", as Config.MetricsAuth makes /metrics
-// do, compared the same way, and answers 401 with the same JSON error
-// otherwise: a metrics port must not give away what the REST one guards.
-// A nil log discards.
-func MetricsHandler(g prometheus.Gatherer, token string, log *slog.Logger) http.Handler {
+// (vesta serve's metrics.listen): the Host check of every REST route but
+// the probes' (421 misdirected_request), and with cfg.Token the bearer
+// check, compared and limited as REST's, 401 or 429 otherwise: a metrics
+// port must not give away what the REST one guards. Its errors are REST's
+// JSON error body. It returns ErrConfig for an AllowedHosts entry
+// Config.Validate would refuse.
+func MetricsHandler(g prometheus.Gatherer, cfg MetricsConfig) (http.Handler, error) {
+	for i, h := range cfg.AllowedHosts {
+		if err := checkAllowedHost(h); err != nil {
+			return nil, fmt.Errorf("%w: AllowedHosts[%d]: %q: %v", ErrConfig, i, clip(h), err)
+		}
+	}
+	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	h := metricsHandler(g, log)
-	if token == "" {
-		return h
-	}
-	sum := sha256.Sum256([]byte(token))
+	hosts := newHostPolicy(cfg.AllowedHosts, cfg.Addr)
+	var sum [sha256.Size]byte
 	lim := newAuthLimits()
+	if cfg.Token != "" {
+		sum = sha256.Sum256([]byte(cfg.Token))
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		challenge, err := lim.check(log, peerOf(r.RemoteAddr), r.Header.Get(echo.HeaderAuthorization), &sum)
-		if err == nil {
-			h.ServeHTTP(w, r)
+		if !hosts.allows(canonicalHost(r.Host)) {
+			writeError(w, misdirected(r.Host, hosts), "")
 			return
 		}
-		body, _ := json.Marshal(errorBody{Error: errorDetail{Code: err.code, Message: err.message}})
-		hdr := w.Header()
-		if challenge != "" {
-			hdr.Set(echo.HeaderWWWAuthenticate, challenge)
+		if cfg.Token != "" {
+			if challenge, err := lim.check(log, peerOf(r.RemoteAddr), r.Header.Get(echo.HeaderAuthorization), &sum); err != nil {
+				writeError(w, err, challenge)
+				return
+			}
 		}
-		if err.retryAfter > 0 {
-			hdr.Set("Retry-After", strconv.Itoa(err.retryAfter))
-		}
-		hdr.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-		hdr.Set("X-Content-Type-Options", "nosniff")
-		w.WriteHeader(err.status)
-		w.Write(append(body, '\n'))
-	})
+		h.ServeHTTP(w, r)
+	}), nil
+}
+
+// writeError writes ae as the JSON error body, outside echo; challenge,
+// when set, is a 401's WWW-Authenticate.
+func writeError(w http.ResponseWriter, ae *apiError, challenge string) {
+	body, _ := json.Marshal(errorBody{Error: errorDetail{Code: ae.code, Message: ae.message}})
+	hdr := w.Header()
+	if challenge != "" {
+		hdr.Set(echo.HeaderWWWAuthenticate, challenge)
+	}
+	if ae.retryAfter > 0 {
+		hdr.Set("Retry-After", strconv.Itoa(ae.retryAfter))
+	}
+	hdr.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(ae.status)
+	w.Write(append(body, '\n'))
 }
 
 type statusBody struct {

@@ -119,6 +119,12 @@ func (p *hostPolicy) allows(host string) bool {
 	return p.wide && (!strings.Contains(host, ".") || host == p.hostname || hasSuffix(host, privateSuffixes))
 }
 
+// misdirected is the 421 of a Host p does not allow.
+func misdirected(host string, p *hostPolicy) *apiError {
+	return &apiError{status: http.StatusMisdirectedRequest, code: codeMisdirected,
+		message: fmt.Sprintf("Host %q is not a name of this server: add it to rest.allowed_hosts if it is (%s)", clip(host), p.describe())}
+}
+
 // describe says what the policy accepts, for the 421's message.
 func (p *hostPolicy) describe() string {
 	if p.wide {
@@ -195,8 +201,7 @@ func (s *Server) screen(c echo.Context, issuing bool) error {
 	r := c.Request()
 	if path := c.Path(); path != "/healthz" && path != "/readyz" { // probes may send any Host (a pod's IP, a node's name)
 		if p := s.hosts.Load(); !p.allows(canonicalHost(r.Host)) {
-			return &apiError{status: http.StatusMisdirectedRequest, code: codeMisdirected,
-				message: fmt.Sprintf("Host %q is not a name of this server: add it to rest.allowed_hosts if it is (%s)", clip(r.Host), p.describe())}
+			return misdirected(r.Host, p)
 		}
 	}
 	if issuing && s.cfg.Token == "" {

@@ -14,12 +14,15 @@ import (
 )
 
 // Failed authentications are limited per peer address: authBurst at once,
-// then one every authEvery. A peer past them is answered 429 with
-// Retry-After, its token not even compared, so guessing goes no faster;
-// an answer at once rather than a delay, which would hold a connection
-// per guess. A good token spends nothing, so only failing peers have an
-// entry, at most authPeers of them (package peerrate). Behind a proxy
-// every request is the proxy's: one client failing there limits all.
+// then one every authEvery. A wrong token from a peer past them is
+// answered 429 with Retry-After (an answer at once rather than a delay,
+// which would hold a connection per guess), and its log line is one a
+// minute. The right token always passes, and spends nothing: behind a
+// proxy, a NAT or an ingress every request is one peer's, and one client
+// misconfigured there must not lock out the others. So the limit does not
+// slow a guesser, whose right guess would pass anyway; the token's length
+// does (MinTokenBytes: 2^64 guesses even in hex). Only failing peers have
+// an entry, at most authPeers of them (package peerrate).
 const (
 	authBurst = 10
 	authEvery = time.Second
@@ -51,17 +54,18 @@ func (a *authLimits) limited(lg *slog.Logger, peer string) *apiError {
 func (a *authLimits) failed(peer string) { a.fails.Spend(peer, time.Now()) }
 
 // check is the bearer check of a request from peer with Authorization
-// header h (checkBearer), limited: a peer that failed too often gets the
-// 429, and a wrong token counts against its peer (a missing one is no
-// guess and does not).
+// header h (checkBearer), limited: the right token passes; a wrong one
+// counts against its peer, which past its burst gets the 429 (a missing
+// one is no guess and does not count).
 func (a *authLimits) check(lg *slog.Logger, peer, h string, sum *[32]byte) (challenge string, _ *apiError) {
+	challenge, err := checkBearer(h, sum)
+	if err == nil || h == "" {
+		return challenge, err
+	}
 	if ae := a.limited(lg, peer); ae != nil {
 		return "", ae
 	}
-	challenge, err := checkBearer(h, sum)
-	if err != nil && h != "" {
-		a.failed(peer)
-	}
+	a.failed(peer)
 	return challenge, err
 }
 
@@ -70,16 +74,18 @@ func (a *authLimits) check(lg *slog.Logger, peer, h string, sum *[32]byte) (chal
 // ADDR: REASON".
 const handshakePrefix = "http: TLS handshake error from "
 
-// errorLog is the http.Server's ErrorLog: its lines at Warn, except that
-// a peer's failed TLS handshakes (a plaintext client on the TLS port
+// ErrorLog is an http.Server's ErrorLog: its lines at Warn on lg, except
+// that a peer's failed TLS handshakes (a plaintext client on the TLS port
 // fails on every connection) make one line a minute, as the central
-// server's do.
-func errorLog(lg *slog.Logger) *log.Logger {
-	return log.New(&errorLogWriter{log: lg, handshakes: peerrate.NewLog()}, "", 0)
+// server's do, "NAME: TLS handshake failed": REST's, and the metrics
+// listener's of vesta serve.
+func ErrorLog(lg *slog.Logger, name string) *log.Logger {
+	return log.New(&errorLogWriter{log: lg, name: name, handshakes: peerrate.NewLog()}, "", 0)
 }
 
 type errorLogWriter struct {
 	log        *slog.Logger
+	name       string
 	handshakes *peerrate.Limiter
 }
 
@@ -87,7 +93,7 @@ func (w *errorLogWriter) Write(p []byte) (int, error) {
 	msg := strings.TrimSuffix(string(p), "\n")
 	if rest, ok := strings.CutPrefix(msg, handshakePrefix); ok {
 		addr, reason, _ := strings.Cut(rest, ": ")
-		w.handshakes.Warn(w.log, peerOf(addr), "rest: TLS handshake failed", "remote", addr, "err", reason)
+		w.handshakes.Warn(w.log, peerOf(addr), w.name+": TLS handshake failed", "remote", addr, "err", reason)
 		return len(p), nil
 	}
 	w.log.Warn(msg)

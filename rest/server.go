@@ -146,7 +146,8 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 		TLS:            cfg.TLS,
 		RequestTimeout: cfg.RequestTimeout,
 		MaxHeaderBytes: MaxHeaderBytes,
-		ErrorLog:       errorLog(s.log), // a peer's failed handshakes once a minute (peers.go)
+		HeaderTooLarge: HeaderTooLarge(),
+		ErrorLog:       ErrorLog(s.log, "rest"), // a peer's failed handshakes once a minute (peers.go)
 	})
 	s.startHistory() // history.go; stopped by Shutdown and Close
 	return s, nil

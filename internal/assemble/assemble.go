@@ -176,13 +176,18 @@ func (a *Assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 			return err
 		}
 	}
+	a.warnLocks(cfg, log)
 	if a.lnMetrics != nil {
 		ln, err := a.metricsServer(cfg, log, reg)
 		if err != nil {
 			return err
 		}
 		a.wg.Go(func() {
-			if err := a.metrics.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			serve := a.metrics.Serve
+			if a.metrics.TLSConfig != nil {
+				serve = func(ln net.Listener) error { return a.metrics.ServeTLS(ln, "", "") }
+			}
+			if err := serve(ln); !errors.Is(err, http.ErrServerClosed) {
 				a.failed <- fmt.Errorf("metrics: %w", err)
 			}
 		})
@@ -204,6 +209,32 @@ func (a *Assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 		})
 	}
 	return nil
+}
+
+// warnLocks warns, at start, of a lock one listener has and another
+// lacks, where others may reach it: RPC open while REST is locked (a
+// token or client certificates) — the RPC protocol has no token, mutual
+// TLS is its credential (DESIGN.md §4.4) — and the token sent in clear to
+// the metrics listener. Loopback listeners are reached from the host
+// only; a network that keeps others out (a published loopback port, a
+// NetworkPolicy) makes the warning moot, which vesta cannot see.
+func (a *Assembled) warnLocks(cfg conf.Config, log *slog.Logger) {
+	restLocked := cfg.REST.Token.Reveal() != "" || cfg.REST.TLS.ClientCA != ""
+	if a.lnREST != nil && restLocked && a.lnCentral != nil && cfg.Central.TLS.ClientCA == "" && !onLoopback(a.lnCentral) {
+		log.Warn("central.listen issues IDs to anyone who reaches it, while REST is locked (rest.token, rest.tls.client_ca): "+
+			"set central.tls.client_ca (mutual TLS, RPC's credential), listen on loopback, or keep others out at the network",
+			"central", a.lnCentral.Addr().String())
+	}
+	if a.lnMetrics != nil && cfg.REST.MetricsAuth && !cfg.Metrics.TLS.Enabled() && !onLoopback(a.lnMetrics) {
+		log.Warn("metrics.listen speaks plain HTTP on the network: each scrape sends rest.token in clear (rest.metrics_auth); "+
+			"set metrics.tls.cert and metrics.tls.key", "metrics", a.lnMetrics.Addr().String())
+	}
+}
+
+// onLoopback reports whether ln listens on a loopback address.
+func onLoopback(ln net.Listener) bool {
+	ta, ok := ln.Addr().(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }
 
 // fdBudget caps the connections of every listener together at what the
@@ -251,8 +282,10 @@ func (a *Assembled) fdBudget(cfg conf.Config, log *slog.Logger, reg *prometheus.
 }
 
 // metricsServer builds the server of metrics.listen: GET /metrics alone,
-// under the listener policy of the metrics.* caps, and REST's token when
-// rest.metrics_auth asks for it; it returns the listener to serve.
+// under the listener policy of the metrics.* caps, HTTPS with
+// metrics.tls, REST's Host allow-list (rest.allowed_hosts), and REST's
+// token when rest.metrics_auth asks for it; it returns the listener to
+// serve.
 func (a *Assembled) metricsServer(cfg conf.Config, log *slog.Logger, reg *prometheus.Registry) (net.Listener, error) {
 	lcfg, err := cfg.MetricsListener()
 	if err != nil {
@@ -270,14 +303,26 @@ func (a *Assembled) metricsServer(cfg conf.Config, log *slog.Logger, reg *promet
 	if cfg.REST.MetricsAuth {
 		token = cfg.REST.Token.Reveal()
 	}
+	h, err := rest.MetricsHandler(reg, rest.MetricsConfig{
+		Token: token, AllowedHosts: cfg.REST.AllowedHosts, Addr: a.lnMetrics.Addr(), Logger: mlog,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: rest.allowed_hosts: %w", ErrConfig, err)
+	}
+	tlsCfg, err := cfg.Metrics.TLS.Load()
+	if err != nil {
+		return nil, err
+	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", rest.MetricsHandler(reg, token, mlog))
+	mux.Handle("GET /metrics", h)
 	lim := connlimit.NewLimiter(lcfg)
 	a.metrics = lim.HTTPServer(connlimit.HTTPConfig{
 		Handler:        mux,
+		TLS:            tlsCfg,
 		RequestTimeout: rest.DefaultRequestTimeout,
 		MaxHeaderBytes: rest.MaxHeaderBytes,
-		ErrorLog:       slog.NewLogLogger(mlog.Handler(), slog.LevelWarn),
+		HeaderTooLarge: rest.HeaderTooLarge(),
+		ErrorLog:       rest.ErrorLog(mlog, "metrics"), // a peer's failed handshakes once a minute
 	})
 	return lim.Listen(a.lnMetrics), nil
 }

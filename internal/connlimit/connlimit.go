@@ -1,19 +1,22 @@
 // Package connlimit is the listener policy of every port vesta serves
 // (central's MessagePack-RPC, REST, the metrics listener): it bounds a
 // server's open connections, in all, per peer and against the process's
-// file descriptors, shedding idle connections before refusing new ones,
-// and bounds what peers that do not read can make the server hold.
+// file descriptors, shedding connections that hold a place without using
+// it before refusing new ones, and bounds what peers that do not read
+// can make the server hold.
 //
 // A Limiter is one listener's policy. Listen wraps the net.Listener: each
 // accepted connection is admitted (Admit) and released when it closes. At
 // a cap, Admit first closes a victim to make room: the oldest connection
 // that has not yet sent a complete request (fresh), else the one idle the
-// longest, else the one whose answers have waited longest for a peer that
-// does not read them (stalled); only when every connection is mid-request
-// is the new one refused. So connections opened and left silent (an
-// exhaustion attack) cannot lock out a client that speaks: each new
-// connection pushes out the oldest silent one, which the first-request
-// deadline would close soon anyway.
+// longest, else the one its peer holds up the longest — answers waiting
+// for a peer that does not read them (stalled), or a request whose rest
+// (a frame's, a body) the peer keeps the server waiting for (stuck,
+// wait.go); only when the server works for every connection is the new
+// one refused. So connections opened and left silent, idle, unread or
+// half-sent (an exhaustion attack) cannot lock out a client that speaks:
+// each new connection pushes out one of them, which a deadline would
+// close soon anyway.
 //
 // The caps:
 //
@@ -26,17 +29,19 @@
 //     cannot push out another's connections.
 //   - A Budget shared by every listener of the process: the connections
 //     the file descriptors allow, with a reserve kept for the time guard,
-//     the lease and the segment stores (Descriptors). At it the victim may be
-//     any listener's.
+//     the lease and the segment stores (Descriptors). Each listener keeps
+//     a share of it (an eighth, at most its MaxConns) that the others'
+//     connections cannot take; past its share, the victim may be any
+//     listener's whose going makes room.
 //   - MaxUnsent: the bytes of answers held for the listener's peers in
 //     writes not yet taken by the kernel (Hold); each peer gets the share
 //     MaxUnsent × MaxConnsPerPeer / MaxConns. Past it the connections
 //     whose answers have waited longest are closed.
 //
 // Shedding is safe because a fresh connection has sent nothing, an idle
-// one has nothing in flight (its client redials) and a stalled one is not
-// reading its answers; the cost is that at a cap a client's idle pooled
-// connection may be closed.
+// one has nothing in flight (its client redials), a stalled one is not
+// reading its answers and a stuck one has not sent its request; the cost
+// is that at a cap a client's idle pooled connection may be closed.
 package connlimit
 
 import (
@@ -177,6 +182,48 @@ type Budget struct {
 	max int
 	n   int
 	all [2]list.List // [fresh], [proven]: *Conn, oldest first
+
+	// Each listener keeps a reserve of the budget (reserveShare): its
+	// newcomers are admitted while it holds fewer, whatever the others
+	// hold, so that no listener's flood takes the places of another's
+	// callers. claimed is, over the listeners, the greater of what each
+	// holds and its reserve; it never passes max. reserved is the sum of
+	// the reserves.
+	claimed, reserved int
+}
+
+// reserveShare: each listener keeps 1/reserveShare of the budget (at
+// most its MaxConns), and the listeners together at most half of it.
+const reserveShare = 8
+
+// join counts l's reserve in b.
+func (b *Budget) join(l *Limiter) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	l.reserve = max(min(l.cfg.MaxConns, b.max/reserveShare, b.max/2-b.reserved), 0)
+	b.reserved += l.reserve
+	b.claimed += l.reserve
+}
+
+// countLocked adds d to l's connections and the claims on b; the caller
+// holds b.mu.
+func (b *Budget) countLocked(l *Limiter, d int) {
+	before := max(l.fds, l.reserve)
+	l.fds += d
+	b.n += d
+	b.claimed += max(l.fds, l.reserve) - before
+}
+
+// fullFor reports whether b has no place for a newcomer of l: l holds its
+// reserve, and the others' reserves and connections claim the rest.
+func (b *Budget) fullFor(l *Limiter) bool {
+	return l.fds >= l.reserve && b.claimed >= b.max
+}
+
+// freesFor reports whether shedding v makes room in b for a newcomer of
+// l: v is l's own, or of a listener holding more than its reserve.
+func freesFor(l *Limiter) func(v *Conn) bool {
+	return func(v *Conn) bool { return v.l == l || v.l.fds > v.l.reserve }
 }
 
 // NewBudget returns a budget of n connections; below 1 is 1.
@@ -207,8 +254,13 @@ type Limiter struct {
 	all   [2]list.List // [fresh], [proven]
 	peers map[string]*peer
 
-	held     atomic.Int64    // bytes held by Hold, over the listener
-	lastWarn [3]atomic.Int64 // unix ns of the last warning of each kind
+	// Guarded by b.mu: its connections (descriptors; n counts HTTP/2
+	// streams too) and the share of the budget kept for them (reserve).
+	fds, reserve int
+
+	held     atomic.Int64           // bytes held by Hold, over the listener
+	lastWarn [3]atomic.Int64        // unix ns of the last warning of each kind
+	tooLarge atomic.Pointer[[]byte] // HTTPServer's 431, for NetConn.Write
 }
 
 // Kinds of warnings, each logged at most once a minute.
@@ -238,7 +290,7 @@ type Conn struct {
 	timer *time.Timer // the first-request deadline, if any
 
 	admitted  int64        // unix ns
-	busy      atomic.Bool  // proven and mid-request: shed only when stalled
+	busy      atomic.Bool  // proven and mid-request: shed only when held up (stalled, stuck)
 	idleSince atomic.Int64 // when it last became idle, by the caller's clock
 	isProven  atomic.Bool
 	// answers counts its answers up to 2: a connection answered again
@@ -257,6 +309,15 @@ type Conn struct {
 	held      int64 // bytes in writes not yet returned
 	heldSince int64 // unix ns: since held last rose from zero
 	dropped   bool  // released: held is no longer counted above the connection
+
+	// What its peer owes mid-request (wait.go); open mirrors streams for
+	// Await, which does not take b.mu.
+	open     atomic.Int32
+	wmu      sync.Mutex
+	awaiting atomic.Int32 // Awaits not yet Arrived; changed under wmu
+	waitFrom int64        // since when it waits on its peer; 0 when it does not
+	owed     int64        // owed time (ns) at owedAt
+	owedAt   int64
 }
 
 // NewLimiter returns the limiter of cfg, which must be valid (Validate).
@@ -273,6 +334,7 @@ func NewLimiter(cfg Config) *Limiter {
 		b = NewBudget(math.MaxInt)
 	}
 	l := &Limiter{b: b, cfg: cfg, peers: make(map[string]*peer)}
+	b.join(l)
 	if cfg.MaxUnsent > 0 {
 		// The peer's share, as its share of the connections; computed in
 		// floating point, as MaxUnsent × MaxConnsPerPeer may not fit.
@@ -319,14 +381,18 @@ func (l *Limiter) Admit(peerKey string, close func()) (c *Conn, shed, refused Re
 	now := l.cfg.Now().UnixNano()
 	b.mu.Lock()
 	p := l.peers[peerKey]
+	weight := 1 // the peer's places with the newcomer's
+	if p != nil {
+		weight += p.n
+	}
 	var victim *Conn
 	switch {
 	case p != nil && p.n >= l.cfg.MaxConnsPerPeer:
-		victim, shed = pick(&p.lists, now, nil, true), MaxConnsPerPeer
+		victim, shed = pick(&p.lists, now, nil, true, p, weight), MaxConnsPerPeer
 	case l.n >= l.cfg.MaxConns:
-		victim, shed = pick(&l.all, now, nil, true), MaxConns
-	case b.n >= b.max:
-		victim, shed = pick(&b.all, now, nil, true), FDBudget
+		victim, shed = pick(&l.all, now, nil, true, p, weight), MaxConns
+	case b.fullFor(l):
+		victim, shed = pick(&b.all, now, freesFor(l), true, p, weight), FDBudget
 	}
 	if shed != "" && victim == nil {
 		b.mu.Unlock()
@@ -347,7 +413,7 @@ func (l *Limiter) Admit(peerKey string, close func()) (c *Conn, shed, refused Re
 	c.belem = b.all[fresh].PushBack(c)
 	l.n++
 	p.n++
-	b.n++
+	b.countLocked(l, 1)
 	b.mu.Unlock()
 	if victim != nil {
 		victim.close()
@@ -356,38 +422,61 @@ func (l *Limiter) Admit(peerKey string, close func()) (c *Conn, shed, refused Re
 	return c, shed, ""
 }
 
-// pick returns the victim among lists, or nil; never not. In order: the
-// oldest fresh connection silent past freshGrace; else whichever has been
-// silent the longest of the connection idle the longest and, if young, the
-// oldest newcomer (a fresh one within its grace) — but a connection
-// answered more than once only once idle past freshGrace too; else the
-// one stalled the longest (answers held since before now − stallAfter);
-// else the newcomer (if young), else the idle one. So a flood of silent
-// newcomers pushes out its own before a busy client's pooled connection,
-// idle for a moment between calls (even a long moment, on a starved
-// machine: a newcomer never goes after a pooled connection idle for less
-// than a newcomer may stay silent), a flood of connections that asked once
-// and went idle gives way to newcomers, and newcomers at a cap full of
-// long-idle connections push those out rather than each other. The caller
-// holds b.mu.
-func pick(lists *[2]list.List, now int64, not *Conn, young bool) *Conn {
+// pick returns the victim among lists for which can holds (nil: any), or
+// nil. self is the newcomer's peer (nil for a peer without a connection
+// yet) and weight the places it holds with the newcomer. In order:
+//
+//   - the oldest fresh connection silent past freshGrace;
+//   - else whichever has been silent the longest of the connection idle
+//     the longest and, if young, the oldest newcomer (a fresh one within
+//     its grace) — but a connection answered more than once only once idle
+//     past freshGrace too;
+//   - else the one its peer has held up the longest: stalled (answers held
+//     since before now − stallAfter) or stuck (waiting on its peer
+//     mid-request, its owed time past stuckAfter: wait.go), of a peer
+//     holding more places than weight;
+//   - else the newcomer (if young), else the idle one.
+//
+// So a flood of silent newcomers pushes out its own before a busy client's
+// pooled connection, idle for a moment between calls (even a long moment,
+// on a starved machine: a newcomer never goes after a pooled connection
+// idle for less than a newcomer may stay silent), a flood of connections
+// that asked once and went idle gives way to newcomers, newcomers at a cap
+// full of long-idle connections push those out rather than each other,
+// and a connection is never shed while the server works for it, only while
+// its peer holds it up.
+//
+// A held-up connection goes only for a lighter peer's newcomer: were a
+// peer's newcomers to shed its own or an equal's, a flood that redials
+// what is shed would renew its connections (their owed time nothing
+// again) as fast as newcomers found them, and keep every other caller
+// out; a lighter peer's newcomer finds them held up again within a
+// second. Likewise a newcomer within its grace goes only for its own
+// peer's newcomer or a lighter peer's: a flood's redials do not push out
+// another caller's TLS handshake. The caller holds b.mu.
+func pick(lists *[2]list.List, now int64, can func(*Conn) bool, young bool, self *peer, weight int) *Conn {
 	var newcomer *Conn // the oldest fresh one, not yet past freshGrace
 	for e := lists[fresh].Front(); e != nil; e = e.Next() {
-		if c := e.Value.(*Conn); c != not {
-			if c.admitted < now-int64(freshGrace) {
-				return c
-			}
-			if young {
-				newcomer = c
-			}
+		c := e.Value.(*Conn)
+		if can != nil && !can(c) {
+			continue
+		}
+		if c.admitted < now-int64(freshGrace) {
+			return c
+		}
+		if !young {
+			break
+		}
+		if c.p == self || c.p.n > weight {
+			newcomer = c
 			break
 		}
 	}
-	var idle, stalled *Conn
-	var idleSince, stalledSince int64
+	var idle, held *Conn
+	var idleSince, heldSince int64
 	for e := lists[proven].Front(); e != nil; e = e.Next() {
 		c := e.Value.(*Conn)
-		if c == not {
+		if can != nil && !can(c) {
 			continue
 		}
 		if !c.busy.Load() {
@@ -396,20 +485,29 @@ func pick(lists *[2]list.List, now int64, not *Conn, young bool) *Conn {
 			}
 			continue
 		}
-		if s, ok := c.heldFrom(); ok && s < now-int64(stallAfter) && (stalled == nil || s < stalledSince) {
-			stalled, stalledSince = c, s
+		if c.p == self || c.p.n <= weight {
+			continue
+		}
+		if s, ok := c.heldFrom(); ok && s < now-int64(stallAfter) && (held == nil || s < heldSince) {
+			held, heldSince = c, s
+		}
+		if s, ok := c.stuckSince(now); ok && (held == nil || s < heldSince) {
+			held, heldSince = c, s
 		}
 	}
 	switch {
 	case idle != nil && (newcomer == nil || idleSince <= newcomer.admitted && (idleSince < now-int64(freshGrace) || idle.answers.Load() < 2)):
 		return idle
-	case stalled != nil:
-		return stalled
+	case held != nil:
+		return held
 	case newcomer != nil:
 		return newcomer
 	}
 	return idle
 }
+
+// not is pick's filter of every connection but c.
+func not(c *Conn) func(*Conn) bool { return func(v *Conn) bool { return v != c } }
 
 // heldFrom returns since when c has held unsent bytes, if it does.
 func (c *Conn) heldFrom() (int64, bool) {
@@ -453,6 +551,7 @@ func (c *Conn) proveLocked() {
 // SetIdle marks a proven c idle since now (any clock, the same for every
 // connection of the limiter, such as Unix nanoseconds).
 func (c *Conn) SetIdle(now int64) {
+	c.endWaits(now)
 	c.idleSince.Store(now)
 	c.busy.Store(false)
 	if c.answers.Load() < 2 {
@@ -484,9 +583,9 @@ func (c *Conn) StreamStart() (refused Reason) {
 	if c.streams++; c.streams > 1 && !c.released {
 		switch {
 		case c.p.n >= l.cfg.MaxConnsPerPeer:
-			victim, shed = pick(&c.p.lists, now, c, false), MaxConnsPerPeer
+			victim, shed = pick(&c.p.lists, now, not(c), false, c.p, c.p.n+1), MaxConnsPerPeer
 		case l.n >= l.cfg.MaxConns:
-			victim, shed = pick(&l.all, now, c, false), MaxConns
+			victim, shed = pick(&l.all, now, not(c), false, c.p, c.p.n+1), MaxConns
 		}
 		if shed != "" && victim == nil {
 			c.streams--
@@ -501,7 +600,9 @@ func (c *Conn) StreamStart() (refused Reason) {
 		l.n++
 		c.p.n++
 	}
+	c.open.Add(1)
 	b.mu.Unlock()
+	c.rewait(now) // a stream that does not wait on the peer ends c's wait
 	if first && c.timer != nil {
 		c.timer.Stop()
 	}
@@ -522,8 +623,10 @@ func (c *Conn) StreamEnd() {
 	}
 	if c.streams > 0 {
 		c.streams--
+		c.open.Add(-1)
 	}
 	b.mu.Unlock()
+	c.rewait(c.l.cfg.Now().UnixNano()) // its other streams may all wait on the peer
 }
 
 // Hold counts n bytes of an answer handed to a write to c that has not
@@ -645,7 +748,7 @@ func (b *Budget) releaseLocked(c *Conn) {
 	c.elem, c.pelem, c.belem = nil, nil, nil
 	places := 1 + max(c.streams-1, 0)
 	l.n -= places
-	b.n--
+	b.countLocked(l, -1)
 	if p.n -= places; p.n == 0 {
 		delete(l.peers, c.key)
 	}

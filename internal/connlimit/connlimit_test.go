@@ -216,6 +216,24 @@ func TestYoungNewcomersShedIdleFirst(t *testing.T) {
 	}
 }
 
+// TestFloodSparesOthersNewcomers: at a cap full of newcomers within
+// their grace, a flood's newcomer pushes out the flood's own oldest, not
+// a lighter peer's (a caller's TLS handshake), although that one is older;
+// another light peer's newcomer pushes out the flood's too.
+func TestFloodSparesOthersNewcomers(t *testing.T) {
+	var closed []string
+	l := newLimiter(newClock(), 3, 3)
+	admit(t, l, "caller", "caller", &closed)
+	admit(t, l, "flood", "f1", &closed)
+	admit(t, l, "flood", "f2", &closed)
+	if c, _, _ := admit(t, l, "flood", "f3", &closed); c == nil || len(closed) != 1 || closed[0] != "f1" {
+		t.Fatalf("a flood's newcomer at a cap of newcomers: closed %v; want f1, the flood's oldest", closed)
+	}
+	if c, _, _ := admit(t, l, "other", "o1", &closed); c == nil || len(closed) != 2 || closed[1] != "f2" {
+		t.Fatalf("another caller's newcomer: closed %v; want f2, the heavier peer's, not caller", closed)
+	}
+}
+
 // TestPooledOutlivesFlood: a busy client's pooled connection, idle for a
 // moment between calls, is not shed for newcomers while a newcomer silent
 // longer than it is there to go.
@@ -408,8 +426,10 @@ func TestHoldServerWide(t *testing.T) {
 }
 
 // TestStalledShedAtCap: at a cap with every connection busy, one whose
-// answer has waited for its peer longer than a second is shed; a busy one
-// that holds nothing is not.
+// answer has waited for its peer longer than a second is shed for a
+// lighter peer's newcomer; a busy one that holds nothing is not, and
+// neither is one of the newcomer's own peer (a flood redialling what is
+// shed would otherwise renew its connections as fast as they stall).
 func TestStalledShedAtCap(t *testing.T) {
 	clk := newClock()
 	l := newLimiter(clk, 2, 2)
@@ -419,11 +439,14 @@ func TestStalledShedAtCap(t *testing.T) {
 	reader.Proven()
 	stalled.Proven()
 	stalled.Hold(100 << 10)
-	if c, _, refused := admit(t, l, "p", "early", &closed); c != nil || refused != connlimit.MaxConnsPerPeer {
+	if c, _, refused := admit(t, l, "q", "early", &closed); c != nil || refused != connlimit.MaxConns {
 		t.Fatalf("an answer held for less than a second: refused %q; want the newcomer refused", refused)
 	}
 	clk.advance(1100 * time.Millisecond)
-	if c, shed, _ := admit(t, l, "p", "late", &closed); c == nil || shed != connlimit.MaxConnsPerPeer || len(closed) != 1 || closed[0] != "stalled" {
+	if c, _, refused := admit(t, l, "p", "own", &closed); c != nil || refused != connlimit.MaxConnsPerPeer {
+		t.Fatalf("a newcomer of the stalled connection's own peer: refused %q, closed %v; want refused", refused, closed)
+	}
+	if c, shed, _ := admit(t, l, "q", "late", &closed); c == nil || shed != connlimit.MaxConns || len(closed) != 1 || closed[0] != "stalled" {
 		t.Fatalf("an answer held past a second: shed %q, closed %v; want stalled shed", shed, closed)
 	}
 }

@@ -58,6 +58,12 @@ type HTTPConfig struct {
 	MaxHeaderBytes int
 	// ErrorLog receives net/http's errors; nil is the log package's.
 	ErrorLog *log.Logger
+	// HeaderTooLarge is the JSON body of the 431 for headers past what
+	// net/http reads (MaxHeaderBytes and its 4 KiB of slack), which
+	// net/http writes itself, in plain text, before any handler runs: on
+	// a plain HTTP/1.1 connection it goes instead. Over TLS net/http
+	// writes its own (no hook reaches it there). Nil keeps net/http's.
+	HeaderTooLarge []byte
 }
 
 // HTTPServer returns an http.Server of cfg whose connections follow l's
@@ -76,8 +82,15 @@ func (l *Limiter) HTTPServer(cfg HTTPConfig) *http.Server {
 		idle = DefaultIdleTimeout
 	}
 	rt := cfg.RequestTimeout
+	if cfg.HeaderTooLarge != nil {
+		a := []byte("HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: application/json\r\n" +
+			"X-Content-Type-Options: nosniff\r\nContent-Length: " + strconv.Itoa(len(cfg.HeaderTooLarge)) +
+			"\r\nConnection: close\r\n\r\n")
+		a = append(a, cfg.HeaderTooLarge...)
+		l.tooLarge.Store(&a)
+	}
 	return &http.Server{
-		Handler:           l.handler(cfg.Handler, rt+rt/2),
+		Handler:           l.handler(cfg.Handler, rt, rt+rt/2),
 		TLSConfig:         cfg.TLS,
 		ReadHeaderTimeout: rt,
 		ReadTimeout:       rt,
@@ -141,8 +154,11 @@ func (l *Limiter) connState(nc net.Conn, st http.ConnState) {
 }
 
 // handler counts h's HTTP/2 streams, bounds the time their answers take,
-// and renders every answer whole before writing it (answer).
-func (l *Limiter) handler(h http.Handler, h2Deadline time.Duration) http.Handler {
+// marks the time a request's body keeps it waiting on the peer (waitBody),
+// and renders every answer whole before writing it (answer). rt is the
+// request timeout: a connection whose peer has kept it waiting that long,
+// net of the drain (wait.go), is closed.
+func (l *Limiter) handler(h http.Handler, rt, h2Deadline time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, _ := r.Context().Value(connKey{}).(*Conn)
 		if c == nil { // not a connection of Listen (a test's handler)
@@ -158,30 +174,67 @@ func (l *Limiter) handler(h http.Handler, h2Deadline time.Duration) http.Handler
 			defer c.StreamEnd()
 			t := time.AfterFunc(h2Deadline, c.close)
 			defer t.Stop()
-			if r.Body != nil && r.Body != http.NoBody {
-				r.Body = &h2Body{ReadCloser: r.Body, c: c}
-			}
 		}
 		a := answers.Get().(*answer)
 		a.w, a.c = w, c
 		defer a.release()
+		var wb *waitBody // nil on the hot path: a GET has no body
+		// A request without a body has ContentLength 0 and NoBody; the
+		// length is read first, as comparing interfaces costs a call.
+		if body := r.Body; r.ContentLength != 0 && body != nil && body != http.NoBody {
+			wb = &waitBody{ReadCloser: body, c: c, limit: rt, h2: h2}
+			r.Body = wb
+		}
 		h.ServeHTTP(a, r)
+		if wb != nil {
+			// net/http's own checks of what the handler left unread see
+			// its body again.
+			r.Body = wb.ReadCloser
+			if !h2 && !wb.eof {
+				// net/http reads (or waits for) what the handler left of
+				// the body before the connection takes its next request:
+				// a wait on the peer, until the connection turns idle
+				// (SetIdle) or closes.
+				if c.Await(l.cfg.Now().UnixNano(), rt) <= 0 {
+					c.close()
+				}
+			}
+		}
 		a.finish(h2)
 	})
 }
 
-// h2Body is an HTTP/2 request's body: when it does not arrive within the
-// read deadline its connection closes, as an HTTP/1.1 one's does (HTTP/2's
-// own deadline would end the stream only, and let the connection trickle
-// the next).
-type h2Body struct {
+// waitBody is a request's body whose reads wait on the peer (Await):
+// a body promised and not sent makes its connection stuck, so that at a
+// cap it is shed, and past the request timeout of owed time it is
+// closed. An HTTP/2 body that does not arrive within the read deadline
+// closes its connection, as an HTTP/1.1 one's does (HTTP/2's own deadline
+// would end the stream only, and let the connection trickle the next).
+type waitBody struct {
 	io.ReadCloser
-	c *Conn
+	c     *Conn
+	limit time.Duration
+	h2    bool
+	eof   bool // a read returned io.EOF
 }
 
-func (b *h2Body) Read(p []byte) (int, error) {
+// errOwed is a body read refused because its peer has kept the
+// connection waiting past the request timeout.
+var errOwed = errors.New("connlimit: the peer kept the connection waiting mid-request past the request timeout")
+
+func (b *waitBody) Read(p []byte) (int, error) {
+	now := b.c.l.cfg.Now
+	if b.c.Await(now().UnixNano(), b.limit) <= 0 {
+		b.c.Arrived(now().UnixNano())
+		b.c.close()
+		return 0, errOwed
+	}
 	n, err := b.ReadCloser.Read(p)
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+	b.c.Arrived(now().UnixNano())
+	if err == io.EOF {
+		b.eof = true
+	}
+	if b.h2 && err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		b.c.close()
 	}
 	return n, err

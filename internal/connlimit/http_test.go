@@ -1,13 +1,16 @@
 package connlimit_test
 
 import (
+	"bufio"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,13 +23,18 @@ import (
 // serveHTTP serves h under the policy of cfg, with TLS when pki is set,
 // and returns the base URL and a client of it.
 func serveHTTP(t *testing.T, cfg connlimit.Config, h http.Handler, pki *tlstest.PKI) (string, *http.Client) {
+	return serveHTTPTimeout(t, cfg, h, pki, time.Second)
+}
+
+// serveHTTPTimeout is serveHTTP with a request timeout of rt.
+func serveHTTPTimeout(t *testing.T, cfg connlimit.Config, h http.Handler, pki *tlstest.PKI, rt time.Duration) (string, *http.Client) {
 	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := connlimit.NewLimiter(cfg)
-	hc := connlimit.HTTPConfig{Handler: h, RequestTimeout: time.Second, MaxHeaderBytes: 1 << 10}
+	hc := connlimit.HTTPConfig{Handler: h, RequestTimeout: rt, MaxHeaderBytes: 1 << 10, HeaderTooLarge: []byte(tooLargeBody)}
 	tr := &http.Transport{}
 	scheme := "http"
 	if pki != nil {
@@ -161,3 +169,92 @@ func counterValue(t testing.TB, reg *prometheus.Registry, name, reason string) f
 	}
 	return -1
 }
+
+// TestAwaitedBodyIsShed: a connection whose request promised a body it
+// does not send (read by the handler, or left for net/http to read before
+// the next request) is waiting on its peer: at a cap, once a second is
+// owed, a lighter peer's newcomer sheds it; before, the newcomer is
+// refused.
+func TestAwaitedBodyIsShed(t *testing.T) {
+	for _, path := range []string{"/read", "/ignore"} {
+		t.Run(path, func(t *testing.T) {
+			clk := newClock()
+			read := make(chan struct{}, 2)
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/" {
+					read <- struct{}{}
+				}
+				if r.URL.Path == "/read" {
+					io.ReadAll(r.Body)
+				}
+				io.WriteString(w, "ok")
+			})
+			base, c := serveHTTPTimeout(t, connlimit.Config{MaxConns: 2, MaxConnsPerPeer: 2, Now: clk.Now}, h, nil, time.Minute)
+			// Two of one peer (127.0.0.2) against the newcomers' one
+			// (127.0.0.1).
+			var conns []net.Conn
+			for range 2 {
+				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+				nc, err := d.Dial("tcp", strings.TrimPrefix(base, "http://"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer nc.Close()
+				io.WriteString(nc, "POST "+path+" HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab")
+				<-read
+				conns = append(conns, nc)
+			}
+			time.Sleep(50 * time.Millisecond) // the handlers in their reads, or net/http in its
+			if resp, err := c.Get(base + "/"); err == nil {
+				resp.Body.Close()
+				t.Fatalf("a newcomer beside a connection waiting for a body since now: %d; want refused", resp.StatusCode)
+			}
+			clk.advance(1200 * time.Millisecond)
+			resp, err := c.Get(base + "/")
+			if err != nil {
+				t.Fatalf("a newcomer beside a connection owing 1.05 s of body: %v; want it shed and the newcomer served", err)
+			}
+			resp.Body.Close()
+			conns[0].SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := io.Copy(io.Discard, conns[0]); err != nil && isTimeout(err) {
+				t.Error("the connection waiting the longest is still open")
+			}
+		})
+	}
+}
+
+// tooLargeBody is serveHTTP's HTTPConfig.HeaderTooLarge.
+const tooLargeBody = `{"error":{"code":"invalid_argument","message":"headers: too large"}}` + "\n"
+
+// TestHeaderTooLargeJSON: headers past what net/http reads get the
+// listener's 431 (HTTPConfig.HeaderTooLarge), whole and with its length,
+// where net/http would write its own plain text; the connection closes.
+// net/http's text is matched exactly: were a Go release to change it,
+// this fails.
+func TestHeaderTooLargeJSON(t *testing.T) {
+	base, _ := serveHTTP(t, connlimit.Config{MaxConns: 10, MaxConnsPerPeer: 10}, http.NotFoundHandler(), nil)
+	nc, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	go io.WriteString(nc, "GET / HTTP/1.1\r\nHost: x\r\nX-Big: "+strings.Repeat("a", 8<<10)+"\r\n\r\n")
+	raw, err := io.ReadAll(nc)
+	if err != nil && !isReset(err) {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(string(raw))), nil)
+	if err != nil {
+		t.Fatalf("%v: %q", err, raw)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || resp.Header.Get("Content-Type") != "application/json" ||
+		resp.ContentLength != int64(len(tooLargeBody)) || string(b) != tooLargeBody || !resp.Close {
+		t.Fatalf("headers past the limit: %d %q %q, close %v; want 431, the JSON body, Connection: close", resp.StatusCode, resp.Header.Get("Content-Type"), b, resp.Close)
+	}
+}
+
+// isReset reports a connection reset (the server closed with unread
+// input).
+func isReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }

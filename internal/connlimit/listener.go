@@ -93,6 +93,26 @@ type NetConn struct {
 // Limit returns the connection's place under the caps.
 func (nc *NetConn) Limit() *Conn { return nc.c }
 
+// netHTTP431 is what net/http writes, in one write to the connection and
+// before any handler runs, to a request whose headers pass MaxHeaderBytes
+// (its server.go; TestHeaderTooLargeJSON holds it to the Go in use).
+const netHTTP431 = "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n431 Request Header Fields Too Large"
+
+// Write writes p, but for net/http's own 431, which it has no hook for:
+// that goes as the listener's answer (HTTPConfig.HeaderTooLarge) instead.
+// Over TLS net/http writes it to the TLS connection above, out of reach.
+func (nc *NetConn) Write(p []byte) (int, error) {
+	if len(p) == len(netHTTP431) {
+		if a := nc.c.l.tooLarge.Load(); a != nil && string(p) == netHTTP431 {
+			if _, err := nc.Conn.Write(*a); err != nil {
+				return 0, err
+			}
+			return len(p), nil
+		}
+	}
+	return nc.Conn.Write(p)
+}
+
 // Close closes the connection and releases its place.
 func (nc *NetConn) Close() error {
 	err := nc.Conn.Close()

@@ -69,8 +69,9 @@ func secretFileAt(tb testing.TB, pod corev1.PodSpec, c corev1.Container, key, fi
 }
 
 // The kit ships locked: REST's token from a Secret (never inline), the
-// token required on /metrics too, RPC over mutual TLS and REST over TLS
-// with the files of a Secret, and probes that need neither.
+// token required on /metrics too, RPC over mutual TLS, REST and the
+// metrics listener over TLS (the token never crosses the network in
+// clear) with the files of a Secret, and probes that need neither.
 func TestVestaLocked(t *testing.T) {
 	m := loadManifests(t, kitFiles(t)...)
 	sts := m.statefulSets["vesta"]
@@ -91,7 +92,7 @@ func TestVestaLocked(t *testing.T) {
 
 	// One Secret holds the servers' certificate, key and CA, in the keys a
 	// cert-manager Certificate writes.
-	central, rest := cfg.Central.TLS, cfg.REST.TLS
+	central, rest, metrics := cfg.Central.TLS, cfg.REST.TLS, cfg.Metrics.TLS
 	files := map[string]secretFile{
 		"central.tls.cert":      secretFileAt(t, pod, c, "central.tls.cert", central.Cert),
 		"central.tls.key":       secretFileAt(t, pod, c, "central.tls.key", central.Key),
@@ -99,11 +100,22 @@ func TestVestaLocked(t *testing.T) {
 		"rest.tls.cert":         secretFileAt(t, pod, c, "rest.tls.cert", rest.Cert),
 		"rest.tls.key":          secretFileAt(t, pod, c, "rest.tls.key", rest.Key),
 	}
-	tlsSecret := files["central.tls.cert"].secret
-	for key, want := range map[string]string{
+	want := map[string]string{
 		"central.tls.cert": "tls.crt", "central.tls.key": "tls.key", "central.tls.client_ca": "ca.crt",
 		"rest.tls.cert": "tls.crt", "rest.tls.key": "tls.key",
-	} {
+	}
+	// The metrics listener takes the token on each scrape: over TLS, or
+	// it crosses the network in clear.
+	if cfg.Metrics.Listen != "" && cfg.REST.MetricsAuth {
+		files["metrics.tls.cert"] = secretFileAt(t, pod, c, "metrics.tls.cert", metrics.Cert)
+		files["metrics.tls.key"] = secretFileAt(t, pod, c, "metrics.tls.key", metrics.Key)
+		want["metrics.tls.cert"], want["metrics.tls.key"] = "tls.crt", "tls.key"
+		if scheme := sts.Spec.Template.Annotations["prometheus.io/scheme"]; scheme != "https" {
+			t.Errorf("prometheus.io/scheme %q: Prometheus would scrape metrics.tls over plain HTTP; want https", scheme)
+		}
+	}
+	tlsSecret := files["central.tls.cert"].secret
+	for key, want := range want {
 		if f := files[key]; f.secret != tlsSecret || f.key != want {
 			t.Errorf("%s is key %s of Secret %s, want key %s of Secret %s", key, f.key, f.secret, want, tlsSecret)
 		}

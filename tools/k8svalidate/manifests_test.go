@@ -241,7 +241,10 @@ type vestaConfig struct {
 		MetricsAuth bool      `json:"metrics_auth"`
 		TLS         configTLS `json:"tls"`
 	} `json:"rest"`
-	Metrics struct{ Listen string } `json:"metrics"`
+	Metrics struct {
+		Listen string    `json:"listen"`
+		TLS    configTLS `json:"tls"`
+	} `json:"metrics"`
 }
 
 type configTLS struct {
