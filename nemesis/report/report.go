@@ -51,7 +51,7 @@ type Handover struct {
 // survive by design (DESIGN.md, docs/guarantees.md): the run shows the
 // case and its cost instead of counting its repeats as failures.
 type NotSurvived struct {
-	// Class names the case ("older time-guard copy").
+	// Class names the case as DESIGN.md §12 does ("guard-dir-restored").
 	Class string
 	// Faults counts the faults of the case, Repeats the values repeated
 	// because of them.

@@ -56,10 +56,11 @@ type injection struct {
 	class string
 }
 
-// Cases not survived by design (DESIGN.md §2.8, §9.2; docs/guarantees.md).
+// Cases not survived by design, by their names in DESIGN.md §12 and
+// docs/guarantees.md.
 const (
-	classOldGuard   = "older time-guard copy"
-	classLostCommit = "MariaDB lost acknowledged commits"
+	classOldGuard   = "guard-dir-restored (an older copy of a time-guard directory)"
+	classLostCommit = "segment-mysql-rolled-back (MariaDB lost its last commits)"
 )
 
 // Resources two held faults must not share: "net" (every partition heals
@@ -667,20 +668,22 @@ func writeFaketime(f *fleet, file, spec string) {
 
 // injectMixed runs the case where two hosts of one Redis fleet differ in
 // timing, across a loss of the store's data: X (a long lease and guard
-// window) holds the pair's one machine ID; cut off from the store just
-// after a renewal it issues until its own deadline, while the master
-// restarts empty, which loses the prefix's fleet record that kept Y (a
-// short lease) out. Y then claims the ID and waits a quarantine: whose
-// timing it reckons with decides whether IDs repeat.
+// window) holds the pair's one machine ID, Y (a short lease) keeps asking
+// for it. X, cut off from the store just after a renewal, issues until its
+// own deadline, while the master restarts empty; Y then claims the ID and
+// waits a quarantine: on X's reach or on its own timing decides whether
+// IDs repeat (a fleet record of their timings, which earlier versions
+// kept, goes with the data).
 func injectMixed(f *fleet, rng *rand.Rand) injection {
 	f.claim(resNet, resMachine, resMix)
 	x, y := f.mixLong, f.mixShort
 	f.claim(serverRes(x), serverRes(y))
-	if _, err := f.justRenewed(x, mixLongTTL, 30*time.Second); err != nil {
-		// Not holding (a quarantine after an earlier loss, say): start
-		// the pair afresh first.
+	if _, err := f.justRenewed(x, mixLongTTL, 10*time.Second); err != nil {
+		// Not holding (Y has had the ID since the last time, or X waits
+		// out a quarantine after an earlier loss): start the pair afresh
+		// first.
 		f.resetMix()
-		if _, err := f.justRenewed(x, mixLongTTL, 30*time.Second); err != nil {
+		if _, err := f.justRenewed(x, mixLongTTL, 45*time.Second); err != nil {
 			f.t.Fatalf("mixed-timing: %v", err)
 		}
 	}
@@ -692,15 +695,14 @@ func injectMixed(f *fleet, rng *rand.Rand) injection {
 	cut := f.cutFromStore(x)
 	m := f.restartEmpty()
 	hold := max(st.DeadlineIn-time.Since(read), 0) + between(rng, time.Second, 2*time.Second)
-	return injection{target: "server " + x.name, detail: fmt.Sprintf("X (lease_ttl %v, time_guard.window %v) cut from the store just after a renewal (deadline in %v); redis master %s restarted empty, losing the fleet record that refused Y (lease_ttl %v, max_clock_skew %v, max_borrow %v)",
+	return injection{target: "server " + x.name, detail: fmt.Sprintf("X (lease_ttl %v, time_guard.window %v) cut from the store just after a renewal (deadline in %v); redis master %s restarted empty; Y (lease_ttl %v, max_clock_skew %v, max_borrow %v) asks for the ID",
 		mixLongTTL, mixLongWindow, st.DeadlineIn.Round(time.Millisecond), f.redisHosts[m].Name, mixShortTTL, mixShortSkew, time.Duration(mixShortBorrow)),
-		hold: hold, heal: func() { cut(); f.resetMix() }, servers: []*server{x}, store: true}
+		hold: hold, heal: cut, servers: []*server{x}, store: true}
 }
 
-// resetMix starts the Redis pair afresh, as an operator changing a
-// fleet's timing would (DESIGN.md §3.8): both stopped, the prefix's fleet
-// record deleted, X started (seeding it with its timing), then Y, which
-// it refuses until the next loss.
+// resetMix starts the Redis pair afresh: both stopped (Y's clean stop
+// gives the ID back exactly), X started and serving, then Y, which a full
+// range refuses until X loses the ID.
 func (f *fleet) resetMix() {
 	x, y := f.mixLong, f.mixShort
 	x.setDown(true)
@@ -709,19 +711,10 @@ func (f *fleet) resetMix() {
 	defer y.setDown(false)
 	y.stop()
 	x.stop()
-	var err error
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		if _, err = f.master().Do("DEL", mixPrefix+":fleet"); err == nil || time.Now().After(deadline) {
-			break
-		}
-	}
-	if err != nil {
-		f.t.Fatalf("mixed-timing: deleting the fleet record of %s: %v", mixPrefix, err)
-	}
 	if err := x.start(); err != nil {
 		f.t.Fatal(err)
 	}
-	if err := x.waitServing(30 * time.Second); err != nil {
+	if err := x.waitServing(45 * time.Second); err != nil {
 		f.t.Fatalf("mixed-timing: %v", err)
 	}
 	if err := y.start(); err != nil {

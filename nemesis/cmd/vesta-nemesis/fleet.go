@@ -60,6 +60,15 @@ const (
 	longWindow = 10 * time.Second
 )
 
+// standbyTimings are the standbys' lease TTL (etcd's, in whole seconds
+// and at least 2s, apart), max_clock_skew and max_borrow, in turn.
+var standbyTimings = []struct {
+	ttl, etcdTTL, skew, borrow time.Duration
+}{
+	{time.Second, 2 * time.Second, 100 * time.Millisecond, 500 * time.Millisecond},
+	{8 * time.Second, 5 * time.Second, 500 * time.Millisecond, 2 * time.Second},
+}
+
 // The libraries preloaded into a Redis whose clock the store-clock fault
 // steps: Debian's libfaketime, and before it libc's malloc-debug shim,
 // because libfaketime cannot start inside a program built on jemalloc
@@ -445,7 +454,7 @@ func startFleet(ctx context.Context, t *tb, provider, bin string, opt fleetOptio
 		busy: map[string]bool{}, lost: map[string][][2]int64{}, classes: map[string]int{}}
 	f.net = netnstest.New(t)
 	f.load = f.net.Host("load")
-	var first, later []*server // later: refused at first (a full range, a fleet record unlike theirs)
+	var first, later []*server // later: refused at first (a full range)
 	if provider == "sabotage" {
 		// Unsafe on purpose: two servers share one fixed machine ID, and
 		// each hands out one tag's numbers from a store of its own that
@@ -473,21 +482,22 @@ func startFleet(ctx context.Context, t *tb, provider, bin string, opt fleetOptio
 		f.guardSrv = f.addServer("G", roleGuard, map[string]string{"VESTA_MACHINE_PROVIDERS": "static", "VESTA_MACHINE_ID": strconv.Itoa(guardID)}, "", "")
 		first = append(first, f.diskSrv, f.guardSrv)
 		for i := range f.standbys {
-			env := f.providerEnv(leasePrefix, f.leaseRange(), leaseTTL, maxSkew)
+			// The standbys' timings differ from the primaries' and from
+			// each other's, within what validation accepts: no host's
+			// own timing may matter to another's quarantine.
+			t := standbyTimings[i%len(standbyTimings)]
+			ttl := t.ttl
 			if provider == "etcd" {
-				// etcd keeps no fleet timing (nothing reckons with another
-				// host's TTL or borrow): the standbys differ.
-				ttls := []time.Duration{2 * time.Second, 5 * time.Second}
-				borrows := []string{"500ms", "2s"}
-				env = f.providerEnv(leasePrefix, f.leaseRange(), ttls[i%2], maxSkew)
-				env["VESTA_ID_MAX_BORROW"] = borrows[i%2]
+				ttl = t.etcdTTL
 			}
+			env := f.providerEnv(leasePrefix, f.leaseRange(), ttl, t.skew)
+			env["VESTA_ID_MAX_BORROW"] = t.borrow.String()
 			later = append(later, f.addServer(fmt.Sprintf("S%d", i+1), roleStandby, env, "", ""))
 		}
 		if provider == "sentinel" {
-			// The pair of timings, under a prefix of their own: the long
-			// lease seeds the prefix's fleet record, the short one is
-			// refused by it until the store loses it (mixed-timing).
+			// The pair of timings, under a prefix of their own, on one
+			// machine ID: the long lease holds it, the short one keeps
+			// asking (mixed-timing).
 			rng := fmt.Sprintf("%d-%d", mixID, mixID)
 			long := f.providerEnv(mixPrefix, rng, mixLongTTL, maxSkew)
 			long["VESTA_TIME_GUARD_WINDOW"] = mixLongWindow.String()

@@ -639,15 +639,32 @@ func availability(bs []report.Bucket) map[string]float64 {
 func (f *fleet) notes() []string {
 	switch f.provider {
 	case "etcd":
-		return []string{fmt.Sprintf("etcd: 3 members, lease range %s (%d primaries, %d standbys); lease_ttl %v, the standbys 2s and 5s (etcd keeps no fleet timing)",
-			f.leaseRange(), f.primaries, f.standbys, leaseTTL)}
+		return []string{fmt.Sprintf("etcd: 3 members, lease range %s (%d primaries, %d standbys); lease_ttl %v, the standbys' %s",
+			f.leaseRange(), f.primaries, f.standbys, leaseTTL, standbyNote("etcd"))}
 	case "sentinel":
-		return []string{fmt.Sprintf("redis: master + 2 replicas + 3 Sentinels (quorum 2), appendonly yes, lease range %s (%d primaries, %d standbys), lease_ttl %v, max_clock_skew %v, min_replicas 0 (the default; the Sentinel majority check and the quarantine are what DESIGN.md §3.7/§3.9 rest safety on)",
-			f.leaseRange(), f.primaries, f.standbys, leaseTTL, maxSkew),
+		return []string{fmt.Sprintf("redis: master + 2 replicas + 3 Sentinels (quorum 2), appendonly yes, lease range %s (%d primaries, %d standbys), lease_ttl %v, max_clock_skew %v, min_replicas 0 (the default; the Sentinel majority check and the quarantine are what DESIGN.md §3.7/§3.9 rest safety on); the standbys' %s",
+			f.leaseRange(), f.primaries, f.standbys, leaseTTL, maxSkew, standbyNote("sentinel")),
 			fmt.Sprintf("the pair of timings under %s, machine %d: X lease_ttl %v, time_guard.window %v; Y lease_ttl %v, max_clock_skew %v, max_borrow %v",
 				mixPrefix, mixID, mixLongTTL, mixLongWindow, mixShortTTL, mixShortSkew, time.Duration(mixShortBorrow))}
 	}
 	return []string{fmt.Sprintf("sabotage: two servers on fixed machine ID %d, each with a segment Redis of its own holding r.order from 1", sabotageID)}
+}
+
+// standbyNote says the standbys' timings.
+func standbyNote(provider string) string {
+	var out []string
+	for _, t := range standbyTimings {
+		ttl := t.ttl
+		if provider == "etcd" {
+			ttl = t.etcdTTL
+		}
+		s := fmt.Sprintf("lease_ttl %v, max_borrow %v", ttl, t.borrow)
+		if provider != "etcd" {
+			s += fmt.Sprintf(", max_clock_skew %v", t.skew)
+		}
+		out = append(out, s)
+	}
+	return "timings in turn: " + strings.Join(out, "; ")
 }
 
 // recover heals what a fault may have left and waits until every server
