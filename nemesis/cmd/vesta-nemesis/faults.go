@@ -147,6 +147,34 @@ func (f *fleet) pickLeased(rng *rand.Rand) *server {
 	return f.pickFrom(rng, ss)
 }
 
+// pickHeld picks, like pickLeased, a primary or standby whose lease is
+// held now (not fenced, nor waiting out a quarantine), waiting up to
+// within for one; then any that serves.
+func (f *fleet) pickHeld(rng *rand.Rand, within time.Duration) *server {
+	deadline := time.Now().Add(within)
+	for {
+		var ss []*server
+		for _, s := range f.serversOf(rolePrimary, roleStandby) {
+			if s.servingFor() == 0 || f.isBusy(s) {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(f.ctx, time.Second)
+			st, err := f.status(ctx, s)
+			cancel()
+			if err == nil && st.State == "held" {
+				ss = append(ss, s)
+			}
+		}
+		if len(ss) > 0 || time.Now().After(deadline) || f.ctx.Err() != nil {
+			if len(ss) == 0 {
+				return f.pickLeased(rng)
+			}
+			return f.pickFrom(rng, ss)
+		}
+		sleepCtx(f.ctx, 500*time.Millisecond)
+	}
+}
+
 // pickStored picks a server with a segment store.
 func (f *fleet) pickStored(rng *rand.Rand) *server {
 	var ss []*server
@@ -351,7 +379,7 @@ var faultKinds = []faultKind{
 	}},
 	{name: "fence-edge", free: freeOf(resNet), inject: func(f *fleet, rng *rand.Rand) injection {
 		f.claim(resNet)
-		s := f.pickLeased(rng)
+		s := f.pickHeld(rng, 30*time.Second)
 		st, err := f.justRenewed(s, leaseTTL, 3*leaseTTL)
 		if err != nil {
 			f.t.Fatal(err)

@@ -38,7 +38,13 @@ const (
 
 // logEvent is one record of a server's log that matters here.
 type logEvent struct {
-	at       time.Time // the record's time: the real clock, when it was logged
+	at time.Time // the record's time: the wall clock, when it was logged
+	// drift is how far the wall clock had moved beyond the run's issuing
+	// clock when the record came: core's system clock reads the wall clock
+	// once, at the start, and then follows the monotonic clock, so a step
+	// of the machine's wall clock since puts the two apart. The issuing
+	// clock at the record is at - drift (+ the hook's offset).
+	drift    time.Duration
 	kind     evKind
 	machine  int
 	deadline time.Time // evFenced: on the server's clock; zero if the record has none
@@ -102,11 +108,21 @@ type runLog struct {
 	borrow time.Duration // its id.max_borrow
 	start  time.Time
 	exit   time.Time // zero while it runs
-	code   int       // the exit code
+	// exitDrift is the drift (logEvent.drift) at the exit.
+	exitDrift time.Duration
+	code      int // the exit code
 	// ended says how the nemesis ended the run ("killed", "stopped"), ""
 	// when it did not.
 	ended  string
 	events []logEvent
+}
+
+// drift is how far the wall clock moved beyond the monotonic one from
+// the run's start to now (both read by this process, on the machine the
+// run shares): what a run whose clock read the wall clock at its start
+// lags it by now.
+func (r *runLog) drift(now time.Time) time.Duration {
+	return now.Round(0).Sub(r.start.Round(0)) - now.Sub(r.start)
 }
 
 // alive says whether the run's process was alive at t.
@@ -142,14 +158,16 @@ func (r *runLog) offsetRange(a, b time.Time) (lo, hi time.Duration) {
 // in real time; deadline, when set, is the fence's deadline on the
 // server's clock.
 type window struct {
-	machine   int
-	open      time.Time
-	close     time.Time // zero: open at the end of the log
-	deadline  time.Time
-	borrow    time.Duration
-	run       *runLog
-	openLate  bool // open is the resume's own record (no earlier one to bound it)
-	closeSeen bool // closed by a fence, a release or the exit
+	machine int
+	open    time.Time
+	close   time.Time // zero: open at the end of the log
+	// openDrift and closeDrift are the drifts at open and close.
+	openDrift, closeDrift time.Duration
+	deadline              time.Time
+	borrow                time.Duration
+	run                   *runLog
+	openLate              bool // open is the resume's own record (no earlier one to bound it)
+	closeSeen             bool // closed by a fence, a release or the exit
 }
 
 // windows are the run's windows, in order.
@@ -157,10 +175,10 @@ func (r *runLog) windows() []window {
 	var out []window
 	cur := window{run: r, borrow: r.borrow}
 	issuing := false
-	var marker time.Time // the record that comes before a resume: a claim, a late renewal
-	end := func(at, deadline time.Time) {
+	var marker logEvent // the record that comes before a resume: a claim, a late renewal
+	end := func(at time.Time, drift time.Duration, deadline time.Time) {
 		if issuing {
-			cur.close, cur.deadline, cur.closeSeen = at, deadline, true
+			cur.close, cur.closeDrift, cur.deadline, cur.closeSeen = at, drift, deadline, true
 			out = append(out, cur)
 			issuing = false
 		}
@@ -169,31 +187,31 @@ func (r *runLog) windows() []window {
 		switch e.kind {
 		case evLeased:
 			if !issuing {
-				cur = window{run: r, borrow: r.borrow, machine: e.machine, open: e.at}
+				cur = window{run: r, borrow: r.borrow, machine: e.machine, open: e.at, openDrift: e.drift}
 				issuing = true
 			}
 		case evFenced:
-			end(e.at, e.deadline)
-			marker = time.Time{}
+			end(e.at, e.drift, e.deadline)
+			marker = logEvent{}
 		case evReacquired, evRenewLate:
-			marker = e.at
+			marker = e
 		case evResumed:
 			if issuing {
 				continue
 			}
-			cur = window{run: r, borrow: r.borrow, machine: e.machine, open: marker}
-			if marker.IsZero() {
+			cur = window{run: r, borrow: r.borrow, machine: e.machine, open: marker.at, openDrift: marker.drift}
+			if marker.at.IsZero() {
 				// Unfenced just before this record was written: a second
 				// earlier is surely before.
-				cur.open, cur.openLate = e.at.Add(-time.Second), true
+				cur.open, cur.openDrift, cur.openLate = e.at.Add(-time.Second), e.drift, true
 			}
 			issuing = true
 		case evReleased:
-			end(e.at, time.Time{})
+			end(e.at, e.drift, time.Time{})
 		}
 	}
 	if issuing && !r.exit.IsZero() {
-		end(r.exit, time.Time{})
+		end(r.exit, r.exitDrift, time.Time{})
 	}
 	if issuing {
 		out = append(out, cur) // open at the end
@@ -201,7 +219,9 @@ func (r *runLog) windows() []window {
 	return out
 }
 
-// span is a window on the server's clock, in nanoseconds since 1970: no
+// span is a window on the server's issuing clock (the wall clock at its
+// start, then the monotonic one, plus the hook's offset), in nanoseconds
+// since 1970: no
 // ID of the window has a time field before lo, nor after hi plus the
 // borrow (a generator issues at most max_borrow ahead of its clock).
 type span struct {
@@ -216,9 +236,9 @@ func (w *window) span() span {
 		closeAt = time.Now().Add(24 * time.Hour)
 	}
 	offLo, offHi := w.run.offsetRange(w.open, closeAt)
-	s := span{lo: w.open.Add(offLo).UnixNano(), hi: math.MaxInt64, borrow: w.borrow, w: w}
+	s := span{lo: w.open.Add(offLo - w.openDrift).UnixNano(), hi: math.MaxInt64, borrow: w.borrow, w: w}
 	if !w.close.IsZero() {
-		s.hi = w.close.Add(offHi).UnixNano()
+		s.hi = w.close.Add(offHi - w.closeDrift).UnixNano()
 		if !w.deadline.IsZero() {
 			s.hi = min(s.hi, w.deadline.UnixNano())
 		}

@@ -123,6 +123,16 @@ func TestSpanAllows(t *testing.T) {
 	if !s.allows(sec(7), time.Second) || s.allows(sec(6.9), time.Second) || !s.allows(sec(22), time.Second) || s.allows(sec(23), time.Second) {
 		t.Errorf("span with offsets: %v..%v", time.Unix(0, s.lo).UTC(), time.Unix(0, s.hi).UTC())
 	}
+	// The machine's wall clock stepped 300 ms ahead since the run began:
+	// its issuing clock lags the records' times by that much, so a window
+	// opened at 13.24 s on the wall issues at 12.94 s on its clock.
+	resumed := ev(13.24, evRenewLate, 924)
+	resumed.drift = 300 * time.Millisecond
+	r = &runLog{server: "A", borrow: 0, start: hat(0), events: []logEvent{ev(1, evLeased, 924), fence(5, 3, 924), resumed, ev(13.241, evResumed, 924)}}
+	s = r.windows()[1].span()
+	if !s.allows(sec(12), time.Second) || s.allows(sec(11), time.Second) {
+		t.Errorf("span with drift: from %v", time.Unix(0, s.lo).UTC())
+	}
 }
 
 // A handover is a claim of an ID whose previous holder still ran on it:

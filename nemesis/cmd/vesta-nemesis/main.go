@@ -123,6 +123,17 @@ func parseFlags(args []string) (options, error) {
 			o.faults = append(o.faults, k)
 		}
 	}
+	if o.minHandovers > 0 && len(o.faults) > 0 && !slices.ContainsFunc(o.faults, func(k string) bool {
+		return slices.ContainsFunc(faultKinds, func(fk faultKind) bool { return fk.name == k && fk.handovers })
+	}) {
+		var makers []string
+		for _, fk := range faultKinds {
+			if fk.handovers {
+				makers = append(makers, fk.name)
+			}
+		}
+		return o, fmt.Errorf("--min-handovers %d with --faults %s: none of those kinds makes handovers (%s do)", o.minHandovers, *faults, strings.Join(makers, ", "))
+	}
 	for _, p := range strings.Split(*providers, ",") {
 		p = strings.TrimSpace(p)
 		if p != "etcd" && p != "sentinel" {
@@ -515,6 +526,9 @@ func runProvider(ctx context.Context, o options, provider, bin, dir string, rng 
 		r.Notes = append(r.Notes, fmt.Sprintf("server %s (%s, %s store, %d runs) held machines %v", s.name, roleNames[s.role], cmp.Or(f.store[s], "no"), len(s.runLogs()), keys(s.heldMachines())))
 	}
 	r.Notes = append(r.Notes, unexpectedExits(f)...)
+	if d := maxDrift(runs); d > 50*time.Millisecond {
+		r.Notes = append(r.Notes, fmt.Sprintf("the machine's wall clock moved up to %v apart from the monotonic clock during a server's run (a step: NTP, or another process); the fence check reckons each server's clock with it", d.Round(time.Millisecond)))
+	}
 	r.Notes = append(r.Notes, f.notes()...)
 	r.Notes = append(r.Notes, left...)
 	if secs := r.End.Sub(start).Seconds(); secs > 0 {
@@ -540,6 +554,18 @@ func runProvider(ctx context.Context, o options, provider, bin, dir string, rng 
 	log.Printf("%s: %d IDs, %d numbers, %d faults (%d failed to inject), %d handovers, %d repeats, %d IDs after a fence in %v", provider, r.IDs, r.Numbers,
 		len(r.Faults), len(r.Failed), len(r.Handovers), r.Repeated, r.AfterFence, r.End.Sub(start).Round(time.Millisecond))
 	return r, ok
+}
+
+// maxDrift is the largest drift (logEvent.drift) any record of the runs
+// saw, either way.
+func maxDrift(runs []*runLog) time.Duration {
+	var m time.Duration
+	for _, r := range runs {
+		for _, e := range r.events {
+			m = max(m, e.drift, -e.drift)
+		}
+	}
+	return m
 }
 
 var roleNames = map[role]string{rolePrimary: "primary", roleStandby: "standby", roleFixed: "fixed ID", roleGuard: "fixed ID, guard restored",

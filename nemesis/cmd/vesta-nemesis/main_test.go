@@ -44,6 +44,7 @@ func TestFlags(t *testing.T) {
 		{"--min-handovers 5 --standbys 0", "--standbys 0"},
 		{"--faults pause,nap", `--faults: "nap"`},
 		{"--faults pause,pause", "twice"},
+		{"--faults kill,clock --min-handovers 3", "--min-handovers 3 with --faults"},
 		{"--seed x", "-seed"},
 	} {
 		_, err := parseFlags(append(strings.Fields(c.args), "--repo", "."))

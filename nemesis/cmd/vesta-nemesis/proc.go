@@ -121,6 +121,7 @@ func (s *server) read(cmd *exec.Cmd, run *runLog, r interface{ Read([]byte) (int
 		line, err := br.ReadString('\n')
 		if line != "" {
 			ev, ok := parseEvent([]byte(line))
+			ev.drift = run.drift(time.Now())
 			s.mu.Lock()
 			s.logf.WriteString(line)
 			if ok {
@@ -143,6 +144,7 @@ func (s *server) read(cmd *exec.Cmd, run *runLog, r interface{ Read([]byte) (int
 	cmd.Wait()
 	s.mu.Lock()
 	run.exit, run.code = time.Now(), cmd.ProcessState.ExitCode()
+	run.exitDrift = run.drift(run.exit)
 	s.mu.Unlock()
 	close(exited)
 }
