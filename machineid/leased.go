@@ -269,7 +269,10 @@ func (l *leased) syncLocked() {
 		l.fenced = true
 		l.fences++
 		l.m.fenced()
-		l.log.Error("machineid: issuing fenced", "machine", l.id, "err", cause)
+		// The deadline the generator was held to until now (FenceAfter):
+		// with the log line's time, a reader of the log bounds the last
+		// instant this hold could issue, whichever came first.
+		l.log.Error("machineid: issuing fenced", "machine", l.id, "deadline", l.deadline.UTC().Format(time.RFC3339Nano), "err", cause)
 	case st == StateHeld && l.fenced:
 		l.gen.Control().Unfence()
 		l.fenced = false

@@ -7,7 +7,8 @@
 # test), python3-msgpack (a MessagePack-RPC client in another language),
 # nodejs and npm (the README's Node client; npm installs its msgpack package),
 # mariadb-server (segment/mysqlstore, through internal/testkit/mariadbtest),
-# etcd-server (etcd, the clusters of internal/testkit/etcdtest), and for the deploy
+# etcd-server (etcd, the clusters of internal/testkit/etcdtest), faketime
+# (libfaketime: the nemesis steps a Redis's clock with it), and for the deploy
 # and monitoring kits podman with runc (the image test), podman-compose and
 # the CNI dnsname plugin (the compose kit's fleet, with Debian's 1.0.x),
 # systemd-analyze (the unit's check) and promtool (the alert rules; Debian's
@@ -35,6 +36,7 @@ command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 [ -s /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
 { command -v mariadbd || [ -x /usr/sbin/mariadbd ]; } >/dev/null 2>&1 && command -v mariadb-install-db >/dev/null 2>&1 || need+=(mariadb-server)
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
+compgen -G '/usr/lib/*/faketime/libfaketime.so.1' >/dev/null || need+=(faketime)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 echo "== installing ${need[*]}"

@@ -69,8 +69,9 @@ type FaultStats struct {
 	Fault Fault
 	// Since is Start - Run.Start.
 	Since time.Duration
-	// Kinds are the affected caller kinds present in the run: the
-	// fault's Kinds, or every kind when those are empty. Measured is
+	// Kinds are the affected caller kinds present in the run, but the
+	// Run's Spare ones: the fault's Kinds, or every kind when those are
+	// empty. Measured is
 	// false when none of them ran; the figures are then zero.
 	Kinds    []string
 	Measured bool
@@ -206,10 +207,14 @@ func Analyze(r Run) Analysis {
 	for _, f := range r.Faults {
 		fs := FaultStats{Fault: f, Since: f.Start.Sub(r.Start)}
 		if len(f.Kinds) == 0 {
-			fs.Kinds = g.kinds
+			for _, k := range g.kinds {
+				if !slices.Contains(r.Spare, k) {
+					fs.Kinds = append(fs.Kinds, k)
+				}
+			}
 		} else {
 			for _, k := range f.Kinds {
-				if _, ok := g.ok[k]; ok && !slices.Contains(fs.Kinds, k) {
+				if _, ok := g.ok[k]; ok && !slices.Contains(fs.Kinds, k) && !slices.Contains(r.Spare, k) {
 					fs.Kinds = append(fs.Kinds, k)
 				}
 			}

@@ -244,3 +244,30 @@ func TestAvailability(t *testing.T) {
 		t.Errorf("availability without calls %v, want NaN", av)
 	}
 }
+
+// A fault of every kind waits on every kind but the spare ones: a
+// standby's callers, down whenever it holds nothing, neither open its
+// window nor keep it from recovering.
+func TestAnalyzeSpare(t *testing.T) {
+	r := shares(10*time.Second, []string{"rest-A", "rest-S1"}, func(k string, _ time.Duration) float64 {
+		if k == "rest-S1" {
+			return 0
+		}
+		return 1
+	})
+	r.Faults = []report.Fault{{Kind: "flushall", Target: "redis master m1", Start: at(2 * time.Second), End: at(2 * time.Second)}}
+	if f := report.Analyze(r).Faults[0]; f.Recovered || f.Window == 0 {
+		t.Fatalf("without Spare: window %v, recovered %v; want the standby's callers to count", f.Window, f.Recovered)
+	}
+	r.Spare = []string{"rest-S1"}
+	f := report.Analyze(r).Faults[0]
+	if !f.Recovered || f.Window != 0 || len(f.Kinds) != 1 || f.Kinds[0] != "rest-A" {
+		t.Errorf("with Spare: kinds %v, window %v, recovered %v; want rest-A only, no window, recovered", f.Kinds, f.Window, f.Recovered)
+	}
+	// Named by the fault (one on the standby), too.
+	r.Faults[0].Kinds = []string{"rest-A", "rest-S1"}
+	f = report.Analyze(r).Faults[0]
+	if !f.Recovered || f.Window != 0 || len(f.Kinds) != 1 {
+		t.Errorf("named: kinds %v, window %v, recovered %v; want rest-A only, no window, recovered", f.Kinds, f.Window, f.Recovered)
+	}
+}

@@ -1,8 +1,10 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -26,6 +28,12 @@ func Markdown(w io.Writer, runs ...Run) error {
 			alarm = true
 		}
 	}
+	for _, r := range runs {
+		if r.AfterFence > 0 {
+			p.f("**IDs AFTER A FENCE: run %s, %d IDs issued after their issuer was fenced.**\n\n", cell(r.Name), r.AfterFence)
+			alarm = true
+		}
+	}
 	for i, r := range runs {
 		if a := as[i]; a.Unrecovered > 0 {
 			p.f("**DID NOT RECOVER: run %s, %d of %d faults; every fault must recover by itself.**\n\n", cell(r.Name), a.Unrecovered, len(a.Faults))
@@ -33,7 +41,7 @@ func Markdown(w io.Writer, runs ...Run) error {
 		}
 	}
 	if !alarm && len(runs) > 0 {
-		p.f("No value issued twice; every fault recovered.\n\n")
+		p.f("No value issued twice; no ID issued after a fence; every fault recovered.\n\n")
 	}
 	for i, r := range runs {
 		writeRun(p, r, as[i])
@@ -61,13 +69,16 @@ func writeRun(p *printer, r Run, a Analysis) {
 		}
 		p.f("\n")
 	}
-	p.f("| run | seed | duration | IDs | numbers | faults | unrecovered | repeats | availability |\n")
-	p.f("|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-	p.f("| %s | %d | %s | %d | %d | %d | %s | %s | %s |\n\n", cell(r.Name), r.Seed, dur(a.Duration), r.IDs, r.Numbers,
-		len(r.Faults), alarmCount(int64(a.Unrecovered)), alarmCount(repeated(r)), pct(a.Overall.Availability()))
+	p.f("| run | seed | duration | IDs | numbers | faults | handovers | unrecovered | repeats | after a fence | availability |\n")
+	p.f("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	p.f("| %s | %d | %s | %d | %d | %d | %d | %s | %s | %s | %s |\n\n", cell(r.Name), r.Seed, dur(a.Duration), r.IDs, r.Numbers,
+		len(r.Faults), len(r.Handovers), alarmCount(int64(a.Unrecovered)), alarmCount(repeated(r)), alarmCount(r.AfterFence), pct(a.Overall.Availability()))
 	if repeated(r) == 0 {
 		p.f("### Repeats\n\nnone\n\n")
 	}
+	writeFence(p, r)
+	writeHandovers(p, r)
+	writeNotSurvived(p, r)
 	if r.Picture != "" {
 		p.f("![calls per second of run %s](%s)\n\n", cell(r.Name), strings.ReplaceAll(r.Picture, " ", "%20"))
 	}
@@ -108,6 +119,14 @@ func writeRun(p *printer, r Run, a Analysis) {
 			dur(Tail), dur(a.Step), 100*DownBelow, 100*UpFrom, dur(StableFor))
 		writeByKind(p, a)
 	}
+	if len(r.Failed) > 0 {
+		p.f("### Injections that failed\n\nNot counted as faults: the damage may not have been done.\n\n")
+		p.f("| at (s) | kind | target | detail | why |\n|--:|---|---|---|---|\n")
+		for _, f := range r.Failed {
+			p.f("| %.1f | %s | %s | %s | %s |\n", f.Start.Sub(r.Start).Seconds(), cell(f.Kind), cell(f.Target), cell(f.Detail), cell(f.Failed))
+		}
+		p.f("\n")
+	}
 	if len(r.Notes) > 0 {
 		p.f("### Notes\n\n")
 		for _, n := range r.Notes {
@@ -115,6 +134,67 @@ func writeRun(p *printer, r Run, a Analysis) {
 		}
 		p.f("\n")
 	}
+}
+
+// writeFence says how many IDs were checked against their issuers' holds
+// and fences, and lists the first issued outside them.
+func writeFence(p *printer, r Run) {
+	p.f("### IDs after a fence\n\n")
+	switch {
+	case r.AfterFence > 0:
+		p.f("%d of %d IDs checked were issued after their issuer was fenced", r.AfterFence, r.FenceChecked)
+		if int64(len(r.AfterFenceList)) < r.AfterFence {
+			p.f(" (%d listed)", len(r.AfterFenceList))
+		}
+		p.f(":\n\n")
+		for _, e := range r.AfterFenceList {
+			p.f("- %s\n", cell(e))
+		}
+		p.f("\n")
+	case r.FenceChecked > 0:
+		p.f("none of %d IDs of leased machine IDs checked against their issuers' holds and fences\n\n", r.FenceChecked)
+	default:
+		p.f("no ID of a leased machine ID to check\n\n")
+	}
+}
+
+// writeHandovers counts the handovers per fault kind and lists them.
+func writeHandovers(p *printer, r Run) {
+	p.f("### Handovers\n\n")
+	if len(r.Handovers) == 0 {
+		p.f("no machine ID changed hands while its holder still ran\n\n")
+		return
+	}
+	by := map[string]int{}
+	for _, h := range r.Handovers {
+		by[cmp.Or(h.Fault, "(no fault)")]++
+	}
+	kinds := slices.Sorted(maps.Keys(by))
+	p.f("%d machine IDs claimed by a new holder while the previous holder's process was still alive.\n\n", len(r.Handovers))
+	p.f("| fault kind | handovers |\n|---|--:|\n")
+	for _, k := range kinds {
+		p.f("| %s | %d |\n", cell(k), by[k])
+	}
+	p.f("\n| at (s) | machine | from | to | fault |\n|--:|--:|---|---|---|\n")
+	for _, h := range r.Handovers {
+		p.f("| %.1f | %d | %s | %s | %s |\n", h.At.Sub(r.Start).Seconds(), h.Machine, cell(h.From), cell(h.To), cell(cmp.Or(h.Fault, "—")))
+	}
+	p.f("\n")
+}
+
+// writeNotSurvived lists the repeats of cases not survived by design.
+func writeNotSurvived(p *printer, r Run) {
+	if len(r.NotSurvived) == 0 {
+		return
+	}
+	p.f("### Not survived by design\n\nCases vesta does not survive by design, run to show what they cost; their repeats are expected and not counted above.\n\n")
+	for _, ns := range r.NotSurvived {
+		p.f("- not survived: %s — %d faults, %d repeats, expected\n", cell(ns.Class), ns.Faults, ns.Repeats)
+		for _, rp := range ns.Examples {
+			p.f("  - %s `%s`: %s\n", cell(rp.Space), code(rp.Value), cell(strings.Join(rp.Entries, "; ")))
+		}
+	}
+	p.f("\n")
 }
 
 // writeByKind sums the faults up per kind: how many, and the median and

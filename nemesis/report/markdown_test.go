@@ -34,6 +34,14 @@ func TestMarkdown(t *testing.T) {
 	pic := steady("pictured")
 	pic.Picture = "pictured run.svg"
 	pic.Notes = []string{"servers: 3", "store: <mariadb>"}
+	fenced := steady("fenced")
+	fenced.FenceChecked, fenced.AfterFence = 900, 2
+	fenced.AfterFenceList = []string{"ID 1 of machine 924 from rest via A"}
+	busy := steady("busy")
+	busy.Handovers = []report.Handover{{At: at(2 * time.Second), Machine: 925, From: "A", To: "S1", Fault: "pause"}, {At: at(3 * time.Second), Machine: 926, From: "B", To: "S2"}}
+	busy.NotSurvived = []report.NotSurvived{{Class: "older time-guard copy", Faults: 1, Repeats: 7,
+		Examples: []report.Repeat{{Space: "ids", Value: "5", Entries: []string{"rest via G at 1", "rest via G at 2"}}}}}
+	busy.Failed = []report.Fault{{Kind: "store-clock", Target: "redis m1", Failed: "no faketime", Start: at(4 * time.Second), End: at(4 * time.Second)}}
 
 	tests := []struct {
 		name string
@@ -44,7 +52,7 @@ func TestMarkdown(t *testing.T) {
 		name: "a repeat comes first",
 		run:  repeat,
 		want: []string{"**REPEATS: run etcd issued 3 values twice.**", "## Run etcd", "### Repeats", "3 values issued twice (1 listed)",
-			"- ids `4242424242`", "  - rest B at 12:00:01.5", "  - rpc A at 12:00:07.2", "| run | seed |", "| etcd | 1 | 10s | 1000 | 0 | 1 | 0 | **3** | 90.00% |"},
+			"- ids `4242424242`", "  - rest B at 12:00:01.5", "  - rpc A at 12:00:07.2", "| run | seed |", "| etcd | 1 | 10s | 1000 | 0 | 1 | 0 | 0 | **3** | 0 | 90.00% |"},
 		absent: []string{"No value issued twice", "none"},
 	}, {
 		name: "no recovery is loud",
@@ -53,10 +61,24 @@ func TestMarkdown(t *testing.T) {
 	}, {
 		name: "a clean run",
 		run:  pic,
-		want: []string{"No value issued twice; every fault recovered.", "| pictured | 1 |", "### Repeats\n\nnone", "![calls per second of run pictured](pictured%20run.svg)",
+		want: []string{"No value issued twice; no ID issued after a fence; every fault recovered.", "| pictured | 1 |", "### Repeats\n\nnone", "![calls per second of run pictured](pictured%20run.svg)",
 			"| rest | 10000 | 9000 | 1000 | 90.00% | 9000 | 900.0 |", "| all | 10000 | 9000 | 1000 | 90.00% | 9000 | 900.0 |",
 			"| 1 | 5.0 | kill | server A |  | 0s | all | 1s | 1s |", "### Notes\n\n- servers: 3\n- store: &lt;mariadb&gt;\n"},
 		absent: []string{"REPEATS", "DID NOT RECOVER"},
+	}, {
+		name: "an ID after a fence is loud",
+		run:  fenced,
+		want: []string{"**IDs AFTER A FENCE: run fenced, 2 IDs issued after their issuer was fenced.**", "| fenced | 1 | 10s | 1000 | 0 | 1 | 0 | 0 | 0 | **2** |",
+			"### IDs after a fence", "2 of 900 IDs checked were issued after their issuer was fenced (1 listed):", "- ID 1 of machine 924 from rest via A"},
+		absent: []string{"No value issued twice"},
+	}, {
+		name: "handovers, cases not survived and failed injections each have their place",
+		run:  busy,
+		want: []string{"| busy | 1 | 10s | 1000 | 0 | 1 | 2 |", "### Handovers", "2 machine IDs claimed",
+			"| (no fault) | 1 |", "| pause | 1 |", "| 2.0 | 925 | A | S1 | pause |", "| 3.0 | 926 | B | S2 | — |",
+			"### Not survived by design", "- not survived: older time-guard copy — 1 faults, 7 repeats, expected", "  - ids `5`: rest via G at 1; rest via G at 2",
+			"### Injections that failed", "| 4.0 | store-clock | redis m1 |  | no faketime |"},
+		absent: []string{"REPEATS"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,23 +121,41 @@ func ExampleMarkdown() {
 		r.Buckets = append(r.Buckets, report.Bucket{At: start.Add(time.Duration(i) * time.Second), Kind: "rpc", OK: ok, Err: 100 - ok, Values: ok})
 	}
 	r.Faults = []report.Fault{{Kind: "pause", Target: "server B", Detail: "SIGSTOP", Start: start.Add(time.Second), End: start.Add(2 * time.Second)}}
+	r.Handovers = []report.Handover{{At: start.Add(1500 * time.Millisecond), Machine: 924, From: "B", To: "S1", Fault: "pause"}}
+	r.FenceChecked = 390
 	if err := report.Markdown(os.Stdout, r); err != nil {
 		panic(err)
 	}
 	// Output:
 	// # vesta-nemesis report
 	//
-	// No value issued twice; every fault recovered.
+	// No value issued twice; no ID issued after a fence; every fault recovered.
 	//
 	// ## Run etcd
 	//
-	// | run | seed | duration | IDs | numbers | faults | unrecovered | repeats | availability |
-	// |---|--:|--:|--:|--:|--:|--:|--:|--:|
-	// | etcd | 7 | 4s | 390 | 0 | 1 | 0 | 0 | 72.50% |
+	// | run | seed | duration | IDs | numbers | faults | handovers | unrecovered | repeats | after a fence | availability |
+	// |---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|
+	// | etcd | 7 | 4s | 390 | 0 | 1 | 1 | 0 | 0 | 0 | 72.50% |
 	//
 	// ### Repeats
 	//
 	// none
+	//
+	// ### IDs after a fence
+	//
+	// none of 390 IDs of leased machine IDs checked against their issuers' holds and fences
+	//
+	// ### Handovers
+	//
+	// 1 machine IDs claimed by a new holder while the previous holder's process was still alive.
+	//
+	// | fault kind | handovers |
+	// |---|--:|
+	// | pause | 1 |
+	//
+	// | at (s) | machine | from | to | fault |
+	// |--:|--:|---|---|---|
+	// | 1.5 | 924 | B | S1 | pause |
 	//
 	// ### Callers
 	//

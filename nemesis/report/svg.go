@@ -29,10 +29,11 @@ const errColour = "#d62728"
 // SVG writes the picture of one run: calls answered per second, one line
 // per caller kind group (see Group), errors per second of all kinds in red, and each fault
 // as a shaded span from its start to its heal (a line for an instant
-// one) labelled with its number in the report and its kind. Lines are
-// averaged over groups of buckets when there are more buckets than
-// pixels. Every mark has a class ("kind", "errors", "fault") and a
-// <title> a viewer shows on hover.
+// one) labelled with its number in the report and its kind, and each
+// handover as a triangle on the time axis. Lines are averaged over groups
+// of buckets when there are more buckets than pixels. Every mark has a
+// class ("kind", "errors", "fault", "handover") and a <title> a viewer
+// shows on hover.
 func SVG(w io.Writer, r Run) error {
 	g := groupGrid(newGrid(r))
 	a := Analyze(r)
@@ -131,6 +132,12 @@ func SVG(w io.Writer, r Run) error {
 	}
 	line("errors", "errors, all kinds", errColour, errs)
 
+	// Handovers: a triangle on the time axis each.
+	for _, h := range r.Handovers {
+		x := xOf(sinceStart(h.At))
+		f(`<path class="handover" d="M%.1f %d l-5 -9 h10 z" fill="#000"><title>%s</title></path>`+"\n", x, plotY1, esc(handoverTip(h)))
+	}
+
 	// Fault labels last, haloed, so no line hides them.
 	for i, fs := range a.Faults {
 		x0 := xOf(sinceStart(fs.Fault.Start))
@@ -155,6 +162,9 @@ func SVG(w io.Writer, r Run) error {
 	item("errors", fmt.Sprintf(`<line x1="0" y1="0" x2="16" y2="0" stroke="%s" stroke-width="3"/>`, errColour))
 	item("fault (start to heal)", `<rect x="0" y="-6" width="16" height="12" fill="#777" fill-opacity="0.18" stroke="#777"/>`)
 	item("instant fault", `<line x1="8" y1="-7" x2="8" y2="7" stroke="#555" stroke-dasharray="4 3"/>`)
+	if len(r.Handovers) > 0 {
+		item("handover", `<path d="M8 5 l-5 -9 h10 z" fill="#000"/>`)
+	}
 	f("</svg>\n")
 	_, err := w.Write(b.Bytes())
 	return err
@@ -251,4 +261,12 @@ func groupGrid(g grid) grid {
 	}
 	slices.Sort(out.kinds)
 	return out
+}
+
+func handoverTip(h Handover) string {
+	t := fmt.Sprintf("handover of machine %d: %s to %s", h.Machine, h.From, h.To)
+	if h.Fault != "" {
+		t += " (" + h.Fault + ")"
+	}
+	return t
 }

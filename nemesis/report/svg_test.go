@@ -63,15 +63,17 @@ func TestSVG(t *testing.T) {
 		{Kind: "pause", Target: "server B & C", Start: at(15 * time.Second), End: at(18 * time.Second)},
 		{Kind: "partition", Detail: `"etcd" from all`, Start: at(22 * time.Second), End: at(25 * time.Second)},
 	}
+	r.Handovers = []report.Handover{{At: at(16 * time.Second), Machine: 925, From: "B (run 1)", To: "S1 <run 4>", Fault: "pause"},
+		{At: at(23 * time.Second), Machine: 924, From: "A (run 1)", To: "S2 (run 2)"}}
 	tests := []struct {
-		name                  string
-		run                   report.Run
-		faults, kinds, errors int
+		name                             string
+		run                              report.Run
+		faults, kinds, errors, handovers int
 	}{
-		{"a run", r, 3, 3, 1},
-		{"an empty run", report.Run{Name: "empty", Start: t0, End: at(time.Minute), Step: time.Second}, 0, 0, 1},
-		{"no step nor end", report.Run{Name: "bare", Start: t0, Buckets: []report.Bucket{{At: at(2 * time.Second), Kind: "rest", OK: 5}}}, 0, 1, 1},
-		{"more buckets than pixels", shares(10*time.Minute, kinds, func(string, time.Duration) float64 { return 0.5 }), 0, 3, 1},
+		{"a run", r, 3, 3, 1, 2},
+		{"an empty run", report.Run{Name: "empty", Start: t0, End: at(time.Minute), Step: time.Second}, 0, 0, 1, 0},
+		{"no step nor end", report.Run{Name: "bare", Start: t0, Buckets: []report.Bucket{{At: at(2 * time.Second), Kind: "rest", OK: 5}}}, 0, 1, 1, 0},
+		{"more buckets than pixels", shares(10*time.Minute, kinds, func(string, time.Duration) float64 { return 0.5 }), 0, 3, 1, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -80,8 +82,9 @@ func TestSVG(t *testing.T) {
 				t.Fatal(err)
 			}
 			n := marks(t, b.Bytes())
-			if n[".fault"] != tt.faults || n[".kind"] != tt.kinds || n[".errors"] != tt.errors {
-				t.Errorf("%d faults, %d kinds, %d error lines; want %d, %d, %d", n[".fault"], n[".kind"], n[".errors"], tt.faults, tt.kinds, tt.errors)
+			if n[".fault"] != tt.faults || n[".kind"] != tt.kinds || n[".errors"] != tt.errors || n[".handover"] != tt.handovers {
+				t.Errorf("%d faults, %d kinds, %d error lines, %d handovers; want %d, %d, %d, %d", n[".fault"], n[".kind"], n[".errors"], n[".handover"],
+					tt.faults, tt.kinds, tt.errors, tt.handovers)
 			}
 			if n["script"] > 0 || n["image"] > 0 || n["style"] > 0 || bytes.Contains(b.Bytes(), []byte("href")) {
 				t.Error("not self-contained")
@@ -120,8 +123,12 @@ func sample(name string, seed int64, sabotage bool) report.Run {
 		{Kind: "disk-full", Target: "embedded", Detail: "time guard's state file", Start: sec(120), End: sec(130), Kinds: []string{"embedded"}},
 		{Kind: "clock-step", Target: "server A", Detail: "-2s", Start: sec(150), End: sec(150), Kinds: servers},
 	}
+	r.Handovers = []report.Handover{{At: sec(44), Machine: 925, From: "B (run 1)", To: "S1 (run 12)", Fault: "pause"},
+		{At: sec(69), Machine: 926, From: "C (run 1)", To: "S2 (run 20)", Fault: "partition"}}
+	r.FenceChecked = 123456
 	if sabotage {
 		r.Faults[3].Detail = "sabotage: the store's copy is not restored"
+		r.Handovers, r.FenceChecked = nil, 0
 	}
 	// share and flow of kind k at s seconds: the answered share of calls,
 	// and the calls made as a share of the usual.

@@ -5,8 +5,9 @@
 // test ends. Tests can kill (SIGKILL, as a crash), stop and restart a
 // member on the same ports from its data directory, stall it (Pause,
 // SIGSTOP) and continue it, find the leader a quorum follows (Leader,
-// WaitLeader), and make the whole cluster lose its data (Wipe), to see a
-// client through elections, crashes and data loss.
+// WaitLeader), replace a member whose data is gone (Replace: removed,
+// emptied, added again, rejoined), and make the whole cluster lose its
+// data (Wipe), to see a client through elections, crashes and data loss.
 //
 // Options put each member elsewhere: on a test host's address in a network
 // namespace (package netnstest), run through the host's Wrap and reached

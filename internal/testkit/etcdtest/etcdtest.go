@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -102,6 +103,9 @@ type Member struct {
 	opt                  MemberOptions
 	clientPort, peerPort int
 	http                 *http.Client // for the peer port's /version
+	// existing: the member was added to a running cluster (Replace), so
+	// an empty data directory joins it instead of bootstrapping; c.mu.
+	existing bool
 }
 
 // Start starts a cluster of one member; see StartCluster.
@@ -214,7 +218,10 @@ func (m *Member) spec(bin string) proctest.Spec {
 // serves the first start and every restart.
 func (m *Member) argv(bin string) []string {
 	m.c.mu.Lock()
-	token := m.c.token
+	token, state := m.c.token, "new"
+	if m.existing {
+		state = "existing"
+	}
 	m.c.mu.Unlock()
 	var initial []string
 	for _, p := range m.c.members {
@@ -224,7 +231,7 @@ func (m *Member) argv(bin string) []string {
 		"--listen-client-urls", m.ClientURL(), "--advertise-client-urls", m.ClientURL(),
 		"--listen-peer-urls", m.PeerURL(), "--initial-advertise-peer-urls", m.PeerURL(),
 		"--initial-cluster", strings.Join(initial, ","),
-		"--initial-cluster-state", "new", "--initial-cluster-token", token,
+		"--initial-cluster-state", state, "--initial-cluster-token", token,
 		"--heartbeat-interval", strconv.FormatInt(heartbeat.Milliseconds(), 10),
 		"--election-timeout", strconv.FormatInt(election.Milliseconds(), 10),
 		"--pre-vote",
@@ -455,11 +462,70 @@ func (c *Cluster) Wipe() {
 	}
 	c.mu.Lock()
 	c.token = newToken()
+	for _, m := range c.members {
+		m.existing = false // a new cluster bootstraps afresh
+	}
 	c.mu.Unlock()
 	for _, m := range c.members {
 		m.Restart()
 	}
 	c.waitServing(c.members...)
+}
+
+// Replace makes the i-th member lose its data and join again, as an
+// operator replaces a member whose disk died: it is killed, removed from
+// the cluster (MemberRemove), its data directory emptied, added again on
+// the same peer URL (MemberAdd: a new member ID) and started to join the
+// running cluster, which sends it a snapshot. It returns once the member
+// serves clients. The other members must keep a quorum throughout: with
+// three, both others must be up.
+func (c *Cluster) Replace(i int) {
+	c.t.Helper()
+	m := c.members[i]
+	m.Kill()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	var id uint64
+	c.waitFor("member "+m.name+" to be removed", func() error {
+		if id == 0 {
+			list, err := c.cli.MemberList(ctx)
+			if err != nil {
+				return err
+			}
+			for _, x := range list.Members {
+				if x.Name == m.name || slices.Contains(x.PeerURLs, m.PeerURL()) {
+					id = x.ID
+				}
+			}
+			if id == 0 {
+				return nil // gone already
+			}
+		}
+		rctx, rcancel := context.WithTimeout(ctx, 2*requestTimeout)
+		defer rcancel()
+		_, err := c.cli.MemberRemove(rctx, id)
+		if errors.Is(err, rpctypes.ErrMemberNotFound) {
+			return nil // an earlier try's answer was lost
+		}
+		return err
+	})
+	if err := os.RemoveAll(m.dataDir()); err != nil {
+		c.t.Fatalf("etcdtest: emptying the data dir of member %s: %v", m.name, err)
+	}
+	c.waitFor("member "+m.name+" to be added again", func() error {
+		actx, acancel := context.WithTimeout(ctx, 2*requestTimeout)
+		defer acancel()
+		_, err := c.cli.MemberAdd(actx, []string{m.PeerURL()})
+		if errors.Is(err, rpctypes.ErrPeerURLExist) {
+			return nil // an earlier try's answer was lost
+		}
+		return err
+	})
+	c.mu.Lock()
+	m.existing = true
+	c.mu.Unlock()
+	m.Restart()
+	c.waitServing(m)
 }
 
 // Logs is the last lines of every member's log, for a failure report.

@@ -136,6 +136,38 @@ func TestPauseResume(t *testing.T) {
 
 // TestWipe: a wiped cluster is a new one on the same endpoint, without the
 // old keys.
+// TestReplace: a member whose data is gone joins again under a new
+// member ID and gets the cluster's data back, which it then serves from
+// its own store; the cluster keeps serving throughout.
+func TestReplace(t *testing.T) {
+	c := etcdtest.StartCluster(t, 3, etcdtest.Options{})
+	cli := c.Client(t)
+	put(t, cli, "k", "v")
+	status := func() *clientv3.StatusResponse {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		st, err := c.Member(1).Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	before := status()
+	c.Replace(1)
+	after := status()
+	if after.Header.MemberId == before.Header.MemberId {
+		t.Errorf("member ID %x unchanged by Replace", after.Header.MemberId)
+	}
+	if after.Header.ClusterId != before.Header.ClusterId {
+		t.Errorf("cluster ID %x after Replace; was %x", after.Header.ClusterId, before.Header.ClusterId)
+	}
+	get(t, c.ClientOf(t, c.Member(1)), "k", "v", clientv3.WithSerializable())
+	put(t, cli, "k2", "v2")
+	c.Member(1).Restart() // from its new data directory, as a member of the cluster
+	c.Member(1).WaitServing()
+	get(t, c.ClientOf(t, c.Member(1)), "k2", "v2", clientv3.WithSerializable())
+}
+
 func TestWipe(t *testing.T) {
 	c := etcdtest.Start(t)
 	cli := c.Client(t)

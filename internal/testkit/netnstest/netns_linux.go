@@ -179,9 +179,14 @@ func (h *Host) Dial(ctx context.Context, network, addr string) (net.Conn, error)
 // DialFrom is Dial from the local address from (an address of the host,
 // or one its routes make local).
 func (h *Host) DialFrom(ctx context.Context, from netip.Addr, network, addr string) (net.Conn, error) {
+	return h.DialWith(ctx, &net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(from, 0))}, network, addr)
+}
+
+// DialWith is Dial with d: a local address, or a Control that marks the
+// socket (SO_MARK) so that the host's own iptables rules can tell it.
+func (h *Host) DialWith(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
 	var c net.Conn
 	err := h.in(func() (err error) {
-		d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(from, 0))}
 		c, err = d.DialContext(ctx, network, addr)
 		return err
 	})

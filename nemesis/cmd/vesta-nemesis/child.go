@@ -50,6 +50,7 @@ func childMain(args []string) int {
 	centrals := fs.String("centrals", "", "central servers, comma-separated")
 	data := fs.String("data", "", "data directory kept across runs")
 	rate := fs.Float64("rate", 1000, "IDs per second, both streams")
+	clockFile := fs.String("clock", "", "a file holding the clock's offset (a Go duration), read every 50ms")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -57,12 +58,18 @@ func childMain(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	out := &frames{w: bufio.NewWriter(os.Stdout)}
+	// Both issuers run on one clock the nemesis steps, as a host's.
+	clk := core.NewOffsetClock(core.NewSystemClock())
+	if *clockFile != "" {
+		go followClock(ctx, clk, *clockFile)
+	}
 
 	fb := embed.DefaultConfig()
 	fb.DataDir = filepath.Join(*data, "fallback")
 	fb.Machine.Providers = []string{machineid.ProviderStatic}
 	fid := core.MachineID(childFallback)
 	fb.Machine.Static = &fid
+	fb.Clock = clk
 	cfg := client.DefaultConfig(strings.Split(*centrals, ",")...)
 	cfg.Prefetch = 256
 	cfg.Timeout = time.Second
@@ -80,6 +87,7 @@ func childMain(args []string) int {
 	ecfg.Machine.Providers = []string{machineid.ProviderStatic}
 	eid := core.MachineID(childEmbedded)
 	ecfg.Machine.Static = &eid
+	ecfg.Clock = clk
 	is, err := embed.Open(ctx, ecfg)
 	if err != nil {
 		log.Printf("embedded: %v", err)
@@ -117,6 +125,27 @@ func childMain(args []string) int {
 	go run(streamEmbedded, *rate/3, 50, is.NextIDs)
 	wg.Wait()
 	return 0
+}
+
+// followClock applies the offset in file to clk every 50ms (the clock
+// fault's step), keeping the last one while the file does not read.
+func followClock(ctx context.Context, clk *core.OffsetClock, file string) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if b, err := os.ReadFile(file); err == nil {
+			if d, err := time.ParseDuration(strings.TrimSpace(string(b))); err == nil {
+				if old := clk.SetShift(d); old != d {
+					log.Printf("clock offset now %v", d)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // frames writes answers to the nemesis, one frame each, flushed at once:
@@ -168,6 +197,7 @@ type clientProc struct {
 	w       *workload
 	argv    []string
 	logf    *os.File
+	clock   string // the file of its clock's offset
 	callers [2]*caller
 	writers [2]*ledger.Writer
 	ctrs    [2]*counters
@@ -176,9 +206,10 @@ type clientProc struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	runs   int
+	killed bool // the nemesis killed the current run: its last frame may be cut
 }
 
-func (w *workload) startClientProc(centrals []string) (*clientProc, error) {
+func (w *workload) startClientProc(centrals []string, servers []*server) (*clientProc, error) {
 	t := w.f.t
 	exe, err := os.Executable()
 	if err != nil {
@@ -190,10 +221,14 @@ func (w *workload) startClientProc(centrals []string) (*clientProc, error) {
 		return nil, err
 	}
 	t.Cleanup(func() { logf.Close() })
+	clock := filepath.Join(dir, "clock")
+	if err := os.WriteFile(clock, []byte("0s\n"), 0o644); err != nil {
+		return nil, err
+	}
 	rate := 0.1 * float64(w.rate)
-	p := &clientProc{w: w, logf: logf,
-		argv: append(w.f.load.Wrap(), exe, "client", "--centrals", strings.Join(centrals, ","), "--data", dir, "--rate", fmt.Sprint(rate))}
-	p.callers[streamClient] = w.caller(fmt.Sprintf("client process via all (fallback %d)", childFallback), "client-process", w.union(childFallback))
+	p := &clientProc{w: w, logf: logf, clock: clock,
+		argv: append(w.f.load.Wrap(), exe, "client", "--centrals", strings.Join(centrals, ","), "--data", dir, "--rate", fmt.Sprint(rate), "--clock", clock)}
+	p.callers[streamClient] = w.caller(fmt.Sprintf("client process via all (fallback %d)", childFallback), "client-process", union(servers, childFallback))
 	p.callers[streamEmbedded] = w.caller(fmt.Sprintf("embedded in the client process (machine %d)", childEmbedded), "embedded-process",
 		func() map[int]bool { return map[int]bool{childEmbedded: true} })
 	for i, c := range p.callers {
@@ -202,8 +237,10 @@ func (w *workload) startClientProc(centrals []string) (*clientProc, error) {
 	}
 	w.closer = append(w.closer, func() {
 		p.stop()
-		for _, wr := range p.writers {
-			wr.Flush()
+		for i, wr := range p.writers {
+			if err := wr.Flush(); err != nil {
+				w.fail("ledger: flushing %s: %v", p.callers[i].name, err)
+			}
 		}
 	})
 	return p, p.start()
@@ -224,27 +261,34 @@ func (p *clientProc) start() error {
 	}
 	p.runs++
 	fmt.Fprintf(p.logf, "=== run %d, pid %d, %s\n", p.runs, cmd.Process.Pid, time.Now().UTC().Format(time.RFC3339Nano))
-	p.cmd, p.exited = cmd, make(chan struct{})
+	p.cmd, p.exited, p.killed = cmd, make(chan struct{}), false
 	go p.read(cmd, stdout, p.exited)
 	return nil
 }
 
 // read records every frame until the run ends; it alone writes the
-// ledger's client-process sources (kill waits for it).
+// ledger's client-process sources (kill waits for it). A frame that does
+// not read fails the run, but one cut short by the nemesis's own kill -9.
 func (p *clientProc) read(cmd *exec.Cmd, r io.Reader, exited chan struct{}) {
 	defer close(exited)
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		stream, ok, vs, err := readFrame(br)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, os.ErrClosed) {
-				p.w.f.t.Logf("client process: %v", err)
+			cmd.Wait()
+			p.mu.Lock()
+			killed := p.killed
+			p.mu.Unlock()
+			if !errors.Is(err, io.EOF) && !(errors.Is(err, io.ErrUnexpectedEOF) && killed) {
+				p.w.fail("client process: reading its frames: %v", err)
 			}
-			break
+			return
 		}
 		if stream > streamEmbedded {
-			p.w.f.t.Errorf("client process: frame of stream %d", stream)
-			break
+			p.w.fail("client process: a frame of stream %d", stream)
+			cmd.Process.Kill()
+			cmd.Wait()
+			return
 		}
 		at := time.Now()
 		if !ok {
@@ -258,10 +302,9 @@ func (p *clientProc) read(cmd *exec.Cmd, r io.Reader, exited chan struct{}) {
 		}
 		p.callers[stream].sawIDs(ids)
 		if err := p.writers[stream].Add(ledger.IDs, at, vs...); err != nil {
-			p.w.f.t.Errorf("ledger: %v", err)
+			p.w.fail("ledger: recording %d values of %s: %v", len(vs), p.callers[stream].name, err)
 		}
 	}
-	cmd.Wait()
 }
 
 func (p *clientProc) running() bool {
@@ -273,6 +316,7 @@ func (p *clientProc) running() bool {
 func (p *clientProc) end(sig syscall.Signal, wait time.Duration) {
 	p.mu.Lock()
 	cmd, exited := p.cmd, p.exited
+	p.killed = true
 	p.mu.Unlock()
 	if cmd == nil {
 		return

@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
-
-	"github.com/vesta-go/vesta/nemesis/report"
 )
 
 func TestTBCleanupsLIFOAndFatal(t *testing.T) {
@@ -34,30 +32,6 @@ func TestTBCleanupsLIFOAndFatal(t *testing.T) {
 	}
 }
 
-func TestHeld(t *testing.T) {
-	s := &server{name: "A", holds: map[int][]hold{}}
-	t0 := time.Now()
-	s.openHold(930, t0)
-	s.closeHold(930, t0.Add(10*time.Second))
-	s.openHold(940, t0.Add(10*time.Second))
-	for _, c := range []struct {
-		m    int
-		at   time.Duration
-		want bool
-	}{
-		{930, 5 * time.Second, true},
-		{930, 12 * time.Second, true}, // within the slack of an answer's way back
-		{930, 20 * time.Second, false},
-		{940, 5 * time.Second, false},
-		{940, time.Hour, true}, // still open
-		{950, 0, false},
-	} {
-		if got := s.held(c.m, t0.Add(c.at)); got != c.want {
-			t.Errorf("held(%d, t0+%v) = %v; want %v", c.m, c.at, got, c.want)
-		}
-	}
-}
-
 func TestFlags(t *testing.T) {
 	for _, c := range []struct{ args, want string }{
 		{"--providers etcd,zk", "--providers"},
@@ -65,6 +39,13 @@ func TestFlags(t *testing.T) {
 		{"--rate 5", "--rate"},
 		{"--interval 0s", "--interval"},
 		{"--providers etcd,etcd", "twice"},
+		{"--standbys 9", "--standbys"},
+		{"--min-handovers -1", "--min-handovers"},
+		{"--min-handovers 5 --standbys 0", "--standbys 0"},
+		{"--faults pause,nap", `--faults: "nap"`},
+		{"--faults pause,pause", "twice"},
+		{"--faults kill,clock --min-handovers 3", "--min-handovers 3 with --faults"},
+		{"--seed x", "-seed"},
 	} {
 		_, err := parseFlags(append(strings.Fields(c.args), "--repo", "."))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -76,8 +57,12 @@ func TestFlags(t *testing.T) {
 		t.Fatalf("defaults: %+v, %v", o, err)
 	}
 	o, err = parseFlags([]string{"--ci", "--repo", "."})
-	if err != nil || o.seed != 1 || o.duration != 30*time.Second || o.interval != 3*time.Second || len(o.providers) != 2 {
+	if err != nil || o.seed != 1 || o.duration != 30*time.Second || o.interval != 3*time.Second || len(o.providers) != 2 || o.minHandovers != 10 || o.standbys != 2 {
 		t.Fatalf("--ci: %+v, %v", o, err)
+	}
+	o, err = parseFlags([]string{"--faults", "pause, store-cut", "--repo", "."})
+	if err != nil || len(o.faults) != 2 || o.faults[1] != "store-cut" {
+		t.Fatalf("--faults pause, store-cut: %+v, %v", o, err)
 	}
 	o, err = parseFlags([]string{"--ci", "--seed", "5", "--duration", "40s", "--repo", "."})
 	if err != nil || o.seed != 5 || o.duration != 40*time.Second || o.interval != 3*time.Second {
@@ -85,31 +70,34 @@ func TestFlags(t *testing.T) {
 	}
 }
 
-func TestAffected(t *testing.T) {
+func TestServerKinds(t *testing.T) {
 	f := &fleet{store: map[*server]string{}}
-	for i, name := range []string{"A", "B", "C", "D"} {
+	for i, name := range []string{"A", "B", "S1"} {
 		s := &server{name: name}
 		f.servers = append(f.servers, s)
-		f.store[s] = []string{"mysql", "redis"}[i%2]
+		f.store[s] = []string{"mysql", "redis", ""}[i]
 	}
-	for _, c := range []struct {
-		fl   report.Fault
-		want string
-	}{
-		{report.Fault{Kind: "pause", Target: "server C"}, "client rest-C rpc-C seq-mariadb seq-mariadb-C"},
-		{report.Fault{Kind: "disk-full", Target: "server D"}, "client rest-D rpc-D seq-redis seq-redis-D"},
-		{report.Fault{Kind: "segment-kill", Target: "mariadb"}, "seq-mariadb seq-mariadb-A seq-mariadb-C"},
-		{report.Fault{Kind: "segment-kill", Target: "segment redis"}, "seq-redis seq-redis-B seq-redis-D"},
-		{report.Fault{Kind: "segment-partition", Target: "server B"}, "client rest-B rpc-B seq-redis seq-redis-B"},
-		{report.Fault{Kind: "client-kill", Target: "client process"}, "client-process embedded-process"},
-		{report.Fault{Kind: "failover", Target: "redis master m2"}, ""},
-		{report.Fault{Kind: "flushall", Target: "segment redis"}, "seq-redis seq-redis-B seq-redis-D"},
-		{report.Fault{Kind: "flushall", Target: "redis master m1"}, ""},
-		{report.Fault{Kind: "split", Target: "etcd m0"}, ""},
-		{report.Fault{Kind: "store-kill", Target: "etcd leader m2"}, ""},
-	} {
-		if got := strings.Join(f.affected(c.fl), " "); got != c.want {
-			t.Errorf("%s %s: %q, want %q", c.fl.Kind, c.fl.Target, got, c.want)
+	for i, want := range []string{"client rest-A rpc-A seq-mariadb seq-mariadb-A", "client rest-B rpc-B seq-redis seq-redis-B", "client rest-S1 rpc-S1"} {
+		if got := strings.Join(f.serverKinds(f.servers[i]), " "); got != want {
+			t.Errorf("%s: %q, want %q", f.servers[i].name, got, want)
+		}
+	}
+	if got := strings.Join(f.storeKinds("mysql"), " "); got != "seq-mariadb seq-mariadb-A" {
+		t.Errorf("mysql: %q", got)
+	}
+}
+
+// Every fault kind has a unique name, and the CI run's providers run
+// them all between them.
+func TestFaultKinds(t *testing.T) {
+	seen := map[string]bool{}
+	for _, k := range faultKinds {
+		if seen[k.name] {
+			t.Errorf("kind %s twice", k.name)
+		}
+		seen[k.name] = true
+		if k.only != "" && k.only != "etcd" && k.only != "sentinel" {
+			t.Errorf("kind %s only for %q", k.name, k.only)
 		}
 	}
 }
@@ -117,15 +105,15 @@ func TestAffected(t *testing.T) {
 // The schedule runs every kind, holds at most two faults at once, never
 // two sharing a resource, and replays from its seed.
 func TestScheduleOverlaps(t *testing.T) {
-	run := func(seed uint64) []report.Fault {
-		f := &fleet{t: newTB(context.Background(), "x", t.TempDir()), store: map[*server]string{}}
+	run := func(seed uint64) []faultRecord {
+		f := &fleet{t: newTB(context.Background(), "x", t.TempDir()), store: map[*server]string{}, classes: map[string]int{}}
 		var mu sync.Mutex
 		held := map[string]int{}
 		maxHeld, total := 0, 0
 		var kinds []faultKind
 		for i, res := range []string{"a", "b", "c", "a"} {
 			kinds = append(kinds, faultKind{name: fmt.Sprintf("k%d-%s", i, res), free: freeOf(res),
-				inject: func(f *fleet, rng *rand.Rand) (string, string, time.Duration, func()) {
+				inject: func(f *fleet, rng *rand.Rand) injection {
 					f.claim(res)
 					mu.Lock()
 					defer mu.Unlock()
@@ -134,15 +122,18 @@ func TestScheduleOverlaps(t *testing.T) {
 					}
 					total++
 					maxHeld = max(maxHeld, total)
-					return res, "", between(rng, 20*time.Millisecond, 60*time.Millisecond), func() {
+					return injection{target: res, hold: between(rng, 20*time.Millisecond, 60*time.Millisecond), heal: func() {
 						mu.Lock()
 						defer mu.Unlock()
 						held[res]--
 						total--
-					}
+					}}
 				}})
 		}
-		out := f.schedule(context.Background(), rand.New(rand.NewPCG(seed, 1)), kinds, time.Now().Add(time.Second), 40*time.Millisecond)
+		out, failed := f.schedule(context.Background(), rand.New(rand.NewPCG(seed, 1)), kinds, scheduleOptions{end: time.Now().Add(time.Second), interval: 40 * time.Millisecond})
+		if len(failed) > 0 {
+			t.Errorf("failed: %v", failed)
+		}
 		if maxHeld > 2 || maxHeld < 1 {
 			t.Errorf("held %d at once", maxHeld)
 		}

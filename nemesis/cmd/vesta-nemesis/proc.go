@@ -2,9 +2,10 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
+	"context"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"slices"
@@ -14,35 +15,59 @@ import (
 	"time"
 )
 
-// server is one `vesta serve` process on a host, restartable. It logs
-// JSON on stderr; its records give the machine IDs it held.
+// role is what a server is in the fleet.
+type role uint8
+
+const (
+	rolePrimary  role = iota // leases a machine ID; its callers' recovery is measured
+	roleStandby              // leases too, keeps asking while the range is full, retires after a while
+	roleFixed                // a fixed machine ID (D: the full disk)
+	roleGuard                // a fixed machine ID whose time guard is restored from an older copy (G)
+	roleMix                  // the Redis pair of different timings, under a key prefix of its own
+	roleSabotage             // the unsafe fleet's
+)
+
+// leases: the role takes its machine ID from the lease store.
+func (r role) leases() bool { return r == rolePrimary || r == roleStandby || r == roleMix }
+
+// server is one `vesta serve` process on a host, restartable. It logs JSON
+// on stderr; its records tell which machine IDs it held, when it was
+// fenced, and so on (holds.go).
 type server struct {
 	name string
+	role role
 	bin  string
 	env  map[string]string
 	wrap []string
 	dir  string
 	logf *os.File
+	// central and rest are the addresses it listens on, the same in
+	// every run; guardDir its time guard's directory; borrow its
+	// id.max_borrow.
+	central, rest string
+	guardDir      string
+	borrow        time.Duration
 
-	mu       sync.Mutex
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	serving  chan struct{}  // closed at the "serving" record of the current run
-	machines map[int]bool   // every machine ID any run held
-	holds    map[int][]hold // when, by its log, it held each machine ID
-	central  string
-	rest     string
-	runs     int
-	paused   bool
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	serving chan struct{} // closed at the "serving" record of the current run
+	servAt  time.Time     // when the current run began serving
+	runs    []*runLog
+	// down: a fault holds the server down; the supervisor leaves it.
+	down bool
 }
 
-func newServer(t *tb, name, bin string, env map[string]string, wrap []string) *server {
+func newServer(t *tb, name string, r role, bin string, env map[string]string, wrap []string) *server {
 	dir := t.TempDir()
 	f, err := os.Create(dir + "/serve.log")
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	s := &server{name: name, bin: bin, env: maps.Clone(env), wrap: wrap, dir: dir, logf: f, machines: map[int]bool{}, holds: map[int][]hold{}}
+	s := &server{name: name, role: r, bin: bin, env: maps.Clone(env), wrap: wrap, dir: dir, logf: f, borrow: time.Second}
+	if b, err := time.ParseDuration(env["VESTA_ID_MAX_BORROW"]); err == nil {
+		s.borrow = b
+	}
 	t.Cleanup(func() {
 		s.stop()
 		f.Close()
@@ -67,6 +92,9 @@ func (s *server) environ() []string {
 func (s *server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if notClosed(s.exited) {
+		return nil // running already (a supervisor came first)
+	}
 	argv := append(slices.Clone(s.wrap), s.bin, "serve")
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = s.environ()
@@ -79,37 +107,27 @@ func (s *server) start() error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("%s: starting vesta serve: %w", s.name, err)
 	}
-	s.runs++
-	fmt.Fprintf(s.logf, "=== run %d, pid %d, %s\n", s.runs, cmd.Process.Pid, time.Now().UTC().Format(time.RFC3339Nano))
-	s.cmd, s.exited, s.serving, s.paused = cmd, make(chan struct{}), make(chan struct{}), false
-	go s.read(cmd, stderr, s.exited, s.serving)
+	run := &runLog{server: s.name, n: len(s.runs) + 1, borrow: s.borrow, start: time.Now()}
+	s.runs = append(s.runs, run)
+	fmt.Fprintf(s.logf, "=== run %d, pid %d, %s\n", run.n, cmd.Process.Pid, run.start.UTC().Format(time.RFC3339Nano))
+	s.cmd, s.exited, s.serving, s.servAt = cmd, make(chan struct{}), make(chan struct{}), time.Time{}
+	go s.read(cmd, run, stderr, s.exited, s.serving)
 	return nil
 }
 
-func (s *server) read(cmd *exec.Cmd, r interface{ Read([]byte) (int, error) }, exited, serving chan struct{}) {
+func (s *server) read(cmd *exec.Cmd, run *runLog, r interface{ Read([]byte) (int, error) }, exited, serving chan struct{}) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := br.ReadString('\n')
 		if line != "" {
+			ev, ok := parseEvent([]byte(line))
+			ev.drift = run.drift(time.Now())
 			s.mu.Lock()
 			s.logf.WriteString(line)
-			var rec map[string]any
-			if json.Unmarshal([]byte(line), &rec) == nil {
-				now := time.Now()
-				if from, ok := rec["from"].(float64); ok && rec["msg"] == "machineid: re-keyed" {
-					if _, same := rec["to"].(float64); !same || rec["to"] != rec["from"] {
-						s.closeHold(int(from), now)
-					}
-				}
-				for _, k := range []string{"machine", "to"} {
-					if m, ok := rec[k].(float64); ok {
-						s.machines[int(m)] = true
-						s.openHold(int(m), now)
-					}
-				}
-				if rec["msg"] == "serving" {
-					s.central, _ = rec["central"].(string)
-					s.rest, _ = rec["rest"].(string)
+			if ok {
+				run.events = append(run.events, ev)
+				if ev.kind == evServing {
+					s.servAt = time.Now()
 					select {
 					case <-serving:
 					default:
@@ -125,10 +143,8 @@ func (s *server) read(cmd *exec.Cmd, r interface{ Read([]byte) (int, error) }, e
 	}
 	cmd.Wait()
 	s.mu.Lock()
-	now := time.Now()
-	for m := range s.holds {
-		s.closeHold(m, now)
-	}
+	run.exit, run.code = time.Now(), cmd.ProcessState.ExitCode()
+	run.exitDrift = run.drift(run.exit)
 	s.mu.Unlock()
 	close(exited)
 }
@@ -154,26 +170,31 @@ func (s *server) running() bool {
 	return notClosed(s.exited)
 }
 
+// servingFor is how long the current run has been serving; zero when it
+// is not running or not serving yet.
+func (s *server) servingFor() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !notClosed(s.exited) || s.servAt.IsZero() {
+		return 0
+	}
+	return time.Since(s.servAt)
+}
+
 func (s *server) signal(sig syscall.Signal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd != nil && s.cmd.Process != nil {
+	if s.cmd != nil && s.cmd.Process != nil && notClosed(s.exited) {
 		// ip netns exec execs vesta: the pid is vesta's.
 		s.cmd.Process.Signal(sig)
-		switch sig {
-		case syscall.SIGSTOP:
-			s.paused = true
-		case syscall.SIGCONT:
-			s.paused = false
-		}
 	}
 }
 
-// kill ends the current run with SIGKILL (after SIGCONT, should it be
-// paused) and waits for it.
+// kill ends the current run with SIGKILL and waits for it.
 func (s *server) kill() {
 	s.mu.Lock()
 	cmd, exited := s.cmd, s.exited
+	s.endCurrent("killed")
 	s.mu.Unlock()
 	if cmd == nil {
 		return
@@ -190,8 +211,11 @@ func (s *server) kill() {
 func (s *server) stop() {
 	s.mu.Lock()
 	cmd, exited := s.cmd, s.exited
+	if notClosed(exited) {
+		s.endCurrent("stopped")
+	}
 	s.mu.Unlock()
-	if cmd == nil {
+	if cmd == nil || !notClosed(exited) {
 		return
 	}
 	cmd.Process.Signal(syscall.SIGCONT)
@@ -203,16 +227,101 @@ func (s *server) stop() {
 	}
 }
 
-func (s *server) heldMachines() map[int]bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return maps.Clone(s.machines)
+// endCurrent notes how the nemesis ends the current run, if it runs;
+// s.mu is held.
+func (s *server) endCurrent(how string) {
+	if n := len(s.runs); n > 0 && notClosed(s.exited) && s.runs[n-1].ended == "" {
+		s.runs[n-1].ended = how
+	}
 }
 
-func (s *server) addrs() (central, rest string) {
+// setDown says whether a fault holds the server down (the supervisor
+// then leaves it stopped).
+func (s *server) setDown(down bool) {
+	s.mu.Lock()
+	s.down = down
+	s.mu.Unlock()
+}
+
+// supervise restarts the server whenever its process ends, as systemd's
+// Restart=always would, after a pause of 0.3-1s (1-2s for a standby or
+// the Redis pair, which are refused most of the time), unless a fault holds it
+// down; a standby is also retired (stopped cleanly, giving its machine ID
+// back) 1-4s after it began serving, unless a fault holds it (busy), so
+// that the primaries get their IDs back. It returns when ctx ends.
+func (s *server) supervise(ctx context.Context, busy func(*server) bool) {
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	var exitedAt time.Time
+	pause := time.Duration(0)
+	retire := time.Duration(0)
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		running, down := notClosed(s.exited), s.down
+		s.mu.Unlock()
+		switch {
+		case running:
+			exitedAt = time.Time{}
+			if s.role != roleStandby {
+				continue
+			}
+			if retire == 0 {
+				retire = between(rng, time.Second, 4*time.Second)
+			}
+			if sf := s.servingFor(); sf > retire && !busy(s) {
+				retire = 0
+				s.stop()
+			}
+		case down:
+			exitedAt = time.Time{}
+		case exitedAt.IsZero():
+			exitedAt, pause = time.Now(), between(rng, 300*time.Millisecond, time.Second)
+			if s.role == roleStandby || s.role == roleMix {
+				// Refused again and again while the range is full: a
+				// slower loop costs the machine less.
+				pause = between(rng, time.Second, 2*time.Second)
+			}
+		case time.Since(exitedAt) > pause:
+			// A run refused at once may end before the next tick sees it
+			// run: the pause counts from its end, not from the last one.
+			retire, exitedAt = 0, time.Time{}
+			s.start()
+		}
+	}
+}
+
+// runLogs is a copy of the server's runs so far, each with its events up
+// to now.
+func (s *server) runLogs() []*runLog {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.central, s.rest
+	out := make([]*runLog, len(s.runs))
+	for i, r := range s.runs {
+		c := *r
+		c.events = slices.Clone(r.events)
+		out[i] = &c
+	}
+	return out
+}
+
+// heldMachines is every machine ID any run claimed (or, for a fixed ID,
+// served on).
+func (s *server) heldMachines() map[int]bool {
+	m := map[int]bool{}
+	for _, r := range s.runLogs() {
+		for _, e := range r.events {
+			if (e.kind == evLeased || e.kind == evReacquired || e.kind == evServing) && e.machine >= 0 {
+				m[e.machine] = true
+			}
+		}
+	}
+	return m
 }
 
 // tail is the last n lines of the server's log.
@@ -223,40 +332,6 @@ func (s *server) tail(n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// hold is a span of time a server held a machine ID, as its log tells:
-// from its first mention (the lease, before any ID of it) to the re-key
-// away from it or the process's exit; a zero to is still open.
-type hold struct{ from, to time.Time }
-
-// openHold and closeHold keep s.holds; s.mu is held.
-func (s *server) openHold(m int, at time.Time) {
-	hs := s.holds[m]
-	if len(hs) > 0 && hs[len(hs)-1].to.IsZero() {
-		return
-	}
-	s.holds[m] = append(hs, hold{from: at})
-}
-
-func (s *server) closeHold(m int, at time.Time) {
-	hs := s.holds[m]
-	if len(hs) > 0 && hs[len(hs)-1].to.IsZero() {
-		hs[len(hs)-1].to = at
-	}
-}
-
-// held reports whether s held m at at, give or take the slack of a log
-// line's way through the pipe and an answer's way back.
-func (s *server) held(m int, at time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, h := range s.holds[m] {
-		if at.After(h.from.Add(-time.Second)) && (h.to.IsZero() || at.Before(h.to.Add(3*time.Second))) {
-			return true
-		}
-	}
-	return false
 }
 
 // notClosed: a run's exited channel, nil before the first run.
