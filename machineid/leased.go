@@ -19,6 +19,14 @@ const (
 	lost                    // the key is not ours: claim again
 )
 
+// plantedBugs are known bugs that the lease simulation (sim_test.go) must
+// find, planted only by its tests: the product's zero value plants none.
+type plantedBugs struct {
+	// noDeadlineFence: neither the watchdog nor the generator's
+	// FenceAfter fences at the deadline.
+	noDeadlineFence bool
+}
+
 // leased holds a machine ID leased in a store (Redis or etcd): it renews
 // the lease, fences the attached generator when it can no longer prove the
 // lease held, and re-acquires a lost lease, re-keying the generator. See
@@ -252,7 +260,7 @@ func (l *leased) syncLocked() {
 	if l.gen == nil {
 		return
 	}
-	if st == StateHeld {
+	if st == StateHeld && !l.plant.noDeadlineFence {
 		// Besides the watchdog's timer, the generator itself refuses to
 		// issue past the deadline, checked on every call: a late timer
 		// (a paused process) cannot let an ID slip out.
@@ -538,7 +546,7 @@ func (l *leased) watchdog() {
 		changed, dl, armed, h := l.changed, l.deadline, l.state == held, l.hold
 		l.mu.Unlock()
 		var fire <-chan time.Time
-		if armed {
+		if armed && !l.plant.noDeadlineFence {
 			fire = l.clock.After(dl.Sub(l.clock.Now()))
 		}
 		var gone <-chan struct{}
