@@ -25,6 +25,10 @@ type plantedBugs struct {
 	// noDeadlineFence: neither the watchdog nor the generator's
 	// FenceAfter fences at the deadline.
 	noDeadlineFence bool
+	// ownTiming: an untrusted Redis claim's quarantine reckons with this
+	// host's own lease TTL and max_clock_skew instead of MaxRedisReach,
+	// as it did when a fleet record, which Redis can lose, bound them.
+	ownTiming bool
 }
 
 // leased holds a machine ID leased in a store (Redis or etcd): it renews

@@ -489,6 +489,9 @@ func (s *redisStore) try(ctx context.Context, c *conn, v view, id core.MachineID
 	// Sentinel both majorities share) is at most MaxClockSkew behind it.
 	skew := s.rc.MaxClockSkew
 	q := quarantine{from: claimed.Add(skew)}
+	if s.base.plant.ownTiming {
+		q.reach = s.rc.LeaseTTL + skew
+	}
 	flag := func(i int) bool {
 		if i >= len(a) {
 			return false
