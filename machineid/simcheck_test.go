@@ -35,7 +35,8 @@ type simCheck struct {
 	// alive and not yet fenced by the rule: the claims a quarantine or a
 	// mark must keep apart.
 	handovers int
-	fail      string // the first failure
+	fail      string   // the first failure
+	kind      failKind // its kind
 }
 
 // simHold is one claim of a machine ID by a process.
@@ -59,8 +60,25 @@ func newSimCheck(w *simWorld) *simCheck {
 	return &simCheck{w: w, latest: map[*simProc]map[core.MachineID]*simHold{}, units: map[uint64]*simHold{}}
 }
 
-func (c *simCheck) failf(format string, args ...any) {
+// The kinds of failure.
+type failKind uint8
+
+const (
+	failNone      failKind = iota
+	failOverlap            // two holds in one time unit
+	failOrder              // an ID not above its hold's previous one
+	failDeadline           // issued at or past the hold's deadline
+	failLost               // issued after the process learned the lease lost
+	failUnclaimed          // issued with a machine ID never claimed
+)
+
+func (k failKind) String() string {
+	return [...]string{"none", "overlap", "order", "deadline", "lost", "unclaimed"}[k]
+}
+
+func (c *simCheck) failf(kind failKind, format string, args ...any) {
 	if c.fail == "" {
+		c.kind = kind
 		c.fail = fmt.Sprintf("at %s: ", c.w.now()) + fmt.Sprintf(format, args...)
 		c.w.tracef("CHECK", "%s", c.fail)
 		c.w.stop()
@@ -113,53 +131,68 @@ func (c *simCheck) lost(p *simProc, h *hold) {
 }
 
 // issued checks the IDs one call of p's generator returned, at the host
-// clock's reading at.
+// clock's reading at. One call's IDs come from one run (one machine ID)
+// and increase (core's own tests hold it to that), so the first and the
+// last say what the checks need: the hold, the order, the time units.
 func (c *simCheck) issued(p *simProc, ids []core.ID, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ids += len(ids)
 	now := c.w.now()
-	prevUnit := uint64(1<<64 - 1)
-	var s *simHold
-	for _, id := range ids {
-		e := c.codec.Explain(id)
-		if s == nil || s.id != e.Machine {
-			s = c.latest[p][e.Machine]
-			if s == nil {
-				c.failf("process %s issued %d with machine %d, which it never claimed", p.name, id, e.Machine)
-				return
-			}
-			switch {
-			case !at.Before(s.deadline):
-				c.failf("%s issued %d at %s on its clock, at or past its deadline %s", s, id, clockString(at), clockString(s.deadline))
-				return
-			case s.lostAt >= 0 && now > s.lostAt:
-				c.failf("%s issued %d at %s, after its process learned the lease lost at %s", s, id, now, s.lostAt)
-				return
-			}
-		}
-		if s.count > 0 && id <= s.last {
-			c.failf("%s issued %d after %d: not above its previous ID", s, id, s.last)
-			return
-		}
-		if s.count == 0 {
-			s.first = id
-		}
-		s.last = id
-		s.count++
-		if e.Time == prevUnit {
-			continue
-		}
-		prevUnit = e.Time
-		key := uint64(e.Machine)<<48 | e.Time
+	first, last := c.codec.Explain(ids[0]), c.codec.Explain(ids[len(ids)-1])
+	s := c.latest[p][first.Machine]
+	switch {
+	case s == nil:
+		c.failf(failUnclaimed, "process %s issued %d with machine %d, which it never claimed", p.name, ids[0], first.Machine)
+		return
+	case last.Machine != first.Machine || ids[len(ids)-1] < ids[0]:
+		c.failf(failOrder, "%s issued %d to %d in one call: not one run's increasing IDs", s, ids[0], ids[len(ids)-1])
+		return
+	case !at.Before(s.deadline):
+		c.failf(failDeadline, "%s issued %d at %s on its clock, at or past its deadline %s", s, ids[0], clockString(at), clockString(s.deadline))
+		return
+	case s.lostAt >= 0 && now > s.lostAt:
+		c.failf(failLost, "%s issued %d at %s, after its process learned the lease lost at %s", s, ids[0], now, s.lostAt)
+		return
+	case s.count > 0 && ids[0] <= s.last:
+		c.failf(failOrder, "%s issued %d after %d: not above its previous ID", s, ids[0], s.last)
+		return
+	}
+	if s.count == 0 {
+		s.first = ids[0]
+	}
+	s.last = ids[len(ids)-1]
+	s.count += len(ids)
+	for u := first.Time; u <= last.Time; u++ {
+		key := uint64(first.Machine)<<48 | u
 		switch owner := c.units[key]; {
 		case owner == nil:
 			c.units[key] = s
 		case owner != s:
-			c.failf("%s and %s both issued machine %d's time unit %d (%s): %d is %s's",
-				owner, s, e.Machine, e.Time, e.Instant.UTC().Format(time.RFC3339Nano), id, s)
+			c.failf(failOverlap, "%s and %s both issued machine %d's time unit %d (%s): %s issued %d to %d",
+				owner, s, first.Machine, u, c.unitInstant(u), s, ids[0], ids[len(ids)-1])
 			return
 		}
 	}
-	c.w.tracef(p.name, "issued %d IDs of machine %d, units %d-%d", len(ids), s.id, c.codec.Explain(ids[0]).Time, prevUnit)
+	c.w.tracef(p.name, "issued %d IDs of machine %d, units %d-%d", len(ids), s.id, first.Time, last.Time)
+}
+
+// unitInstant shows when time unit u begins.
+func (c *simCheck) unitInstant(u uint64) string {
+	t, err := c.codec.TransTime(c.w.plan.typ, u)
+	if err != nil {
+		return err.Error()
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// issuedBy counts the IDs process name issued.
+func (c *simCheck) issuedBy(name string) int {
+	n := 0
+	for _, s := range c.holds {
+		if s.p.name == name {
+			n += s.count
+		}
+	}
+	return n
 }

@@ -64,6 +64,14 @@ func simulate(plan *simPlan, plant plantedBugs, traced bool) *simCheck {
 	ids := rand.New(rand.NewPCG(plan.seed, 0x1d))
 	newID := func() string { return fmt.Sprintf("%016x%016x%08x", ids.Uint64(), ids.Uint64(), ids.Uint32()) }
 	storeClock := func() time.Time { return time.Now().Add(simBase + time.Duration(w.storeOff.Load())) }
+	for _, e := range plan.store {
+		switch e.kind {
+		case restartEmpty, restartOld:
+			w.down = append(w.down, window{e.at, e.at + e.down})
+		case quorumLost, leaderChange:
+			w.noQuorum = append(w.noQuorum, window{e.at, e.at + e.down})
+		}
+	}
 	if plan.provider == ProviderEtcd {
 		w.etcd = newEtcdModel(w)
 	} else {
@@ -74,14 +82,6 @@ func simulate(plan *simPlan, plant plantedBugs, traced bool) *simCheck {
 			m := w.redis
 			since := storeClock().Add(-time.Hour).UnixMilli()
 			m.hset(StoreKey(defaultKeyPrefix), 0, "run_id", m.runID, "replid", m.replid, "since_ms", fmt.Sprint(since))
-		}
-	}
-	for _, e := range plan.store {
-		switch e.kind {
-		case restartEmpty, restartOld:
-			w.down = append(w.down, window{e.at, e.at + e.down})
-		case quorumLost, leaderChange:
-			w.noQuorum = append(w.noQuorum, window{e.at, e.at + e.down})
 		}
 	}
 	for i, hp := range plan.hosts {
@@ -220,6 +220,7 @@ func (h *simHost) life() {
 		}
 		p := &simProc{h: h, w: h.w, plan: pp, name: fmt.Sprintf("%s%d", h.plan.name, n+1)}
 		p.rnd = rand.New(rand.NewPCG(h.w.plan.seed, uint64(h.i)<<32|uint64(n)))
+		p.ord = rand.New(rand.NewPCG(h.w.plan.seed^0x0cde5, uint64(h.i)<<32|uint64(n)))
 		for k := range p.net {
 			p.net[k] = rand.New(rand.NewPCG(h.w.plan.seed^uint64(k+1)<<40, uint64(h.i)<<32|uint64(n)))
 		}
@@ -289,7 +290,8 @@ type simProc struct {
 	w     *simWorld
 	plan  procPlan
 	name  string
-	rnd   *rand.Rand           // issuing, claim order
+	rnd   *rand.Rand           // issuing
+	ord   *rand.Rand           // claim order (under h.mu)
 	net   [numKinds]*rand.Rand // the network's draws, one stream per kind of call
 	dead  atomic.Bool          // crashed: nothing more reaches the store
 	lease *Lease
@@ -504,31 +506,43 @@ func (p *simProc) roundTrip(ctx context.Context, kind int, limit time.Duration, 
 		return exec()
 	}
 	if lostReq || h.cut(now) || h.cut(arrive) {
-		return p.waitUntil(ctx, deadline, errTimeout)
+		return p.fail(ctx, deadline, errTimeout)
 	}
 	if arrive > deadline {
 		time.AfterFunc(arrive-now, func() { run() })
-		return p.waitUntil(ctx, deadline, errTimeout)
+		return p.fail(ctx, deadline, errTimeout)
 	}
 	if err := sleepUntil(ctx, w, arrive); err != nil {
 		time.AfterFunc(arrive-w.now(), func() { run() })
-		return p.waitUntil(ctx, w.now(), err)
+		return p.fail(ctx, w.now(), err)
 	}
 	v, err := run()
-	if errors.Is(err, errReset) {
-		return p.waitUntil(ctx, w.now(), err)
-	}
-	if errors.Is(err, errTimeout) {
-		return p.waitUntil(ctx, deadline, err)
+	switch {
+	case errors.Is(err, errReset):
+		return p.fail(ctx, w.now(), err)
+	case errors.Is(err, errTimeout):
+		return p.fail(ctx, deadline, err)
 	}
 	home := h.wake(arrive + back + h.slow(arrive))
 	if lostRep || h.cut(arrive) || h.cut(home) || home > deadline {
-		return p.waitUntil(ctx, deadline, errTimeout)
+		return p.fail(ctx, deadline, errTimeout)
 	}
 	if err := sleepUntil(ctx, w, home); err != nil {
-		return p.waitUntil(ctx, w.now(), err)
+		return p.fail(ctx, w.now(), err)
 	}
 	return v, err
+}
+
+// fail returns err at t (or ctx's error at its end), once the host is
+// awake.
+func (p *simProc) fail(ctx context.Context, t time.Duration, err error) (any, error) {
+	if werr := sleepUntil(ctx, p.w, t); werr != nil {
+		err = werr
+	}
+	if wake := p.h.wake(p.w.now()); wake > p.w.now() {
+		sleepUntil(context.Background(), p.w, wake)
+	}
+	return nil, err
 }
 
 // instant is roundTrip without the time: see there.
@@ -552,18 +566,6 @@ func (p *simProc) instant(now time.Duration, kind int, exec func() (any, error))
 		return nil, errTimeout
 	}
 	return v, err
-}
-
-// waitUntil returns err at t (or ctx's error at its end), once the host
-// is awake.
-func (p *simProc) waitUntil(ctx context.Context, t time.Duration, err error) (any, error) {
-	if werr := sleepUntil(ctx, p.w, t); werr != nil {
-		err = werr
-	}
-	if wake := p.h.wake(p.w.now()); wake > p.w.now() {
-		sleepUntil(context.Background(), p.w, wake)
-	}
-	return nil, err
 }
 
 // The process is the go-redis hook of its Redis client: every command goes
@@ -631,7 +633,9 @@ func (s *simStore) claim(ctx context.Context, ids []core.MachineID) (*hold, time
 	h, sent, err := s.store.claim(ctx, ids)
 	if h != nil {
 		s.p.w.check.claimed(s.p, h, sent.Add(s.ttl-s.margin))
-		s.p.tracef("claimed machine %d (%s); fence at %s", h.id, h.guard.q.describe(), clockString(sent.Add(s.ttl-s.margin)))
+		if s.p.w.trace != nil {
+			s.p.tracef("claimed machine %d (%s); fence at %s", h.id, h.guard.q.describe(), clockString(sent.Add(s.ttl-s.margin)))
+		}
 	} else if err != nil {
 		s.p.tracef("claim failed: %v", err)
 	}
@@ -681,7 +685,9 @@ func (p *simProc) order(ids []core.MachineID, again bool) []core.MachineID {
 	if len(rest) == 0 {
 		return ids
 	}
-	k := p.rnd.IntN(len(rest))
+	p.h.mu.Lock()
+	k := p.ord.IntN(len(rest))
+	p.h.mu.Unlock()
 	return append(slices.Clone(ids[:keep]), append(rest[k:], rest[:k]...)...)
 }
 
