@@ -501,6 +501,16 @@ func (m *redisModel) do(args []any) (any, error) {
 			return nil, err
 		}
 		return maps.Clone(h), nil
+	case "keys": // every key: the differential test's only pattern
+		var out []any
+		for k := range m.keys {
+			if m.get(k, now) != nil {
+				out = append(out, k)
+			}
+		}
+		return out, nil
+	case "type":
+		return m.typeOf(a[1], now), nil
 	case "flushall":
 		m.keys = map[string]*redisValue{}
 		return "OK", nil
@@ -546,6 +556,13 @@ func setReply(cmd redis.Cmder, v any, err error) {
 	}
 	switch c := cmd.(type) {
 	case *redis.Cmd:
+		if h, ok := v.(map[string]string); ok { // a RESP3 map, as go-redis reads one untyped
+			m := make(map[any]any, len(h))
+			for k, x := range h {
+				m[k] = x
+			}
+			v = m
+		}
 		c.SetVal(v)
 	case *redis.StringCmd:
 		c.SetVal(v.(string))
@@ -564,6 +581,12 @@ func setReply(cmd redis.Cmder, v any, err error) {
 		}
 	case *redis.MapStringStringCmd:
 		c.SetVal(v.(map[string]string))
+	case *redis.StringSliceCmd:
+		out := make([]string, 0, len(v.([]any)))
+		for _, k := range v.([]any) {
+			out = append(out, k.(string))
+		}
+		c.SetVal(out)
 	case *redis.TimeCmd:
 		p := v.([]any)
 		sec, _ := strconv.ParseInt(p[0].(string), 10, 64)
