@@ -230,6 +230,9 @@ func newSimPlan(seed uint64, provider string, faults simFaults) *simPlan {
 		}
 		from := v.procs[0].start + dur(r, v.ttl/3, 2*v.ttl)
 		v.partitions = append(v.partitions, window{from, from + pick(r, v.ttl, 2*v.ttl, H)})
+		if chance(r, 0.5) {
+			p.rng.Count = 1 // every other host waits for the victim's ID
+		}
 		p.store = append(p.store, storeEvent{at: from + dur(r, 0, time.Second), kind: pick(r, restartEmpty, restartOld, flushAll),
 			down: pick(r, 0, dur(r, 0, time.Second)), age: dur(r, 0, 3*time.Second)})
 	}
