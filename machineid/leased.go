@@ -463,8 +463,15 @@ func (l *leased) recover(gen *core.Generator) {
 		return
 	}
 	if h.id == old {
+		// No lower than a quarantine's floor: this instance's mark is
+		// trusted by the next claim, and a holder the store lost may issue
+		// up to the floor (the generator's own reservation can lie below).
+		mark := gen.Stats().Mark
+		if floor, waits := h.guard.quarantineFloor(); waits {
+			mark = latest(mark, floor)
+		}
 		ctx, cancel := context.WithTimeout(l.ctx, l.period)
-		err := h.guard.Save(ctx, gen.Stats().Mark)
+		err := h.guard.Save(ctx, mark)
 		cancel()
 		if err != nil {
 			l.log.Warn("machineid: raising the mark of a re-acquired lease failed; releasing it", "machine", h.id, "err", err)
