@@ -46,9 +46,9 @@ type etcdModel struct {
 	kvs    map[string]*mvccpb.KeyValue
 	leases map[clientv3.LeaseID]*etcdLease
 	nextID clientv3.LeaseID
-	events []*mvccpb.Event // every event, in revision order
-	notify chan struct{}   // closed and replaced at every event
-	kick   chan struct{}   // wakes the expirer
+	events []*mvccpb.Event          // every event, in revision order
+	notify map[string]chan struct{} // per key, closed at its next event
+	kick   chan struct{}            // wakes the expirer
 	done   chan struct{}
 	wg     sync.WaitGroup
 }
@@ -61,7 +61,7 @@ type etcdLease struct {
 
 func newEtcdModel(w *simWorld) *etcdModel {
 	m := &etcdModel{w: w, rev: 1, kvs: map[string]*mvccpb.KeyValue{}, leases: map[clientv3.LeaseID]*etcdLease{},
-		nextID: 0x7000, notify: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{})}
+		nextID: 0x7000, notify: map[string]chan struct{}{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
 	m.wg.Go(m.expirer)
 	return m
 }
@@ -125,11 +125,23 @@ func (m *etcdModel) newLeader() {
 	m.poke()
 }
 
-// event records ev and wakes the watches.
+// event records ev and wakes the watches of its key.
 func (m *etcdModel) eventLocked(ev *mvccpb.Event) {
 	m.events = append(m.events, ev)
-	close(m.notify)
-	m.notify = make(chan struct{})
+	if ch, ok := m.notify[string(ev.Kv.Key)]; ok {
+		close(ch)
+		delete(m.notify, string(ev.Kv.Key))
+	}
+}
+
+// notifyLocked is closed at key's next event.
+func (m *etcdModel) notifyLocked(key string) <-chan struct{} {
+	ch, ok := m.notify[key]
+	if !ok {
+		ch = make(chan struct{})
+		m.notify[key] = ch
+	}
+	return ch
 }
 
 func (m *etcdModel) putLocked(key, val []byte, lease clientv3.LeaseID, rev int64) {
@@ -500,8 +512,7 @@ func (c *etcdConn) KeepAliveOnce(ctx context.Context, id clientv3.LeaseID) (*cli
 		if l == nil {
 			return nil, rpctypes.ErrLeaseNotFound
 		}
-		l.expiry = m.w.now() + l.ttl
-		m.poke()
+		l.expiry = m.w.now() + l.ttl // later only: the expirer need not look now
 		return &clientv3.LeaseKeepAliveResponse{ResponseHeader: m.header(), ID: id, TTL: int64(l.ttl / time.Second)}, nil
 	})
 	if err != nil {
@@ -527,7 +538,7 @@ func (c *etcdConn) Watch(ctx context.Context, key string, opts ...clientv3.OpOpt
 					evs = append(evs, ev)
 				}
 			}
-			notify, head := c.m.notify, c.m.rev
+			notify, head := c.m.notifyLocked(key), c.m.rev
 			c.m.mu.Unlock()
 			now := w.now()
 			switch {

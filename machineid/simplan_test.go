@@ -171,7 +171,7 @@ func newSimPlan(seed uint64, provider string, faults simFaults) *simPlan {
 		}
 		h.jitter = h.lat / 2
 		h.drop = pick(r, 0, 0, 0.01, 0.05)
-		h.issueEvery = pick(r, 100*time.Millisecond, 300*time.Millisecond, time.Second)
+		h.issueEvery = pick(r, 250*time.Millisecond, 500*time.Millisecond, time.Second)
 		h.batch = pick(r, 1, 10, 500)
 		maxTTL = max(maxTTL, h.ttl)
 		p.hosts = append(p.hosts, h)
@@ -183,7 +183,7 @@ func newSimPlan(seed uint64, provider string, faults simFaults) *simPlan {
 		// Processes: one from near the start, sometimes ended by a crash or
 		// a clean stop and started again.
 		start := dur(r, 0, pick(r, 100*time.Millisecond, 2*time.Second, H/3))
-		retry := pick(r, 500*time.Millisecond, time.Second, 2*time.Second)
+		retry := pick(r, time.Second, 2*time.Second)
 		for start < H {
 			pr := procPlan{start: start, end: H, retry: retry}
 			if chance(r, 0.3) {
@@ -282,8 +282,10 @@ func drawSettings(r *rand.Rand, h *hostPlan, etcd bool, typ core.Type) {
 		h.ttl = pick(r, 2*time.Second, 3*time.Second, 5*time.Second, 10*time.Second)
 	} else {
 		h.ttl = pick(r, time.Second, time.Second, 2*time.Second, 5*time.Second, 15*time.Second)
-		if chance(r, 0.05) {
-			h.ttl = 100 * time.Millisecond // the Go API's least; conf's is 1s
+		if chance(r, 0.01) {
+			// The Go API's least (conf's is 1s): 30 renewals a second, a
+			// schedule's cost several times over.
+			h.ttl = 100 * time.Millisecond
 		}
 		h.skew = pick(r, 20*time.Millisecond, 200*time.Millisecond, 2*time.Second)
 	}

@@ -325,7 +325,7 @@ func (p *simProc) run() {
 		if sleepUntil(ctx, p.w, p.h.wake(p.w.now()+retry)) != nil {
 			return
 		}
-		retry = min(2*retry, max(p.plan.retry, 2*time.Second))
+		retry = min(2*retry, max(p.plan.retry, 4*time.Second))
 	}
 }
 
