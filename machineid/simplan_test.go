@@ -238,8 +238,20 @@ func newSimPlan(seed uint64, provider string, faults simFaults) *simPlan {
 		if chance(r, 0.5) {
 			p.rng.Count = 1 // every other host waits for the victim's ID
 		}
-		p.store = append(p.store, storeEvent{at: from + dur(r, 0, time.Second), kind: pick(r, restartEmpty, restartOld, flushAll),
-			down: pick(r, 0, dur(r, 0, time.Second)), age: dur(r, 0, 3*time.Second)})
+		loss := storeEvent{at: from + dur(r, 0, time.Second), kind: pick(r, restartEmpty, restartOld, flushAll),
+			down: pick(r, 0, dur(r, 0, time.Second)), age: dur(r, 0, 3*time.Second)}
+		p.store = append(p.store, loss)
+		if faults.notSurvived && len(p.hosts) > 1 && chance(r, 0.5) {
+			// redis-clock-moved: Redis comes back on a clock S away, and a
+			// standby's clock, set from the same wrong source, with it.
+			by := dur(r, 5*time.Second, 30*time.Second) * time.Duration(pick(r, -1, 1))
+			p.store = append(p.store, storeEvent{at: loss.at + 1, kind: storeStep, by: by})
+			o := p.hosts[r.IntN(len(p.hosts))]
+			for o == v {
+				o = p.hosts[r.IntN(len(p.hosts))]
+			}
+			o.steps = append(o.steps, clockStep{at: loss.at + 1, by: by})
+		}
 	}
 	lost := len(p.store) > 0
 	for range r.IntN(2) {
