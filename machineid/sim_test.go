@@ -363,23 +363,38 @@ func eventsBefore(c *simCheck, h time.Duration) string {
 	return strings.Join(keep, "\n")
 }
 
-// BenchmarkLeaseSimulation measures schedules a minute, on every core
-// (schedules/min is the figure). A bubble of testing/synctest needs a
-// *testing.T, so the schedules run in a test of their own.
+// BenchmarkLeaseSimulation measures schedules a minute on every core
+// (the schedules/min figure; cpu-ms/schedule is the CPU time one takes,
+// which other work on the machine moves less), and the reproduced TTL
+// case as one schedule (ns/op), whose run with real processes
+// (integration TestMixedTimingAfterDataLoss) takes about a minute. A
+// bubble of testing/synctest needs a *testing.T, so the schedules run in
+// a test of their own.
 func BenchmarkLeaseSimulation(b *testing.B) {
-	var res explored
-	ok := testing.RunTests(func(string, string) (bool, error) { return true, nil }, []testing.InternalTest{{
-		Name: "BenchmarkLeaseSimulation",
-		F: func(t *testing.T) {
+	inTest := func(b *testing.B, f func(t *testing.T)) {
+		if !testing.RunTests(func(string, string) (bool, error) { return true, nil },
+			[]testing.InternalTest{{Name: b.Name(), F: f}}) {
+			b.Fatal("a schedule failed; run TestLeaseSimulation")
+		}
+	}
+	b.Run("random", func(b *testing.B) {
+		var res explored
+		inTest(b, func(t *testing.T) {
 			res = exploration{o: simOptions{provider: *simProvider}, seed0: uint64(time.Now().UnixNano()), n: int64(b.N),
 				wanted: func(failKind) bool { return false }}.run(t)
-		},
-	}})
-	if !ok {
-		b.Fatal("a schedule failed; run TestLeaseSimulation")
-	}
-	b.ReportMetric(0, "ns/op")
-	b.ReportMetric(res.rate(), "schedules/min")
+		})
+		b.ReportMetric(0, "ns/op")
+		b.ReportMetric(res.rate(), "schedules/min")
+		b.ReportMetric(float64(res.cpuPer())/1e6, "cpu-ms/schedule")
+	})
+	b.Run("ttl-case", func(b *testing.B) {
+		inTest(b, func(t *testing.T) {
+			b.ResetTimer()
+			for range b.N {
+				synctest.Test(t, func(*testing.T) { simulate(ttlCasePlan(), plantedBugs{}, false) })
+			}
+		})
+	})
 }
 
 // markBelowFloorPlan is a schedule the simulation found (seed
