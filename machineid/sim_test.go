@@ -24,7 +24,7 @@ import (
 var (
 	simSeed      = flag.Uint64("sim.seed", 0, "replay this schedule of the lease simulation, printing its plan and events")
 	simSchedules = flag.Int("sim.schedules", 0, "schedules TestLeaseSimulation explores (0: its budget)")
-	simProvider  = flag.String("sim.provider", "", "redis or etcd; empty draws one per schedule")
+	simProvider  = flag.String("sim.provider", "", "redis, sentinel (Redis under Sentinel) or etcd; empty draws one per schedule")
 	simFrom      = flag.Uint64("sim.from", 0, "the first seed TestLeaseSimulation explores (0: from the clock)")
 	simNotSurv   = flag.Bool("sim.not-survived", false, "also draw the faults the lease is not designed to survive (Redis's clock moved across a data loss)")
 )

@@ -374,7 +374,7 @@ var errEtcdNotModelled = errors.New("etcd model: not modelled")
 func (c *etcdConn) call(ctx context.Context, kind int, exec func() (any, error)) (any, error) {
 	// Requests are bounded by their contexts (etcd.go's bounded): the
 	// limit only stops one that has none.
-	return c.p.roundTrip(ctx, kind, time.Minute, exec)
+	return c.p.roundTrip(ctx, storeTarget{c.m.w}, kind, time.Minute, exec)
 }
 
 // kindOf tells a transaction's purpose by its keys: mark writes and member

@@ -21,9 +21,10 @@ type simPlan struct {
 	provider string // ProviderRedis or ProviderEtcd
 	layout   core.Layout
 	typ      core.Type
-	rng      Range // the lease range every host claims from
-	fresh    bool  // a new store; else claims have seen it for an hour
-	shared   bool  // every host has the first one's settings
+	rng      Range         // the lease range every host claims from
+	fresh    bool          // a new store; else claims have seen it for an hour
+	sentinel *sentinelPlan // Redis under Sentinel (provider redis)
+	shared   bool          // every host has the first one's settings
 	horizon  time.Duration
 	hosts    []*hostPlan
 	store    []storeEvent // by instant
@@ -126,10 +127,11 @@ func newSimPlan(seed uint64, provider string, faults simFaults) *simPlan {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	p := &simPlan{seed: seed, provider: provider}
 	if provider == "" {
+		p.provider = pick(r, ProviderRedis, ProviderRedis, "sentinel", ProviderEtcd, ProviderEtcd)
+	}
+	sentinel := p.provider == "sentinel"
+	if sentinel {
 		p.provider = ProviderRedis
-		if chance(r, 0.3) {
-			p.provider = ProviderEtcd
-		}
 	}
 	etcd := p.provider == ProviderEtcd
 	p.layout = pick(r, core.Sorted, core.Sorted, core.Vesta, core.Leaf)
@@ -223,6 +225,10 @@ func newSimPlan(seed uint64, provider string, faults simFaults) *simPlan {
 	}
 
 	// The store.
+	if sentinel {
+		p.sentinel = drawSentinel(r, p)
+		return p
+	}
 	if !etcd && chance(r, 0.5) {
 		// Data loss while a holder is cut off: the case a quarantine is
 		// for. The victim is likely to hold an ID by then.
@@ -288,6 +294,59 @@ func newSimPlan(seed uint64, provider string, faults simFaults) *simPlan {
 	return p
 }
 
+// drawSentinel draws a Sentinel group: two or three Redis and three
+// Sentinels, their clocks within the hosts' bound but now and then not,
+// and one or two failovers, each promoting a replica that may lack the
+// last writes, the old master cut off half the time with some hosts (a
+// split brain), often the one holding since the start.
+func drawSentinel(r *rand.Rand, p *simPlan) *sentinelPlan {
+	bound := p.hosts[0].skew
+	for _, h := range p.hosts {
+		bound = min(bound, h.skew)
+	}
+	clock := func() time.Duration {
+		if chance(r, 0.1) {
+			return dur(r, time.Second, 3*time.Second) * time.Duration(pick(r, -1, 1))
+		}
+		return dur(r, -bound/2, bound/2)
+	}
+	sp := &sentinelPlan{}
+	for range pick(r, 2, 3) {
+		sp.redis = append(sp.redis, clock())
+	}
+	for range 3 {
+		sp.sentinels = append(sp.sentinels, clock())
+	}
+	first := p.hosts[0]
+	for _, h := range p.hosts {
+		if h.procs[0].start < first.procs[0].start {
+			first = h
+		}
+	}
+	for range 1 + r.IntN(2) {
+		f := failoverPlan{at: dur(r, 0, p.horizon), lag: pick(r, 0, 100*time.Millisecond, time.Second, 3*time.Second)}
+		if chance(r, 0.5) {
+			f.at = first.procs[0].start + dur(r, first.ttl/3, 2*first.ttl)
+		}
+		if chance(r, 0.5) {
+			f.isolate = dur(r, time.Second, 2*first.ttl+time.Second)
+			for i, h := range p.hosts {
+				if h == first || chance(r, 0.3) {
+					f.side = append(f.side, i)
+				}
+			}
+		}
+		sp.failovers = append(sp.failovers, f)
+	}
+	slices.SortFunc(sp.failovers, func(a, b failoverPlan) int { return int(a.at - b.at) })
+	master := 0
+	for i := range sp.failovers {
+		sp.failovers[i].to = (master + 1 + r.IntN(len(sp.redis)-1)) % len(sp.redis)
+		master = sp.failovers[i].to
+	}
+	return sp
+}
+
 // drawSettings draws a host's settings among what Validate accepts.
 func drawSettings(r *rand.Rand, h *hostPlan, etcd bool, typ core.Type) {
 	if etcd {
@@ -343,6 +402,16 @@ func (p *simPlan) String() string {
 		}
 		for _, s := range h.steps {
 			fmt.Fprintf(&b, "    clock steps %+v at %s\n", s.by, s.at)
+		}
+	}
+	if sp := p.sentinel; sp != nil {
+		fmt.Fprintf(&b, "  Sentinel group: Redis clocks %v, Sentinel clocks %v\n", sp.redis, sp.sentinels)
+		for _, f := range sp.failovers {
+			fmt.Fprintf(&b, "  failover at %s to Redis %d, lacking the last %s of writes", f.at, f.to+1, f.lag)
+			if f.isolate > 0 {
+				fmt.Fprintf(&b, "; the old master cut off for %s with hosts %v", f.isolate, f.side)
+			}
+			b.WriteByte('\n')
 		}
 	}
 	for _, e := range p.store {

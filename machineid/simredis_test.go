@@ -24,15 +24,16 @@ import (
 // go-redis built them, a reply as go-redis would have parsed it (int64,
 // string, []any, redis.Nil, an error reply).
 type redisModel struct {
-	mu      sync.Mutex
-	clock   func() time.Time // the server's wall clock: TIME and expiry
-	keys    map[string]*redisValue
-	runID   string
-	replid  string
-	evicts  bool                   // maxmemory with an allkeys-* policy
-	newID   func() string          // 40 hex digits, for run_id and replid
-	writes  int                    // counts writes, for a snapshot's age
-	scripts map[string]redisScript // by SHA1
+	mu       sync.Mutex
+	clock    func() time.Time // the server's wall clock: TIME and expiry
+	keys     map[string]*redisValue
+	runID    string
+	replid   string
+	evicts   bool                   // maxmemory with an allkeys-* policy
+	readonly bool                   // a replica: scripts (every one writes) are refused
+	newID    func() string          // 40 hex digits, for run_id and replid
+	writes   int                    // counts writes, for a snapshot's age
+	scripts  map[string]redisScript // by SHA1
 }
 
 // redisValue is a string or a hash, with an expiry.
@@ -453,6 +454,9 @@ func (m *redisModel) do(args []any) (any, error) {
 			sha = redis.NewScript(a[1]).Hash()
 		}
 		s, ok := m.scripts[sha]
+		if ok && m.readonly {
+			return nil, replyError("READONLY You can't write against a read only replica.")
+		}
 		if !ok {
 			return nil, replyError("NOSCRIPT No matching script. Please use EVAL.")
 		}

@@ -28,11 +28,13 @@ import (
 // runs in a few milliseconds, and a host's clock is the bubble's plus an
 // offset of its own that the plan steps.
 type simWorld struct {
-	plan  *simPlan
-	plant plantedBugs // the bugs planted in every process's lease
-	t0    time.Time   // the bubble's time at the start: true time 0
-	redis *redisModel
-	etcd  *etcdModel
+	plan     *simPlan
+	plant    plantedBugs // the bugs planted in every process's lease
+	t0       time.Time   // the bubble's time at the start: true time 0
+	redis    *redisModel
+	etcd     *etcdModel
+	sentinel *sentinelWorld
+	redisID  func() string // a new run_id or replid
 	// storeOff is the store's clock minus the true time (the plan steps
 	// it); storeGen counts its restarts (a connection open across one
 	// breaks).
@@ -72,17 +74,27 @@ func simulate(plan *simPlan, plant plantedBugs, traced bool) *simCheck {
 			w.noQuorum = append(w.noQuorum, window{e.at, e.at + e.down})
 		}
 	}
-	if plan.provider == ProviderEtcd {
-		w.etcd = newEtcdModel(w)
-	} else {
-		w.redis = newRedisModel(storeClock, newID)
+	w.redisID = newID
+	established := func(m *redisModel) {
 		if !plan.fresh {
 			// Claims have seen this Redis for an hour: an ID never claimed
 			// on it starts at once.
-			m := w.redis
-			since := storeClock().Add(-time.Hour).UnixMilli()
+			since := m.clock().Add(-time.Hour).UnixMilli()
 			m.hset(StoreKey(defaultKeyPrefix), 0, "run_id", m.runID, "replid", m.replid, "since_ms", fmt.Sprint(since))
 		}
+	}
+	switch {
+	case plan.provider == ProviderEtcd:
+		w.etcd = newEtcdModel(w)
+	case plan.sentinel != nil:
+		w.sentinel = newSentinelWorld(w, plan.sentinel, newID)
+		established(w.sentinel.insts[0])
+		for _, m := range w.sentinel.insts[1:] {
+			m.keys = w.sentinel.insts[0].snapshot()
+		}
+	default:
+		w.redis = newRedisModel(storeClock, newID)
+		established(w.redis)
 	}
 	for i, hp := range plan.hosts {
 		h := &simHost{w: w, plan: hp, i: i}
@@ -172,6 +184,9 @@ func (w *simWorld) direct() {
 				w.tracef("store", "a new leader: every lease renewed to its full TTL")
 			}})
 		}
+	}
+	if w.sentinel != nil {
+		w.sentinel.events(func(at time.Duration, f func()) { evs = append(evs, event{at, f}) })
 	}
 	slices.SortStableFunc(evs, func(a, b event) int { return int(a.at - b.at) })
 	for _, e := range evs {
@@ -358,6 +373,12 @@ func (p *simProc) config() Config {
 	c.Providers = []string{p.w.plan.provider}
 	c.ServerLeaseRange = p.w.plan.rng
 	c.Redis.Addrs = []string{"10.99.0.1:6379"}
+	if sp := p.w.plan.sentinel; sp != nil {
+		c.Redis.Addrs, c.Redis.MasterName = nil, "sim"
+		for j := range sp.sentinels {
+			c.Redis.Addrs = append(c.Redis.Addrs, sentinelAddr(j))
+		}
+	}
 	c.Redis.LeaseTTL, c.Redis.MaxClockSkew = hp.ttl, hp.skew
 	c.Etcd.Endpoints = []string{"10.99.0.2:2379"}
 	if p.w.plan.provider == ProviderEtcd {
@@ -381,7 +402,11 @@ func (p *simProc) acquire(ctx context.Context) (*Lease, error) {
 	var ttl, margin time.Duration
 	if p.w.plan.provider == ProviderRedis {
 		rs := newRedisStore(b)
-		rs.single.rc.AddHook(p)
+		if p.w.sentinel != nil {
+			p.w.sentinel.wire(p, rs)
+		} else {
+			rs.single.rc.AddHook(redisLink{p, storeTarget{p.w}, p.w.redis})
+		}
 		st, ttl, margin = rs, c.Redis.LeaseTTL, c.Redis.SafetyMargin
 	} else {
 		st, ttl, margin = p.w.etcd.store(p, b), c.Etcd.LeaseTTL, c.Etcd.SafetyMargin
@@ -429,7 +454,8 @@ const (
 	kRelease
 	kFleet
 	kOther
-	numKinds
+	kSentinel // one kind per Sentinel, from here
+	numKinds  = kSentinel + 3
 )
 
 var redisKinds = map[string]int{
@@ -467,11 +493,11 @@ var (
 // is not durably blocked in a synctest bubble, so its time would stop
 // while the holder waits for the network. They are still lost, cut off
 // and refused like any other; a lost one fails at once.
-func (p *simProc) roundTrip(ctx context.Context, kind int, limit time.Duration, exec func() (any, error)) (any, error) {
+func (p *simProc) roundTrip(ctx context.Context, tgt simTarget, kind int, limit time.Duration, exec func() (any, error)) (any, error) {
 	w, h := p.w, p.h
 	now := w.now()
 	if kind == kMark || kind == kMember {
-		return p.instant(now, kind, exec)
+		return p.instant(tgt, now, kind, exec)
 	}
 	if wake := h.wake(now); wake > now {
 		if err := sleepUntil(ctx, w, wake); err != nil {
@@ -479,7 +505,7 @@ func (p *simProc) roundTrip(ctx context.Context, kind int, limit time.Duration, 
 		}
 		now = wake
 	}
-	if p.dead.Load() || w.storeDown(now) {
+	if p.dead.Load() || tgt.down(now) {
 		return nil, errRefused
 	}
 	deadline := now + limit
@@ -495,9 +521,9 @@ func (p *simProc) roundTrip(ctx context.Context, kind int, limit time.Duration, 
 	lostReq, lostRep := chance(r, h.plan.drop), chance(r, h.plan.drop)
 	h.mu.Unlock()
 	arrive := now + there
-	gen := w.storeGen.Load()
+	gen := tgt.gen()
 	run := func() (any, error) {
-		if w.storeGen.Load() != gen || w.storeDown(w.now()) {
+		if tgt.gen() != gen || tgt.down(w.now()) {
 			return nil, errReset
 		}
 		if w.quorumLost(w.now()) {
@@ -505,7 +531,7 @@ func (p *simProc) roundTrip(ctx context.Context, kind int, limit time.Duration, 
 		}
 		return exec()
 	}
-	if lostReq || h.cut(now) || h.cut(arrive) {
+	if lostReq || tgt.cut(h, now) || tgt.cut(h, arrive) {
 		return p.fail(ctx, deadline, errTimeout)
 	}
 	if arrive > deadline {
@@ -524,7 +550,7 @@ func (p *simProc) roundTrip(ctx context.Context, kind int, limit time.Duration, 
 		return p.fail(ctx, deadline, err)
 	}
 	home := h.wake(arrive + back + h.slow(arrive))
-	if lostRep || h.cut(arrive) || h.cut(home) || home > deadline {
+	if lostRep || tgt.cut(h, arrive) || tgt.cut(h, home) || home > deadline {
 		return p.fail(ctx, deadline, errTimeout)
 	}
 	if err := sleepUntil(ctx, w, home); err != nil {
@@ -546,9 +572,9 @@ func (p *simProc) fail(ctx context.Context, t time.Duration, err error) (any, er
 }
 
 // instant is roundTrip without the time: see there.
-func (p *simProc) instant(now time.Duration, kind int, exec func() (any, error)) (any, error) {
+func (p *simProc) instant(tgt simTarget, now time.Duration, kind int, exec func() (any, error)) (any, error) {
 	w, h := p.w, p.h
-	if p.dead.Load() || w.storeDown(now) {
+	if p.dead.Load() || tgt.down(now) {
 		return nil, errRefused
 	}
 	if w.quorumLost(now) {
@@ -558,7 +584,7 @@ func (p *simProc) instant(now time.Duration, kind int, exec func() (any, error))
 	r := p.net[kind]
 	lostReq, lostRep := chance(r, h.plan.drop), chance(r, h.plan.drop)
 	h.mu.Unlock()
-	if lostReq || h.cut(now) {
+	if lostReq || tgt.cut(h, now) {
 		return nil, errTimeout
 	}
 	v, err := exec()
@@ -568,35 +594,55 @@ func (p *simProc) instant(now time.Duration, kind int, exec func() (any, error))
 	return v, err
 }
 
-// The process is the go-redis hook of its Redis client: every command goes
-// through roundTrip to the model instead of a connection.
+// simTarget is what a request goes to: the store, or one Redis or one
+// Sentinel of a Sentinel group.
+type simTarget interface {
+	down(t time.Duration) bool            // refusing connections
+	cut(h *simHost, t time.Duration) bool // out of h's reach
+	gen() int64                           // its restarts: a connection open across one breaks
+}
 
-func (p *simProc) DialHook(redis.DialHook) redis.DialHook {
+// storeTarget is the single Redis or the etcd cluster.
+type storeTarget struct{ w *simWorld }
+
+func (s storeTarget) down(t time.Duration) bool            { return s.w.storeDown(t) }
+func (s storeTarget) cut(h *simHost, t time.Duration) bool { return h.cut(t) }
+func (s storeTarget) gen() int64                           { return s.w.storeGen.Load() }
+
+// redisLink is a process's go-redis hook to one Redis: every command goes
+// through roundTrip to the model instead of a connection.
+type redisLink struct {
+	p *simProc
+	t simTarget
+	m *redisModel
+}
+
+func (l redisLink) DialHook(redis.DialHook) redis.DialHook {
 	return func(context.Context, string, string) (net.Conn, error) {
 		return nil, errors.New("simulation: no connection is dialled")
 	}
 }
 
-func (p *simProc) ProcessHook(redis.ProcessHook) redis.ProcessHook {
+func (l redisLink) ProcessHook(redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		limit := commandTimeout(p.h.plan.ttl)
-		v, err := p.roundTrip(ctx, redisKind(cmd), limit, func() (any, error) { return p.w.redis.do(cmd.Args()) })
+		limit := commandTimeout(l.p.h.plan.ttl)
+		v, err := l.p.roundTrip(ctx, l.t, redisKind(cmd), limit, func() (any, error) { return l.m.do(cmd.Args()) })
 		setReply(cmd, v, err)
 		return cmd.Err()
 	}
 }
 
-func (p *simProc) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (l redisLink) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		type reply struct {
 			v   any
 			err error
 		}
 		rs := make([]reply, len(cmds))
-		limit := commandTimeout(p.h.plan.ttl)
-		_, err := p.roundTrip(ctx, kOther, limit, func() (any, error) {
+		limit := commandTimeout(l.p.h.plan.ttl)
+		_, err := l.p.roundTrip(ctx, l.t, kOther, limit, func() (any, error) {
 			for i, c := range cmds {
-				rs[i].v, rs[i].err = p.w.redis.do(c.Args())
+				rs[i].v, rs[i].err = l.m.do(c.Args())
 			}
 			return nil, nil
 		})
