@@ -231,7 +231,7 @@ func TestLeaseSimulation(t *testing.T) {
 	case testing.Short():
 		n = 50
 	case raceEnabled:
-		n = 600 // about 30s on two cores
+		n = 1500 // about 15s on two cores
 	default:
 		n = 2000
 	}

@@ -161,16 +161,17 @@ func (m *redisModel) demote(master *redisModel) {
 	m.keys, m.replid, m.readonly = keys, replid, true
 }
 
-// isolated says on which side of a split h stands at t, if one is on.
-func (sw *sentinelWorld) isolated(h *simHost, t time.Duration) (sp *split, withOld bool) {
+// isolated says whether a split is on at t, which Redis it cut off (the
+// old master) and whether h stands on its side.
+func (sw *sentinelWorld) isolated(h *simHost, t time.Duration) (on bool, old int, withOld bool) {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
-	for i := range sw.splits {
-		if sw.splits[i].has(t) && sw.splits[i].side != nil {
-			return &sw.splits[i], sw.splits[i].side[h.i]
+	for _, sp := range sw.splits {
+		if sp.has(t) && len(sp.side) > 0 {
+			return true, sp.old, sp.side[h.i]
 		}
 	}
-	return nil, false
+	return false, 0, false
 }
 
 // instTarget is one Redis of the group.
@@ -185,8 +186,8 @@ func (t instTarget) cut(h *simHost, at time.Duration) bool {
 	if h.cut(at) {
 		return true
 	}
-	sp, withOld := t.sw.isolated(h, at)
-	return sp != nil && withOld != (t.i == sp.old)
+	on, old, withOld := t.sw.isolated(h, at)
+	return on && withOld != (t.i == old)
 }
 
 // sentinelTarget is one Sentinel.
@@ -198,7 +199,7 @@ func (t sentinelTarget) cut(h *simHost, at time.Duration) bool {
 	if h.cut(at) {
 		return true
 	}
-	_, withOld := t.sw.isolated(h, at)
+	_, _, withOld := t.sw.isolated(h, at)
 	return withOld
 }
 
