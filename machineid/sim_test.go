@@ -183,10 +183,11 @@ func cpuTime() time.Duration {
 }
 
 // simReport runs seed again with its events recorded and returns its
-// plan, events and failure, with the replay command. A schedule's
-// goroutines that wake at one instant run in the scheduler's order, so a
-// failure may need a few runs to show again (TestLeaseSimulationReplays
-// measures how often): it tries up to five.
+// plan, failure and replay command, then the plan minimized (see
+// minimize) with its events. A schedule's goroutines that wake at one
+// instant run in the scheduler's order, so a failure may need a few runs
+// to show again (TestLeaseSimulationReplays measures how often): it tries
+// up to five.
 func simReport(t *testing.T, seed uint64, o simOptions) (string, failKind) {
 	var plan *simPlan
 	var c *simCheck
@@ -199,15 +200,28 @@ func simReport(t *testing.T, seed uint64, o simOptions) (string, failKind) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s", plan)
-	for _, l := range c.w.trace.lines {
-		b.WriteString(l + "\n")
+	events := func(c *simCheck) {
+		for _, l := range c.w.trace.lines {
+			b.WriteString(l + "\n")
+		}
 	}
-	if c.kind != failNone {
-		fmt.Fprintf(&b, "failure (%s, run %d of the seed): %s\n", c.kind, runs, c.fail)
-	} else {
-		fmt.Fprintf(&b, "no failure in %d runs of the seed\n", runs)
+	if c.kind == failNone {
+		events(c)
+		fmt.Fprintf(&b, "no failure in %d runs of the seed\nreplay: %s\n", runs, replayCommand(seed))
+		return b.String(), failNone
 	}
-	fmt.Fprintf(&b, "replay: %s\n", replayCommand(seed))
+	fmt.Fprintf(&b, "failure (%s, run %d of the seed): %s\nreplay: %s\n", c.kind, runs, c.fail, replayCommand(seed))
+	small, tries := minimize(t, plan, o.plant, c.kind, c.at, 150)
+	var sc *simCheck
+	synctest.Test(t, func(*testing.T) { sc = simulate(small, o.plant, true) })
+	if sc.kind != c.kind {
+		b.WriteString("its events:\n")
+		events(c)
+		return b.String(), c.kind
+	}
+	fmt.Fprintf(&b, "minimized in %d runs (the same seed's draws, not the seed's schedule):\n%s", tries, small)
+	events(sc)
+	fmt.Fprintf(&b, "failure (%s): %s\n", sc.kind, sc.fail)
 	return b.String(), c.kind
 }
 

@@ -35,8 +35,9 @@ type simCheck struct {
 	// alive and not yet fenced by the rule: the claims a quarantine or a
 	// mark must keep apart.
 	handovers int
-	fail      string   // the first failure
-	kind      failKind // its kind
+	fail      string        // the first failure
+	kind      failKind      // its kind
+	at        time.Duration // its instant
 }
 
 // simHold is one claim of a machine ID by a process.
@@ -78,7 +79,7 @@ func (k failKind) String() string {
 
 func (c *simCheck) failf(kind failKind, format string, args ...any) {
 	if c.fail == "" {
-		c.kind = kind
+		c.kind, c.at = kind, c.w.now()
 		c.fail = fmt.Sprintf("at %s: ", c.w.now()) + fmt.Sprintf(format, args...)
 		c.w.tracef("CHECK", "%s", c.fail)
 		c.w.stop()
