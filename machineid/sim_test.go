@@ -226,9 +226,9 @@ func simReport(t *testing.T, seed uint64, o simOptions) (string, failKind) {
 }
 
 // TestLeaseSimulation explores random schedules of the lease (its budget:
-// 2000 schedules, 50 with -short; -sim.schedules to choose), and fails
-// with the first failing seed's plan, events and replay command. With
-// -sim.seed it replays that one schedule.
+// 5000 schedules, 2500 under -race, 50 with -short; -sim.schedules to
+// choose), and fails with the first failing seed's plan, events, replay
+// command and minimized plan. With -sim.seed it replays that one schedule.
 func TestLeaseSimulation(t *testing.T) {
 	o := simOptions{provider: *simProvider, faults: simFaults{notSurvived: *simNotSurv}}
 	if *simSeed != 0 {
@@ -245,9 +245,9 @@ func TestLeaseSimulation(t *testing.T) {
 	case testing.Short():
 		n = 50
 	case raceEnabled:
-		n = 1500 // about 15s on two cores
+		n = 2500 // about 20 s on two cores
 	default:
-		n = 2000
+		n = 5000 // about 5 s
 	}
 	seed0 := *simFrom
 	if seed0 == 0 {
