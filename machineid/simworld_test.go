@@ -21,9 +21,9 @@ import (
 )
 
 // simWorld runs one simPlan inside a testing/synctest bubble: the real
-// lease (leased.go, guard.go, redis.go or etcd.go) and a real
-// core.Generator per process, against a model store (redisModel,
-// etcdModel) reached through a simulated network. Time is the bubble's:
+// lease (leased.go, guard.go, redis.go with sentinel.go, or etcd.go) and
+// a real core.Generator per process, against a model store (redisModel, a
+// sentinelWorld of them, etcdModel) reached through a simulated network. Time is the bubble's:
 // it advances only when every goroutine waits, so a schedule of a minute
 // runs in a few milliseconds, and a host's clock is the bubble's plus an
 // offset of its own that the plan steps.
@@ -40,8 +40,8 @@ type simWorld struct {
 	// breaks).
 	storeOff atomic.Int64
 	storeGen atomic.Int64
-	down     []window // the store unreachable: restarting, or no quorum
-	noQuorum []window
+	down     []window // the store refusing connections: restarting
+	noQuorum []window // etcd without a quorum: requests wait, nothing expires
 	check    *simCheck
 	trace    *simTrace // nil: not traced
 	hosts    []*simHost
@@ -301,15 +301,14 @@ func (c *simClock) After(d time.Duration) <-chan time.Time {
 // simProc is one process of a host: a lease and a generator, started
 // again after each failure until its end.
 type simProc struct {
-	h     *simHost
-	w     *simWorld
-	plan  procPlan
-	name  string
-	rnd   *rand.Rand           // issuing
-	ord   *rand.Rand           // claim order (under h.mu)
-	net   [numKinds]*rand.Rand // the network's draws, one stream per kind of call
-	dead  atomic.Bool          // crashed: nothing more reaches the store
-	lease *Lease
+	h    *simHost
+	w    *simWorld
+	plan procPlan
+	name string
+	rnd  *rand.Rand           // issuing
+	ord  *rand.Rand           // claim order (under h.mu)
+	net  [numKinds]*rand.Rand // the network's draws, one stream per kind of call
+	dead atomic.Bool          // crashed: nothing more reaches the store
 }
 
 // run keeps the process's lease and generator going until its end.
@@ -411,12 +410,7 @@ func (p *simProc) acquire(ctx context.Context) (*Lease, error) {
 	} else {
 		st, ttl, margin = p.w.etcd.store(p, b), c.Etcd.LeaseTTL, c.Etcd.SafetyMargin
 	}
-	l, err := acquireLeased(ctx, b, p.w.plan.provider, &simStore{store: st, p: p, ttl: ttl, margin: margin}, ttl, margin)
-	if err != nil {
-		return nil, err
-	}
-	p.lease = l
-	return l, nil
+	return acquireLeased(ctx, b, p.w.plan.provider, &simStore{store: st, p: p, ttl: ttl, margin: margin}, ttl, margin)
 }
 
 // issue calls the generator at random instants until ctx ends, and hands
