@@ -1,6 +1,7 @@
 package machineid
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -41,6 +42,10 @@ type quarantine struct {
 	// host's max_clock_skew, twice over when from came from another
 	// master's TIME); the floor is maxRedisReach past it (see floor).
 	from time.Time
+	// reach, when not zero, replaces maxRedisReach in the floor. Only the
+	// planted bug ownTiming sets it (plantedBugs), for the lease
+	// simulation to find.
+	reach time.Duration
 }
 
 // waits reports whether the floor depends on the clock: no clean release
@@ -66,7 +71,7 @@ func (q quarantine) floor() time.Time {
 	case q.trusted:
 		return time.Time{}
 	}
-	return q.from.Add(maxRedisReach + time.Millisecond)
+	return q.from.Add(cmp.Or(q.reach, maxRedisReach) + time.Millisecond)
 }
 
 // leaseGuard is the time guard's store beside a lease: the mark of one

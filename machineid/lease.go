@@ -76,6 +76,7 @@ type leaseBase struct {
 	clock  core.Clock
 	m      *metrics
 	self   *selfInfo // its member record's own part (member.go)
+	plant  plantedBugs
 }
 
 func newLeaseBase(c Config, m core.Method, rng Range) leaseBase {

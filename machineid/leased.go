@@ -19,6 +19,18 @@ const (
 	lost                    // the key is not ours: claim again
 )
 
+// plantedBugs are known bugs that the lease simulation (sim_test.go) must
+// find, planted only by its tests: the product's zero value plants none.
+type plantedBugs struct {
+	// noDeadlineFence: neither the watchdog nor the generator's
+	// FenceAfter fences at the deadline.
+	noDeadlineFence bool
+	// ownTiming: an untrusted Redis claim's quarantine reckons with this
+	// host's own lease TTL and max_clock_skew instead of MaxRedisReach,
+	// as it did when a fleet record, which Redis can lose, bound them.
+	ownTiming bool
+}
+
 // leased holds a machine ID leased in a store (Redis or etcd): it renews
 // the lease, fences the attached generator when it can no longer prove the
 // lease held, and re-acquires a lost lease, re-keying the generator. See
@@ -252,7 +264,7 @@ func (l *leased) syncLocked() {
 	if l.gen == nil {
 		return
 	}
-	if st == StateHeld {
+	if st == StateHeld && !l.plant.noDeadlineFence {
 		// Besides the watchdog's timer, the generator itself refuses to
 		// issue past the deadline, checked on every call: a late timer
 		// (a paused process) cannot let an ID slip out.
@@ -451,8 +463,15 @@ func (l *leased) recover(gen *core.Generator) {
 		return
 	}
 	if h.id == old {
+		// No lower than a quarantine's floor: this instance's mark is
+		// trusted by the next claim, and a holder the store lost may issue
+		// up to the floor (the generator's own reservation can lie below).
+		mark := gen.Stats().Mark
+		if floor, waits := h.guard.quarantineFloor(); waits {
+			mark = latest(mark, floor)
+		}
 		ctx, cancel := context.WithTimeout(l.ctx, l.period)
-		err := h.guard.Save(ctx, gen.Stats().Mark)
+		err := h.guard.Save(ctx, mark)
 		cancel()
 		if err != nil {
 			l.log.Warn("machineid: raising the mark of a re-acquired lease failed; releasing it", "machine", h.id, "err", err)
@@ -538,7 +557,7 @@ func (l *leased) watchdog() {
 		changed, dl, armed, h := l.changed, l.deadline, l.state == held, l.hold
 		l.mu.Unlock()
 		var fire <-chan time.Time
-		if armed {
+		if armed && !l.plant.noDeadlineFence {
 			fire = l.clock.After(dl.Sub(l.clock.Now()))
 		}
 		var gone <-chan struct{}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/vesta-go/vesta/core"
 )
@@ -224,7 +225,10 @@ func commandTimeout(ttl time.Duration) time.Duration {
 
 // newClient dials one Redis (a single server, or a master a Sentinel
 // named); go-redis's own retries are off because the lease retries on its
-// own schedule.
+// own schedule. Maintenance notifications (a managed Redis moving the
+// client to another endpoint) are off too: a hold belongs to the instance
+// it was claimed on, and without them NewClient neither resolves the
+// address nor starts goroutines.
 func newClient(rc RedisConfig, addr string) *redis.Client {
 	timeout := commandTimeout(rc.LeaseTTL)
 	return redis.NewClient(&redis.Options{
@@ -232,6 +236,7 @@ func newClient(rc RedisConfig, addr string) *redis.Client {
 		DB: rc.DB, TLSConfig: rc.TLS, ClientName: "vesta-machineid",
 		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, DialerRetries: 1,
 		MaxRetries: -1, ContextTimeoutEnabled: true, PoolSize: 4,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 	})
 }
 
@@ -484,6 +489,9 @@ func (s *redisStore) try(ctx context.Context, c *conn, v view, id core.MachineID
 	// Sentinel both majorities share) is at most MaxClockSkew behind it.
 	skew := s.rc.MaxClockSkew
 	q := quarantine{from: claimed.Add(skew)}
+	if s.base.plant.ownTiming {
+		q.reach = s.rc.LeaseTTL + skew
+	}
 	flag := func(i int) bool {
 		if i >= len(a) {
 			return false

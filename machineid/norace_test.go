@@ -1,0 +1,5 @@
+//go:build !race
+
+package machineid
+
+const raceEnabled = false
