@@ -175,6 +175,13 @@ func (g *leaseGuard) Save(ctx context.Context, mark time.Time) error {
 	if g.released {
 		return fmt.Errorf("%w: %s was released; the mark %s was not written", ErrNotHolder, leaseKey, markKey)
 	}
+	// A hold that may follow a holder the store lost never stores a mark
+	// below its quarantine's floor: the mark is written with this store
+	// instance's identity, so the next claim trusts it, and a lost holder
+	// may have issued up to the floor.
+	if g.q.waits() {
+		mark = latest(mark, g.q.floor())
+	}
 	ms := mark.UnixMilli()
 	if mark.Sub(time.UnixMilli(ms)) > 0 {
 		ms++ // round up: the mark must not fall below what was issued

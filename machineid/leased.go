@@ -463,15 +463,11 @@ func (l *leased) recover(gen *core.Generator) {
 		return
 	}
 	if h.id == old {
-		// No lower than a quarantine's floor: this instance's mark is
-		// trusted by the next claim, and a holder the store lost may issue
-		// up to the floor (the generator's own reservation can lie below).
-		mark := gen.Stats().Mark
-		if floor, waits := h.guard.quarantineFloor(); waits {
-			mark = latest(mark, floor)
-		}
+		// Save stores no less than a quarantine's floor (the generator's
+		// own reservation can lie below what a holder the store lost
+		// issued, and the next claim trusts this instance's mark).
 		ctx, cancel := context.WithTimeout(l.ctx, l.period)
-		err := h.guard.Save(ctx, mark)
+		err := h.guard.Save(ctx, gen.Stats().Mark)
 		cancel()
 		if err != nil {
 			l.log.Warn("machineid: raising the mark of a re-acquired lease failed; releasing it", "machine", h.id, "err", err)
