@@ -320,7 +320,7 @@ func (r *run) issued() uint64 {
 // closeRun closes r and returns the last packed state it issued.
 func (g *Generator) closeRun(r *run) (uint64, error) {
 	last := r.state.Or(closedBit) &^ closedBit // one atomic step, however busy
-	r.shut()                                     // adds already fail on the closed state; this frees the alarm
+	r.shut()                                   // adds already fail on the closed state; this frees the alarm
 	if r.guard == nil {
 		close(*r.limitCh.Load()) // wake the callers waiting for the clock
 		return last, nil
