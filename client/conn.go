@@ -64,6 +64,9 @@ type conn struct {
 	order []*call
 	head  int
 	armed int64
+	// group is the Vesta.TakeIDs of single-ID calls that callers join
+	// until the writer takes it (or it is full): nil when none is open.
+	group *group
 }
 
 // call is one request in flight. Whoever settles it (the reader with a
@@ -88,6 +91,24 @@ type call struct {
 	done    chan struct{}
 	reply   wire.Response // Result copied out of the reader's buffer
 	err     error         // the connection broke, or the deadline passed
+	grp     *group        // the group this call is, or nil
+}
+
+// group is one Vesta.TakeIDs with singles set, made of the single-ID calls
+// (NextID) queued on a connection while its previous write was being made:
+// each rider takes one of its IDs, in the order they joined, so IDs are
+// still issued when they are asked for (not ahead, as prefetch does), and
+// the server takes all of them in one step. A short answer (the sequence's
+// ceiling) leaves the last riders without one: for them the server is
+// busy, as for a TakeIDs of one that got none. Whatever else ends the
+// call (a timeout, a broken connection, an error answer) ends every
+// rider's attempt alike, as it would have ended their calls one by one.
+type group struct {
+	call
+	riders int      // under conn.mu until the writer seals the group
+	ids    []uint64 // the answer, decoded once by the reader
+	retry  uint64   // its retry_after_ms
+	bad    error    // the answer did not decode, or held more IDs than riders
 }
 
 // dial opens a connection to s, starts its goroutines (owned by the
@@ -165,7 +186,7 @@ func (cn *conn) handshake(ctx context.Context) (identity, error) {
 	return identity{
 		codec: codec, typ: core.Type(info.Type), version: uint8(info.Version),
 		machine: core.MachineID(info.Machine), maxBatch: int(min(info.MaxBatch, maxChunk)),
-		takeIDs: info.TakeIDs == 1,
+		takeIDs: info.TakeIDs == 1, singles: info.TakeIDs == 1 && info.Singles == 1,
 	}, nil
 }
 
@@ -197,18 +218,7 @@ func (cn *conn) invoke(ctx context.Context, deadline time.Time, proc string, par
 		cn.mu.Unlock()
 		return fmt.Errorf("%w: %w", ErrConnection, err)
 	}
-	cn.msgid++
-	cl.msgid = cn.msgid
-	cl.reads = cn.reads.Load()
-	cn.pending[cl.msgid] = cl
-	cn.queue = append(cn.queue, cl)
-	rearm := false
-	if cl.expires != 0 {
-		cn.order = append(cn.order, cl)
-		if cn.armed == 0 || cl.expires < cn.armed {
-			cn.armed, rearm = cl.expires, true
-		}
-	}
+	rearm := cn.queueLocked(cl)
 	cn.mu.Unlock()
 	signal(cn.wake)
 	if rearm {
@@ -229,19 +239,108 @@ func (cn *conn) invoke(ctx context.Context, deadline time.Time, proc string, par
 		}
 		<-cl.done // settled meanwhile: done is closed at once
 	}
+	if err := cl.failure(); err != nil {
+		return err
+	}
+	if err := wire.DecodeResult(cl.reply.Result, v); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrProtocol, proc, err)
+	}
+	return nil
+}
+
+// failure is why a settled call got no result: a timeout, the connection,
+// or the server's error answer; nil when it has one.
+func (cl *call) failure() error {
 	if cl.err != nil {
 		if errors.Is(cl.err, errAttemptTimeout) {
-			return fmt.Errorf("%w: %s", ErrTimeout, proc)
+			return fmt.Errorf("%w: %s", ErrTimeout, cl.proc)
 		}
 		return fmt.Errorf("%w: %w", ErrConnection, cl.err)
 	}
 	if cl.reply.Error != nil {
 		return cl.reply.Error
 	}
-	if err := wire.DecodeResult(cl.reply.Result, v); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrProtocol, proc, err)
-	}
 	return nil
+}
+
+// single asks for one ID by joining the connection's open group (opening
+// one if none is), and returns it, or, when the server gave the group too
+// few for this rider, how long the server asks it to wait (retry above
+// zero). A rider whose ctx ends leaves at once; the ID the server may
+// still give it is dropped: a number lost, never one issued twice.
+func (cn *conn) single(ctx context.Context, deadline time.Time) (core.ID, time.Duration, error) {
+	cn.mu.Lock()
+	if cn.err != nil {
+		err := cn.err
+		cn.mu.Unlock()
+		return 0, 0, fmt.Errorf("%w: %w", ErrConnection, err)
+	}
+	g := cn.group
+	rearm := false
+	if g == nil {
+		g = &group{call: call{proc: wire.ProcTakeIDs, done: make(chan struct{})}}
+		g.grp = g
+		if !deadline.IsZero() {
+			g.expires = deadline.Add(cn.graceFor).UnixNano()
+		}
+		rearm = cn.queueLocked(&g.call)
+		cn.group = g
+	}
+	i := g.riders
+	g.riders++
+	if g.riders >= cn.info.maxBatch {
+		cn.sealLocked()
+	}
+	cn.mu.Unlock()
+	signal(cn.wake)
+	if rearm {
+		signal(cn.watch)
+	}
+	select {
+	case <-g.done:
+	case <-ctx.Done():
+		return 0, 0, ctx.Err()
+	}
+	if err := g.failure(); err != nil {
+		return 0, 0, err
+	}
+	if g.bad != nil {
+		return 0, 0, fmt.Errorf("%w: %s: %w", ErrProtocol, wire.ProcTakeIDs, g.bad)
+	}
+	if i < len(g.ids) {
+		return core.ID(g.ids[i]), 0, nil
+	}
+	// Short: busy. A retry_after_ms of 0 would be a server's bug; a
+	// millisecond keeps the client from spinning on it.
+	ms := min(max(g.retry, 1), uint64(maxRetryAfter/time.Millisecond))
+	return 0, time.Duration(ms) * time.Millisecond, nil
+}
+
+// sealLocked closes the open group to new riders and fixes its count;
+// cn.mu is held.
+func (cn *conn) sealLocked() {
+	if g := cn.group; g != nil {
+		g.params = &wire.TakeIDsParams{Count: uint64(g.riders), Singles: 1}
+		cn.group = nil
+	}
+}
+
+// queueLocked gives cl a msgid and queues it for the writer and, with a
+// deadline, for the watchdog; it reports whether the watchdog's timer must
+// be rearmed. cn.mu is held.
+func (cn *conn) queueLocked(cl *call) (rearm bool) {
+	cn.msgid++
+	cl.msgid = cn.msgid
+	cl.reads = cn.reads.Load()
+	cn.pending[cl.msgid] = cl
+	cn.queue = append(cn.queue, cl)
+	if cl.expires != 0 {
+		cn.order = append(cn.order, cl)
+		if cn.armed == 0 || cl.expires < cn.armed {
+			cn.armed, rearm = cl.expires, true
+		}
+	}
+	return rearm
 }
 
 // signal wakes the goroutine behind a one-slot channel.
@@ -341,6 +440,7 @@ func (cn *conn) writeLoop() {
 		runtime.Gosched()
 		cn.mu.Lock()
 		batch, cn.queue = cn.queue, batch[:0]
+		cn.sealLocked() // callers from now on ride the next write's group
 		cn.mu.Unlock()
 		buf = buf[:0]
 		for i, cl := range batch {
@@ -390,9 +490,32 @@ func (cn *conn) readLoop() {
 		if cl == nil {
 			continue // its caller gave up, or it expired
 		}
-		resp.Result = append([]byte(nil), resp.Result...) // the frame is reused
-		cl.reply = resp
+		if g := cl.grp; g != nil {
+			g.take(resp)
+		} else {
+			resp.Result = append([]byte(nil), resp.Result...) // the frame is reused
+			cl.reply = resp
+		}
 		close(cl.done)
+	}
+}
+
+// take keeps a group's answer, decoded once for all its riders.
+func (g *group) take(resp wire.Response) {
+	frame := resp.Result // the reader's buffer, reused after this call
+	resp.Result = nil
+	g.reply = resp
+	if resp.Error != nil {
+		return
+	}
+	var res wire.TakeIDsResult
+	switch err := wire.DecodeResult(frame, &res); {
+	case err != nil:
+		g.bad = err
+	case len(res.IDs) > g.riders:
+		g.bad = fmt.Errorf("%d IDs for a count of %d", len(res.IDs), g.riders)
+	default:
+		g.ids, g.retry = res.IDs, res.RetryAfterMS
 	}
 }
 
@@ -409,7 +532,7 @@ func (cn *conn) close(err error) {
 	for _, cl := range pending {
 		cl.settled = true
 	}
-	cn.pending, cn.queue, cn.order, cn.head, cn.armed = nil, nil, nil, 0, 0
+	cn.pending, cn.queue, cn.order, cn.head, cn.armed, cn.group = nil, nil, nil, 0, 0, nil
 	cn.mu.Unlock()
 	close(cn.done)
 	cn.nc.Close()
