@@ -37,7 +37,6 @@ import (
 // answering fails calls instead of hanging the run.
 const benchIOTimeout = 10 * time.Second
 
-
 // openBenchTarget prepares o's target; the caller closes it.
 func openBenchTarget(ctx context.Context, o benchOptions) (*benchTarget, error) {
 	switch o.target {
