@@ -66,7 +66,11 @@ type conn struct {
 	armed int64
 	// group is the Vesta.TakeIDs of single-ID calls that callers join
 	// until the writer takes it (or it is full): nil when none is open.
-	group *group
+	// flying is the group sent last whose answer has not come: while it
+	// flies, the open group is held back (not queued), so that every
+	// single call made meanwhile rides the next request.
+	group  *group
+	flying *group
 }
 
 // call is one request in flight. Whoever settles it (the reader with a
@@ -106,6 +110,7 @@ type call struct {
 type group struct {
 	call
 	riders int      // under conn.mu until the writer seals the group
+	queued bool     // under conn.mu: handed to the writer (else held back)
 	ids    []uint64 // the answer, decoded once by the reader
 	retry  uint64   // its retry_after_ms
 	bad    error    // the answer did not decode, or held more IDs than riders
@@ -276,30 +281,36 @@ func (cn *conn) single(ctx context.Context, deadline time.Time) (core.ID, time.D
 		return 0, 0, fmt.Errorf("%w: %w", ErrConnection, err)
 	}
 	g := cn.group
-	rearm := false
+	wake, rearm := false, false
 	if g == nil {
 		g = &group{call: call{proc: wire.ProcTakeIDs, done: make(chan struct{})}}
 		g.grp = g
 		if !deadline.IsZero() {
 			g.expires = deadline.Add(cn.graceFor).UnixNano()
 		}
-		rearm = cn.queueLocked(&g.call)
 		cn.group = g
+		if cn.flying == nil {
+			wake, rearm = true, cn.queueGroupLocked(g)
+		}
 	}
 	i := g.riders
 	g.riders++
-	if g.riders >= cn.info.maxBatch {
+	if g.riders >= cn.info.maxBatch { // full: it goes now, whatever flies
+		if !g.queued {
+			wake, rearm = true, cn.queueGroupLocked(g) || rearm
+		}
 		cn.sealLocked()
 	}
 	cn.mu.Unlock()
-	signal(cn.wake)
-	if rearm {
-		signal(cn.watch)
-	}
-	select {
-	case <-g.done:
-	case <-ctx.Done():
-		return 0, 0, ctx.Err()
+	cn.wakeUp(wake, rearm) // a rider of a group queued already wakes no one
+	if cd := ctx.Done(); cd == nil {
+		<-g.done
+	} else {
+		select {
+		case <-g.done:
+		case <-cd:
+			return 0, 0, ctx.Err()
+		}
 	}
 	if err := g.failure(); err != nil {
 		return 0, 0, err
@@ -316,12 +327,43 @@ func (cn *conn) single(ctx context.Context, deadline time.Time) (core.ID, time.D
 	return 0, time.Duration(ms) * time.Millisecond, nil
 }
 
-// sealLocked closes the open group to new riders and fixes its count;
-// cn.mu is held.
+// queueGroupLocked hands g to the writer; cn.mu is held.
+func (cn *conn) queueGroupLocked(g *group) (rearm bool) {
+	g.queued = true
+	return cn.queueLocked(&g.call)
+}
+
+// sealLocked closes the open group, queued, to new riders, fixes its
+// count and marks it flying; cn.mu is held.
 func (cn *conn) sealLocked() {
-	if g := cn.group; g != nil {
+	if g := cn.group; g != nil && g.queued {
 		g.params = &wire.TakeIDsParams{Count: uint64(g.riders), Singles: 1}
-		cn.group = nil
+		cn.group, cn.flying = nil, g
+	}
+}
+
+// landedLocked notes that cl, answered or expired, no longer flies: if it
+// was the flying group, the group held back meanwhile is queued. It
+// reports whether the writer (and the watchdog) must be woken. cn.mu is
+// held.
+func (cn *conn) landedLocked(cl *call) (wake, rearm bool) {
+	if cl.grp == nil || cl.grp != cn.flying {
+		return false, false
+	}
+	cn.flying = nil
+	if g := cn.group; g != nil && !g.queued {
+		return true, cn.queueGroupLocked(g)
+	}
+	return false, false
+}
+
+// wakeUp signals the writer and, when rearm, the watchdog.
+func (cn *conn) wakeUp(wake, rearm bool) {
+	if wake {
+		signal(cn.wake)
+	}
+	if rearm {
+		signal(cn.watch)
 	}
 }
 
@@ -378,7 +420,7 @@ func (cn *conn) watchLoop() {
 // queued), so it looks at every call in flight.
 func (cn *conn) expire(now int64) int64 {
 	var expired []*call
-	silent := false
+	silent, wake, rearm := false, false, false
 	cn.mu.Lock()
 	cn.trimLocked()
 	next := int64(0)
@@ -390,13 +432,19 @@ func (cn *conn) expire(now int64) int64 {
 			delete(cn.pending, cl.msgid)
 			expired = append(expired, cl)
 			silent = silent || cn.reads.Load() == cl.reads
+			w, r := cn.landedLocked(cl)
+			wake, rearm = wake || w, rearm || r
 		case next == 0 || cl.expires < next:
 			next = cl.expires
 		}
 	}
 	cn.trimLocked()
+	if rearm && cn.group != nil && cn.group.expires != 0 && (next == 0 || cn.group.expires < next) {
+		next = cn.group.expires // the held group, queued just now
+	}
 	cn.armed = next
 	cn.mu.Unlock()
+	cn.wakeUp(wake, false)
 	for _, cl := range expired {
 		cl.err = errAttemptTimeout
 		close(cl.done)
@@ -440,7 +488,7 @@ func (cn *conn) writeLoop() {
 		runtime.Gosched()
 		cn.mu.Lock()
 		batch, cn.queue = cn.queue, batch[:0]
-		cn.sealLocked() // callers from now on ride the next write's group
+		cn.sealLocked() // callers from now on ride the next group
 		cn.mu.Unlock()
 		buf = buf[:0]
 		for i, cl := range batch {
@@ -481,12 +529,15 @@ func (cn *conn) readLoop() {
 		cn.reads.Add(1)
 		cn.mu.Lock()
 		cl := cn.pending[resp.MsgID]
+		wake, rearm := false, false
 		if cl != nil {
 			delete(cn.pending, resp.MsgID)
 			cl.settled = true
 			cn.trimLocked()
+			wake, rearm = cn.landedLocked(cl)
 		}
 		cn.mu.Unlock()
+		cn.wakeUp(wake, rearm)
 		if cl == nil {
 			continue // its caller gave up, or it expired
 		}
@@ -532,8 +583,16 @@ func (cn *conn) close(err error) {
 	for _, cl := range pending {
 		cl.settled = true
 	}
-	cn.pending, cn.queue, cn.order, cn.head, cn.armed, cn.group = nil, nil, nil, 0, 0, nil
+	var held *group // held back, so not pending
+	if g := cn.group; g != nil && !g.queued {
+		held = g
+	}
+	cn.pending, cn.queue, cn.order, cn.head, cn.armed, cn.group, cn.flying = nil, nil, nil, 0, 0, nil, nil
 	cn.mu.Unlock()
+	if held != nil {
+		held.err = err
+		close(held.done)
+	}
 	close(cn.done)
 	cn.nc.Close()
 	for _, cl := range pending {

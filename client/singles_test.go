@@ -79,3 +79,68 @@ func TestSinglesShortGroup(t *testing.T) {
 		t.Fatalf("breaker %v; want closed", st)
 	}
 }
+
+// A server that stops answering: the flying group times out and closes
+// the silent connection, and the group held back behind it fails with it,
+// so every rider's call ends within its attempts (no rider waits on a
+// group that will never be sent).
+func TestSinglesSilentServer(t *testing.T) {
+	f := startGrouper(t, -1, 1)
+	f.silent.Store(true)
+	cfg, _ := testConfig(t, f.addr)
+	cfg.NoFallback = true
+	cfg.Timeout = 100 * time.Millisecond
+	c := newClient(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	var late atomic.Int64
+	for range 32 {
+		wg.Go(func() {
+			if _, err := c.NextID(ctx); err == nil || errors.Is(err, context.DeadlineExceeded) {
+				late.Add(1)
+				t.Errorf("NextID on a silent server: %v; want its own failure, before the context's end", err)
+			}
+		})
+	}
+	wg.Wait()
+	if f.calls.Load() == 0 {
+		t.Fatal("no call reached the server")
+	}
+}
+
+// The connection breaks (the server dies) while a group flies and the
+// next is held back: the riders of both fail at once, none waits out its
+// timeout or its context.
+func TestSinglesConnectionBreaks(t *testing.T) {
+	f := startGrouper(t, -1, 1)
+	f.silent.Store(true)
+	cfg, _ := testConfig(t, f.addr)
+	cfg.NoFallback = true
+	cfg.ConnsPerServer = 1
+	cfg.Timeout = time.Minute
+	c := newClient(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	riders := func(n int) {
+		for range n {
+			wg.Go(func() {
+				if _, err := c.NextID(ctx); err == nil || errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("NextID when the connection broke: %v; want its own failure, before the context's end", err)
+				}
+			})
+		}
+	}
+	riders(8)
+	for f.calls.Load() == 0 { // the first group flies
+		time.Sleep(time.Millisecond)
+	}
+	riders(8) // these join the group held back behind it
+	time.Sleep(20 * time.Millisecond)
+	if got := f.calls.Load(); got != 1 {
+		t.Fatalf("%d requests reached the server while the first flew; want 1", got)
+	}
+	f.kill()
+	wg.Wait()
+}

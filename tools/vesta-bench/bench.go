@@ -426,13 +426,18 @@ func measure(ctx context.Context, o benchOptions, tg *benchTarget, stderr io.Wri
 		c := &callers[w]
 		// Nanoseconds with two significant digits (1%): 30 KB a caller.
 		c.hist = hdrhistogram.New(1, int64(maxLatency), 2)
+		// Each caller its own context, as each request of an application
+		// has its own: one context shared by every caller would make
+		// every call that selects on its Done contend for one lock.
+		cctx, ccancel := context.WithCancel(runCtx)
+		defer ccancel()
 		if o.rate > 0 {
 			interval := time.Duration(float64(o.concurrency) / o.rate * float64(time.Second))
 			offset := interval * time.Duration(w) / time.Duration(o.concurrency)
-			wg.Go(func() { c.openLoop(runCtx, tg, w, &phase, interval, offset) })
+			wg.Go(func() { c.openLoop(cctx, tg, w, &phase, interval, offset) })
 			continue
 		}
-		wg.Go(func() { c.loop(runCtx, tg, w, &phase) })
+		wg.Go(func() { c.loop(cctx, tg, w, &phase) })
 	}
 
 	stop := func(t time.Duration) bool { // false when ctx ended first
