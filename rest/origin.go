@@ -237,7 +237,7 @@ func (s *Server) screen(c echo.Context, issuing bool) error {
 // page of another site, or "" when it does not.
 func crossSite(r *http.Request) string {
 	h := r.Header
-	site := h.Get("Sec-Fetch-Site")
+	site := first(h, "Sec-Fetch-Site")
 	switch site {
 	case "", "same-origin", "none": // none: typed, bookmarked; no page sent it
 	default:
@@ -246,8 +246,18 @@ func crossSite(r *http.Request) string {
 	if o, ok := h["Origin"]; ok && (len(o) != 1 || !sameOrigin(o[0], r.Host)) {
 		return "Origin: " + clip(strings.Join(o, ", "))
 	}
-	if site == "" && h.Get(ClientHeader) == "" && strings.HasPrefix(h.Get("User-Agent"), "Mozilla/") {
+	if site == "" && first(h, ClientHeader) == "" && strings.HasPrefix(first(h, "User-Agent"), "Mozilla/") {
 		return "a browser's request without Sec-Fetch-Site or " + ClientHeader
+	}
+	return ""
+}
+
+// first is h.Get(key) for a key in its canonical form, without
+// canonicalizing it again on every request (net/http stores headers under
+// their canonical keys).
+func first(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
 	}
 	return ""
 }
