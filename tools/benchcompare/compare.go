@@ -279,6 +279,10 @@ func start(ctx context.Context, dir, name string, prog string, args ...string) (
 	}
 	cmd := exec.Command(prog, args...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, f, f
+	// A day of borrowing, as the Go benchmarks have: what is measured is
+	// the cost of a call, not the sequence's ceiling (1,048,576 IDs/s),
+	// which 100 IDs a request reach at about 10k requests/s.
+	cmd.Env = append(os.Environ(), "VESTA_ID_MAX_BORROW=24h")
 	err = cmd.Start()
 	f.Close()
 	if err != nil {
