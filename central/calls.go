@@ -222,7 +222,7 @@ func (c *conn) takeIDs(n int, singles bool) answer {
 	var err error
 	if singles {
 		ids, retry, err = c.s.gen.TryAppendIDs(core.Central, c.singles[:0], n)
-		if cap(ids) <= c.s.cfg.MaxBatch {
+		if cap(ids) <= keptSingles {
 			c.singles = ids[:0]
 		}
 	} else {
@@ -242,6 +242,12 @@ func (c *conn) takeIDs(n int, singles bool) answer {
 	}
 	return answer{value: takeResult{ids: ids, retryAfterMS: ms}}
 }
+
+// keptSingles bounds the buffer a connection keeps for the IDs of
+// coalesced single calls (8 KiB): a client's groups are about as large as
+// its callers, and a peer asking for larger ones must not make every
+// connection hold max_batch IDs.
+const keptSingles = 1024
 
 // takeResult is the answer of Vesta.TakeIDs, written by wire.AppendTakeIDsResponse.
 type takeResult struct {
