@@ -34,7 +34,7 @@ func (g *Generator) NextID(ctx context.Context, m Method) (ID, error) {
 	// which unlike a compare-and-swap never fails under contention. An
 	// add past the unit's end is dropped unissued and closes the unit, so
 	// at most the cores racing at that moment waste a state each.
-	clocked := gt == 0 || gt > 0
+	clocked := gt >= 0 // not fenced
 	if gt == 0 {
 		if u := r.live.Load(); u != 0 {
 			if p := r.state.Add(1); p>>sb == u-1 {
