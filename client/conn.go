@@ -432,6 +432,9 @@ func (cn *conn) expire(now int64) int64 {
 			delete(cn.pending, cl.msgid)
 			expired = append(expired, cl)
 			silent = silent || cn.reads.Load() == cl.reads
+			if cl.grp != nil && cl.grp == cn.group {
+				cn.group = nil // expired before the writer took it: no one may join it now
+			}
 			w, r := cn.landedLocked(cl)
 			wake, rearm = wake || w, rearm || r
 		case next == 0 || cl.expires < next:
@@ -489,9 +492,17 @@ func (cn *conn) writeLoop() {
 		cn.mu.Lock()
 		batch, cn.queue = cn.queue, batch[:0]
 		cn.sealLocked() // callers from now on ride the next group
+		for i, cl := range batch {
+			if cl.settled { // expired (or given up) before it was sent
+				batch[i] = nil
+			}
+		}
 		cn.mu.Unlock()
 		buf = buf[:0]
 		for i, cl := range batch {
+			if cl == nil {
+				continue
+			}
 			var err error
 			if buf, err = enc.AppendRequest(buf, cl.msgid, cl.proc, cl.params); err != nil {
 				cn.close(err) // our own params always encode; this is a bug
