@@ -31,8 +31,11 @@
 //   - rest: the same servers' REST listeners, with their defaults (the
 //     Host allow-list, the cross-site checks, no-store, the listener
 //     policy, metrics), driven by wrk -t2 -c32 on /genid, /v1/id and
-//     /v1/ids?count=100, beside vesta-bench's trivial echo handler (its
-//     own process).
+//     /v1/ids?count=100, beside vesta-bench's trivial echo handlers (its
+//     own process), which answer each route as the REST server does (the
+//     same text and JSON) with a counter's next values. The servers borrow
+//     up to a day (VESTA_ID_MAX_BORROW=24h), so that a batch measures its
+//     cost, not the sequence's ceiling.
 //
 // Bad flags are refused, naming the flag. It needs git, go, redis-server
 // and wrk (scripts/deps.sh installs the last two). The machine's load

@@ -120,12 +120,13 @@ Targets, each with --batch B asking for B IDs per call:
                  concurrent commands auto-pipelined on its connection. The
                  anchor of client's single calls, coalesced as it coalesces
                  them. Takes no --conns.
-  http-baseline  an echo v4 handler returning a counter (its next value, in
-                 decimal) on GET /genid, /v1/id and /v1/ids, on the same
+  http-baseline  trivial echo v4 handlers answering GET /genid, /v1/id and
+                 /v1/ids?count=N as the REST server does (decimal text, the
+                 same JSON), made of a counter's next values, on the same
                  server stack as the REST server (net/http, echo, the same
                  timeouts), which bench starts on 127.0.0.1:0: the anchor of
                  rest. Takes no --addr and only --batch 1. With --listen A it
-                 only serves it at A, until interrupted, for a load generator
+                 only serves at A, until interrupted, for a load generator
                  of another process (wrk).
   rpc-seq        MessagePack-RPC Vesta.NextSeq {tag} (Vesta.NextSeqs with --batch) to
                  the central server at --addr (required: a 'vesta serve' with

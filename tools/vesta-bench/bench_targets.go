@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/conf"
@@ -483,21 +484,42 @@ func getJSON(url string, v any) error {
 
 // baselineServer is the trivial handler on the REST server's stack:
 // net/http's server with the REST server's timeouts and limits, echo v4
-// routing, a plain-text answer: the next value of a counter, in decimal,
-// on each route an ID is asked on. What it lacks is what the REST server
-// adds: its middleware (metrics, access log, request deadline, the Host
-// and cross-site checks, no-store), the listener policy and issuing.
+// routing, and on each route an ID is asked on the answer the REST server
+// gives there, made of a counter's next values: GET /genid the value in
+// decimal text, /v1/id {"id":"…"}, /v1/ids?count=N {"ids":["…",…]} (N
+// values, 1-10000). What it lacks is what the REST server adds: its
+// middleware (metrics, access log, request deadline, the Host and
+// cross-site checks, no-store), the listener policy and issuing.
 func baselineServer() *http.Server {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	var n atomic.Uint64
-	answer := func(c echo.Context) error {
+	e.GET("/genid", func(c echo.Context) error {
 		var buf [20]byte
 		return c.Blob(http.StatusOK, echo.MIMETextPlainCharsetUTF8, strconv.AppendUint(buf[:0], n.Add(1), 10))
-	}
-	for _, path := range []string{"/genid", "/v1/id", "/v1/ids"} {
-		e.GET(path, answer)
-	}
+	})
+	e.GET("/v1/id", func(c echo.Context) error {
+		b := make([]byte, 0, 32)
+		b = append(strconv.AppendUint(append(b, `{"id":"`...), n.Add(1), 10), "\"}\n"...)
+		return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
+	})
+	e.GET("/v1/ids", func(c echo.Context) error {
+		count, err := strconv.Atoi(c.QueryParam("count"))
+		if err != nil || count < 1 || count > central.DefaultMaxBatch {
+			count = 1
+		}
+		last := n.Add(uint64(count))
+		b := make([]byte, 0, 12+count*23)
+		b = append(b, `{"ids":[`...)
+		for v := last - uint64(count) + 1; v <= last; v++ {
+			if v != last-uint64(count)+1 {
+				b = append(b, ',')
+			}
+			b = append(strconv.AppendUint(append(b, '"'), v, 10), '"')
+		}
+		b = append(b, "]}\n"...)
+		return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
+	})
 	return &http.Server{
 		Handler:           e,
 		ReadHeaderTimeout: rest.DefaultRequestTimeout,

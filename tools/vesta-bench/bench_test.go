@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -441,9 +442,31 @@ func TestBaselineListen(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond) // until it listens
 		}
-		n, err := strconv.ParseUint(string(body), 10, 64)
-		if err != nil || (i > 0 && n != last+1) {
-			t.Fatalf("GET %s: %q; want the counter after %d", path, body, last)
+		var n uint64
+		var err error
+		switch path {
+		case "/genid":
+			n, err = strconv.ParseUint(string(body), 10, 64)
+		case "/v1/id":
+			var v struct{ ID string }
+			if err = json.Unmarshal(body, &v); err == nil {
+				n, err = strconv.ParseUint(v.ID, 10, 64)
+			}
+		default:
+			var v struct{ IDs []string }
+			if err = json.Unmarshal(body, &v); err == nil && len(v.IDs) != 100 {
+				err = fmt.Errorf("%d values", len(v.IDs))
+			}
+			for j := 0; err == nil && j < len(v.IDs); j++ {
+				var x uint64
+				if x, err = strconv.ParseUint(v.IDs[j], 10, 64); err == nil && x != last+uint64(j)+1 {
+					err = fmt.Errorf("value %d is %d", j, x)
+				}
+			}
+			n = last + 100
+		}
+		if err != nil || (i > 0 && n != last+1 && path != "/v1/ids?count=100") {
+			t.Fatalf("GET %s: %q (%v); want the counter after %d", path, body, err, last)
 		}
 		last = n
 	}
