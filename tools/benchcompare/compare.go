@@ -114,7 +114,10 @@ func build(ctx context.Context, t *tree, root string, only []string) error {
 	if err := os.MkdirAll(t.bin, 0o755); err != nil {
 		return err
 	}
-	env := []string{"GOFLAGS=-mod=mod"} // an older tree's go.sum may lack what today's tools need
+	var env []string
+	if t.dir != root {
+		env = []string{"GOFLAGS=-mod=mod"} // an older tree's go.sum may lack what today's tools need
+	}
 	if slices.Contains(only, "central") || slices.Contains(only, "rest") {
 		if _, err := outputEnv(ctx, t.dir, env, "go", "build", "-o", t.path("vesta"), "./cmd/vesta"); err != nil {
 			return fmt.Errorf("%s: building cmd/vesta: %w", t.label, err)
