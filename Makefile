@@ -57,6 +57,16 @@ bench:
 bench-peers:
 	cd tools/peerbench && $(GO) test -run '^$$' -bench . -count 1 .
 
+# Today's tree against a revision (default: the last tag, else main~1) and
+# against the anchors (bwmarrin/snowflake, sonyflake, Redis INCR through
+# rueidis and go-redis, a trivial echo handler), interleaved in one run,
+# printed as ratios: the module tools/benchcompare (BENCHMARKS.md takes its
+# tables). Needs redis-server and wrk (scripts/deps.sh).
+# make bench-compare ARGS='-rev v1.2.0 -rounds 3 -duration 3s'; ARGS=-smoke: ~10 s (CI).
+.PHONY: bench-compare
+bench-compare:
+	cd tools/benchcompare && $(GO) run . $(ARGS)
+
 # The load generator vesta-bench (BENCHMARKS.md), a module of its own
 # (tools/vesta-bench) so that the product's go.mod and binary carry none of it.
 .PHONY: bench-load

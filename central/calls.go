@@ -52,7 +52,7 @@ func (c *conn) call(req wire.Request, t0 time.Time) {
 	case wire.ProcTakeIDs:
 		var p wire.TakeIDsParams
 		if n, ok := c.batchCount(req, m, t0, &p, &p.Count); ok {
-			c.respond(true, req.MsgID, m, t0, c.takeIDs(n))
+			c.respond(true, req.MsgID, m, t0, c.takeIDs(n, p.Singles == 1))
 		}
 	default:
 		c.respond(true, req.MsgID, m, t0, c.compute(req))
@@ -202,8 +202,11 @@ func (c *conn) result(n int, ids []core.ID, err error) answer {
 
 // takeIDs serves Vesta.TakeIDs: what the Share gives at once, and when to
 // ask again. It never waits. IDs issued before an error are answered, with
-// a retry of a millisecond: the next call reports the error.
-func (c *conn) takeIDs(n int) answer {
+// a retry of a millisecond: the next call reports the error. Singles (a
+// client's coalesced NextIDs) are issued as single IDs are: in one step,
+// never paced (DESIGN §2.10), into the read loop's own buffer, which
+// respond has encoded before the next call.
+func (c *conn) takeIDs(n int, singles bool) answer {
 	if n == 1 { // a client's NextID: the generator's fast path, no allocation
 		id, err := c.s.gen.NextID(noWait, core.Central)
 		if err == nil {
@@ -214,7 +217,17 @@ func (c *conn) takeIDs(n int) answer {
 			return answer{err: c.genError(err)}
 		}
 	}
-	ids, retry, err := c.s.share.Take(core.Central, nil, n)
+	var ids []core.ID
+	var retry time.Duration
+	var err error
+	if singles {
+		ids, retry, err = c.s.gen.TryAppendIDs(core.Central, c.singles[:0], n)
+		if cap(ids) <= keptSingles {
+			c.singles = ids[:0]
+		}
+	} else {
+		ids, retry, err = c.s.share.Take(core.Central, nil, n)
+	}
 	if err != nil && len(ids) == 0 {
 		return answer{err: c.genError(err)}
 	}
@@ -229,6 +242,12 @@ func (c *conn) takeIDs(n int) answer {
 	}
 	return answer{value: takeResult{ids: ids, retryAfterMS: ms}}
 }
+
+// keptSingles bounds the buffer a connection keeps for the IDs of
+// coalesced single calls (8 KiB): a client's groups are about as large as
+// its callers, and a peer asking for larger ones must not make every
+// connection hold max_batch IDs.
+const keptSingles = 1024
 
 // takeResult is the answer of Vesta.TakeIDs, written by wire.AppendTakeIDsResponse.
 type takeResult struct {
@@ -361,5 +380,6 @@ func (s *Server) info() wire.Info {
 		Version:  uint64(s.gen.Version()),
 		MaxBatch: uint64(s.cfg.MaxBatch),
 		TakeIDs:  1,
+		Singles:  1,
 	}
 }

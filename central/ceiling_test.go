@@ -192,3 +192,38 @@ func TestCloseDuringWaits(t *testing.T) {
 	}
 	srv.Close()
 }
+
+// TestTakeIDsSingles: a TakeIDs with singles set (a client's coalesced
+// NextIDs) is served as single IDs are: once batches have taken all the
+// pace allows, a batch gets nothing and must come back, while the singles
+// get every ID they ask for from the rest of the borrowing credit, in one
+// increasing run.
+func TestTakeIDsSingles(t *testing.T) {
+	clock := core.NewManualClock(start)
+	gen := newGen(t, core.Config{Type: core.MinGranularity, Clock: clock, MaxBorrow: 10 * time.Millisecond})
+	_, addr := serve(t, gen, central.Config{})
+	p := dial(t, addr)
+	var r wire.TakeIDsResult
+	for i := 0; ; i++ {
+		p.result(wire.ProcTakeIDs, &wire.TakeIDsParams{Count: 1000}, &r)
+		if len(r.IDs) < 1000 {
+			break
+		}
+		if i > 100 {
+			t.Fatal("batches were never paced")
+		}
+	}
+	p.result(wire.ProcTakeIDs, &wire.TakeIDsParams{Count: 5}, &r)
+	if len(r.IDs) != 0 || r.RetryAfterMS == 0 {
+		t.Fatalf("a batch at the pace: %d IDs, retry after %d ms; want none and a retry", len(r.IDs), r.RetryAfterMS)
+	}
+	p.result(wire.ProcTakeIDs, &wire.TakeIDsParams{Count: 64, Singles: 1}, &r)
+	if len(r.IDs) != 64 || r.RetryAfterMS != 0 {
+		t.Fatalf("64 singles at the pace: %d IDs, retry after %d ms; want 64, no retry", len(r.IDs), r.RetryAfterMS)
+	}
+	for i := 1; i < len(r.IDs); i++ {
+		if r.IDs[i]-r.IDs[i-1] != r.IDs[1]-r.IDs[0] || r.IDs[i] <= r.IDs[i-1] {
+			t.Fatalf("singles %d and %d are not one increasing run: %d, %d", i-1, i, r.IDs[i-1], r.IDs[i])
+		}
+	}
+}

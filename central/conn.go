@@ -54,6 +54,8 @@ type conn struct {
 	flushing bool
 	owed     int
 
+	singles []core.ID // the read loop's: a coalesced TakeIDs' IDs until written
+
 	wmu      sync.Mutex
 	enc      *wire.Encoder
 	out      []byte

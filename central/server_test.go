@@ -29,9 +29,9 @@ func TestProcedures(t *testing.T) {
 		info      wire.Info
 	}{
 		{core.Config{}, core.Central, "2025-01-02T00:00:00Z",
-			wire.Info{Layout: "sorted", Epoch: "2025-01-01T00:00:00Z", Type: 0, Machine: 1000, Method: 1, Version: 0, MaxBatch: 500, TakeIDs: 1}},
+			wire.Info{Layout: "sorted", Epoch: "2025-01-01T00:00:00Z", Type: 0, Machine: 1000, Method: 1, Version: 0, MaxBatch: 500, TakeIDs: 1, Singles: 1}},
 		{core.Config{Layout: core.Leaf, Type: core.MinGranularity}, core.MethodUnknown, "2010-11-04T01:44:21.057Z",
-			wire.Info{Layout: "leaf", Epoch: "2010-11-04T01:42:54.657Z", Type: 1, Machine: 1000, Method: 1, Version: 0, MaxBatch: 500, TakeIDs: 1}},
+			wire.Info{Layout: "leaf", Epoch: "2010-11-04T01:42:54.657Z", Type: 1, Machine: 1000, Method: 1, Version: 0, MaxBatch: 500, TakeIDs: 1, Singles: 1}},
 	} {
 		t.Run(tc.info.Layout, func(t *testing.T) {
 			testProcedures(t, tc.cfg, tc.method, tc.transTime, tc.info)

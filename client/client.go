@@ -87,6 +87,7 @@ type identity struct {
 	machine  core.MachineID
 	maxBatch int
 	takeIDs  bool // the server has Vesta.TakeIDs (Vesta.Info's take_ids)
+	singles  bool // and coalesced single-ID calls (Vesta.Info's singles)
 }
 
 func identityOf(cfg embed.Config) (identity, error) {
@@ -596,6 +597,15 @@ func (c *Client) call(ctx context.Context, deadline time.Time, s *server, dst []
 		return dst, 0, cn.refused
 	}
 	k := min(n, cn.info.maxBatch)
+	if k == 1 && cn.info.singles {
+		// One ID: ride the connection's group with the other single
+		// calls queued meanwhile, one request for all of them.
+		id, retry, err := cn.single(ctx, deadline)
+		if err != nil || retry > 0 {
+			return dst, retry, err
+		}
+		return append(dst, id), 0, nil
+	}
 	if cn.info.takeIDs {
 		var res wire.TakeIDsResult
 		if err := cn.invoke(ctx, deadline, wire.ProcTakeIDs, &wire.TakeIDsParams{Count: uint64(k)}, &res); err != nil {

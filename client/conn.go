@@ -64,6 +64,13 @@ type conn struct {
 	order []*call
 	head  int
 	armed int64
+	// group is the Vesta.TakeIDs of single-ID calls that callers join
+	// until the writer takes it (or it is full): nil when none is open.
+	// flying is the group sent last whose answer has not come: while it
+	// flies, the open group is held back (not queued), so that every
+	// single call made meanwhile rides the next request.
+	group  *group
+	flying *group
 }
 
 // call is one request in flight. Whoever settles it (the reader with a
@@ -88,6 +95,25 @@ type call struct {
 	done    chan struct{}
 	reply   wire.Response // Result copied out of the reader's buffer
 	err     error         // the connection broke, or the deadline passed
+	grp     *group        // the group this call is, or nil
+}
+
+// group is one Vesta.TakeIDs with singles set, made of the single-ID calls
+// (NextID) queued on a connection while its previous write was being made:
+// each rider takes one of its IDs, in the order they joined, so IDs are
+// still issued when they are asked for (not ahead, as prefetch does), and
+// the server takes all of them in one step. A short answer (the sequence's
+// ceiling) leaves the last riders without one: for them the server is
+// busy, as for a TakeIDs of one that got none. Whatever else ends the
+// call (a timeout, a broken connection, an error answer) ends every
+// rider's attempt alike, as it would have ended their calls one by one.
+type group struct {
+	call
+	riders int      // under conn.mu until the writer seals the group
+	queued bool     // under conn.mu: handed to the writer (else held back)
+	ids    []uint64 // the answer, decoded once by the reader
+	retry  uint64   // its retry_after_ms
+	bad    error    // the answer did not decode, or held more IDs than riders
 }
 
 // dial opens a connection to s, starts its goroutines (owned by the
@@ -165,7 +191,7 @@ func (cn *conn) handshake(ctx context.Context) (identity, error) {
 	return identity{
 		codec: codec, typ: core.Type(info.Type), version: uint8(info.Version),
 		machine: core.MachineID(info.Machine), maxBatch: int(min(info.MaxBatch, maxChunk)),
-		takeIDs: info.TakeIDs == 1,
+		takeIDs: info.TakeIDs == 1, singles: info.TakeIDs == 1 && info.Singles == 1,
 	}, nil
 }
 
@@ -197,18 +223,7 @@ func (cn *conn) invoke(ctx context.Context, deadline time.Time, proc string, par
 		cn.mu.Unlock()
 		return fmt.Errorf("%w: %w", ErrConnection, err)
 	}
-	cn.msgid++
-	cl.msgid = cn.msgid
-	cl.reads = cn.reads.Load()
-	cn.pending[cl.msgid] = cl
-	cn.queue = append(cn.queue, cl)
-	rearm := false
-	if cl.expires != 0 {
-		cn.order = append(cn.order, cl)
-		if cn.armed == 0 || cl.expires < cn.armed {
-			cn.armed, rearm = cl.expires, true
-		}
-	}
+	rearm := cn.queueLocked(cl)
 	cn.mu.Unlock()
 	signal(cn.wake)
 	if rearm {
@@ -229,19 +244,145 @@ func (cn *conn) invoke(ctx context.Context, deadline time.Time, proc string, par
 		}
 		<-cl.done // settled meanwhile: done is closed at once
 	}
+	if err := cl.failure(); err != nil {
+		return err
+	}
+	if err := wire.DecodeResult(cl.reply.Result, v); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrProtocol, proc, err)
+	}
+	return nil
+}
+
+// failure is why a settled call got no result: a timeout, the connection,
+// or the server's error answer; nil when it has one.
+func (cl *call) failure() error {
 	if cl.err != nil {
 		if errors.Is(cl.err, errAttemptTimeout) {
-			return fmt.Errorf("%w: %s", ErrTimeout, proc)
+			return fmt.Errorf("%w: %s", ErrTimeout, cl.proc)
 		}
 		return fmt.Errorf("%w: %w", ErrConnection, cl.err)
 	}
 	if cl.reply.Error != nil {
 		return cl.reply.Error
 	}
-	if err := wire.DecodeResult(cl.reply.Result, v); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrProtocol, proc, err)
-	}
 	return nil
+}
+
+// single asks for one ID by joining the connection's open group (opening
+// one if none is), and returns it, or, when the server gave the group too
+// few for this rider, how long the server asks it to wait (retry above
+// zero). A rider whose ctx ends leaves at once; the ID the server may
+// still give it is dropped: a number lost, never one issued twice.
+func (cn *conn) single(ctx context.Context, deadline time.Time) (core.ID, time.Duration, error) {
+	cn.mu.Lock()
+	if cn.err != nil {
+		err := cn.err
+		cn.mu.Unlock()
+		return 0, 0, fmt.Errorf("%w: %w", ErrConnection, err)
+	}
+	g := cn.group
+	wake, rearm := false, false
+	if g == nil {
+		g = &group{call: call{proc: wire.ProcTakeIDs, done: make(chan struct{})}}
+		g.grp = g
+		if !deadline.IsZero() {
+			g.expires = deadline.Add(cn.graceFor).UnixNano()
+		}
+		cn.group = g
+		if cn.flying == nil {
+			wake, rearm = true, cn.queueGroupLocked(g)
+		}
+	}
+	i := g.riders
+	g.riders++
+	if g.riders >= cn.info.maxBatch { // full: it goes now, whatever flies
+		if !g.queued {
+			wake, rearm = true, cn.queueGroupLocked(g) || rearm
+		}
+		cn.sealLocked()
+	}
+	cn.mu.Unlock()
+	cn.wakeUp(wake, rearm) // a rider of a group queued already wakes no one
+	if cd := ctx.Done(); cd == nil {
+		<-g.done
+	} else {
+		select {
+		case <-g.done:
+		case <-cd:
+			return 0, 0, ctx.Err()
+		}
+	}
+	if err := g.failure(); err != nil {
+		return 0, 0, err
+	}
+	if g.bad != nil {
+		return 0, 0, fmt.Errorf("%w: %s: %w", ErrProtocol, wire.ProcTakeIDs, g.bad)
+	}
+	if i < len(g.ids) {
+		return core.ID(g.ids[i]), 0, nil
+	}
+	// Short: busy. A retry_after_ms of 0 would be a server's bug; a
+	// millisecond keeps the client from spinning on it.
+	ms := min(max(g.retry, 1), uint64(maxRetryAfter/time.Millisecond))
+	return 0, time.Duration(ms) * time.Millisecond, nil
+}
+
+// queueGroupLocked hands g to the writer; cn.mu is held.
+func (cn *conn) queueGroupLocked(g *group) (rearm bool) {
+	g.queued = true
+	return cn.queueLocked(&g.call)
+}
+
+// sealLocked closes the open group, queued, to new riders, fixes its
+// count and marks it flying; cn.mu is held.
+func (cn *conn) sealLocked() {
+	if g := cn.group; g != nil && g.queued {
+		g.params = &wire.TakeIDsParams{Count: uint64(g.riders), Singles: 1}
+		cn.group, cn.flying = nil, g
+	}
+}
+
+// landedLocked notes that cl, answered or expired, no longer flies: if it
+// was the flying group, the group held back meanwhile is queued. It
+// reports whether the writer (and the watchdog) must be woken. cn.mu is
+// held.
+func (cn *conn) landedLocked(cl *call) (wake, rearm bool) {
+	if cl.grp == nil || cl.grp != cn.flying {
+		return false, false
+	}
+	cn.flying = nil
+	if g := cn.group; g != nil && !g.queued {
+		return true, cn.queueGroupLocked(g)
+	}
+	return false, false
+}
+
+// wakeUp signals the writer and, when rearm, the watchdog.
+func (cn *conn) wakeUp(wake, rearm bool) {
+	if wake {
+		signal(cn.wake)
+	}
+	if rearm {
+		signal(cn.watch)
+	}
+}
+
+// queueLocked gives cl a msgid and queues it for the writer and, with a
+// deadline, for the watchdog; it reports whether the watchdog's timer must
+// be rearmed. cn.mu is held.
+func (cn *conn) queueLocked(cl *call) (rearm bool) {
+	cn.msgid++
+	cl.msgid = cn.msgid
+	cl.reads = cn.reads.Load()
+	cn.pending[cl.msgid] = cl
+	cn.queue = append(cn.queue, cl)
+	if cl.expires != 0 {
+		cn.order = append(cn.order, cl)
+		if cn.armed == 0 || cl.expires < cn.armed {
+			cn.armed, rearm = cl.expires, true
+		}
+	}
+	return rearm
 }
 
 // signal wakes the goroutine behind a one-slot channel.
@@ -279,7 +420,7 @@ func (cn *conn) watchLoop() {
 // queued), so it looks at every call in flight.
 func (cn *conn) expire(now int64) int64 {
 	var expired []*call
-	silent := false
+	silent, wake, rearm := false, false, false
 	cn.mu.Lock()
 	cn.trimLocked()
 	next := int64(0)
@@ -291,13 +432,22 @@ func (cn *conn) expire(now int64) int64 {
 			delete(cn.pending, cl.msgid)
 			expired = append(expired, cl)
 			silent = silent || cn.reads.Load() == cl.reads
+			if cl.grp != nil && cl.grp == cn.group {
+				cn.group = nil // expired before the writer took it: no one may join it now
+			}
+			w, r := cn.landedLocked(cl)
+			wake, rearm = wake || w, rearm || r
 		case next == 0 || cl.expires < next:
 			next = cl.expires
 		}
 	}
 	cn.trimLocked()
+	if rearm && cn.group != nil && cn.group.expires != 0 && (next == 0 || cn.group.expires < next) {
+		next = cn.group.expires // the held group, queued just now
+	}
 	cn.armed = next
 	cn.mu.Unlock()
+	cn.wakeUp(wake, false)
 	for _, cl := range expired {
 		cl.err = errAttemptTimeout
 		close(cl.done)
@@ -341,9 +491,18 @@ func (cn *conn) writeLoop() {
 		runtime.Gosched()
 		cn.mu.Lock()
 		batch, cn.queue = cn.queue, batch[:0]
+		cn.sealLocked() // callers from now on ride the next group
+		for i, cl := range batch {
+			if cl.settled { // expired (or given up) before it was sent
+				batch[i] = nil
+			}
+		}
 		cn.mu.Unlock()
 		buf = buf[:0]
 		for i, cl := range batch {
+			if cl == nil {
+				continue
+			}
 			var err error
 			if buf, err = enc.AppendRequest(buf, cl.msgid, cl.proc, cl.params); err != nil {
 				cn.close(err) // our own params always encode; this is a bug
@@ -381,18 +540,44 @@ func (cn *conn) readLoop() {
 		cn.reads.Add(1)
 		cn.mu.Lock()
 		cl := cn.pending[resp.MsgID]
+		wake, rearm := false, false
 		if cl != nil {
 			delete(cn.pending, resp.MsgID)
 			cl.settled = true
 			cn.trimLocked()
+			wake, rearm = cn.landedLocked(cl)
 		}
 		cn.mu.Unlock()
+		cn.wakeUp(wake, rearm)
 		if cl == nil {
 			continue // its caller gave up, or it expired
 		}
-		resp.Result = append([]byte(nil), resp.Result...) // the frame is reused
-		cl.reply = resp
+		if g := cl.grp; g != nil {
+			g.take(resp)
+		} else {
+			resp.Result = append([]byte(nil), resp.Result...) // the frame is reused
+			cl.reply = resp
+		}
 		close(cl.done)
+	}
+}
+
+// take keeps a group's answer, decoded once for all its riders.
+func (g *group) take(resp wire.Response) {
+	frame := resp.Result // the reader's buffer, reused after this call
+	resp.Result = nil
+	g.reply = resp
+	if resp.Error != nil {
+		return
+	}
+	var res wire.TakeIDsResult
+	switch err := wire.DecodeResult(frame, &res); {
+	case err != nil:
+		g.bad = err
+	case len(res.IDs) > g.riders:
+		g.bad = fmt.Errorf("%d IDs for a count of %d", len(res.IDs), g.riders)
+	default:
+		g.ids, g.retry = res.IDs, res.RetryAfterMS
 	}
 }
 
@@ -409,8 +594,16 @@ func (cn *conn) close(err error) {
 	for _, cl := range pending {
 		cl.settled = true
 	}
-	cn.pending, cn.queue, cn.order, cn.head, cn.armed = nil, nil, nil, 0, 0
+	var held *group // held back, so not pending
+	if g := cn.group; g != nil && !g.queued {
+		held = g
+	}
+	cn.pending, cn.queue, cn.order, cn.head, cn.armed, cn.group, cn.flying = nil, nil, nil, 0, 0, nil, nil
 	cn.mu.Unlock()
+	if held != nil {
+		held.err = err
+		close(held.done)
+	}
 	close(cn.done)
 	cn.nc.Close()
 	for _, cl := range pending {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
@@ -147,5 +148,75 @@ func TestWatchdogNotSilent(t *testing.T) {
 	var id uint64
 	if err := cn.invoke(ctx, time.Now().Add(time.Hour), wire.ProcGenID, nil, &id); err != nil || !cn.alive() {
 		t.Fatalf("after a caller gave up: %v (alive %v); want the connection as it was", err, cn.alive())
+	}
+}
+
+// A group that expires before the writer took it (the client's process
+// paused past a call's timeout) is closed to riders: a later single call
+// opens a group of its own and gets its ID, and the expired one is never
+// sent.
+func TestGroupExpiredBeforeSent(t *testing.T) {
+	cli, srv := net.Pipe()
+	cn := newConn(cli, "pipe", 0)
+	cn.info = identity{maxBatch: 10, takeIDs: true, singles: true}
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		cn.close(ErrClosed)
+		srv.Close()
+		wg.Wait()
+	})
+	first := make(chan error, 1)
+	go func() {
+		_, _, err := cn.single(context.Background(), time.Now().Add(time.Millisecond))
+		first <- err
+	}()
+	waittest.Until(t, "the group queued", func() bool { // the writer does not run yet
+		cn.mu.Lock()
+		defer cn.mu.Unlock()
+		return cn.group != nil
+	})
+	cn.reads.Add(1) // something was read meanwhile: not a silent connection, which expire would close
+	cn.expire(time.Now().Add(time.Second).UnixNano())
+	if err := <-first; !errors.Is(err, ErrTimeout) {
+		t.Fatalf("the expired group's rider: %v; want ErrTimeout", err)
+	}
+	var sent []wire.TakeIDsParams
+	var mu sync.Mutex
+	wg.Go(func() { // the server: answers each TakeIDs with count IDs
+		r := wire.NewReader(srv, 1<<20)
+		for {
+			frame, err := r.Next()
+			if err != nil {
+				return
+			}
+			req, err := wire.DecodeRequest(frame)
+			var p wire.TakeIDsParams
+			if err != nil || wire.DecodeParams(req.Params, &p) != nil {
+				t.Errorf("a request the server cannot read: %v", err)
+				return
+			}
+			mu.Lock()
+			sent = append(sent, p)
+			mu.Unlock()
+			ids := make([]core.ID, p.Count)
+			for i := range ids {
+				ids[i] = core.ID(1000 + i)
+			}
+			if _, err := srv.Write(wire.AppendTakeIDsResponse(nil, req.MsgID, ids, 0)); err != nil {
+				return
+			}
+		}
+	})
+	wg.Go(cn.writeLoop)
+	wg.Go(cn.watchLoop)
+	wg.Go(cn.readLoop)
+	id, retry, err := cn.single(context.Background(), time.Now().Add(5*time.Second))
+	if err != nil || retry != 0 || id != 1000 {
+		t.Fatalf("a single call after the expired group: %d, %v, %v; want 1000", id, retry, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) != 1 || sent[0] != (wire.TakeIDsParams{Count: 1, Singles: 1}) {
+		t.Fatalf("the server read %+v; want one TakeIDs {count 1, singles 1}", sent)
 	}
 }

@@ -22,7 +22,8 @@ import (
 // 1), then Vesta.GenID and Vesta.GenIDs, or, when Info says take_ids,
 // Vesta.TakeIDs with every IDs it asked for, or fewer and a retry_after_ms
 // (busy), and some that break the protocol (more IDs than asked, a short
-// answer without retry_after_ms, an absurd retry_after_ms). Waits at the
+// answer without retry_after_ms, an absurd retry_after_ms); when Info
+// also says singles, NextID's group of one. Waits at the
 // ceiling run on a clock that skips ahead, so a busy answer costs no time.
 func FuzzServerReplies(f *testing.F) {
 	enc := wire.NewEncoder()
@@ -51,6 +52,13 @@ func FuzzServerReplies(f *testing.F) {
 	f.Add(reply(reply(take, 2, nil, wire.TakeIDsResult{IDs: []uint64{1, 2, 3}}), 3, nil, wire.TakeIDsResult{IDs: []uint64{8, 7}}))
 	f.Add(reply(reply(take, 2, nil, wire.TakeIDsResult{IDs: []uint64{}}), 3, nil, wire.TakeIDsResult{IDs: []uint64{4}, RetryAfterMS: 1 << 63}))
 	f.Add(reply(reply(take, 2, api.Errorf(api.Unavailable, "x"), nil), 3, nil, uint64(5)))
+	// A server that takes coalesced single calls: groups answered whole,
+	// short, with too many IDs, with an error, and with a result of
+	// another type.
+	singles := reply(nil, 1, nil, wire.Info{Layout: "sorted", Epoch: wire.FormatEpoch(core.SortedEpoch), Machine: 1000, Method: 1, MaxBatch: 2, TakeIDs: 1, Singles: 1})
+	f.Add(reply(reply(singles, 2, nil, wire.TakeIDsResult{IDs: []uint64{1 << 40}}), 3, nil, wire.TakeIDsResult{IDs: []uint64{}, RetryAfterMS: 3}))
+	f.Add(reply(reply(singles, 2, nil, wire.TakeIDsResult{IDs: []uint64{1, 2, 3}}), 3, api.Errorf(api.Unavailable, "x"), nil))
+	f.Add(reply(reply(singles, 3, nil, uint64(7)), 2, nil, []uint64{5}))
 
 	f.Fuzz(func(t *testing.T, replies []byte) {
 		var wg sync.WaitGroup

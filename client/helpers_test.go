@@ -48,6 +48,10 @@ type fake struct {
 	retryMS atomic.Uint64
 	takes   atomic.Int64 // TakeIDs requests answered
 	busy    atomic.Int64 // ... of which short (busy)
+	// singles offers TakeIDs' singles key (Info's singles) with takeIDs;
+	// grouped counts the TakeIDs requests that carried it.
+	singles atomic.Bool
+	grouped atomic.Int64
 
 	mu    sync.Mutex
 	ln    net.Listener
@@ -158,32 +162,48 @@ func (f *fake) handle(nc net.Conn) {
 	}
 }
 
-// count reads the {count} of a GenIDs or TakeIDs request, 1 to maxBatch.
+// count reads the {count} of a GenIDs or TakeIDs request, 1 to maxBatch
+// (and TakeIDs' singles when the fake offers it).
 func (f *fake) count(req wire.Request) (uint64, *api.Error) {
-	var p wire.GenIDsParams
-	if err := wire.DecodeParams(req.Params, &p); err != nil {
+	var err error
+	var count uint64
+	if req.Procedure == wire.ProcTakeIDs && f.singles.Load() {
+		var p wire.TakeIDsParams
+		if err = wire.DecodeParams(req.Params, &p); err == nil && p.Singles == 1 {
+			f.grouped.Add(1)
+		}
+		count = p.Count
+	} else {
+		var p wire.GenIDsParams
+		err = wire.DecodeParams(req.Params, &p)
+		count = p.Count
+	}
+	if err != nil {
 		var we *api.Error
 		errors.As(err, &we)
 		return 0, we
 	}
-	if p.Count < 1 || p.Count > uint64(f.maxBatch) {
-		return 0, api.Errorf(api.InvalidArgument, "count %d; want 1-%d", p.Count, f.maxBatch)
+	if count < 1 || count > uint64(f.maxBatch) {
+		return 0, api.Errorf(api.InvalidArgument, "count %d; want 1-%d", count, f.maxBatch)
 	}
-	return p.Count, nil
+	return count, nil
 }
 
 func (f *fake) answer(req wire.Request) (any, *api.Error) {
 	switch req.Procedure {
 	case wire.ProcInfo:
 		c := f.gen.Codec()
-		var take uint64
+		var take, singles uint64
 		if f.takeIDs.Load() {
 			take = 1
+		}
+		if f.singles.Load() {
+			singles = 1
 		}
 		return wire.Info{
 			Layout: c.Layout().String(), Epoch: wire.FormatEpoch(c.Epoch()), Type: uint64(f.gen.Type()),
 			Machine: uint64(f.gen.Machine()), Method: uint64(core.Central), Version: uint64(f.gen.Version()),
-			MaxBatch: uint64(f.maxBatch), TakeIDs: take,
+			MaxBatch: uint64(f.maxBatch), TakeIDs: take, Singles: singles,
 		}, nil
 	case wire.ProcTakeIDs:
 		f.calls.Add(1)

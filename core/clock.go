@@ -38,10 +38,31 @@ func (c *SystemClock) Now() time.Time { return c.base.Add(time.Since(c.base)) }
 // After is time.After: timers run on the monotonic clock.
 func (c *SystemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
+// alarm runs f once the clock reads at least at (Unix ns), on a runtime
+// timer: no goroutine waits for it, and none runs until it fires.
+func (c *SystemClock) alarm(at int64, f func()) func() bool {
+	return time.AfterFunc(time.Duration(at-c.baseNs)-time.Since(c.base), f).Stop
+}
+
 // Offset is the wall clock minus this clock: positive when the wall clock has
 // stepped (or drifted) ahead since the anchor, negative when it went back.
 func (c *SystemClock) Offset() time.Duration {
 	return time.Now().Round(0).Sub(c.Now().Round(0))
+}
+
+// alarmClock is a Clock that can run a function when it reaches an
+// instant. The generator uses it to end NextID's clockless path at the end
+// of a unit (DESIGN §2.2); with a Clock that lacks it every call reads the
+// clock. Alarms are not timers a caller waits on: ManualClock neither
+// counts them as waiters nor their arming as reads, and runs them within
+// the Set that reaches them, so a test that moves the clock finds the
+// clockless path already closed when Set returns.
+type alarmClock interface {
+	Clock
+	// alarm runs f once the clock reads at least at (Unix ns): at once
+	// (maybe on the calling goroutine) if it already does. The returned
+	// function cancels an alarm that has not run.
+	alarm(at int64, f func()) (stop func() bool)
 }
 
 // ManualClock is a Clock that moves only when told to, for tests: it can
@@ -52,7 +73,14 @@ type ManualClock struct {
 	now     time.Time
 	reads   int64
 	waiters []manualWaiter
+	alarms  []*manualAlarm
 	added   chan struct{} // closed and replaced whenever a timer is added
+}
+
+type manualAlarm struct {
+	at   int64
+	f    func()
+	done bool // ran or stopped; under mu
 }
 
 type manualWaiter struct {
@@ -89,10 +117,10 @@ func (c *ManualClock) After(d time.Duration) <-chan time.Time {
 	return ch
 }
 
-// Set moves the clock to t, forward or back, firing due timers.
+// Set moves the clock to t, forward or back, firing due timers and
+// running due alarms before it returns.
 func (c *ManualClock) Set(t time.Time) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.now = t
 	kept := c.waiters[:0]
 	for _, w := range c.waiters {
@@ -103,6 +131,45 @@ func (c *ManualClock) Set(t time.Time) {
 		kept = append(kept, w)
 	}
 	c.waiters = kept
+	var due []func()
+	alarms := c.alarms[:0]
+	for _, a := range c.alarms {
+		switch {
+		case a.done:
+		case t.UnixNano() >= a.at:
+			a.done = true
+			due = append(due, a.f)
+		default:
+			alarms = append(alarms, a)
+		}
+	}
+	clear(c.alarms[len(alarms):])
+	c.alarms = alarms
+	c.mu.Unlock()
+	for _, f := range due {
+		f()
+	}
+}
+
+// alarm runs f within the Set that reaches at, or at once if the clock
+// reads at already. It is neither a read nor a waiter.
+func (c *ManualClock) alarm(at int64, f func()) func() bool {
+	c.mu.Lock()
+	if c.now.UnixNano() >= at {
+		c.mu.Unlock()
+		f()
+		return func() bool { return false }
+	}
+	a := &manualAlarm{at: at, f: f}
+	c.alarms = append(c.alarms, a)
+	c.mu.Unlock()
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		stopped := !a.done
+		a.done = true
+		return stopped
+	}
 }
 
 // Advance moves the clock by d (negative d steps it back).

@@ -21,6 +21,7 @@ type Generator struct {
 	codec   Codec
 	clock   Clock
 	sys     *SystemClock // fast path when the clock is a SystemClock
+	alarms  alarmClock   // ends NextID's clockless path at a unit's end; nil: every call reads the clock
 	log     *slog.Logger
 	epochMs int64
 	epochNs int64
@@ -76,6 +77,7 @@ func New(ctx context.Context, cfg Config) (*Generator, error) {
 	} else if s, ok := g.clock.(*SystemClock); ok {
 		g.sys = s
 	}
+	g.alarms, _ = g.clock.(alarmClock)
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}

@@ -24,24 +24,41 @@ func (g *Generator) NextID(ctx context.Context, m Method) (ID, error) {
 	if err := validMethod(m); err != nil {
 		return 0, err
 	}
-	// The common case inline (the compiler would not inline the clock
-	// read): the clock has not left the unit last issued in, and its
-	// sequence has room. Such an ID needs no bound checks: they held when
-	// that unit was entered. The state is reserved with an atomic add,
-	// which unlike a compare-and-swap never fails under contention. An add
-	// past the unit's end is dropped unissued and turns the fast path off
-	// until take has entered the next unit, so at most the cores racing at
-	// that moment waste a state each. Anything else (a new unit, a unit's
-	// end, a fence) goes through take, with this clock reading.
+	sb := g.sb & 63 // masked shifts compile to single instructions
+	gt := g.gate.Load()
+	r := g.cur.Load()
+	// The clockless path (DESIGN §2.2): no fence and no deadline, and the
+	// unit last entered by the checked path is live: its alarm has not
+	// yet run at its end. Its bounds were checked when it was entered and
+	// hold for the whole unit, so an atomic add reserves the next state,
+	// which unlike a compare-and-swap never fails under contention. An
+	// add past the unit's end is dropped unissued and closes the unit, so
+	// at most the cores racing at that moment waste a state each.
+	clocked := gt >= 0 // not fenced
+	if gt == 0 {
+		if u := r.live.Load(); u != 0 {
+			if p := r.state.Add(1); p>>sb == u-1 {
+				return ID(r.base[m&3] | (u-1)<<(g.shifts.time&63) | (p&g.seqMask)<<(g.shifts.seq&63)), nil
+			}
+			r.live.CompareAndSwap(u, 0)
+			r.unitEnd.CompareAndSwap(g.epochNs+int64(u)*g.unitMs*1e6, 0) // the clocked path's end of the same unit
+			r.wasted.Add(1)
+			clocked = false // the state is past the unit: straight to take
+		}
+	}
+	// The clocked path, for a deadline (checked against the clock on
+	// every call) or a clock without alarms, written out inline (the
+	// compiler would not inline the clock read): the clock has not left
+	// the unit last issued in, and its sequence has room. Anything else
+	// (a new unit, a unit's end, a fence) goes through take, with this
+	// clock reading.
 	var ns int64
 	if s := g.sys; s != nil {
 		ns = s.baseNs + int64(time.Since(s.base))
 	} else {
 		ns = g.clock.Now().UnixNano()
 	}
-	sb := g.sb & 63 // masked shifts compile to single instructions
-	if gt := g.gate.Load(); gt == 0 || (gt > 0 && ns < gt) {
-		r := g.cur.Load()
+	if clocked && (gt == 0 || ns < gt) {
 		if e, end := r.entered.Load(), r.unitEnd.Load(); ns < end {
 			if p := r.state.Add(1); p>>sb == e {
 				return ID(r.base[m&3] | e<<(g.shifts.time&63) | (p&g.seqMask)<<(g.shifts.seq&63)), nil
@@ -272,6 +289,7 @@ func (g *Generator) reserveAt(n uint64, ns int64, pace uint64) (r *run, p, cnt, 
 		if !jump {
 			if r.state.CompareAndSwap(old, end-1) {
 				g.enter(r, (end-1)>>g.sb)
+				g.open(r, (end-1)>>g.sb, ns)
 				return r, start, end - start, 0, nil
 			}
 			continue
@@ -285,6 +303,7 @@ func (g *Generator) reserveAt(n uint64, ns int64, pace uint64) (r *run, p, cnt, 
 		r.jumpMu.Unlock()
 		if ok {
 			g.enter(r, (end-1)>>g.sb)
+			g.open(r, (end-1)>>g.sb, ns)
 			return r, start, end - start, 0, nil
 		}
 	}

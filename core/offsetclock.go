@@ -28,6 +28,18 @@ func (c *OffsetClock) Now() time.Time {
 // clock's; the generator and the lease never read it.
 func (c *OffsetClock) After(d time.Duration) <-chan time.Time { return c.base.After(d) }
 
+// alarm is the base clock's alarm at the same reading of this clock, when
+// the base has alarms: like After, a later step of the offset does not
+// move an alarm already armed (it runs a real duration later). Without
+// one, it runs f at once, which only sends the generator to its clock.
+func (c *OffsetClock) alarm(at int64, f func()) func() bool {
+	if b, ok := c.base.(alarmClock); ok {
+		return b.alarm(at-c.offset.Load(), f)
+	}
+	f()
+	return func() bool { return false }
+}
+
 // SetShift sets the offset and returns the one it replaces.
 func (c *OffsetClock) SetShift(d time.Duration) time.Duration {
 	return time.Duration(c.offset.Swap(int64(d)))

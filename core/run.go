@@ -25,11 +25,21 @@ type run struct {
 	// with an atomic add and drops a state past the unit's end (counted
 	// in wasted); bounds are reckoned from entered, so a dropped state
 	// never opens a unit that issuing had not reached.
+	//
+	// live is what NextID's clockless path reads (DESIGN §2.2): u+1 while
+	// unit u, entered by the checked path, may be issued in without a
+	// clock read; 0 sends every call to the clock. It is raised by open
+	// and lowered by the alarm at u's end, by an add that found u's
+	// sequence spent, and by close.
 	entered atomic.Uint64
 	unitEnd atomic.Int64
 	base    [4]uint64 // version, type, method and machine bits per method
-	_       [16]byte
+	live    atomic.Uint64
+	_       [8]byte
 	wasted  atomic.Uint64
+
+	alarmMu   sync.Mutex
+	stopAlarm func() bool // the live unit's alarm; under alarmMu
 
 	// Issued-ID accounting: IDs come in contiguous segments of packed
 	// states, broken only when a new unit starts at a random seq. Jumps
@@ -256,6 +266,50 @@ func (g *Generator) enter(r *run, u uint64) {
 	}
 }
 
+// open lets NextID issue in unit u without reading the clock, which read
+// ns when the checked path entered u, until the clock's alarm at u's end
+// closes it. Only a unit entered by the checked path is opened: its
+// bounds (the time guard's durable limit, MaxBorrow, the end of time)
+// were checked then and hold for all of it, since each is a whole unit.
+// A late open, of a unit the clock has left or below the live one, is
+// harmless: the alarm runs at once, and an add outside the state's unit
+// issues nothing.
+func (g *Generator) open(r *run, u uint64, ns int64) {
+	end := g.epochNs + int64(u+1)*g.unitMs*1e6
+	if g.alarms == nil || ns >= end {
+		return
+	}
+	for {
+		l := r.live.Load()
+		if l >= u+1 {
+			return // open already (the common case: no alarm to arm)
+		}
+		if r.live.CompareAndSwap(l, u+1) {
+			break
+		}
+	}
+	r.alarmMu.Lock()
+	defer r.alarmMu.Unlock()
+	if r.live.Load() != u+1 || r.state.Load()&closedBit != 0 {
+		return // a later unit was opened meanwhile, with its own alarm; or u or the run closed already
+	}
+	if r.stopAlarm != nil {
+		r.stopAlarm() // a unit below u's: it would find nothing to close
+	}
+	r.stopAlarm = g.alarms.alarm(end, func() { r.live.CompareAndSwap(u+1, 0) })
+}
+
+// shut closes NextID's clockless path of r and stops its alarm.
+func (r *run) shut() {
+	r.alarmMu.Lock()
+	defer r.alarmMu.Unlock()
+	r.live.Store(0)
+	if r.stopAlarm != nil {
+		r.stopAlarm()
+		r.stopAlarm = nil
+	}
+}
+
 // issued counts the IDs the run has issued.
 func (r *run) issued() uint64 {
 	r.jumpMu.Lock()
@@ -266,6 +320,7 @@ func (r *run) issued() uint64 {
 // closeRun closes r and returns the last packed state it issued.
 func (g *Generator) closeRun(r *run) (uint64, error) {
 	last := r.state.Or(closedBit) &^ closedBit // one atomic step, however busy
+	r.shut()                                   // adds already fail on the closed state; this frees the alarm
 	if r.guard == nil {
 		close(*r.limitCh.Load()) // wake the callers waiting for the clock
 		return last, nil

@@ -24,19 +24,19 @@ func (s *Server) apiID(c echo.Context) error {
 			return err // before issuing: no ID lost
 		}
 	}
-	ids, err := s.issue(c, 1)
+	id, err := s.issueOne(c)
 	if err != nil {
 		return err
 	}
 	s.m.issued.Add(1)
 	b := make([]byte, 0, 80)
 	b = append(b, `{"id":"`...)
-	b = strconv.AppendUint(b, uint64(ids[0]), 10)
+	b = strconv.AppendUint(b, uint64(id), 10)
 	if m != nil {
-		b = m.AppendMask(append(b, `","masked":"`...), ids[0])
+		b = m.AppendMask(append(b, `","masked":"`...), id)
 	}
 	b = append(b, "\"}\n"...)
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
+	return blob(c, appJSON, b)
 }
 
 // GET /v1/ids?count=N → {"ids":["…",…]}; with masked=true (mask.go)
@@ -82,7 +82,7 @@ func (s *Server) apiIDs(c echo.Context) error {
 		}
 	}
 	b = append(b, "]}\n"...)
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
+	return blob(c, appJSON, b)
 }
 
 // GET /v1/ids/{id} → the explanation (core.Explanation's JSON).

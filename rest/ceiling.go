@@ -39,9 +39,23 @@ func clientKey(r *http.Request) uint64 {
 	return maphash.String(keySeed, host)
 }
 
+// issueOne returns one ID for the request c: the common case, without a
+// context, a queue or a slice.
+func (s *Server) issueOne(c echo.Context) (core.ID, error) {
+	id, err := s.gen.NextID(noWait, core.REST)
+	if err == nil || !errors.Is(err, context.Canceled) {
+		return id, err
+	}
+	ids, err := s.issue(c, 1)
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
 // issue returns n IDs for the request c, in increasing order.
 func (s *Server) issue(c echo.Context, n int) ([]core.ID, error) {
-	if n == 1 { // the common case, without a context or a queue
+	if n == 1 { // without a context or a queue when it needs no wait
 		id, err := s.gen.NextID(noWait, core.REST)
 		if err == nil {
 			return []core.ID{id}, nil

@@ -47,6 +47,24 @@ func HeaderTooLarge() []byte {
 // headKey marks, in the echo context, a HEAD request routed as GET.
 const headKey = "vesta.head"
 
+// Header values answers share, made once rather than per request (a
+// header's Set allocates its value's slice): net/http and echo replace a
+// header's slice or append to it, never write into it, and appending to
+// a slice of capacity 1 copies it.
+var (
+	nosniff    = []string{"nosniff"}
+	noStoreVal = []string{"no-store"}
+	textPlain  = []string{echo.MIMETextPlainCharsetUTF8}
+	appJSON    = []string{echo.MIMEApplicationJSON}
+)
+
+// blob answers 200 with b as ctype (one of the values above), which
+// c.Blob then finds set and does not set again.
+func blob(c echo.Context, ctype []string, b []byte) error {
+	c.Response().Header()[echo.HeaderContentType] = ctype
+	return c.Blob(http.StatusOK, ctype[0], b)
+}
+
 // pre runs before routing: it marks every answer nosniff, routes HEAD as
 // GET (echo routes the very *http.Request net/http holds, so its method is
 // changed for routing and restored by checkRequest: net/http then sends
@@ -54,7 +72,7 @@ const headKey = "vesta.head"
 // and routes Leaf's requests as Spring does (leafRewrite).
 func (s *Server) pre(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		c.Response().Header().Set("X-Content-Type-Options", "nosniff")
+		c.Response().Header()["X-Content-Type-Options"] = nosniff
 		if r := c.Request(); r.Method == http.MethodHead {
 			r.Method = http.MethodGet
 			c.Set(headKey, true)

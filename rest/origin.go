@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/labstack/echo/v4"
 )
@@ -61,6 +62,8 @@ type hostPolicy struct {
 	// and the machine's own name.
 	wide     bool
 	hostname string // os.Hostname, canonical; "" if unknown
+
+	lastOK atomic.Pointer[string] // the last Host header allowed (allowsHeader)
 }
 
 // newHostPolicy is the policy of listed (Config.AllowedHosts, valid) for a
@@ -123,6 +126,22 @@ func (p *hostPolicy) allows(host string) bool {
 func misdirected(host string, p *hostPolicy) *apiError {
 	return &apiError{status: http.StatusMisdirectedRequest, code: codeMisdirected,
 		message: fmt.Sprintf("Host %q is not a name of this server: add it to rest.allowed_hosts if it is (%s)", clip(host), p.describe())}
+}
+
+// allowsHeader reports whether the server answers a request whose Host
+// header is h. The last header allowed is remembered, so that the common
+// case (every request naming the server alike) is one comparison, without
+// canonicalizing (which allocates) or matching again.
+func (p *hostPolicy) allowsHeader(h string) bool {
+	if last := p.lastOK.Load(); last != nil && *last == h {
+		return true
+	}
+	if !p.allows(canonicalHost(h)) {
+		return false
+	}
+	kept := h // h itself stays on the stack: only a miss allocates
+	p.lastOK.Store(&kept)
+	return true
 }
 
 // describe says what the policy accepts, for the 421's message.
@@ -192,7 +211,7 @@ func (s *Server) noStore(c echo.Context) bool {
 	if !s.issuing[c.Path()] {
 		return false
 	}
-	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
+	c.Response().Header()[echo.HeaderCacheControl] = noStoreVal
 	return true
 }
 
@@ -200,7 +219,7 @@ func (s *Server) noStore(c echo.Context) bool {
 func (s *Server) screen(c echo.Context, issuing bool) error {
 	r := c.Request()
 	if path := c.Path(); path != "/healthz" && path != "/readyz" { // probes may send any Host (a pod's IP, a node's name)
-		if p := s.hosts.Load(); !p.allows(canonicalHost(r.Host)) {
+		if p := s.hosts.Load(); !p.allowsHeader(r.Host) {
 			return misdirected(r.Host, p)
 		}
 	}
@@ -218,7 +237,7 @@ func (s *Server) screen(c echo.Context, issuing bool) error {
 // page of another site, or "" when it does not.
 func crossSite(r *http.Request) string {
 	h := r.Header
-	site := h.Get("Sec-Fetch-Site")
+	site := first(h, "Sec-Fetch-Site")
 	switch site {
 	case "", "same-origin", "none": // none: typed, bookmarked; no page sent it
 	default:
@@ -227,8 +246,18 @@ func crossSite(r *http.Request) string {
 	if o, ok := h["Origin"]; ok && (len(o) != 1 || !sameOrigin(o[0], r.Host)) {
 		return "Origin: " + clip(strings.Join(o, ", "))
 	}
-	if site == "" && h.Get(ClientHeader) == "" && strings.HasPrefix(h.Get("User-Agent"), "Mozilla/") {
+	if site == "" && first(h, ClientHeader) == "" && strings.HasPrefix(first(h, "User-Agent"), "Mozilla/") {
 		return "a browser's request without Sec-Fetch-Site or " + ClientHeader
+	}
+	return ""
+}
+
+// first is h.Get(key) for a key in its canonical form, without
+// canonicalizing it again on every request (net/http stores headers under
+// their canonical keys).
+func first(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
 	}
 	return ""
 }

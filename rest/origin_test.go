@@ -132,7 +132,12 @@ func TestHostCheck(t *testing.T) {
 					t.Errorf("Host %q: %d %s; want 200", host, r.Status, r.Body)
 				}
 			}
-			for _, host := range tc.nope {
+			for i, host := range tc.nope {
+				// An allowed Host just before: the server remembers the
+				// last one it allowed, and must still refuse this one.
+				if r := send("/v1/info", tc.ok[i%len(tc.ok)]); r.Status != http.StatusOK {
+					t.Errorf("Host %q: %d %s; want 200", tc.ok[i%len(tc.ok)], r.Status, r.Body)
+				}
 				before := issued()
 				for _, path := range []string{"/v1/seq/orders?count=3", "/v1/ids?count=5", "/api/segment/get/orders", "/v1/info", "/", "/metrics", "/openapi.json", "/nowhere"} {
 					wantJSONError(t, send(path, host), http.StatusMisdirectedRequest, "misdirected_request", "rest.allowed_hosts")

@@ -35,13 +35,13 @@ type vestaID struct {
 
 // GET /genid: one ID, as a bare decimal.
 func (s *Server) vestaGenID(c echo.Context) error {
-	ids, err := s.issue(c, 1)
+	id, err := s.issueOne(c)
 	if err != nil {
 		return err
 	}
 	s.m.issued.Add(1)
 	var buf [20]byte
-	return c.Blob(http.StatusOK, echo.MIMETextPlainCharsetUTF8, strconv.AppendUint(buf[:0], uint64(ids[0]), 10))
+	return blob(c, textPlain, strconv.AppendUint(buf[:0], uint64(id), 10))
 }
 
 // GET /expid?id=: the ID's fields, as Vesta's JSON.

@@ -12,7 +12,7 @@
 # and monitoring kits podman with runc (the image test), podman-compose and
 # the CNI dnsname plugin (the compose kit's fleet, with Debian's 1.0.x),
 # systemd-analyze (the unit's check) and promtool (the alert rules; Debian's
-# prometheus package).
+# prometheus package); wrk (make bench-compare's HTTP load generator).
 # Idempotent; run by scripts/test.sh before the tests.
 set -euo pipefail
 
@@ -37,6 +37,7 @@ command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 { command -v mariadbd || [ -x /usr/sbin/mariadbd ]; } >/dev/null 2>&1 && command -v mariadb-install-db >/dev/null 2>&1 || need+=(mariadb-server)
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 compgen -G '/usr/lib/*/faketime/libfaketime.so.1' >/dev/null || need+=(faketime)
+command -v wrk >/dev/null 2>&1 || need+=(wrk)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 echo "== installing ${need[*]}"

@@ -42,6 +42,13 @@ for m in "${modules[@]}"; do
   (cd "$m" && $GO test -race -count=1 -timeout 10m ./...)
 done
 
+# bench-compare builds both sides (today's tree and a revision) and runs
+# one short interleaved round of each measurement (about 10 s): a check that
+# the comparison still works, not a measurement (timing on a shared machine
+# is noise; the full run is for people: BENCHMARKS.md).
+echo "== bench-compare -smoke"
+make --no-print-directory bench-compare GO="$GO" ARGS=-smoke
+
 # The nemesis's short seeded run (both providers, every fault kind, 10
 # handovers each, about 6 minutes: exits 0 only with no repeat, no ID after a
 # fence and every fault recovered), then its self-test: an unsafe fleet (two

@@ -33,7 +33,7 @@
 //
 //	Vesta.GenID     []                       -> uint64
 //	Vesta.GenIDs    [{count}]                -> [uint64, ...] (count 1 ... max_batch)
-//	Vesta.TakeIDs   [{count}]                -> {ids: [uint64, ...], retry_after_ms: uint64}
+//	Vesta.TakeIDs   [{count, singles?}]      -> {ids: [uint64, ...], retry_after_ms: uint64}
 //	Vesta.ExpID     [{id}]                   -> Explanation map
 //	Vesta.MakeID    [{time, seq, machine?, method?, type?, version?}] -> uint64
 //	Vesta.TransTime [{time, type?}]          -> TransTimeResult map
@@ -54,6 +54,10 @@
 // order, and when it gave fewer than count, retry_after_ms (at least 1) says
 // in how many milliseconds asking again may give more. Info's take_ids is 1
 // on a server that has TakeIDs; an older server sends no such key.
+// TakeIDs' singles, 1, says the count IDs are for as many single-ID calls
+// a client coalesced into one request (a client's concurrent NextIDs): the
+// server takes them in one step and, as single IDs, never paces them at
+// the ceiling. Info's singles is 1 on a server that takes the key.
 //
 // Masking (package mask): ids are IDs as everywhere (an unsigned integer,
 // or its decimal text); masks are strings of at most MaxMaskLen bytes,

@@ -25,6 +25,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		{wire.ProcGenID, nil},
 		{wire.ProcGenIDs, &wire.GenIDsParams{Count: 1000}},
 		{wire.ProcTakeIDs, &wire.TakeIDsParams{Count: 1}},
+		{wire.ProcTakeIDs, &wire.TakeIDsParams{Count: 64, Singles: 1}},
 		{wire.ProcExpID, &wire.ExpIDParams{ID: 1<<63 + 12345}},
 		{wire.ProcMakeID, &wire.MakeIDParams{Time: 1, Seq: 2, Machine: new(uint64)}},
 		{wire.ProcTransTime, &wire.TransTimeParams{Time: 284025600}},

@@ -153,3 +153,44 @@ func TestErrorResponseBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestTakeIDsSingles: the singles key is written only when 1, is the
+// codec's byte for byte, and is decoded strictly (0 or 1, once).
+func TestTakeIDsSingles(t *testing.T) {
+	e := wire.NewEncoder()
+	got, err := e.AppendRequest(nil, 9, wire.ProcTakeIDs, &wire.TakeIDsParams{Count: 300, Singles: 1})
+	want := byCodec(t, []any{0, 9, wire.ProcTakeIDs, []any{map[string]uint64{"count": 300, "singles": 1}}})
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("AppendRequest(singles) = % x, %v; want % x", got, err, want)
+	}
+	for _, tc := range []struct {
+		params  any
+		singles uint64
+		err     string
+	}{
+		{map[string]any{"count": 3}, 0, ""},
+		{map[string]any{"count": 3, "singles": 0}, 0, ""},
+		{map[string]any{"count": 3, "singles": 1}, 1, ""},
+		{map[string]any{"count": 3, "singles": nil}, 0, ""},
+		{map[string]any{"count": 3, "singles": 2}, 0, "singles: 2"},
+		{map[string]any{"count": 3, "singles": "x"}, 0, "singles"},
+		{map[string]any{"singles": 1}, 0, "count"},
+	} {
+		frame, err := e.AppendRequest(nil, 1, wire.ProcTakeIDs, tc.params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := wire.DecodeRequest(frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := wire.TakeIDsParams{Singles: 7}
+		err = wire.DecodeParams(req.Params, &p)
+		switch {
+		case tc.err == "" && (err != nil || p.Singles != tc.singles || p.Count != 3):
+			t.Errorf("%v: %+v, %v; want singles %d", tc.params, p, err, tc.singles)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || !errors.Is(err, &api.Error{Code: api.InvalidArgument})):
+			t.Errorf("%v: %v; want invalid_argument naming %q", tc.params, err, tc.err)
+		}
+	}
+}

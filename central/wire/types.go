@@ -36,6 +36,12 @@ type GenIDsParams struct {
 // TakeIDsParams are the arguments of Vesta.TakeIDs.
 type TakeIDsParams struct {
 	Count uint64 `codec:"count"` // 1 ... the server's max_batch
+	// Singles is 1 when the count IDs are for as many single-ID calls a
+	// client coalesced into one request: the server issues them as it
+	// issues single IDs, in one step and never paced at the sequence's
+	// ceiling (Info's singles says it can). 0, or the key left out: a
+	// batch. Sent only when 1.
+	Singles uint64 `codec:"singles,omitempty"`
 }
 
 // TakeIDsResult is the result of Vesta.TakeIDs: between 0 and count IDs in
@@ -96,7 +102,18 @@ func DecodeParams(params []byte, dst any) error {
 	case *GenIDsParams:
 		fs = []field{{name: "count", dst: &p.Count}}
 	case *TakeIDsParams:
-		fs = []field{{name: "count", dst: &p.Count}}
+		var singles *uint64
+		if err := decodeFields(params, []field{{name: "count", dst: &p.Count}, {name: "singles", opt: &singles}}); err != nil {
+			return err
+		}
+		p.Singles = 0
+		if singles != nil {
+			if *singles > 1 {
+				return api.Errorf(api.InvalidArgument, "singles: %d; want 0 or 1", *singles)
+			}
+			p.Singles = *singles
+		}
+		return nil
 	case *ExpIDParams:
 		fs = []field{{name: "id", dst: &p.ID}}
 	case *TransTimeParams:
@@ -266,6 +283,9 @@ type Info struct {
 	// TakeIDs is 1 when the server has Vesta.TakeIDs; a server that
 	// predates it sends no such key, which decodes as 0.
 	TakeIDs uint64 `codec:"take_ids"`
+	// Singles is 1 when the server takes Vesta.TakeIDs' singles key; an
+	// older server sends no such key (0), and a client sends it none.
+	Singles uint64 `codec:"singles"`
 }
 
 // Codec returns the codec that decodes the server's IDs, so a client can

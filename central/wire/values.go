@@ -103,9 +103,9 @@ func appendValue(dst []byte, v any) ([]byte, error) {
 	case GenIDsParams:
 		return appendCountMap(dst, v.Count), nil
 	case *TakeIDsParams:
-		return appendCountMap(dst, v.Count), nil
+		return v.appendTo(dst), nil
 	case TakeIDsParams:
-		return appendCountMap(dst, v.Count), nil
+		return v.appendTo(dst), nil
 	case *ExpIDParams:
 		return appendUint(appendStr(append(dst, 0x81), "id"), v.ID), nil
 	case ExpIDParams:
@@ -200,6 +200,13 @@ func appendCountMap(dst []byte, count uint64) []byte {
 	return appendUint(appendStr(append(dst, 0x81), "count"), count)
 }
 
+func (p *TakeIDsParams) appendTo(dst []byte) []byte {
+	if p.Singles == 0 {
+		return appendCountMap(dst, p.Count)
+	}
+	return appendUint(appendStr(appendUint(appendStr(append(dst, 0x82), "count"), p.Count), "singles"), p.Singles)
+}
+
 func appendTakeIDsMap(dst []byte, ids []uint64, retryAfterMS uint64) []byte {
 	dst = appendStr(append(dst, 0x82), "ids")
 	dst = appendArrayLen(dst, len(ids))
@@ -256,11 +263,12 @@ func (t *TransTimeResult) appendTo(dst []byte) []byte {
 }
 
 func (i *Info) appendTo(dst []byte) []byte {
-	dst = appendStr(appendStr(append(dst, 0x88), "epoch"), i.Epoch)
+	dst = appendStr(appendStr(append(dst, 0x89), "epoch"), i.Epoch)
 	dst = appendStr(appendStr(dst, "layout"), i.Layout)
 	dst = appendUint(appendStr(dst, "machine"), i.Machine)
 	dst = appendUint(appendStr(dst, "max_batch"), i.MaxBatch)
 	dst = appendUint(appendStr(dst, "method"), i.Method)
+	dst = appendUint(appendStr(dst, "singles"), i.Singles)
 	dst = appendUint(appendStr(dst, "take_ids"), i.TakeIDs)
 	dst = appendUint(appendStr(dst, "type"), i.Type)
 	return appendUint(appendStr(dst, "version"), i.Version)
@@ -354,5 +362,6 @@ func (i *Info) decode(b []byte) error {
 		{key: "version", u: &i.Version},
 		{key: "max_batch", u: &i.MaxBatch},
 		{key: "take_ids", u: &i.TakeIDs},
+		{key: "singles", u: &i.Singles},
 	})
 }

@@ -35,6 +35,7 @@ func TestRareFramesAreTheCodecs(t *testing.T) {
 		&wire.UnmaskParams{Masks: []string{"ord_0123456789abc", long}},
 		&wire.UnmaskParams{Masks: []string{}, Tenant: "acme", Kind: "ord"},
 		wire.UnmaskParams{Masks: []string{"x"}, Tenant: "t"},
+		&wire.TakeIDsParams{Count: 64, Singles: 1},
 		map[string]any{"count": -1},
 		map[string]any{"id": 1.5},
 		map[string]any{"tag": []byte("ab")},

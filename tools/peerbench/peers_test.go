@@ -270,3 +270,74 @@ func cpuTime(tb testing.TB) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// batch is the count of BenchmarkBatch.
+const batch = 1000
+
+var sinkIDs []core.ID
+
+// BenchmarkBatch is the cost per ID of a batch of 1000 (ns/id; ns/op is
+// per batch), each beside its floor: vesta's NextIDs(1000), which returns
+// a new slice each call, beside a loop appending 1000 uint64 to a new
+// slice (fill-new: the floor of any call that returns a new slice), and
+// vesta's AppendIDs(1000) into a slice it reuses beside the same loop
+// into a reused slice (fill).
+func BenchmarkBatch(b *testing.B) {
+	issuer := func(b *testing.B) *embed.Issuer {
+		cfg := embed.DefaultConfig()
+		cfg.MaxBorrow, cfg.DataDir = 24*time.Hour, ""
+		cfg.Machine.Static = new(core.MachineID(0))
+		return openVesta(b, cfg)
+	}
+	perID := func(b *testing.B) {
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/id")
+	}
+	b.Run("vesta", func(b *testing.B) {
+		is := issuer(b)
+		ctx := context.Background()
+		for b.Loop() {
+			ids, err := is.NextIDs(ctx, batch)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sinkIDs = ids
+		}
+		perID(b)
+	})
+	b.Run("fill-new", func(b *testing.B) {
+		for b.Loop() {
+			out := make([]uint64, 0, batch)
+			for i := range uint64(batch) {
+				out = append(out, i)
+			}
+			sinkU = out
+		}
+		perID(b)
+	})
+	b.Run("vesta-append", func(b *testing.B) {
+		gen := issuer(b).Generator()
+		ctx := context.Background()
+		buf := make([]core.ID, 0, batch)
+		for b.Loop() {
+			var err error
+			if buf, err = gen.AppendIDs(ctx, core.Embedded, buf[:0], batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		sinkIDs = buf
+		perID(b)
+	})
+	b.Run("fill", func(b *testing.B) {
+		out := make([]uint64, 0, batch)
+		for b.Loop() {
+			out = out[:0]
+			for i := range uint64(batch) {
+				out = append(out, i)
+			}
+			sinkU = out
+		}
+		perID(b)
+	})
+}
+
+var sinkU []uint64

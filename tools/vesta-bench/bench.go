@@ -49,7 +49,7 @@ const (
 )
 
 // benchTargets are the targets of vesta-bench, in the order of its help.
-var benchTargets = []string{"embedded", "rpc", "rest", "client", "redis-incr", "http-baseline", "rpc-seq", "client-seq"}
+var benchTargets = []string{"embedded", "rpc", "rest", "client", "redis-incr", "redis-rueidis", "http-baseline", "rpc-seq", "client-seq"}
 
 // benchOptions are the validated flags of one vesta-bench run.
 type benchOptions struct {
@@ -71,6 +71,7 @@ type benchOptions struct {
 	tag         string // rpc-seq, client-seq (bench_seq.go)
 	seqPrefetch int    // client-seq
 	pool        bool   // redis-incr: go-redis's own pool, no lanes
+	listen      string // http-baseline: only serve it here, until interrupted
 }
 
 const benchLong = `Drive one target with --concurrency callers for --duration and report calls/s,
@@ -114,10 +115,19 @@ Targets, each with --batch B asking for B IDs per call:
                  go-redis users call it: a free connection per command, no
                  pipelining; --conns is then the pool's size (default:
                  go-redis's own, 10 per CPU).
-  http-baseline  an echo v4 handler returning a constant 19-digit string, on the
-                 same server stack as the REST server (net/http, echo, the same
-                 timeouts), which bench starts on 127.0.0.1:0: the anchor of rest.
-                 Takes no --addr and only --batch 1.
+  redis-rueidis  rueidis INCR (INCRBY B) on the Redis at --addr (required),
+                 every caller's Do on one rueidis client with its defaults:
+                 concurrent commands auto-pipelined on its connection. The
+                 anchor of client's single calls, coalesced as it coalesces
+                 them. Takes no --conns.
+  http-baseline  trivial echo v4 handlers answering GET /genid, /v1/id and
+                 /v1/ids?count=N as the REST server does (decimal text, the
+                 same JSON), made of a counter's next values, on the same
+                 server stack as the REST server (net/http, echo, the same
+                 timeouts), which bench starts on 127.0.0.1:0: the anchor of
+                 rest. Takes no --addr and only --batch 1. With --listen A it
+                 only serves at A, until interrupted, for a load generator
+                 of another process (wrk).
   rpc-seq        MessagePack-RPC Vesta.NextSeq {tag} (Vesta.NextSeqs with --batch) to
                  the central server at --addr (required: a 'vesta serve' with
                  segment.store set; --tag names a tag of its store), through
@@ -175,6 +185,7 @@ func newBenchCmd() *cobra.Command {
 	fs.BoolVar(&o.json, "json", false, "print one JSON object instead of a table")
 	fs.StringVar(&o.tag, "tag", "bench", "rpc-seq, client-seq: the segment sequence tag")
 	fs.IntVar(&o.seqPrefetch, "seq-prefetch", 0, "client-seq: numbers the client keeps ready per tag")
+	fs.StringVar(&o.listen, "listen", "", "http-baseline: only serve the trivial handler at this host:port until interrupted")
 	fs.BoolVar(&o.pool, "pool", false, "redis-incr: each call its own INCR on go-redis's pool (its default size unless --conns), no pipelining")
 	fs.Float64Var(&o.rate, "rate", 0, "open loop: offer this many calls/s in all, on a fixed schedule (0: closed loop)")
 	fs.IntVar(&o.servers, "servers", 1, "client without --addr: central servers to start in this process")
@@ -223,14 +234,20 @@ func (o *benchOptions) validate(connsSet, serversSet, prefetchSet bool) error {
 		return fmt.Errorf("%w: --pool: only the redis-incr target has a go-redis pool", errUsage)
 	case !connsSet && o.pool:
 		o.conns = 0 // go-redis's default pool size
+	case connsSet && o.target == "redis-rueidis":
+		return fmt.Errorf("%w: --conns: redis-rueidis pipelines every caller on the connections rueidis chooses", errUsage)
 	case !connsSet && o.target != "client" && o.target != "client-seq" && o.target != "embedded":
 		o.conns = min(o.concurrency, defaultBenchConns)
 	}
 	switch {
 	case o.addr != "" && (o.target == "embedded" || o.target == "http-baseline"):
 		return fmt.Errorf("%w: --addr %q: the %s target runs in this process; it takes no address", errUsage, o.addr, o.target)
-	case o.addr == "" && o.target == "redis-incr":
-		return fmt.Errorf("%w: --addr: redis-incr needs the host:port of a Redis server", errUsage)
+	case o.addr == "" && (o.target == "redis-incr" || o.target == "redis-rueidis"):
+		return fmt.Errorf("%w: --addr: %s needs the host:port of a Redis server", errUsage, o.target)
+	case o.listen != "" && o.target != "http-baseline":
+		return fmt.Errorf("%w: --listen: only http-baseline serves for another process", errUsage)
+	case o.listen != "" && checkAddr(o.listen) != nil:
+		return fmt.Errorf("%w: --listen %q: %s", errUsage, o.listen, checkAddr(o.listen))
 	case o.addr != "":
 		o.addrs = strings.Split(o.addr, ",")
 		if len(o.addrs) > 1 && o.target != "client" {
@@ -337,6 +354,9 @@ type benchCaller struct {
 }
 
 func runBench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) (err error) {
+	if o.listen != "" {
+		return serveBaseline(ctx, o.listen, stderr)
+	}
 	tg, err := openBenchTarget(ctx, o)
 	if err != nil {
 		return err
@@ -407,13 +427,18 @@ func measure(ctx context.Context, o benchOptions, tg *benchTarget, stderr io.Wri
 		c := &callers[w]
 		// Nanoseconds with two significant digits (1%): 30 KB a caller.
 		c.hist = hdrhistogram.New(1, int64(maxLatency), 2)
+		// Each caller its own context, as each request of an application
+		// has its own: one context shared by every caller would make
+		// every call that selects on its Done contend for one lock.
+		cctx, ccancel := context.WithCancel(runCtx)
+		defer ccancel()
 		if o.rate > 0 {
 			interval := time.Duration(float64(o.concurrency) / o.rate * float64(time.Second))
 			offset := interval * time.Duration(w) / time.Duration(o.concurrency)
-			wg.Go(func() { c.openLoop(runCtx, tg, w, &phase, interval, offset) })
+			wg.Go(func() { c.openLoop(cctx, tg, w, &phase, interval, offset) })
 			continue
 		}
-		wg.Go(func() { c.loop(runCtx, tg, w, &phase) })
+		wg.Go(func() { c.loop(cctx, tg, w, &phase) })
 	}
 
 	stop := func(t time.Duration) bool { // false when ctx ended first

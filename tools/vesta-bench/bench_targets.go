@@ -16,11 +16,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/conf"
@@ -35,9 +38,6 @@ import (
 // answering fails calls instead of hanging the run.
 const benchIOTimeout = 10 * time.Second
 
-// baselineBody is what http-baseline answers: as long as an ID today.
-const baselineBody = "1234567890123456789"
-
 // openBenchTarget prepares o's target; the caller closes it.
 func openBenchTarget(ctx context.Context, o benchOptions) (*benchTarget, error) {
 	switch o.target {
@@ -47,6 +47,8 @@ func openBenchTarget(ctx context.Context, o benchOptions) (*benchTarget, error) 
 		return openBaseline(o)
 	case "redis-incr":
 		return openRedisINCR(ctx, o)
+	case "redis-rueidis":
+		return openRueidis(ctx, o)
 	case "rpc-seq", "client-seq":
 		return openSeqTarget(ctx, o) // bench_seq.go
 	}
@@ -480,16 +482,45 @@ func getJSON(url string, v any) error {
 	return json.NewDecoder(io.LimitReader(res.Body, 1<<20)).Decode(v)
 }
 
-// openBaseline starts the trivial handler on the REST server's stack:
+// baselineServer is the trivial handler on the REST server's stack:
 // net/http's server with the REST server's timeouts and limits, echo v4
-// routing, a plain-text answer of an ID's length. What it lacks is what
-// the REST server adds: its middleware (metrics, access log, request
-// deadline) and issuing.
-func openBaseline(o benchOptions) (*benchTarget, error) {
+// routing, and on each route an ID is asked on the answer the REST server
+// gives there, made of a counter's next values: GET /genid the value in
+// decimal text, /v1/id {"id":"…"}, /v1/ids?count=N {"ids":["…",…]} (N
+// values, 1-10000). What it lacks is what the REST server adds: its
+// middleware (metrics, access log, request deadline, the Host and
+// cross-site checks, no-store), the listener policy and issuing.
+func baselineServer() *http.Server {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	e.GET("/genid", func(c echo.Context) error { return c.String(http.StatusOK, baselineBody) })
-	hs := &http.Server{
+	var n atomic.Uint64
+	e.GET("/genid", func(c echo.Context) error {
+		var buf [20]byte
+		return c.Blob(http.StatusOK, echo.MIMETextPlainCharsetUTF8, strconv.AppendUint(buf[:0], n.Add(1), 10))
+	})
+	e.GET("/v1/id", func(c echo.Context) error {
+		b := make([]byte, 0, 32)
+		b = append(strconv.AppendUint(append(b, `{"id":"`...), n.Add(1), 10), "\"}\n"...)
+		return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
+	})
+	e.GET("/v1/ids", func(c echo.Context) error {
+		count, err := strconv.Atoi(c.QueryParam("count"))
+		if err != nil || count < 1 || count > central.DefaultMaxBatch {
+			count = 1
+		}
+		last := n.Add(uint64(count))
+		b := make([]byte, 0, 12+count*23)
+		b = append(b, `{"ids":[`...)
+		for v := last - uint64(count) + 1; v <= last; v++ {
+			if v != last-uint64(count)+1 {
+				b = append(b, ',')
+			}
+			b = append(strconv.AppendUint(append(b, '"'), v, 10), '"')
+		}
+		b = append(b, "]}\n"...)
+		return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
+	})
+	return &http.Server{
 		Handler:           e,
 		ReadHeaderTimeout: rest.DefaultRequestTimeout,
 		ReadTimeout:       rest.DefaultRequestTimeout,
@@ -497,6 +528,31 @@ func openBaseline(o benchOptions) (*benchTarget, error) {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    32 << 10,
 	}
+}
+
+// serveBaseline serves the trivial handler at addr until ctx ends.
+func serveBaseline(ctx context.Context, addr string, stderr io.Writer) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	hs := baselineServer()
+	fmt.Fprintf(stderr, "vesta-bench: the trivial echo handler serves at %s until interrupted\n", ln.Addr())
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		hs.Shutdown(sctx)
+	}()
+	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// openBaseline starts the trivial handler in this process.
+func openBaseline(o benchOptions) (*benchTarget, error) {
+	hs := baselineServer()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -505,7 +561,7 @@ func openBaseline(o benchOptions) (*benchTarget, error) {
 	wg.Go(func() { hs.Serve(ln) })
 	url := "http://" + ln.Addr().String() + "/genid"
 	tg := httpTarget(o, url, func(body []byte) (int, error) {
-		if string(body) != baselineBody {
+		if _, err := strconv.ParseUint(string(body), 10, 64); err != nil {
 			return 0, fmt.Errorf("GET %s: %q", url, body)
 		}
 		return 1, nil
@@ -521,6 +577,38 @@ func openBaseline(o benchOptions) (*benchTarget, error) {
 		return err
 	}
 	return tg, nil
+}
+
+// openRueidis is INCR through one rueidis client, as its users call it:
+// every caller's Do on the one client, which pipelines the commands of
+// concurrent callers on its connection by itself (auto-pipelining, its
+// default).
+func openRueidis(ctx context.Context, o benchOptions) (*benchTarget, error) {
+	rc, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress: []string{o.addr}, DisableCache: true, DisableRetry: true,
+		Dialer: net.Dialer{Timeout: benchIOTimeout}, ConnWriteTimeout: benchIOTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("redis-rueidis: %s: %w", o.addr, err)
+	}
+	const key = "vesta:bench:incr"
+	op := "INCR " + key
+	cmd := func() rueidis.Completed { return rc.B().Incr().Key(key).Build() }
+	if o.batch > 1 {
+		op = fmt.Sprintf("INCRBY %s %d", key, o.batch)
+		cmd = func() rueidis.Completed { return rc.B().Incrby().Key(key).Increment(int64(o.batch)).Build() }
+	}
+	if err := rc.Do(ctx, rc.B().Ping().Build()).Error(); err != nil {
+		rc.Close()
+		return nil, fmt.Errorf("redis-rueidis: %s: %w", o.addr, err)
+	}
+	return &benchTarget{
+		server: "rueidis " + op + " on the Redis at " + o.addr + " (one client, auto-pipelining)",
+		call: func(ctx context.Context, _ int) (int, error) {
+			return o.batch, rc.Do(ctx, cmd()).Error()
+		},
+		close: func() error { rc.Close(); return nil },
+	}, nil
 }
 
 // reportClient writes the client's calls by result, summed over servers,

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/vesta-go/vesta/central"
@@ -64,7 +68,7 @@ func TestBenchFlags(t *testing.T) {
 	}{
 		{"no target", []string{}, "accepts 1 arg"},
 		{"two targets", []string{"rpc", "rest"}, "accepts 1 arg"},
-		{"unknown target", []string{"grpc"}, `TARGET "grpc"; want one of embedded, rpc, rest, client, redis-incr, http-baseline`},
+		{"unknown target", []string{"grpc"}, `TARGET "grpc"; want one of embedded, rpc, rest, client, redis-incr, redis-rueidis, http-baseline`},
 		{"concurrency 0", []string{"embedded", "--concurrency", "0"}, "--concurrency 0; want 1-4096"},
 		{"concurrency absurd", []string{"rpc", "-c", "100000"}, "--concurrency 100000; want 1-4096"},
 		{"concurrency not a number", []string{"rpc", "-c", "many"}, `"many" for "-c, --concurrency"`},
@@ -82,6 +86,10 @@ func TestBenchFlags(t *testing.T) {
 		{"conns for embedded", []string{"embedded", "--conns", "2"}, "--conns: the embedded target makes no connections"},
 		{"redis without addr", []string{"redis-incr"}, "--addr: redis-incr needs the host:port of a Redis server"},
 		{"pool on rpc", []string{"rpc", "--pool"}, "--pool: only the redis-incr target has a go-redis pool"},
+		{"rueidis without addr", []string{"redis-rueidis"}, "--addr: redis-rueidis needs the host:port of a Redis server"},
+		{"conns for rueidis", []string{"redis-rueidis", "--addr", "127.0.0.1:6379", "--conns", "4"}, "--conns: redis-rueidis pipelines every caller"},
+		{"listen for rpc", []string{"rpc", "--listen", "127.0.0.1:1"}, "--listen: only http-baseline serves for another process"},
+		{"listen without port", []string{"http-baseline", "--listen", "localhost"}, `--listen "localhost": want host:port`},
 		{"addr for embedded", []string{"embedded", "--addr", "127.0.0.1:7070"}, `--addr "127.0.0.1:7070": the embedded target runs in this process`},
 		{"addr for the baseline", []string{"http-baseline", "--addr", "127.0.0.1:80"}, "the http-baseline target runs in this process"},
 		{"addr without port", []string{"rpc", "--addr", "localhost"}, `--addr "localhost": want host:port`},
@@ -223,6 +231,8 @@ func TestBenchTargets(t *testing.T) {
 		{"redis-incr pipelined, batch", "redis-incr", 8, 5, []string{"--addr", rds.Addr(), "--conns", "2"}},
 		{"redis-incr on go-redis's pool", "redis-incr", 8, 1, []string{"--addr", rds.Addr(), "--pool"}},
 		{"redis-incr on a pool of 2, batch", "redis-incr", 8, 3, []string{"--addr", rds.Addr(), "--pool", "--conns", "2"}},
+		{"redis-rueidis", "redis-rueidis", 8, 1, []string{"--addr", rds.Addr()}},
+		{"redis-rueidis, batch", "redis-rueidis", 4, 5, []string{"--addr", rds.Addr()}},
 		{"http-baseline", "http-baseline", 4, 1, nil},
 		{"warm-up", "rpc", 2, 1, []string{"--addr", rpcAddr, "--warmup", "100ms"}},
 		{"aligned", "embedded", 2, 1, []string{"--align", "-d", "1s"}},
@@ -405,5 +415,63 @@ func TestLanesPipeline(t *testing.T) {
 		if n != w {
 			t.Errorf("caller %d got the answer of caller %d", w, n)
 		}
+	}
+}
+
+// http-baseline --listen serves the trivial handler for another process
+// until interrupted: a counter on each route an ID is asked on.
+func TestBaselineListen(t *testing.T) {
+	addr := nettest.DeadAddr(t) // free a moment ago: the handler listens there
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() { done <- run(ctx, []string{"http-baseline", "--listen", addr}, io.Discard, io.Discard) }()
+	var last uint64
+	for i, path := range []string{"/genid", "/v1/id", "/v1/ids?count=100"} {
+		var body []byte
+		for try := 0; ; try++ {
+			res, err := http.Get("http://" + addr + path)
+			if err == nil {
+				body, err = io.ReadAll(res.Body)
+				res.Body.Close()
+			}
+			if err == nil {
+				break
+			}
+			if try > 100 {
+				t.Fatal(err)
+			}
+			time.Sleep(20 * time.Millisecond) // until it listens
+		}
+		var n uint64
+		var err error
+		switch path {
+		case "/genid":
+			n, err = strconv.ParseUint(string(body), 10, 64)
+		case "/v1/id":
+			var v struct{ ID string }
+			if err = json.Unmarshal(body, &v); err == nil {
+				n, err = strconv.ParseUint(v.ID, 10, 64)
+			}
+		default:
+			var v struct{ IDs []string }
+			if err = json.Unmarshal(body, &v); err == nil && len(v.IDs) != 100 {
+				err = fmt.Errorf("%d values", len(v.IDs))
+			}
+			for j := 0; err == nil && j < len(v.IDs); j++ {
+				var x uint64
+				if x, err = strconv.ParseUint(v.IDs[j], 10, 64); err == nil && x != last+uint64(j)+1 {
+					err = fmt.Errorf("value %d is %d", j, x)
+				}
+			}
+			n = last + 100
+		}
+		if err != nil || (i > 0 && n != last+1 && path != "/v1/ids?count=100") {
+			t.Fatalf("GET %s: %q (%v); want the counter after %d", path, body, err, last)
+		}
+		last = n
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d after the interrupt; want 0", code)
 	}
 }
