@@ -22,7 +22,7 @@ import (
 
 // readmePages are the pages whose `vesta` lines TestREADMECommands runs:
 // the README and the pages split out of it.
-var readmePages = []string{"../../README.md", "../../docs/layouts.md", "../../docs/api.md", "../../docs/segments.md", "../../docs/operations.md"}
+var readmePages = []string{"../../README.md", "../../docs/layouts.md", "../../docs/api.md", "../../docs/segments.md", "../../docs/operations.md", "../../docs/design/id-layouts.md"}
 
 // repoFiles reads files of the repository by their paths from its root.
 func repoFiles(t *testing.T, paths ...string) []string {
@@ -392,6 +392,35 @@ func TestREADMEBenchmarks(t *testing.T) {
 		t.Fatalf("read %d rows of README's benchmark table", rows)
 	}
 }
+
+// The design pages' ratios are BENCHMARKS.md's: every ×N written on a
+// topic page of docs/design (the dated history apart) is written there as
+// it is, so that a page cannot keep a ratio a new measurement replaced.
+func TestDesignBenchmarks(t *testing.T) {
+	bench := repoFiles(t, "BENCHMARKS.md")[0]
+	pages, err := filepath.Glob("../../docs/design/*.md")
+	if err != nil || len(pages) < 10 {
+		t.Fatalf("docs/design: %d pages, %v", len(pages), err)
+	}
+	ratios := 0
+	for _, p := range pages {
+		text, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range designRatioRe.FindAllString(string(text), -1) {
+			ratios++
+			if !regexp.MustCompile(regexp.QuoteMeta(f) + `($|[^\d.,])`).MatchString(bench) {
+				t.Errorf("%s: %s is nowhere in BENCHMARKS.md", p, f)
+			}
+		}
+	}
+	if ratios < 5 {
+		t.Fatalf("read %d ratios on the design pages", ratios)
+	}
+}
+
+var designRatioRe = regexp.MustCompile(`×\d(?:[\d,.]*\d)?`)
 
 // The comparison itself: what varies is ignored, nothing else.
 func TestREADMEMatchOutput(t *testing.T) {
