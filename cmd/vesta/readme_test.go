@@ -21,7 +21,8 @@ import (
 // lines; readme_run_test.go runs every block against real servers.
 
 // readmePages are the pages whose `vesta` lines TestREADMECommands runs:
-// the README and the pages split out of it.
+// the README, the pages split out of it, and the design's page of the ID,
+// whose worked examples are golden vectors of the tests too.
 var readmePages = []string{"../../README.md", "../../docs/layouts.md", "../../docs/api.md", "../../docs/segments.md", "../../docs/operations.md", "../../docs/design/id-layouts.md"}
 
 // repoFiles reads files of the repository by their paths from its root.
