@@ -11,9 +11,9 @@ import (
 	"github.com/vesta-go/vesta/machineid"
 )
 
-// designPages hold DESIGN.md's side of the not-survived names: when the
-// design is split into pages, list the page that holds the table.
-var designPages = []string{"DESIGN.md"}
+// designPages hold the design's side of the not-survived names: the
+// topic page that gives each case's reason.
+var designPages = []string{"docs/design/not-survived.md"}
 
 // guaranteesPage holds the operator's side, one table per store and mode
 // under its heading.
@@ -58,7 +58,7 @@ func notSurvived(t *testing.T, path string) (names []string, byHeading map[strin
 }
 
 // The guarantees page says, for every store and mode, what is not
-// survived, and DESIGN.md gives each of those a reason under the same
+// survived, and the design gives each of those a reason under the same
 // name: every machine-ID provider, every segment store and the leaf
 // layout have a heading of their own with at least one row, and the two
 // pages hold the same names. The prose may change freely; the names are

@@ -273,7 +273,7 @@ func BenchmarkGenIDs1000(b *testing.B) {
 	}
 }
 
-// BenchmarkRedisINCR is the yardstick of DESIGN.md: INCR through go-redis
+// BenchmarkRedisINCR is the yardstick (docs/design/central.md#the-yardstick): INCR through go-redis
 // at the same concurrency, on a redis-server started for the benchmark.
 func BenchmarkRedisINCR(b *testing.B) {
 	testkit.SkipShort(b, "redis-server")

@@ -204,7 +204,7 @@ func (c *conn) result(n int, ids []core.ID, err error) answer {
 // ask again. It never waits. IDs issued before an error are answered, with
 // a retry of a millisecond: the next call reports the error. Singles (a
 // client's coalesced NextIDs) are issued as single IDs are: in one step,
-// never paced (DESIGN §2.10), into the read loop's own buffer, which
+// never paced (docs/design/ceiling.md), into the read loop's own buffer, which
 // respond has encoded before the next call.
 func (c *conn) takeIDs(n int, singles bool) answer {
 	if n == 1 { // a client's NextID: the generator's fast path, no allocation

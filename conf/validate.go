@@ -209,7 +209,7 @@ func (m MachineConfig) validateLeaseRanges(ck *checker) {
 // validateReach holds a host leasing from Redis to machineid.MaxRedisReach:
 // lease_ttl + max_clock_skew + id.max_borrow, how far past a lost lease its
 // IDs can reach, is what every claimant after a Redis data loss waits for,
-// whatever its own settings (DESIGN.md §3.7).
+// whatever its own settings (docs/design/redis-data-loss.md#takeover-quarantine).
 func (c Config) validateReach(ck *checker) {
 	r := c.Machine.Redis
 	if !c.Machine.Uses(machineid.ProviderRedis) || r.LeaseTTL < 0 || r.MaxClockSkew < 0 || c.ID.MaxBorrow < 0 {

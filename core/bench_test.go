@@ -25,7 +25,7 @@ func benchGenOf(b *testing.B, cfg Config) *Generator {
 }
 
 // mutexGen is the same generator behind a plain sync.Mutex: the comparison
-// DESIGN.md asks for before choosing atomics (an atomic add on NextID's
+// docs/design/generator.md#one-atomic-state-word reports before choosing atomics (an atomic add on NextID's
 // fast path, compare-and-swap elsewhere).
 type mutexGen struct {
 	g     *Generator

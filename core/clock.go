@@ -52,8 +52,8 @@ func (c *SystemClock) Offset() time.Duration {
 
 // alarmClock is a Clock that can run a function when it reaches an
 // instant. The generator uses it to end NextID's clockless path at the end
-// of a unit (DESIGN §2.2); with a Clock that lacks it every call reads the
-// clock. Alarms are not timers a caller waits on: ManualClock neither
+// of a unit (docs/design/generator.md, the fast path); with a Clock that
+// lacks it every call reads the clock. Alarms are not timers a caller waits on: ManualClock neither
 // counts them as waiters nor their arming as reads, and runs them within
 // the Set that reaches them, so a test that moves the clock finds the
 // clockless path already closed when Set returns.

@@ -9,8 +9,9 @@ import (
 	"github.com/vesta-go/vesta/core"
 )
 
-// NextID's clockless path (DESIGN §2.2): inside a unit the checked path
-// entered, no call reads the clock; the unit's alarm closes it.
+// NextID's clockless path (docs/design/generator.md, the fast path):
+// inside a unit the checked path entered, no call reads the clock; the
+// unit's alarm closes it.
 
 // A second ID in the same unit reads no clock.
 func TestClocklessNoClockRead(t *testing.T) {

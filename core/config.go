@@ -15,10 +15,10 @@ import (
 // setting of its own and the safe one: MaxBorrow (zero never runs ahead of
 // the clock; DefaultConfig's is 1s) and MaxStartupWait (zero never waits;
 // DefaultConfig's is 10s). MaxBorrow is read as given by more than the
-// generator: a machine-ID lease's takeover quarantine and its fleet record
-// (package machineid) count it, so a zero that meant 1s to the generator
-// but 0 to a reader would let a successor issue inside its predecessor's
-// borrowed time. A value that is only ever itself cannot be read two ways.
+// generator: a Redis lease (package machineid) holds it, with the lease
+// TTL and the clock skew, within the bound its takeover quarantine counts
+// on, so a zero that meant 1s to the generator but 0 to the lease would
+// let a successor issue inside its predecessor's borrowed time. A value that is only ever itself cannot be read two ways.
 type Config struct {
 	// Layout of the IDs; zero is Sorted.
 	Layout Layout

@@ -246,7 +246,8 @@ type explanationJSON struct {
 	Timestamp  string `json:"timestamp"`
 }
 
-// MarshalJSON writes the fields with the names of DESIGN.md: id (string),
+// MarshalJSON writes the fields with the names of the protocols' ExpID
+// (docs/api.md): id (string),
 // version, type, type_name, method, method_name, time, seq, machine,
 // timestamp. A leaf ID has no method: its method is left out and its
 // method_name is "unknown", rather than a number it never carried.

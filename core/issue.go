@@ -27,9 +27,9 @@ func (g *Generator) NextID(ctx context.Context, m Method) (ID, error) {
 	sb := g.sb & 63 // masked shifts compile to single instructions
 	gt := g.gate.Load()
 	r := g.cur.Load()
-	// The clockless path (DESIGN §2.2): no fence and no deadline, and the
-	// unit last entered by the checked path is live: its alarm has not
-	// yet run at its end. Its bounds were checked when it was entered and
+	// The clockless path (docs/design/generator.md, the fast path): no
+	// fence and no deadline, and the unit last entered by the checked path
+	// is live: its alarm has not yet run at its end. Its bounds were checked when it was entered and
 	// hold for the whole unit, so an atomic add reserves the next state,
 	// which unlike a compare-and-swap never fails under contention. An
 	// add past the unit's end is dropped unissued and closes the unit, so

@@ -21,14 +21,14 @@ func mustCodec(tb testing.TB, l core.Layout, epoch time.Time) core.Codec {
 }
 
 // Vectors computed independently of this code (by the bit positions of
-// DESIGN.md §1, which for the vesta layout are those of Vesta's Java
+// docs/design/id-layouts.md, which for the vesta layout are those of Vesta's Java
 // IdConverterImpl: machine | seq<<10 | time<<(10+seqBits) | method<<60 |
 // type<<62 | version<<63).
 var vestaVectors = []struct {
 	f  core.Fields
 	id core.ID
 }{
-	// DESIGN.md's worked example, both types.
+	// The worked example of docs/design/id-layouts.md, both types.
 	{core.Fields{Machine: 1022, Seq: 5, Time: 284025600, Method: 2}, 2610813175020394494},
 	{core.Fields{Machine: 1022, Seq: 5, Time: 284025600000, Method: 2, Type: 1}, 7215351455186687998},
 	{core.Fields{}, 0},

@@ -26,11 +26,11 @@ type run struct {
 	// in wasted); bounds are reckoned from entered, so a dropped state
 	// never opens a unit that issuing had not reached.
 	//
-	// live is what NextID's clockless path reads (DESIGN §2.2): u+1 while
-	// unit u, entered by the checked path, may be issued in without a
-	// clock read; 0 sends every call to the clock. It is raised by open
-	// and lowered by the alarm at u's end, by an add that found u's
-	// sequence spent, and by close.
+	// live is what NextID's clockless path reads (docs/design/generator.md,
+	// the fast path): u+1 while unit u, entered by the checked path, may
+	// be issued in without a clock read; 0 sends every call to the clock.
+	// It is raised by open and lowered by the alarm at u's end, by an add
+	// that found u's sequence spent, and by close.
 	entered atomic.Uint64
 	unitEnd atomic.Int64
 	base    [4]uint64 // version, type, method and machine bits per method

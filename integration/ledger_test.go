@@ -11,11 +11,11 @@ import (
 	"github.com/vesta-go/vesta/core"
 )
 
-// The sorted layout as DESIGN.md §1 draws it, decoded here by hand rather
+// The sorted layout as docs/design/id-layouts.md draws it, decoded here by hand rather
 // than with core's Codec, so that a decoder bug cannot hide an encoder bug.
 var sortedEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// The default ranges of machine IDs (DESIGN.md §3).
+// The default ranges of machine IDs (docs/design/machine-ids.md).
 const (
 	lastEmbedded  = 923
 	firstServer   = 924

@@ -15,7 +15,7 @@ import (
 
 // TestMixedTimingAfterDataLoss replays the case that made the takeover
 // quarantine count machineid.MaxRedisReach rather than the claimant's own
-// settings (DESIGN.md §3.7). Redis, A and B each run on a test host of
+// settings (docs/design/redis-data-loss.md#takeover-quarantine). Redis, A and B each run on a test host of
 // their own. A leases the range's one ID with a 15s lease TTL and a 10s
 // time-guard window and issues under load; right after one of its
 // renewals it is cut off from Redis silently (its callers still reach it),

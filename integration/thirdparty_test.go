@@ -82,7 +82,7 @@ func TestThirdPartyClient(t *testing.T) {
 	var made uint64
 	ok("Vesta.MakeID", &made)
 	if made != 2610813175020394494 {
-		t.Errorf("MakeID = %d; want DESIGN.md's 2610813175020394494", made)
+		t.Errorf("MakeID = %d; want docs/design/id-layouts.md's 2610813175020394494", made)
 	}
 	var tt map[string]any
 	ok("Vesta.TransTime", &tt)
@@ -103,9 +103,10 @@ func TestThirdPartyClient(t *testing.T) {
 	if nums := append(three, one); len(three) != 3 || !slices.IsSorted(three) || !sameSet(nums, []int64{1, 2, 3, 4}) {
 		t.Errorf("NextSeq %d, NextSeqs %v; want 1-4 between them", one, three)
 	}
-	// Masks, with the key of VESTA_MASK_KEY: DESIGN.md's ID and its mask
-	// for tenant py, kind ord (vesta mask --layout vesta --tenant py
-	// --kind ord), read back with and without the prefix, in any case.
+	// Masks, with the key of VESTA_MASK_KEY: the worked example's ID
+	// (docs/design/id-layouts.md) and its mask for tenant py, kind ord
+	// (vesta mask --layout vesta --tenant py --kind ord), read back with
+	// and without the prefix, in any case.
 	var masks []string
 	ok("Vesta.Mask", &masks)
 	if len(masks) != 1 || masks[0] != "ord_2jn04ew76n9f2" {

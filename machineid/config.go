@@ -122,7 +122,7 @@ type Config struct {
 // A single Redis, or the master of a Redis Sentinel group. Redis Cluster
 // is refused: a Cluster master cut off in a minority keeps accepting
 // writes until its node timeout while a replica on the majority side is
-// promoted, and nothing lets a holder tell (DESIGN.md §3.9).
+// promoted, and nothing lets a holder tell (docs/design/sentinel.md).
 type RedisConfig struct {
 	// Addrs: one address (a single Redis), or the Sentinel addresses with
 	// MasterName; host:port each. Empty does not validate when the redis
@@ -252,9 +252,9 @@ func redact(secret string) string {
 // this bound to pass, never for its own settings: the record of the
 // fleet's settings may have gone with the data, and the holder before it
 // may run other settings, another clock or another build. It is part of
-// the lease protocol, the same in every build; DESIGN.md §3.7 has the
-// argument and BENCHMARKS.md the start-up it costs (about 19s on a new
-// Redis at the defaults).
+// the lease protocol, the same in every build. The argument is in
+// docs/design/redis-data-loss.md#takeover-quarantine, and the start-up it
+// costs (about 19s on a new Redis at the defaults) in BENCHMARKS.md.
 const MaxRedisReach = 20 * time.Second
 
 // maxRedisReach is MaxRedisReach; in-package tests lower it to keep their

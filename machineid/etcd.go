@@ -47,7 +47,7 @@ func etcdMark(ms int64) string { return fmt.Sprintf("%020d", ms) }
 // mark is written only in a transaction that finds the hold's lease key
 // (by its create revision), so everything an old holder may still issue
 // lies below a mark that was committed before its key went, and the next
-// holder, claiming after that, reads it (DESIGN.md §3.10).
+// holder, claiming after that, reads it (docs/design/etcd.md).
 type etcdStore struct {
 	base leaseBase
 	ec   EtcdConfig

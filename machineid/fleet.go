@@ -11,7 +11,7 @@ import (
 
 // fleet is what every issuer leasing under one key prefix must share,
 // recorded in the lease store by the first one and compared by every
-// later one (the fleet record, DESIGN.md §3.8): the shape (layout, type,
+// later one (the fleet record, docs/design/fleet-record.md): the shape (layout, type,
 // epoch, version). IDs of two layouts can be equal 64-bit values (the
 // fields sit elsewhere), and IDs of one fleet must sort and decode alike.
 //

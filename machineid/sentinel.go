@@ -17,7 +17,7 @@ import (
 )
 
 // Leasing under Redis Sentinel: why a majority's confirmation closes the
-// split brain (DESIGN.md §3.9).
+// split brain (docs/design/sentinel.md).
 //
 // An old master cut off with some holders keeps accepting their writes, and
 // nothing tells them (it keeps its run_id and replid), while the Sentinels

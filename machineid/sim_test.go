@@ -16,8 +16,8 @@ import (
 )
 
 // The lease simulation: its flags, its explorer and its tests. See
-// DESIGN.md ("The lease schedule in simulation") for what it models and
-// checks; simworld_test.go runs one schedule, simplan_test.go draws them,
+// docs/design/lease-simulation.md for what it models and checks;
+// simworld_test.go runs one schedule, simplan_test.go draws them,
 // simcheck_test.go judges them, simredis_test.go and simetcd_test.go are
 // the model stores.
 

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -608,7 +609,8 @@ var (
 
 // The docs say what the rules are: deploy.md's table lists every alert
 // with its severity, in the rules' order, and every "N alerts in M
-// groups" of the README, DESIGN.md and docs/*.md counts the rules file.
+// groups" of the README, DESIGN.md, docs/*.md and the design's topic
+// pages counts the rules file.
 func TestDocsListEveryAlert(t *testing.T) {
 	groups := alertGroups(t)
 	var want []string
@@ -630,10 +632,11 @@ func TestDocsListEveryAlert(t *testing.T) {
 			strings.Join(got, "\n"), rulesFile, strings.Join(want, "\n"))
 	}
 
-	// docs/design/'s dated notes are records of their day, not kept
-	// current: not read.
+	// docs/design/history's dated notes are records of their day, not
+	// kept current: not read.
 	pages, _ := filepath.Glob("../docs/*.md")
-	pages = append(pages, "../README.md", "../DESIGN.md")
+	design, _ := filepath.Glob("../docs/design/*.md")
+	pages = append(append(pages, design...), "../README.md", "../DESIGN.md")
 	counted := 0
 	for _, p := range pages {
 		text, err := os.ReadFile(p)
@@ -649,5 +652,53 @@ func TestDocsListEveryAlert(t *testing.T) {
 	}
 	if counted == 0 {
 		t.Error(`no page says "N alerts in M groups": the test reads the wrong files`)
+	}
+}
+
+var (
+	reMetricName    = regexp.MustCompile("`(vesta_[a-z_]*[a-z])")
+	reCodeMetric    = regexp.MustCompile(`"(vesta_[a-z_]*[a-z])"`)
+	reGeneratorName = regexp.MustCompile(`\bd\("([a-z_]+)"`)
+)
+
+// The design's metrics table (docs/design/observability.md) names every
+// vesta_ metric the product's code registers, and no other: the code
+// names each one in a string literal, the generator's without the prefix
+// its collector adds.
+func TestDesignListsEveryMetric(t *testing.T) {
+	const page = "../docs/design/observability.md"
+	text, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, _ := strings.Cut(string(text), "| family | metrics |")
+	table, _, _ = strings.Cut(table, "\n\n")
+	listed := map[string]bool{}
+	for _, m := range reMetricName.FindAllStringSubmatch(table, -1) {
+		listed[m[1]] = true
+	}
+	inCode := map[string]bool{}
+	for _, m := range reCodeMetric.FindAllStringSubmatch(allCode(t), -1) {
+		inCode[m[1]] = true
+	}
+	embed, err := os.ReadFile("../embed/metrics.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range reGeneratorName.FindAllStringSubmatch(string(embed), -1) {
+		inCode["vesta_generator_"+m[1]] = true
+	}
+	if len(listed) < 40 || len(inCode) < 40 {
+		t.Fatalf("%d metrics in %s's table, %d in the code: the test reads the wrong text", len(listed), page, len(inCode))
+	}
+	for _, n := range slices.Sorted(maps.Keys(inCode)) {
+		if !listed[n] {
+			t.Errorf("%s: the code registers %s; the table does not list it", page, n)
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(listed)) {
+		if !inCode[n] {
+			t.Errorf("%s lists %s; no code names it", page, n)
+		}
 	}
 }

@@ -18,8 +18,8 @@ import (
 	"github.com/vesta-go/vesta/rest"
 )
 
-// start2024 is DESIGN's worked example: 2024-01-01T00:00:00Z, time
-// 284025600 s after the vesta epoch.
+// start2024 is the worked example of docs/design/id-layouts.md:
+// 2024-01-01T00:00:00Z, time 284025600 s after the vesta epoch.
 var start2024 = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // newGen starts a generator on a manual clock at start2024 (or cfg.Clock);
@@ -29,8 +29,8 @@ func newGen(t testing.TB, cfg core.Config) (*core.Generator, *core.ManualClock) 
 	return gentest.Manual(t, cfg, start2024)
 }
 
-// vestaGen is the generator of DESIGN's worked example: vesta layout,
-// machine 1022, max-peak.
+// vestaGen is the generator of the worked example of
+// docs/design/id-layouts.md: vesta layout, machine 1022, max-peak.
 func vestaGen(t testing.TB) (*core.Generator, *core.ManualClock) {
 	return newGen(t, core.Config{Layout: core.Vesta, Machine: 1022})
 }

@@ -16,7 +16,7 @@ import (
 // Browsers are clients too, and not only their users': any web page can
 // make its visitor's browser send requests to a server that browser
 // reaches, and with DNS rebinding read the answers. Two checks keep such
-// requests from being answered (DESIGN.md §5):
+// requests from being answered (docs/design/browsers.md):
 //
 //   - The Host check, on every route but /healthz and /readyz: a
 //     rebinding page reaches the server under the attacker's name, which

@@ -18,7 +18,8 @@ var vestaVectors = []struct {
 	id    string
 	expid string // Vesta's /expid JSON of id
 }{
-	// DESIGN's worked example and its min-granularity twin.
+	// The worked example of docs/design/id-layouts.md and its
+	// min-granularity twin.
 	{"machine=1022&seq=5&time=284025600&method=2&type=0", "2610813175020394494",
 		`{"genMethod":2,"machine":1022,"seq":5,"time":284025600,"type":0,"version":0}`},
 	{"machine=1022&seq=5&time=284025600000&method=2&type=1", "7215351455186687998",

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 
+	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
 )
 
@@ -69,6 +70,26 @@ func TestAPIWireExample(t *testing.T) {
 	}
 	if !strings.Contains(string(page), "(machine "+machine+", an ID of method central)") {
 		t.Errorf("docs/api.md does not name make run's machine %s", machine)
+	}
+}
+
+// procRowRe is a row of docs/api.md's procedure table: its first cell.
+var procRowRe = regexp.MustCompile("(?m)^\\| `(Vesta\\.\\w+)` \\|")
+
+// docs/api.md's procedure table is the one list of the procedures (the
+// design pages link to it): it names every procedure the server answers,
+// once each, and no other.
+func TestAPIProcedureTable(t *testing.T) {
+	page := repoFiles(t, "docs/api.md")[0]
+	var got []string
+	for _, m := range procRowRe.FindAllStringSubmatch(page, -1) {
+		got = append(got, m[1])
+	}
+	want := slices.Clone(wire.Procedures())
+	slices.Sort(want)
+	sorted := slices.Sorted(slices.Values(got))
+	if !slices.Equal(sorted, want) {
+		t.Errorf("docs/api.md's procedure table names %q; the server answers %q", got, want)
 	}
 }
 

@@ -27,7 +27,8 @@ import (
 // real binaries: built with the tag, `vesta serve` shifts its clock by the
 // offset in VESTA_NEMESIS_CLOCK_FILE; the default build, given the same
 // environment, ignores it. Then a step back of the shifted clock issues
-// nothing below what was issued, as DESIGN.md §2.3-2.4 say.
+// nothing below what was issued, as docs/design/generator.md says (the
+// checked path; borrow, then sleep).
 func TestNemesisClock(t *testing.T) {
 	testkit.SkipShort(t, "two builds of the binary")
 	dir := t.TempDir()
@@ -99,10 +100,11 @@ func TestNemesisClock(t *testing.T) {
 	}
 
 	// -1h, a step back of two hours below IDs already issued: the rest of
-	// the unit last entered is issued, above everything before (§2.3);
-	// past it the sequence would have to wait for the clock to come back,
-	// so REST answers 503 unavailable at once, with a Retry-After of about
-	// those two hours (§2.4, §2.10). Never a lower ID, never a repeat.
+	// the unit last entered is issued, above everything before (the
+	// checked path); past it the sequence would have to wait for the clock
+	// to come back, so REST answers 503 unavailable at once, with a
+	// Retry-After of about those two hours (borrow, then sleep;
+	// docs/design/ceiling.md). Never a lower ID, never a repeat.
 	tagged.setClock(t, "-1h")
 	tagged.waitLog(t, "nemesis clock: offset now -1h0m0s")
 	before := len(issued)

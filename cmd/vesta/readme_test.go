@@ -21,8 +21,9 @@ import (
 // lines; readme_run_test.go runs every block against real servers.
 
 // readmePages are the pages whose `vesta` lines TestREADMECommands runs:
-// the README and the pages split out of it.
-var readmePages = []string{"../../README.md", "../../docs/layouts.md", "../../docs/api.md", "../../docs/segments.md", "../../docs/operations.md"}
+// the README, the pages split out of it, and the design's page of the ID,
+// whose worked examples are golden vectors of the tests too.
+var readmePages = []string{"../../README.md", "../../docs/layouts.md", "../../docs/api.md", "../../docs/segments.md", "../../docs/operations.md", "../../docs/design/id-layouts.md"}
 
 // repoFiles reads files of the repository by their paths from its root.
 func repoFiles(t *testing.T, paths ...string) []string {
@@ -392,6 +393,35 @@ func TestREADMEBenchmarks(t *testing.T) {
 		t.Fatalf("read %d rows of README's benchmark table", rows)
 	}
 }
+
+// The design pages' ratios are BENCHMARKS.md's: every ×N written on a
+// topic page of docs/design (the dated history apart) is written there as
+// it is, so that a page cannot keep a ratio a new measurement replaced.
+func TestDesignBenchmarks(t *testing.T) {
+	bench := repoFiles(t, "BENCHMARKS.md")[0]
+	pages, err := filepath.Glob("../../docs/design/*.md")
+	if err != nil || len(pages) < 10 {
+		t.Fatalf("docs/design: %d pages, %v", len(pages), err)
+	}
+	ratios := 0
+	for _, p := range pages {
+		text, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range designRatioRe.FindAllString(string(text), -1) {
+			ratios++
+			if !regexp.MustCompile(regexp.QuoteMeta(f) + `($|[^\d.,])`).MatchString(bench) {
+				t.Errorf("%s: %s is nowhere in BENCHMARKS.md", p, f)
+			}
+		}
+	}
+	if ratios < 5 {
+		t.Fatalf("read %d ratios on the design pages", ratios)
+	}
+}
+
+var designRatioRe = regexp.MustCompile(`×\d(?:[\d,.]*\d)?`)
 
 // The comparison itself: what varies is ignored, nothing else.
 func TestREADMEMatchOutput(t *testing.T) {

@@ -214,7 +214,7 @@ func (a *Assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 // warnLocks warns, at start, of a lock one listener has and another
 // lacks, where others may reach it: RPC open while REST is locked (a
 // token or client certificates) — the RPC protocol has no token, mutual
-// TLS is its credential (DESIGN.md §4.4) — and the token sent in clear to
+// TLS is its credential (docs/design/central.md) — and the token sent in clear to
 // the metrics listener. Loopback listeners are reached from the host
 // only; a network that keeps others out (a published loopback port, a
 // NetworkPolicy) makes the warning moot, which vesta cannot see.

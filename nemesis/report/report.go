@@ -48,10 +48,11 @@ type Handover struct {
 }
 
 // NotSurvived is a class of repeats that come from a case vesta does not
-// survive by design (DESIGN.md, docs/guarantees.md): the run shows the
+// survive by design (docs/design/not-survived.md, docs/guarantees.md): the run shows the
 // case and its cost instead of counting its repeats as failures.
 type NotSurvived struct {
-	// Class names the case as DESIGN.md §12 does ("guard-dir-restored").
+	// Class names the case as docs/design/not-survived.md does
+	// ("guard-dir-restored").
 	Class string
 	// Faults counts the faults of the case, Repeats the values repeated
 	// because of them.

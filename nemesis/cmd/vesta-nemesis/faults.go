@@ -56,8 +56,8 @@ type injection struct {
 	class string
 }
 
-// Cases not survived by design, by their names in DESIGN.md §12 and
-// docs/guarantees.md.
+// Cases not survived by design, by their names in
+// docs/design/not-survived.md and docs/guarantees.md.
 const (
 	classOldGuard   = "guard-dir-restored (an older copy of a time-guard directory)"
 	classLostCommit = "segment-mysql-rolled-back (MariaDB lost its last commits)"
@@ -622,7 +622,7 @@ var faultKinds = []faultKind{
 	{name: "guard-restore", free: func(f *fleet) bool { return f.freeOf(serverRes(f.guardSrv)) }, inject: func(f *fleet, rng *rand.Rand) injection {
 		s := f.guardSrv
 		f.claim(serverRes(s))
-		// Not survived by design (DESIGN.md §2.8): the guard is what keeps
+		// Not survived by design (docs/design/generator.md#the-time-guard): the guard is what keeps
 		// a restart above what was issued. Put back as the fleet started,
 		// with the clock a little behind at the restart, it lets G issue
 		// again what it issued in the last seconds.
@@ -755,7 +755,7 @@ func (f *fleet) resetMix() {
 // moment, the table locked to read what was committed, then kill -9.
 // Leaf's segment mode hands the lost ranges out again (its design rests
 // on the database keeping what it acknowledged): not survived by design
-// (DESIGN.md §9.2), and what is lost is measured, to tell its repeats
+// (docs/design/segment-sequences.md), and what is lost is measured, to tell its repeats
 // from any other.
 func injectCommitLoss(f *fleet, rng *rand.Rand) injection {
 	f.claim(resMariaDB)

@@ -668,7 +668,7 @@ func (f *fleet) notes() []string {
 		return []string{fmt.Sprintf("etcd: 3 members, lease range %s (%d primaries, %d standbys); lease_ttl %v, the standbys' %s",
 			f.leaseRange(), f.primaries, f.standbys, leaseTTL, standbyNote("etcd"))}
 	case "sentinel":
-		return []string{fmt.Sprintf("redis: master + 2 replicas + 3 Sentinels (quorum 2), appendonly yes, lease range %s (%d primaries, %d standbys), lease_ttl %v, max_clock_skew %v, min_replicas 0 (the default; the Sentinel majority check and the quarantine are what DESIGN.md §3.7/§3.9 rest safety on); the standbys' %s",
+		return []string{fmt.Sprintf("redis: master + 2 replicas + 3 Sentinels (quorum 2), appendonly yes, lease range %s (%d primaries, %d standbys), lease_ttl %v, max_clock_skew %v, min_replicas 0 (the default; the Sentinel majority check and the quarantine are what docs/design/sentinel.md and redis-data-loss.md rest safety on); the standbys' %s",
 			f.leaseRange(), f.primaries, f.standbys, leaseTTL, maxSkew, standbyNote("sentinel")),
 			fmt.Sprintf("the pair of timings under %s, machine %d: X lease_ttl %v, time_guard.window %v; Y lease_ttl %v, max_clock_skew %v, max_borrow %v",
 				mixPrefix, mixID, mixLongTTL, mixLongWindow, mixShortTTL, mixShortSkew, time.Duration(mixShortBorrow))}
