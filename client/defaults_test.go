@@ -19,6 +19,7 @@ import (
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // Two application instances on default configurations, their central
@@ -117,7 +118,7 @@ func TestFallbackLeasedAtStart(t *testing.T) {
 		(st.Machine != 40 && st.Machine != 41) {
 		t.Fatalf("FallbackState after New = %+v; want a held Redis lease on 40 or 41", st)
 	}
-	leaseKey, _ := machineid.Keys("fb", st.Machine)
+	leaseKey, _ := redislease.Keys("fb", st.Machine)
 	token, err := rc.Get(context.Background(), leaseKey).Result()
 	if err != nil || token == "" {
 		t.Fatalf("GET %s after New, before any call = %q, %v; want the fallback's token", leaseKey, token, err)

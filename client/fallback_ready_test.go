@@ -16,6 +16,7 @@ import (
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // New holds a fresh Redis lease for the fallback at once and does not wait
@@ -56,7 +57,7 @@ func TestNewDoesNotWaitOutTheQuarantine(t *testing.T) {
 		st.Lease.State != machineid.StateHeld || !st.Lease.QuarantineUntil.After(clock.Now()) {
 		t.Fatalf("FallbackState after New = %+v; want a held lease, quarantined, not ready", st)
 	}
-	leaseKey, _ := machineid.Keys(machineid.DefaultConfig().Redis.KeyPrefix, st.Machine)
+	leaseKey, _ := redislease.Keys(machineid.DefaultConfig().Redis.KeyPrefix, st.Machine)
 	if n, err := rc.Exists(context.Background(), leaseKey).Result(); err != nil || n != 1 {
 		t.Fatalf("EXISTS %s after New = %d, %v; want 1: the claim is made at New", leaseKey, n, err)
 	}
@@ -197,7 +198,7 @@ func TestNewRefusesAFallbackUnlikeItsFleet(t *testing.T) {
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { rc.Close() })
 	fleet := `{"layout":"sorted","type":0,"epoch_ms":1735689600000,"version":0,"lease_ttl_ms":15000,"max_borrow_ms":1000,"max_clock_skew_ms":2000,"timing":true}`
-	if err := rc.Set(context.Background(), machineid.FleetKey("vesta"), fleet, 0).Err(); err != nil {
+	if err := rc.Set(context.Background(), redislease.FleetKey("vesta"), fleet, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	cfg, _ := testConfig(t, deadAddr(t))

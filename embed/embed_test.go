@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+
 	vesta "github.com/vesta-go/vesta"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
@@ -17,6 +18,7 @@ import (
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 var _ vesta.Issuer = (*embed.Issuer)(nil)
@@ -285,7 +287,7 @@ func TestAcquireDoesNotWaitOutTheQuarantine(t *testing.T) {
 	}
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
 	defer rc.Close()
-	key, _ := machineid.Keys(cfg.Machine.Redis.KeyPrefix, st.Machine)
+	key, _ := redislease.Keys(cfg.Machine.Redis.KeyPrefix, st.Machine)
 	if n, err := rc.Exists(context.Background(), key).Result(); err != nil || n != 1 {
 		t.Fatalf("EXISTS %s after Acquire = %d, %v; want 1 (claimed)", key, n, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/machineid/internal/leasestore"
 )
 
 // The publish method (core.Method) of an issuer chooses the range its
@@ -48,6 +49,27 @@ const (
 )
 
 var knownProviders = []string{ProviderStatic, ProviderIPTable, ProviderRedis, ProviderK8s, ProviderEtcd}
+
+// linkImport is the package that links a leasing provider's store into a
+// program (with the store's client library): machineid itself links none,
+// so that a program on a fixed ID pays for no Redis or etcd client.
+var linkImport = map[string]string{
+	ProviderRedis: "github.com/vesta-go/vesta/machineid/redislease",
+	ProviderEtcd:  "github.com/vesta-go/vesta/machineid/etcdlease",
+}
+
+// notLinked says, for a leasing provider whose store package this program
+// does not link, which import to add; "" when it is linked, or needs none.
+func notLinked(p string) string {
+	pkg, ok := linkImport[p]
+	if !ok {
+		return ""
+	}
+	if _, linked := leasestore.Lookup(p); linked {
+		return ""
+	}
+	return fmt.Sprintf("the %s provider is not linked into this program; add import _ %q", p, pkg)
+}
 
 // leasing reports whether a provider leases IDs from a store (redis,
 // etcd): the IDs it may hand out are the lease range, which fixed IDs
@@ -185,14 +207,6 @@ func (r RedisConfig) LogValue() slog.Value {
 		slog.Duration("lease_ttl", r.LeaseTTL), slog.Duration("max_clock_skew", r.MaxClockSkew))
 }
 
-// where names the Redis for messages.
-func (r RedisConfig) where() string {
-	if r.MasterName != "" {
-		return fmt.Sprintf("Redis master %q via Sentinel %v", r.MasterName, r.Addrs)
-	}
-	return fmt.Sprintf("Redis %v", r.Addrs)
-}
-
 // EtcdConfig configures the etcd provider: where etcd is and how long a
 // lease lives. Its String and LogValue hide the password.
 type EtcdConfig struct {
@@ -318,6 +332,9 @@ func (c Config) resolve() (Config, error) {
 		}
 		if seen[p] {
 			return bad("Providers", "%q is listed twice", p)
+		}
+		if msg := notLinked(p); msg != "" {
+			return bad("Providers", "%s", msg)
 		}
 		seen[p] = true
 	}

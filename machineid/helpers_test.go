@@ -14,6 +14,7 @@ import (
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // testSkew is the clock-skew bound of the tests: every clock is the host's.
@@ -74,7 +75,7 @@ func releasedCleanly(t testing.TB, srv *redistest.Server, method core.Method, rn
 			t.Fatal(err)
 		}
 	}
-	if err := client(t, srv).Del(context.Background(), machineid.FleetKey(c.Redis.KeyPrefix)).Err(); err != nil {
+	if err := client(t, srv).Del(context.Background(), redislease.FleetKey(c.Redis.KeyPrefix)).Err(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // issued collects what an issuing loop got.
@@ -102,7 +103,7 @@ func testRedisLostWhileRunning(t *testing.T, gc core.Config) {
 	// Redis keeps the lease at least until sent+PTTL; renewals only push
 	// the expiry later, so this is a lower bound of when another process
 	// could take the ID.
-	leaseKey, _ := machineid.Keys("vesta", l.ID())
+	leaseKey, _ := redislease.Keys("vesta", l.ID())
 	sent := time.Now()
 	pttl, err := rdb.PTTL(context.Background(), leaseKey).Result()
 	if err != nil || pttl <= 0 {
@@ -160,7 +161,7 @@ func TestStolenLeaseIsFencedAndReplaced(t *testing.T) {
 	stop := issue(t, gen, &out)
 	eventually(t, "IDs issued", func() bool { n, _ := out.count(); return n > 100 })
 
-	leaseKey, _ := machineid.Keys("vesta", first)
+	leaseKey, _ := redislease.Keys("vesta", first)
 	if err := rdb.Set(context.Background(), leaseKey, "thief", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func TestExpiredLeaseIsReclaimedWithoutGoingBack(t *testing.T) {
 	var out issued
 	stop := issue(t, gen, &out)
 	eventually(t, "IDs issued", func() bool { n, _ := out.count(); return n > 100 })
-	leaseKey, _ := machineid.Keys("vesta", id)
+	leaseKey, _ := redislease.Keys("vesta", id)
 	rdb.Del(context.Background(), leaseKey) // as if it expired behind our back
 	eventually(t, "the fence", func() bool { return l.Status().Fences > 0 })
 	n0, _ := out.count()
@@ -522,7 +523,7 @@ func TestLostAfterTheGeneratorClosed(t *testing.T) {
 	if err := gen.Close(); err != nil {
 		t.Fatal(err)
 	}
-	leaseKey, _ := machineid.Keys("vesta", l.ID())
+	leaseKey, _ := redislease.Keys("vesta", l.ID())
 	rdb.Del(context.Background(), leaseKey)
 	eventually(t, "the lease claimed again", func() bool {
 		s := l.Status()

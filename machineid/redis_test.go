@@ -13,10 +13,11 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 func TestKeysShareAHashTag(t *testing.T) {
-	lease, mark := machineid.Keys("vesta", 924)
+	lease, mark := redislease.Keys("vesta", 924)
 	if lease != "{vesta:machine:924}:lease" || mark != "{vesta:machine:924}:mark" {
 		t.Fatalf("Keys = %q, %q", lease, mark)
 	}
@@ -85,7 +86,7 @@ func TestGracefulCloseReleasesAtOnce(t *testing.T) {
 	if _, err := gen.NextID(context.Background(), core.Central); err != nil {
 		t.Fatal(err)
 	}
-	leaseKey, markKey := machineid.Keys("vesta", 1000)
+	leaseKey, markKey := redislease.Keys("vesta", 1000)
 	if v := rdb.Get(context.Background(), leaseKey).Val(); !strings.Contains(v, "/") {
 		t.Fatalf("lease value %q; want token/host/pid", v)
 	}
@@ -144,7 +145,7 @@ func TestOnlyTheHolderWritesTheMark(t *testing.T) {
 	if err != nil || !got.Equal(mark.Truncate(time.Millisecond).Add(time.Millisecond)) {
 		t.Fatalf("Load = %v, %v; want %v rounded up to the millisecond", got, err, mark)
 	}
-	leaseKey, markKey := machineid.Keys("vesta", l.ID())
+	leaseKey, markKey := redislease.Keys("vesta", l.ID())
 	rdb.Set(ctx, leaseKey, "thief", 0)
 	if err := g.Save(ctx, mark.Add(time.Hour)); !errors.Is(err, machineid.ErrNotHolder) {
 		t.Fatalf("Save after the lease was taken: %v; want ErrNotHolder", err)
