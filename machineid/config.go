@@ -2,11 +2,11 @@ package machineid
 
 import (
 	"cmp"
-	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -160,8 +160,13 @@ type RedisConfig struct {
 	Password string
 	// DB is the database of a single Redis or Sentinel; zero is 0.
 	DB int
-	// TLS; nil speaks plain TCP.
-	TLS *tls.Config
+	// TLS, when not nil, is the *tls.Config (crypto/tls) of the
+	// connections to Redis and the Sentinels; nil speaks plain TCP. It is
+	// typed any so that machineid does not import crypto/tls, whose
+	// initialization would add about 1.2 MB to every program on a fixed
+	// machine ID; the redis provider's package checks it (Validate: anything
+	// but a *tls.Config is ErrConfig, naming Redis.TLS).
+	TLS any
 	// KeyPrefix starts every key; "" is "vesta". It may not hold "{" or
 	// "}", which would break the hash tag that keeps a machine ID's keys
 	// in one Cluster slot.
@@ -193,7 +198,7 @@ type RedisConfig struct {
 // String prints the configuration with the password hidden.
 func (r RedisConfig) String() string {
 	return fmt.Sprintf("{Addrs:%v MasterName:%q Username:%q Password:%s DB:%d TLS:%t KeyPrefix:%q LeaseTTL:%s SafetyMargin:%s MaxClockSkew:%s MinReplicas:%d}",
-		r.Addrs, r.MasterName, r.Username, redact(r.Password), r.DB, r.TLS != nil, r.KeyPrefix, r.LeaseTTL, r.SafetyMargin, r.MaxClockSkew, r.MinReplicas)
+		r.Addrs, r.MasterName, r.Username, redact(r.Password), r.DB, tlsOn(r.TLS), r.KeyPrefix, r.LeaseTTL, r.SafetyMargin, r.MaxClockSkew, r.MinReplicas)
 }
 
 // GoString is String, so that %#v hides the password too.
@@ -216,8 +221,10 @@ type EtcdConfig struct {
 	// Username and Password authenticate; "" is none.
 	Username string
 	Password string
-	// TLS; nil speaks plain TCP.
-	TLS *tls.Config
+	// TLS, when not nil, is the *tls.Config (crypto/tls) of the
+	// connections to etcd, typed any as RedisConfig.TLS is and checked by
+	// the etcd provider's package; nil speaks plain TCP.
+	TLS any
 	// KeyPrefix starts every key ("vesta/machine/924/lease"); "" is
 	// "vesta".
 	KeyPrefix string
@@ -234,7 +241,7 @@ type EtcdConfig struct {
 // String prints the configuration with the password hidden.
 func (e EtcdConfig) String() string {
 	return fmt.Sprintf("{Endpoints:%v Username:%q Password:%s TLS:%t KeyPrefix:%q LeaseTTL:%s SafetyMargin:%s}",
-		e.Endpoints, e.Username, redact(e.Password), e.TLS != nil, e.KeyPrefix, e.LeaseTTL, e.SafetyMargin)
+		e.Endpoints, e.Username, redact(e.Password), tlsOn(e.TLS), e.KeyPrefix, e.LeaseTTL, e.SafetyMargin)
 }
 
 // GoString is String, so that %#v hides the password too.
@@ -246,6 +253,15 @@ func (e EtcdConfig) LogValue() slog.Value {
 		slog.Any("endpoints", e.Endpoints), slog.String("username", e.Username),
 		slog.String("password", redact(e.Password)), slog.String("key_prefix", e.KeyPrefix),
 		slog.Duration("lease_ttl", e.LeaseTTL))
+}
+
+// tlsOn reports a TLS setting that is not nil, nor a nil *tls.Config.
+func tlsOn(v any) bool {
+	if v == nil {
+		return false
+	}
+	r := reflect.ValueOf(v)
+	return r.Kind() != reflect.Pointer || !r.IsNil()
 }
 
 func redact(secret string) string {
@@ -431,6 +447,14 @@ func (c Config) resolve() (Config, error) {
 	}
 	if err := r.resolveEtcd(seen[ProviderEtcd]); err != nil {
 		return Config{}, err
+	}
+	// What only a store's package can judge (a TLS setting's type).
+	for _, p := range r.Providers {
+		if lp, ok := leasestore.Lookup(p); ok && lp.Check != nil {
+			if err := lp.Check(leasestore.Base{Redis: leasestore.RedisSettings(r.Redis), Etcd: leasestore.EtcdSettings(r.Etcd)}); err != nil {
+				return Config{}, err
+			}
+		}
 	}
 	// Last, so that a config with other mistakes names those first.
 	if seen[ProviderStatic] && r.Static == nil {

@@ -89,11 +89,11 @@ func acquireWith(ctx context.Context, base leaseBase, leaseRng Range, provider s
 // acquireStore claims a lease of b's range in the provider's store, opened
 // by the store package the program linked (see linkImport).
 func acquireStore(ctx context.Context, b leaseBase, provider string) (*Lease, error) {
-	open, ok := leasestore.Lookup(provider)
+	p, ok := leasestore.Lookup(provider)
 	if !ok { // Validate refused it already
 		return nil, fmt.Errorf("%w: Providers: %s", ErrConfig, notLinked(provider))
 	}
-	st, err := open(ctx, b.storeBase())
+	st, err := p.Open(ctx, b.storeBase())
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ import (
 	"github.com/vesta-go/vesta/machineid/internal/leasestore"
 )
 
-func init() { leasestore.Register(machineid.ProviderEtcd, etcdstore.Open) }
+func init() { leasestore.Register(machineid.ProviderEtcd, etcdstore.Provider) }
 
 // Keys returns the etcd keys of machine id under prefix: the lease (the
 // holder's token, attached to an etcd lease of the holder's), the time

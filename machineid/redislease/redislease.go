@@ -26,7 +26,7 @@ import (
 	"github.com/vesta-go/vesta/machineid/internal/redisstore"
 )
 
-func init() { leasestore.Register(machineid.ProviderRedis, redisstore.Open) }
+func init() { leasestore.Register(machineid.ProviderRedis, redisstore.Provider) }
 
 // Keys returns the Redis keys of machine id under prefix: the lease (its
 // value is the holder's token, "<128 random bits>/<host>/<pid>", with the

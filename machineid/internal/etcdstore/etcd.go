@@ -2,6 +2,7 @@ package etcdstore
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strconv"
@@ -46,12 +47,31 @@ type etcdHold struct {
 	shapeKey  string
 }
 
-// Open is the Opener of the etcd provider (machineid/etcdlease registers
-// it): the store of b.Etcd, on a client of its endpoints.
-func Open(_ context.Context, b leasestore.Base) (leasestore.Store, error) {
+// Provider is the etcd provider's store (machineid/etcdlease registers
+// it).
+var Provider = leasestore.Provider{
+	Open:  open,
+	Check: func(b leasestore.Base) error { _, err := tlsOf(b.Etcd.TLS); return err },
+}
+
+// tlsOf is the TLS setting as the client takes it: nil, or a *tls.Config.
+func tlsOf(v any) (*tls.Config, error) {
+	c, ok := v.(*tls.Config) // a nil *tls.Config is plain TCP too
+	if v != nil && !ok {
+		return nil, fmt.Errorf("%w: Etcd.TLS: a %T; want a *tls.Config, or nil for plain TCP", leasestore.ErrConfig, v)
+	}
+	return c, nil
+}
+
+// open is the store of b.Etcd, on a client of its endpoints.
+func open(_ context.Context, b leasestore.Base) (leasestore.Store, error) {
 	ec := b.Etcd
+	tc, err := tlsOf(ec.TLS)
+	if err != nil {
+		return nil, err
+	}
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints: ec.Endpoints, Username: ec.Username, Password: ec.Password, TLS: ec.TLS,
+		Endpoints: ec.Endpoints, Username: ec.Username, Password: ec.Password, TLS: tc,
 		DialTimeout: leasestore.CommandTimeout(ec.LeaseTTL), DialKeepAliveTime: ec.LeaseTTL / 3,
 		DialKeepAliveTimeout: leasestore.CommandTimeout(ec.LeaseTTL), Logger: zap.NewNop(),
 	})

@@ -3,7 +3,6 @@ package leasestore
 import (
 	"context"
 	crand "crypto/rand"
-	"crypto/tls"
 	"log/slog"
 	"os"
 	"strconv"
@@ -99,7 +98,7 @@ type RedisSettings struct {
 	Username     string
 	Password     string
 	DB           int
-	TLS          *tls.Config
+	TLS          any // a *tls.Config, or nil
 	KeyPrefix    string
 	LeaseTTL     time.Duration
 	SafetyMargin time.Duration
@@ -113,28 +112,35 @@ type EtcdSettings struct {
 	Endpoints    []string
 	Username     string
 	Password     string
-	TLS          *tls.Config
+	TLS          any // a *tls.Config, or nil
 	KeyPrefix    string
 	LeaseTTL     time.Duration
 	SafetyMargin time.Duration
 }
 
-// Opener opens the store of a provider for one lease.
-type Opener func(ctx context.Context, b Base) (Store, error)
+// Provider is a leasing provider's store, as its package links it.
+type Provider struct {
+	// Open opens the store for one lease.
+	Open func(ctx context.Context, b Base) (Store, error)
+	// Check judges what only the store's package can (b's settings hold
+	// the types of its client library, as TLS): machineid's Validate calls
+	// it. Its error names the field (Redis.TLS).
+	Check func(b Base) error
+}
 
-var registry sync.Map // provider name -> Opener
+var registry sync.Map // provider name -> Provider
 
 // Register links the store of provider into this program: a provider
 // package's init calls it (machineid/redislease, machineid/etcdlease).
-func Register(provider string, open Opener) { registry.Store(provider, open) }
+func Register(provider string, p Provider) { registry.Store(provider, p) }
 
-// Lookup returns the Opener of provider, if its package is linked.
-func Lookup(provider string) (Opener, bool) {
+// Lookup returns the Provider of provider, if its package is linked.
+func Lookup(provider string) (Provider, bool) {
 	v, ok := registry.Load(provider)
 	if !ok {
-		return nil, false
+		return Provider{}, false
 	}
-	return v.(Opener), true
+	return v.(Provider), true
 }
 
 // CommandTimeout follows the lease's TTL so that a dead store is noticed

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strconv"
@@ -167,6 +168,12 @@ redis.call('SET', KEYS[1], ARGV[1])
 return false`)
 )
 
+// tlsConfig is rc's TLS, which Check judged: nil or a *tls.Config.
+func tlsConfig(rc leasestore.RedisSettings) *tls.Config {
+	c, _ := tlsOf("Redis.TLS", rc.TLS)
+	return c
+}
+
 // newClient dials one Redis (a single server, or a master a Sentinel
 // named); go-redis's own retries are off because the lease retries on its
 // own schedule. Maintenance notifications (a managed Redis moving the
@@ -177,7 +184,7 @@ func newClient(rc leasestore.RedisSettings, addr string) *redis.Client {
 	timeout := leasestore.CommandTimeout(rc.LeaseTTL)
 	return redis.NewClient(&redis.Options{
 		Addr: addr, Username: rc.Username, Password: rc.Password,
-		DB: rc.DB, TLSConfig: rc.TLS, ClientName: "vesta-machineid",
+		DB: rc.DB, TLSConfig: tlsConfig(rc), ClientName: "vesta-machineid",
 		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, DialerRetries: 1,
 		MaxRetries: -1, ContextTimeoutEnabled: true, PoolSize: 4,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
@@ -269,10 +276,20 @@ type redisHold struct {
 // product passes none.
 type Hook func(addr string, sentinel int) redis.Hook
 
-// Open is the Opener of the redis provider (machineid/redislease
-// registers it): the store of b.Redis.
-func Open(_ context.Context, b leasestore.Base) (leasestore.Store, error) {
-	return New(b, nil), nil
+// Provider is the redis provider's store (machineid/redislease registers
+// it).
+var Provider = leasestore.Provider{
+	Open:  func(_ context.Context, b leasestore.Base) (leasestore.Store, error) { return New(b, nil), nil },
+	Check: func(b leasestore.Base) error { _, err := tlsOf("Redis.TLS", b.Redis.TLS); return err },
+}
+
+// tlsOf is a TLS setting as the clients take it: nil, or a *tls.Config.
+func tlsOf(field string, v any) (*tls.Config, error) {
+	c, ok := v.(*tls.Config) // a nil *tls.Config is plain TCP too
+	if v != nil && !ok {
+		return nil, fmt.Errorf("%w: %s: a %T; want a *tls.Config, or nil for plain TCP", leasestore.ErrConfig, field, v)
+	}
+	return c, nil
 }
 
 // New is the store of b.Redis, its clients made with hook.

@@ -72,7 +72,7 @@ func newSentinelGroup(rc leasestore.RedisSettings, clock core.Clock, hook Hook) 
 	timeout := leasestore.CommandTimeout(rc.LeaseTTL)
 	for _, a := range rc.Addrs {
 		g.clients = append(g.clients, redis.NewSentinelClient(&redis.Options{
-			Addr: a, TLSConfig: rc.TLS, ClientName: "vesta-machineid",
+			Addr: a, TLSConfig: tlsConfig(rc), ClientName: "vesta-machineid",
 			DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, DialerRetries: 1,
 			MaxRetries: -1, ContextTimeoutEnabled: true, PoolSize: 2,
 		}))
