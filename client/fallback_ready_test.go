@@ -32,7 +32,7 @@ func TestNewDoesNotWaitOutTheQuarantine(t *testing.T) {
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { rc.Close() })
 	clock := core.NewManualClock(time.Now())
-	cfg, reg := testConfig(t, deadAddr(t))
+	cfg := testConfig(t, deadAddr(t))
 	cfg.FallbackConfig.DataDir = "" // the mark lives in Redis
 	cfg.FallbackConfig.Clock = clock
 	cfg.FallbackConfig.Machine.Static = nil
@@ -51,6 +51,7 @@ func TestNewDoesNotWaitOutTheQuarantine(t *testing.T) {
 		t.Fatalf("New with a quarantined fallback lease = %v; want it to return at once", err)
 	}
 	t.Cleanup(func() { c.Close() })
+	reg := registry(t, c)
 
 	st := c.FallbackState()
 	if st.Ready || !errors.Is(st.NotReady, client.ErrFallbackNotReady) || !strings.Contains(st.NotReady.Error(), "quarantine") ||
@@ -112,12 +113,11 @@ func TestNewDoesNotWaitOutTheQuarantine(t *testing.T) {
 // metric and log go from not ready to ready.
 func TestCallsWaitForTheFallback(t *testing.T) {
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	cfg, reg := testConfig(t, deadAddr(t))
+	cfg := testConfig(t, deadAddr(t))
 	cfg.FallbackConfig.MaxStartupWait = time.Hour
 	ctx := context.Background()
 
 	last := cfg
-	last.Registerer = nil
 	last.FallbackConfig.Clock = core.NewManualClock(start)
 	c, err := client.New(ctx, last)
 	if err != nil {
@@ -140,6 +140,7 @@ func TestCallsWaitForTheFallback(t *testing.T) {
 	var logs syncBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	c = newClient(t, cfg)
+	reg := registry(t, c)
 	if st := c.FallbackState(); st.Ready || !errors.Is(st.NotReady, client.ErrFallbackNotReady) || st.Machine != 7 {
 		t.Fatalf("FallbackState after New = %+v; want machine 7, not ready", st)
 	}
@@ -201,7 +202,7 @@ func TestNewRefusesAFallbackUnlikeItsFleet(t *testing.T) {
 	if err := rc.Set(context.Background(), redislease.FleetKey("vesta"), fleet, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := testConfig(t, deadAddr(t))
+	cfg := testConfig(t, deadAddr(t))
 	cfg.FallbackConfig.DataDir = ""
 	cfg.FallbackConfig.Layout = core.Vesta
 	cfg.FallbackConfig.Machine.Static = nil

@@ -8,13 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	vesta "github.com/vesta-go/vesta"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
-	"github.com/vesta-go/vesta/internal/testkit/promtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
@@ -153,35 +151,6 @@ func testIssuerMethods(t *testing.T, layout core.Layout, method, asRest core.Met
 	}
 	if _, err := is.TransTime(1 << 42); !errors.Is(err, core.ErrOutOfRange) {
 		t.Fatalf("TransTime too wide: %v", err)
-	}
-}
-
-func TestMetrics(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	cfg := embed.DefaultConfig()
-	cfg.DataDir, cfg.Registerer, cfg.Machine.Static = t.TempDir(), reg, new(core.MachineID(1))
-	is := open(t, cfg)
-	if _, err := is.NextIDs(context.Background(), 10); err != nil {
-		t.Fatal(err)
-	}
-	if v, _ := promtest.Value(t, reg, "vesta_ids_issued_total", "method", "embedded"); v != 10 {
-		t.Fatalf("ids issued = %v; want 10", v)
-	}
-	if n := len(promtest.Series(t, reg, "vesta_ids_issued_total")); n != 1 {
-		t.Fatalf("%d series of vesta_ids_issued_total; want embedded alone", n)
-	}
-	if v, _ := promtest.Value(t, reg, "vesta_generator_time_guard_mark_timestamp_seconds"); v < float64(time.Now().Unix()) {
-		t.Fatalf("mark %v is not ahead of now", v)
-	}
-	if _, ok := promtest.Value(t, reg, "vesta_machine_id"); !ok {
-		t.Fatal("no lease metrics")
-	}
-	// A closed issuer's IDs stay counted: the counter never goes down.
-	if err := is.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if v, _ := promtest.Value(t, reg, "vesta_ids_issued_total", "method", "embedded"); v != 10 {
-		t.Fatalf("ids issued after Close = %v; want 10", v)
 	}
 }
 

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/machineid/internal/leasestore"
 )
@@ -134,8 +132,6 @@ type Config struct {
 	Clock core.Clock
 	// Logger; nil discards. Passwords are never logged.
 	Logger *slog.Logger
-	// Registerer receives the metrics; nil registers none.
-	Registerer prometheus.Registerer
 }
 
 // RedisConfig configures the redis provider: where Redis is and how long a

@@ -75,7 +75,7 @@ type leaseBase struct {
 	rng    Range
 	log    *slog.Logger
 	clock  core.Clock
-	m      *metrics
+	stats  *leaseStats            // Lease.Stats
 	self   *selfInfo              // its member record's own part (member.go)
 	plant  leasestore.PlantedBugs // the lease simulation's; none in the product
 }
@@ -88,7 +88,7 @@ func newLeaseBase(c Config, m core.Method, rng Range) leaseBase {
 	if b.clock == nil {
 		b.clock = core.NewSystemClock()
 	}
-	b.m = newMetrics(c.Registerer, rangeName(m))
+	b.stats = newLeaseStats()
 	b.self = newSelf(b.clock)
 	return b
 }
@@ -96,7 +96,7 @@ func newLeaseBase(c Config, m core.Method, rng Range) leaseBase {
 // storeBase is what the store of b's provider is opened with.
 func (b leaseBase) storeBase() leasestore.Base {
 	return leasestore.Base{
-		Clock: b.clock, Log: b.log, Reach: maxRedisReach, ObserveSkew: b.m.setSkew, Plant: b.plant,
+		Clock: b.clock, Log: b.log, Reach: maxRedisReach, ObserveSkew: b.stats.observeSkew, Plant: b.plant,
 		Redis: leasestore.RedisSettings(b.cfg.Redis), Etcd: leasestore.EtcdSettings(b.cfg.Etcd),
 	}
 }
@@ -201,8 +201,8 @@ func (l *Lease) Status() Status { return l.h.status() }
 // calls wait for the first and return its result.
 func (l *Lease) Close(ctx context.Context) error {
 	l.closeOnce.Do(func() {
+		l.stats.closed.Store(true)
 		l.closeErr = l.h.close(ctx)
-		l.m.setState(StateNone)
 	})
 	return l.closeErr
 }

@@ -205,7 +205,6 @@ func (l *leased) install(h *leasestore.Hold, sent time.Time) {
 	l.renewed = sent
 	l.deadline = sent.Add(l.ttl - l.margin)
 	l.renewAt = sent.Add(l.period)
-	l.m.setMachine(int(h.ID))
 	l.syncLocked()
 }
 
@@ -248,7 +247,6 @@ func (l *leased) stateLocked() State {
 // tells the watchdog the deadline or the hold may have changed.
 func (l *leased) syncLocked() {
 	st := l.stateLocked()
-	l.m.setState(st)
 	close(l.changed)
 	l.changed = make(chan struct{})
 	if l.gen == nil {
@@ -270,7 +268,6 @@ func (l *leased) syncLocked() {
 		l.gen.Control().Fence(cause)
 		l.fenced = true
 		l.fences++
-		l.m.fenced()
 		// The deadline the generator was held to until now (FenceAfter):
 		// with the log line's time, a reader of the log bounds the last
 		// instant this hold could issue, whichever came first.
@@ -375,13 +372,11 @@ func (l *leased) renew(h *leasestore.Hold) bool {
 	switch {
 	case errors.Is(err, ErrLeaseLost):
 		l.failures++
-		l.m.renewFailed()
-		l.m.observeRenew(time.Since(start))
+		l.stats.renew.Observe(time.Since(start))
 		l.lostLocked(err)
 	case err != nil:
 		l.failures++
 		l.lastErr = err
-		l.m.renewFailed()
 		if l.failures == 1 || l.state == held {
 			l.log.Warn("machineid: renewing the lease failed; retrying", "machine", h.ID,
 				"deadline", l.deadline.UTC().Format(time.RFC3339Nano), "err", err)
@@ -394,7 +389,7 @@ func (l *leased) renew(h *leasestore.Hold) bool {
 			l.overdueLocked()
 		}
 	default:
-		l.m.observeRenew(time.Since(start))
+		l.stats.renew.Observe(time.Since(start))
 		// The store extended the lease at or after sent, so it lives at
 		// least until sent+ttl; the margin keeps the deadline before that.
 		l.deadline = sent.Add(l.ttl - l.margin)
@@ -579,7 +574,6 @@ func (l *leased) close(ctx context.Context) error {
 		gen.Control().Fence(fmt.Errorf("%w: machine %d: the lease was released", ErrLeaseLost, l.id))
 		l.fenced = true
 	}
-	l.m.setState(StateNone)
 	l.mu.Unlock()
 
 	l.cancel()
@@ -622,10 +616,10 @@ func (l *leased) waitQuarantine(ctx context.Context, h *leasestore.Hold, borrow 
 		l.log.Info(fmt.Sprintf("machineid: machine %d issues from %s, where the hold before it would have started", h.ID, floor.UTC().Format(time.RFC3339Nano)),
 			"machine", h.ID, "wait", left.Round(time.Millisecond), "max_borrow", borrow)
 	}
-	defer l.m.setQuarantine(0)
+	l.stats.quarantine.Store(until.UnixNano())
+	defer l.stats.quarantine.Store(0)
 	for {
 		left := until.Sub(l.clock.Now())
-		l.m.setQuarantine(max(left, 0))
 		if left <= 0 {
 			return nil
 		}

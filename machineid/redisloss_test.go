@@ -5,10 +5,9 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
@@ -73,24 +72,45 @@ func TestFlushAllTakeoverWaitsForTheHolderToFence(t *testing.T) {
 	a := mustAcquire(t, c, core.Central)
 	genA, outA, stopA := issuing(t, a, gc)
 
-	srv.FlushAll() // the lease and the mark are gone; the holder still issues
-	reg := prometheus.NewRegistry()
-	c.Registerer = reg
+	srv.FlushAll()                       // the lease and the mark are gone; the holder still issues
 	b := mustAcquire(t, c, core.Central) // free at once
 	q := b.Status().QuarantineUntil
 	if q.IsZero() {
 		t.Fatal("a claim after FLUSHALL has no quarantine")
 	}
+	// Stats shows the time left while Prepare waits.
+	var left atomic.Int64
+	stopPoll := make(chan struct{})
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		for {
+			if q := b.Stats().Quarantine; q > 0 {
+				left.Store(int64(q))
+				return
+			}
+			select {
+			case <-stopPoll:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
 	start := time.Now()
 	genB := generator(t, b, gc)
 	waited := time.Since(start)
+	close(stopPoll)
+	<-polled
+	if q := time.Duration(left.Load()); q <= 0 || q > machineid.Reach() {
+		t.Fatalf("Stats().Quarantine while waiting: %s; want above 0, at most %s", q, machineid.Reach())
+	}
 	// By the time the second holder may issue, the first cannot: its
 	// deadline has passed, if the lost key did not fence it earlier.
 	if err := genA.Ready(); !errors.Is(err, core.ErrFenced) {
 		t.Fatalf("the first holder is not fenced when the second starts: %v", err)
 	}
-	if v, _ := gauge(t, reg, "vesta_machine_quarantine_seconds", nil); v != 0 {
-		t.Fatalf("quarantine gauge %v after the wait; want 0", v)
+	if left := b.Stats().Quarantine; left != 0 {
+		t.Fatalf("Stats().Quarantine %s after the wait; want 0", left)
 	}
 	var outB issued
 	stopB := issue(t, genB, &outB)

@@ -302,7 +302,7 @@ func TestCatalogueMatchesCode(t *testing.T) {
 			continue
 		}
 		want := `"` + m.name + `"`
-		if short, ok := strings.CutPrefix(m.name, "vesta_generator_"); ok && m.source == "embed" {
+		if short, ok := strings.CutPrefix(m.name, "vesta_generator_"); ok && m.source == "prommetrics" {
 			want = `d("` + short + `"`
 		}
 		if !strings.Contains(s, want) {
