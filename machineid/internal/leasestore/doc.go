@@ -7,7 +7,7 @@
 // them wrap.
 //
 // It is internal so that none of this is a promise to users: a store's
-// safety rests on what the store really promises (DESIGN.md §3.6), and
+// safety rests on what the store really promises (docs/design/machine-ids.md, the safety argument), and
 // only the stores of this module are argued for. machineid keeps the
 // schedule (leased.go: claim, renew, fence, re-acquire, release) and the
 // public API; a store package is linked into a program only by the
