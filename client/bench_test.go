@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
@@ -131,13 +129,11 @@ func BenchmarkNextIDs1000(b *testing.B) {
 			cfg.NoFallback = true
 			cfg.Timeout = 5 * time.Second
 			cfg.Prefetch = prefetch
-			reg := prometheus.NewRegistry()
-			cfg.Registerer = reg
 			c := newClient(b, cfg)
 			ctx := context.Background()
 			full := func() {
 				b.StopTimer()
-				waittest.Until(b, "a full buffer", func() bool { return gauge(b, reg, "vesta_client_prefetch_buffered") == prefetch })
+				waittest.Until(b, "a full buffer", func() bool { return c.Stats().Buffered == prefetch })
 				b.StartTimer()
 			}
 			full()

@@ -54,9 +54,10 @@ func TestPastTheCeilingOfRealServers(t *testing.T) {
 		t.Run(fmt.Sprintf("servers=%d/prefetch=%d", tc.servers, tc.prefetch), func(t *testing.T) {
 			mc := core.NewManualClock(time.Now())
 			addrs := ceilingServers(t, mc, tc.servers)
-			cfg, reg := testConfig(t, addrs...)
+			cfg := testConfig(t, addrs...)
 			cfg.Prefetch = tc.prefetch
 			c := clockClient(t, cfg, advancingClock{mc})
+			reg := registry(t, c)
 			ctx := context.Background()
 
 			const batchers, batches, batch = 3, 4, 3000 // each batch spans several units
@@ -122,7 +123,7 @@ func TestPastTheCeilingOfRealServers(t *testing.T) {
 func TestBatchSpreadsOverRealServers(t *testing.T) {
 	mc := core.NewManualClock(time.Now())
 	addrs := ceilingServers(t, mc, 3)
-	cfg, _ := testConfig(t, addrs...)
+	cfg := testConfig(t, addrs...)
 	c := clockClient(t, cfg, advancingClock{mc})
 	start := mc.Now()
 	ids, err := c.NextIDs(context.Background(), 2500) // more than two servers' units

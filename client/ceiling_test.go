@@ -80,11 +80,12 @@ func counter(t testing.TB, reg *prometheus.Registry, name string, labels ...stri
 func TestBusyServerIsNotDead(t *testing.T) {
 	busy := startTaker(t, 1000, 100, 0, 100) // never has room
 	ok := startTaker(t, 1001, 100, -1, 0)
-	cfg, reg := testConfig(t, busy.addr, ok.addr)
+	cfg := testConfig(t, busy.addr, ok.addr)
 	cfg.ConnsPerServer = 1
 	dials := countDials(&cfg)
 	clk := core.NewManualClock(time.Now()) // busy marks never expire
 	c := clockClient(t, cfg, clk)
+	reg := registry(t, c)
 	ctx := context.Background()
 	var all collect
 	for i := range 40 {
@@ -153,10 +154,11 @@ func goNextIDs(ctx context.Context, c *client.Client, n int) <-chan waitResult {
 func TestEveryServerBusyWaits(t *testing.T) {
 	a := startTaker(t, 1000, 100, 0, 300)
 	b := startTaker(t, 1001, 100, 0, 500)
-	cfg, reg := testConfig(t, a.addr, b.addr)
+	cfg := testConfig(t, a.addr, b.addr)
 	cfg.Timeout = 50 * time.Millisecond
 	clk := core.NewManualClock(time.Now())
 	c := clockClient(t, cfg, clk)
+	reg := registry(t, c)
 	ctx := context.Background()
 
 	res := goNextIDs(ctx, c, 40)
@@ -216,11 +218,12 @@ func TestDeadServerFailsOverWhileBusyIsWaitedFor(t *testing.T) {
 				f.silent.Store(true)
 				deadAddr = f.addr
 			}
-			cfg, reg := testConfig(t, deadAddr, busy.addr)
+			cfg := testConfig(t, deadAddr, busy.addr)
 			cfg.Timeout = 100 * time.Millisecond
 			cfg.BreakerFailures = 100 // the dead server is tried on every walk
 			clk := core.NewManualClock(time.Now())
 			c := clockClient(t, cfg, clk)
+			reg := registry(t, c)
 			ctx := context.Background()
 
 			res := goNextIDs(ctx, c, 1)
@@ -250,9 +253,10 @@ func TestDeadServerFailsOverWhileBusyIsWaitedFor(t *testing.T) {
 
 func TestCeilingWaitEndsWithContext(t *testing.T) {
 	f := startTaker(t, 1000, 100, 0, 1000)
-	cfg, reg := testConfig(t, f.addr)
+	cfg := testConfig(t, f.addr)
 	clk := core.NewManualClock(time.Now()) // never advanced
 	c := clockClient(t, cfg, clk)
+	reg := registry(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	if _, err := c.NextID(ctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -270,9 +274,8 @@ func TestCloseReturnsCallersWaitingAtCeiling(t *testing.T) {
 	for _, prefetch := range []int{0, 100} {
 		t.Run(map[int]string{0: "direct", 100: "prefetch"}[prefetch], func(t *testing.T) {
 			f := startTaker(t, 1000, 100, 0, 1000)
-			cfg, _ := testConfig(t, f.addr)
+			cfg := testConfig(t, f.addr)
 			cfg.Prefetch = prefetch
-			cfg.Registerer = nil
 			clk := core.NewManualClock(time.Now()) // never advanced
 			c, err := client.NewWithClock(context.Background(), cfg, clk)
 			if err != nil {
@@ -337,9 +340,10 @@ func startTakers(t testing.TB, n int, room int64) (fs []*fake, addrs []string) {
 func TestSpreadOverServers(t *testing.T) {
 	t.Run("NextIDs", func(t *testing.T) {
 		fs, addrs := startTakers(t, 3, 300)
-		cfg, reg := testConfig(t, addrs...)
+		cfg := testConfig(t, addrs...)
 		clk := core.NewManualClock(time.Now()) // never advanced: a wait would hang
 		c := clockClient(t, cfg, clk)
+		reg := registry(t, c)
 		ids, err := c.NextIDs(context.Background(), 900)
 		if err != nil {
 			t.Fatal(err)
@@ -360,11 +364,11 @@ func TestSpreadOverServers(t *testing.T) {
 	})
 	t.Run("prefetch", func(t *testing.T) {
 		fs, addrs := startTakers(t, 3, 3000)
-		cfg, reg := testConfig(t, addrs...)
+		cfg := testConfig(t, addrs...)
 		cfg.Prefetch = 9000
 		clk := core.NewManualClock(time.Now())
-		clockClient(t, cfg, clk)
-		waittest.Until(t, "a full buffer", func() bool { return gauge(t, reg, "vesta_client_prefetch_buffered") == 9000 })
+		c := clockClient(t, cfg, clk)
+		waittest.Until(t, "a full buffer", func() bool { return c.Stats().Buffered == 9000 })
 		for i, f := range fs {
 			if f.room.Load() != 0 {
 				t.Errorf("server %d has %d of its 3000 left; want the refill spread over every server", i, f.room.Load())
@@ -377,7 +381,7 @@ func TestTakeIDsOnlyWhenOffered(t *testing.T) {
 	for _, offered := range []bool{true, false} {
 		f := startFake(t, 1000, 100)
 		f.takeIDs.Store(offered)
-		cfg, _ := testConfig(t, f.addr)
+		cfg := testConfig(t, f.addr)
 		c := newClient(t, cfg)
 		if _, err := c.NextID(context.Background()); err != nil {
 			t.Fatal(err)
@@ -397,7 +401,7 @@ func TestTakeIDsOnlyWhenOffered(t *testing.T) {
 
 func TestNextIDsCountBounds(t *testing.T) {
 	f := startTaker(t, 1000, 100, -1, 0)
-	cfg, _ := testConfig(t, f.addr)
+	cfg := testConfig(t, f.addr)
 	c := newClient(t, cfg)
 	for _, n := range []int{0, -1, math.MinInt, client.MaxCount + 1, 1 << 40, math.MaxInt} {
 		if ids, err := c.NextIDs(context.Background(), n); !errors.Is(err, core.ErrInvalidCount) || ids != nil {
@@ -413,10 +417,11 @@ func TestNextIDsCountBounds(t *testing.T) {
 // which alone asks the servers; they do not each call a server.
 func TestPrefetchCallersWaitForRefillAtCeiling(t *testing.T) {
 	f := startTaker(t, 1000, 100, 0, 100)
-	cfg, reg := testConfig(t, f.addr)
+	cfg := testConfig(t, f.addr)
 	cfg.Prefetch = 200
 	clk := core.NewManualClock(time.Now())
 	c := clockClient(t, cfg, clk)
+	reg := registry(t, c)
 	waittest.Sleepers(t, clk, 1) // the refill waits
 	const callers = 8
 	var wg sync.WaitGroup
@@ -445,12 +450,13 @@ func TestPrefetchCallersWaitForRefillAtCeiling(t *testing.T) {
 func TestSilentConnectionFailsOneCall(t *testing.T) {
 	f := startTaker(t, 1000, 100, -1, 0)
 	f.silentFirst.Store(true)
-	cfg, reg := testConfig(t, f.addr)
+	cfg := testConfig(t, f.addr)
 	cfg.NoFallback = true
 	cfg.ConnsPerServer = 1
 	cfg.Timeout = 2 * time.Second // the others' deadlines are a second after the first's
 	cfg.BreakerFailures = 2
 	c := newClient(t, cfg)
+	reg := registry(t, c)
 	first := make(chan error, 1)
 	go func() {
 		_, err := c.NextID(context.Background())

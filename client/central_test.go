@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/vesta-go/vesta/central"
@@ -119,7 +118,7 @@ func rawCall(t testing.TB, addr, proc string, params, result any) {
 // Vesta.ExpID, Vesta.MakeID and Vesta.TransTime compute them.
 func TestCentralEveryMethod(t *testing.T) {
 	srv := startCentral(t, 1000, central.Config{MaxBatch: 3000})
-	cfg, _ := testConfig(t, srv.addr)
+	cfg := testConfig(t, srv.addr)
 	c := newClient(t, cfg)
 	ctx := context.Background()
 
@@ -170,7 +169,7 @@ func TestCentralFailoverUnderLoad(t *testing.T) {
 		startCentral(t, 1001, central.Config{MaxBatch: 500}),
 		startCentral(t, 1002, central.Config{MaxBatch: 500}),
 	}
-	cfg, _ := testConfig(t, servers[0].addr, servers[1].addr, servers[2].addr)
+	cfg := testConfig(t, servers[0].addr, servers[1].addr, servers[2].addr)
 	cfg.NoFallback = true
 	c := newClient(t, cfg)
 
@@ -230,8 +229,9 @@ func TestCentralFailoverUnderLoad(t *testing.T) {
 // duplicate with the earlier central IDs; a server back: central again.
 func TestCentralFallbackAndRecovery(t *testing.T) {
 	srv := startCentral(t, 1000, central.Config{})
-	cfg, reg := testConfig(t, srv.addr)
+	cfg := testConfig(t, srv.addr)
 	c := newClient(t, cfg)
+	reg := registry(t, c)
 	ctx := context.Background()
 	var all collect
 
@@ -303,7 +303,7 @@ func TestCentralFallbackAndRecovery(t *testing.T) {
 // A count above the server's max_batch is split into several calls.
 func TestCentralSplitsBatches(t *testing.T) {
 	srv := startCentral(t, 1000, central.Config{MaxBatch: 10})
-	cfg, _ := testConfig(t, srv.addr)
+	cfg := testConfig(t, srv.addr)
 	c := newClient(t, cfg)
 	ids, err := c.NextIDs(context.Background(), 95)
 	if err != nil || len(ids) != 95 || len(slices.Compact(ids)) != 95 || c.InFallback() {
@@ -311,31 +311,18 @@ func TestCentralSplitsBatches(t *testing.T) {
 	}
 }
 
-// The fallback's IDs are counted once: in the client's Registerer, or,
-// when FallbackConfig names its own, there alone, with its generator's
-// metrics.
+// The fallback's IDs are counted once, from its generator: in Stats and
+// in the registry the client's metrics are registered on.
 func TestFallbackIDsCountedOnce(t *testing.T) {
-	for _, own := range []bool{false, true} {
-		t.Run(map[bool]string{false: "client's registry", true: "fallback's registry"}[own], func(t *testing.T) {
-			cfg, reg := testConfig(t, deadAddr(t))
-			fbReg := prometheus.NewRegistry()
-			if own {
-				cfg.FallbackConfig.Registerer = fbReg
-			}
-			c := newClient(t, cfg)
-			if _, err := c.NextIDs(context.Background(), 5); err != nil {
-				t.Fatal(err)
-			}
-			counted, other := prometheus.Gatherer(reg), prometheus.Gatherer(fbReg)
-			if own {
-				counted, other = fbReg, reg
-			}
-			if v, _ := promtest.Value(t, counted, "vesta_ids_issued_total", "method", "embedded"); v != 5 {
-				t.Errorf(`vesta_ids_issued_total{method="embedded"} = %v; want 5`, v)
-			}
-			if s := promtest.Series(t, other, "vesta_ids_issued_total"); len(s) != 0 {
-				t.Errorf("counted twice: %v in the other registry", s)
-			}
-		})
+	c := newClient(t, testConfig(t, deadAddr(t)))
+	reg := registry(t, c)
+	if _, err := c.NextIDs(context.Background(), 5); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Stats().FallbackIssued; n != 5 {
+		t.Errorf("Stats().FallbackIssued = %d; want 5", n)
+	}
+	if v, _ := promtest.Value(t, reg, "vesta_ids_issued_total", "method", "embedded"); v != 5 {
+		t.Errorf(`vesta_ids_issued_total{method="embedded"} = %v; want 5`, v)
 	}
 }

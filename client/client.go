@@ -16,6 +16,7 @@ import (
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/latency"
 )
 
 // Sentinel errors. Callers test them with errors.Is; the messages add the
@@ -116,7 +117,7 @@ func (a identity) sameShape(b identity) bool {
 type Client struct {
 	cfg     Config
 	log     *slog.Logger
-	m       *metrics
+	ceiling *latency.Histogram // the waits of calls at the ceiling (Stats)
 	servers []*server
 	next    atomic.Uint32 // round-robin start over servers
 	fb      *fallback     // nil with NoFallback
@@ -175,26 +176,18 @@ func newClient(ctx context.Context, cfg Config, clock core.Clock) (*Client, erro
 		}
 		preset = fb.own
 	}
-	m, err := newMetrics(cfg.Registerer, fb)
-	if err != nil {
-		if fb != nil {
-			fb.close()
-		}
-		return nil, fmt.Errorf("%w: Registerer: %w", ErrConfig, err)
-	}
-	c := &Client{cfg: cfg, log: cfg.Logger, m: m, preset: preset, fb: fb, clock: clock, conns: make(map[*conn]struct{})}
+	c := &Client{cfg: cfg, log: cfg.Logger, ceiling: latency.New(latency.CeilingBounds...), preset: preset, fb: fb, clock: clock,
+		conns: make(map[*conn]struct{})}
 	c.bg, c.cancel = context.WithCancel(context.Background())
 	for _, addr := range cfg.Servers {
-		s := &server{addr: addr, slots: make([]slot, cfg.ConnsPerServer), c: c,
-			ok: m.calls.WithLabelValues(addr, resultOK), busy: m.calls.WithLabelValues(addr, resultBusy)}
-		m.breaker.WithLabelValues(addr).Set(0)
+		s := &server{addr: addr, slots: make([]slot, cfg.ConnsPerServer), c: c}
 		s.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 			Name:    addr,
 			Timeout: cfg.BreakerTimeout,
 			ReadyToTrip: func(n gobreaker.Counts) bool {
 				return n.ConsecutiveFailures >= cfg.BreakerFailures
 			},
-			OnStateChange: c.breakerChanged,
+			OnStateChange: func(_ string, from, to gobreaker.State) { c.breakerChanged(s, from, to) },
 			IsExcluded: func(err error) bool {
 				// errSilent: the connection was closed because another
 				// call timed out, which the breaker counted already.
@@ -211,7 +204,7 @@ func newClient(ctx context.Context, cfg Config, clock core.Clock) (*Client, erro
 		c.wg.Go(func() { fb.open(c.bg) })
 	}
 	if cfg.Prefetch > 0 {
-		c.pf = newPrefetch(cfg.Prefetch, c.refill, m.buffered)
+		c.pf = newPrefetch(cfg.Prefetch, c.refill)
 		c.wg.Go(func() { c.pf.run(c.bg) })
 		c.pf.mu.Lock()
 		c.pf.askLocked()
@@ -221,9 +214,9 @@ func newClient(ctx context.Context, cfg Config, clock core.Clock) (*Client, erro
 }
 
 // breakerChanged runs under the breaker's lock: it must not call back.
-func (c *Client) breakerChanged(addr string, from, to gobreaker.State) {
-	c.m.breaker.WithLabelValues(addr).Set(breakerValue(to))
-	c.log.Info("client: breaker state", "server", addr, "from", from.String(), "to", to.String())
+func (c *Client) breakerChanged(s *server, from, to gobreaker.State) {
+	s.calls.breaker.Store(breakerValue(to))
+	c.log.Info("client: breaker state", "server", s.addr, "from", from.String(), "to", to.String())
 }
 
 // adopt fixes the client's identity to the first server's unless one is
@@ -361,11 +354,7 @@ func (c *Client) fromFallback(ctx context.Context, dst []core.ID, k int, cause e
 		}
 		dst = append(dst, ids...)
 	}
-	if c.m.fallbackIDs != nil {
-		c.m.fallbackIDs.Add(uint64(k))
-	}
 	if c.fallback.CompareAndSwap(false, true) {
-		c.m.method.Set(float64(core.Embedded))
 		c.log.Warn("client: fallback mode: IDs come from the embedded generator", "machine", is.Generator().Machine(), "cause", cause)
 	}
 	return dst, nil
@@ -424,7 +413,7 @@ func (c *Client) central(ctx context.Context, dst []core.ID, n int, eager bool) 
 	resent := false // asked a server again after its connection was closed for silence
 	defer func() {
 		if waited > 0 {
-			c.m.ceil.Waited(waited)
+			c.ceiling.Observe(waited)
 		}
 	}()
 	for len(dst) < want {
@@ -471,7 +460,6 @@ func (c *Client) central(ctx context.Context, dst []core.ID, n int, eager bool) 
 		if err == nil {
 			dst = out
 			if c.fallback.CompareAndSwap(true, false) {
-				c.m.method.Set(float64(core.Central))
 				c.log.Info("client: central mode: a server answers again", "server", s.addr)
 			}
 			if retry > 0 {
@@ -495,7 +483,7 @@ func (c *Client) central(ctx context.Context, dst []core.ID, n int, eager bool) 
 		}
 		idle++
 		if rejected(err) {
-			c.m.calls.WithLabelValues(s.addr, resultRejected).Inc()
+			s.calls.add(resultRejected)
 			if last == nil {
 				last = fmt.Errorf("client: %s: %w", s.addr, err)
 			}
@@ -573,14 +561,14 @@ func (c *Client) attempt(ctx context.Context, s *server, dst []core.ID, n int) (
 	out, retry, err := c.call(ctx, time.Now().Add(c.cfg.Timeout), s, dst, n)
 	if err == nil {
 		if retry > 0 {
-			s.busy.Inc()
+			s.calls.busy.Add(1)
 		} else {
-			s.ok.Inc()
+			s.calls.ok.Add(1)
 		}
 		return out, retry, nil
 	}
 	result, err := c.classify(ctx, s, err)
-	c.m.calls.WithLabelValues(s.addr, result).Inc()
+	s.calls.add(result)
 	return out, 0, err
 }
 
@@ -742,7 +730,6 @@ func (c *Client) Close() error {
 		if c.fb != nil {
 			c.closeErr = c.fb.close()
 		}
-		c.m.unregister(c.cfg.Registerer)
 	})
 	return c.closeErr
 }

@@ -44,7 +44,7 @@ func TestIssuerMethods(t *testing.T) {
 
 func testIssuerMethods(t *testing.T, server core.Config, method, asRest core.Method) {
 	f := startFakeOn(t, "127.0.0.1:0", server, 1000, nil)
-	cfg, _ := testConfig(t, f.addr)
+	cfg := testConfig(t, f.addr)
 	cfg.FallbackConfig.Layout = core.Vesta // unlike the server's layout: Explain uses the server's
 	c := newClient(t, cfg)
 	ctx := context.Background()
@@ -101,7 +101,7 @@ func testIssuerMethods(t *testing.T, server core.Config, method, asRest core.Met
 }
 
 func TestExplainBeforeContactUsesFallbackConfig(t *testing.T) {
-	cfg, _ := testConfig(t, deadAddr(t))
+	cfg := testConfig(t, deadAddr(t))
 	cfg.FallbackConfig.Layout = core.Vesta
 	c := newClient(t, cfg)
 	codec, err := core.NewCodec(core.Vesta, time.Time{})
@@ -132,9 +132,10 @@ func TestErrorCodes(t *testing.T) {
 		t.Run(string(tt.code), func(t *testing.T) {
 			bad, good := startFake(t, 1000, 100), startFake(t, 1001, 100)
 			bad.fail.Store(api.Errorf(tt.code, "test"))
-			cfg, reg := testConfig(t, bad.addr, good.addr)
+			cfg := testConfig(t, bad.addr, good.addr)
 			cfg.NoFallback = true
 			c := newClient(t, cfg)
+			reg := registry(t, c)
 			for range 4 { // the round-robin start visits both servers first
 				id, err := c.NextID(context.Background())
 				switch {
@@ -196,10 +197,11 @@ func silentListener(t testing.TB) string {
 
 func TestDeadlineWhenServerNeverAnswers(t *testing.T) {
 	addr := silentListener(t)
-	cfg, reg := testConfig(t, addr)
+	cfg := testConfig(t, addr)
 	cfg.NoFallback = true
 	cfg.Timeout = 50 * time.Millisecond
 	c := newClient(t, cfg)
+	reg := registry(t, c)
 
 	_, err := c.NextID(context.Background())
 	if !errors.Is(err, client.ErrUnavailable) || !errors.Is(err, client.ErrTimeout) {
@@ -207,7 +209,6 @@ func TestDeadlineWhenServerNeverAnswers(t *testing.T) {
 	}
 	// A caller's deadline shorter than Timeout wins.
 	cfg.Timeout = time.Hour
-	cfg.Registerer = nil
 	c2 := newClient(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -221,7 +222,7 @@ func TestDeadlineWhenServerNeverAnswers(t *testing.T) {
 
 func TestSilentServerFailsOverAndFallsBack(t *testing.T) {
 	f := startFake(t, 1000, 100)
-	cfg, _ := testConfig(t, f.addr, silentListener(t))
+	cfg := testConfig(t, f.addr, silentListener(t))
 	// Long enough for the fake to answer on a loaded machine (the silent
 	// server costs it at most BreakerFailures times before its breaker opens).
 	cfg.Timeout = 300 * time.Millisecond
@@ -255,11 +256,12 @@ func TestSilentServerFailsOverAndFallsBack(t *testing.T) {
 
 func TestBreakerTransitions(t *testing.T) {
 	addr := deadAddr(t)
-	cfg, reg := testConfig(t, addr)
+	cfg := testConfig(t, addr)
 	cfg.NoFallback = true
 	cfg.BreakerFailures = 2
 	cfg.BreakerTimeout = 30 * time.Millisecond
 	c := newClient(t, cfg)
+	reg := registry(t, c)
 	ctx := context.Background()
 	state := func() float64 { return gauge(t, reg, "vesta_client_breaker_state", "server", addr) }
 
@@ -301,7 +303,7 @@ func TestBreakerTransitions(t *testing.T) {
 // A dial that hangs (a black-holed address) holds no caller past its own
 // deadline, and Close ends it.
 func TestDeadlineWhileDialling(t *testing.T) {
-	cfg, _ := testConfig(t, "192.0.2.1:7070")
+	cfg := testConfig(t, "192.0.2.1:7070")
 	cfg.NoFallback = true
 	cfg.Timeout = time.Hour
 	dialling := make(chan struct{}, 1)
@@ -334,12 +336,13 @@ func TestDeadlineWhileDialling(t *testing.T) {
 func TestServerOfAnotherShapeRefused(t *testing.T) {
 	first := startFake(t, 1000, 100) // sorted layout
 	other := startFakeOn(t, "127.0.0.1:0", core.Config{Machine: 1001, Layout: core.Vesta}, 100, nil)
-	cfg, reg := testConfig(t, first.addr, other.addr)
+	cfg := testConfig(t, first.addr, other.addr)
 	cfg.NoFallback = true
 	cfg.ConnsPerServer = 1
 	var logs syncBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	c := newClient(t, cfg)
+	reg := registry(t, c)
 	ctx := context.Background()
 	var all collect
 	// The round-robin start visits the first server first: its shape is

@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/vesta-go/vesta/embed"
 	"github.com/vesta-go/vesta/machineid"
 )
@@ -105,9 +103,7 @@ type Config struct {
 	// Layout, Type, Epoch and Version are its own: configure them like the
 	// servers' (once a server shows a difference, the fallback refuses to
 	// issue: ErrFallbackShape).
-	// Its Logger, when nil, is the client's; its lease's metrics and its
-	// IDs issued (vesta_ids_issued_total{method="embedded"}) go to
-	// Registerer unless it names its own. Ignored with NoFallback.
+	// Its Logger, when nil, is the client's. Ignored with NoFallback.
 	FallbackConfig embed.Config
 
 	// BreakerFailures is how many consecutive failed calls open a server's
@@ -130,11 +126,6 @@ type Config struct {
 
 	// Logger; nil discards.
 	Logger *slog.Logger
-
-	// Registerer receives the client's Prometheus metrics (see the package
-	// documentation); nil registers none. Two clients on one Registerer
-	// collide: wrap it with prometheus.WrapRegistererWith and a label.
-	Registerer prometheus.Registerer
 }
 
 // DefaultConfig returns the recommended configuration for servers: a 200ms

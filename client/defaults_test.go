@@ -19,6 +19,7 @@ import (
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // Two application instances on default configurations, their central
@@ -96,7 +97,7 @@ func TestFallbackLeasedAtStart(t *testing.T) {
 	srv.Established("fb")
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { rc.Close() })
-	cfg, reg := testConfig(t, deadAddr(t))
+	cfg := testConfig(t, deadAddr(t))
 	cfg.FallbackConfig.DataDir = "" // the mark lives in Redis
 	cfg.FallbackConfig.Machine.Static = nil
 	cfg.FallbackConfig.Machine.Providers = []string{machineid.ProviderRedis}
@@ -110,6 +111,7 @@ func TestFallbackLeasedAtStart(t *testing.T) {
 	var logs syncBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	c := newClient(t, cfg)
+	reg := registry(t, c)
 
 	// Before any call: held in Redis, shown everywhere.
 	st := c.FallbackState()
@@ -117,7 +119,7 @@ func TestFallbackLeasedAtStart(t *testing.T) {
 		(st.Machine != 40 && st.Machine != 41) {
 		t.Fatalf("FallbackState after New = %+v; want a held Redis lease on 40 or 41", st)
 	}
-	leaseKey, _ := machineid.Keys("fb", st.Machine)
+	leaseKey, _ := redislease.Keys("fb", st.Machine)
 	token, err := rc.Get(context.Background(), leaseKey).Result()
 	if err != nil || token == "" {
 		t.Fatalf("GET %s after New, before any call = %q, %v; want the fallback's token", leaseKey, token, err)
@@ -175,7 +177,7 @@ func TestFallbackLeasedAtStart(t *testing.T) {
 // New fails when the fallback cannot get a machine ID (Redis unreachable):
 // at start, in the open, not during an outage.
 func TestFallbackWithoutMachineFailsNew(t *testing.T) {
-	cfg, _ := testConfig(t, deadAddr(t))
+	cfg := testConfig(t, deadAddr(t))
 	cfg.FallbackConfig.DataDir = ""
 	cfg.FallbackConfig.Machine.Providers = []string{machineid.ProviderRedis}
 	cfg.FallbackConfig.Machine.Redis.Addrs = []string{deadAddr(t)}
@@ -197,12 +199,13 @@ func TestFallbackWithoutMachineFailsNew(t *testing.T) {
 // layout.
 func TestFallbackStateAndShape(t *testing.T) {
 	f := startFake(t, 1000, 100) // sorted layout
-	cfg, reg := testConfig(t, f.addr)
+	cfg := testConfig(t, f.addr)
 	cfg.FallbackConfig.Layout = core.Vesta
 	cfg.ConnsPerServer = 4
 	var logs syncBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	c := newClient(t, cfg)
+	reg := registry(t, c)
 	st := c.FallbackState()
 	if !st.Enabled || st.Machine != 7 || st.Provider != machineid.ProviderStatic || st.Lease.State != machineid.StateNone || st.ShapeMismatch != nil {
 		t.Fatalf("FallbackState = %+v; want static machine 7, no lease, no mismatch", st)
@@ -246,7 +249,7 @@ func TestFallbackStateAndShape(t *testing.T) {
 		t.Fatalf("%d error lines; want the mismatch logged once:\n%s", n, logs.String())
 	}
 
-	off, _ := testConfig(t, f.addr)
+	off := testConfig(t, f.addr)
 	off.NoFallback, off.FallbackConfig.Machine.Static = true, nil
 	if st := newClient(t, off).FallbackState(); st != (client.FallbackState{}) {
 		t.Fatalf("FallbackState without the fallback = %+v; want zero", st)

@@ -165,7 +165,12 @@
 //
 // # Metrics
 //
-// With Config.Registerer the client exports:
+// Stats returns what the client measured: its calls per server by result,
+// each breaker's state, the method of the IDs handed out last, the
+// prefetched IDs, the waits at the servers' ceiling, the fallback's state
+// and the IDs it issued; FallbackLease's Stats, the fallback's lease. The
+// client imports no metrics library: package prommetrics (RegisterClient)
+// exports them to Prometheus as
 //
 //	vesta_client_calls_total{server,result}  calls by result: ok, busy (fewer IDs than
 //	                                         asked: the server's ceiling), invalid_argument,
@@ -182,9 +187,7 @@
 //	vesta_ceiling_wait_seconds{method="central"} how long they waited (histogram)
 //
 // and, unless NoFallback, the fallback's machine-ID lease metrics
-// (vesta_machine_*{range="embedded"}, see package machineid). The issued
-// and ceiling metrics share their names with the servers' and the embedded
-// issuer's, and stay registered after Close. With
-// FallbackConfig.Registerer, the fallback's IDs are counted there instead,
-// with its generator's metrics.
+// (vesta_machine_*{range="embedded"}). The issued and ceiling metrics share
+// their names with the servers' and the embedded issuer's, and keep their
+// counts after Close.
 package client

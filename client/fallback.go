@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
 	"github.com/vesta-go/vesta/machineid"
@@ -30,9 +28,6 @@ type fallback struct {
 	own   identity // the fallback's layout, epoch, type, version and machine
 	log   *slog.Logger
 	start time.Time // New's, for the time to ready
-	// counted: the fallback's own Registerer (FallbackConfig.Registerer)
-	// counts its IDs, with its generator's metrics; else the client does.
-	counted bool
 
 	ready   chan struct{} // closed when the opening ended, with is or err set
 	is      *embed.Issuer // once ready; nil when the opening failed
@@ -44,17 +39,12 @@ type fallback struct {
 	closeErr  error
 }
 
-// newFallback acquires the fallback's machine ID; open does the rest. The
-// lease's metrics go to the client's Registerer unless FallbackConfig
-// names its own.
+// newFallback acquires the fallback's machine ID; open does the rest.
 func newFallback(ctx context.Context, cfg Config) (*fallback, error) {
 	start := time.Now()
 	fcfg := cfg.FallbackConfig
 	if fcfg.Logger == nil {
 		fcfg.Logger = cfg.Logger
-	}
-	if fcfg.Machine.Registerer == nil && fcfg.Registerer == nil {
-		fcfg.Machine.Registerer = cfg.Registerer
 	}
 	own, err := identityOf(fcfg)
 	if err != nil { // Validate passed: cannot happen
@@ -65,7 +55,7 @@ func newFallback(ctx context.Context, cfg Config) (*fallback, error) {
 		return nil, fmt.Errorf("client: opening the fallback: %w", err)
 	}
 	own.machine = claim.Lease().ID()
-	return &fallback{claim: claim, lease: claim.Lease(), own: own, counted: fcfg.Registerer != nil,
+	return &fallback{claim: claim, lease: claim.Lease(), own: own,
 		log: cfg.Logger, start: start, ready: make(chan struct{})}, nil
 }
 
@@ -132,16 +122,6 @@ func (f *fallback) notReady(st machineid.Status) error {
 	return fmt.Errorf("%w: its generator on machine %d is starting", ErrFallbackNotReady, st.Machine)
 }
 
-// isReady reports whether the fallback may issue.
-func (f *fallback) isReady() bool {
-	select {
-	case <-f.ready:
-		return f.err == nil
-	default:
-		return false
-	}
-}
-
 // state is the fallback's part of FallbackState.
 func (f *fallback) state() FallbackState {
 	st := f.lease.Status()
@@ -193,25 +173,17 @@ func (f *fallback) close() error {
 	return f.closeErr
 }
 
-// gauges are vesta_client_fallback_machine_id and
-// vesta_client_fallback_ready, read at scrape time: a Redis lease lost and
-// re-acquired may move the fallback to another machine ID.
-func (f *fallback) gauges() []prometheus.Collector {
-	return []prometheus.Collector{
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "vesta_client_fallback_machine_id",
-			Help: "The machine ID of the client's embedded fallback, held from the client's start.",
-		}, func() float64 { return float64(f.lease.ID()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "vesta_client_fallback_ready",
-			Help: "1 once the client's embedded fallback may issue, 0 while it is opened in the background (a fresh Redis lease's takeover quarantine) or when its opening failed.",
-		}, func() float64 {
-			if f.isReady() {
-				return 1
-			}
-			return 0
-		}),
+// issued is how many IDs the fallback issued: its generator's count,
+// which it keeps once closed.
+func (f *fallback) issued() uint64 {
+	select {
+	case <-f.ready:
+		if f.is != nil {
+			return f.is.Generator().Stats().Issued
+		}
+	default:
 	}
+	return 0
 }
 
 // FallbackState is the embedded fallback's state, for monitoring.

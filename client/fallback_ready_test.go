@@ -16,6 +16,7 @@ import (
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // New holds a fresh Redis lease for the fallback at once and does not wait
@@ -31,7 +32,7 @@ func TestNewDoesNotWaitOutTheQuarantine(t *testing.T) {
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { rc.Close() })
 	clock := core.NewManualClock(time.Now())
-	cfg, reg := testConfig(t, deadAddr(t))
+	cfg := testConfig(t, deadAddr(t))
 	cfg.FallbackConfig.DataDir = "" // the mark lives in Redis
 	cfg.FallbackConfig.Clock = clock
 	cfg.FallbackConfig.Machine.Static = nil
@@ -50,13 +51,14 @@ func TestNewDoesNotWaitOutTheQuarantine(t *testing.T) {
 		t.Fatalf("New with a quarantined fallback lease = %v; want it to return at once", err)
 	}
 	t.Cleanup(func() { c.Close() })
+	reg := registry(t, c)
 
 	st := c.FallbackState()
 	if st.Ready || !errors.Is(st.NotReady, client.ErrFallbackNotReady) || !strings.Contains(st.NotReady.Error(), "quarantine") ||
 		st.Lease.State != machineid.StateHeld || !st.Lease.QuarantineUntil.After(clock.Now()) {
 		t.Fatalf("FallbackState after New = %+v; want a held lease, quarantined, not ready", st)
 	}
-	leaseKey, _ := machineid.Keys(machineid.DefaultConfig().Redis.KeyPrefix, st.Machine)
+	leaseKey, _ := redislease.Keys(machineid.DefaultConfig().Redis.KeyPrefix, st.Machine)
 	if n, err := rc.Exists(context.Background(), leaseKey).Result(); err != nil || n != 1 {
 		t.Fatalf("EXISTS %s after New = %d, %v; want 1: the claim is made at New", leaseKey, n, err)
 	}
@@ -111,12 +113,11 @@ func TestNewDoesNotWaitOutTheQuarantine(t *testing.T) {
 // metric and log go from not ready to ready.
 func TestCallsWaitForTheFallback(t *testing.T) {
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	cfg, reg := testConfig(t, deadAddr(t))
+	cfg := testConfig(t, deadAddr(t))
 	cfg.FallbackConfig.MaxStartupWait = time.Hour
 	ctx := context.Background()
 
 	last := cfg
-	last.Registerer = nil
 	last.FallbackConfig.Clock = core.NewManualClock(start)
 	c, err := client.New(ctx, last)
 	if err != nil {
@@ -139,6 +140,7 @@ func TestCallsWaitForTheFallback(t *testing.T) {
 	var logs syncBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	c = newClient(t, cfg)
+	reg := registry(t, c)
 	if st := c.FallbackState(); st.Ready || !errors.Is(st.NotReady, client.ErrFallbackNotReady) || st.Machine != 7 {
 		t.Fatalf("FallbackState after New = %+v; want machine 7, not ready", st)
 	}
@@ -197,10 +199,10 @@ func TestNewRefusesAFallbackUnlikeItsFleet(t *testing.T) {
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { rc.Close() })
 	fleet := `{"layout":"sorted","type":0,"epoch_ms":1735689600000,"version":0,"lease_ttl_ms":15000,"max_borrow_ms":1000,"max_clock_skew_ms":2000,"timing":true}`
-	if err := rc.Set(context.Background(), machineid.FleetKey("vesta"), fleet, 0).Err(); err != nil {
+	if err := rc.Set(context.Background(), redislease.FleetKey("vesta"), fleet, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := testConfig(t, deadAddr(t))
+	cfg := testConfig(t, deadAddr(t))
 	cfg.FallbackConfig.DataDir = ""
 	cfg.FallbackConfig.Layout = core.Vesta
 	cfg.FallbackConfig.Machine.Static = nil

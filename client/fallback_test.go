@@ -21,8 +21,7 @@ import (
 // fails every call that needs the fallback, and FallbackState says why.
 func TestFallbackTimeGuardAcrossRestarts(t *testing.T) {
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	cfg, _ := testConfig(t, deadAddr(t))
-	cfg.Registerer = nil
+	cfg := testConfig(t, deadAddr(t))
 	cfg.FallbackConfig.MaxStartupWait = 0
 	var logs syncBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
@@ -74,7 +73,7 @@ func TestFallbackTimeGuardAcrossRestarts(t *testing.T) {
 }
 
 func TestNoFallbackNoServer(t *testing.T) {
-	cfg, _ := testConfig(t, deadAddr(t), deadAddr(t))
+	cfg := testConfig(t, deadAddr(t), deadAddr(t))
 	cfg.NoFallback = true
 	c := newClient(t, cfg) // New does not dial: servers may be down
 	_, err := c.NextID(context.Background())
@@ -85,7 +84,7 @@ func TestNoFallbackNoServer(t *testing.T) {
 
 func TestCloseFailsCallsInFlight(t *testing.T) {
 	f := startFake(t, 1000, 100)
-	cfg, _ := testConfig(t, f.addr)
+	cfg := testConfig(t, f.addr)
 	cfg.Timeout = time.Hour
 	c, err := client.New(context.Background(), cfg)
 	if err != nil {
@@ -140,7 +139,7 @@ func TestGarbageServer(t *testing.T) {
 			nc.Close()
 		}
 	})
-	cfg, _ := testConfig(t, ln.Addr().String())
+	cfg := testConfig(t, ln.Addr().String())
 	cfg.NoFallback = true
 	c := newClient(t, cfg)
 	if _, err := c.NextID(context.Background()); !errors.Is(err, client.ErrUnavailable) {

@@ -19,6 +19,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
+	"github.com/vesta-go/vesta/prommetrics"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -275,18 +276,27 @@ var deadAddr = nettest.DeadAddr
 
 // testConfig is DefaultConfig for addrs with the fallback's time guard in
 // a temporary directory, a breaker that opens after 3 failures and tries
-// again after 50ms, a generous timeout (the race detector on two shared
-// cores is slow) and a fresh registry.
-func testConfig(t testing.TB, addrs ...string) (client.Config, *prometheus.Registry) {
+// again after 50ms and a generous timeout (the race detector on two shared
+// cores is slow).
+func testConfig(t testing.TB, addrs ...string) client.Config {
 	cfg := client.DefaultConfig(addrs...)
 	cfg.FallbackConfig.DataDir = t.TempDir()
 	cfg.FallbackConfig.Machine.Static = new(core.MachineID(7))
 	cfg.Timeout = 2 * time.Second
 	cfg.BreakerFailures = 3
 	cfg.BreakerTimeout = 50 * time.Millisecond
+	return cfg
+}
+
+// registry is a registry with c's metrics (package prommetrics), which
+// the tests read as an operator would.
+func registry(t testing.TB, c *client.Client) *prometheus.Registry {
+	t.Helper()
 	reg := prometheus.NewRegistry()
-	cfg.Registerer = reg
-	return cfg, reg
+	if err := prommetrics.RegisterClient(reg, c); err != nil {
+		t.Fatal(err)
+	}
+	return reg
 }
 
 // newClient is client.New, closed (without error) when the test ends.

@@ -33,7 +33,7 @@ func maskServers(t testing.TB) ([]*centralServer, *mask.Maskers) {
 // back as invalid_argument naming the text; masking has no fallback.
 func TestMaskUnmask(t *testing.T) {
 	servers, ms := maskServers(t)
-	cfg, _ := testConfig(t, servers[0].addr, servers[1].addr)
+	cfg := testConfig(t, servers[0].addr, servers[1].addr)
 	c := newClient(t, cfg)
 	ctx := context.Background()
 	ids, err := c.NextIDs(ctx, 2500) // pieces of the servers' max_batch, 300
@@ -75,7 +75,7 @@ func TestMaskUnmask(t *testing.T) {
 
 	// Without a key: not_found, at once, from the first server asked.
 	plain := startCentral(t, 1010, central.Config{})
-	cfg, _ = testConfig(t, plain.addr)
+	cfg = testConfig(t, plain.addr)
 	c = newClient(t, cfg)
 	if _, err := c.Mask(ctx, "", "", ids[0]); !errors.Is(err, &api.Error{Code: api.NotFound}) || !strings.Contains(err.Error(), "VESTA_MASK_KEY_FILE") {
 		t.Fatalf("no key: %v", err)

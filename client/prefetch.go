@@ -5,8 +5,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/vesta-go/vesta/core"
 )
 
@@ -25,8 +23,7 @@ type prefetch struct {
 	size, low int
 	// fill fetches n central IDs (never the fallback), handing each piece
 	// to put as it comes.
-	fill  func(ctx context.Context, n int, put func([]core.ID)) error
-	gauge prometheus.Gauge
+	fill func(ctx context.Context, n int, put func([]core.ID)) error
 
 	kick chan struct{} // wakes the refiller; one slot
 
@@ -48,9 +45,9 @@ type waiter struct {
 	err error
 }
 
-func newPrefetch(size int, fill func(context.Context, int, func([]core.ID)) error, gauge prometheus.Gauge) *prefetch {
+func newPrefetch(size int, fill func(context.Context, int, func([]core.ID)) error) *prefetch {
 	return &prefetch{
-		size: size, low: max(1, size/2), fill: fill, gauge: gauge,
+		size: size, low: max(1, size/2), fill: fill,
 		kick: make(chan struct{}, 1),
 	}
 }
@@ -109,7 +106,6 @@ func (p *prefetch) put(ids []core.ID) {
 	if i < len(ids) {
 		p.ready.push(ids[i:])
 	}
-	p.gauge.Set(float64(p.ready.n))
 }
 
 // releaseLocked sends every waiter away without an ID, with err.
@@ -127,8 +123,14 @@ func (p *prefetch) stop() {
 	defer p.mu.Unlock()
 	p.stopped = true
 	p.ready = pieces[core.ID]{}
-	p.gauge.Set(0)
 	p.releaseLocked(nil)
+}
+
+// buffered is how many IDs the buffer holds, for Stats.
+func (p *prefetch) buffered() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ready.n
 }
 
 // askLocked starts a refill unless one is on its way.
@@ -185,7 +187,6 @@ func (p *prefetch) take(ctx context.Context) (id core.ID, ok bool, err error) {
 	if p.ready.n < p.low {
 		p.askLocked()
 	}
-	p.gauge.Set(float64(p.ready.n))
 	p.mu.Unlock()
 	return id, true, nil
 }
@@ -224,7 +225,6 @@ func (p *prefetch) takeN(dst []core.ID, n int) ([]core.ID, bool) {
 	if p.ready.n < p.low {
 		p.askLocked()
 	}
-	p.gauge.Set(float64(p.ready.n))
 	p.mu.Unlock()
 	if !sorted {
 		slices.Sort(dst[start:])

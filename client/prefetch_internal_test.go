@@ -7,8 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/vesta-go/vesta/core"
 )
 
@@ -33,7 +31,7 @@ func TestPrefetchSegmentsOutOfOrder(t *testing.T) {
 		})
 		return nil
 	}
-	p := newPrefetch(30, fill, prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"}))
+	p := newPrefetch(30, fill)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { p.run(ctx); close(done) }()
@@ -97,7 +95,7 @@ func TestPrefetchWaitersInOrder(t *testing.T) {
 			}
 		}
 	}
-	p := newPrefetch(10, fill, prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"}))
+	p := newPrefetch(10, fill)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { p.run(ctx); close(done) }()

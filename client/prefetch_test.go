@@ -15,9 +15,10 @@ import (
 
 func TestPrefetchRefill(t *testing.T) {
 	f := startFake(t, 1000, 64) // refills of 100 take two calls
-	cfg, reg := testConfig(t, f.addr)
+	cfg := testConfig(t, f.addr)
 	cfg.Prefetch = 100
 	c := newClient(t, cfg)
+	reg := registry(t, c)
 	buffered := func() float64 { return gauge(t, reg, "vesta_client_prefetch_buffered") }
 	ctx := context.Background()
 	var all collect
@@ -62,7 +63,7 @@ func TestPrefetchRefill(t *testing.T) {
 func TestPrefetchCloseStopsRefill(t *testing.T) {
 	f := startFake(t, 1000, 100)
 	f.silent.Store(true) // the refill's GenIDs hangs
-	cfg, _ := testConfig(t, f.addr)
+	cfg := testConfig(t, f.addr)
 	cfg.Prefetch = 10
 	cfg.Timeout = time.Hour
 	c, err := client.New(context.Background(), cfg)
@@ -86,7 +87,7 @@ func TestPrefetchCloseStopsRefill(t *testing.T) {
 
 func TestPrefetchFallsBackWhenServersDown(t *testing.T) {
 	f := startFake(t, 1000, 100)
-	cfg, _ := testConfig(t, f.addr)
+	cfg := testConfig(t, f.addr)
 	cfg.Prefetch = 20
 	c := newClient(t, cfg)
 	ctx := context.Background()
@@ -120,9 +121,10 @@ func TestPrefetchFallsBackWhenServersDown(t *testing.T) {
 // the others alone.
 func TestPrefetchBatchesAreTheirOwn(t *testing.T) {
 	f := startFake(t, 1000, 1000)
-	cfg, reg := testConfig(t, f.addr)
+	cfg := testConfig(t, f.addr)
 	cfg.Prefetch = 1000
 	c := newClient(t, cfg)
+	reg := registry(t, c)
 	waittest.Until(t, "the first fill", func() bool { return gauge(t, reg, "vesta_client_prefetch_buffered") == 1000 })
 	ctx := context.Background()
 	a, err := c.NextIDs(ctx, 10)
@@ -152,9 +154,10 @@ func TestPrefetchBatchesAreTheirOwn(t *testing.T) {
 func TestAppendIDs(t *testing.T) {
 	for _, prefetch := range []int{0, 500} {
 		f := startFake(t, 1000, 100)
-		cfg, reg := testConfig(t, f.addr)
+		cfg := testConfig(t, f.addr)
 		cfg.Prefetch = prefetch
 		c := newClient(t, cfg)
+		reg := registry(t, c)
 		if prefetch > 0 {
 			waittest.Until(t, "the first fill", func() bool { return gauge(t, reg, "vesta_client_prefetch_buffered") == float64(prefetch) })
 		}

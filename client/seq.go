@@ -158,7 +158,7 @@ func (c *Client) seqServers(ctx context.Context, fn seqCall) error {
 			return nil
 		}
 		if rejected(err) {
-			c.m.calls.WithLabelValues(s.addr, resultRejected).Inc()
+			s.calls.add(resultRejected)
 			if last == nil {
 				last = fmt.Errorf("client: %s: %w", s.addr, err)
 			}
@@ -193,11 +193,11 @@ func (c *Client) seqAttempt(ctx context.Context, s *server, fn seqCall) error {
 		err = fn(ctx, deadline, cn)
 	}
 	if err == nil {
-		s.ok.Inc()
+		s.calls.ok.Add(1)
 		return nil
 	}
 	result, err := c.classify(ctx, s, err)
-	c.m.calls.WithLabelValues(s.addr, result).Inc()
+	s.calls.add(result)
 	return err
 }
 

@@ -70,7 +70,7 @@ func TestSeq(t *testing.T) {
 		prefetch, maxTag int
 	}{{"direct", 0, 0}, {"prefetch", 100, 0}, {"prefetch, evicting", 30, 2}} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, _ := testConfig(t, servers[0].addr, servers[1].addr)
+			cfg := testConfig(t, servers[0].addr, servers[1].addr)
 			cfg.SeqPrefetch, cfg.SeqMaxTags = tc.prefetch, tc.maxTag
 			c := newClient(t, cfg)
 			var led seqLedger
@@ -108,7 +108,7 @@ func TestSeq(t *testing.T) {
 
 func TestSeqErrors(t *testing.T) {
 	servers, store := seqServers(t, 2, "orders")
-	cfg, _ := testConfig(t, servers[0].addr, servers[1].addr)
+	cfg := testConfig(t, servers[0].addr, servers[1].addr)
 	cfg.SeqPrefetch = 10
 	c := newClient(t, cfg)
 	ctx := context.Background()
@@ -173,7 +173,7 @@ func TestSeqConfig(t *testing.T) {
 		{"SeqMaxTags too large", func(c *client.Config) { c.SeqMaxTags = 1<<16 + 1 }, "SeqMaxTags"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, _ := testConfig(t, "127.0.0.1:1")
+			cfg := testConfig(t, "127.0.0.1:1")
 			tc.mod(&cfg)
 			err := cfg.Validate()
 			if !errors.Is(err, client.ErrConfig) || !strings.Contains(err.Error(), tc.mention) {

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
 )
 
@@ -19,8 +18,7 @@ type server struct {
 	slots []slot
 	rr    atomic.Uint32
 	c     *Client
-	ok    prometheus.Counter // calls_total{server=addr,result=ok}, looked up once
-	busy  prometheus.Counter // calls_total{server=addr,result=busy}
+	calls calls // by result, and the breaker's state (Stats)
 	// busyUntil is when the server said its sequence has room again (the
 	// client clock's Unix nanoseconds); until then calls skip it.
 	busyUntil atomic.Int64

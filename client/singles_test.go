@@ -23,7 +23,7 @@ func startGrouper(t testing.TB, room int64, retryMS uint64) *fake {
 // requests than calls, every ID distinct, none lost.
 func TestSinglesCoalesced(t *testing.T) {
 	f := startGrouper(t, -1, 1)
-	cfg, _ := testConfig(t, f.addr)
+	cfg := testConfig(t, f.addr)
 	cfg.NoFallback = true
 	c := newClient(t, cfg)
 	var got collect
@@ -48,7 +48,7 @@ func TestSinglesCoalesced(t *testing.T) {
 func TestSinglesShortGroup(t *testing.T) {
 	const room, callers = 10, 32
 	f := startGrouper(t, room, 60_000)
-	cfg, _ := testConfig(t, f.addr)
+	cfg := testConfig(t, f.addr)
 	cfg.NoFallback = true
 	c := newClient(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -87,7 +87,7 @@ func TestSinglesShortGroup(t *testing.T) {
 func TestSinglesSilentServer(t *testing.T) {
 	f := startGrouper(t, -1, 1)
 	f.silent.Store(true)
-	cfg, _ := testConfig(t, f.addr)
+	cfg := testConfig(t, f.addr)
 	cfg.NoFallback = true
 	cfg.Timeout = 100 * time.Millisecond
 	c := newClient(t, cfg)
@@ -115,7 +115,7 @@ func TestSinglesSilentServer(t *testing.T) {
 func TestSinglesConnectionBreaks(t *testing.T) {
 	f := startGrouper(t, -1, 1)
 	f.silent.Store(true)
-	cfg, _ := testConfig(t, f.addr)
+	cfg := testConfig(t, f.addr)
 	cfg.NoFallback = true
 	cfg.ConnsPerServer = 1
 	cfg.Timeout = time.Minute

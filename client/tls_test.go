@@ -31,7 +31,7 @@ func TestMutualTLS(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, _ := testConfig(t, f.addr)
+			cfg := testConfig(t, f.addr)
 			cfg.NoFallback = true
 			cfg.Timeout = 500 * time.Millisecond
 			cfg.TLS = tt.tls

@@ -16,16 +16,18 @@ import (
 // static ID (nil when machine.id is unset), the IP table, the k8s offset,
 // the ranges, the lease ranges and the Redis lease. It is the same for
 // every publish method: machineid.Acquire takes the method and picks the
-// range. Hostname, host addresses, Clock, Logger and Registerer are left
-// for the caller.
+// range. Hostname, host addresses, Clock and Logger are left for the
+// caller.
 func (c Config) MachineID() machineid.Config { return c.Machine.machineID() }
 
 // Lease is MachineID with the files it names read: the etcd TLS
 // certificates. Errors name the key.
 func (c Config) Lease() (machineid.Config, error) {
 	m := c.MachineID()
-	var err error
-	m.Etcd.TLS, err = c.Machine.Etcd.TLS.Load()
+	tc, err := c.Machine.Etcd.TLS.Load()
+	if tc != nil { // nil stays an untyped nil: plain TCP
+		m.Etcd.TLS = tc
+	}
 	return m, err
 }
 

@@ -6,6 +6,14 @@
 // configuration chooses one unique to the instance — a static ID, a Redis
 // lease, the Kubernetes ordinal or the IP table (package machineid).
 //
+// A program pays for what it uses: on a static, IP-table or Kubernetes ID
+// the package links no Redis, etcd or Prometheus client. A lease in Redis
+// or etcd needs its provider linked, one import beside the Config that
+// lists it (import _ "github.com/vesta-go/vesta/machineid/redislease", or
+// machineid/etcdlease; Open refuses a listed provider not linked, naming
+// the import), and the issuer's metrics come from package prommetrics
+// (RegisterIssuer), which reads the generator's and the lease's Stats.
+//
 // An Issuer owns a core.Generator and, when DataDir is set, a file time
 // guard in that directory: a durable high-water mark that keeps a restart
 // with the clock set back from re-issuing IDs, and a lock that keeps two

@@ -8,9 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/issuedmetric"
 	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/mask"
 )
@@ -37,8 +35,9 @@ type Config struct {
 	// embedded range (Machine.EmbeddedRange, default 0-923). The zero value
 	// chooses no machine ID, and Open refuses (machineid.ErrNoMachineID):
 	// set Machine.Static to an ID unique to this instance, or use a lease
-	// in etcd or Redis, the Kubernetes ordinal or the IP table. Its Clock, Logger and
-	// Registerer, when nil, take this Config's.
+	// in etcd or Redis, the Kubernetes ordinal or the IP table (a lease
+	// needs its provider linked: machineid/redislease, machineid/etcdlease).
+	// Its Clock and Logger, when nil, take this Config's.
 	Machine machineid.Config
 	// MaxBorrow is how far issuing may run ahead of the clock when a
 	// unit's sequence runs out; zero never runs ahead, a setting of its
@@ -58,10 +57,6 @@ type Config struct {
 	Clock core.Clock
 	// Logger; nil discards.
 	Logger *slog.Logger
-	// Registerer receives the generator's metrics (see NewCollector), its
-	// IDs issued (vesta_ids_issued_total{method="embedded"}) and the
-	// machine-ID lease's metrics; nil registers none.
-	Registerer prometheus.Registerer
 }
 
 // DefaultConfig returns the recommended configuration: a 1s MaxBorrow, a
@@ -106,9 +101,6 @@ type Issuer struct {
 	gen   *core.Generator
 	lease *machineid.Lease
 	cfg   Config // for MaskCheck
-	// uncount ends the reads of the IDs issued, keeping the count; a
-	// no-op without a Registerer.
-	uncount func()
 }
 
 // Open validates cfg, acquires the machine ID, takes its time guard
@@ -153,9 +145,6 @@ func Acquire(ctx context.Context, cfg Config) (*Claim, error) {
 	if mcfg.Logger == nil {
 		mcfg.Logger = cfg.Logger
 	}
-	if mcfg.Registerer == nil {
-		mcfg.Registerer = cfg.Registerer
-	}
 	lease, err := machineid.Acquire(ctx, mcfg, core.Embedded)
 	if err != nil {
 		return nil, err
@@ -197,22 +186,7 @@ func (c *Claim) Open(ctx context.Context) (*Issuer, error) {
 		release(c.lease)
 		return nil, err
 	}
-	is := &Issuer{gen: gen, lease: c.lease, cfg: cfg, uncount: func() {}}
-	if cfg.Registerer != nil {
-		// The generator issues embedded IDs only: its own count is the
-		// method's, read when scraped, so NextID pays nothing for it.
-		issued, err := issuedmetric.New(cfg.Registerer)
-		if err == nil {
-			err = cfg.Registerer.Register(NewCollector(gen))
-		}
-		if err != nil {
-			gen.Close()
-			release(c.lease)
-			return nil, fmt.Errorf("embed: registering metrics: %w", err)
-		}
-		is.uncount = issued.Read(core.Embedded, func() uint64 { return gen.Stats().Issued })
-	}
-	return is, nil
+	return &Issuer{gen: gen, lease: c.lease, cfg: cfg}, nil
 }
 
 // Close releases the machine ID of a Claim that was not opened. After Open
@@ -285,17 +259,17 @@ func (is *Issuer) Masker(keys *mask.Keys, tenant, kind string) (*mask.Masker, er
 	return mask.New(mask.Config{Keys: keys, Tenant: tenant, Kind: kind, Check: is.MaskCheck()})
 }
 
-// Generator exposes the core generator, for metrics and tests. IDs issued
-// through it count as embedded (vesta_ids_issued_total{method="embedded"}).
+// Generator exposes the core generator, for its Stats and tests. IDs
+// issued through it count as the issuer's (its Stats().Issued, which
+// package prommetrics exports as vesta_ids_issued_total{method="embedded"}).
 func (is *Issuer) Generator() *core.Generator { return is.gen }
 
-// Lease exposes the machine-ID lease, for its status.
+// Lease exposes the machine-ID lease, for its Status and Stats.
 func (is *Issuer) Lease() *machineid.Lease { return is.lease }
 
 // Close stops issuing, saves the exact mark, then releases the machine ID
 // (and the time guard's file lock). It is idempotent.
 func (is *Issuer) Close() error {
 	err := is.gen.Close()
-	is.uncount()
 	return errors.Join(err, release(is.lease))
 }

@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+
 	vesta "github.com/vesta-go/vesta"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
-	"github.com/vesta-go/vesta/internal/testkit/promtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 var _ vesta.Issuer = (*embed.Issuer)(nil)
@@ -154,35 +154,6 @@ func testIssuerMethods(t *testing.T, layout core.Layout, method, asRest core.Met
 	}
 }
 
-func TestMetrics(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	cfg := embed.DefaultConfig()
-	cfg.DataDir, cfg.Registerer, cfg.Machine.Static = t.TempDir(), reg, new(core.MachineID(1))
-	is := open(t, cfg)
-	if _, err := is.NextIDs(context.Background(), 10); err != nil {
-		t.Fatal(err)
-	}
-	if v, _ := promtest.Value(t, reg, "vesta_ids_issued_total", "method", "embedded"); v != 10 {
-		t.Fatalf("ids issued = %v; want 10", v)
-	}
-	if n := len(promtest.Series(t, reg, "vesta_ids_issued_total")); n != 1 {
-		t.Fatalf("%d series of vesta_ids_issued_total; want embedded alone", n)
-	}
-	if v, _ := promtest.Value(t, reg, "vesta_generator_time_guard_mark_timestamp_seconds"); v < float64(time.Now().Unix()) {
-		t.Fatalf("mark %v is not ahead of now", v)
-	}
-	if _, ok := promtest.Value(t, reg, "vesta_machine_id"); !ok {
-		t.Fatal("no lease metrics")
-	}
-	// A closed issuer's IDs stay counted: the counter never goes down.
-	if err := is.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if v, _ := promtest.Value(t, reg, "vesta_ids_issued_total", "method", "embedded"); v != 10 {
-		t.Fatalf("ids issued after Close = %v; want 10", v)
-	}
-}
-
 // With the redis provider, two embedded issuers get distinct IDs from the
 // embedded range, and the mark lives in Redis (no DataDir needed).
 func TestRedisLeasedIssuers(t *testing.T) {
@@ -285,7 +256,7 @@ func TestAcquireDoesNotWaitOutTheQuarantine(t *testing.T) {
 	}
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
 	defer rc.Close()
-	key, _ := machineid.Keys(cfg.Machine.Redis.KeyPrefix, st.Machine)
+	key, _ := redislease.Keys(cfg.Machine.Redis.KeyPrefix, st.Machine)
 	if n, err := rc.Exists(context.Background(), key).Result(); err != nil || n != 1 {
 		t.Fatalf("EXISTS %s after Acquire = %d, %v; want 1 (claimed)", key, n, err)
 	}

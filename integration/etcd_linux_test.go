@@ -14,6 +14,7 @@ import (
 	"github.com/vesta-go/vesta/internal/testkit/netnstest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/etcdlease"
 )
 
 // The servers' etcd lease: renewed every second, fenced 2s after the last
@@ -94,7 +95,7 @@ func etcdMemberKilled(t *testing.T) {
 	a := launchWrapped(t, "A", partitionEnv(t, etcdOneID, []*etcdtest.Member{m}), ha.Wrap())
 	waitAll(t, a)
 	quorum := c.ClientOf(t, c.Others(f)...)
-	key, _, _ := machineid.EtcdKeys(etcdPrefix, takeoverMachine)
+	key, _, _ := etcdlease.Keys(etcdPrefix, takeoverMachine)
 	etcdTakeover(t, takeoverFault{
 		a: a, ha: ha, hb: hb, envB: partitionEnv(t, etcdOneID, c.Others(f)),
 		quorum: quorum,
@@ -135,7 +136,7 @@ func etcdTakeover(t *testing.T, tf takeoverFault) {
 	if a.Machine != takeoverMachine {
 		t.Fatalf("A leased machine %d; want %d", a.Machine, takeoverMachine)
 	}
-	key, _, _ := machineid.EtcdKeys(etcdPrefix, takeoverMachine)
+	key, _, _ := etcdlease.Keys(etcdPrefix, takeoverMachine)
 	rev, seen := keyRevision(t, tf.quorum, key)
 
 	led := newLedger(core.MinGranularity)

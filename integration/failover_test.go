@@ -12,7 +12,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
-	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // Phases of TestFailover.
@@ -118,7 +118,7 @@ func TestFailover(t *testing.T) {
 	rc := redisClient(t, rds)
 	marks := map[int]time.Time{}
 	for _, s := range servers {
-		_, markKey := machineid.Keys(prefix, core.MachineID(s.Machine))
+		_, markKey := redislease.Keys(prefix, core.MachineID(s.Machine))
 		ms, err := rc.Get(context.Background(), markKey).Int64()
 		if err != nil {
 			t.Fatalf("the mark of machine %d: %v", s.Machine, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // TestMixedTimingAfterDataLoss replays the case that made the takeover
@@ -47,7 +48,7 @@ func TestMixedTimingAfterDataLoss(t *testing.T) {
 
 	// Cut A off right after a renewal, when its lease has the longest
 	// to run: it issues on until its deadline, ten seconds on.
-	leaseKey, _ := machineid.Keys(prefix, core.MachineID(a.Machine))
+	leaseKey, _ := redislease.Keys(prefix, core.MachineID(a.Machine))
 	waittest.Until(t, "a renewal of A's lease", func() bool {
 		ms, err := rc.PTTL(context.Background(), leaseKey).Result()
 		return err == nil && ms > 14800*time.Millisecond

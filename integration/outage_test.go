@@ -14,7 +14,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
-	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // Phases of TestRedisOutage.
@@ -96,7 +96,7 @@ func TestRedisOutage(t *testing.T) {
 	expiry := map[int]time.Time{}
 	readExpiry := func(ctx context.Context) {
 		for _, s := range servers {
-			key, _ := machineid.Keys(prefix, core.MachineID(s.Machine))
+			key, _ := redislease.Keys(prefix, core.MachineID(s.Machine))
 			ms, err := rc.Do(ctx, "PEXPIRETIME", key).Int64()
 			if err == nil && ms > 0 {
 				expiryMu.Lock()
@@ -250,7 +250,7 @@ func TestRedisOutage(t *testing.T) {
 	// issued; the leases too.
 	_, hi := led.keyRange("")
 	for _, s := range servers {
-		lease, mark := machineid.Keys(prefix, core.MachineID(s.Machine))
+		lease, mark := redislease.Keys(prefix, core.MachineID(s.Machine))
 		ms, err := rc.Get(context.Background(), mark).Int64()
 		if err != nil {
 			t.Errorf("%s: the mark %s after the recovery: %v", s.name, mark, err)

@@ -14,7 +14,7 @@ import (
 	"github.com/vesta-go/vesta/internal/testkit/netnstest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
-	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // Phases of TestPartition, and of TestEtcdPartition's takeovers (their
@@ -80,7 +80,7 @@ func partition(t *testing.T, cut func(s1, rds *netnstest.Host)) {
 	loadHost(t, main, led, hosts[1], servers[1], phase, nil)
 	time.Sleep(time.Second)
 
-	leaseKey, _ := machineid.Keys(prefix, core.MachineID(s1.Machine))
+	leaseKey, _ := redislease.Keys(prefix, core.MachineID(s1.Machine))
 	main.setPhase(partCut)
 	cut(hosts[0], hr)
 	cutAt := time.Now()

@@ -12,6 +12,7 @@ import (
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // Phases of TestSentinelSplitBrain.
@@ -88,7 +89,7 @@ func splitBrain(t *testing.T, replicas int) {
 	const ttl = 3 * time.Second
 	env := sentinelEnv(t, g, ttl, "VESTA_ID_TYPE", "min-granularity")
 	g.Master.Established(env["VESTA_MACHINE_REDIS_KEY_PREFIX"]) // A starts at once; B, after the failover, does not
-	leaseKey, _ := machineid.Keys(env["VESTA_MACHINE_REDIS_KEY_PREFIX"], takeoverMachine)
+	leaseKey, _ := redislease.Keys(env["VESTA_MACHINE_REDIS_KEY_PREFIX"], takeoverMachine)
 	a := launchWrapped(t, "A", env, ha.Wrap())
 	waitAll(t, a)
 	if a.Machine != takeoverMachine {

@@ -16,6 +16,8 @@ import (
 	"github.com/vesta-go/vesta/internal/testkit/etcdtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/etcdlease"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // started is one start of `vesta serve`: the process, how long it took
@@ -194,7 +196,7 @@ func TestStartupCost(t *testing.T) {
 		// written by this very Redis instance, which lost nothing since
 		// (no restart, failover or FLUSHALL): trusted, at once, above
 		// every ID of A.
-		leaseKey, _ := machineid.Keys(prefix, 1023)
+		leaseKey, _ := redislease.Keys(prefix, 1023)
 		awaitExpiry(t, rc, leaseKey, 2*ttl)
 		a2 := startFirst(t, "crash restart", on(1023))
 		a2.atOnce(t, true)
@@ -217,8 +219,8 @@ func TestStartupCost(t *testing.T) {
 		// timing within MaxRedisReach is no reason to refuse: the
 		// quarantine counts the bound, not the fleet's timing.
 		refusedAtStart(t, launch(t, "another layout", on(1021, "VESTA_ID_LAYOUT", "vesta")),
-			"id.layout vesta (the fleet's: sorted)", machineid.FleetKey(prefix))
-		if key, _ := machineid.Keys(prefix, 1021); rc.Exists(context.Background(), key).Val() != 0 {
+			"id.layout vesta (the fleet's: sorted)", redislease.FleetKey(prefix))
+		if key, _ := redislease.Keys(prefix, 1021); rc.Exists(context.Background(), key).Val() != 0 {
 			t.Errorf("a refused host left its lease %s", key)
 		}
 		other := startFirst(t, "another timing", on(1021, "VESTA_MACHINE_REDIS_LEASE_TTL", "3s", "VESTA_ID_MAX_BORROW", "500ms"))
@@ -246,7 +248,7 @@ func TestStartupCost(t *testing.T) {
 			t.Errorf("the restarted server's first ID %v is not above the stopped one's last %v", decode(b2.first), decode(bLast))
 		}
 		refusedAtStart(t, launch(t, "another layout", on(1021, "VESTA_ID_LAYOUT", "vesta")),
-			"id.layout vesta (the fleet's: sorted)", machineid.EtcdFleetKey("startup"))
+			"id.layout vesta (the fleet's: sorted)", etcdlease.FleetKey("startup"))
 		stopAll(t, b2.proc)
 	})
 }

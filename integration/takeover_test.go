@@ -17,7 +17,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
-	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // The Redis faults of the machine-ID safety tests are run with these: a
@@ -73,7 +73,7 @@ func runTakeover(t *testing.T, tk takeover) {
 	if a.Machine != takeoverMachine {
 		t.Fatalf("A leased machine %d; want %d", a.Machine, takeoverMachine)
 	}
-	leaseKey, markKey := machineid.Keys(env["VESTA_MACHINE_REDIS_KEY_PREFIX"], takeoverMachine)
+	leaseKey, markKey := redislease.Keys(env["VESTA_MACHINE_REDIS_KEY_PREFIX"], takeoverMachine)
 
 	led := newLedger(core.MaxPeak)
 	ld := newLoad(20 * time.Second)
@@ -288,7 +288,7 @@ func TestSentinelFailoverTakeover(t *testing.T) {
 		return clients[addr]
 	}
 	env := sentinelEnv(t, g, ttl)
-	leaseKey, _ := machineid.Keys(t.Name(), takeoverMachine)
+	leaseKey, _ := redislease.Keys(t.Name(), takeoverMachine)
 	runTakeover(t, takeover{
 		ttl: ttl, env: env, master: master,
 		prepare:  func(t *testing.T) { g.PauseReplication() },

@@ -13,7 +13,7 @@ import (
 
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
-	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // TestTimeGuardBehind restarts a server whose time guard says IDs were
@@ -59,13 +59,13 @@ func TestTimeGuardBehind(t *testing.T) {
 			return serverEnv(t, rds, t.Name(), 2*time.Second, "VESTA_MACHINE_SERVER_RANGE", m+"-"+m)
 		},
 		write: func(t *testing.T, env map[string]string, machine int, mark time.Time) {
-			_, key := machineid.Keys(env["VESTA_MACHINE_REDIS_KEY_PREFIX"], core.MachineID(machine))
+			_, key := redislease.Keys(env["VESTA_MACHINE_REDIS_KEY_PREFIX"], core.MachineID(machine))
 			if err := rc.Set(context.Background(), key, mark.UnixMilli(), 0).Err(); err != nil {
 				t.Fatal(err)
 			}
 		},
 		read: func(t *testing.T, env map[string]string, machine int) string {
-			_, key := machineid.Keys(env["VESTA_MACHINE_REDIS_KEY_PREFIX"], core.MachineID(machine))
+			_, key := redislease.Keys(env["VESTA_MACHINE_REDIS_KEY_PREFIX"], core.MachineID(machine))
 			v, err := rc.Get(context.Background(), key).Result()
 			if err != nil {
 				t.Fatal(err)
@@ -105,7 +105,7 @@ func TestTimeGuardBehind(t *testing.T) {
 					t.Errorf("the mark is %s after refusing; want it untouched, %s", got, want)
 				}
 				if prefix := env["VESTA_MACHINE_REDIS_KEY_PREFIX"]; prefix != "" {
-					key, _ := machineid.Keys(prefix, core.MachineID(tc.machine))
+					key, _ := redislease.Keys(prefix, core.MachineID(tc.machine))
 					if n, err := rc.Exists(context.Background(), key).Result(); err != nil || n != 0 {
 						t.Errorf("the lease %s is still held after refusing (%d, %v); a restart would find the ID taken", key, n, err)
 					}

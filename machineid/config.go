@@ -2,18 +2,17 @@ package machineid
 
 import (
 	"cmp"
-	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/machineid/internal/leasestore"
 )
 
 // The publish method (core.Method) of an issuer chooses the range its
@@ -48,6 +47,27 @@ const (
 )
 
 var knownProviders = []string{ProviderStatic, ProviderIPTable, ProviderRedis, ProviderK8s, ProviderEtcd}
+
+// linkImport is the package that links a leasing provider's store into a
+// program (with the store's client library): machineid itself links none,
+// so that a program on a fixed ID pays for no Redis or etcd client.
+var linkImport = map[string]string{
+	ProviderRedis: "github.com/vesta-go/vesta/machineid/redislease",
+	ProviderEtcd:  "github.com/vesta-go/vesta/machineid/etcdlease",
+}
+
+// notLinked says, for a leasing provider whose store package this program
+// does not link, which import to add; "" when it is linked, or needs none.
+func notLinked(p string) string {
+	pkg, ok := linkImport[p]
+	if !ok {
+		return ""
+	}
+	if _, linked := leasestore.Lookup(p); linked {
+		return ""
+	}
+	return fmt.Sprintf("the %s provider is not linked into this program; add import _ %q", p, pkg)
+}
 
 // leasing reports whether a provider leases IDs from a store (redis,
 // etcd): the IDs it may hand out are the lease range, which fixed IDs
@@ -112,8 +132,6 @@ type Config struct {
 	Clock core.Clock
 	// Logger; nil discards. Passwords are never logged.
 	Logger *slog.Logger
-	// Registerer receives the metrics; nil registers none.
-	Registerer prometheus.Registerer
 }
 
 // RedisConfig configures the redis provider: where Redis is and how long a
@@ -138,8 +156,13 @@ type RedisConfig struct {
 	Password string
 	// DB is the database of a single Redis or Sentinel; zero is 0.
 	DB int
-	// TLS; nil speaks plain TCP.
-	TLS *tls.Config
+	// TLS, when not nil, is the *tls.Config (crypto/tls) of the
+	// connections to Redis and the Sentinels; nil speaks plain TCP. It is
+	// typed any so that machineid does not import crypto/tls, whose
+	// initialization would add about 1.2 MB to every program on a fixed
+	// machine ID; the redis provider's package checks it (Validate: anything
+	// but a *tls.Config is ErrConfig, naming Redis.TLS).
+	TLS any
 	// KeyPrefix starts every key; "" is "vesta". It may not hold "{" or
 	// "}", which would break the hash tag that keeps a machine ID's keys
 	// in one Cluster slot.
@@ -171,7 +194,7 @@ type RedisConfig struct {
 // String prints the configuration with the password hidden.
 func (r RedisConfig) String() string {
 	return fmt.Sprintf("{Addrs:%v MasterName:%q Username:%q Password:%s DB:%d TLS:%t KeyPrefix:%q LeaseTTL:%s SafetyMargin:%s MaxClockSkew:%s MinReplicas:%d}",
-		r.Addrs, r.MasterName, r.Username, redact(r.Password), r.DB, r.TLS != nil, r.KeyPrefix, r.LeaseTTL, r.SafetyMargin, r.MaxClockSkew, r.MinReplicas)
+		r.Addrs, r.MasterName, r.Username, redact(r.Password), r.DB, tlsOn(r.TLS), r.KeyPrefix, r.LeaseTTL, r.SafetyMargin, r.MaxClockSkew, r.MinReplicas)
 }
 
 // GoString is String, so that %#v hides the password too.
@@ -185,14 +208,6 @@ func (r RedisConfig) LogValue() slog.Value {
 		slog.Duration("lease_ttl", r.LeaseTTL), slog.Duration("max_clock_skew", r.MaxClockSkew))
 }
 
-// where names the Redis for messages.
-func (r RedisConfig) where() string {
-	if r.MasterName != "" {
-		return fmt.Sprintf("Redis master %q via Sentinel %v", r.MasterName, r.Addrs)
-	}
-	return fmt.Sprintf("Redis %v", r.Addrs)
-}
-
 // EtcdConfig configures the etcd provider: where etcd is and how long a
 // lease lives. Its String and LogValue hide the password.
 type EtcdConfig struct {
@@ -202,8 +217,10 @@ type EtcdConfig struct {
 	// Username and Password authenticate; "" is none.
 	Username string
 	Password string
-	// TLS; nil speaks plain TCP.
-	TLS *tls.Config
+	// TLS, when not nil, is the *tls.Config (crypto/tls) of the
+	// connections to etcd, typed any as RedisConfig.TLS is and checked by
+	// the etcd provider's package; nil speaks plain TCP.
+	TLS any
 	// KeyPrefix starts every key ("vesta/machine/924/lease"); "" is
 	// "vesta".
 	KeyPrefix string
@@ -220,7 +237,7 @@ type EtcdConfig struct {
 // String prints the configuration with the password hidden.
 func (e EtcdConfig) String() string {
 	return fmt.Sprintf("{Endpoints:%v Username:%q Password:%s TLS:%t KeyPrefix:%q LeaseTTL:%s SafetyMargin:%s}",
-		e.Endpoints, e.Username, redact(e.Password), e.TLS != nil, e.KeyPrefix, e.LeaseTTL, e.SafetyMargin)
+		e.Endpoints, e.Username, redact(e.Password), tlsOn(e.TLS), e.KeyPrefix, e.LeaseTTL, e.SafetyMargin)
 }
 
 // GoString is String, so that %#v hides the password too.
@@ -232,6 +249,15 @@ func (e EtcdConfig) LogValue() slog.Value {
 		slog.Any("endpoints", e.Endpoints), slog.String("username", e.Username),
 		slog.String("password", redact(e.Password)), slog.String("key_prefix", e.KeyPrefix),
 		slog.Duration("lease_ttl", e.LeaseTTL))
+}
+
+// tlsOn reports a TLS setting that is not nil, nor a nil *tls.Config.
+func tlsOn(v any) bool {
+	if v == nil {
+		return false
+	}
+	r := reflect.ValueOf(v)
+	return r.Kind() != reflect.Pointer || !r.IsNil()
 }
 
 func redact(secret string) string {
@@ -318,6 +344,9 @@ func (c Config) resolve() (Config, error) {
 		}
 		if seen[p] {
 			return bad("Providers", "%q is listed twice", p)
+		}
+		if msg := notLinked(p); msg != "" {
+			return bad("Providers", "%s", msg)
 		}
 		seen[p] = true
 	}
@@ -414,6 +443,14 @@ func (c Config) resolve() (Config, error) {
 	}
 	if err := r.resolveEtcd(seen[ProviderEtcd]); err != nil {
 		return Config{}, err
+	}
+	// What only a store's package can judge (a TLS setting's type).
+	for _, p := range r.Providers {
+		if lp, ok := leasestore.Lookup(p); ok && lp.Check != nil {
+			if err := lp.Check(leasestore.Base{Redis: leasestore.RedisSettings(r.Redis), Etcd: leasestore.EtcdSettings(r.Etcd)}); err != nil {
+				return Config{}, err
+			}
+		}
 	}
 	// Last, so that a config with other mistakes names those first.
 	if seen[ProviderStatic] && r.Static == nil {

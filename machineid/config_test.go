@@ -2,6 +2,7 @@ package machineid_test
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -60,6 +61,19 @@ func TestValidate(t *testing.T) {
 		{"empty Redis address", func(c *machineid.Config) {
 			c.Providers, c.Redis.Addrs = []string{"redis"}, []string{""}
 		}, "Redis.Addrs"},
+		{"Redis TLS", func(c *machineid.Config) {
+			c.Providers, c.Redis.TLS = []string{"redis"}, &tls.Config{}
+		}, ""},
+		{"Redis TLS not a pointer", func(c *machineid.Config) {
+			c.Providers, c.Redis.TLS = []string{"redis"}, tls.Config{}
+		}, "Redis.TLS"},
+		{"Redis TLS a nil pointer: plain TCP", func(c *machineid.Config) {
+			c.Providers, c.Redis.TLS = []string{"redis"}, (*tls.Config)(nil)
+		}, ""},
+		{"etcd TLS", func(c *machineid.Config) { c.Providers, c.Etcd.TLS = []string{"etcd"}, &tls.Config{} }, ""},
+		{"etcd TLS of another type", func(c *machineid.Config) {
+			c.Providers, c.Etcd.TLS = []string{"etcd"}, "/etc/vesta/ca.pem"
+		}, "Etcd.TLS"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := machineid.DefaultConfig()

@@ -23,6 +23,15 @@
 //   - etcd: a lease in etcd, for fleets that must survive network
 //     partitions (Raft never loses an acknowledged write).
 //
+// The two leasing providers' stores, with their client libraries, live in
+// packages of their own that a program links by importing them for their
+// effect: import _ "github.com/vesta-go/vesta/machineid/redislease" (or
+// machineid/etcdlease). This package links neither, so a program on a
+// fixed ID pays for no Redis, etcd or gRPC client; a Config that lists a
+// provider the program does not link is refused (ErrConfig), naming the
+// import. The lease schedule, the quarantine and the fleet record stay
+// here, whichever store is linked.
+//
 // A provider that cannot work on this host (Redis or etcd unreachable, no
 // ordinal, no address in the table) wraps ErrUnavailable and the chain
 // tries the next; any other error (a bad configuration, an ID outside the
@@ -123,4 +132,11 @@
 // Lease.NewGenerator does the middle three. On an error after Acquire,
 // close the lease all the same. Pass the same Clock (or none) to the lease
 // and the generator.
+//
+// # Metrics
+//
+// Lease.Stats is what a lease measured (its Status, the renewals'
+// latencies, the clock skew, the quarantine left), read when asked: this
+// package imports no metrics library. Package prommetrics (RegisterLease)
+// exports it as the vesta_machine_* series.
 package machineid

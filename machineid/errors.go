@@ -1,16 +1,21 @@
 package machineid
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/vesta-go/vesta/machineid/internal/leasestore"
+)
 
 // Sentinel errors. Callers test them with errors.Is; returned errors add the
-// details (the provider, the ID, the range, the instants).
+// details (the provider, the ID, the range, the instants). Those the
+// stores return too are leasestore's, the same values.
 var (
 	// ErrRange: a machine-ID range that cannot be used, or an ID outside
 	// the range its publish method must use.
 	ErrRange = errors.New("machineid: bad range")
 
 	// ErrConfig: a Config field that cannot be used; the message names it.
-	ErrConfig = errors.New("machineid: invalid config")
+	ErrConfig = leasestore.ErrConfig
 
 	// ErrNoMachineID: the static provider is listed but no static ID was
 	// chosen. There is no default machine ID: two hosts on a default would
@@ -20,7 +25,7 @@ var (
 	// ErrUnavailable: a provider cannot give an ID on this host (Redis
 	// unreachable, no ordinal in the hostname, no address in the IP
 	// table). A chain then tries its next provider.
-	ErrUnavailable = errors.New("machineid: provider not available here")
+	ErrUnavailable = leasestore.ErrUnavailable
 
 	// ErrNoProvider: every provider of the chain was unavailable. The
 	// error also wraps each provider's reason.
@@ -35,27 +40,27 @@ var (
 
 	// ErrClockSkew: the local clock and Redis's TIME differ by more than
 	// MaxClockSkew.
-	ErrClockSkew = errors.New("machineid: clock skew beyond max_clock_skew")
+	ErrClockSkew = leasestore.ErrClockSkew
 
 	// ErrLeaseLost: the lease could not be proven held (renewal failed
 	// past the deadline, or the key was stolen or expired). The generator
 	// is fenced with it (core.ErrFenced wraps it).
-	ErrLeaseLost = errors.New("machineid: lease lost")
+	ErrLeaseLost = leasestore.ErrLeaseLost
 
 	// ErrNotHolder: a write of the time guard's mark by a process that no
 	// longer holds the lease was refused.
-	ErrNotHolder = errors.New("machineid: not the lease holder")
+	ErrNotHolder = leasestore.ErrNotHolder
 
 	// ErrReplicas: fewer replicas than Redis.MinReplicas acknowledged a
 	// write in time (WAIT), so a failover could lose it: the write counts
 	// as failed (a claim is released and the provider unavailable).
-	ErrReplicas = errors.New("machineid: too few replicas acknowledged the write")
+	ErrReplicas = leasestore.ErrReplicas
 
 	// ErrFleet: this host's shape (layout, type, epoch, version) differs
 	// from the fleet record of its key prefix, written by the first host
 	// leasing there (see Lease.Prepare). The message names each setting
 	// and both values.
-	ErrFleet = errors.New("machineid: this host's settings differ from its fleet's")
+	ErrFleet = leasestore.ErrFleet
 
 	// ErrAttached: Attach was called twice, or with a generator of
 	// another machine ID.

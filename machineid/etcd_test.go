@@ -17,6 +17,7 @@ import (
 	"github.com/vesta-go/vesta/internal/testkit/logtest"
 	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/etcdlease"
 )
 
 // etcdConfig leases from the cluster with the given TTL, with the etcd
@@ -65,7 +66,7 @@ func TestEtcdLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leaseKey, markKey, shapeKey := machineid.EtcdKeys("vesta", l.ID())
+	leaseKey, markKey, shapeKey := etcdlease.Keys("vesta", l.ID())
 	if v, lease := get(t, cli, leaseKey); v == "" || lease == 0 {
 		t.Fatalf("lease key %q = %q, etcd lease %x", leaseKey, v, lease)
 	}
@@ -122,7 +123,7 @@ func TestEtcdKeyDeletedFencesAtOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			leaseKey, _, _ := machineid.EtcdKeys("vesta", l.ID())
+			leaseKey, _, _ := etcdlease.Keys("vesta", l.ID())
 			_, lease := get(t, cli, leaseKey)
 			if how == "deleted" {
 				_, err = cli.Delete(context.Background(), leaseKey)
@@ -271,7 +272,7 @@ func TestEtcdWatchSurvivesLeaderLoss(t *testing.T) {
 	ec.Member(1).WaitServing()
 	ec.Member(0).WaitServing()
 	eventually(t, "issuing", func() bool { return gen.Ready() == nil })
-	leaseKey, _, _ := machineid.EtcdKeys("vesta", l.ID())
+	leaseKey, _, _ := etcdlease.Keys("vesta", l.ID())
 	time.Sleep(time.Second) // the lease begins a watch again 500 ms after one ended
 	if _, err := cli.Delete(context.Background(), leaseKey); err != nil {
 		t.Fatal(err)

@@ -22,14 +22,6 @@ func ModelRedis(clock func() time.Time, seed uint64) (hook redis.Hook, restart f
 	return modelHook{m}, func() { m.restart(nil, false) }
 }
 
-// LeaseScripts are the lease's Lua scripts, by what they do.
-func LeaseScripts() map[string]*redis.Script {
-	return map[string]*redis.Script{
-		"claim": claimScript, "renew": renewScript, "release": releaseScript, "release clean": releaseCleanScript,
-		"mark": markScript, "member": memberScript, "drop member": dropMemberScript, "fleet": fleetScript,
-	}
-}
-
 // modelHook answers a go-redis client from a redisModel, with no network.
 type modelHook struct{ m *redisModel }
 

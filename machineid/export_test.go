@@ -17,9 +17,6 @@ func SetMaxRedisReach(tb testing.TB, d time.Duration) {
 	tb.Cleanup(func() { maxRedisReach = old })
 }
 
-// JudgeClock is judgeClock, for its table test.
-var JudgeClock = judgeClock
-
 // Reach is the bound in force (see SetMaxRedisReach).
 func Reach() time.Duration { return maxRedisReach }
 

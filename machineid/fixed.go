@@ -29,8 +29,6 @@ type fixedLease struct {
 
 func newFixedLease(b leaseBase, provider string, id core.MachineID) *Lease {
 	b.log.Debug("machineid: machine ID", "provider", provider, "machine", id, "method", b.method, "range", b.rng)
-	b.m.setMachine(int(id))
-	b.m.setState(StateNone)
 	return &Lease{leaseBase: b, provider: provider, h: &fixedLease{base: b, provider: provider, id: id, clock: b.clock, log: b.log}}
 }
 

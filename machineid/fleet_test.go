@@ -10,6 +10,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // TestRedisFleetRecord: the first host leasing under a key prefix records
@@ -80,7 +81,7 @@ func TestRedisFleetRecord(t *testing.T) {
 	for _, l := range []*machineid.Lease{same, first} {
 		l.Close(context.Background())
 	}
-	rdb.Del(context.Background(), machineid.FleetKey("vesta"))
+	rdb.Del(context.Background(), redislease.FleetKey("vesta"))
 	newType := gc
 	newType.Type = core.MinGranularity
 	generator(t, mustAcquire(t, base, core.Central), newType)

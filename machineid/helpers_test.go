@@ -6,14 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/testkit/promtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // testSkew is the clock-skew bound of the tests: every clock is the host's.
@@ -74,7 +73,7 @@ func releasedCleanly(t testing.TB, srv *redistest.Server, method core.Method, rn
 			t.Fatal(err)
 		}
 	}
-	if err := client(t, srv).Del(context.Background(), machineid.FleetKey(c.Redis.KeyPrefix)).Err(); err != nil {
+	if err := client(t, srv).Del(context.Background(), redislease.FleetKey(c.Redis.KeyPrefix)).Err(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -113,14 +112,3 @@ func generator(t testing.TB, l *machineid.Lease, cfg core.Config) *core.Generato
 // eventually polls cond until it holds (waittest.Until: it waits for
 // things that must happen, never to judge speed).
 var eventually = waittest.Until
-
-// gauge reads one series of a registry; the series' labels must include
-// those given (the mode label is implied).
-func gauge(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) (float64, bool) {
-	t.Helper()
-	var pairs []string
-	for k, v := range labels {
-		pairs = append(pairs, k, v)
-	}
-	return promtest.Value(t, reg, name, pairs...)
-}

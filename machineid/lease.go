@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/machineid/internal/leasestore"
 )
 
 // State is what a lease lets its generator do.
@@ -74,9 +75,9 @@ type leaseBase struct {
 	rng    Range
 	log    *slog.Logger
 	clock  core.Clock
-	m      *metrics
-	self   *selfInfo // its member record's own part (member.go)
-	plant  plantedBugs
+	stats  *leaseStats            // Lease.Stats
+	self   *selfInfo              // its member record's own part (member.go)
+	plant  leasestore.PlantedBugs // the lease simulation's; none in the product
 }
 
 func newLeaseBase(c Config, m core.Method, rng Range) leaseBase {
@@ -87,9 +88,17 @@ func newLeaseBase(c Config, m core.Method, rng Range) leaseBase {
 	if b.clock == nil {
 		b.clock = core.NewSystemClock()
 	}
-	b.m = newMetrics(c.Registerer, rangeName(m))
+	b.stats = newLeaseStats()
 	b.self = newSelf(b.clock)
 	return b
+}
+
+// storeBase is what the store of b's provider is opened with.
+func (b leaseBase) storeBase() leasestore.Base {
+	return leasestore.Base{
+		Clock: b.clock, Log: b.log, Reach: maxRedisReach, ObserveSkew: b.stats.observeSkew, Plant: b.plant,
+		Redis: leasestore.RedisSettings(b.cfg.Redis), Etcd: leasestore.EtcdSettings(b.cfg.Etcd),
+	}
 }
 
 // Lease is a machine ID held by this process: a fixed ID (static, iptable,
@@ -101,16 +110,16 @@ func newLeaseBase(c Config, m core.Method, rng Range) leaseBase {
 // when the renewal deadline passes, and one writes the member record after
 // each renewal (member.go: information only).
 //
-// The wire format in Redis, per machine ID (see Keys, ShapeKey,
-// ReleasedKey, InstanceKey; StoreKey and FleetKey per prefix): the lease
-// key holds "<128 random bits>/<host>/<pid>" with the TTL; the mark key
-// holds the time guard's mark in unix milliseconds, without a TTL, only
-// ever raised; the shape key the JSON shape of the generator that last
-// wrote it; the released key the clean-release record; the instance key
-// the identity of the Redis instance that wrote the mark; the member key
-// (MemberKey) the holder's member record, with the lease's TTL. In etcd
-// (see EtcdKeys, EtcdFleetKey, EtcdMemberKey) the same token, mark (20
-// digits), shape and member record.
+// The wire format in Redis, per machine ID (see redislease.Keys,
+// ShapeKey, ReleasedKey, InstanceKey; StoreKey and FleetKey per prefix):
+// the lease key holds "<128 random bits>/<host>/<pid>" with the TTL; the
+// mark key holds the time guard's mark in unix milliseconds, without a
+// TTL, only ever raised; the shape key the JSON shape of the generator
+// that last wrote it; the released key the clean-release record; the
+// instance key the identity of the Redis instance that wrote the mark;
+// the member key (MemberKey) the holder's member record, with the lease's
+// TTL. In etcd (see etcdlease.Keys, FleetKey, MemberKey) the same token,
+// mark (20 digits), shape and member record.
 type Lease struct {
 	leaseBase
 	provider string
@@ -192,8 +201,8 @@ func (l *Lease) Status() Status { return l.h.status() }
 // calls wait for the first and return its result.
 func (l *Lease) Close(ctx context.Context) error {
 	l.closeOnce.Do(func() {
+		l.stats.closed.Store(true)
 		l.closeErr = l.h.close(ctx)
-		l.m.setState(StateNone)
 	})
 	return l.closeErr
 }

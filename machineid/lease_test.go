@@ -16,11 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // issued collects what an issuing loop got.
@@ -102,7 +101,7 @@ func testRedisLostWhileRunning(t *testing.T, gc core.Config) {
 	// Redis keeps the lease at least until sent+PTTL; renewals only push
 	// the expiry later, so this is a lower bound of when another process
 	// could take the ID.
-	leaseKey, _ := machineid.Keys("vesta", l.ID())
+	leaseKey, _ := redislease.Keys("vesta", l.ID())
 	sent := time.Now()
 	pttl, err := rdb.PTTL(context.Background(), leaseKey).Result()
 	if err != nil || pttl <= 0 {
@@ -149,10 +148,8 @@ func testRedisLostWhileRunning(t *testing.T, gc core.Config) {
 func TestStolenLeaseIsFencedAndReplaced(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv)
-	reg := prometheus.NewRegistry()
 	c := redisConfig(t, srv, 3*time.Second)
 	c.ServerRange = machineid.Range{First: 924, Count: 2}
-	c.Registerer = reg
 	l := mustAcquire(t, c, core.Central)
 	first := l.ID()
 	gen := generator(t, l, core.Config{})
@@ -160,7 +157,7 @@ func TestStolenLeaseIsFencedAndReplaced(t *testing.T) {
 	stop := issue(t, gen, &out)
 	eventually(t, "IDs issued", func() bool { n, _ := out.count(); return n > 100 })
 
-	leaseKey, _ := machineid.Keys("vesta", first)
+	leaseKey, _ := redislease.Keys("vesta", first)
 	if err := rdb.Set(context.Background(), leaseKey, "thief", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -190,11 +187,8 @@ func TestStolenLeaseIsFencedAndReplaced(t *testing.T) {
 	if v := rdb.Get(context.Background(), leaseKey).Val(); v != "thief" {
 		t.Fatalf("the thief's lease became %q; nobody else may touch it", v)
 	}
-	if v, _ := gauge(t, reg, "vesta_machine_lease_fences_total", nil); v < 1 {
-		t.Fatalf("fences metric %v", v)
-	}
-	if v, _ := gauge(t, reg, "vesta_machine_lease_renew_failures_total", nil); v < 1 {
-		t.Fatalf("renew failures metric %v", v)
+	if st := l.Stats(); st.Fences < 1 || st.RenewFailures < 1 || st.Renewals.Count() < 1 {
+		t.Fatalf("stats: %d fences, %d failed renewals, %d renewals timed; want one of each at least", st.Fences, st.RenewFailures, st.Renewals.Count())
 	}
 }
 
@@ -208,7 +202,7 @@ func TestExpiredLeaseIsReclaimedWithoutGoingBack(t *testing.T) {
 	var out issued
 	stop := issue(t, gen, &out)
 	eventually(t, "IDs issued", func() bool { n, _ := out.count(); return n > 100 })
-	leaseKey, _ := machineid.Keys("vesta", id)
+	leaseKey, _ := redislease.Keys("vesta", id)
 	rdb.Del(context.Background(), leaseKey) // as if it expired behind our back
 	eventually(t, "the fence", func() bool { return l.Status().Fences > 0 })
 	n0, _ := out.count()
@@ -522,7 +516,7 @@ func TestLostAfterTheGeneratorClosed(t *testing.T) {
 	if err := gen.Close(); err != nil {
 		t.Fatal(err)
 	}
-	leaseKey, _ := machineid.Keys("vesta", l.ID())
+	leaseKey, _ := redislease.Keys("vesta", l.ID())
 	rdb.Del(context.Background(), leaseKey)
 	eventually(t, "the lease claimed again", func() bool {
 		s := l.Status()

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/machineid/internal/leasestore"
 )
 
 // renewing is where a lease stands.
@@ -19,18 +21,6 @@ const (
 	lost                    // the key is not ours: claim again
 )
 
-// plantedBugs are known bugs that the lease simulation (sim_test.go) must
-// find, planted only by its tests: the product's zero value plants none.
-type plantedBugs struct {
-	// noDeadlineFence: neither the watchdog nor the generator's
-	// FenceAfter fences at the deadline.
-	noDeadlineFence bool
-	// ownTiming: an untrusted Redis claim's quarantine reckons with this
-	// host's own lease TTL and max_clock_skew instead of MaxRedisReach,
-	// as it did when a fleet record, which Redis can lose, bound them.
-	ownTiming bool
-}
-
 // leased holds a machine ID leased in a store (Redis or etcd): it renews
 // the lease, fences the attached generator when it can no longer prove the
 // lease held, and re-acquires a lost lease, re-keying the generator. See
@@ -38,7 +28,7 @@ type plantedBugs struct {
 type leased struct {
 	leaseBase
 	provider string
-	st       store
+	st       leasestore.Store
 	ttl      time.Duration
 	margin   time.Duration
 	period   time.Duration // between renewals
@@ -47,11 +37,11 @@ type leased struct {
 	cancel   context.CancelFunc
 	kick     chan struct{} // wakes the renewer (Attach of a lost lease)
 	wg       sync.WaitGroup
-	initial  *leaseGuard // the store of the first hold, for core.New
+	initial  *leasestore.Guard // the store of the first hold, for core.New
 
 	mu       sync.Mutex
 	id       core.MachineID
-	hold     *hold // the current lease; nil once lost
+	hold     *leasestore.Hold // the current lease; nil once lost
 	state    renewing
 	cause    error     // why not held
 	lastErr  error     // the last failed renewal, for the cause of an overdue lease
@@ -82,7 +72,7 @@ type leased struct {
 
 // acquireLeased claims an ID of b's range in st and starts renewing it;
 // on error st is closed.
-func acquireLeased(ctx context.Context, b leaseBase, provider string, st store, ttl, margin time.Duration) (*Lease, error) {
+func acquireLeased(ctx context.Context, b leaseBase, provider string, st leasestore.Store, ttl, margin time.Duration) (*Lease, error) {
 	l := &leased{
 		leaseBase: b,
 		provider:  provider,
@@ -98,16 +88,16 @@ func acquireLeased(ctx context.Context, b leaseBase, provider string, st store, 
 	}
 	h, sent, err := l.claim(ctx, 0, false)
 	if err != nil {
-		st.close()
+		st.Close()
 		return nil, err
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.install(h, sent)
-	l.initial = h.guard
+	l.initial = h.Guard
 	l.writeMember(ctx)
-	_, waits := h.guard.quarantineFloor()
-	l.log.Info("machineid: leased a machine ID", "machine", h.id, "method", b.method, "range", b.rng,
-		"key", h.key, "ttl", l.ttl, "fence_after", l.ttl-l.margin, "store", st.where(), "quarantine", waits)
+	_, waits := h.Guard.QuarantineFloor()
+	l.log.Info("machineid: leased a machine ID", "machine", h.ID, "method", b.method, "range", b.rng,
+		"key", h.Key, "ttl", l.ttl, "fence_after", l.ttl-l.margin, "store", st.Where(), "quarantine", waits)
 	l.wg.Add(3)
 	go l.renewer()
 	go l.watchdog()
@@ -153,7 +143,7 @@ func (l *leased) statusLocked() Status {
 	st := Status{Provider: l.provider, Machine: l.id, State: l.stateLocked(), Deadline: l.deadline,
 		RenewAt: l.renewAt, At: l.clock.Now(), Fences: l.fences, RenewFailures: l.failures, Err: l.cause}
 	if l.hold != nil {
-		if f, waits := l.hold.guard.quarantineFloor(); waits {
+		if f, waits := l.hold.Guard.QuarantineFloor(); waits {
 			st.QuarantineUntil = f
 		}
 	}
@@ -186,17 +176,17 @@ func (l *leased) checkFleet(ctx context.Context, cfg core.Config) error {
 	if err != nil {
 		return err
 	}
-	return l.st.fleet(ctx, f)
+	return l.st.Fleet(ctx, f)
 }
 
 // fleetOf is the fleet record of this host with a generator of cfg: its
 // shape.
-func (l *leased) fleetOf(cfg core.Config) (fleet, error) {
+func (l *leased) fleetOf(cfg core.Config) (leasestore.Fleet, error) {
 	sh, err := cfg.Shape()
 	if err != nil {
-		return fleet{}, err
+		return leasestore.Fleet{}, err
 	}
-	return fleetOf(sh), nil
+	return leasestore.FleetOf(sh), nil
 }
 
 // checkReach refuses, on Redis, a generator borrowing so far ahead that
@@ -210,28 +200,27 @@ func (l *leased) checkReach(borrow time.Duration) error {
 }
 
 // install makes h the current lease, claimed at sent.
-func (l *leased) install(h *hold, sent time.Time) {
-	l.hold, l.id, l.state, l.cause, l.lastErr = h, h.id, held, nil, nil
+func (l *leased) install(h *leasestore.Hold, sent time.Time) {
+	l.hold, l.id, l.state, l.cause, l.lastErr = h, h.ID, held, nil, nil
 	l.renewed = sent
 	l.deadline = sent.Add(l.ttl - l.margin)
 	l.renewAt = sent.Add(l.period)
-	l.m.setMachine(int(h.id))
 	l.syncLocked()
 }
 
 // claim takes a free ID of the range (prefer first), returning the hold
 // and when the claim was sent (the lease runs from then). The hold's
 // guard knows whether the claim must wait out a quarantine.
-func (l *leased) claim(ctx context.Context, prefer core.MachineID, hasPrefer bool) (*hold, time.Time, error) {
-	h, sent, err := l.st.claim(ctx, claimOrder(l.rng, prefer, hasPrefer))
+func (l *leased) claim(ctx context.Context, prefer core.MachineID, hasPrefer bool) (*leasestore.Hold, time.Time, error) {
+	h, sent, err := l.st.Claim(ctx, claimOrder(l.rng, prefer, hasPrefer))
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	if h == nil {
 		return nil, time.Time{}, fmt.Errorf("%w: all %d IDs of the %s range %s are leased in %s; wait for a holder to stop or widen the range",
-			ErrRangeFull, l.rng.Count, rangeName(l.method), l.rng, l.st.where())
+			ErrRangeFull, l.rng.Count, rangeName(l.method), l.rng, l.st.Where())
 	}
-	h.guard.notHolder = l.poke
+	h.Guard.NotHolder = l.poke
 	return h, sent, nil
 }
 
@@ -258,13 +247,12 @@ func (l *leased) stateLocked() State {
 // tells the watchdog the deadline or the hold may have changed.
 func (l *leased) syncLocked() {
 	st := l.stateLocked()
-	l.m.setState(st)
 	close(l.changed)
 	l.changed = make(chan struct{})
 	if l.gen == nil {
 		return
 	}
-	if st == StateHeld && !l.plant.noDeadlineFence {
+	if st == StateHeld && !l.plant.NoDeadlineFence {
 		// Besides the watchdog's timer, the generator itself refuses to
 		// issue past the deadline, checked on every call: a late timer
 		// (a paused process) cannot let an ID slip out.
@@ -280,7 +268,6 @@ func (l *leased) syncLocked() {
 		l.gen.Control().Fence(cause)
 		l.fenced = true
 		l.fences++
-		l.m.fenced()
 		// The deadline the generator was held to until now (FenceAfter):
 		// with the log line's time, a reader of the log bounds the last
 		// instant this hold could issue, whichever came first.
@@ -359,7 +346,7 @@ func (l *leased) renewer() {
 
 // renew extends h, and says whether it did. The deadline is checked
 // before renewing as well as by the watchdog.
-func (l *leased) renew(h *hold) bool {
+func (l *leased) renew(h *leasestore.Hold) bool {
 	l.mu.Lock()
 	if h == nil || l.hold != h || l.closed { // Close took the hold away
 		l.mu.Unlock()
@@ -372,7 +359,7 @@ func (l *leased) renew(h *hold) bool {
 
 	ctx, cancel := context.WithTimeout(l.ctx, l.period)
 	start := time.Now()
-	sent, err := l.st.renew(ctx, h)
+	sent, err := l.st.Renew(ctx, h)
 	cancel()
 	if l.ctx.Err() != nil {
 		return false
@@ -385,15 +372,13 @@ func (l *leased) renew(h *hold) bool {
 	switch {
 	case errors.Is(err, ErrLeaseLost):
 		l.failures++
-		l.m.renewFailed()
-		l.m.observeRenew(time.Since(start))
+		l.stats.renew.Observe(time.Since(start))
 		l.lostLocked(err)
 	case err != nil:
 		l.failures++
 		l.lastErr = err
-		l.m.renewFailed()
 		if l.failures == 1 || l.state == held {
-			l.log.Warn("machineid: renewing the lease failed; retrying", "machine", h.id,
+			l.log.Warn("machineid: renewing the lease failed; retrying", "machine", h.ID,
 				"deadline", l.deadline.UTC().Format(time.RFC3339Nano), "err", err)
 		}
 		l.renewAt = l.clock.Now().Add(l.retry)
@@ -404,7 +389,7 @@ func (l *leased) renew(h *hold) bool {
 			l.overdueLocked()
 		}
 	default:
-		l.m.observeRenew(time.Since(start))
+		l.stats.renew.Observe(time.Since(start))
 		// The store extended the lease at or after sent, so it lives at
 		// least until sent+ttl; the margin keeps the deadline before that.
 		l.deadline = sent.Add(l.ttl - l.margin)
@@ -412,7 +397,7 @@ func (l *leased) renew(h *hold) bool {
 		l.renewed = sent
 		if l.state == overdue {
 			// The lease was still ours, so nobody held the ID meanwhile.
-			l.log.Info("machineid: lease renewed after its deadline; it was never lost", "machine", h.id)
+			l.log.Info("machineid: lease renewed after its deadline; it was never lost", "machine", h.ID)
 		}
 		l.state, l.cause, l.lastErr = held, nil, nil
 		l.syncLocked()
@@ -442,16 +427,16 @@ func (l *leased) recover(gen *core.Generator) {
 		}
 		return
 	}
-	h.guard.setShape(gen.Control().Shape())
+	h.Guard.SetShape(gen.Control().Shape())
 	// The store may have lost the fleet record with the lease, and a host
 	// of another shape may have recorded its own since: a lost lease is
 	// claimed again only under the record as it is now.
 	ctx, cancel := context.WithTimeout(l.ctx, l.period)
-	err = l.st.fleet(ctx, fleetOf(gen.Control().Shape()))
+	err = l.st.Fleet(ctx, leasestore.FleetOf(gen.Control().Shape()))
 	cancel()
 	if err != nil {
 		if l.ctx.Err() == nil {
-			l.log.Error("machineid: re-acquired a lease, but the fleet record refuses this host; releasing it and staying fenced", "machine", h.id, "err", err)
+			l.log.Error("machineid: re-acquired a lease, but the fleet record refuses this host; releasing it and staying fenced", "machine", h.ID, "err", err)
 		}
 		l.release(h)
 		l.mu.Lock()
@@ -462,15 +447,15 @@ func (l *leased) recover(gen *core.Generator) {
 		l.mu.Unlock()
 		return
 	}
-	if h.id == old {
+	if h.ID == old {
 		// Save stores no less than a quarantine's floor (the generator's
 		// own reservation can lie below what a holder the store lost
 		// issued, and the next claim trusts this instance's mark).
 		ctx, cancel := context.WithTimeout(l.ctx, l.period)
-		err := h.guard.Save(ctx, gen.Stats().Mark)
+		err := h.Guard.Save(ctx, gen.Stats().Mark)
 		cancel()
 		if err != nil {
-			l.log.Warn("machineid: raising the mark of a re-acquired lease failed; releasing it", "machine", h.id, "err", err)
+			l.log.Warn("machineid: raising the mark of a re-acquired lease failed; releasing it", "machine", h.ID, "err", err)
 			l.release(h)
 			return
 		}
@@ -486,18 +471,18 @@ func (l *leased) recover(gen *core.Generator) {
 	l.mu.Unlock()
 	l.refreshMember()
 	l.lastRecoverErr = ""
-	l.log.Info("machineid: re-acquired a lease; re-keying", "from", old, "to", h.id)
+	l.log.Info("machineid: re-acquired a lease; re-keying", "from", old, "to", h.ID)
 	l.wg.Add(1)
 	go l.rekey(gen, h, old)
 }
 
 // rekey moves gen to h; Rekey may wait for the clock to pass the new ID's
 // mark while the renewer keeps h alive.
-func (l *leased) rekey(gen *core.Generator, h *hold, old core.MachineID) {
+func (l *leased) rekey(gen *core.Generator, h *leasestore.Hold, old core.MachineID) {
 	defer l.wg.Done()
 	err := l.waitQuarantine(l.ctx, h, gen.Control().MaxBorrow(), gen.Control().ReadyAt)
 	if err == nil {
-		err = gen.Control().Rekey(l.ctx, h.id, h.guard)
+		err = gen.Control().Rekey(l.ctx, h.ID, h.Guard)
 	}
 	l.mu.Lock()
 	l.rekeying = false
@@ -508,7 +493,7 @@ func (l *leased) rekey(gen *core.Generator, h *hold, old core.MachineID) {
 		// re-key. The lease stays held until Close releases it.
 		l.gen, l.fenced = nil, false
 	case err != nil:
-		l.cause = fmt.Errorf("%w: machine %d: re-keying from %d: %w", ErrLeaseLost, h.id, old, err)
+		l.cause = fmt.Errorf("%w: machine %d: re-keying from %d: %w", ErrLeaseLost, h.ID, old, err)
 		if current {
 			l.state, l.hold = lost, nil
 		}
@@ -517,12 +502,12 @@ func (l *leased) rekey(gen *core.Generator, h *hold, old core.MachineID) {
 	l.mu.Unlock()
 	switch {
 	case err == nil:
-		l.log.Info("machineid: re-keyed", "from", old, "to", h.id)
+		l.log.Info("machineid: re-keyed", "from", old, "to", h.ID)
 		l.refreshMember() // held again
 	case l.ctx.Err() != nil || errors.Is(err, core.ErrClosed):
 		// Closing.
 	default:
-		l.log.Error("machineid: re-keying failed; releasing the lease and retrying", "machine", h.id, "err", err)
+		l.log.Error("machineid: re-keying failed; releasing the lease and retrying", "machine", h.ID, "err", err)
 		if current {
 			l.release(h)
 		}
@@ -533,13 +518,13 @@ func (l *leased) rekey(gen *core.Generator, h *hold, old core.MachineID) {
 // what was issued under it when that is known (leaseGuard.final), so that
 // the next claim need not wait out a quarantine for a hold that issued
 // little or nothing.
-func (l *leased) release(h *hold) {
+func (l *leased) release(h *leasestore.Hold) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.ctx), l.period)
 	defer cancel()
-	final, ok := h.guard.final(ctx) // no write of this hold succeeds any more
+	final, ok := h.Guard.Final(ctx) // no write of this hold succeeds any more
 	l.dropMember(ctx, h)
-	if err := l.st.release(ctx, h, final, ok); err != nil {
-		l.log.Warn("machineid: releasing a lease failed; it expires", "key", h.key, "ttl", l.ttl, "err", err)
+	if err := l.st.Release(ctx, h, final, ok); err != nil {
+		l.log.Warn("machineid: releasing a lease failed; it expires", "key", h.Key, "ttl", l.ttl, "err", err)
 	}
 }
 
@@ -553,12 +538,12 @@ func (l *leased) watchdog() {
 		changed, dl, armed, h := l.changed, l.deadline, l.state == held, l.hold
 		l.mu.Unlock()
 		var fire <-chan time.Time
-		if armed && !l.plant.noDeadlineFence {
+		if armed && !l.plant.NoDeadlineFence {
 			fire = l.clock.After(dl.Sub(l.clock.Now()))
 		}
 		var gone <-chan struct{}
 		if h != nil {
-			gone = h.lost
+			gone = h.Lost
 		}
 		select {
 		case <-l.ctx.Done():
@@ -573,7 +558,7 @@ func (l *leased) watchdog() {
 		case <-gone:
 			l.mu.Lock()
 			if l.hold == h {
-				l.lostLocked(fmt.Errorf("%w: machine %d: %s was deleted or taken over in %s", ErrLeaseLost, h.id, h.key, l.st.where()))
+				l.lostLocked(fmt.Errorf("%w: machine %d: %s was deleted or taken over in %s", ErrLeaseLost, h.ID, h.Key, l.st.Where()))
 			}
 			l.mu.Unlock()
 		}
@@ -589,7 +574,6 @@ func (l *leased) close(ctx context.Context) error {
 		gen.Control().Fence(fmt.Errorf("%w: machine %d: the lease was released", ErrLeaseLost, l.id))
 		l.fenced = true
 	}
-	l.m.setState(StateNone)
 	l.mu.Unlock()
 
 	l.cancel()
@@ -598,16 +582,16 @@ func (l *leased) close(ctx context.Context) error {
 	if h != nil {
 		// With the exact end of what was issued under h, so that the next
 		// claim need not wait out a quarantine nor the unused reservation.
-		final, ok := h.guard.final(ctx)
+		final, ok := h.Guard.Final(ctx)
 		l.dropMember(ctx, h)
-		if err := l.st.release(ctx, h, final, ok); err != nil {
+		if err := l.st.Release(ctx, h, final, ok); err != nil {
 			errs = append(errs, err)
 		} else {
-			l.log.Info("machineid: released the lease", "machine", h.id, "key", h.key, "exact_end", ok,
+			l.log.Info("machineid: released the lease", "machine", h.ID, "key", h.Key, "exact_end", ok,
 				"final_mark", final.UTC().Format(time.RFC3339Nano))
 		}
 	}
-	errs = append(errs, l.st.close())
+	errs = append(errs, l.st.Close())
 	return errors.Join(errs...)
 }
 
@@ -615,8 +599,8 @@ func (l *leased) close(ctx context.Context) error {
 // above h's floor: a quarantine's, or the exact end of the previous hold
 // when that lies ahead (a hold released before it issued anything leaves
 // its own floor). Only ctx bounds it, not the generator's MaxStartupWait.
-func (l *leased) waitQuarantine(ctx context.Context, h *hold, borrow time.Duration, readyAt func(time.Time) time.Time) error {
-	floor, waits := h.guard.quarantineFloor()
+func (l *leased) waitQuarantine(ctx context.Context, h *leasestore.Hold, borrow time.Duration, readyAt func(time.Time) time.Time) error {
+	floor, waits := h.Guard.QuarantineFloor()
 	if floor.IsZero() {
 		return nil
 	}
@@ -626,16 +610,16 @@ func (l *leased) waitQuarantine(ctx context.Context, h *hold, borrow time.Durati
 		return nil
 	}
 	if waits {
-		l.log.Warn(fmt.Sprintf("machineid: quarantine: machine %d issues from %s; %s may have lost a lease since the ID was last held", h.id, floor.UTC().Format(time.RFC3339Nano), l.st.where()),
-			"machine", h.id, "wait", left.Round(time.Millisecond), "max_redis_reach", maxRedisReach, "max_borrow", borrow)
+		l.log.Warn(fmt.Sprintf("machineid: quarantine: machine %d issues from %s; %s may have lost a lease since the ID was last held", h.ID, floor.UTC().Format(time.RFC3339Nano), l.st.Where()),
+			"machine", h.ID, "wait", left.Round(time.Millisecond), "max_redis_reach", maxRedisReach, "max_borrow", borrow)
 	} else {
-		l.log.Info(fmt.Sprintf("machineid: machine %d issues from %s, where the hold before it would have started", h.id, floor.UTC().Format(time.RFC3339Nano)),
-			"machine", h.id, "wait", left.Round(time.Millisecond), "max_borrow", borrow)
+		l.log.Info(fmt.Sprintf("machineid: machine %d issues from %s, where the hold before it would have started", h.ID, floor.UTC().Format(time.RFC3339Nano)),
+			"machine", h.ID, "wait", left.Round(time.Millisecond), "max_borrow", borrow)
 	}
-	defer l.m.setQuarantine(0)
+	l.stats.quarantine.Store(until.UnixNano())
+	defer l.stats.quarantine.Store(0)
 	for {
 		left := until.Sub(l.clock.Now())
-		l.m.setQuarantine(max(left, 0))
 		if left <= 0 {
 			return nil
 		}
@@ -643,12 +627,32 @@ func (l *leased) waitQuarantine(ctx context.Context, h *hold, borrow time.Durati
 		lost := l.hold != h
 		l.mu.Unlock()
 		if lost {
-			return fmt.Errorf("%w: machine %d: lost during the quarantine", ErrLeaseLost, h.id)
+			return fmt.Errorf("%w: machine %d: lost during the quarantine", ErrLeaseLost, h.ID)
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("machineid: machine %d: waiting out the quarantine until %s: %w", h.id, until.UTC().Format(time.RFC3339Nano), ctx.Err())
+			return fmt.Errorf("machineid: machine %d: waiting out the quarantine until %s: %w", h.ID, until.UTC().Format(time.RFC3339Nano), ctx.Err())
 		case <-l.clock.After(min(left, time.Second)):
 		}
 	}
+}
+
+// claimOrder is the order a claim tries the IDs of rng: prefer first (when
+// it lies in rng), then every other ID from a random point, so that a fleet
+// starting together spreads out instead of fighting over the first ID.
+func claimOrder(rng Range, prefer core.MachineID, hasPrefer bool) []core.MachineID {
+	n := int(rng.Count)
+	out := make([]core.MachineID, 0, n)
+	hasPrefer = hasPrefer && rng.Contains(prefer)
+	if hasPrefer {
+		out = append(out, prefer)
+	}
+	start := rand.IntN(n)
+	for i := range n {
+		id := rng.First + core.MachineID((start+i)%n)
+		if !hasPrefer || id != prefer {
+			out = append(out, id)
+		}
+	}
+	return out
 }

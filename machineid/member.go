@@ -10,10 +10,10 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/buildinfo"
+	"github.com/vesta-go/vesta/machineid/internal/leasestore"
 )
 
 // Member records: which process holds which lease, for an operator's view
@@ -40,17 +40,10 @@ const (
 	StoreNone = "none"
 )
 
-// Bounds of member records: every field is clipped when written and read,
-// and a stored record longer than maxMemberBytes is skipped unread, so a
-// listing of the whole machine-ID space stays small whatever the store
-// holds.
-const (
-	maxMemberBytes = 1024 // a record is ~300 bytes
-	maxHostBytes   = 128
-	maxAddrBytes   = 128
-	maxTextBytes   = 64 // version, provider, range, state, run
-	maxSkipNotes   = 16 // notes on records skipped, then a count
-)
+// maxSkipNotes bounds the notes on records a listing skipped (then a
+// count); the records themselves are bounded by leasestore.MaxMemberBytes
+// and each field by leasestore's Max*Bytes, clipped when written and read.
+const maxSkipNotes = 16
 
 // Member is one process holding a machine ID under a key prefix, as its
 // member record says (or, for this process, as it knows itself).
@@ -117,8 +110,8 @@ type selfInfo struct {
 
 func newSelf(clock core.Clock) *selfInfo {
 	host, _ := os.Hostname()
-	s := &selfInfo{run: crand.Text()[:16], started: clock.Now(), pid: os.Getpid(), version: clip(buildinfo.Read().String(), maxTextBytes)}
-	s.ls.Store(&Listeners{Host: clip(host, maxHostBytes)})
+	s := &selfInfo{run: crand.Text()[:16], started: clock.Now(), pid: os.Getpid(), version: leasestore.Clip(buildinfo.Read().String(), leasestore.MaxTextBytes)}
+	s.ls.Store(&Listeners{Host: leasestore.Clip(host, leasestore.MaxHostBytes)})
 	return s
 }
 
@@ -126,7 +119,7 @@ func (s *selfInfo) advertise(ls Listeners) {
 	if ls.Host == "" {
 		ls.Host, _ = os.Hostname()
 	}
-	s.ls.Store(&Listeners{RPC: clip(ls.RPC, maxAddrBytes), HTTP: clip(ls.HTTP, maxAddrBytes), Host: clip(ls.Host, maxHostBytes)})
+	s.ls.Store(&Listeners{RPC: leasestore.Clip(ls.RPC, leasestore.MaxAddrBytes), HTTP: leasestore.Clip(ls.HTTP, leasestore.MaxAddrBytes), Host: leasestore.Clip(ls.Host, leasestore.MaxHostBytes)})
 }
 
 func (s *selfInfo) listeners() Listeners { return *s.ls.Load() }
@@ -187,19 +180,10 @@ func (r memberRecord) encode() string {
 	return string(b)
 }
 
-// rawMember is one record as a store read it: its machine ID (from the
-// key), its value, or why it could not be read.
-type rawMember struct {
-	key   string // for notes
-	id    core.MachineID
-	value string
-	skip  string // non-empty: not read, because
-}
-
 // decodeMember reads a stored record of machine id, clipping every field.
 func decodeMember(id core.MachineID, raw string) (Member, string, error) {
-	if len(raw) > maxMemberBytes {
-		return Member{}, "", fmt.Errorf("%d bytes or more, above %d: skipped unread", len(raw), maxMemberBytes)
+	if len(raw) > leasestore.MaxMemberBytes {
+		return Member{}, "", fmt.Errorf("%d bytes or more, above %d: skipped unread", len(raw), leasestore.MaxMemberBytes)
 	}
 	var r memberRecord
 	if err := json.Unmarshal([]byte(raw), &r); err != nil {
@@ -212,10 +196,10 @@ func decodeMember(id core.MachineID, raw string) (Member, string, error) {
 	if r.State == StateFenced.String() {
 		state = r.State
 	}
-	return Member{Machine: id, State: state, Provider: clip(r.Provider, maxTextBytes), Range: clip(r.Range, maxTextBytes),
-		Version: clip(r.Version, maxTextBytes), Host: clip(r.Host, maxHostBytes), PID: max(r.PID, 0),
-		RPC: clip(r.RPC, maxAddrBytes), HTTP: clip(r.HTTP, maxAddrBytes),
-		Started: msTime(r.StartedMs), Renewed: msTime(r.RenewedMs), Expires: msTime(r.ExpiresMs)}, clip(r.Run, maxTextBytes), nil
+	return Member{Machine: id, State: state, Provider: leasestore.Clip(r.Provider, leasestore.MaxTextBytes), Range: leasestore.Clip(r.Range, leasestore.MaxTextBytes),
+		Version: leasestore.Clip(r.Version, leasestore.MaxTextBytes), Host: leasestore.Clip(r.Host, leasestore.MaxHostBytes), PID: max(r.PID, 0),
+		RPC: leasestore.Clip(r.RPC, leasestore.MaxAddrBytes), HTTP: leasestore.Clip(r.HTTP, leasestore.MaxAddrBytes),
+		Started: msTime(r.StartedMs), Renewed: msTime(r.RenewedMs), Expires: msTime(r.ExpiresMs)}, leasestore.Clip(r.Run, leasestore.MaxTextBytes), nil
 }
 
 // msTime is a record's instant; zero when absent or out of any sane range
@@ -230,7 +214,7 @@ func msTime(ms int64) time.Time {
 // listMembers builds the listing from what a store read: self is this
 // process's own entry, run its record's name (its own record is replaced
 // by self, which is current).
-func listMembers(store, prefix string, me Member, run string, raws []rawMember) Members {
+func listMembers(store, prefix string, me Member, run string, raws []leasestore.RawMember) Members {
 	out := Members{Store: store, Prefix: prefix, List: []Member{me}}
 	skipped := 0
 	note := func(format string, args ...any) {
@@ -240,15 +224,15 @@ func listMembers(store, prefix string, me Member, run string, raws []rawMember) 
 		}
 	}
 	for _, r := range raws {
-		if r.skip != "" {
-			note("%s: %s", r.key, r.skip)
+		if r.Skip != "" {
+			note("%s: %s", r.Key, r.Skip)
 			continue
 		}
-		m, rrun, err := decodeMember(r.id, r.value)
+		m, rrun, err := decodeMember(r.ID, r.Value)
 		switch {
 		case err != nil:
-			note("%s: %v", r.key, err)
-		case rrun != run || r.id != me.Machine:
+			note("%s: %v", r.Key, err)
+		case rrun != run || r.ID != me.Machine:
 			out.List = append(out.List, m)
 		}
 	}
@@ -268,34 +252,6 @@ func listMembers(store, prefix string, me Member, run string, raws []rawMember) 
 		return 0
 	})
 	return out
-}
-
-// clip cuts s to at most n bytes, on a rune boundary, and drops control
-// characters: a record is shown to operators as it is.
-func clip(s string, n int) string {
-	clean := true
-	for _, r := range s {
-		if r < ' ' || r == 0x7f || r == utf8.RuneError {
-			clean = false
-			break
-		}
-	}
-	if !clean {
-		b := make([]rune, 0, len(s))
-		for _, r := range s {
-			if r >= ' ' && r != 0x7f && r != utf8.RuneError {
-				b = append(b, r)
-			}
-		}
-		s = string(b)
-	}
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // refreshMember has the member writer write the record soon.
@@ -335,15 +291,15 @@ func (l *leased) writeMember(ctx context.Context) error {
 	}
 	rec := recordOf(l.selfMember(l.provider, l.statusLocked(), l.renewed, l.ttl), l.self.run)
 	l.mu.Unlock()
-	ctx, cancel := bounded(ctx, l.ttl)
+	ctx, cancel := leasestore.Bounded(ctx, l.ttl)
 	defer cancel()
-	err := l.st.putMember(ctx, h, rec.encode())
+	err := l.st.PutMember(ctx, h, rec.encode())
 	switch {
 	case err != nil && err.Error() != l.memberErr:
-		l.log.Warn("machineid: writing the member record failed (it is information only; the lease goes on)", "machine", h.id, "err", err)
+		l.log.Warn("machineid: writing the member record failed (it is information only; the lease goes on)", "machine", h.ID, "err", err)
 		l.memberErr = err.Error()
 	case err == nil && l.memberErr != "":
-		l.log.Info("machineid: the member record is written again", "machine", h.id)
+		l.log.Info("machineid: the member record is written again", "machine", h.ID)
 		l.memberErr = ""
 	}
 	return err
@@ -351,13 +307,13 @@ func (l *leased) writeMember(ctx context.Context) error {
 
 // dropMember deletes h's member record while h still holds its lease, so
 // that a closed lease leaves the listing at once.
-func (l *leased) dropMember(ctx context.Context, h *hold) {
+func (l *leased) dropMember(ctx context.Context, h *leasestore.Hold) {
 	l.memberMu.Lock()
 	defer l.memberMu.Unlock()
-	ctx, cancel := bounded(ctx, l.ttl)
+	ctx, cancel := leasestore.Bounded(ctx, l.ttl)
 	defer cancel()
-	if err := l.st.dropMember(ctx, h); err != nil {
-		l.log.Warn("machineid: deleting the member record failed; it expires with the lease", "machine", h.id, "ttl", l.ttl, "err", err)
+	if err := l.st.DropMember(ctx, h); err != nil {
+		l.log.Warn("machineid: deleting the member record failed; it expires with the lease", "machine", h.ID, "ttl", l.ttl, "err", err)
 	}
 }
 
@@ -372,11 +328,11 @@ func (l *leased) members(ctx context.Context) (Members, error) {
 		me.Renewed, me.Expires = time.Time{}, time.Time{}
 	}
 	l.mu.Unlock()
-	ctx, cancel := bounded(ctx, l.ttl)
+	ctx, cancel := leasestore.Bounded(ctx, l.ttl)
 	defer cancel()
-	raws, err := l.st.members(ctx)
+	raws, err := l.st.Members(ctx)
 	if err != nil {
-		return Members{Store: l.provider, Prefix: l.st.prefix(), List: []Member{me}}, err
+		return Members{Store: l.provider, Prefix: l.st.Prefix(), List: []Member{me}}, err
 	}
-	return listMembers(l.provider, l.st.prefix(), me, l.self.run, raws), nil
+	return listMembers(l.provider, l.st.Prefix(), me, l.self.run, raws), nil
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/vesta-go/vesta/internal/testkit/logtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/etcdlease"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // threeIDs is the range of the fleet tests: three holders fill it.
@@ -33,7 +35,7 @@ var fleetStores = []fleetStore{
 		rdb := client(t, srv)
 		return func(ttl time.Duration) machineid.Config { return redisConfig(t, srv, ttl) },
 			func(t *testing.T, id core.MachineID, v string) {
-				if err := rdb.Set(context.Background(), machineid.MemberKey("vesta", id), v, 0).Err(); err != nil {
+				if err := rdb.Set(context.Background(), redislease.MemberKey("vesta", id), v, 0).Err(); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -43,7 +45,7 @@ var fleetStores = []fleetStore{
 		cli := ec.Client(t)
 		return func(ttl time.Duration) machineid.Config { return etcdConfig(ec, max(ttl, 2*time.Second)) },
 			func(t *testing.T, id core.MachineID, v string) {
-				if _, err := cli.Put(context.Background(), machineid.EtcdMemberKey("vesta", id), v); err != nil {
+				if _, err := cli.Put(context.Background(), etcdlease.MemberKey("vesta", id), v); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -169,8 +171,8 @@ func TestRedisMemberRecordTTL(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv)
 	l := leaseAt(t, redisConfig(t, srv, 10*time.Second), 1000)
-	lease, _ := machineid.Keys("vesta", l.ID())
-	member := machineid.MemberKey("vesta", l.ID())
+	lease, _ := redislease.Keys("vesta", l.ID())
+	member := redislease.MemberKey("vesta", l.ID())
 	var mc, lc *redis.DurationCmd
 	if _, err := rdb.TxPipelined(context.Background(), func(p redis.Pipeliner) error { // one instant
 		mc, lc = p.PTTL(context.Background(), member), p.PTTL(context.Background(), lease)
@@ -190,9 +192,9 @@ func TestEtcdMemberRecordOnTheLease(t *testing.T) {
 	ec := etcdtest.Start(t)
 	cli := ec.Client(t)
 	l := leaseAt(t, etcdConfig(ec, 10*time.Second), 1000)
-	leaseKey, _, _ := machineid.EtcdKeys("vesta", l.ID())
+	leaseKey, _, _ := etcdlease.Keys("vesta", l.ID())
 	_, want := get(t, cli, leaseKey)
-	v, got := get(t, cli, machineid.EtcdMemberKey("vesta", l.ID()))
+	v, got := get(t, cli, etcdlease.MemberKey("vesta", l.ID()))
 	if v == "" || got != want || got == 0 {
 		t.Fatalf("member record %q on etcd lease %x; want one on the lease key's %x", v, got, want)
 	}
@@ -280,7 +282,7 @@ func TestFleetUnderSentinel(t *testing.T) {
 			t.Fatalf("the other holder listed as %+v", x)
 		}
 	}
-	if v, err := g.Master.Do("GET", machineid.MemberKey("vesta", a.ID())); err != nil || !strings.Contains(v, "10.0.0.1:7080") {
+	if v, err := g.Master.Do("GET", redislease.MemberKey("vesta", a.ID())); err != nil || !strings.Contains(v, "10.0.0.1:7080") {
 		t.Fatalf("the record on the master: %q, %v", v, err)
 	}
 }

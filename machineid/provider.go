@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/machineid/internal/leasestore"
 )
 
 // Acquire asks the providers of cfg, in order, for a machine ID of the
@@ -85,17 +86,22 @@ func acquireWith(ctx context.Context, base leaseBase, leaseRng Range, provider s
 	return newFixedLease(base, provider, id), nil
 }
 
-// acquireStore claims a lease of b's range in the provider's store.
+// acquireStore claims a lease of b's range in the provider's store, opened
+// by the store package the program linked (see linkImport).
 func acquireStore(ctx context.Context, b leaseBase, provider string) (*Lease, error) {
-	if provider == ProviderRedis {
-		rc := b.cfg.Redis
-		return acquireLeased(ctx, b, provider, newRedisStore(b), rc.LeaseTTL, rc.SafetyMargin)
+	p, ok := leasestore.Lookup(provider)
+	if !ok { // Validate refused it already
+		return nil, fmt.Errorf("%w: Providers: %s", ErrConfig, notLinked(provider))
 	}
-	st, err := newEtcdStore(b)
+	st, err := p.Open(ctx, b.storeBase())
 	if err != nil {
 		return nil, err
 	}
-	return acquireLeased(ctx, b, provider, st, b.cfg.Etcd.LeaseTTL, b.cfg.Etcd.SafetyMargin)
+	ttl, margin := b.cfg.Redis.LeaseTTL, b.cfg.Redis.SafetyMargin
+	if provider == ProviderEtcd {
+		ttl, margin = b.cfg.Etcd.LeaseTTL, b.cfg.Etcd.SafetyMargin
+	}
+	return acquireLeased(ctx, b, provider, st, ttl, margin)
 }
 
 // providerError is one provider's reason in a chain's error.

@@ -11,6 +11,8 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/internal/redisstore"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // The tests of a quarantine that rests on no host's own settings: the
@@ -21,7 +23,7 @@ import (
 // storeSince reads when claims first saw srv (the store record's since_ms).
 func storeSince(t testing.TB, srv *redistest.Server) time.Time {
 	t.Helper()
-	v, err := client(t, srv).HGet(context.Background(), machineid.StoreKey("vesta"), "since_ms").Result()
+	v, err := client(t, srv).HGet(context.Background(), redislease.StoreKey("vesta"), "since_ms").Result()
 	ms, perr := strconv.ParseInt(v, 10, 64)
 	if err != nil || perr != nil {
 		t.Fatalf("the store record's since_ms: %q, %v", v, errors.Join(err, perr))
@@ -77,7 +79,7 @@ func TestUnusedHoldReleasesExactly(t *testing.T) {
 	if err := first.Close(context.Background()); err != nil { // a start refused or failed: nothing issued
 		t.Fatal(err)
 	}
-	rec := client(t, srv).HGetAll(context.Background(), machineid.ReleasedKey("vesta", oneID.First)).Val()
+	rec := client(t, srv).HGetAll(context.Background(), redislease.ReleasedKey("vesta", oneID.First)).Val()
 	if rec["final_ms"] != strconv.FormatInt(floor.UnixMilli(), 10) {
 		t.Fatalf("release record %v; want final_ms %d, the unused hold's floor", rec, floor.UnixMilli())
 	}
@@ -112,7 +114,7 @@ func TestReclaimRechecksTheFleet(t *testing.T) {
 	// In one step: every key gone, and another layout's record in place
 	// before the holder can notice.
 	rec := `{"layout":"vesta","type":0,"epoch_ms":1420041600000,"version":0}`
-	mustCommand(t, srv, "EVAL", `redis.call('FLUSHALL'); redis.call('SET', KEYS[1], ARGV[1]); return 1`, "1", machineid.FleetKey("vesta"), rec)
+	mustCommand(t, srv, "EVAL", `redis.call('FLUSHALL'); redis.call('SET', KEYS[1], ARGV[1]); return 1`, "1", redislease.FleetKey("vesta"), rec)
 	eventually(t, "the holder refused by the fleet record", func() bool {
 		return errors.Is(l.Status().Err, machineid.ErrFleet)
 	})
@@ -123,7 +125,7 @@ func TestReclaimRechecksTheFleet(t *testing.T) {
 	if _, err := gen.NextID(context.Background(), core.Central); !errors.Is(err, core.ErrFenced) {
 		t.Fatalf("NextID: %v; want ErrFenced", err)
 	}
-	leaseKey, _ := machineid.Keys("vesta", oneID.First)
+	leaseKey, _ := redislease.Keys("vesta", oneID.First)
 	if v := client(t, srv).Get(context.Background(), leaseKey).Val(); v != "" {
 		t.Fatalf("the refused holder kept its claim: %s = %q", leaseKey, v)
 	}
@@ -169,7 +171,7 @@ func TestClockCheckCountsTheRoundTrip(t *testing.T) {
 		{"a slow round trip proves nothing", 500 * time.Millisecond, 250 * time.Millisecond, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := machineid.JudgeClock(t0, t0.Add(tc.rtt), t0.Add(tc.other), 200*time.Millisecond, "the other clock")
+			_, err := redisstore.JudgeClock(t0, t0.Add(tc.rtt), t0.Add(tc.other), 200*time.Millisecond, "the other clock")
 			if (err == nil) != tc.ok || (err != nil && !errors.Is(err, machineid.ErrClockSkew)) {
 				t.Fatalf("judged %v; want ok=%v", err, tc.ok)
 			}

@@ -8,15 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 func TestKeysShareAHashTag(t *testing.T) {
-	lease, mark := machineid.Keys("vesta", 924)
+	lease, mark := redislease.Keys("vesta", 924)
 	if lease != "{vesta:machine:924}:lease" || mark != "{vesta:machine:924}:mark" {
 		t.Fatalf("Keys = %q, %q", lease, mark)
 	}
@@ -85,7 +84,7 @@ func TestGracefulCloseReleasesAtOnce(t *testing.T) {
 	if _, err := gen.NextID(context.Background(), core.Central); err != nil {
 		t.Fatal(err)
 	}
-	leaseKey, markKey := machineid.Keys("vesta", 1000)
+	leaseKey, markKey := redislease.Keys("vesta", 1000)
 	if v := rdb.Get(context.Background(), leaseKey).Val(); !strings.Contains(v, "/") {
 		t.Fatalf("lease value %q; want token/host/pid", v)
 	}
@@ -144,7 +143,7 @@ func TestOnlyTheHolderWritesTheMark(t *testing.T) {
 	if err != nil || !got.Equal(mark.Truncate(time.Millisecond).Add(time.Millisecond)) {
 		t.Fatalf("Load = %v, %v; want %v rounded up to the millisecond", got, err, mark)
 	}
-	leaseKey, markKey := machineid.Keys("vesta", l.ID())
+	leaseKey, markKey := redislease.Keys("vesta", l.ID())
 	rdb.Set(ctx, leaseKey, "thief", 0)
 	if err := g.Save(ctx, mark.Add(time.Hour)); !errors.Is(err, machineid.ErrNotHolder) {
 		t.Fatalf("Save after the lease was taken: %v; want ErrNotHolder", err)
@@ -170,20 +169,17 @@ func TestClockSkewAgainstRedisTime(t *testing.T) {
 		{"within", 500 * time.Millisecond, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			reg := prometheus.NewRegistry()
 			c := redisConfig(t, srv, 3*time.Second)
 			c.Redis.MaxClockSkew = 2 * time.Second
 			machineid.SetMaxRedisReach(t, 6*time.Second)
 			c.Clock = core.NewManualClock(time.Now().Add(tc.offset))
-			c.Registerer = reg
 			l, err := acquire(t, c, core.Central)
-			skew, found := gauge(t, reg, "vesta_machine_clock_skew_seconds", nil)
-			if !found || (skew-tc.offset.Seconds() > 1 || tc.offset.Seconds()-skew > 1) {
-				t.Fatalf("skew metric %v (found %t); want about %v", skew, found, tc.offset.Seconds())
-			}
 			if tc.ok {
 				if err != nil {
 					t.Fatalf("Acquire: %v", err)
+				}
+				if skew := l.Stats().ClockSkew; (skew - tc.offset).Abs() > time.Second {
+					t.Fatalf("Stats().ClockSkew %s; want about %s", skew, tc.offset)
 				}
 				l.Close(context.Background())
 				return
@@ -200,28 +196,19 @@ func TestClockSkewAgainstRedisTime(t *testing.T) {
 	}
 }
 
-func TestMetricsOfALease(t *testing.T) {
+// TestStatsOfALease: what a lease measures (package prommetrics's tests
+// check the series it makes of them).
+func TestStatsOfALease(t *testing.T) {
 	srv := redistest.Start(t)
-	reg := prometheus.NewRegistry()
 	c := redisConfig(t, srv, 3*time.Second)
-	c.Registerer = reg
 	l := mustAcquire(t, c, core.Central)
-	if v, _ := gauge(t, reg, "vesta_machine_lease_state", map[string]string{"state": "held", "range": "server"}); v != 1 {
-		t.Fatalf("held state gauge %v", v)
+	if st := l.Stats(); st.State != machineid.StateHeld || st.Range != "server" || st.Machine != l.ID() || st.Closed {
+		t.Fatalf("stats %+v; want held, of the server range, machine %d, open", st, l.ID())
 	}
-	if v, _ := gauge(t, reg, "vesta_machine_id", nil); v != float64(l.ID()) {
-		t.Fatalf("machine gauge %v; want %d", v, l.ID())
-	}
-	eventually(t, "a renewal", func() bool {
-		v, _ := gauge(t, reg, "vesta_machine_lease_renew_seconds", nil)
-		return v >= 1
-	})
-	// A second lease of the same range shares the series instead of failing.
-	l2 := mustAcquire(t, c, core.Central)
-	l2.Close(context.Background())
+	eventually(t, "a renewal", func() bool { return l.Stats().Renewals.Count() >= 1 })
 	l.Close(context.Background())
-	if v, _ := gauge(t, reg, "vesta_machine_lease_state", map[string]string{"state": "none"}); v != 1 {
-		t.Fatalf("none state gauge after Close %v", v)
+	if st := l.Stats(); st.State != machineid.StateNone || !st.Closed {
+		t.Fatalf("stats after Close: state %s, closed %t; want none, true", st.State, st.Closed)
 	}
 }
 

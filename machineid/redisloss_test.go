@@ -5,14 +5,14 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // The tests of Redis losing the lease and the mark: two issuers take turns
@@ -72,24 +72,45 @@ func TestFlushAllTakeoverWaitsForTheHolderToFence(t *testing.T) {
 	a := mustAcquire(t, c, core.Central)
 	genA, outA, stopA := issuing(t, a, gc)
 
-	srv.FlushAll() // the lease and the mark are gone; the holder still issues
-	reg := prometheus.NewRegistry()
-	c.Registerer = reg
+	srv.FlushAll()                       // the lease and the mark are gone; the holder still issues
 	b := mustAcquire(t, c, core.Central) // free at once
 	q := b.Status().QuarantineUntil
 	if q.IsZero() {
 		t.Fatal("a claim after FLUSHALL has no quarantine")
 	}
+	// Stats shows the time left while Prepare waits.
+	var left atomic.Int64
+	stopPoll := make(chan struct{})
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		for {
+			if q := b.Stats().Quarantine; q > 0 {
+				left.Store(int64(q))
+				return
+			}
+			select {
+			case <-stopPoll:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
 	start := time.Now()
 	genB := generator(t, b, gc)
 	waited := time.Since(start)
+	close(stopPoll)
+	<-polled
+	if q := time.Duration(left.Load()); q <= 0 || q > machineid.Reach() {
+		t.Fatalf("Stats().Quarantine while waiting: %s; want above 0, at most %s", q, machineid.Reach())
+	}
 	// By the time the second holder may issue, the first cannot: its
 	// deadline has passed, if the lost key did not fence it earlier.
 	if err := genA.Ready(); !errors.Is(err, core.ErrFenced) {
 		t.Fatalf("the first holder is not fenced when the second starts: %v", err)
 	}
-	if v, _ := gauge(t, reg, "vesta_machine_quarantine_seconds", nil); v != 0 {
-		t.Fatalf("quarantine gauge %v after the wait; want 0", v)
+	if left := b.Stats().Quarantine; left != 0 {
+		t.Fatalf("Stats().Quarantine %s after the wait; want 0", left)
 	}
 	var outB issued
 	stopB := issue(t, genB, &outB)
@@ -177,7 +198,7 @@ func TestStaleReleaseRecordAfterRollback(t *testing.T) {
 		t.Fatal(err)
 	}
 	rdb := client(t, srv)
-	relKey := machineid.ReleasedKey("vesta", oneID.First)
+	relKey := redislease.ReleasedKey("vesta", oneID.First)
 	if n := rdb.Exists(context.Background(), relKey).Val(); n != 1 {
 		t.Fatal("no release record after a clean close")
 	}
@@ -265,7 +286,7 @@ func TestMarksOnlyGrowAndTheReleaseRecordIsExact(t *testing.T) {
 	c := redisConfig(t, srv, 2*time.Second)
 	c.ServerRange = oneID
 	l := mustAcquire(t, c, core.Central)
-	_, markKey := machineid.Keys("vesta", oneID.First)
+	_, markKey := redislease.Keys("vesta", oneID.First)
 	guard := l.Guard()
 	ctx := context.Background()
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
@@ -293,7 +314,7 @@ func TestMarksOnlyGrowAndTheReleaseRecordIsExact(t *testing.T) {
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rec := rdb.HGetAll(ctx, machineid.ReleasedKey("vesta", oneID.First)).Val()
+	rec := rdb.HGetAll(ctx, redislease.ReleasedKey("vesta", oneID.First)).Val()
 	final, _ := strconv.ParseInt(rec["final_ms"], 10, 64)
 	last := gen.Codec().Explain(ids[len(ids)-1]).Instant
 	if final != last.UnixMilli()+1 {
@@ -306,7 +327,7 @@ func TestMarksOnlyGrowAndTheReleaseRecordIsExact(t *testing.T) {
 	if rec["run_id"] == "" || rec["replid"] == "" || rec["token"] == "" {
 		t.Fatalf("release record %v; want run_id, replid and token", rec)
 	}
-	shape := rdb.Get(ctx, machineid.ShapeKey("vesta", oneID.First)).Val()
+	shape := rdb.Get(ctx, redislease.ShapeKey("vesta", oneID.First)).Val()
 	if !strings.Contains(shape, `"layout":"sorted"`) || !strings.Contains(shape, `"type":1`) {
 		t.Fatalf("shape %q; want the generator's layout and type", shape)
 	}
@@ -321,7 +342,7 @@ func TestMinReplicas(t *testing.T) {
 	if !errors.Is(err, machineid.ErrReplicas) || !errors.Is(err, machineid.ErrUnavailable) || !strings.Contains(err.Error(), "min_replicas 1") {
 		t.Fatalf("Acquire with no replica: %v; want ErrReplicas (unavailable) naming min_replicas", err)
 	}
-	leaseKey, _ := machineid.Keys("vesta", oneID.First)
+	leaseKey, _ := redislease.Keys("vesta", oneID.First)
 	if n := client(t, srv).Exists(context.Background(), leaseKey).Val(); n != 0 {
 		t.Fatal("a claim that no replica acknowledged was not released")
 	}
@@ -340,7 +361,7 @@ func TestMinReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	// WAIT returned after the replica had the record.
-	if v, err := replica.Command("HGET", machineid.ReleasedKey("vesta", oneID.First), "final_ms"); err != nil || v == "" {
+	if v, err := replica.Command("HGET", redislease.ReleasedKey("vesta", oneID.First), "final_ms"); err != nil || v == "" {
 		t.Fatalf("the replica lacks the release record: %q, %v", v, err)
 	}
 	if s := l.Status(); s.RenewFailures != 0 {
@@ -412,7 +433,7 @@ func TestReleaseRecordAfterAFailoverIsNotTrusted(t *testing.T) {
 	if err := l.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	relKey := machineid.ReleasedKey("vesta", oneID.First)
+	relKey := redislease.ReleasedKey("vesta", oneID.First)
 	if v, err := srv.Command("WAIT", "1", "5000"); err != nil || v != "1" {
 		t.Fatalf("WAIT: %q, %v", v, err)
 	}
@@ -464,7 +485,7 @@ func TestRedisMarkKnowsItsShape(t *testing.T) {
 	if !errors.Is(err, machineid.ErrFleet) || !strings.Contains(err.Error(), "id.layout vesta (the fleet's: sorted)") {
 		t.Fatalf("a Vesta-layout generator in a sorted-layout fleet: %v; want ErrFleet naming both layouts", err)
 	}
-	rdb.Del(context.Background(), machineid.FleetKey("vesta"))
+	rdb.Del(context.Background(), redislease.FleetKey("vesta"))
 	_, err = l.NewGenerator(context.Background(), core.Config{Layout: core.Vesta}, "")
 	if !errors.Is(err, core.ErrShape) || !strings.Contains(err.Error(), "layout sorted") || !strings.Contains(err.Error(), "layout vesta") {
 		t.Fatalf("a Vesta-layout generator on a sorted-layout mark: %v; want ErrShape naming both layouts", err)
@@ -472,7 +493,7 @@ func TestRedisMarkKnowsItsShape(t *testing.T) {
 	l.Close(context.Background())
 
 	// A mark without a shape: the next generator, of any shape, starts.
-	rdb.Del(context.Background(), machineid.ShapeKey("vesta", oneID.First), machineid.FleetKey("vesta"))
+	rdb.Del(context.Background(), redislease.ShapeKey("vesta", oneID.First), redislease.FleetKey("vesta"))
 	l = mustAcquire(t, c, core.Central)
 	gen, err = l.NewGenerator(context.Background(), core.Config{Layout: core.Vesta}, "")
 	if err != nil {
@@ -480,7 +501,7 @@ func TestRedisMarkKnowsItsShape(t *testing.T) {
 	}
 	defer l.Close(context.Background())
 	defer gen.Close()
-	if sh := rdb.Get(context.Background(), machineid.ShapeKey("vesta", oneID.First)).Val(); !strings.Contains(sh, `"layout":"vesta"`) {
+	if sh := rdb.Get(context.Background(), redislease.ShapeKey("vesta", oneID.First)).Val(); !strings.Contains(sh, `"layout":"vesta"`) {
 		t.Fatalf("shape %q after the first save; want the new generator's", sh)
 	}
 }

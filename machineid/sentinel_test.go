@@ -10,6 +10,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // sentinelConfig leases oneID from the master the Sentinels of g name,
@@ -52,7 +53,7 @@ func TestSentinelFailoverLosesTheHold(t *testing.T) {
 	n0, _ := out.count()
 	eventually(t, "more IDs", func() bool { n, _ := out.count(); return n > n0+100 })
 	strictlyIncreasing(t, snapshot(out))
-	leaseKey, _ := machineid.Keys("vesta", l.ID())
+	leaseKey, _ := redislease.Keys("vesta", l.ID())
 	if v, err := g.Replica.Do("GET", leaseKey); err != nil || v == "" {
 		t.Fatalf("the lease on the promoted replica: %q, %v", v, err)
 	}

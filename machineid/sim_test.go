@@ -13,6 +13,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/vesta-go/vesta/machineid/internal/leasestore"
 )
 
 // The lease simulation: its flags, its explorer and its tests. See
@@ -40,7 +42,7 @@ const simStuck = 30 * time.Second
 type simOptions struct {
 	provider string
 	faults   simFaults
-	plant    plantedBugs
+	plant    leasestore.PlantedBugs
 }
 
 // runSim runs seed's schedule in a bubble of its own.
@@ -271,8 +273,8 @@ func TestLeaseSimulationFindsPlantedBugs(t *testing.T) {
 		o    simOptions
 		want failKind
 	}{
-		{"quarantine on the claiming host's own timing", simOptions{provider: ProviderRedis, plant: plantedBugs{ownTiming: true}}, failOverlap},
-		{"no fence at the deadline", simOptions{plant: plantedBugs{noDeadlineFence: true}}, failDeadline},
+		{"quarantine on the claiming host's own timing", simOptions{provider: ProviderRedis, plant: leasestore.PlantedBugs{OwnTiming: true}}, failOverlap},
+		{"no fence at the deadline", simOptions{plant: leasestore.PlantedBugs{NoDeadlineFence: true}}, failDeadline},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// From a random seed, the time to find is the measure; under
@@ -325,9 +327,9 @@ func ttlCasePlan() *simPlan {
 // back on the claiming host's own timing, the repeat.
 func TestLeaseSimulationTTLCase(t *testing.T) {
 	for _, tc := range []struct {
-		plant plantedBugs
+		plant leasestore.PlantedBugs
 		want  failKind
-	}{{plantedBugs{}, failNone}, {plantedBugs{ownTiming: true}, failOverlap}} {
+	}{{leasestore.PlantedBugs{}, failNone}, {leasestore.PlantedBugs{OwnTiming: true}, failOverlap}} {
 		var c *simCheck
 		synctest.Test(t, func(*testing.T) { c = simulate(ttlCasePlan(), tc.plant, true) })
 		if c.kind != tc.want {
@@ -405,7 +407,7 @@ func BenchmarkLeaseSimulation(b *testing.B) {
 		inTest(b, func(t *testing.T) {
 			b.ResetTimer()
 			for range b.N {
-				synctest.Test(t, func(*testing.T) { simulate(ttlCasePlan(), plantedBugs{}, false) })
+				synctest.Test(t, func(*testing.T) { simulate(ttlCasePlan(), leasestore.PlantedBugs{}, false) })
 			}
 		})
 	})
@@ -443,7 +445,7 @@ func markBelowFloorPlan() *simPlan {
 // quarantined hold must not write a mark below its floor.
 func TestLeaseSimulationMarkBelowFloor(t *testing.T) {
 	var c *simCheck
-	synctest.Test(t, func(*testing.T) { c = simulate(markBelowFloorPlan(), plantedBugs{}, true) })
+	synctest.Test(t, func(*testing.T) { c = simulate(markBelowFloorPlan(), leasestore.PlantedBugs{}, true) })
 	if c.kind != failNone {
 		t.Fatalf("%s\n%s", c.fail, strings.Join(c.w.trace.lines, "\n"))
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/machineid/internal/leasestore"
 )
 
 // simCheck is the simulation's checker. Every claim the lease makes is a
@@ -44,7 +45,7 @@ type simCheck struct {
 type simHold struct {
 	n        int // in claim order, from 1
 	p        *simProc
-	h        *hold
+	h        *leasestore.Hold
 	id       core.MachineID
 	deadline time.Time     // on the host's clock
 	lostAt   time.Duration // true time; -1 while held
@@ -87,34 +88,34 @@ func (c *simCheck) failf(kind failKind, format string, args ...any) {
 }
 
 // claimed records a new hold of p, to be fenced by deadline.
-func (c *simCheck) claimed(p *simProc, h *hold, deadline time.Time) {
+func (c *simCheck) claimed(p *simProc, h *leasestore.Hold, deadline time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, o := range c.holds {
-		if o.id == h.id && o.p != p && o.lostAt < 0 && !o.p.dead.Load() && o.p.h.clk.Now().Before(o.deadline) {
+		if o.id == h.ID && o.p != p && o.lostAt < 0 && !o.p.dead.Load() && o.p.h.clk.Now().Before(o.deadline) {
 			c.handovers++
 			break
 		}
 	}
-	s := &simHold{n: len(c.holds) + 1, p: p, h: h, id: h.id, deadline: deadline, lostAt: -1}
+	s := &simHold{n: len(c.holds) + 1, p: p, h: h, id: h.ID, deadline: deadline, lostAt: -1}
 	c.holds = append(c.holds, s)
 	m := c.latest[p]
 	if m == nil {
 		m = map[core.MachineID]*simHold{}
 		c.latest[p] = m
 	}
-	m[h.id] = s
+	m[h.ID] = s
 }
 
-func (c *simCheck) find(p *simProc, h *hold) *simHold {
-	if s := c.latest[p][h.id]; s != nil && s.h == h {
+func (c *simCheck) find(p *simProc, h *leasestore.Hold) *simHold {
+	if s := c.latest[p][h.ID]; s != nil && s.h == h {
 		return s
 	}
 	return nil
 }
 
 // renewed moves the hold's deadline.
-func (c *simCheck) renewed(p *simProc, h *hold, deadline time.Time) {
+func (c *simCheck) renewed(p *simProc, h *leasestore.Hold, deadline time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s := c.find(p, h); s != nil {
@@ -123,7 +124,7 @@ func (c *simCheck) renewed(p *simProc, h *hold, deadline time.Time) {
 }
 
 // lost records that p learned h is no longer its own (or gave it back).
-func (c *simCheck) lost(p *simProc, h *hold) {
+func (c *simCheck) lost(p *simProc, h *leasestore.Hold) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s := c.find(p, h); s != nil && s.lostAt < 0 {

@@ -15,6 +15,9 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/vesta-go/vesta/machineid/internal/etcdstore"
+	"github.com/vesta-go/vesta/machineid/internal/leasestore"
 )
 
 // etcdModel is an etcd cluster in memory, for the lease simulation, below
@@ -354,11 +357,11 @@ func (m *etcdModel) commit(cmps []clientv3.Cmp, then, els []clientv3.Op) (*clien
 
 // store is the etcdStore of process p: the real one, on a client whose
 // KV, Lease and Watcher are this model behind p's network.
-func (m *etcdModel) store(p *simProc, b leaseBase) store {
+func (m *etcdModel) store(p *simProc, b leaseBase) leasestore.Store {
 	c := &etcdConn{m: m, p: p, ttl: b.cfg.Etcd.LeaseTTL}
 	cli := clientv3.NewCtxClient(context.Background())
 	cli.KV, cli.Lease, cli.Watcher = c, c, c
-	return &etcdStore{base: b, ec: b.cfg.Etcd, cli: cli, watches: map[*hold]context.CancelFunc{}}
+	return etcdstore.New(b.storeBase(), cli)
 }
 
 // etcdConn is one process's client of the model: each call is a round

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/vesta-go/vesta/machineid/internal/leasestore"
 )
 
 // minimize shrinks a failing plan for its report: it cuts the horizon to
@@ -13,7 +15,7 @@ import (
 // still fails the same way, until none can go or budget runs are spent.
 // The plan it returns keeps the seed (the network's draws), so it is not
 // the seed's schedule: the report gives both.
-func minimize(t *testing.T, p *simPlan, plant plantedBugs, kind failKind, at time.Duration, budget int) (*simPlan, int) {
+func minimize(t *testing.T, p *simPlan, plant leasestore.PlantedBugs, kind failKind, at time.Duration, budget int) (*simPlan, int) {
 	runs := 0
 	fails := func(q *simPlan) bool {
 		runs++

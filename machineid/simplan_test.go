@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/machineid/internal/leasestore"
 )
 
 // A simPlan is one schedule of the lease simulation, drawn whole from a
@@ -169,7 +170,7 @@ func newSimPlan(seed uint64, provider string, faults simFaults) *simPlan {
 		}
 		h.lat = pick(r, 100*time.Microsecond, time.Millisecond, 5*time.Millisecond)
 		if chance(r, 0.1) {
-			h.lat = commandTimeout(h.ttl) / 8 // a far host
+			h.lat = leasestore.CommandTimeout(h.ttl) / 8 // a far host
 		}
 		h.jitter = h.lat / 2
 		h.drop = pick(r, 0, 0, 0.01, 0.05)
@@ -217,7 +218,7 @@ func newSimPlan(seed uint64, provider string, faults simFaults) *simPlan {
 			h.pauses = append(h.pauses, window{from, from + pick(r, dur(r, 0, time.Second), dur(r, time.Second, 2*h.ttl))})
 		case 3:
 			h.slow = append(h.slow, window{from, from + dur(r, 0, 2*h.ttl)})
-			h.slowBy = pick(r, commandTimeout(h.ttl)/4, commandTimeout(h.ttl)/2, commandTimeout(h.ttl))
+			h.slowBy = pick(r, leasestore.CommandTimeout(h.ttl)/4, leasestore.CommandTimeout(h.ttl)/2, leasestore.CommandTimeout(h.ttl))
 		case 4:
 			by := pick(r, dur(r, -time.Second, time.Second), dur(r, -10*time.Second, 10*time.Second))
 			h.steps = append(h.steps, clockStep{at: from, by: by})

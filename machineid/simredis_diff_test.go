@@ -17,6 +17,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/internal/redisstore"
 )
 
 // TestRedisModelMatchesRedis keeps the simulation's Redis honest: random
@@ -31,7 +32,7 @@ func TestRedisModelMatchesRedis(t *testing.T) {
 	real := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { real.Close() })
 	ctx := context.Background()
-	scripts := machineid.LeaseScripts()
+	scripts := redisstore.Scripts()
 	seed0 := uint64(time.Now().UnixNano())
 	sequences, steps := 12, 120
 	for i := range sequences {
@@ -138,16 +139,16 @@ func diffOp(r *rand.Rand, scripts map[string]*redis.Script) diffStep {
 	id := r.IntN(2) + 1
 	prefix := "sim"
 	n := core.MachineID(id)
-	lease, mark := machineid.Keys(prefix, n)
-	rel, inst := machineid.ReleasedKey(prefix, n), machineid.InstanceKey(prefix, n)
-	shape, member := machineid.ShapeKey(prefix, n), machineid.MemberKey(prefix, n)
+	lease, mark := redisstore.Keys(prefix, n)
+	rel, inst := redisstore.ReleasedKey(prefix, n), redisstore.InstanceKey(prefix, n)
+	shape, member := redisstore.ShapeKey(prefix, n), redisstore.MemberKey(prefix, n)
 	token := pick("tok-a", "tok-b")
 	ttl := pick(int64(60000), int64(60000), shortTTL.Milliseconds())
 	short := ttl == shortTTL.Milliseconds()
 	ms := int64(1_790_000_000_000) + r.Int64N(5)
 	switch r.IntN(20) {
 	case 0, 1, 2:
-		return diffStep{name: "claim", short: short, script: scripts["claim"], nkeys: 5, args: []any{lease, rel, inst, machineid.StoreKey(prefix), mark, token, ttl, id}}
+		return diffStep{name: "claim", short: short, script: scripts["claim"], nkeys: 5, args: []any{lease, rel, inst, redisstore.StoreKey(prefix), mark, token, ttl, id}}
 	case 3, 4:
 		return diffStep{name: "renew", short: short, script: scripts["renew"], nkeys: 1, args: []any{lease, token, ttl}}
 	case 5:
@@ -161,7 +162,7 @@ func diffOp(r *rand.Rand, scripts map[string]*redis.Script) diffStep {
 	case 10:
 		return diffStep{name: "drop member", script: scripts["drop member"], nkeys: 2, args: []any{lease, member, token}}
 	case 11:
-		return diffStep{name: "fleet", script: scripts["fleet"], nkeys: 1, args: []any{machineid.FleetKey(prefix), pick(`{"layout":"sorted"}`, `{"layout":"vesta"}`)}}
+		return diffStep{name: "fleet", script: scripts["fleet"], nkeys: 1, args: []any{redisstore.FleetKey(prefix), pick(`{"layout":"sorted"}`, `{"layout":"vesta"}`)}}
 	case 12:
 		switch r.IntN(3) {
 		case 0:
@@ -173,11 +174,11 @@ func diffOp(r *rand.Rand, scripts map[string]*redis.Script) diffStep {
 		}
 		return diffStep{name: "Time", call: func(ctx context.Context, c *redis.Client) (any, error) { return c.Time(ctx).Result() }}
 	case 13:
-		return diffStep{name: "get", args: []any{"get", pick(lease, mark, inst, machineid.FleetKey(prefix))}}
+		return diffStep{name: "get", args: []any{"get", pick(lease, mark, inst, redisstore.FleetKey(prefix))}}
 	case 14:
-		return diffStep{name: "hgetall", args: []any{"hgetall", pick(rel, machineid.StoreKey(prefix))}}
+		return diffStep{name: "hgetall", args: []any{"hgetall", pick(rel, redisstore.StoreKey(prefix))}}
 	case 15:
-		return diffStep{name: "del", args: []any{"del", pick(lease, mark, inst, machineid.StoreKey(prefix))}}
+		return diffStep{name: "del", args: []any{"del", pick(lease, mark, inst, redisstore.StoreKey(prefix))}}
 	case 16:
 		return diffStep{name: "flushall", args: []any{"flushall"}}
 	case 17:

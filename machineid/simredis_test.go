@@ -60,14 +60,14 @@ type redisScript func(m *redisModel, now int64, keys, argv []string) (any, error
 func newRedisModel(clock func() time.Time, newID func() string) *redisModel {
 	m := &redisModel{clock: clock, keys: map[string]*redisValue{}, newID: newID, runID: newID(), replid: newID()}
 	m.scripts = map[string]redisScript{
-		claimScript.Hash():        (*redisModel).claim,
-		renewScript.Hash():        (*redisModel).renew,
-		releaseScript.Hash():      (*redisModel).release,
-		releaseCleanScript.Hash(): (*redisModel).releaseClean,
-		markScript.Hash():         (*redisModel).mark,
-		memberScript.Hash():       (*redisModel).member,
-		dropMemberScript.Hash():   (*redisModel).dropMember,
-		fleetScript.Hash():        (*redisModel).fleet,
+		leaseScripts["claim"].Hash():         (*redisModel).claim,
+		leaseScripts["renew"].Hash():         (*redisModel).renew,
+		leaseScripts["release"].Hash():       (*redisModel).release,
+		leaseScripts["release clean"].Hash(): (*redisModel).releaseClean,
+		leaseScripts["mark"].Hash():          (*redisModel).mark,
+		leaseScripts["member"].Hash():        (*redisModel).member,
+		leaseScripts["drop member"].Hash():   (*redisModel).dropMember,
+		leaseScripts["fleet"].Hash():         (*redisModel).fleet,
 	}
 	return m
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/vesta-go/vesta/machineid/internal/leasestore"
 )
 
 // A Redis Sentinel group in the lease simulation: two or three Redis
@@ -203,17 +205,19 @@ func (t sentinelTarget) cut(h *simHost, at time.Duration) bool {
 	return withOld
 }
 
-// wire connects a process's Redis store to the group: its Sentinel
-// clients and a client per Redis, each through the simulated network.
-func (sw *sentinelWorld) wire(p *simProc, rs *redisStore) {
-	for j, c := range rs.group.clients {
-		c.AddHook(sentinelLink{p: p, sw: sw, j: j})
+// wire is the hook of a client of a process's Redis store: to Sentinel
+// sentinel (its index in the configuration), or to the Redis at addr,
+// each through the simulated network.
+func (sw *sentinelWorld) wire(p *simProc, addr string, sentinel int) redis.Hook {
+	if sentinel >= 0 {
+		return sentinelLink{p: p, sw: sw, j: sentinel}
 	}
 	for i, m := range sw.insts {
-		rc := newClient(rs.rc, instAddr(i))
-		rc.AddHook(redisLink{p, instTarget{sw, i}, m})
-		rs.masters[instAddr(i)] = newConn(rc, instAddr(i), rs.rc)
+		if instAddr(i) == addr {
+			return redisLink{p, instTarget{sw, i}, m}
+		}
 	}
+	panic("simulation: no Redis at " + addr)
 }
 
 // sentinelLink is a process's go-redis hook to one Sentinel.
@@ -237,7 +241,7 @@ func (l sentinelLink) ProcessPipelineHook(redis.ProcessPipelineHook) redis.Proce
 
 func (l sentinelLink) ProcessHook(redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		limit := commandTimeout(l.p.h.plan.ttl)
+		limit := leasestore.CommandTimeout(l.p.h.plan.ttl)
 		// One stream of draws per Sentinel: the lease asks all three at once.
 		v, err := l.p.roundTrip(ctx, sentinelTarget{l.sw}, kSentinel+l.j, limit, func() (any, error) { return l.sw.answer(l.j, cmd.Args()) })
 		setReply(cmd, v, err)

@@ -18,6 +18,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/machineid/internal/leasestore"
+	"github.com/vesta-go/vesta/machineid/internal/redisstore"
 )
 
 // simWorld runs one simPlan inside a testing/synctest bubble: the real
@@ -29,8 +31,8 @@ import (
 // offset of its own that the plan steps.
 type simWorld struct {
 	plan     *simPlan
-	plant    plantedBugs // the bugs planted in every process's lease
-	t0       time.Time   // the bubble's time at the start: true time 0
+	plant    leasestore.PlantedBugs // the bugs planted in every process's lease
+	t0       time.Time              // the bubble's time at the start: true time 0
 	redis    *redisModel
 	etcd     *etcdModel
 	sentinel *sentinelWorld
@@ -56,7 +58,7 @@ var simBase = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).Sub(time.Date(2000, 1,
 
 // simulate runs plan in the current bubble and returns what the checker
 // found.
-func simulate(plan *simPlan, plant plantedBugs, traced bool) *simCheck {
+func simulate(plan *simPlan, plant leasestore.PlantedBugs, traced bool) *simCheck {
 	w := &simWorld{plan: plan, plant: plant, t0: time.Now()}
 	w.ctx, w.stop = context.WithCancel(context.Background())
 	w.check = newSimCheck(w)
@@ -80,7 +82,7 @@ func simulate(plan *simPlan, plant plantedBugs, traced bool) *simCheck {
 			// Claims have seen this Redis for an hour: an ID never claimed
 			// on it starts at once.
 			since := m.clock().Add(-time.Hour).UnixMilli()
-			m.hset(StoreKey(defaultKeyPrefix), 0, "run_id", m.runID, "replid", m.replid, "since_ms", fmt.Sprint(since))
+			m.hset(redisstore.StoreKey(defaultKeyPrefix), 0, "run_id", m.runID, "replid", m.replid, "since_ms", fmt.Sprint(since))
 		}
 	}
 	switch {
@@ -397,20 +399,24 @@ func (p *simProc) acquire(ctx context.Context) (*Lease, error) {
 	b := newLeaseBase(c, core.Central, rng)
 	b.rng = leaseRng
 	b.plant = p.w.plant
-	var st store
+	var st leasestore.Store
 	var ttl, margin time.Duration
 	if p.w.plan.provider == ProviderRedis {
-		rs := newRedisStore(b)
-		if p.w.sentinel != nil {
-			p.w.sentinel.wire(p, rs)
-		} else {
-			rs.single.rc.AddHook(redisLink{p, storeTarget{p.w}, p.w.redis})
-		}
-		st, ttl, margin = rs, c.Redis.LeaseTTL, c.Redis.SafetyMargin
+		st, ttl, margin = redisstore.New(b.storeBase(), p.redisHook), c.Redis.LeaseTTL, c.Redis.SafetyMargin
 	} else {
 		st, ttl, margin = p.w.etcd.store(p, b), c.Etcd.LeaseTTL, c.Etcd.SafetyMargin
 	}
-	return acquireLeased(ctx, b, p.w.plan.provider, &simStore{store: st, p: p, ttl: ttl, margin: margin}, ttl, margin)
+	return acquireLeased(ctx, b, p.w.plan.provider, &simStore{Store: st, p: p, ttl: ttl, margin: margin}, ttl, margin)
+}
+
+// redisHook connects each client of the process's Redis store through
+// the simulated network: to the single Redis, or to a Redis or a Sentinel
+// of the Sentinel group (wire).
+func (p *simProc) redisHook(addr string, sentinel int) redis.Hook {
+	if p.w.sentinel != nil {
+		return p.w.sentinel.wire(p, addr, sentinel)
+	}
+	return redisLink{p, storeTarget{p.w}, p.w.redis}
 }
 
 // issue calls the generator at random instants until ctx ends, and hands
@@ -452,10 +458,13 @@ const (
 	numKinds  = kSentinel + 3
 )
 
+// leaseScripts are the lease's scripts in Redis, by what they do.
+var leaseScripts = redisstore.Scripts()
+
 var redisKinds = map[string]int{
-	claimScript.Hash(): kClaim, renewScript.Hash(): kRenew, markScript.Hash(): kMark,
-	memberScript.Hash(): kMember, dropMemberScript.Hash(): kMember,
-	releaseScript.Hash(): kRelease, releaseCleanScript.Hash(): kRelease, fleetScript.Hash(): kFleet,
+	leaseScripts["claim"].Hash(): kClaim, leaseScripts["renew"].Hash(): kRenew, leaseScripts["mark"].Hash(): kMark,
+	leaseScripts["member"].Hash(): kMember, leaseScripts["drop member"].Hash(): kMember,
+	leaseScripts["release"].Hash(): kRelease, leaseScripts["release clean"].Hash(): kRelease, leaseScripts["fleet"].Hash(): kFleet,
 }
 
 func redisKind(cmd redis.Cmder) int {
@@ -619,7 +628,7 @@ func (l redisLink) DialHook(redis.DialHook) redis.DialHook {
 
 func (l redisLink) ProcessHook(redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		limit := commandTimeout(l.p.h.plan.ttl)
+		limit := leasestore.CommandTimeout(l.p.h.plan.ttl)
 		v, err := l.p.roundTrip(ctx, l.t, redisKind(cmd), limit, func() (any, error) { return l.m.do(cmd.Args()) })
 		setReply(cmd, v, err)
 		return cmd.Err()
@@ -633,7 +642,7 @@ func (l redisLink) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessP
 			err error
 		}
 		rs := make([]reply, len(cmds))
-		limit := commandTimeout(l.p.h.plan.ttl)
+		limit := leasestore.CommandTimeout(l.p.h.plan.ttl)
 		_, err := l.p.roundTrip(ctx, l.t, kOther, limit, func() (any, error) {
 			for i, c := range cmds {
 				rs[i].v, rs[i].err = l.m.do(c.Args())
@@ -661,20 +670,20 @@ func (l redisLink) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessP
 // and with a claim order drawn from the plan's seed instead of the global
 // source (claimOrder), so that a seed replays.
 type simStore struct {
-	store
+	leasestore.Store
 	p           *simProc
 	ttl, margin time.Duration
 	claims      int
 }
 
-func (s *simStore) claim(ctx context.Context, ids []core.MachineID) (*hold, time.Time, error) {
+func (s *simStore) Claim(ctx context.Context, ids []core.MachineID) (*leasestore.Hold, time.Time, error) {
 	ids = s.p.order(ids, s.claims > 0)
 	s.claims++
-	h, sent, err := s.store.claim(ctx, ids)
+	h, sent, err := s.Store.Claim(ctx, ids)
 	if h != nil {
 		s.p.w.check.claimed(s.p, h, sent.Add(s.ttl-s.margin))
 		if s.p.w.trace != nil {
-			s.p.tracef("claimed machine %d (%s); fence at %s", h.id, h.guard.q.describe(), clockString(sent.Add(s.ttl-s.margin)))
+			s.p.tracef("claimed machine %d (%s); fence at %s", h.ID, describeQuarantine(h.Guard.Quarantine()), clockString(sent.Add(s.ttl-s.margin)))
 		}
 	} else if err != nil {
 		s.p.tracef("claim failed: %v", err)
@@ -682,8 +691,8 @@ func (s *simStore) claim(ctx context.Context, ids []core.MachineID) (*hold, time
 	return h, sent, err
 }
 
-func (s *simStore) renew(ctx context.Context, h *hold) (time.Time, error) {
-	sent, err := s.store.renew(ctx, h)
+func (s *simStore) Renew(ctx context.Context, h *leasestore.Hold) (time.Time, error) {
+	sent, err := s.Store.Renew(ctx, h)
 	switch {
 	case err == nil:
 		s.p.w.check.renewed(s.p, h, sent.Add(s.ttl-s.margin))
@@ -696,15 +705,15 @@ func (s *simStore) renew(ctx context.Context, h *hold) (time.Time, error) {
 	return sent, err
 }
 
-func (s *simStore) release(ctx context.Context, h *hold, final time.Time, exact bool) error {
+func (s *simStore) Release(ctx context.Context, h *leasestore.Hold, final time.Time, exact bool) error {
 	s.p.w.check.lost(s.p, h)
-	err := s.store.release(ctx, h, final, exact)
-	s.p.tracef("released machine %d (exact %t, final %s): %v", h.id, exact, clockString(final), err)
+	err := s.Store.Release(ctx, h, final, exact)
+	s.p.tracef("released machine %d (exact %t, final %s): %v", h.ID, exact, clockString(final), err)
 	return err
 }
 
-func (s *simStore) fleet(ctx context.Context, f fleet) error {
-	err := s.store.fleet(ctx, f)
+func (s *simStore) Fleet(ctx context.Context, f leasestore.Fleet) error {
+	err := s.Store.Fleet(ctx, f)
 	if err != nil {
 		s.p.tracef("fleet record: %v", err)
 	}
@@ -731,15 +740,15 @@ func (p *simProc) order(ids []core.MachineID, again bool) []core.MachineID {
 	return append(slices.Clone(ids[:keep]), append(rest[k:], rest[:k]...)...)
 }
 
-// describe says what a claim knows of the ID's previous holders.
-func (q quarantine) describe() string {
+// describeQuarantine says what a claim knows of the ID's previous holders.
+func describeQuarantine(q leasestore.Quarantine) string {
 	switch {
-	case !q.exact.IsZero():
-		return "after a clean release ending " + clockString(q.exact)
-	case q.trusted:
+	case !q.Exact.IsZero():
+		return "after a clean release ending " + clockString(q.Exact)
+	case q.Trusted:
 		return "trusted mark"
 	}
-	return fmt.Sprintf("quarantine until %s", clockString(q.floor()))
+	return fmt.Sprintf("quarantine until %s", clockString(q.Floor()))
 }
 
 // clockString shows an instant of the simulation's clocks, the date left

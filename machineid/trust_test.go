@@ -10,6 +10,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // The tests of starting at once where it is safe: a claim waits out the
@@ -67,7 +68,7 @@ func TestNewIDOnAnOldStoreStartsAtOnce(t *testing.T) {
 	if q.IsZero() {
 		t.Fatal("the first claim on a fresh Redis has no quarantine")
 	}
-	sinceMs, err := strconv.ParseInt(rdb.HGet(context.Background(), machineid.StoreKey("vesta"), "since_ms").Val(), 10, 64)
+	sinceMs, err := strconv.ParseInt(rdb.HGet(context.Background(), redislease.StoreKey("vesta"), "since_ms").Val(), 10, 64)
 	if err != nil {
 		t.Fatalf("the store record: %v", err)
 	}
@@ -119,8 +120,8 @@ func TestKeysDeletedByHandAreNotTrusted(t *testing.T) {
 	srv := redistest.Start(t)
 	h := startHolder(t, srv.Addr())
 	h.read(t, 50)
-	leaseKey, markKey := machineid.Keys("vesta", 1000)
-	mustCommand(t, srv, "DEL", leaseKey, markKey, machineid.InstanceKey("vesta", 1000))
+	leaseKey, markKey := redislease.Keys("vesta", 1000)
+	mustCommand(t, srv, "DEL", leaseKey, markKey, redislease.InstanceKey("vesta", 1000))
 	claimed := time.Now()
 	c := holderConfig(srv.Addr())
 	l := mustAcquire(t, c, core.Central)

@@ -16,7 +16,7 @@ import (
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
-	"github.com/vesta-go/vesta/internal/buildinfo"
+	"github.com/vesta-go/vesta/prommetrics"
 	"github.com/vesta-go/vesta/rest"
 	"github.com/vesta-go/vesta/segment"
 	"github.com/vesta-go/vesta/segment/segmentmetrics"
@@ -136,12 +136,14 @@ func registered(t *testing.T) map[string]described {
 	ecfg := embed.DefaultConfig()
 	ecfg.Machine.Static = new(core.MachineID(5))
 	ecfg.DataDir = t.TempDir()
-	ecfg.Registerer = rec
 	is, err := embed.Open(ctx, ecfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { is.Close() })
+	if err := prommetrics.RegisterIssuer(rec, is); err != nil {
+		t.Fatal(err)
+	}
 
 	gen, err := core.New(ctx, core.Config{Machine: 1000})
 	if err != nil {
@@ -168,12 +170,14 @@ func registered(t *testing.T) map[string]described {
 	kcfg := client.DefaultConfig(dead)
 	kcfg.FallbackConfig.Machine.Static = new(core.MachineID(6))
 	kcfg.FallbackConfig.DataDir = t.TempDir()
-	kcfg.Registerer = rec
 	c, err := client.New(ctx, kcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	if err := prommetrics.RegisterClient(rec, c); err != nil {
+		t.Fatal(err)
+	}
 
 	sm, err := segmentmetrics.New(rec)
 	if err != nil {
@@ -192,7 +196,7 @@ func registered(t *testing.T) map[string]described {
 	t.Cleanup(func() { seq.Close() })
 	sm.Watch(seq)
 
-	if err := buildinfo.Register(rec); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+	if err := prommetrics.RegisterBuildInfo(rec); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
 		t.Fatal(err)
 	}
 	// The series that exist by now give the types of collectors that

@@ -302,7 +302,7 @@ func TestCatalogueMatchesCode(t *testing.T) {
 			continue
 		}
 		want := `"` + m.name + `"`
-		if short, ok := strings.CutPrefix(m.name, "vesta_generator_"); ok && m.source == "embed" {
+		if short, ok := strings.CutPrefix(m.name, "vesta_generator_"); ok && m.source == "prommetrics" {
 			want = `d("` + short + `"`
 		}
 		if !strings.Contains(s, want) {
@@ -681,11 +681,11 @@ func TestDesignListsEveryMetric(t *testing.T) {
 	for _, m := range reCodeMetric.FindAllStringSubmatch(allCode(t), -1) {
 		inCode[m[1]] = true
 	}
-	embed, err := os.ReadFile("../embed/metrics.go")
+	gen, err := os.ReadFile("../prommetrics/generator.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range reGeneratorName.FindAllStringSubmatch(string(embed), -1) {
+	for _, m := range reGeneratorName.FindAllStringSubmatch(string(gen), -1) {
 		inCode["vesta_generator_"+m[1]] = true
 	}
 	if len(listed) < 40 || len(inCode) < 40 {

@@ -21,13 +21,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
 	"github.com/vesta-go/vesta/internal/testkit/logtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/tlstest"
-	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
@@ -752,7 +753,7 @@ func TestServeRedisLeases(t *testing.T) {
 	}
 	rc := redis.NewClient(&redis.Options{Addr: rs.Addr()})
 	defer rc.Close()
-	lease, _ := machineid.Keys("vesta", core.MachineID(released))
+	lease, _ := redislease.Keys("vesta", core.MachineID(released))
 	if n, err := rc.Exists(context.Background(), lease).Result(); err != nil || n != 0 {
 		t.Fatalf("lease key %s after a graceful stop: exists=%d, %v", lease, n, err)
 	}

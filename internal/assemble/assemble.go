@@ -16,14 +16,14 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/embed"
-	"github.com/vesta-go/vesta/internal/buildinfo"
 	"github.com/vesta-go/vesta/internal/connlimit"
 	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/mask"
+	"github.com/vesta-go/vesta/prommetrics"
 	"github.com/vesta-go/vesta/rest"
 )
 
@@ -93,7 +93,7 @@ func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 		}
 	}
 
-	mcfg.Logger, mcfg.Registerer = log, reg
+	mcfg.Logger = log
 	// nil (core.SystemClock) but in the test-only nemesis build, whose clock
 	// a fault injector steps (nemesis.go); the lease and the generator read
 	// the same one.
@@ -108,6 +108,9 @@ func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 		return nil, err
 	}
 	a.lease = lease
+	if err := prommetrics.RegisterLease(reg, lease); err != nil {
+		return nil, fmt.Errorf("assemble: metrics: %w", err)
+	}
 	ccfg.Logger, ccfg.Clock = log, clk
 	if a.gen, err = lease.NewGenerator(ctx, ccfg, cfg.TimeGuard.Dir); err != nil {
 		if errors.Is(err, machineid.ErrFleet) {
@@ -117,11 +120,11 @@ func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 		}
 		return nil, err
 	}
-	reg.MustRegister(embed.NewCollector(a.gen))
+	reg.MustRegister(prommetrics.NewGeneratorCollector(a.gen))
 	// vesta_build_info, for a fleet's versions side by side; a caller that
 	// registered it already keeps its own.
 	var are prometheus.AlreadyRegisteredError
-	if err := buildinfo.Register(reg); err != nil && !errors.As(err, &are) {
+	if err := prommetrics.RegisterBuildInfo(reg); err != nil && !errors.As(err, &are) {
 		return nil, fmt.Errorf("assemble: metrics: %w", err)
 	}
 	if a.seq, err = openSequences(ctx, cfg, log, reg); err != nil { // sequences.go

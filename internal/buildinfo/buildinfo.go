@@ -4,8 +4,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // version is stamped by the build:
@@ -95,22 +93,4 @@ func (in Info) String() string {
 		s += " (" + r + ")"
 	}
 	return s
-}
-
-// Register adds vesta_build_info, a gauge of 1 whose labels are the
-// version, the revision and the Go version (the Prometheus convention for
-// build information: join on it, alert on a fleet running two versions).
-func Register(reg prometheus.Registerer) error {
-	in := Read()
-	g := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "vesta_build_info",
-		Help: "The running build: always 1, with its version, VCS revision and Go version as labels.",
-		ConstLabels: prometheus.Labels{
-			"version":   in.Version,
-			"revision":  in.Revision,
-			"goversion": in.GoVersion,
-		},
-	})
-	g.Set(1)
-	return reg.Register(g)
 }

@@ -1,13 +1,16 @@
 package ceilingmetric_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/vesta-go/vesta/internal/ceilingmetric"
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
+	"github.com/vesta-go/vesta/latency"
 )
 
 // TestSharedRegistry: every method registers into one registry, twice over,
@@ -44,5 +47,52 @@ func TestSharedRegistry(t *testing.T) {
 	none.Retried()
 	if m, err := ceilingmetric.New(nil, ceilingmetric.Central); m != nil || err != nil {
 		t.Fatalf("New(nil) = %v, %v", m, err)
+	}
+}
+
+// TestSourcesAddUp: a source added beside a server's Metrics (a client's
+// Stats, through package prommetrics) adds to the same series, with the
+// buckets Prometheus's own histogram would write.
+func TestSourcesAddUp(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m, err := ceilingmetric.New(reg, ceilingmetric.Central)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Waited(2 * time.Millisecond)
+	client := latency.New(latency.CeilingBounds...)
+	client.Observe(3 * time.Second)
+	client.Observe(time.Minute)
+	if err := ceilingmetric.AddSource(reg, ceilingmetric.Central, func() ceilingmetric.Reading {
+		s := client.Snapshot()
+		return ceilingmetric.Reading{Waits: s.Count(), Wait: s}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := `# HELP vesta_ceiling_wait_seconds How long calls waited at the ID sequence's ceiling, by publish method.
+# TYPE vesta_ceiling_wait_seconds histogram
+vesta_ceiling_wait_seconds_bucket{method="central",le="0.0001"} 0
+vesta_ceiling_wait_seconds_bucket{method="central",le="0.0005"} 0
+vesta_ceiling_wait_seconds_bucket{method="central",le="0.001"} 0
+vesta_ceiling_wait_seconds_bucket{method="central",le="0.0025"} 1
+vesta_ceiling_wait_seconds_bucket{method="central",le="0.005"} 1
+vesta_ceiling_wait_seconds_bucket{method="central",le="0.01"} 1
+vesta_ceiling_wait_seconds_bucket{method="central",le="0.025"} 1
+vesta_ceiling_wait_seconds_bucket{method="central",le="0.05"} 1
+vesta_ceiling_wait_seconds_bucket{method="central",le="0.1"} 1
+vesta_ceiling_wait_seconds_bucket{method="central",le="0.25"} 1
+vesta_ceiling_wait_seconds_bucket{method="central",le="0.5"} 1
+vesta_ceiling_wait_seconds_bucket{method="central",le="1"} 1
+vesta_ceiling_wait_seconds_bucket{method="central",le="2.5"} 1
+vesta_ceiling_wait_seconds_bucket{method="central",le="5"} 2
+vesta_ceiling_wait_seconds_bucket{method="central",le="+Inf"} 3
+vesta_ceiling_wait_seconds_sum{method="central"} 63.002
+vesta_ceiling_wait_seconds_count{method="central"} 3
+# HELP vesta_ceiling_waits_total Calls that waited, or were told to retry, because the ID sequence had run out (its ceiling), by publish method.
+# TYPE vesta_ceiling_waits_total counter
+vesta_ceiling_waits_total{method="central"} 3
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Error(err)
 	}
 }

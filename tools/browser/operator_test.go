@@ -19,9 +19,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/embed"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
+	"github.com/vesta-go/vesta/prommetrics"
 	"github.com/vesta-go/vesta/rest"
 	"github.com/vesta-go/vesta/segment"
 )
@@ -151,7 +152,7 @@ func testOperatorPage(t *testing.T, layout core.Layout, explain func(core.Layout
 	gen, _ := gentest.Manual(t, core.Config{Layout: layout, Machine: 613, Version: 1,
 		Guard: core.NewMemGuard(time.Time{}), GuardWindow: 3 * time.Second}, now)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(embed.NewCollector(gen))
+	reg.MustRegister(prommetrics.NewGeneratorCollector(gen))
 	lease := rest.LeaseStatus{Provider: "redis", State: "held", HasDeadline: true,
 		UntilRenewal: 4200 * time.Millisecond, UntilDeadline: 11500 * time.Millisecond, Fences: 1}
 	store := segment.NewMemStore()

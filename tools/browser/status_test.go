@@ -15,8 +15,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/prommetrics"
 	"github.com/vesta-go/vesta/rest"
 )
 
@@ -42,7 +43,7 @@ func TestOperatorPageFirstLoad(t *testing.T) {
 func openServer(t *testing.T, gen *core.Generator, cfg rest.Config) string {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(embed.NewCollector(gen))
+	reg.MustRegister(prommetrics.NewGeneratorCollector(gen))
 	cfg.Registerer = reg
 	s, err := rest.NewServer(gen, cfg)
 	if err != nil {

@@ -2,7 +2,7 @@
 // Snowflake-style generators, github.com/bwmarrin/snowflake and
 // github.com/sony/sonyflake/v2, in one benchmark run. It is a module of its
 // own so that the main module never depends on them; it holds benchmarks
-// only:
+// and one measurement:
 //
 //	cd tools/peerbench && go test -run '^$' -bench . -count 1
 //
@@ -27,6 +27,10 @@
 //     slice each call, beside a loop appending 1000 uint64 to a new slice
 //     (fill-new), and of AppendIDs(1000) into a reused slice beside the
 //     same loop into a reused slice (fill): each beside its floor.
+//
+// TestProgramSizes (a test, not a benchmark: go test -run TestProgramSizes
+// -v) builds the first program of each, in a module of its own, and
+// prints what it links: size, packages and go.sum lines.
 //
 // BENCHMARKS.md at the repository root has the figures and the commands.
 package peers

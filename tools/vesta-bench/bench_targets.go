@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/client"
@@ -30,6 +31,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
 	"github.com/vesta-go/vesta/internal/assemble"
+	"github.com/vesta-go/vesta/prommetrics"
 	"github.com/vesta-go/vesta/rest"
 )
 
@@ -183,8 +185,6 @@ func openClient(ctx context.Context, o benchOptions, addrs []string) (*benchTarg
 	if o.timeout > 0 {
 		cfg.Timeout = o.timeout
 	}
-	reg := prometheus.NewRegistry()
-	cfg.Registerer = reg
 	// A fallback ID would be measured as a central one: a server that is
 	// down must show as errors.
 	cfg.NoFallback = true
@@ -195,6 +195,11 @@ func openClient(ctx context.Context, o benchOptions, addrs []string) (*benchTarg
 	cl, err := client.New(ctx, cfg)
 	if err != nil {
 		return nil, usageIf(err)
+	}
+	reg := prometheus.NewRegistry()
+	if err := prommetrics.RegisterClient(reg, cl); err != nil {
+		cl.Close()
+		return nil, err
 	}
 	what := "Go client to the central server at " + addrs[0]
 	if len(addrs) > 1 {

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/internal/testkit/proctest"
-	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // startTimeout bounds how long a start waits for the first PONG, and a
@@ -245,9 +245,9 @@ func (s *Server) Established(prefix string) {
 		return v
 	}
 	since := time.Now().Add(-time.Hour).UnixMilli()
-	if _, err := s.command("HSET", machineid.StoreKey(prefix), "run_id", field(srv, "run_id"),
+	if _, err := s.command("HSET", redislease.StoreKey(prefix), "run_id", field(srv, "run_id"),
 		"replid", field(rep, "master_replid"), "since_ms", strconv.FormatInt(since, 10)); err != nil {
-		s.t.Fatalf("redistest: writing %s on %s: %v", machineid.StoreKey(prefix), s.Addr(), err)
+		s.t.Fatalf("redistest: writing %s on %s: %v", redislease.StoreKey(prefix), s.Addr(), err)
 	}
 }
 

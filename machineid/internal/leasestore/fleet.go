@@ -1,4 +1,4 @@
-package machineid
+package leasestore
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 )
 
-// fleet is what every issuer leasing under one key prefix must share,
+// Fleet is what every issuer leasing under one key prefix must share,
 // recorded in the lease store by the first one and compared by every
 // later one (the fleet record, docs/design/fleet-record.md): the shape (layout, type,
 // epoch, version). IDs of two layouts can be equal 64-bit values (the
@@ -21,32 +21,33 @@ import (
 // the loss, so the quarantine now waits for MaxRedisReach, which binds
 // every host at validation. Old records' timing fields are ignored, and
 // old versions compare timing only when both records carry it.
-type fleet struct {
+type Fleet struct {
 	Layout  string `json:"layout"`
 	Type    uint8  `json:"type"`
 	EpochMs int64  `json:"epoch_ms"`
 	Version uint8  `json:"version"`
 }
 
-// fleetOf is the record of a generator of shape sh.
-func fleetOf(sh core.Shape) fleet {
-	return fleet{Layout: sh.Layout.String(), Type: uint8(sh.Type), EpochMs: sh.EpochMs, Version: sh.Version}
+// FleetOf is the record of a generator of shape sh.
+func FleetOf(sh core.Shape) Fleet {
+	return Fleet{Layout: sh.Layout.String(), Type: uint8(sh.Type), EpochMs: sh.EpochMs, Version: sh.Version}
 }
 
-func (f fleet) encode() string {
+// Encode is the record's stored form.
+func (f Fleet) Encode() string {
 	b, _ := json.Marshal(f)
 	return string(b)
 }
 
-func decodeFleet(s string) (fleet, error) {
-	var f fleet
+func decodeFleet(s string) (Fleet, error) {
+	var f Fleet
 	err := json.Unmarshal([]byte(s), &f)
 	return f, err
 }
 
 // diff names every setting in which this host (f) differs from the
 // recorded fleet (rec), with both values and the key that sets it.
-func (f fleet) diff(rec fleet) []string {
+func (f Fleet) diff(rec Fleet) []string {
 	var out []string
 	add := func(key string, mine, theirs any) {
 		out = append(out, fmt.Sprintf("%s %v (the fleet's: %v)", key, mine, theirs))
@@ -78,9 +79,9 @@ func fleetError(where, key string, diffs []string, layout bool) error {
 		ErrFleet, strings.Join(diffs, ", "), key, where, fix, key)
 }
 
-// judgeFleet compares this host's record f with the stored one (raw). A
+// JudgeFleet compares this host's record f with the stored one (raw). A
 // record that does not decode is an error naming the key.
-func judgeFleet(f fleet, raw, key, where string) error {
+func JudgeFleet(f Fleet, raw, key, where string) error {
 	rec, err := decodeFleet(raw)
 	if err != nil {
 		return fmt.Errorf("machineid: the fleet record %s in %s is damaged (%q: %v); delete it once every host has the same settings", key, where, raw, err)

@@ -1,32 +1,32 @@
-package embed
+package prommetrics
 
 import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vesta-go/vesta/core"
 )
 
-// Collector exports a generator's Stats to Prometheus. It reads them when
+// GeneratorCollector exports a generator's Stats. It reads them when
 // scraped, so issuing pays nothing for it.
-type Collector struct {
-	gen *core.Generator
-
+type GeneratorCollector struct {
+	gen                                                   *core.Generator
 	waits, ahead, offset, mark, guardFailed, fenced, info *prometheus.Desc
 }
 
-// NewCollector returns a Collector of gen's metrics: sequence-exhaustion
-// waits, time borrowed ahead of the clock,
-// wall-clock offset (steps of the wall clock show here, since issuing runs
-// on the monotonic clock), the time guard's durable mark and health, and
-// whether issuing is fenced. The IDs issued are not among them: they are
-// vesta_ids_issued_total{method}, counted by whoever publishes them (an
-// Issuer's Registerer counts its embedded IDs; the servers, theirs).
-func NewCollector(gen *core.Generator) *Collector {
+// NewGeneratorCollector returns a collector of gen's metrics:
+// sequence-exhaustion waits, time borrowed ahead of the clock, wall-clock
+// offset (steps of the wall clock show here, since issuing runs on the
+// monotonic clock), the time guard's durable mark and health, and whether
+// issuing is fenced. The IDs issued are not among them: they are
+// vesta_ids_issued_total{method}, counted by whoever publishes them
+// (RegisterIssuer counts an issuer's embedded IDs; the servers, theirs).
+func NewGeneratorCollector(gen *core.Generator) *GeneratorCollector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("vesta_generator_"+name, help, labels, nil)
 	}
-	return &Collector{
+	return &GeneratorCollector{
 		gen:         gen,
 		waits:       d("sequence_waits_total", "Times a caller slept because the sequence ran out beyond max_borrow."),
 		ahead:       d("ahead_seconds", "How far the last issued time unit is ahead of the clock (borrowed time)."),
@@ -39,14 +39,14 @@ func NewCollector(gen *core.Generator) *Collector {
 }
 
 // Describe implements prometheus.Collector.
-func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+func (c *GeneratorCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.waits, c.ahead, c.offset, c.mark, c.guardFailed, c.fenced, c.info} {
 		ch <- d
 	}
 }
 
 // Collect implements prometheus.Collector.
-func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+func (c *GeneratorCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.gen.Stats()
 	var mark float64
 	if !s.Mark.IsZero() {

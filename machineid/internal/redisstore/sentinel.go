@@ -1,4 +1,4 @@
-package machineid
+package redisstore
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/machineid/internal/leasestore"
 )
 
 // Leasing under Redis Sentinel: why a majority's confirmation closes the
@@ -66,15 +67,18 @@ type sentinelGroup struct {
 	ids map[int]string // SENTINEL MYID per client, once known
 }
 
-func newSentinelGroup(rc RedisConfig, clock core.Clock) *sentinelGroup {
+func newSentinelGroup(rc leasestore.RedisSettings, clock core.Clock, hook Hook) *sentinelGroup {
 	g := &sentinelGroup{name: rc.MasterName, addrs: rc.Addrs, ids: map[int]string{}, clock: clock, skew: rc.MaxClockSkew}
-	timeout := commandTimeout(rc.LeaseTTL)
+	timeout := leasestore.CommandTimeout(rc.LeaseTTL)
 	for _, a := range rc.Addrs {
 		g.clients = append(g.clients, redis.NewSentinelClient(&redis.Options{
-			Addr: a, TLSConfig: rc.TLS, ClientName: "vesta-machineid",
+			Addr: a, TLSConfig: tlsConfig(rc), ClientName: "vesta-machineid",
 			DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, DialerRetries: 1,
 			MaxRetries: -1, ContextTimeoutEnabled: true, PoolSize: 2,
 		}))
+		if hook != nil {
+			g.clients[len(g.clients)-1].AddHook(hook(a, len(g.clients)-1))
+		}
 	}
 	return g
 }
@@ -143,7 +147,7 @@ func (g *sentinelGroup) checkClock(ctx context.Context, c *redis.SentinelClient)
 	if !ok || perr != nil {
 		return fmt.Errorf("INFO server: no server_time_usec (Redis Sentinel 6.2 or later has it)")
 	}
-	_, err = judgeClock(t0, t1, time.UnixMicro(us), g.skew, "the Sentinel's clock")
+	_, err = JudgeClock(t0, t1, time.UnixMicro(us), g.skew, "the Sentinel's clock")
 	return err
 }
 
@@ -188,13 +192,13 @@ func (g *sentinelGroup) view(ctx context.Context) (view, error) {
 			return v, nil
 		}
 	}
-	return view{}, fmt.Errorf("%w: no majority (%d) of the Sentinels names one master for %q: %s", ErrUnavailable, need, g.name, g.describe(rs))
+	return view{}, fmt.Errorf("%w: no majority (%d) of the Sentinels names one master for %q: %s", leasestore.ErrUnavailable, need, g.name, g.describe(rs))
 }
 
 // confirm returns nil when a majority of the group names want, the master
-// and epoch of a hold; an error wrapping ErrLeaseLost when a majority names
+// and epoch of a hold; an error wrapping leasestore.ErrLeaseLost when a majority names
 // another (a failover: the hold cannot be proven against holders at the
-// new epoch); otherwise an error wrapping ErrUnavailable.
+// new epoch); otherwise an error wrapping leasestore.ErrUnavailable.
 func (g *sentinelGroup) confirm(ctx context.Context, want view) error {
 	rs := g.ask(ctx)
 	counts, need := g.tally(rs)
@@ -209,9 +213,9 @@ func (g *sentinelGroup) confirm(ctx context.Context, want view) error {
 		}
 	})
 	if len(others) > 0 {
-		return fmt.Errorf("%w: the Sentinels failed over %q to %s; the lease was taken on %s", ErrLeaseLost, g.name, others[0], want)
+		return fmt.Errorf("%w: the Sentinels failed over %q to %s; the lease was taken on %s", leasestore.ErrLeaseLost, g.name, others[0], want)
 	}
-	return fmt.Errorf("%w: no majority (%d) of the Sentinels confirms %q is %s: %s", ErrUnavailable, need, g.name, want, g.describe(rs))
+	return fmt.Errorf("%w: no majority (%d) of the Sentinels confirms %q is %s: %s", leasestore.ErrUnavailable, need, g.name, want, g.describe(rs))
 }
 
 func (g *sentinelGroup) close() error {

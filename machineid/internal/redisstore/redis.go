@@ -1,11 +1,10 @@
-package machineid
+package redisstore
 
 import (
 	"context"
-	crand "crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,56 +14,8 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/machineid/internal/leasestore"
 )
-
-// Keys returns the Redis keys of machine id under prefix: the lease (its
-// value is the holder's token, with a TTL) and the time guard's mark (unix
-// milliseconds, no TTL). Every key of one machine ID carries the hash tag
-// {prefix:machine:id} (see ShapeKey, ReleasedKey, InstanceKey).
-func Keys(prefix string, id core.MachineID) (lease, mark string) {
-	tag := keyTag(prefix, id)
-	return tag + ":lease", tag + ":mark"
-}
-
-// ShapeKey is the key beside the mark that says what the mark's instants
-// mean: JSON {"layout","type","epoch_ms","version"} of the generator that
-// last wrote it. A mark without it (written by earlier versions) is read
-// as the loading generator's own shape.
-func ShapeKey(prefix string, id core.MachineID) string { return keyTag(prefix, id) + ":shape" }
-
-// ReleasedKey is the clean-release record of machine id: a hash written by
-// the release of a lease (final_ms: the exact end of what its holder
-// issued; token; run_id and replid: the Redis instance it was written on)
-// and deleted by the next claim, which trusts it only on that same
-// instance.
-func ReleasedKey(prefix string, id core.MachineID) string { return keyTag(prefix, id) + ":released" }
-
-// InstanceKey is the identity ("run_id/replid") of the Redis instance that
-// last wrote machine id's mark. A claim that finds it equal to the
-// instance's own knows the mark is intact since (no restart, no failover,
-// no FLUSHALL: it would have gone too), and starts from it at once.
-func InstanceKey(prefix string, id core.MachineID) string { return keyTag(prefix, id) + ":instance" }
-
-// MemberKey is the member record of machine id's holder: JSON of its
-// machine ID, version, host, listener addresses and lease times, written
-// with the lease key's remaining TTL after every claim and renewal, deleted
-// at release. It is information only (Lease.Fleet); nothing reads it for
-// a safety decision.
-func MemberKey(prefix string, id core.MachineID) string { return keyTag(prefix, id) + ":member" }
-
-// StoreKey is the hash that remembers since when (since_ms, Redis TIME)
-// claims have seen this Redis instance (run_id, replid). Whatever the
-// instance lost, it lost before then, so a quarantine need not reach
-// further back.
-func StoreKey(prefix string) string { return prefix + ":store" }
-
-// FleetKey is the fleet record (see Lease.Prepare): JSON of the shape and
-// timing every issuer under prefix shares.
-func FleetKey(prefix string) string { return prefix + ":fleet" }
-
-func keyTag(prefix string, id core.MachineID) string {
-	return "{" + prefix + ":machine:" + strconv.Itoa(int(id)) + "}"
-}
 
 // identityLua reads the identity of the Redis instance running a script:
 // INFO's run_id (new at every start, so a restart from old data shows) and
@@ -217,10 +168,10 @@ redis.call('SET', KEYS[1], ARGV[1])
 return false`)
 )
 
-// commandTimeout follows the lease's TTL so that a dead Redis is noticed
-// well before the deadline.
-func commandTimeout(ttl time.Duration) time.Duration {
-	return min(max(ttl/4, 50*time.Millisecond), 3*time.Second)
+// tlsConfig is rc's TLS, which Check judged: nil or a *tls.Config.
+func tlsConfig(rc leasestore.RedisSettings) *tls.Config {
+	c, _ := tlsOf("Redis.TLS", rc.TLS)
+	return c
 }
 
 // newClient dials one Redis (a single server, or a master a Sentinel
@@ -229,11 +180,11 @@ func commandTimeout(ttl time.Duration) time.Duration {
 // client to another endpoint) are off too: a hold belongs to the instance
 // it was claimed on, and without them NewClient neither resolves the
 // address nor starts goroutines.
-func newClient(rc RedisConfig, addr string) *redis.Client {
-	timeout := commandTimeout(rc.LeaseTTL)
+func newClient(rc leasestore.RedisSettings, addr string) *redis.Client {
+	timeout := leasestore.CommandTimeout(rc.LeaseTTL)
 	return redis.NewClient(&redis.Options{
 		Addr: addr, Username: rc.Username, Password: rc.Password,
-		DB: rc.DB, TLSConfig: rc.TLS, ClientName: "vesta-machineid",
+		DB: rc.DB, TLSConfig: tlsConfig(rc), ClientName: "vesta-machineid",
 		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, DialerRetries: 1,
 		MaxRetries: -1, ContextTimeoutEnabled: true, PoolSize: 4,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
@@ -241,7 +192,7 @@ func newClient(rc RedisConfig, addr string) *redis.Client {
 }
 
 // redisErr says what failed. Errors of the connection (and Redis replies
-// that mean "try later") wrap ErrUnavailable; other replies (a wrong
+// that mean "try later") wrap leasestore.ErrUnavailable; other replies (a wrong
 // password, a script error) are configuration problems and do not.
 func redisErr(err error, format string, args ...any) error {
 	what := fmt.Sprintf(format, args...)
@@ -250,21 +201,13 @@ func redisErr(err error, format string, args ...any) error {
 		!redis.IsClusterDownError(err) && !redis.IsTryAgainError(err) && !redis.IsReadOnlyError(err) {
 		return fmt.Errorf("machineid: %s: %w", what, err)
 	}
-	return fmt.Errorf("%w: %s: %w", ErrUnavailable, what, err)
-}
-
-// newToken is a lease's value: 128 random bits, then the host and the pid
-// for operators reading Redis. A fresh token for every claim is what lets a
-// successful renewal prove that nobody held the ID in between.
-func newToken() string {
-	host, _ := os.Hostname()
-	return crand.Text() + "/" + host + "/" + strconv.Itoa(os.Getpid())
+	return fmt.Errorf("%w: %s: %w", leasestore.ErrUnavailable, what, err)
 }
 
 // conn runs the lease's scripts on one Redis. With MinReplicas above zero
 // each write is followed, on the same connection (one pipeline), by WAIT: a
 // write that fewer replicas than that acknowledged in time counts as
-// failed, with ErrReplicas.
+// failed, with leasestore.ErrReplicas.
 type conn struct {
 	rc       *redis.Client
 	addr     string
@@ -272,7 +215,7 @@ type conn struct {
 	waitFor  time.Duration
 }
 
-func newConn(rc *redis.Client, addr string, cfg RedisConfig) *conn {
+func newConn(rc *redis.Client, addr string, cfg leasestore.RedisSettings) *conn {
 	// A fifth of the read timeout (newClient): WAIT's reply, late by its
 	// whole timeout when replicas lag, must still come back in time.
 	return &conn{rc: rc, addr: addr, replicas: cfg.MinReplicas, waitFor: min(max(cfg.LeaseTTL/20, 10*time.Millisecond), 600*time.Millisecond)}
@@ -299,18 +242,19 @@ func (c *conn) run(ctx context.Context, s *redis.Script, keys []string, args ...
 	}
 	if acked < int64(c.replicas) {
 		return res.Val(), fmt.Errorf("%w: %d of machine.redis.min_replicas %d replicas acknowledged the write within %s",
-			ErrReplicas, acked, c.replicas, c.waitFor)
+			leasestore.ErrReplicas, acked, c.replicas, c.waitFor)
 	}
 	return res.Val(), nil
 }
 
-// redisStore keeps leases in one Redis, or in the master a majority of
-// Redis Sentinels names (sentinel.go). Redis Cluster is refused: a master
-// cut off in a minority keeps accepting writes while a replica is promoted
-// on the majority side, and nothing lets a holder tell.
-type redisStore struct {
-	base   leaseBase
-	rc     RedisConfig
+// Store keeps leases in one Redis, or in the master a majority of Redis
+// Sentinels names (sentinel.go). Redis Cluster is refused: a master cut
+// off in a minority keeps accepting writes while a replica is promoted on
+// the majority side, and nothing lets a holder tell.
+type Store struct {
+	base   leasestore.Base
+	rc     leasestore.RedisSettings
+	hook   Hook
 	single *conn          // without Sentinel
 	group  *sentinelGroup // with Sentinel
 
@@ -326,21 +270,59 @@ type redisHold struct {
 	view  view  // with Sentinel: the master and config epoch that confirmed the claim
 }
 
-func newRedisStore(b leaseBase) *redisStore {
-	s := &redisStore{base: b, rc: b.cfg.Redis, masters: map[string]*conn{}}
+// Hook, when not nil, gives the go-redis hook to add to each client the
+// store makes: of the Redis at addr (sentinel < 0), or of the Sentinel
+// b.Redis.Addrs[sentinel]. The lease simulation's network is one; the
+// product passes none.
+type Hook func(addr string, sentinel int) redis.Hook
+
+// Provider is the redis provider's store (machineid/redislease registers
+// it).
+var Provider = leasestore.Provider{
+	Open:  func(_ context.Context, b leasestore.Base) (leasestore.Store, error) { return New(b, nil), nil },
+	Check: func(b leasestore.Base) error { _, err := tlsOf("Redis.TLS", b.Redis.TLS); return err },
+}
+
+// tlsOf is a TLS setting as the clients take it: nil, or a *tls.Config.
+func tlsOf(field string, v any) (*tls.Config, error) {
+	c, ok := v.(*tls.Config) // a nil *tls.Config is plain TCP too
+	if v != nil && !ok {
+		return nil, fmt.Errorf("%w: %s: a %T; want a *tls.Config, or nil for plain TCP", leasestore.ErrConfig, field, v)
+	}
+	return c, nil
+}
+
+// New is the store of b.Redis, its clients made with hook.
+func New(b leasestore.Base, hook Hook) *Store {
+	s := &Store{base: b, rc: b.Redis, hook: hook, masters: map[string]*conn{}}
 	if s.rc.MasterName != "" {
-		s.group = newSentinelGroup(s.rc, b.clock)
+		s.group = newSentinelGroup(s.rc, b.Clock, hook)
 	} else {
-		s.single = newConn(newClient(s.rc, s.rc.Addrs[0]), s.rc.Addrs[0], s.rc)
+		s.single = newConn(s.client(s.rc.Addrs[0]), s.rc.Addrs[0], s.rc)
 	}
 	return s
 }
 
-func (s *redisStore) where() string { return s.rc.where() }
+// client is newClient with the store's hook.
+func (s *Store) client(addr string) *redis.Client {
+	c := newClient(s.rc, addr)
+	if s.hook != nil {
+		c.AddHook(s.hook(addr, -1))
+	}
+	return c
+}
+
+// Where names the Redis for messages.
+func (s *Store) Where() string {
+	if s.rc.MasterName != "" {
+		return fmt.Sprintf("Redis master %q via Sentinel %v", s.rc.MasterName, s.rc.Addrs)
+	}
+	return fmt.Sprintf("Redis %v", s.rc.Addrs)
+}
 
 // master is the Redis that claims go to: the single one, or the master a
 // majority of the Sentinels names, with that view.
-func (s *redisStore) master(ctx context.Context) (*conn, view, error) {
+func (s *Store) master(ctx context.Context) (*conn, view, error) {
 	if s.group == nil {
 		return s.single, view{}, nil
 	}
@@ -352,7 +334,7 @@ func (s *redisStore) master(ctx context.Context) (*conn, view, error) {
 	defer s.mu.Unlock()
 	c, ok := s.masters[v.addr]
 	if !ok {
-		c = newConn(newClient(s.rc, v.addr), v.addr, s.rc)
+		c = newConn(s.client(v.addr), v.addr, s.rc)
 		s.masters[v.addr] = c
 	}
 	return c, v, nil
@@ -361,20 +343,20 @@ func (s *redisStore) master(ctx context.Context) (*conn, view, error) {
 // checkServer refuses a Redis Cluster node, then compares the local clock
 // with Redis's TIME (Leaf's start-up check). The round trip's half is
 // allowed on top of MaxClockSkew.
-func (s *redisStore) checkServer(ctx context.Context, c *conn) error {
+func (s *Store) checkServer(ctx context.Context, c *conn) error {
 	info, err := c.rc.Info(ctx, "cluster").Result()
 	if err != nil {
-		return redisErr(err, "%s: INFO cluster", s.where())
+		return redisErr(err, "%s: INFO cluster", s.Where())
 	}
 	if strings.Contains(info, "cluster_enabled:1") {
 		return fmt.Errorf("%w: Redis.Addrs: %s is a Redis Cluster node: a Cluster master cut off in a minority keeps accepting writes while a replica is promoted on the majority side, which can split a machine-ID lease; lease from a single Redis (AOF on), from Redis Sentinel (Redis.MasterName) or from etcd",
-			ErrConfig, c.addr)
+			leasestore.ErrConfig, c.addr)
 	}
-	t0 := s.base.clock.Now()
+	t0 := s.base.Clock.Now()
 	rt, err := c.rc.Time(ctx).Result()
-	t1 := s.base.clock.Now()
+	t1 := s.base.Clock.Now()
 	if err != nil {
-		return redisErr(err, "%s: TIME", s.where())
+		return redisErr(err, "%s: TIME", s.Where())
 	}
 	return s.judgeSkew(t0, t1, rt)
 }
@@ -382,25 +364,25 @@ func (s *redisStore) checkServer(ctx context.Context, c *conn) error {
 // judgeSkew compares the local clock between t0 and t1 with Redis's TIME
 // rt read in between, records the skew and says whether it is beyond
 // MaxClockSkew (plus half the round trip).
-func (s *redisStore) judgeSkew(t0, t1, rt time.Time) error {
-	skew, err := judgeClock(t0, t1, rt, s.rc.MaxClockSkew, "Redis TIME")
-	s.base.m.setSkew(skew)
+func (s *Store) judgeSkew(t0, t1, rt time.Time) error {
+	skew, err := JudgeClock(t0, t1, rt, s.rc.MaxClockSkew, "Redis TIME")
+	s.base.ObserveSkew(skew)
 	return err
 }
 
-// judgeClock compares the local clock, read at t0 and t1, with another
+// JudgeClock compares the local clock, read at t0 and t1, with another
 // clock's reading rt taken in between, and returns the offset seen from
 // the middle of the round trip. rt was read somewhere between t0 and t1,
 // so the clocks may be as far apart as that offset plus half the round
 // trip: that sum must be within maxSkew (0: no check), else the error
-// wraps ErrClockSkew. A slow round trip proves less, and counts as a skew.
-func judgeClock(t0, t1, rt time.Time, maxSkew time.Duration, what string) (time.Duration, error) {
+// wraps leasestore.ErrClockSkew. A slow round trip proves less, and counts as a skew.
+func JudgeClock(t0, t1, rt time.Time, maxSkew time.Duration, what string) (time.Duration, error) {
 	rtt := t1.Sub(t0)
 	local := t0.Add(rtt / 2)
 	skew := local.Sub(rt)
 	if maxSkew > 0 && skew.Abs()+rtt/2 > maxSkew {
 		return skew, fmt.Errorf("%w: the local clock reads %s and %s %s, %s apart, read over a %s round trip (max_clock_skew %s counts both); fix the clock (NTP) of this host or of the other, or the network",
-			ErrClockSkew, local.UTC().Format(time.RFC3339Nano), what, rt.UTC().Format(time.RFC3339Nano), skew.Round(time.Millisecond), rtt.Round(time.Millisecond), maxSkew)
+			leasestore.ErrClockSkew, local.UTC().Format(time.RFC3339Nano), what, rt.UTC().Format(time.RFC3339Nano), skew.Round(time.Millisecond), rtt.Round(time.Millisecond), maxSkew)
 	}
 	return skew, nil
 }
@@ -409,7 +391,7 @@ func judgeClock(t0, t1, rt time.Time, maxSkew time.Duration, what string) (time.
 // Sentinel the claim counts only if, after its reply, a majority of the
 // Sentinels still names the master it went to at the same config epoch
 // (sentinel.go says why that closes a split brain).
-func (s *redisStore) claim(ctx context.Context, ids []core.MachineID) (*hold, time.Time, error) {
+func (s *Store) Claim(ctx context.Context, ids []core.MachineID) (*leasestore.Hold, time.Time, error) {
 	c, v, err := s.master(ctx)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -417,7 +399,7 @@ func (s *redisStore) claim(ctx context.Context, ids []core.MachineID) (*hold, ti
 	if err := s.checkServer(ctx, c); err != nil {
 		return nil, time.Time{}, err
 	}
-	token := newToken()
+	token := leasestore.NewToken()
 	for _, id := range ids {
 		h, sent, err := s.try(ctx, c, v, id, token)
 		if err != nil {
@@ -429,7 +411,7 @@ func (s *redisStore) claim(ctx context.Context, ids []core.MachineID) (*hold, ti
 		if s.group != nil {
 			if err := s.group.confirm(ctx, v); err != nil {
 				s.dropClaim(ctx, h)
-				return nil, time.Time{}, fmt.Errorf("%w: claiming %s: %w", ErrUnavailable, h.key, err)
+				return nil, time.Time{}, fmt.Errorf("%w: claiming %s: %w", leasestore.ErrUnavailable, h.Key, err)
 			}
 			// The quarantine runs from the claim's reply, or from when
 			// claims first saw this master: both come after a majority
@@ -442,39 +424,39 @@ func (s *redisStore) claim(ctx context.Context, ids []core.MachineID) (*hold, ti
 }
 
 // dropClaim gives back a claim that does not count.
-func (s *redisStore) dropClaim(ctx context.Context, h *hold) {
-	rh := h.of.(*redisHold)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commandTimeout(s.rc.LeaseTTL))
+func (s *Store) dropClaim(ctx context.Context, h *leasestore.Hold) {
+	rh := h.Of.(*redisHold)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leasestore.CommandTimeout(s.rc.LeaseTTL))
 	defer cancel()
-	if _, err := rh.conn.run(ctx, releaseScript, []string{h.key}, rh.token); err != nil && !errors.Is(err, ErrReplicas) {
-		s.base.log.Warn("machineid: releasing a claim that does not count failed; it expires", "key", h.key, "ttl", s.rc.LeaseTTL, "err", err)
+	if _, err := rh.conn.run(ctx, releaseScript, []string{h.Key}, rh.token); err != nil && !errors.Is(err, leasestore.ErrReplicas) {
+		s.base.Log.Warn("machineid: releasing a claim that does not count failed; it expires", "key", h.Key, "ttl", s.rc.LeaseTTL, "err", err)
 	}
 }
 
 // try claims id on c.
-func (s *redisStore) try(ctx context.Context, c *conn, v view, id core.MachineID, token string) (*hold, time.Time, error) {
+func (s *Store) try(ctx context.Context, c *conn, v view, id core.MachineID, token string) (*leasestore.Hold, time.Time, error) {
 	prefix := s.rc.KeyPrefix
 	leaseKey, markKey := Keys(prefix, id)
 	relKey, instKey := ReleasedKey(prefix, id), InstanceKey(prefix, id)
-	sent := s.base.clock.Now()
+	sent := s.base.Clock.Now()
 	res, err := c.run(ctx, claimScript, []string{leaseKey, relKey, instKey, StoreKey(prefix), markKey}, token, s.rc.LeaseTTL.Milliseconds(), int(id))
 	// The quarantine runs from the reply: any renewal of an earlier
 	// holder reached Redis before this claim did.
-	claimed := s.base.clock.Now()
-	if err != nil && !errors.Is(err, ErrReplicas) {
-		return nil, sent, redisErr(err, "%s: claiming %s", s.where(), leaseKey)
+	claimed := s.base.Clock.Now()
+	if err != nil && !errors.Is(err, leasestore.ErrReplicas) {
+		return nil, sent, redisErr(err, "%s: claiming %s", s.Where(), leaseKey)
 	}
 	a, ok := res.([]any)
 	if !ok || len(a) == 0 {
-		return nil, sent, fmt.Errorf("machineid: %s: claiming %s: unexpected reply %v", s.where(), leaseKey, res)
+		return nil, sent, fmt.Errorf("machineid: %s: claiming %s: unexpected reply %v", s.Where(), leaseKey, res)
 	}
 	if got, _ := a[0].(int64); got == 0 {
 		return nil, sent, nil // taken
 	}
-	h := &hold{id: id, key: leaseKey, of: &redisHold{token: token, conn: c, view: v}}
-	if err != nil { // ErrReplicas: the claim may not survive a failover
+	h := &leasestore.Hold{ID: id, Key: leaseKey, Of: &redisHold{token: token, conn: c, view: v}}
+	if err != nil { // leasestore.ErrReplicas: the claim may not survive a failover
 		s.dropClaim(ctx, h)
-		return nil, sent, fmt.Errorf("%w: %s: claiming %s: %w", ErrUnavailable, s.where(), leaseKey, err)
+		return nil, sent, fmt.Errorf("%w: %s: claiming %s: %w", leasestore.ErrUnavailable, s.Where(), leaseKey, err)
 	}
 	str := func(i int) string {
 		if i < len(a) {
@@ -488,9 +470,9 @@ func (s *redisStore) try(ctx context.Context, c *conn, v view, id core.MachineID
 	// on this clock: Redis's clock (or, under Sentinel, the clock of a
 	// Sentinel both majorities share) is at most MaxClockSkew behind it.
 	skew := s.rc.MaxClockSkew
-	q := quarantine{from: claimed.Add(skew)}
-	if s.base.plant.ownTiming {
-		q.reach = s.rc.LeaseTTL + skew
+	q := leasestore.Quarantine{From: claimed.Add(skew), Reach: s.base.Reach}
+	if s.base.Plant.OwnTiming {
+		q.Reach = s.rc.LeaseTTL + skew
 	}
 	flag := func(i int) bool {
 		if i >= len(a) {
@@ -502,20 +484,20 @@ func (s *redisStore) try(ctx context.Context, c *conn, v view, id core.MachineID
 	evicts, before, marked := flag(8), flag(9), flag(10)
 	if ms, perr := strconv.ParseInt(str(1), 10, 64); perr == nil && ms > 0 {
 		if str(2) != "" && str(3) != "" && str(2) == runID && str(3) == replid {
-			q.exact = time.UnixMilli(ms).UTC()
+			q.Exact = time.UnixMilli(ms).UTC()
 		} else {
-			s.base.log.Warn("machineid: ignoring a release record written on another Redis instance (restarted or failed over since)",
+			s.base.Log.Warn("machineid: ignoring a release record written on another Redis instance (restarted or failed over since)",
 				"machine", id, "record_run_id", str(2), "record_replid", str(3), "run_id", runID, "replid", replid)
 		}
 	}
 	switch {
 	case evicts:
-		s.base.log.Warn("machineid: Redis may evict keys (maxmemory with an allkeys-* policy): marks are not trusted and every claim waits out the quarantine; set maxmemory-policy noeviction on the lease database",
+		s.base.Log.Warn("machineid: Redis may evict keys (maxmemory with an allkeys-* policy): marks are not trusted and every claim waits out the quarantine; set maxmemory-policy noeviction on the lease database",
 			"machine", id, "redis", c.addr)
 	case marked && runID != "" && str(6) == runID+"/"+replid:
 		// The mark was written by this very instance: nothing of the ID
 		// was lost since, so it lies above all an earlier holder issues.
-		q.trusted = true
+		q.Trusted = true
 	case !before:
 		// Never claimed on this instance: whatever it lost, it lost
 		// before claims first saw it, at since_ms on this Redis's clock.
@@ -528,37 +510,37 @@ func (s *redisStore) try(ctx context.Context, c *conn, v view, id core.MachineID
 			if s.group != nil {
 				since = since.Add(2 * skew)
 			}
-			q.from = earliest(q.from, since)
+			q.From = leasestore.Earliest(q.From, since)
 		}
 	}
 	// Otherwise the ID was held on this instance and its mark is gone or
 	// not this instance's: its keys were deleted by hand, or evicted; the
 	// quarantine runs from the claim.
 	ms := &redisMarks{conn: c, leaseKey: leaseKey, markKey: markKey, shapeKey: ShapeKey(prefix, id), instKey: instKey, token: token}
-	h.guard = &leaseGuard{ms: ms, machine: id, q: q}
+	h.Guard = leasestore.NewGuard(ms, id, q)
 	return h, sent, nil
 }
 
 // renew extends h with the compare-and-extend script, re-checks the clock
 // against Redis's TIME and, with Sentinel, has a majority confirm the
 // hold's master and epoch.
-func (s *redisStore) renew(ctx context.Context, h *hold) (time.Time, error) {
-	rh := h.of.(*redisHold)
-	sent := s.base.clock.Now()
-	res, err := rh.conn.run(ctx, renewScript, []string{h.key}, rh.token, s.rc.LeaseTTL.Milliseconds())
-	back := s.base.clock.Now()
+func (s *Store) Renew(ctx context.Context, h *leasestore.Hold) (time.Time, error) {
+	rh := h.Of.(*redisHold)
+	sent := s.base.Clock.Now()
+	res, err := rh.conn.run(ctx, renewScript, []string{h.Key}, rh.token, s.rc.LeaseTTL.Milliseconds())
+	back := s.base.Clock.Now()
 	if err != nil {
-		if errors.Is(err, ErrReplicas) {
-			err = fmt.Errorf("%w: machine %d: renewing %s: %w", ErrUnavailable, h.id, h.key, err)
+		if errors.Is(err, leasestore.ErrReplicas) {
+			err = fmt.Errorf("%w: machine %d: renewing %s: %w", leasestore.ErrUnavailable, h.ID, h.Key, err)
 		} else {
-			err = redisErr(err, "%s: renewing %s on %s", s.where(), h.key, rh.conn.addr)
+			err = redisErr(err, "%s: renewing %s on %s", s.Where(), h.Key, rh.conn.addr)
 		}
 		if s.group != nil {
 			// The hold's master may be gone for good: once a majority of
 			// the Sentinels names another, the hold is lost and the lease
 			// claims again there, instead of waiting for a dead master.
-			if cerr := s.group.confirm(ctx, rh.view); errors.Is(cerr, ErrLeaseLost) {
-				return sent, fmt.Errorf("machine %d: renewing %s: %w", h.id, h.key, cerr)
+			if cerr := s.group.confirm(ctx, rh.view); errors.Is(cerr, leasestore.ErrLeaseLost) {
+				return sent, fmt.Errorf("machine %d: renewing %s: %w", h.ID, h.Key, cerr)
 			}
 		}
 		return sent, err
@@ -568,7 +550,7 @@ func (s *redisStore) renew(ctx context.Context, h *hold) (time.Time, error) {
 		return sent, err
 	}
 	if n == 0 {
-		return sent, fmt.Errorf("%w: machine %d: %s no longer holds this process's token (expired or taken over)", ErrLeaseLost, h.id, h.key)
+		return sent, fmt.Errorf("%w: machine %d: %s no longer holds this process's token (expired or taken over)", leasestore.ErrLeaseLost, h.ID, h.Key)
 	}
 	// The renewal re-checks the clock against Redis's TIME: the quarantine
 	// of the next holder counts on it. A clock this far off counts as a
@@ -579,9 +561,9 @@ func (s *redisStore) renew(ctx context.Context, h *hold) (time.Time, error) {
 	s.mu.Lock()
 	switch {
 	case skewErr != nil && !s.skewed:
-		s.base.log.Error("machineid: the clock drifted beyond max_clock_skew; renewals count as failed until it is back", "machine", h.id, "err", skewErr)
+		s.base.Log.Error("machineid: the clock drifted beyond max_clock_skew; renewals count as failed until it is back", "machine", h.ID, "err", skewErr)
 	case skewErr == nil && s.skewed:
-		s.base.log.Info("machineid: the clock is back within max_clock_skew", "machine", h.id)
+		s.base.Log.Info("machineid: the clock is back within max_clock_skew", "machine", h.ID)
 	}
 	s.skewed = skewErr != nil
 	s.mu.Unlock()
@@ -590,7 +572,7 @@ func (s *redisStore) renew(ctx context.Context, h *hold) (time.Time, error) {
 	}
 	if s.group != nil {
 		if err := s.group.confirm(ctx, rh.view); err != nil {
-			return sent, fmt.Errorf("machine %d: renewing %s: %w", h.id, h.key, err)
+			return sent, fmt.Errorf("machine %d: renewing %s: %w", h.ID, h.Key, err)
 		}
 	}
 	return sent, nil
@@ -599,72 +581,72 @@ func (s *redisStore) renew(ctx context.Context, h *hold) (time.Time, error) {
 // release deletes h's key if it still holds h's token; with exact, it
 // writes the release record, so that the next claim on this same instance
 // starts from final without a quarantine.
-func (s *redisStore) release(ctx context.Context, h *hold, final time.Time, exact bool) error {
-	rh := h.of.(*redisHold)
+func (s *Store) Release(ctx context.Context, h *leasestore.Hold, final time.Time, exact bool) error {
+	rh := h.Of.(*redisHold)
 	var res any
 	var err error
 	if exact {
-		relKey := ReleasedKey(s.rc.KeyPrefix, h.id)
-		res, err = rh.conn.run(ctx, releaseCleanScript, []string{h.key, relKey}, rh.token, final.UnixMilli())
+		relKey := ReleasedKey(s.rc.KeyPrefix, h.ID)
+		res, err = rh.conn.run(ctx, releaseCleanScript, []string{h.Key, relKey}, rh.token, final.UnixMilli())
 	} else {
-		res, err = rh.conn.run(ctx, releaseScript, []string{h.key}, rh.token)
+		res, err = rh.conn.run(ctx, releaseScript, []string{h.Key}, rh.token)
 	}
 	n, _ := res.(int64)
 	switch {
-	case err != nil && n != 0: // ErrReplicas: a failover may lose the record (the next claim is then quarantined)
-		return redisErr(err, "releasing %s", h.key)
+	case err != nil && n != 0: // leasestore.ErrReplicas: a failover may lose the record (the next claim is then quarantined)
+		return redisErr(err, "releasing %s", h.Key)
 	case err != nil:
-		return redisErr(err, "releasing %s (it expires within %s)", h.key, s.rc.LeaseTTL)
+		return redisErr(err, "releasing %s (it expires within %s)", h.Key, s.rc.LeaseTTL)
 	case n == 0:
-		s.base.log.Info("machineid: the lease was no longer ours at release", "key", h.key)
+		s.base.Log.Info("machineid: the lease was no longer ours at release", "key", h.Key)
 	}
 	return nil
 }
 
 // fleet records f under the key prefix, or compares it with the record.
-func (s *redisStore) fleet(ctx context.Context, f fleet) error {
+func (s *Store) Fleet(ctx context.Context, f leasestore.Fleet) error {
 	c, _, err := s.master(ctx)
 	if err != nil {
 		return err
 	}
 	key := FleetKey(s.rc.KeyPrefix)
-	res, err := c.run(ctx, fleetScript, []string{key}, f.encode())
+	res, err := c.run(ctx, fleetScript, []string{key}, f.Encode())
 	if errors.Is(err, redis.Nil) {
 		return nil // recorded ours
 	}
-	if err != nil && !errors.Is(err, ErrReplicas) {
-		return redisErr(err, "%s: reading the fleet record %s", s.where(), key)
+	if err != nil && !errors.Is(err, leasestore.ErrReplicas) {
+		return redisErr(err, "%s: reading the fleet record %s", s.Where(), key)
 	}
 	raw, ok := res.(string)
 	if !ok {
 		return nil // recorded ours
 	}
-	return judgeFleet(f, raw, key, s.where())
+	return leasestore.JudgeFleet(f, raw, key, s.Where())
 }
 
 // putMember writes h's member record on the hold's Redis, without WAIT:
 // it is information only, and a lost record is rewritten at the next
 // renewal.
-func (s *redisStore) putMember(ctx context.Context, h *hold, rec string) error {
-	rh := h.of.(*redisHold)
-	if err := memberScript.Run(ctx, rh.conn.rc, []string{h.key, MemberKey(s.rc.KeyPrefix, h.id)}, rh.token, rec).Err(); err != nil {
-		return redisErr(err, "%s: writing the member record of machine %d", s.where(), h.id)
+func (s *Store) PutMember(ctx context.Context, h *leasestore.Hold, rec string) error {
+	rh := h.Of.(*redisHold)
+	if err := memberScript.Run(ctx, rh.conn.rc, []string{h.Key, MemberKey(s.rc.KeyPrefix, h.ID)}, rh.token, rec).Err(); err != nil {
+		return redisErr(err, "%s: writing the member record of machine %d", s.Where(), h.ID)
 	}
 	return nil
 }
 
-func (s *redisStore) dropMember(ctx context.Context, h *hold) error {
-	rh := h.of.(*redisHold)
-	if err := dropMemberScript.Run(ctx, rh.conn.rc, []string{h.key, MemberKey(s.rc.KeyPrefix, h.id)}, rh.token).Err(); err != nil {
-		return redisErr(err, "%s: deleting the member record of machine %d", s.where(), h.id)
+func (s *Store) DropMember(ctx context.Context, h *leasestore.Hold) error {
+	rh := h.Of.(*redisHold)
+	if err := dropMemberScript.Run(ctx, rh.conn.rc, []string{h.Key, MemberKey(s.rc.KeyPrefix, h.ID)}, rh.token).Err(); err != nil {
+		return redisErr(err, "%s: deleting the member record of machine %d", s.Where(), h.ID)
 	}
 	return nil
 }
 
 // members reads the member key of every machine ID (the space is 1024
-// IDs) in one pipeline of GETRANGE, which reads at most maxMemberBytes+1
+// IDs) in one pipeline of GETRANGE, which reads at most leasestore.MaxMemberBytes+1
 // bytes of each, so a huge value costs no more than a small one.
-func (s *redisStore) members(ctx context.Context) ([]rawMember, error) {
+func (s *Store) Members(ctx context.Context) ([]leasestore.RawMember, error) {
 	c, _, err := s.master(ctx)
 	if err != nil {
 		return nil, err
@@ -672,30 +654,30 @@ func (s *redisStore) members(ctx context.Context) ([]rawMember, error) {
 	pipe := c.rc.Pipeline()
 	cmds := make([]*redis.StringCmd, int(core.MaxMachine)+1)
 	for id := range cmds {
-		cmds[id] = pipe.GetRange(ctx, MemberKey(s.rc.KeyPrefix, core.MachineID(id)), 0, maxMemberBytes)
+		cmds[id] = pipe.GetRange(ctx, MemberKey(s.rc.KeyPrefix, core.MachineID(id)), 0, leasestore.MaxMemberBytes)
 	}
 	_, err = pipe.Exec(ctx)
 	var reply redis.Error
 	if err != nil && !errors.As(err, &reply) { // a reply error is one key's (WRONGTYPE): skipped below
-		return nil, redisErr(err, "%s: reading the member records", s.where())
+		return nil, redisErr(err, "%s: reading the member records", s.Where())
 	}
-	var out []rawMember
+	var out []leasestore.RawMember
 	for id, cmd := range cmds {
 		v, err := cmd.Result()
 		key := MemberKey(s.rc.KeyPrefix, core.MachineID(id))
 		switch {
 		case err != nil:
-			out = append(out, rawMember{key: key, id: core.MachineID(id), skip: clip(err.Error(), maxAddrBytes)})
+			out = append(out, leasestore.RawMember{Key: key, ID: core.MachineID(id), Skip: leasestore.Clip(err.Error(), leasestore.MaxAddrBytes)})
 		case v != "":
-			out = append(out, rawMember{key: key, id: core.MachineID(id), value: v})
+			out = append(out, leasestore.RawMember{Key: key, ID: core.MachineID(id), Value: v})
 		}
 	}
 	return out, nil
 }
 
-func (s *redisStore) prefix() string { return s.rc.KeyPrefix }
+func (s *Store) Prefix() string { return s.rc.KeyPrefix }
 
-func (s *redisStore) close() error {
+func (s *Store) Close() error {
 	var errs []error
 	if s.single != nil {
 		errs = append(errs, s.single.rc.Close())
@@ -718,9 +700,9 @@ type redisMarks struct {
 	token                                string
 }
 
-func (r *redisMarks) names() (string, string) { return r.markKey, r.leaseKey }
+func (r *redisMarks) Names() (string, string) { return r.markKey, r.leaseKey }
 
-func (r *redisMarks) read(ctx context.Context) (int64, string, error) {
+func (r *redisMarks) Read(ctx context.Context) (int64, string, error) {
 	vals, err := r.conn.rc.MGet(ctx, r.markKey, r.shapeKey).Result()
 	if err != nil {
 		return 0, "", redisErr(err, "loading the mark %s", r.markKey)
@@ -737,7 +719,7 @@ func (r *redisMarks) read(ctx context.Context) (int64, string, error) {
 	return ms, sh, nil
 }
 
-func (r *redisMarks) write(ctx context.Context, ms int64, shape string) (bool, error) {
+func (r *redisMarks) Write(ctx context.Context, ms int64, shape string) (bool, error) {
 	res, err := r.conn.run(ctx, markScript, []string{r.leaseKey, r.markKey, r.shapeKey, r.instKey}, r.token, ms, shape)
 	if err != nil {
 		return false, redisErr(err, "saving the mark %s", r.markKey)
@@ -770,9 +752,12 @@ func renewTime(res any) (time.Time, bool) {
 	return time.Unix(sec, usec*1000), true
 }
 
-func earliest(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
+// Scripts are the lease's Lua scripts, by what they do: for the lease
+// simulation's model of Redis, which answers each in Go, and its test
+// against a real redis-server.
+func Scripts() map[string]*redis.Script {
+	return map[string]*redis.Script{
+		"claim": claimScript, "renew": renewScript, "release": releaseScript, "release clean": releaseCleanScript,
+		"mark": markScript, "member": memberScript, "drop member": dropMemberScript, "fleet": fleetScript,
 	}
-	return b
 }
