@@ -123,16 +123,16 @@ func TestParseRange(t *testing.T) {
 		{"1-2-3", machineid.Range{}, false},   // three parts
 		{"0x10-20", machineid.Range{}, false}, // hex
 	} {
-		got, err := machineid.ParseRange(tc.in)
+		got, err := core.ParseMachineRange(tc.in)
 		if tc.ok != (err == nil) || got != tc.want {
-			t.Errorf("ParseRange(%q) = %v, %v; want %v, ok=%t", tc.in, got, err, tc.want, tc.ok)
+			t.Errorf("ParseMachineRange(%q) = %v, %v; want %v, ok=%t", tc.in, got, err, tc.want, tc.ok)
 		}
 		if err != nil && !errors.Is(err, machineid.ErrRange) {
-			t.Errorf("ParseRange(%q) error %v does not wrap ErrRange", tc.in, err)
+			t.Errorf("ParseMachineRange(%q) error %v does not wrap ErrRange", tc.in, err)
 		}
 	}
-	if _, err := machineid.NewRange(5, 4); !errors.Is(err, machineid.ErrRange) {
-		t.Errorf("NewRange(5, 4) = %v; want ErrRange", err)
+	if _, err := core.NewMachineRange(5, 4); !errors.Is(err, machineid.ErrRange) {
+		t.Errorf("NewMachineRange(5, 4) = %v; want ErrRange", err)
 	}
 }
 

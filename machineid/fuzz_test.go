@@ -16,18 +16,18 @@ func FuzzParseRange(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		r, err := machineid.ParseRange(s)
+		r, err := core.ParseMachineRange(s)
 		if err != nil {
 			if !errors.Is(err, machineid.ErrRange) {
-				t.Fatalf("ParseRange(%q): %v does not wrap ErrRange", s, err)
+				t.Fatalf("ParseMachineRange(%q): %v does not wrap ErrRange", s, err)
 			}
 			return
 		}
 		if r.IsZero() || r.Last() > core.MaxMachine || r.Last() < r.First {
-			t.Fatalf("ParseRange(%q) = %+v", s, r)
+			t.Fatalf("ParseMachineRange(%q) = %+v", s, r)
 		}
-		if back, err := machineid.ParseRange(r.String()); err != nil || back != r {
-			t.Fatalf("ParseRange(%q) = %v; its String parses to %v, %v", s, r, back, err)
+		if back, err := core.ParseMachineRange(r.String()); err != nil || back != r {
+			t.Fatalf("ParseMachineRange(%q) = %v; its String parses to %v, %v", s, r, back, err)
 		}
 	})
 }
