@@ -4,6 +4,6 @@
 // One generator (package core) is published three ways: in-process (package
 // embed), by a central MessagePack-RPC server (package central, called
 // through package client) and by a REST server (package rest). Issuer is the
-// interface an application codes against, so it can move between embedded
-// and central mode by configuration alone.
+// interface an application codes against, so it can move between the
+// embedded and central publish methods by configuration alone.
 package vesta

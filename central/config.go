@@ -12,6 +12,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/connlimit"
 	"github.com/vesta-go/vesta/mask"
+	"github.com/vesta-go/vesta/segment"
 )
 
 // Defaults, used for zero Config fields.
@@ -122,7 +123,7 @@ type Config struct {
 	// Sequences serves Vesta.NextSeq and Vesta.NextSeqs (segment
 	// sequences; a *segment.Sequencer, which the caller owns and closes after
 	// the server). Nil answers them invalid_argument: sequences are off.
-	Sequences Sequences
+	Sequences segment.Sequences
 	// Masks serves Vesta.Mask and Vesta.Unmask (package mask: the key,
 	// and the check of the IDs the deployment issues). Nil answers them
 	// not_found: masking is off.

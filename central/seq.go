@@ -8,16 +8,6 @@ import (
 	"github.com/vesta-go/vesta/central/wire"
 )
 
-// Sequences issues the numbers of segment sequences (Leaf's segment mode):
-// dense and increasing per tag within one issuer, unique across every
-// issuer of one store. *segment.Sequencer implements it.
-type Sequences interface {
-	// Next returns the next number of tag.
-	Next(ctx context.Context, tag string) (int64, error)
-	// NextN returns n numbers of tag, increasing.
-	NextN(ctx context.Context, tag string, n int) ([]int64, error)
-}
-
 // nextSeq serves Vesta.NextSeq and Vesta.NextSeqs. A call whose tag's
 // buffers hold numbers is answered inline, as Vesta.GenID is; one that must
 // wait for the store (the buffers ran out, or the tag is new to this

@@ -241,7 +241,7 @@ func TestCentralFallbackAndRecovery(t *testing.T) {
 	}
 	all.add(ids...)
 	if c.InFallback() || gauge(t, reg, "vesta_client_method") != 1 {
-		t.Fatal("not in central mode at start")
+		t.Fatal("not using the central method at start")
 	}
 
 	srv.kill()
@@ -264,7 +264,7 @@ func TestCentralFallbackAndRecovery(t *testing.T) {
 		all.add(got...)
 	}
 	if !c.InFallback() || gauge(t, reg, "vesta_client_method") != 0 {
-		t.Fatal("not in fallback mode")
+		t.Fatal("not in the fallback (method embedded)")
 	}
 	if n := gauge(t, reg, "vesta_ids_issued_total", "method", "embedded"); n != 110 {
 		t.Fatalf(`vesta_ids_issued_total{method="embedded"} = %v; want 110`, n)
@@ -276,13 +276,13 @@ func TestCentralFallbackAndRecovery(t *testing.T) {
 	srv.start()
 	// The breaker lets a trial through 50ms after it opened; calls issue
 	// from the fallback until then and from the server after.
-	waittest.Until(t, "the return to central mode", func() bool {
+	waittest.Until(t, "the return to the central method", func() bool {
 		if !c.InFallback() {
 			return true
 		}
 		id, err := c.NextID(ctx)
 		if err != nil {
-			t.Fatalf("no return to central mode: %v", err)
+			t.Fatalf("no return to the central method: %v", err)
 		}
 		all.add(id)
 		return false

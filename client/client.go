@@ -355,7 +355,7 @@ func (c *Client) fromFallback(ctx context.Context, dst []core.ID, k int, cause e
 		dst = append(dst, ids...)
 	}
 	if c.fallback.CompareAndSwap(false, true) {
-		c.log.Warn("client: fallback mode: IDs come from the embedded generator", "machine", is.Generator().Machine(), "cause", cause)
+		c.log.Warn("client: fallback: IDs come from the embedded generator (method embedded)", "machine", is.Generator().Machine(), "cause", cause)
 	}
 	return dst, nil
 }
@@ -460,7 +460,7 @@ func (c *Client) central(ctx context.Context, dst []core.ID, n int, eager bool) 
 		if err == nil {
 			dst = out
 			if c.fallback.CompareAndSwap(true, false) {
-				c.log.Info("client: central mode: a server answers again", "server", s.addr)
+				c.log.Info("client: a server answers again (method central)", "server", s.addr)
 			}
 			if retry > 0 {
 				b := c.clock.Now().Add(retry).UnixNano()

@@ -2,7 +2,8 @@
 // it issues IDs by calling one of several servers over MessagePack-RPC and
 // keeps issuing from an embedded generator when none of them answers.
 // *Client implements vesta.Issuer, as embed.Issuer does, so an application
-// moves between embedded and central mode by configuration alone.
+// moves between the embedded and central publish methods by configuration
+// alone.
 //
 // # Calls
 //
@@ -91,8 +92,8 @@
 //
 // Every call still tries the servers first (open breakers reject at no
 // cost), so the first half-open trial that succeeds returns the client to
-// central mode. The fallback stays open until Close, ready for the next
-// outage. The vesta_client_method gauge and InFallback tell the mode.
+// the central method. The fallback stays open until Close, ready for the
+// next outage. The vesta_client_method gauge and InFallback tell the method.
 //
 // # Layout and epoch
 //

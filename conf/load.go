@@ -25,12 +25,6 @@ import (
 // read when Options.File is "" (a --config flag wins over it).
 const EnvFile = "VESTA_CONFIG"
 
-// EnvNemesisClock names the clock-fault file of a binary built with the
-// test-only nemesis tag (internal/assemble reads it there). Load skips it
-// without reading it, so one environment starts both builds: the default
-// binary has no hook and ignores it.
-const EnvNemesisClock = "VESTA_NEMESIS_CLOCK_FILE"
-
 // Options says where Load reads from.
 type Options struct {
 	// File is the YAML file read first. "" reads the file VESTA_CONFIG
@@ -246,8 +240,8 @@ func (l *loader) recordOrigin(m map[string]any, prefix, source string) {
 // the table of known keys (keys hold "_", so the name cannot simply be
 // split); an unknown variable is an error naming it, never its value.
 func (l *loader) envKey(name, value string) (string, any) {
-	if name == EnvFile || name == EnvNemesisClock {
-		return "", nil // the file's path, or the nemesis build's: not a key
+	if name == EnvFile || testHookEnv(name) {
+		return "", nil // the file's path, or a test build's hook: not a key
 	}
 	key, ok := keyByEnv[name]
 	if !ok {

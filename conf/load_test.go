@@ -164,15 +164,6 @@ func TestUnknownEnv(t *testing.T) {
 	}
 }
 
-// The nemesis build's clock file is no key: Load skips it, neither an
-// unknown variable nor a source, whatever its value.
-func TestNemesisEnvSkipped(t *testing.T) {
-	l := mustLoad(t, conf.Options{Env: []string{conf.EnvNemesisClock + "=/no/such/file"}})
-	if !l.Defaults() {
-		t.Errorf("sources %v; want none", l.Sources())
-	}
-}
-
 func TestEnvMapping(t *testing.T) {
 	for _, k := range conf.Keys() {
 		if want := "VESTA_" + strings.ToUpper(strings.ReplaceAll(k, ".", "_")); conf.EnvName(k) != want {

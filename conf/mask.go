@@ -54,7 +54,7 @@ func (c Config) validateMask(ck *checker) {
 // maskCheck is MaskCheck without the checks.
 func (c Config) maskCheck() mask.Check {
 	cc := c.coreConfig()
-	check, _ := mask.CheckOf(cc, mask.Range(c.Machine.Range(core.Embedded)), mask.Range(c.Machine.Range(core.Central)))
+	check, _ := mask.CheckOf(cc, c.Machine.Range(core.Embedded), c.Machine.Range(core.Central))
 	check.NotBefore = c.Mask.NotBefore
 	return check
 }

@@ -75,7 +75,7 @@ mask: {not_before: "2026-01-01T00:00:00Z"}
 		t.Fatal(err)
 	}
 	want := mask.Check{Type: core.MinGranularity, Version: 1, MaxBorrow: 2 * time.Second,
-		Embedded: mask.Range{First: 0, Count: 100}, Server: mask.Range{First: 1000, Count: 24},
+		Embedded: core.MachineRange{First: 0, Count: 100}, Server: core.MachineRange{First: 1000, Count: 24},
 		NotBefore: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	want.Codec, _ = core.NewCodec(core.Vesta, time.Time{})
 	if c.Now != nil {

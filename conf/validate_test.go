@@ -29,7 +29,7 @@ func intp(i int) *int { return &i }
 
 func mustRange(t testing.TB, s string) machineid.Range {
 	t.Helper()
-	r, err := machineid.ParseRange(s)
+	r, err := core.ParseMachineRange(s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ type Config struct {
 	Epoch time.Time
 	// Version bit, 0 or 1; zero is 0.
 	Version uint8
-	// Machine ID, 0-1023. Which range a publish mode may use is checked
+	// Machine ID, 0-1023. Which range a publish method may use is checked
 	// by the caller (package machineid); zero is machine 0.
 	Machine MachineID
 	// MaxBorrow is how far issuing may run ahead of the clock when a

@@ -11,6 +11,11 @@ var (
 	// ErrOutOfRange: a field does not fit its bits. Returned as a *RangeError.
 	ErrOutOfRange = errors.New("core: value out of range")
 
+	// ErrMachineRange: a machine-ID range that cannot be used (text that
+	// does not parse, first above last, past MaxMachine), or an ID outside
+	// the range it must lie in (MachineRange.Check).
+	ErrMachineRange = errors.New("core: bad machine-ID range")
+
 	// ErrInvalidID: text that is not an unsigned 64-bit decimal.
 	ErrInvalidID = errors.New("core: invalid id")
 

@@ -14,7 +14,7 @@ type Layout uint8
 const (
 	// Sorted (the default): version 63, type 62, time below it, then method,
 	// machine and seq lowest. IDs sort by time across every machine and
-	// mode, and id % N spreads over N shards.
+	// publish method, and id % N spreads over N shards.
 	Sorted Layout = 0
 	// Vesta: bit-compatible with Vesta's Java converter: machine lowest
 	// (bits 0-9), then seq, time, method (60-61), type, version.

@@ -244,7 +244,7 @@ func (is *Issuer) TransTime(units uint64) (time.Time, error) {
 // that an embedded issuer or a server of its Machine ranges can have
 // issued. Set its NotBefore to refuse more.
 func (is *Issuer) MaskCheck() mask.Check {
-	c, err := mask.CheckOf(is.cfg.core(), mask.Range(is.cfg.Machine.Range(core.Embedded)), mask.Range(is.cfg.Machine.Range(core.Central)))
+	c, err := mask.CheckOf(is.cfg.core(), is.cfg.Machine.Range(core.Embedded), is.cfg.Machine.Range(core.Central))
 	if err != nil {
 		panic("embed: an open issuer's shape has no codec: " + err.Error()) // Validate checked it
 	}

@@ -40,7 +40,7 @@ func TestConfigErrors(t *testing.T) {
 		{"server-range machine", func(c *embed.Config) { c.Machine.Static = new(core.MachineID(1000)) }, "machine ID 1000 is outside the embedded range 0-923"},
 		{"machine too big", func(c *embed.Config) { c.Machine.Static = new(core.MachineID(5000)) }, "Static: 5000; want 0-1023"},
 		{"moved range", func(c *embed.Config) {
-			c.Machine.EmbeddedRange, _ = machineid.ParseRange("100-199")
+			c.Machine.EmbeddedRange, _ = core.ParseMachineRange("100-199")
 			c.Machine.Static = new(core.MachineID(5))
 		}, "outside the embedded range 100-199"},
 		{"unknown provider", func(c *embed.Config) { c.Machine.Providers = []string{"zookeeper"} }, `unknown provider "zookeeper"`},
@@ -164,7 +164,7 @@ func TestRedisLeasedIssuers(t *testing.T) {
 	cfg.Machine.Providers = []string{machineid.ProviderRedis}
 	cfg.Machine.Redis.Addrs = []string{srv.Addr()}
 	cfg.Machine.Redis.LeaseTTL, cfg.Machine.Redis.MaxClockSkew = 2*time.Second, 20*time.Millisecond
-	cfg.Machine.EmbeddedRange, _ = machineid.ParseRange("10-11")
+	cfg.Machine.EmbeddedRange, _ = core.ParseMachineRange("10-11")
 	a, b := open(t, cfg), open(t, cfg)
 	ma, mb := a.Generator().Machine(), b.Generator().Machine()
 	if ma == mb || ma < 10 || ma > 11 || mb < 10 || mb > 11 {

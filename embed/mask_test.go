@@ -27,7 +27,7 @@ func TestIssuerMasker(t *testing.T) {
 		t.Run(layout.String(), func(t *testing.T) {
 			cfg := embed.DefaultConfig()
 			cfg.Machine.Static, cfg.DataDir, cfg.Layout = new(core.MachineID(3)), "", layout
-			cfg.Machine.EmbeddedRange, _ = machineid.NewRange(0, 99)
+			cfg.Machine.EmbeddedRange, _ = core.NewMachineRange(0, 99)
 			if layout == core.Leaf {
 				cfg.Type = core.MinGranularity
 			}
@@ -47,8 +47,8 @@ func TestIssuerMasker(t *testing.T) {
 				}
 			}
 			c := is.MaskCheck()
-			if c.Codec != is.Generator().Codec() || c.Type != cfg.Type || c.Embedded != (mask.Range{First: 0, Count: 100}) ||
-				c.Server != mask.Range(machineid.DefaultServerRange) || c.MaxBorrow != cfg.MaxBorrow {
+			if c.Codec != is.Generator().Codec() || c.Type != cfg.Type || c.Embedded != (core.MachineRange{First: 0, Count: 100}) ||
+				c.Server != machineid.DefaultServerRange || c.MaxBorrow != cfg.MaxBorrow {
 				t.Errorf("MaskCheck = %+v", c)
 			}
 

@@ -136,7 +136,7 @@ func TestFailover(t *testing.T) {
 			t.Errorf("%s leased machine %d; want one of the three killed servers' %v", s.name, s.Machine, marks)
 		}
 	}
-	// The clients return to central mode at a breaker's next trial.
+	// The clients return to the central method at a breaker's next trial.
 	waittest.Until(t, "both clients back on the restarted servers", func() bool { return centralAgain[0].Load() && centralAgain[1].Load() })
 	time.Sleep(1500 * time.Millisecond)
 	ld.stop()
@@ -144,7 +144,7 @@ func TestFailover(t *testing.T) {
 	ld.requireNoErrors(t)
 	for i, c := range clients {
 		if c.InFallback() {
-			t.Errorf("client %d still in fallback mode after the servers came back", i+1)
+			t.Errorf("client %d still in the fallback after the servers came back", i+1)
 		}
 		if err := c.Close(); err != nil {
 			t.Errorf("client %d Close: %v", i+1, err)

@@ -19,7 +19,7 @@ import (
 // machine ID must lie in: core.Embedded (package embed and the client's
 // fallback) the embedded range, core.Central and core.REST (the servers)
 // the server range. serverSide is that rule, and rangeName names the
-// range in messages and in the metrics' mode label.
+// range in messages and in the metrics' range label.
 func serverSide(m core.Method) bool { return m != core.Embedded }
 
 func rangeName(m core.Method) string {
@@ -388,11 +388,11 @@ func (c Config) resolve() (Config, error) {
 		return bad("EmbeddedRange", "%s overlaps ServerRange %s; the ranges must be disjoint", r.EmbeddedRange, r.ServerRange)
 	}
 	for _, f := range []struct {
-		name, modeName string
-		lease, mode    Range
+		name, rangeName string
+		lease, rng      Range
 	}{{"EmbeddedLeaseRange", "EmbeddedRange", r.EmbeddedLeaseRange, r.EmbeddedRange}, {"ServerLeaseRange", "ServerRange", r.ServerLeaseRange, r.ServerRange}} {
-		if !f.lease.IsZero() && !f.mode.Covers(f.lease) {
-			return bad(f.name, "%s; want a part of %s %s", f.lease, f.modeName, f.mode)
+		if !f.lease.IsZero() && !f.rng.Covers(f.lease) {
+			return bad(f.name, "%s; want a part of %s %s", f.lease, f.rangeName, f.rng)
 		}
 	}
 	if err := r.checkFixed(seen); err != nil {

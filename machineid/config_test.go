@@ -105,48 +105,6 @@ func TestValidateDoesNotChangeTheConfig(t *testing.T) {
 	}
 }
 
-func TestParseRange(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want machineid.Range
-		ok   bool
-	}{
-		{"0-923", machineid.DefaultEmbeddedRange, true},
-		{" 924 - 1023 ", machineid.DefaultServerRange, true},
-		{"7", machineid.Range{First: 7, Count: 1}, true},
-		{"923-0", machineid.Range{}, false},   // reversed
-		{"0-1024", machineid.Range{}, false},  // outside 0-1023
-		{"1024", machineid.Range{}, false},    // outside 0-1023
-		{"-1-3", machineid.Range{}, false},    // negative
-		{"a-b", machineid.Range{}, false},     // not numbers
-		{"", machineid.Range{}, false},        // empty
-		{"1-2-3", machineid.Range{}, false},   // three parts
-		{"0x10-20", machineid.Range{}, false}, // hex
-	} {
-		got, err := machineid.ParseRange(tc.in)
-		if tc.ok != (err == nil) || got != tc.want {
-			t.Errorf("ParseRange(%q) = %v, %v; want %v, ok=%t", tc.in, got, err, tc.want, tc.ok)
-		}
-		if err != nil && !errors.Is(err, machineid.ErrRange) {
-			t.Errorf("ParseRange(%q) error %v does not wrap ErrRange", tc.in, err)
-		}
-	}
-	if _, err := machineid.NewRange(5, 4); !errors.Is(err, machineid.ErrRange) {
-		t.Errorf("NewRange(5, 4) = %v; want ErrRange", err)
-	}
-}
-
-func TestRangeCheck(t *testing.T) {
-	r := machineid.DefaultServerRange
-	if err := r.Check(924, "server"); err != nil {
-		t.Fatal(err)
-	}
-	err := r.Check(5, "server")
-	if !errors.Is(err, machineid.ErrRange) || !strings.Contains(err.Error(), "5") || !strings.Contains(err.Error(), "924-1023") {
-		t.Fatalf("Check(5) = %v; want ErrRange naming 5 and 924-1023", err)
-	}
-}
-
 func TestPasswordIsNeverShown(t *testing.T) {
 	const secret = "s3cret-pw"
 	c := machineid.DefaultConfig()
@@ -160,33 +118,5 @@ func TestPasswordIsNeverShown(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "hidden") {
 		t.Fatalf("log does not say the password is hidden: %q", buf.String())
-	}
-}
-
-// A Range's text is first-last, and "" for the zero Range (unset).
-func TestRangeText(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want machineid.Range
-		text string
-	}{
-		{"0-923", machineid.DefaultEmbeddedRange, "0-923"},
-		{" 924 - 1023 ", machineid.DefaultServerRange, "924-1023"},
-		{"5", machineid.Range{First: 5, Count: 1}, "5-5"},
-		{"", machineid.Range{}, ""},
-	} {
-		var r machineid.Range
-		if err := r.UnmarshalText([]byte(tc.in)); err != nil || r != tc.want {
-			t.Errorf("UnmarshalText(%q) = %v, %v; want %v", tc.in, r, err, tc.want)
-		}
-		if b, err := r.MarshalText(); err != nil || string(b) != tc.text {
-			t.Errorf("%v.MarshalText() = %q, %v; want %q", r, b, err, tc.text)
-		}
-	}
-	for _, bad := range []string{"5-x", "1000-2000", "9-3", "[1 2]"} {
-		r := machineid.DefaultServerRange
-		if err := r.UnmarshalText([]byte(bad)); !errors.Is(err, machineid.ErrRange) || r != machineid.DefaultServerRange {
-			t.Errorf("UnmarshalText(%q) = %v (range %v); want ErrRange, range unchanged", bad, err, r)
-		}
 	}
 }

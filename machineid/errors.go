@@ -3,6 +3,7 @@ package machineid
 import (
 	"errors"
 
+	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/machineid/internal/leasestore"
 )
 
@@ -11,8 +12,9 @@ import (
 // stores return too are leasestore's, the same values.
 var (
 	// ErrRange: a machine-ID range that cannot be used, or an ID outside
-	// the range its publish method must use.
-	ErrRange = errors.New("machineid: bad range")
+	// the range its publish method must use; core.ErrMachineRange, the
+	// same value, which core.MachineRange's parsers and Check return.
+	ErrRange = core.ErrMachineRange
 
 	// ErrConfig: a Config field that cannot be used; the message names it.
 	ErrConfig = leasestore.ErrConfig

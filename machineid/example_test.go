@@ -49,7 +49,7 @@ func ExampleAcquire_outsideTheRange() {
 	cfg.Static = new(core.MachineID(7))
 	_, err := machineid.Acquire(context.Background(), cfg, core.Central)
 	fmt.Println(err)
-	// Output: machineid: invalid config: Static: machineid: bad range: machine ID 7 is outside the server range 924-1023
+	// Output: machineid: invalid config: Static: core: bad machine-ID range: machine ID 7 is outside the server range 924-1023
 }
 
 func ExampleAcquire_chain() {

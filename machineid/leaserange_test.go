@@ -15,7 +15,7 @@ import (
 // lease range's.
 func TestFixedIDsOutsideTheLeaseRange(t *testing.T) {
 	narrow := func(s string) machineid.Range {
-		r, err := machineid.ParseRange(s)
+		r, err := core.ParseMachineRange(s)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -180,7 +180,7 @@ func TestUnreachableRedisAtStart(t *testing.T) {
 		t.Fatalf("redis then static 1023 on the default ranges: %v; want ErrConfig naming Static and ServerLeaseRange", err)
 	}
 
-	c.ServerLeaseRange, _ = machineid.ParseRange("924-1003")
+	c.ServerLeaseRange, _ = core.ParseMachineRange("924-1003")
 	l, err := acquire(t, c, core.Central)
 	if err != nil {
 		t.Fatalf("redis then static, lease range narrowed: %v", err)

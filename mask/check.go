@@ -39,9 +39,9 @@ type Check struct {
 	// Version bit of the IDs, 0 or 1 (the leaf layout: 0).
 	Version uint8
 	// Embedded and Server are the machine IDs of the publish methods
-	// (machine.embedded_range and machine.server_range); the zero Range
+	// (machine.embedded_range and machine.server_range); the zero range
 	// is every machine ID.
-	Embedded, Server Range
+	Embedded, Server core.MachineRange
 	// MaxBorrow is how far issuers may run ahead of their clocks
 	// (id.max_borrow); zero is none, as there.
 	MaxBorrow time.Duration
@@ -63,18 +63,11 @@ const DefaultSkew = time.Minute
 // maxAhead bounds MaxBorrow and Skew, as core bounds the borrow.
 const maxAhead = 24 * time.Hour
 
-// Range is a run of machine IDs, First to First+Count-1, as
-// machineid.Range. The zero Range is every machine ID.
-type Range struct {
-	First core.MachineID
-	Count uint16
-}
-
 // CheckOf is the check of the IDs generators of cfg issue (its layout,
 // epoch, type, version, MaxBorrow and clock) from the machine ranges of
 // the embedded and server publish methods; core's zero defaults hold
 // (the zero Epoch is the layout's own). It fails as core.NewCodec does.
-func CheckOf(cfg core.Config, embedded, server Range) (Check, error) {
+func CheckOf(cfg core.Config, embedded, server core.MachineRange) (Check, error) {
 	codec, err := core.NewCodec(cfg.Layout, cfg.Epoch)
 	if err != nil {
 		return Check{}, fmt.Errorf("%w: %w", ErrCheck, err)
@@ -132,7 +125,7 @@ func (c Check) compile() (*checker, error) {
 	}
 	for _, r := range []struct {
 		name string
-		r    Range
+		r    core.MachineRange
 	}{{"Embedded", c.Embedded}, {"Server", c.Server}} {
 		if r.r.Count > 0 && uint32(r.r.First)+uint32(r.r.Count) > uint32(core.MaxMachine)+1 {
 			return bad(r.name, "%d machine IDs from %d pass %d", r.r.Count, r.r.First, core.MaxMachine)
@@ -187,7 +180,7 @@ func (c Check) compile() (*checker, error) {
 	want, _ := c.Codec.Make(core.Fields{Type: uint64(c.Type), Version: uint64(c.Version)})
 	k.fixed = uint64(want) & k.fixedMask
 
-	span := func(r Range) (uint16, uint16) {
+	span := func(r core.MachineRange) (uint16, uint16) {
 		if r.Count == 0 {
 			return 0, uint16(core.MaxMachine)
 		}

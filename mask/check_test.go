@@ -29,8 +29,8 @@ func TestCheckValidate(t *testing.T) {
 		{"type 2", mask.Check{Type: 2}, "Type"},
 		{"version 2", mask.Check{Version: 2}, "Version"},
 		{"leaf version 1", mask.Check{Codec: leaf, Type: core.MinGranularity, Version: 1}, "Version"},
-		{"embedded past 1023", mask.Check{Embedded: mask.Range{First: 1000, Count: 30}}, "Embedded"},
-		{"server past 1023", mask.Check{Server: mask.Range{First: 1023, Count: 2}}, "Server"},
+		{"embedded past 1023", mask.Check{Embedded: core.MachineRange{First: 1000, Count: 30}}, "Embedded"},
+		{"server past 1023", mask.Check{Server: core.MachineRange{First: 1023, Count: 2}}, "Server"},
 		{"negative borrow", mask.Check{MaxBorrow: -time.Second}, "MaxBorrow"},
 		{"borrow of two days", mask.Check{MaxBorrow: 48 * time.Hour}, "MaxBorrow"},
 		{"skew of two days", mask.Check{Skew: 48 * time.Hour}, "Skew"},
@@ -124,7 +124,7 @@ var sink string
 func TestCheckOf(t *testing.T) {
 	clock := core.NewManualClock(now)
 	c, err := mask.CheckOf(core.Config{Layout: core.Vesta, Type: core.MinGranularity, Version: 1, MaxBorrow: 2 * time.Second, Clock: clock},
-		mask.Range{First: 0, Count: 10}, mask.Range{First: 1000, Count: 24})
+		core.MachineRange{First: 0, Count: 10}, core.MachineRange{First: 1000, Count: 24})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestCheckOf(t *testing.T) {
 		c.MaxBorrow != 2*time.Second || c.Embedded.Count != 10 || c.Server.First != 1000 || !c.Now().Equal(now) {
 		t.Errorf("CheckOf = %+v", c)
 	}
-	if _, err := mask.CheckOf(core.Config{Layout: core.Leaf, Epoch: now}, mask.Range{}, mask.Range{}); !errors.Is(err, mask.ErrCheck) {
+	if _, err := mask.CheckOf(core.Config{Layout: core.Leaf, Epoch: now}, core.MachineRange{}, core.MachineRange{}); !errors.Is(err, mask.ErrCheck) {
 		t.Errorf("leaf with another epoch: %v", err)
 	}
 }

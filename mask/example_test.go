@@ -20,7 +20,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	check := mask.Check{
-		Embedded: mask.Range{First: 0, Count: 924}, Server: mask.Range{First: 924, Count: 100},
+		Embedded: core.MachineRange{First: 0, Count: 924}, Server: core.MachineRange{First: 924, Count: 100},
 		MaxBorrow: time.Second,
 		Now:       func() time.Time { return time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC) },
 	}

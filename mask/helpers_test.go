@@ -36,7 +36,7 @@ func mustKeys(t testing.TB, text string) *mask.Keys {
 // the default ranges, a 1s borrow, at now.
 func serverCheck() mask.Check {
 	return mask.Check{
-		Embedded: mask.Range{First: 0, Count: 924}, Server: mask.Range{First: 924, Count: 100},
+		Embedded: core.MachineRange{First: 0, Count: 924}, Server: core.MachineRange{First: 924, Count: 100},
 		MaxBorrow: time.Second, Now: fixedNow,
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/connlimit"
 	"github.com/vesta-go/vesta/mask"
+	"github.com/vesta-go/vesta/segment"
 )
 
 // Sentinel errors of the package; messages add the details.
@@ -184,7 +185,7 @@ type Config struct {
 	// the store is down. Leaf's /cache and /db show it when it is also a
 	// SequenceMonitor, as *segment.Sequencer is. Nil turns sequences off:
 	// those routes answer that they are.
-	Sequences Sequences
+	Sequences segment.Sequences
 
 	// Fleet lists the servers sharing this one's lease store for GET
 	// /v1/fleet and the page, read from the store (machineid's member

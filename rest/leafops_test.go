@@ -166,7 +166,7 @@ func TestLeafPagesOff(t *testing.T) {
 	gen, _ := vestaGen(t)
 	off := newServer(t, gen, rest.Config{})
 	is, _, _ := seqIssuer(t, "a")
-	custom := newServer(t, gen, rest.Config{Sequences: struct{ rest.Sequences }{is}})
+	custom := newServer(t, gen, rest.Config{Sequences: struct{ segment.Sequences }{is}})
 	for _, tc := range []struct {
 		s       *rest.Server
 		message string

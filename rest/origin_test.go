@@ -18,7 +18,7 @@ import (
 // countingSeqs counts the sequence numbers handed out, whatever route
 // asked for them.
 type countingSeqs struct {
-	rest.Sequences
+	segment.Sequences
 	n atomic.Int64
 }
 

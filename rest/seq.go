@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,18 +9,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 )
-
-// Sequences issues the numbers of segment sequences (Leaf's segment mode);
-// *segment.Sequencer implements it.
-type Sequences interface {
-	// Next returns the next number of tag.
-	Next(ctx context.Context, tag string) (int64, error)
-	// NextN returns n numbers of tag, increasing.
-	NextN(ctx context.Context, tag string, n int) ([]int64, error)
-	// Ready is nil while numbers can be issued, else why not (the store is
-	// unreachable and buffers ran out).
-	Ready() error
-}
 
 // seqRoutes registers the sequence routes, Leaf's HTTP API among them.
 // They exist whether or not Config.Sequences is set, so the OpenAPI

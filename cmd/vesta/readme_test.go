@@ -440,9 +440,9 @@ func TestREADMEMatchOutput(t *testing.T) {
 		{"failed, shown error", []string{"vesta: conf: bad"}, 2, "", "vesta: conf: bad\nRun 'vesta help' for usage.\n", true},
 		{"failed, not shown", []string{"1"}, 1, "1\n", "vesta: no\n", false},
 		{"failed, nothing shown", nil, 1, "", "vesta: no\n", false},
-		{"log line", []string{`time=2026-12-01T18:34:48.721Z level=WARN msg="client: fallback mode" machine=7`, "1 embedded 7"}, 0, "1 embedded 7\n",
-			`time=2027-01-01T00:00:00.000Z level=WARN msg="client: fallback mode" machine=7 cause="x"` + "\n", true},
-		{"log line missing", []string{`time=2026-12-01T18:34:48.721Z level=WARN msg="client: fallback mode"`}, 0, "", "", false},
+		{"log line", []string{`time=2026-12-01T18:34:48.721Z level=WARN msg="client: fallback: IDs come from the embedded generator (method embedded)" machine=7`, "1 embedded 7"}, 0, "1 embedded 7\n",
+			`time=2027-01-01T00:00:00.000Z level=WARN msg="client: fallback: IDs come from the embedded generator (method embedded)" machine=7 cause="x"` + "\n", true},
+		{"log line missing", []string{`time=2026-12-01T18:34:48.721Z level=WARN msg="client: fallback: IDs come from the embedded generator (method embedded)"`}, 0, "", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := matchOutput(tc.want, tc.code, tc.stdout, tc.stderr); (err == nil) != tc.ok {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vesta-go/vesta/internal/assemble"
+	"github.com/vesta-go/vesta/cmd/vesta/assemble"
 	"github.com/vesta-go/vesta/segment"
 	"github.com/vesta-go/vesta/segment/mysqlstore"
 )

@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	"github.com/vesta-go/vesta/cmd/vesta/assemble"
 	"github.com/vesta-go/vesta/conf"
-	"github.com/vesta-go/vesta/internal/assemble"
 	"github.com/vesta-go/vesta/internal/buildinfo"
 )
 

@@ -131,7 +131,7 @@ func TestPageInBrowser(t *testing.T) {
 		t.Fatalf("issued %d explains to %+v; want method rest at %s on machine 1022", id, e, now)
 	}
 	if fields["f-method-name"] != "rest" || fields["f-timestamp"] != now.Format(time.RFC3339) {
-		t.Fatalf("the page shows mode %q at %q; want rest at %s", fields["f-method-name"], fields["f-timestamp"], now.Format(time.RFC3339))
+		t.Fatalf("the page shows method %q at %q; want rest at %s", fields["f-method-name"], fields["f-timestamp"], now.Format(time.RFC3339))
 	}
 	want = apiExplain(t, base, fields["f-id"])
 	for _, id := range fieldIDs {

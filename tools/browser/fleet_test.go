@@ -12,8 +12,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/client"
+	"github.com/vesta-go/vesta/cmd/vesta/assemble"
 	"github.com/vesta-go/vesta/conf"
-	"github.com/vesta-go/vesta/internal/assemble"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/segment"
 )

@@ -27,10 +27,10 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/client"
+	"github.com/vesta-go/vesta/cmd/vesta/assemble"
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
-	"github.com/vesta-go/vesta/internal/assemble"
 	"github.com/vesta-go/vesta/prommetrics"
 	"github.com/vesta-go/vesta/rest"
 )

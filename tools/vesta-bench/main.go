@@ -24,8 +24,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/vesta-go/vesta/client"
+	"github.com/vesta-go/vesta/cmd/vesta/assemble"
 	"github.com/vesta-go/vesta/embed"
-	"github.com/vesta-go/vesta/internal/assemble"
 )
 
 // shutdownTimeout bounds the graceful stop of the servers bench starts.

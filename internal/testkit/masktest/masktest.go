@@ -30,7 +30,7 @@ func Keys(tb testing.TB) *mask.Keys {
 // machine ranges.
 func Maskers(tb testing.TB, cfg core.Config) *mask.Maskers {
 	tb.Helper()
-	check, err := mask.CheckOf(cfg, mask.Range(machineid.DefaultEmbeddedRange), mask.Range(machineid.DefaultServerRange))
+	check, err := mask.CheckOf(cfg, machineid.DefaultEmbeddedRange, machineid.DefaultServerRange)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -101,8 +101,9 @@ type fleet struct {
 	bin      string
 	// clockHook: the binary has the nemesis build tag's clock hook, which
 	// reads VESTA_NEMESIS_CLOCK_FILE (found by its log text "nemesis
-	// clock: offset now": conf names the variable in every build); without
-	// it the clock faults on servers are left out.
+	// clock: offset now"; a build without the hook refuses the variable,
+	// so it is set only with the hook); without it the clock faults on
+	// servers are left out.
 	clockHook bool
 	// faketime: the libraries to preload for libfaketime, "" when it is
 	// not installed (the store-clock fault is then left out).

@@ -14,9 +14,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/client"
+	"github.com/vesta-go/vesta/cmd/vesta/assemble"
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/assemble"
 	"github.com/vesta-go/vesta/internal/buildinfo"
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
 )

@@ -10,5 +10,5 @@ import (
 
 // nemesisClock is the clock-fault hook of the nemesis build (nemesis.go).
 // The default build has none: the server runs on core.SystemClock, and
-// nothing reads conf.EnvNemesisClock.
+// conf refuses the hook's variable as unknown.
 func nemesisClock(*slog.Logger) (core.Clock, func()) { return nil, func() {} }

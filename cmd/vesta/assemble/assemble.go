@@ -1,8 +1,3 @@
-// Package assemble builds the servers one configuration runs: the
-// machine-ID lease, the generator on it, the segment sequences and the
-// central, REST and metrics servers. `vesta serve`, the load generator
-// (tools/vesta-bench) and so every integration test build their servers here, so a
-// benchmark measures the server as it is served.
 package assemble
 
 import (
