@@ -340,7 +340,7 @@ func DefaultConfig() Config {
 // none), small, as its clients are a few scrapers; its peers are the same
 // prefix as everywhere.
 func defaultMetrics() MetricsConfig {
-	return MetricsConfig{MaxConns: 100, MaxConnsPerPeer: 10, PeerIPv6Prefix: connlimit.DefaultPeerPrefixV6, MaxUnsentBytes: 8 << 20}
+	return MetricsConfig{MaxConns: 100, MaxConnsPerPeer: 10, PeerIPv6Prefix: connlimit.DefaultPeerPrefixV6, MaxUnsentBytes: connlimit.DefaultMaxUnsentBytes}
 }
 
 // Range returns the machine-ID range of a publish method:

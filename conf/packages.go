@@ -83,7 +83,7 @@ var metricsKeys = []fieldKey{
 	{field: "MaxConns", key: "metrics.max_conns"},
 	{field: "MaxConnsPerPeer", key: "metrics.max_conns_per_peer"},
 	{field: "PeerPrefixV6", key: "metrics.peer_ipv6_prefix"},
-	{field: "MaxUnsent", key: "metrics.max_unsent_bytes"},
+	{field: "MaxUnsentBytes", key: "metrics.max_unsent_bytes"},
 }
 
 // clientKeys: client.Config, from ClientConfig. client.servers is checked
@@ -322,24 +322,19 @@ func (c Config) restConfig() rest.Config {
 
 // metricsConfig is MetricsListener without the checks: the caps, and
 // REST's request timeout as the first request's deadline. connlimit has
-// no defaults, so the zero rule is applied here, the one place that owns
-// the metrics listener's caps: zero is defaultMetrics' value, and a
-// negative max_unsent_bytes is connlimit's zero, no bound. A negative
+// no defaults for its caps, so the zero rule is applied here, the one place
+// that owns the metrics listener's caps: zero is defaultMetrics' value; a
+// negative max_unsent_bytes is passed on as it is, connlimit's no bound. A negative
 // max_conns or max_conns_per_peer is passed on for connlimit to refuse:
 // a connection cap has no off.
 func (c Config) metricsConfig() connlimit.Config {
 	d, m := defaultMetrics(), c.Metrics
 	m.MaxConns = cmp.Or(m.MaxConns, d.MaxConns)
 	m.MaxConnsPerPeer = cmp.Or(m.MaxConnsPerPeer, d.MaxConnsPerPeer)
-	switch {
-	case m.MaxUnsentBytes == 0:
-		m.MaxUnsentBytes = d.MaxUnsentBytes
-	case m.MaxUnsentBytes < 0:
-		m.MaxUnsentBytes = 0
-	}
+	m.MaxUnsentBytes = cmp.Or(m.MaxUnsentBytes, d.MaxUnsentBytes)
 	return connlimit.Config{
 		MaxConns: m.MaxConns, MaxConnsPerPeer: m.MaxConnsPerPeer,
-		PeerPrefixV6: m.PeerIPv6Prefix, MaxUnsent: m.MaxUnsentBytes,
+		PeerPrefixV6: m.PeerIPv6Prefix, MaxUnsentBytes: m.MaxUnsentBytes,
 		FirstRequest: rest.DefaultRequestTimeout,
 	}
 }

@@ -187,7 +187,7 @@ func invalidCases(t testing.TB) []struct {
 		{"metrics.max_conns", func(c *conf.Config) { c.Metrics.MaxConns = -1 }, "MaxConns -1; want 1-1000000"},
 		{"metrics.max_conns_per_peer", func(c *conf.Config) { c.Metrics.MaxConnsPerPeer = 1_000_001 }, "MaxConnsPerPeer 1000001; want 1-1000000"},
 		{"metrics.peer_ipv6_prefix", func(c *conf.Config) { c.Metrics.PeerIPv6Prefix = 200 }, "PeerPrefixV6 200; want 0 (meaning 64) or 1-128"},
-		{"metrics.max_unsent_bytes", func(c *conf.Config) { c.Metrics.MaxUnsentBytes = 1<<30 + 1 }, "MaxUnsent 1073741825; want 0 (no bound) to 1073741824 bytes"},
+		{"metrics.max_unsent_bytes", func(c *conf.Config) { c.Metrics.MaxUnsentBytes = 1<<30 + 1 }, "MaxUnsentBytes 1073741825; want 0 (meaning 8388608), 1-1073741824 bytes or negative (no bound)"},
 		{"rest.max_conns", func(c *conf.Config) { c.REST.MaxConns = -1 }, "MaxConns: -1; want 0 (meaning 10000) to 1000000"},
 		{"rest.max_conns_per_peer", func(c *conf.Config) { c.REST.MaxConnsPerPeer = 1_000_001 }, "MaxConnsPerPeer: 1000001; want 0 (meaning 1000) to 1000000"},
 		{"rest.metrics_auth", func(c *conf.Config) { c.REST.MetricsAuth = true }, "MetricsAuth: set without a Token"},
