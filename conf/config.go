@@ -79,10 +79,8 @@ type MachineConfig struct {
 
 // RedisConfig is the Redis lease of the redis provider.
 type RedisConfig struct {
-	// Addrs: one address, or the Sentinel addresses with MasterName,
-	// host:port each. Empty does not validate when the redis provider is
-	// used, nor do several without MasterName (Redis Cluster cannot keep a
-	// lease).
+	// Addrs is machineid.RedisConfig.Addrs (machineKeys): one address, or
+	// the Sentinel addresses with MasterName.
 	Addrs []string `koanf:"addrs"`
 	// MasterName selects Sentinel; "" is a single server.
 	MasterName string `koanf:"master_name"`
@@ -91,11 +89,10 @@ type RedisConfig struct {
 	// PasswordFile holds the password (read by Load, trailing newline
 	// trimmed); "" is none. Setting it and Password is an error.
 	PasswordFile string `koanf:"password_file"`
-	// KeyPrefix, LeaseTTL, MaxClockSkew and MinReplicas are
-	// machineid.RedisConfig's fields (machineKeys), documented there.
-	// conf adds, in YAML terms, that with the redis provider KeyPrefix ""
-	// and MaxClockSkew zero (no check) do not validate: a new holder's
-	// quarantine counts on the bound.
+	// Addrs, KeyPrefix, LeaseTTL, MaxClockSkew and MinReplicas are
+	// machineid.RedisConfig's fields (machineKeys): their meaning, zero
+	// included ("" is vesta; MaxClockSkew zero, no check, does not
+	// validate with the redis provider), and their checks are there.
 	KeyPrefix    string        `koanf:"key_prefix"`
 	LeaseTTL     time.Duration `koanf:"lease_ttl"`
 	MaxClockSkew time.Duration `koanf:"max_clock_skew"`
@@ -113,9 +110,9 @@ type RedisConfig struct {
 
 // EtcdConfig is the etcd lease of the etcd provider.
 type EtcdConfig struct {
-	// Endpoints of the cluster's members, host:port or URLs. Empty does
-	// not validate when the etcd provider is used. In the environment
-	// (VESTA_MACHINE_ETCD_ENDPOINTS) comma-separated.
+	// Endpoints is machineid.EtcdConfig.Endpoints (machineKeys), the
+	// cluster's members. In the environment (VESTA_MACHINE_ETCD_ENDPOINTS)
+	// comma-separated.
 	Endpoints []string `koanf:"endpoints"`
 	// Username and Password authenticate; "" is none. Load fills Password
 	// from PasswordFile when that is set.
@@ -124,8 +121,8 @@ type EtcdConfig struct {
 	PasswordFile string `koanf:"password_file"`
 	// TLS to the members; no CA speaks plain TCP.
 	TLS EtcdTLS `koanf:"tls"`
-	// KeyPrefix starts every etcd key; "" does not validate when the etcd
-	// provider is used.
+	// KeyPrefix starts every etcd key: machineid.EtcdConfig.KeyPrefix
+	// (machineKeys); "" is vesta.
 	KeyPrefix string `koanf:"key_prefix"`
 	// LeaseTTL is the etcd lease's time to live, renewed every third of
 	// it: machineid.EtcdConfig.LeaseTTL (machineKeys), documented there.

@@ -100,10 +100,12 @@ var clientKeys = []fieldKey{
 // MachineConfig.validate); the whole Config is validated after them.
 var machineKeys = []fieldKey{
 	{field: "K8sOffset", key: "machine.k8s_offset"},
+	{field: "Redis.Addrs", key: "machine.redis.addrs", with: []string{"Providers", "Redis.MasterName"}},
 	{field: "Redis.KeyPrefix", key: "machine.redis.key_prefix"},
 	{field: "Redis.LeaseTTL", key: "machine.redis.lease_ttl"},
-	{field: "Redis.MaxClockSkew", key: "machine.redis.max_clock_skew"},
+	{field: "Redis.MaxClockSkew", key: "machine.redis.max_clock_skew", with: []string{"Providers"}},
 	{field: "Redis.MinReplicas", key: "machine.redis.min_replicas"},
+	{field: "Etcd.Endpoints", key: "machine.etcd.endpoints", with: []string{"Providers"}},
 	{field: "Etcd.KeyPrefix", key: "machine.etcd.key_prefix"},
 	{field: "Etcd.LeaseTTL", key: "machine.etcd.lease_ttl"},
 }
@@ -159,13 +161,11 @@ var ownKeys = map[string]string{
 	"machine.ip_table":             "the machine section",
 	"machine.embedded_range":       "the machine section",
 	"machine.server_range":         "the machine section",
-	"machine.redis.addrs":          "the machine section",
-	"machine.redis.master_name":    "the machine section",
+	"machine.redis.master_name":    "the machine section (Sentinel or not: machine.redis.addrs is judged with it)",
 	"machine.redis.password":       "the machine section",
 	"machine.redis.password_file":  "a secret's file, read by Load",
 	"machine.redis.embedded_range": "the machine section (a lease range)",
 	"machine.redis.server_range":   "the machine section (a lease range)",
-	"machine.etcd.endpoints":       "the machine section",
 	"machine.etcd.username":        "the machine section",
 	"machine.etcd.password":        "the machine section",
 	"machine.etcd.password_file":   "a secret's file, read by Load",

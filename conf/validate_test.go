@@ -102,11 +102,11 @@ func invalidCases(t testing.TB) []struct {
 		{"machine.redis.addrs", func(c *conf.Config) {
 			c.Machine.Providers = []string{"redis"}
 			c.Machine.Redis.Addrs = nil
-		}, "empty; the redis provider"},
+		}, "Redis.Addrs: empty, but the redis provider is listed"},
 		{"machine.redis.key_prefix", func(c *conf.Config) {
-			c.Machine.Providers = []string{"redis", "static"}
-			c.Machine.Redis.KeyPrefix = ""
-		}, `""; the redis provider`},
+			c.Machine.Providers = []string{"redis"}
+			c.Machine.Redis.KeyPrefix = "a{b}"
+		}, `Redis.KeyPrefix: "a{b}" holds { or }`},
 		{"machine.redis.lease_ttl", func(c *conf.Config) { c.Machine.Redis.LeaseTTL = 99 * time.Millisecond }, "Redis.LeaseTTL: 99ms; want at least 100ms"},
 		{"machine.redis.lease_ttl", func(c *conf.Config) {
 			c.Machine.Providers = []string{"redis"}
@@ -137,17 +137,13 @@ func invalidCases(t testing.TB) []struct {
 		{"machine.redis.addrs", func(c *conf.Config) {
 			c.Machine.Providers = []string{"redis"}
 			c.Machine.Redis.Addrs = []string{"a:6379", "b:6379"}
-		}, "2 addresses without machine.redis.master_name would be a Redis Cluster"},
+		}, "2 addresses without Redis.MasterName would be a Redis Cluster"},
 		{"machine.providers", func(c *conf.Config) { c.Machine.Providers = []string{"redis", "etcd"} }, "lists both redis and etcd"},
 		{"machine.etcd.endpoints", func(c *conf.Config) { c.Machine.Etcd.Endpoints = []string{"e1"} }, `"e1"; want host:port with a port 1-65535`},
 		{"machine.etcd.endpoints", func(c *conf.Config) {
 			c.Machine.Providers = []string{"etcd"}
 			c.Machine.Etcd.Endpoints = nil
-		}, "empty; the etcd provider"},
-		{"machine.etcd.key_prefix", func(c *conf.Config) {
-			c.Machine.Providers = []string{"etcd"}
-			c.Machine.Etcd.KeyPrefix = ""
-		}, `""; the etcd provider`},
+		}, "Etcd.Endpoints: empty, but the etcd provider is listed"},
 		{"machine.etcd.lease_ttl", func(c *conf.Config) { c.Machine.Etcd.LeaseTTL = time.Second }, "Etcd.LeaseTTL: 1s; want at least 2s"},
 		{"machine.etcd.lease_ttl", func(c *conf.Config) { c.Machine.Etcd.LeaseTTL = 2500 * time.Millisecond }, "want whole seconds"},
 		{"machine.etcd.tls.key", func(c *conf.Config) { c.Machine.Etcd.TLS.CA, c.Machine.Etcd.TLS.Cert = "ca.pem", "c.pem" }, "want the key file of machine.etcd.tls.cert"},
@@ -267,6 +263,7 @@ var keysWithoutInvalidValues = []string{
 	"machine.redis.master_name",
 	"machine.redis.password",      // any string, spaces included
 	"machine.redis.password_file", // read by Load: see TestSecretFiles
+	"machine.etcd.key_prefix",     // any string; "" is vesta, as in Go
 	"machine.etcd.username",       // any string
 	"machine.etcd.password",       // any string
 	"machine.etcd.password_file",  // read by Load, as machine.redis.password_file
