@@ -149,13 +149,14 @@ func (t EtcdTLS) Enabled() bool { return t.CA != "" }
 
 // TimeGuardConfig is the time guard's high-water mark.
 type TimeGuardConfig struct {
-	// Dir holds the file store of the mark; "" runs without one (a
-	// restart with the clock set back could re-issue IDs; warned).
-	Dir string `koanf:"dir"`
-	// Window and MaxStartupWait are core.Config's GuardWindow and
-	// MaxStartupWait (coreKeys), documented there; MaxStartupWait is an
-	// exception to the zero rule: 0 fails at once.
-	Window         time.Duration `koanf:"window"`
+	// DataDir is embed.Config.DataDir: the directory of the mark's file
+	// store; "" runs without one (a restart with the clock set back could
+	// re-issue IDs; warned).
+	DataDir string `koanf:"dir"`
+	// GuardWindow and MaxStartupWait are core.Config's (coreKeys),
+	// documented there; MaxStartupWait is an exception to the zero rule:
+	// 0 fails at once.
+	GuardWindow    time.Duration `koanf:"window"`
 	MaxStartupWait time.Duration `koanf:"max_startup_wait"`
 }
 
@@ -171,7 +172,7 @@ type CentralConfig struct {
 	MaxRequestBytes   int           `koanf:"max_request_bytes"`
 	MaxConns          int           `koanf:"max_conns"`
 	MaxConnsPerPeer   int           `koanf:"max_conns_per_peer"`
-	PeerIPv6Prefix    int           `koanf:"peer_ipv6_prefix"`
+	PeerPrefixV6      int           `koanf:"peer_ipv6_prefix"`
 	MaxUnsentBytes    int           `koanf:"max_unsent_bytes"`
 	FirstFrameTimeout time.Duration `koanf:"first_frame_timeout"`
 	MaxWaitingIDs     int           `koanf:"max_waiting_ids"`
@@ -211,7 +212,7 @@ type RESTConfig struct {
 	AllowedHosts    []string `koanf:"allowed_hosts"`
 	MaxConns        int      `koanf:"max_conns"`
 	MaxConnsPerPeer int      `koanf:"max_conns_per_peer"`
-	PeerIPv6Prefix  int      `koanf:"peer_ipv6_prefix"`
+	PeerPrefixV6    int      `koanf:"peer_ipv6_prefix"`
 	MaxUnsentBytes  int      `koanf:"max_unsent_bytes"`
 	MaxWaitingIDs   int      `koanf:"max_waiting_ids"`
 	MaxWaitingCalls int      `koanf:"max_waiting_calls"`
@@ -245,9 +246,10 @@ type ClientConfig struct {
 	Timeout  time.Duration `koanf:"timeout"`
 	Retries  int           `koanf:"retries"`
 	Prefetch int           `koanf:"prefetch"`
-	// Fallback issues from an embedded generator while every server is
-	// down; false returns the error instead (client.Config.NoFallback).
-	Fallback bool `koanf:"fallback"`
+	// NoFallback is client.Config.NoFallback (clientKeys): false, the
+	// zero and the default, issues from an embedded generator while every
+	// server is down; true returns the error instead.
+	NoFallback bool `koanf:"no_fallback"`
 }
 
 // MetricsConfig is a listener of its own for GET /metrics (Prometheus),
@@ -261,11 +263,11 @@ type MetricsConfig struct {
 	// The caps are connlimit.Config's fields (metricsKeys), which has no
 	// defaults: defaultMetrics' are the only ones, and zero means them
 	// (metricsConfig): MaxConns zero is 100, MaxConnsPerPeer zero is 10,
-	// PeerIPv6Prefix zero is 64, MaxUnsentBytes zero is 8 MiB and a
+	// PeerPrefixV6 zero is 64, MaxUnsentBytes zero is 8 MiB and a
 	// negative one is no bound.
 	MaxConns        int        `koanf:"max_conns"`
 	MaxConnsPerPeer int        `koanf:"max_conns_per_peer"`
-	PeerIPv6Prefix  int        `koanf:"peer_ipv6_prefix"`
+	PeerPrefixV6    int        `koanf:"peer_ipv6_prefix"`
 	MaxUnsentBytes  int64      `koanf:"max_unsent_bytes"`
 	TLS             MetricsTLS `koanf:"tls"`
 }
@@ -315,18 +317,18 @@ func DefaultConfig() Config {
 			},
 			Etcd: EtcdConfig{Endpoints: m.Etcd.Endpoints, KeyPrefix: m.Etcd.KeyPrefix, LeaseTTL: m.Etcd.LeaseTTL},
 		},
-		TimeGuard: TimeGuardConfig{Dir: e.DataDir, Window: id.GuardWindow, MaxStartupWait: id.MaxStartupWait},
+		TimeGuard: TimeGuardConfig{DataDir: e.DataDir, GuardWindow: id.GuardWindow, MaxStartupWait: id.MaxStartupWait},
 		Central: CentralConfig{
 			Listen: "127.0.0.1:7070", MaxBatch: cc.MaxBatch, MaxRequestBytes: cc.MaxRequestBytes, MaxConns: cc.MaxConns,
-			MaxConnsPerPeer: cc.MaxConnsPerPeer, PeerIPv6Prefix: cc.PeerPrefixV6, MaxUnsentBytes: cc.MaxUnsentBytes,
+			MaxConnsPerPeer: cc.MaxConnsPerPeer, PeerPrefixV6: cc.PeerPrefixV6, MaxUnsentBytes: cc.MaxUnsentBytes,
 			FirstFrameTimeout: cc.FirstFrameTimeout, MaxWaitingIDs: cc.MaxWaitingIDs, MaxWaitingCalls: cc.MaxWaitingCalls,
 			IdleTimeout: cc.IdleTimeout, ReadTimeout: cc.ReadTimeout,
 		},
 		REST: RESTConfig{Listen: "127.0.0.1:7080", AllowedHosts: []string{}, MaxConns: rc.MaxConns, MaxConnsPerPeer: rc.MaxConnsPerPeer,
-			PeerIPv6Prefix: rc.PeerPrefixV6, MaxUnsentBytes: rc.MaxUnsentBytes,
+			PeerPrefixV6: rc.PeerPrefixV6, MaxUnsentBytes: rc.MaxUnsentBytes,
 			MaxWaitingIDs: rc.MaxWaitingIDs, MaxWaitingCalls: rc.MaxWaitingCalls},
 		Client: ClientConfig{Servers: []string{}, Timeout: cl.Timeout, Retries: cl.Retries, Prefetch: cl.Prefetch,
-			Fallback: !cl.NoFallback},
+			NoFallback: cl.NoFallback},
 		Segment: defaultSegment(),
 		Metrics: defaultMetrics(),
 		Log:     LogConfig{Level: "info", Format: "text"},
@@ -337,7 +339,7 @@ func DefaultConfig() Config {
 // none), small, as its clients are a few scrapers; its peers are the same
 // prefix as everywhere.
 func defaultMetrics() MetricsConfig {
-	return MetricsConfig{MaxConns: 100, MaxConnsPerPeer: 10, PeerIPv6Prefix: connlimit.DefaultPeerPrefixV6, MaxUnsentBytes: connlimit.DefaultMaxUnsentBytes}
+	return MetricsConfig{MaxConns: 100, MaxConnsPerPeer: 10, PeerPrefixV6: connlimit.DefaultPeerPrefixV6, MaxUnsentBytes: connlimit.DefaultMaxUnsentBytes}
 }
 
 // Range returns the machine-ID range of a publish method:
@@ -450,8 +452,8 @@ func (c Config) embed() embed.Config {
 	return embed.Config{
 		Layout: c.ID.Layout, Type: c.ID.Type, Epoch: c.ID.Epoch, Version: c.ID.Version,
 		Machine:   c.MachineID(),
-		MaxBorrow: c.ID.MaxBorrow, DataDir: c.TimeGuard.Dir,
-		GuardWindow: c.TimeGuard.Window, MaxStartupWait: c.TimeGuard.MaxStartupWait,
+		MaxBorrow: c.ID.MaxBorrow, DataDir: c.TimeGuard.DataDir,
+		GuardWindow: c.TimeGuard.GuardWindow, MaxStartupWait: c.TimeGuard.MaxStartupWait,
 	}
 }
 

@@ -161,13 +161,13 @@ func serverTLS(key, cert, priv, clientCA string) (*tls.Config, error) {
 }
 
 // ClientConfig returns the Go client's configuration: client.servers, timeout,
-// retries, prefetch and fallback, with the embedded fallback of Embed (the
+// retries, prefetch and no_fallback, with the embedded fallback of Embed (the
 // embedded range, time_guard.dir). Logger and Registerer are left for the
-// caller. It validates c first, and with client.fallback RequireMachine.
+// caller. It validates c first, and unless client.no_fallback RequireMachine.
 func (c Config) ClientConfig() (client.Config, error) {
 	fallback := c.embed()
 	var err error
-	if c.Client.Fallback {
+	if !c.Client.NoFallback {
 		fallback, err = c.Embed()
 	} else {
 		err = c.Validate()
@@ -176,6 +176,6 @@ func (c Config) ClientConfig() (client.Config, error) {
 		return client.Config{}, err
 	}
 	cc := c.clientConfig()
-	cc.NoFallback, cc.FallbackConfig = !c.Client.Fallback, fallback
+	cc.FallbackConfig = fallback
 	return cc, nil
 }

@@ -53,11 +53,12 @@
 // Go alike: zero is the key's default (central.max_batch: 0 is 10000;
 // segment.threshold: 0 is 0.1), and where a default that is on can be
 // turned off, a negative value turns it off (client.retries: -1 retries
-// none; segment.refresh_tags: -1s never re-reads). client.fallback is the
-// one boolean that defaults to true (client.Config.NoFallback negated).
-// The metrics listener's caps follow it too, although connlimit has no
-// defaults: conf owns them (defaultMetrics), so metrics.max_conns: 0 is
-// 100 and metrics.max_unsent_bytes: -1 is no bound. The exceptions are
+// none; segment.refresh_tags: -1s never re-reads). Every boolean defaults
+// to false (client.no_fallback: false keeps the fallback on, as
+// client.Config.NoFallback's zero does). The metrics listener's caps
+// follow the rule too: conf owns their defaults (defaultMetrics), so
+// metrics.max_conns: 0 is 100, and metrics.max_unsent_bytes: 0 is 8 MiB
+// and -1 no bound, as connlimit reads them. The exceptions are
 // settings whose zero is a value of its own and the safe one, kept so and
 // said in their field's comment: id.max_borrow: 0 never runs ahead of the
 // clock (1s by default; a lease's quarantine counts the borrow as given,

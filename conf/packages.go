@@ -140,7 +140,7 @@ var ownKeys = map[string]string{
 	"metrics.tls.client_ca":       "a TLS file",
 	"rest.token_file":             "a secret's file, read by Load",
 	"client.servers":              "may be empty when no client is built; the client wants one",
-	"client.fallback":             "builds the embedded fallback from the id, machine and time_guard sections (Embed judges it); client.Config.NoFallback is its negation",
+	"client.no_fallback":          "client.Config.NoFallback, but the fallback it turns on is built from the id, machine and time_guard sections (Embed judges it)",
 	"segment.store":               "the store selection",
 	"segment.dsn":                 "the store selection (mysql)",
 	"segment.dsn_file":            "a secret's file, read by Load",
@@ -275,6 +275,7 @@ func (c Config) validatePackages(ck *checker) {
 	base := client.DefaultConfig("127.0.0.1:1")
 	base.NoFallback = true
 	cc := c.clientConfig()
+	cc.NoFallback = true      // judged as an embedded issuer, as said above
 	if len(cc.Servers) == 0 { // no client is built from this Config
 		cc.Servers = base.Servers
 	}
@@ -294,7 +295,7 @@ func (c Config) coreConfig() core.Config {
 	return core.Config{
 		Layout: c.ID.Layout, Type: c.ID.Type, Epoch: c.ID.Epoch, Version: c.ID.Version,
 		Machine: machine, MaxBorrow: c.ID.MaxBorrow,
-		GuardWindow: c.TimeGuard.Window, MaxStartupWait: c.TimeGuard.MaxStartupWait,
+		GuardWindow: c.TimeGuard.GuardWindow, MaxStartupWait: c.TimeGuard.MaxStartupWait,
 	}
 }
 
@@ -304,7 +305,7 @@ func (c Config) centralConfig() central.Config {
 	cc.MaxBatch, cc.MaxRequestBytes, cc.MaxConns = c.Central.MaxBatch, c.Central.MaxRequestBytes, c.Central.MaxConns
 	cc.IdleTimeout, cc.ReadTimeout = c.Central.IdleTimeout, c.Central.ReadTimeout
 	cc.MaxConnsPerPeer, cc.FirstFrameTimeout = c.Central.MaxConnsPerPeer, c.Central.FirstFrameTimeout
-	cc.PeerPrefixV6, cc.MaxUnsentBytes = c.Central.PeerIPv6Prefix, c.Central.MaxUnsentBytes
+	cc.PeerPrefixV6, cc.MaxUnsentBytes = c.Central.PeerPrefixV6, c.Central.MaxUnsentBytes
 	cc.MaxWaitingIDs, cc.MaxWaitingCalls = c.Central.MaxWaitingIDs, c.Central.MaxWaitingCalls
 	return cc
 }
@@ -316,7 +317,7 @@ func (c Config) restConfig() rest.Config {
 	rc.MaxWaitingIDs, rc.MaxWaitingCalls = c.REST.MaxWaitingIDs, c.REST.MaxWaitingCalls
 	rc.MaxConns, rc.MaxConnsPerPeer, rc.MetricsAuth = c.REST.MaxConns, c.REST.MaxConnsPerPeer, c.REST.MetricsAuth
 	rc.AllowedHosts = slices.Clone(c.REST.AllowedHosts)
-	rc.PeerPrefixV6, rc.MaxUnsentBytes = c.REST.PeerIPv6Prefix, c.REST.MaxUnsentBytes
+	rc.PeerPrefixV6, rc.MaxUnsentBytes = c.REST.PeerPrefixV6, c.REST.MaxUnsentBytes
 	return rc
 }
 
@@ -334,7 +335,7 @@ func (c Config) metricsConfig() connlimit.Config {
 	m.MaxUnsentBytes = cmp.Or(m.MaxUnsentBytes, d.MaxUnsentBytes)
 	return connlimit.Config{
 		MaxConns: m.MaxConns, MaxConnsPerPeer: m.MaxConnsPerPeer,
-		PeerPrefixV6: m.PeerIPv6Prefix, MaxUnsentBytes: m.MaxUnsentBytes,
+		PeerPrefixV6: m.PeerPrefixV6, MaxUnsentBytes: m.MaxUnsentBytes,
 		FirstRequest: rest.DefaultRequestTimeout,
 	}
 }
@@ -353,7 +354,7 @@ func (c Config) MetricsListener() (connlimit.Config, error) {
 // clientConfig is ClientConfig without the checks and the fallback.
 func (c Config) clientConfig() client.Config {
 	cc := client.DefaultConfig(c.Client.Servers...)
-	cc.Timeout, cc.Retries, cc.Prefetch = c.Client.Timeout, c.Client.Retries, c.Client.Prefetch
+	cc.Timeout, cc.Retries, cc.Prefetch, cc.NoFallback = c.Client.Timeout, c.Client.Retries, c.Client.Prefetch, c.Client.NoFallback
 	return cc
 }
 

@@ -50,7 +50,7 @@ func TestPackagesJudge(t *testing.T) {
 
 	c := conf.DefaultConfig()
 	c.Central.MaxBatch, c.Central.MaxConns, c.Central.IdleTimeout = 0, 0, 0
-	c.REST.MaxWaitingIDs, c.Client.Timeout, c.TimeGuard.Window, c.Machine.Redis.LeaseTTL = 0, 0, 0, 0
+	c.REST.MaxWaitingIDs, c.Client.Timeout, c.TimeGuard.GuardWindow, c.Machine.Redis.LeaseTTL = 0, 0, 0, 0
 	if err := c.Validate(); err != nil {
 		t.Errorf("zeros (each package's default): %v", err)
 	}

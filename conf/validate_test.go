@@ -156,10 +156,10 @@ func invalidCases(t testing.TB) []struct {
 		{"machine.id", func(c *conf.Config) {
 			c.Machine.Providers, c.Machine.ID, c.Machine.Etcd.ServerRange = []string{"etcd", "static"}, intp(1000), mustRange(t, "924-1003")
 		}, "1000 lies in the IDs leases hand out (machine.etcd.server_range 924-1003)"},
-		{"time_guard.window", func(c *conf.Config) { c.TimeGuard.Window = 999 * time.Millisecond }, "GuardWindow 999ms is shorter than one time unit (1s)"},
+		{"time_guard.window", func(c *conf.Config) { c.TimeGuard.GuardWindow = 999 * time.Millisecond }, "GuardWindow 999ms is shorter than one time unit (1s)"},
 		{"time_guard.window", func(c *conf.Config) {
 			c.ID.Type = core.MinGranularity
-			c.TimeGuard.Window = time.Microsecond
+			c.TimeGuard.GuardWindow = time.Microsecond
 		}, "GuardWindow 1µs is shorter than one time unit (1ms)"},
 		{"time_guard.max_startup_wait", func(c *conf.Config) { c.TimeGuard.MaxStartupWait = -time.Second }, "MaxStartupWait -1s is negative"},
 		{"central.listen", func(c *conf.Config) { c.Central.Listen = "7070" }, `"7070"; want host:port with a port 0-65535, or "" for off`},
@@ -176,13 +176,13 @@ func invalidCases(t testing.TB) []struct {
 		{"rest.max_waiting_calls", func(c *conf.Config) { c.REST.MaxWaitingCalls = 1<<30 + 1 }, "MaxWaitingCalls: 1073741825; want 0 (meaning 4096) to 1073741824"},
 		{"central.max_conns_per_peer", func(c *conf.Config) { c.Central.MaxConnsPerPeer = -1 }, "MaxConnsPerPeer: -1; want 0 (meaning 1000) to 1000000"},
 		{"central.first_frame_timeout", func(c *conf.Config) { c.Central.FirstFrameTimeout = time.Millisecond }, "FirstFrameTimeout: 1ms; want 0 (meaning 5s) or 10ms to 24h"},
-		{"central.peer_ipv6_prefix", func(c *conf.Config) { c.Central.PeerIPv6Prefix = 129 }, "PeerPrefixV6: 129; want 0 (meaning 64) to 128"},
+		{"central.peer_ipv6_prefix", func(c *conf.Config) { c.Central.PeerPrefixV6 = 129 }, "PeerPrefixV6: 129; want 0 (meaning 64) to 128"},
 		{"central.max_unsent_bytes", func(c *conf.Config) { c.Central.MaxUnsentBytes = -1 }, "MaxUnsentBytes: -1; want 0 (meaning 67108864) to 1073741824"},
-		{"rest.peer_ipv6_prefix", func(c *conf.Config) { c.REST.PeerIPv6Prefix = -1 }, "PeerPrefixV6: -1; want 0 (meaning 64) to 128"},
+		{"rest.peer_ipv6_prefix", func(c *conf.Config) { c.REST.PeerPrefixV6 = -1 }, "PeerPrefixV6: -1; want 0 (meaning 64) to 128"},
 		{"rest.max_unsent_bytes", func(c *conf.Config) { c.REST.MaxUnsentBytes = 1<<30 + 1 }, "MaxUnsentBytes: 1073741825; want 0 (meaning 67108864) to 1073741824"},
 		{"metrics.max_conns", func(c *conf.Config) { c.Metrics.MaxConns = -1 }, "MaxConns -1; want 1-1000000"},
 		{"metrics.max_conns_per_peer", func(c *conf.Config) { c.Metrics.MaxConnsPerPeer = 1_000_001 }, "MaxConnsPerPeer 1000001; want 1-1000000"},
-		{"metrics.peer_ipv6_prefix", func(c *conf.Config) { c.Metrics.PeerIPv6Prefix = 200 }, "PeerPrefixV6 200; want 0 (meaning 64) or 1-128"},
+		{"metrics.peer_ipv6_prefix", func(c *conf.Config) { c.Metrics.PeerPrefixV6 = 200 }, "PeerPrefixV6 200; want 0 (meaning 64) or 1-128"},
 		{"metrics.max_unsent_bytes", func(c *conf.Config) { c.Metrics.MaxUnsentBytes = 1<<30 + 1 }, "MaxUnsentBytes 1073741825; want 0 (meaning 8388608), 1-1073741824 bytes or negative (no bound)"},
 		{"rest.max_conns", func(c *conf.Config) { c.REST.MaxConns = -1 }, "MaxConns: -1; want 0 (meaning 10000) to 1000000"},
 		{"rest.max_conns_per_peer", func(c *conf.Config) { c.REST.MaxConnsPerPeer = 1_000_001 }, "MaxConnsPerPeer: 1000001; want 0 (meaning 1000) to 1000000"},
@@ -269,7 +269,7 @@ var keysWithoutInvalidValues = []string{
 	"machine.etcd.password_file",  // read by Load, as machine.redis.password_file
 	"time_guard.dir",              // checked when opened
 	"rest.token_file",             // read by Load: see TestSecretFiles
-	"client.fallback",
+	"client.no_fallback",
 	"segment.dsn_file",            // read by Load: see TestSegmentSecretFiles
 	"segment.redis.password",      // any string
 	"segment.redis.password_file", // read by Load: see TestSegmentSecretFiles
@@ -294,7 +294,7 @@ func TestValidateValid(t *testing.T) {
 		set  func(*conf.Config)
 	}{
 		{"vesta min-granularity", func(c *conf.Config) {
-			c.ID.Layout, c.ID.Type, c.TimeGuard.Window = core.Vesta, core.MinGranularity, time.Millisecond
+			c.ID.Layout, c.ID.Type, c.TimeGuard.GuardWindow = core.Vesta, core.MinGranularity, time.Millisecond
 		}},
 		{"epoch", func(c *conf.Config) { c.ID.Epoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.FixedZone("x", 3600)) }},
 		{"version 1, no borrowing", func(c *conf.Config) { c.ID.Version, c.ID.MaxBorrow = 1, 0 }},
@@ -328,7 +328,7 @@ func TestValidateValid(t *testing.T) {
 		}},
 		{"client", func(c *conf.Config) {
 			c.Client.Servers = []string{"a:1", "[::1]:7070"}
-			c.Client.Retries, c.Client.Prefetch, c.Client.Fallback = 10, 1_000_000, false
+			c.Client.Retries, c.Client.Prefetch, c.Client.NoFallback = 10, 1_000_000, true
 		}},
 		{"log", func(c *conf.Config) { c.Log.Level, c.Log.Format = "DEBUG", "JSON" }},
 		{"no redis addrs without redis", func(c *conf.Config) { c.Machine.Redis.Addrs = nil }},

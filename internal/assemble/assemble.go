@@ -112,7 +112,7 @@ func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 		return nil, fmt.Errorf("assemble: metrics: %w", err)
 	}
 	ccfg.Logger, ccfg.Clock = log, clk
-	if a.gen, err = lease.NewGenerator(ctx, ccfg, cfg.TimeGuard.Dir); err != nil {
+	if a.gen, err = lease.NewGenerator(ctx, ccfg, cfg.TimeGuard.DataDir); err != nil {
 		if errors.Is(err, machineid.ErrFleet) {
 			// Settings unlike the fleet's are the operator's to fix, as any
 			// other refused configuration; the error names each setting.
