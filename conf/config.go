@@ -372,7 +372,7 @@ func (m MachineConfig) LeaseRange(method core.Method) machineid.Range {
 // default ID (two hosts on one would issue the same IDs); the error, a
 // *KeyError naming machine.id, also matches machineid.ErrNoMachineID.
 // Validate does not check it, as a client without the fallback needs no
-// machine ID; Core and Embed, and `vesta serve`, do.
+// machine ID; CoreConfig and EmbedConfig, and `vesta serve`, do.
 func (c Config) RequireMachine() error {
 	if c.Machine.ID != nil || !c.Machine.Uses(machineid.ProviderStatic) {
 		return nil
@@ -421,37 +421,37 @@ func (m MachineConfig) Uses(provider string) bool {
 	return false
 }
 
-// Core returns the generator's configuration, the same for every publish
+// CoreConfig returns the generator's configuration, the same for every publish
 // method (the machine-ID lease sets the method): layout, type, epoch,
 // version, machine.id (0 when unset: the lease sets the generator's, see
 // machineid.Lease.NewGenerator), MaxBorrow and the time guard's window and
 // start-up wait. Clock, Guard and Logger are left nil for the caller. It
 // validates c and RequireMachine first.
-func (c Config) Core() (core.Config, error) {
+func (c Config) CoreConfig() (core.Config, error) {
 	if err := errors.Join(c.Validate(), c.RequireMachine()); err != nil {
 		return core.Config{}, err
 	}
 	return c.coreConfig(), nil
 }
 
-// Embed returns the embedded issuer's configuration: the machine-ID
-// providers (see MachineID), time_guard.dir as DataDir. Clock and Logger
+// EmbedConfig returns the embedded issuer's configuration: the machine-ID
+// providers (see MachineIDConfig), time_guard.dir as DataDir. Clock and Logger
 // are left nil for the caller. It validates c and RequireMachine first.
-func (c Config) Embed() (embed.Config, error) {
+func (c Config) EmbedConfig() (embed.Config, error) {
 	if err := errors.Join(c.Validate(), c.RequireMachine()); err != nil {
 		return embed.Config{}, err
 	}
-	e := c.embed()
+	e := c.embedConfig()
 	var err error
-	e.Machine, err = c.Lease()
+	e.Machine, err = c.leaseConfig()
 	return e, err
 }
 
-// embed is Embed without the checks.
-func (c Config) embed() embed.Config {
+// embedConfig is EmbedConfig without the checks and the files.
+func (c Config) embedConfig() embed.Config {
 	return embed.Config{
 		Layout: c.ID.Layout, Type: c.ID.Type, Epoch: c.ID.Epoch, Version: c.ID.Version,
-		Machine:   c.MachineID(),
+		Machine:   c.Machine.machineID(),
 		MaxBorrow: c.ID.MaxBorrow, DataDir: c.TimeGuard.DataDir,
 		GuardWindow: c.TimeGuard.GuardWindow, MaxStartupWait: c.TimeGuard.MaxStartupWait,
 	}

@@ -12,18 +12,25 @@ import (
 	"github.com/vesta-go/vesta/machineid"
 )
 
-// MachineID returns the machine-ID configuration: the provider chain, the
-// static ID (nil when machine.id is unset), the IP table, the k8s offset,
-// the ranges, the lease ranges and the Redis lease. It is the same for
-// every publish method: machineid.Acquire takes the method and picks the
-// range. Hostname, host addresses, Clock and Logger are left for the
-// caller.
-func (c Config) MachineID() machineid.Config { return c.Machine.machineID() }
+// MachineIDConfig returns the machine-ID configuration: the provider
+// chain, the static ID (nil when machine.id is unset), the IP table, the
+// k8s offset, the ranges, the lease ranges, the Redis and etcd leases and
+// the etcd TLS configuration read from machine.etcd.tls (nil when off). It
+// is the same for every publish method: machineid.Acquire takes the method
+// and picks the range. Hostname, host addresses, Clock and Logger are left
+// for the caller. It validates c first (not RequireMachine: the lease
+// providers need no machine.id); errors name the key.
+func (c Config) MachineIDConfig() (machineid.Config, error) {
+	if err := c.Validate(); err != nil {
+		return machineid.Config{}, err
+	}
+	return c.leaseConfig()
+}
 
-// Lease is MachineID with the files it names read: the etcd TLS
-// certificates. Errors name the key.
-func (c Config) Lease() (machineid.Config, error) {
-	m := c.MachineID()
+// leaseConfig is MachineIDConfig without the checks: the etcd TLS files
+// read.
+func (c Config) leaseConfig() (machineid.Config, error) {
+	m := c.Machine.machineID()
 	tc, err := c.Machine.Etcd.TLS.Load()
 	if tc != nil { // nil stays an untyped nil: plain TCP
 		m.Etcd.TLS = tc
@@ -161,14 +168,14 @@ func serverTLS(key, cert, priv, clientCA string) (*tls.Config, error) {
 }
 
 // ClientConfig returns the Go client's configuration: client.servers, timeout,
-// retries, prefetch and no_fallback, with the embedded fallback of Embed (the
+// retries, prefetch and no_fallback, with the embedded fallback of EmbedConfig (the
 // embedded range, time_guard.dir). Logger and Registerer are left for the
 // caller. It validates c first, and unless client.no_fallback RequireMachine.
 func (c Config) ClientConfig() (client.Config, error) {
-	fallback := c.embed()
+	fallback := c.embedConfig()
 	var err error
 	if !c.Client.NoFallback {
-		fallback, err = c.Embed()
+		fallback, err = c.EmbedConfig()
 	} else {
 		err = c.Validate()
 	}

@@ -39,8 +39,10 @@
 // _file keys hold paths and print as they are.
 //
 // Each setting is declared once. conf is a mapping: Config turns into the
-// Config of each package (Core, Embed, MachineID, CentralConfig,
-// RESTConfig, ClientConfig, SegmentSequencer, MaskCheck and Masks), so
+// Config of each package by one method each, named for what it configures
+// and validating c first (CoreConfig, EmbedConfig, MachineIDConfig,
+// CentralConfig, RESTConfig, ClientConfig, MetricsConfig, SegmentConfig;
+// MaskCheck returns the masking check and Masks builds the maskers), so
 // that only this package knows the file format, through one table per
 // conversion (packages.go: Go field -> YAML key). A key of a table means
 // what its field means, as the field's comment says, zero included; its

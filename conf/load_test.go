@@ -571,7 +571,7 @@ func TestFlags(t *testing.T) {
 // issuers refuse (RequireMachine) while static is listed.
 func TestNoDefaultMachineID(t *testing.T) {
 	c := conf.DefaultConfig()
-	if c.Machine.ID != nil || c.Machine.Static() != nil || c.MachineID().Static != nil || c.MachineID().Static != nil {
+	if c.Machine.ID != nil || c.Machine.Static() != nil || machineIDOf(t, c).Static != nil {
 		t.Fatalf("default machine.id %v; want unset", c.Machine.ID)
 	}
 	if err := c.Validate(); err != nil {
@@ -600,10 +600,10 @@ func TestNoDefaultMachineID(t *testing.T) {
 			}
 		}
 	}
-	if _, err := c.Core(); !errors.Is(err, machineid.ErrNoMachineID) {
+	if _, err := c.CoreConfig(); !errors.Is(err, machineid.ErrNoMachineID) {
 		t.Errorf("Core = %v; want ErrNoMachineID", err)
 	}
-	if _, err := c.Embed(); !errors.Is(err, machineid.ErrNoMachineID) {
+	if _, err := c.EmbedConfig(); !errors.Is(err, machineid.ErrNoMachineID) {
 		t.Errorf("Embed = %v; want ErrNoMachineID", err)
 	}
 	if _, err := c.ClientConfig(); !errors.Is(err, machineid.ErrNoMachineID) {
@@ -619,8 +619,8 @@ func TestNoDefaultMachineID(t *testing.T) {
 		t.Errorf("RequireMachine with redis only = %v", err)
 	}
 	c.Machine.Providers, c.Machine.ID = []string{"static"}, intp(7)
-	if got := c.MachineID().Static; got == nil || *got != 7 {
-		t.Errorf("MachineID().Static = %v; want 7", got)
+	if got := machineIDOf(t, c).Static; got == nil || *got != 7 {
+		t.Errorf("MachineIDConfig().Static = %v; want 7", got)
 	}
 	if r := c.Machine.Range(core.REST); r != machineid.DefaultServerRange {
 		t.Errorf("Range(REST) = %v", r)
@@ -631,7 +631,7 @@ func TestCore(t *testing.T) {
 	c := conf.DefaultConfig()
 	c.Machine.ID = intp(1023)
 	c.ID.Layout, c.ID.Version = core.Vesta, 1
-	cc, err := c.Core()
+	cc, err := c.CoreConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -643,7 +643,7 @@ func TestCore(t *testing.T) {
 		t.Error(err)
 	}
 	c.Central.MaxBatch = -1
-	if _, err := c.Core(); !errors.Is(err, conf.ErrConfig) {
+	if _, err := c.CoreConfig(); !errors.Is(err, conf.ErrConfig) {
 		t.Errorf("Core of an invalid config: %v; want ErrConfig", err)
 	}
 }
@@ -712,7 +712,7 @@ func TestLeafLayout(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := mustLoad(t, opts).Config
 			c.Machine.ID = intp(1)
-			cc, err := c.Core()
+			cc, err := c.CoreConfig()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -35,7 +35,7 @@ type fieldKey struct {
 	with       []string
 }
 
-// coreKeys: core.Config, from Core and Embed.
+// coreKeys: core.Config, from CoreConfig and EmbedConfig.
 var coreKeys = []fieldKey{
 	{field: "Layout", key: "id.layout"},
 	{field: "Type", key: "id.type", with: []string{"Layout"}},
@@ -78,7 +78,7 @@ var restKeys = []fieldKey{
 }
 
 // metricsKeys: connlimit.Config, the metrics listener's policy, from
-// MetricsListener. Its timeouts are REST's defaults.
+// MetricsConfig. Its timeouts are REST's defaults.
 var metricsKeys = []fieldKey{
 	{field: "MaxConns", key: "metrics.max_conns"},
 	{field: "MaxConnsPerPeer", key: "metrics.max_conns_per_peer"},
@@ -95,7 +95,7 @@ var clientKeys = []fieldKey{
 	{field: "Prefetch", key: "client.prefetch"},
 }
 
-// machineKeys: machineid.Config, from MachineID. The ranges, providers,
+// machineKeys: machineid.Config, from MachineIDConfig. The ranges, providers,
 // static ID and IP table are checked by conf in YAML terms (see
 // MachineConfig.validate); the whole Config is validated after them.
 var machineKeys = []fieldKey{
@@ -110,7 +110,7 @@ var machineKeys = []fieldKey{
 	{field: "Etcd.LeaseTTL", key: "machine.etcd.lease_ttl"},
 }
 
-// segmentKeys: segment.Config, from SegmentSequencer. The store keys are
+// segmentKeys: segment.Config, from SegmentConfig. The store keys are
 // conf's (no package config holds them all).
 var segmentKeys = []fieldKey{
 	{field: "Threshold", key: "segment.threshold"},
@@ -282,7 +282,7 @@ func (c Config) validatePackages(ck *checker) {
 	checkConversion(ck, "client", []string{"client"}, cc, base, clientKeys)
 	mbase := machineid.DefaultConfig()
 	mbase.Static = new(core.MachineID(0))
-	checkConversion(ck, "machine", []string{"machine"}, c.MachineID(), mbase, machineKeys)
+	checkConversion(ck, "machine", []string{"machine"}, c.Machine.machineID(), mbase, machineKeys)
 	checkConversion(ck, "segment", []string{"segment"}, c.segmentConfig(), segment.DefaultConfig(), segmentKeys)
 }
 
@@ -321,7 +321,7 @@ func (c Config) restConfig() rest.Config {
 	return rc
 }
 
-// metricsConfig is MetricsListener without the checks: the caps, and
+// metricsConfig is MetricsConfig without the checks: the caps, and
 // REST's request timeout as the first request's deadline. connlimit has
 // no defaults for its caps, so the zero rule is applied here, the one place
 // that owns the metrics listener's caps: zero is defaultMetrics' value; a
@@ -340,11 +340,11 @@ func (c Config) metricsConfig() connlimit.Config {
 	}
 }
 
-// MetricsListener returns the metrics listener's policy: the metrics.*
+// MetricsConfig returns the metrics listener's policy: the metrics.*
 // caps, and REST's request timeout as the first request's deadline.
 // Budget, Metrics, Logger and Name are left for the caller. It validates c
 // first.
-func (c Config) MetricsListener() (connlimit.Config, error) {
+func (c Config) MetricsConfig() (connlimit.Config, error) {
 	if err := c.Validate(); err != nil {
 		return connlimit.Config{}, err
 	}

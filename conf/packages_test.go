@@ -163,7 +163,7 @@ func TestMetricsZeroRule(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.yaml, err)
 		}
-		lc, err := l.Config.MetricsListener()
+		lc, err := l.Config.MetricsConfig()
 		if err != nil || lc.MaxConns != tc.conns || lc.MaxConnsPerPeer != tc.perPeer || lc.MaxUnsentBytes != tc.unsent || int64(lc.PeerPrefixV6) != tc.prefix {
 			t.Errorf("%s: %+v, %v; want %d, %d, %d bytes, /%d", tc.yaml, lc, err, tc.conns, tc.perPeer, tc.unsent, tc.prefix)
 		}

@@ -158,7 +158,7 @@ func TestEmbed(t *testing.T) {
 	c.TimeGuard.DataDir = t.TempDir()
 	c.ID.Layout = core.Vesta
 	c.Machine.ID = intp(0)
-	ec, err := c.Embed()
+	ec, err := c.EmbedConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,13 +181,13 @@ func TestEmbed(t *testing.T) {
 	}
 
 	c.Machine.ID = intp(1000) // a server-range ID: embedded use refuses it
-	if ec, err := c.Embed(); err != nil {
+	if ec, err := c.EmbedConfig(); err != nil {
 		t.Fatal(err)
 	} else if err := ec.Validate(); err == nil {
 		t.Error("embedded use of a server-range ID validated")
 	}
 	c.Log.Level = "loud"
-	if _, err := c.Embed(); err == nil {
+	if _, err := c.EmbedConfig(); err == nil {
 		t.Error("Embed of an invalid config succeeded")
 	}
 }

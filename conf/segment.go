@@ -123,18 +123,18 @@ func (s SegmentConfig) validate(ck *checker) {
 	}
 }
 
-// SegmentSequencer returns the segment sequencer's configuration: threshold, target
+// SegmentConfig returns the segment sequencer's configuration: threshold, target
 // duration, max step, preloaded tags and the refresh period, as they are.
 // Clock, Logger and OnStore are left for the caller. It
 // validates c first.
-func (c Config) SegmentSequencer() (segment.Config, error) {
+func (c Config) SegmentConfig() (segment.Config, error) {
 	if err := c.Validate(); err != nil {
 		return segment.Config{}, err
 	}
 	return c.segmentConfig(), nil
 }
 
-// segmentConfig is SegmentSequencer without the checks.
+// segmentConfig is SegmentConfig without the checks.
 func (c Config) segmentConfig() segment.Config {
 	s := c.Segment
 	cfg := segment.DefaultConfig()

@@ -91,7 +91,7 @@ also says which config file and time guard directory it uses.`,
 					return configIf(loaded, err)
 				}
 			} else {
-				ecfg, err := cfg.Embed()
+				ecfg, err := cfg.EmbedConfig()
 				if err != nil {
 					return configIf(loaded, err)
 				}

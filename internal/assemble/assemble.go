@@ -66,14 +66,14 @@ func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 	// The configuration is judged before anything listens, so that a
 	// refused one exits 2 naming its key even while a port is taken; then
 	// listen, so that a port in use fails before a lease is taken.
-	mcfg, err := cfg.Lease() // the etcd TLS files read
+	mcfg, err := cfg.MachineIDConfig() // the etcd TLS files read
 	if err == nil {
 		err = mcfg.ValidateFor(core.Central)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: machine (machine.id, machine.providers, machine.server_range, machine.redis.*, machine.etcd.*): %w", ErrConfig, err)
 	}
-	ccfg, err := cfg.Core()
+	ccfg, err := cfg.CoreConfig()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -290,7 +290,7 @@ func (a *Assembled) fdBudget(cfg conf.Config, log *slog.Logger, reg *prometheus.
 // token when rest.metrics_auth asks for it; it returns the listener to
 // serve.
 func (a *Assembled) metricsServer(cfg conf.Config, log *slog.Logger, reg *prometheus.Registry) (net.Listener, error) {
-	lcfg, err := cfg.MetricsListener()
+	lcfg, err := cfg.MetricsConfig()
 	if err != nil {
 		return nil, err
 	}

@@ -52,7 +52,7 @@ func openSequences(ctx context.Context, cfg conf.Config, log *slog.Logger, reg p
 	if !cfg.Segment.Enabled() {
 		return nil, nil
 	}
-	scfg, err := cfg.SegmentSequencer()
+	scfg, err := cfg.SegmentConfig()
 	if err != nil {
 		return nil, err
 	}
