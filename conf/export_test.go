@@ -46,3 +46,25 @@ func KeyValue(c Config, key string) reflect.Value {
 // EnvText returns key's value in c as the environment writes it, for
 // tests.
 func EnvText(c Config, key string) string { return leafValue(KeyValue(c, key)).String() }
+
+// Converted returns c converted, without the checks, into the Config of a
+// key table's package (KeyTable.Package), for tests.
+func Converted(c Config, pkg string) any {
+	switch pkg {
+	case "core":
+		return c.coreConfig()
+	case "central":
+		return c.centralConfig()
+	case "rest":
+		return c.restConfig()
+	case "connlimit":
+		return c.metricsConfig()
+	case "client":
+		return c.clientConfig()
+	case "machineid":
+		return c.Machine.machineID()
+	case "segment":
+		return c.segmentConfig()
+	}
+	panic("conf: no conversion to " + pkg)
+}

@@ -323,16 +323,16 @@ func (c Config) restConfig() rest.Config {
 
 // metricsConfig is MetricsConfig without the checks: the caps, and
 // REST's request timeout as the first request's deadline. connlimit has
-// no defaults for its caps, so the zero rule is applied here, the one place
-// that owns the metrics listener's caps: zero is defaultMetrics' value; a
-// negative max_unsent_bytes is passed on as it is, connlimit's no bound. A negative
+// no defaults for its connection caps, so the zero rule is applied here,
+// the one place that owns them: zero is defaultMetrics' value.
+// max_unsent_bytes is passed on as it is: connlimit reads zero as
+// defaultMetrics' 8 MiB and a negative value as no bound. A negative
 // max_conns or max_conns_per_peer is passed on for connlimit to refuse:
 // a connection cap has no off.
 func (c Config) metricsConfig() connlimit.Config {
 	d, m := defaultMetrics(), c.Metrics
 	m.MaxConns = cmp.Or(m.MaxConns, d.MaxConns)
 	m.MaxConnsPerPeer = cmp.Or(m.MaxConnsPerPeer, d.MaxConnsPerPeer)
-	m.MaxUnsentBytes = cmp.Or(m.MaxUnsentBytes, d.MaxUnsentBytes)
 	return connlimit.Config{
 		MaxConns: m.MaxConns, MaxConnsPerPeer: m.MaxConnsPerPeer,
 		PeerPrefixV6: m.PeerPrefixV6, MaxUnsentBytes: m.MaxUnsentBytes,

@@ -151,7 +151,7 @@ func TestMetricsZeroRule(t *testing.T) {
 		conns, perPeer int
 		unsent, prefix int64
 	}{
-		{"metrics: {max_conns: 0, max_conns_per_peer: 0, max_unsent_bytes: 0}", 100, 10, 8 << 20, 64},
+		{"metrics: {max_conns: 0, max_conns_per_peer: 0, max_unsent_bytes: 0}", 100, 10, 0, 64}, // connlimit's 0 is 8 MiB
 		{"metrics: {max_conns: 3, max_conns_per_peer: 2, max_unsent_bytes: -1}", 3, 2, -1, 64},
 		{"metrics: {max_unsent_bytes: 4096, peer_ipv6_prefix: 48}", 100, 10, 4096, 48},
 	} {
