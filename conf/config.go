@@ -8,13 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
 	"github.com/vesta-go/vesta/internal/connlimit"
 	"github.com/vesta-go/vesta/machineid"
-	"github.com/vesta-go/vesta/rest"
 )
 
 // Config is the whole configuration. The koanf tags are the YAML keys.
@@ -297,42 +295,32 @@ type LogConfig struct {
 }
 
 // DefaultConfig returns the defaults of every key: each package's
-// DefaultConfig for the keys of its table (packages.go; TestKeyTable
-// holds them so), conf's own for the rest. Each call returns fresh slices
-// and maps, so a caller may change them.
+// DefaultConfig for the keys of its table (conversions, packages.go),
+// conf's own for the rest. Each call returns fresh slices and maps, so a
+// caller may change them.
 func DefaultConfig() Config {
-	id, e, m := core.DefaultConfig(), embed.DefaultConfig(), machineid.DefaultConfig()
-	cc, rc, cl := central.DefaultConfig(), rest.DefaultConfig(), client.DefaultConfig()
-	return Config{
-		ID: IDConfig{Layout: id.Layout, Type: id.Type, Epoch: id.Epoch, Version: id.Version, MaxBorrow: id.MaxBorrow},
+	m := machineid.DefaultConfig()
+	c := Config{
 		Machine: MachineConfig{
 			Providers:     m.Providers,
 			IPTable:       map[string]int{},
-			K8sOffset:     m.K8sOffset,
 			EmbeddedRange: m.EmbeddedRange,
 			ServerRange:   m.ServerRange,
-			Redis: RedisConfig{
-				Addrs: m.Redis.Addrs, KeyPrefix: m.Redis.KeyPrefix, LeaseTTL: m.Redis.LeaseTTL,
-				MaxClockSkew: m.Redis.MaxClockSkew, MinReplicas: m.Redis.MinReplicas,
-			},
-			Etcd: EtcdConfig{Endpoints: m.Etcd.Endpoints, KeyPrefix: m.Etcd.KeyPrefix, LeaseTTL: m.Etcd.LeaseTTL},
 		},
-		TimeGuard: TimeGuardConfig{DataDir: e.DataDir, GuardWindow: id.GuardWindow, MaxStartupWait: id.MaxStartupWait},
-		Central: CentralConfig{
-			Listen: "127.0.0.1:7070", MaxBatch: cc.MaxBatch, MaxRequestBytes: cc.MaxRequestBytes, MaxConns: cc.MaxConns,
-			MaxConnsPerPeer: cc.MaxConnsPerPeer, PeerPrefixV6: cc.PeerPrefixV6, MaxUnsentBytes: cc.MaxUnsentBytes,
-			FirstFrameTimeout: cc.FirstFrameTimeout, MaxWaitingIDs: cc.MaxWaitingIDs, MaxWaitingCalls: cc.MaxWaitingCalls,
-			IdleTimeout: cc.IdleTimeout, ReadTimeout: cc.ReadTimeout,
-		},
-		REST: RESTConfig{Listen: "127.0.0.1:7080", AllowedHosts: []string{}, MaxConns: rc.MaxConns, MaxConnsPerPeer: rc.MaxConnsPerPeer,
-			PeerPrefixV6: rc.PeerPrefixV6, MaxUnsentBytes: rc.MaxUnsentBytes,
-			MaxWaitingIDs: rc.MaxWaitingIDs, MaxWaitingCalls: rc.MaxWaitingCalls},
-		Client: ClientConfig{Servers: []string{}, Timeout: cl.Timeout, Retries: cl.Retries, Prefetch: cl.Prefetch,
-			NoFallback: cl.NoFallback},
-		Segment: defaultSegment(),
-		Metrics: defaultMetrics(),
-		Log:     LogConfig{Level: "info", Format: "text"},
+		TimeGuard: TimeGuardConfig{DataDir: embed.DefaultConfig().DataDir},
+		Central:   CentralConfig{Listen: "127.0.0.1:7070"},
+		REST:      RESTConfig{Listen: "127.0.0.1:7080", AllowedHosts: []string{}},
+		Client:    ClientConfig{Servers: []string{}, NoFallback: client.DefaultConfig().NoFallback},
+		Segment:   defaultSegment(),
+		Metrics:   defaultMetrics(),
+		Log:       LogConfig{Level: "info", Format: "text"},
 	}
+	for _, cv := range conversions {
+		if cv.defaults != nil {
+			toKeys(&c, cv.defaults(), cv.keys)
+		}
+	}
+	return c
 }
 
 // defaultMetrics is the metrics listener's caps: conf's (connlimit has
@@ -449,12 +437,9 @@ func (c Config) EmbedConfig() (embed.Config, error) {
 
 // embedConfig is EmbedConfig without the checks and the files.
 func (c Config) embedConfig() embed.Config {
-	return embed.Config{
-		Layout: c.ID.Layout, Type: c.ID.Type, Epoch: c.ID.Epoch, Version: c.ID.Version,
-		Machine:   c.Machine.machineID(),
-		MaxBorrow: c.ID.MaxBorrow, DataDir: c.TimeGuard.DataDir,
-		GuardWindow: c.TimeGuard.GuardWindow, MaxStartupWait: c.TimeGuard.MaxStartupWait,
-	}
+	e := embed.Config{Machine: c.Machine.machineID(), DataDir: c.TimeGuard.DataDir}
+	fromKeys(c, &e, coreKeys) // embed.Config has core.Config's fields
+	return e
 }
 
 // Logger returns a logger writing to w at log.level in log.format. An

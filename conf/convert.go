@@ -47,32 +47,19 @@ func (m MachineConfig) machineID() machineid.Config {
 	for ip, id := range m.IPTable {
 		table[ip] = core.MachineID(id)
 	}
-	return machineid.Config{
+	mc := machineid.Config{
 		Providers:          append([]string(nil), m.Providers...),
 		Static:             m.Static(),
 		IPTable:            table,
-		K8sOffset:          m.K8sOffset,
 		EmbeddedRange:      m.EmbeddedRange,
 		ServerRange:        m.ServerRange,
 		EmbeddedLeaseRange: leaseEmbedded,
 		ServerLeaseRange:   leaseServer,
-		Redis: machineid.RedisConfig{
-			Addrs:        append([]string(nil), m.Redis.Addrs...),
-			MasterName:   m.Redis.MasterName,
-			Password:     m.Redis.Password.Reveal(),
-			KeyPrefix:    m.Redis.KeyPrefix,
-			LeaseTTL:     m.Redis.LeaseTTL,
-			MaxClockSkew: m.Redis.MaxClockSkew,
-			MinReplicas:  m.Redis.MinReplicas,
-		},
-		Etcd: machineid.EtcdConfig{
-			Endpoints: append([]string(nil), m.Etcd.Endpoints...),
-			Username:  m.Etcd.Username,
-			Password:  m.Etcd.Password.Reveal(),
-			KeyPrefix: m.Etcd.KeyPrefix,
-			LeaseTTL:  m.Etcd.LeaseTTL,
-		},
+		Redis:              machineid.RedisConfig{MasterName: m.Redis.MasterName, Password: m.Redis.Password.Reveal()},
+		Etcd:               machineid.EtcdConfig{Username: m.Etcd.Username, Password: m.Etcd.Password.Reveal()},
 	}
+	fromKeys(Config{Machine: m}, &mc, machineKeys)
+	return mc
 }
 
 // loadCAs reads the PEM certificates of path, read from key, into a pool.

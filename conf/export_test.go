@@ -2,7 +2,6 @@ package conf
 
 import (
 	"reflect"
-	"strings"
 )
 
 // Keys returns every key path, in Config's order, for tests.
@@ -31,17 +30,7 @@ func KeyType(key string) reflect.Type {
 }
 
 // KeyValue returns the value of key in c, for tests.
-func KeyValue(c Config, key string) reflect.Value {
-	v := reflect.ValueOf(c)
-	for name := range strings.SplitSeq(key, ".") {
-		f, ok := sectionField(v.Type(), name)
-		if !ok {
-			panic("conf: no key " + key)
-		}
-		v = v.FieldByIndex(f.index)
-	}
-	return v
-}
+func KeyValue(c Config, key string) reflect.Value { return keyValue(reflect.ValueOf(c), key) }
 
 // EnvText returns key's value in c as the environment writes it, for
 // tests.

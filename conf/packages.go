@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"reflect"
-	"slices"
 	"strings"
 
 	"github.com/vesta-go/vesta/central"
@@ -20,8 +19,10 @@ import (
 // each package. The meaning of a field (what zero means included), its
 // default and its limits are its package's, checked by its package's
 // Validate; conf names the key. Each conversion below has one table from
-// the package's field (a Go path) to the YAML key it is read from; the
-// keys in no table are conf's own (ownKeys), and TestKeyTable holds every
+// the package's field (a Go path) to the YAML key it is read from, and the
+// table is the conversion (fromKeys) and the default (toKeys): no field is
+// copied by hand. The keys in no table are conf's own (ownKeys), and
+// TestKeyTable holds every
 // key of Config, vesta.example.yaml, README's key list and the
 // environment to these tables. What conf checks itself is listed in the
 // package documentation; machineid checks the machine section again when
@@ -187,23 +188,38 @@ type keyTable struct {
 	OwnDefaults bool
 }
 
+// conversions are the tables with their package's DefaultConfig, from
+// which DefaultConfig takes each row's default (nil: conf owns the
+// defaults, the metrics listener's caps). REST's precedes central's, so
+// that central.max_batch is central's default (TestKeyTable holds the
+// two equal).
+var conversions = []struct {
+	pkg      string
+	keys     []fieldKey
+	defaults func() any
+}{
+	{"core", coreKeys, func() any { return core.DefaultConfig() }},
+	{"rest", restKeys, func() any { return rest.DefaultConfig() }},
+	{"central", centralKeys, func() any { return central.DefaultConfig() }},
+	{"connlimit", metricsKeys, nil},
+	{"client", clientKeys, func() any { return client.DefaultConfig() }},
+	{"machineid", machineKeys, func() any { return machineid.DefaultConfig() }},
+	{"segment", segmentKeys, func() any { return segment.DefaultConfig() }},
+}
+
 // keyTables returns every conversion's table with its package's
 // defaults: what TestKeyTable holds every key to.
 func keyTables() []keyTable {
-	tables := []keyTable{
-		{"core", nil, core.DefaultConfig(), false},
-		{"central", nil, central.DefaultConfig(), false},
-		{"rest", nil, rest.DefaultConfig(), false},
-		{"connlimit", nil, connlimit.Config{}, true},
-		{"client", nil, client.DefaultConfig(), false},
-		{"machineid", nil, machineid.DefaultConfig(), false},
-		{"segment", nil, segment.DefaultConfig(), false},
-	}
-	for i, keys := range [][]fieldKey{coreKeys, centralKeys, restKeys, metricsKeys, clientKeys, machineKeys, segmentKeys} {
-		tables[i].Fields = map[string]string{}
-		for _, k := range keys {
-			tables[i].Fields[k.key] = k.field
+	var tables []keyTable
+	for _, cv := range conversions {
+		tb := keyTable{Package: cv.pkg, Fields: map[string]string{}, Defaults: connlimit.Config{}, OwnDefaults: cv.defaults == nil}
+		if cv.defaults != nil {
+			tb.Defaults = cv.defaults()
 		}
+		for _, k := range cv.keys {
+			tb.Fields[k.key] = k.field
+		}
+		tables = append(tables, tb)
 	}
 	return tables
 }
@@ -246,11 +262,52 @@ func checkConversion[T interface{ Validate() error }](ck *checker, section strin
 // that of *src. A path that names no field panics: the tables are checked
 // by every Validate, DefaultConfig's included.
 func copyField[T any](dst, src *T, path string) {
-	d, s := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem()
+	fieldAt(reflect.ValueOf(dst).Elem(), path).Set(fieldAt(reflect.ValueOf(src).Elem(), path))
+}
+
+// fieldAt is the field of v, a struct, at a Go path ("Redis.LeaseTTL").
+func fieldAt(v reflect.Value, path string) reflect.Value {
 	for name := range strings.SplitSeq(path, ".") {
-		d, s = d.FieldByName(name), s.FieldByName(name)
+		v = v.FieldByName(name)
 	}
-	d.Set(s)
+	return v
+}
+
+// fromKeys is the one conversion of a table: each row's field of *dst,
+// a package's Config, is set to the value of the row's key in c, lists
+// copied (a Secret reads as its string). TestKeyTable holds every row to
+// one key and one field of the same type.
+func fromKeys[T any](c Config, dst *T, keys []fieldKey) {
+	d := reflect.ValueOf(dst).Elem()
+	for _, k := range keys {
+		f := fieldAt(d, k.field)
+		f.Set(cloneList(keyValue(reflect.ValueOf(c), k.key)).Convert(f.Type()))
+	}
+}
+
+// toKeys is fromKeys the other way: each row's key of *c is set to the
+// field of src, a package's DefaultConfig; a nil list is an empty one, as
+// conf's defaults print and compare so.
+func toKeys(c *Config, src any, keys []fieldKey) {
+	s := reflect.ValueOf(src)
+	for _, k := range keys {
+		kv := keyValue(reflect.ValueOf(c).Elem(), k.key)
+		v := cloneList(fieldAt(s, k.field))
+		if v.Kind() == reflect.Slice && v.IsNil() {
+			v = reflect.MakeSlice(v.Type(), 0, 0)
+		}
+		kv.Set(v.Convert(kv.Type()))
+	}
+}
+
+// cloneList returns a copy of v when it is a slice, else v.
+func cloneList(v reflect.Value) reflect.Value {
+	if v.Kind() != reflect.Slice || v.IsNil() {
+		return v
+	}
+	out := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+	reflect.Copy(out, v)
+	return out
 }
 
 func hasAnyPrefix(key string, prefixes []string) bool {
@@ -286,38 +343,28 @@ func (c Config) validatePackages(ck *checker) {
 	checkConversion(ck, "segment", []string{"segment"}, c.segmentConfig(), segment.DefaultConfig(), segmentKeys)
 }
 
-// coreConfig is Core without the checks.
+// coreConfig is CoreConfig without the checks: coreKeys, and machine.id
+// (0 when unset).
 func (c Config) coreConfig() core.Config {
-	var machine core.MachineID
+	var cc core.Config
 	if id := c.Machine.Static(); id != nil {
-		machine = *id
+		cc.Machine = *id
 	}
-	return core.Config{
-		Layout: c.ID.Layout, Type: c.ID.Type, Epoch: c.ID.Epoch, Version: c.ID.Version,
-		Machine: machine, MaxBorrow: c.ID.MaxBorrow,
-		GuardWindow: c.TimeGuard.GuardWindow, MaxStartupWait: c.TimeGuard.MaxStartupWait,
-	}
+	fromKeys(c, &cc, coreKeys)
+	return cc
 }
 
 // centralConfig is CentralConfig without the checks and the TLS files.
 func (c Config) centralConfig() central.Config {
 	cc := central.DefaultConfig()
-	cc.MaxBatch, cc.MaxRequestBytes, cc.MaxConns = c.Central.MaxBatch, c.Central.MaxRequestBytes, c.Central.MaxConns
-	cc.IdleTimeout, cc.ReadTimeout = c.Central.IdleTimeout, c.Central.ReadTimeout
-	cc.MaxConnsPerPeer, cc.FirstFrameTimeout = c.Central.MaxConnsPerPeer, c.Central.FirstFrameTimeout
-	cc.PeerPrefixV6, cc.MaxUnsentBytes = c.Central.PeerPrefixV6, c.Central.MaxUnsentBytes
-	cc.MaxWaitingIDs, cc.MaxWaitingCalls = c.Central.MaxWaitingIDs, c.Central.MaxWaitingCalls
+	fromKeys(c, &cc, centralKeys)
 	return cc
 }
 
 // restConfig is RESTConfig without the checks and the TLS files.
 func (c Config) restConfig() rest.Config {
 	rc := rest.DefaultConfig()
-	rc.Token, rc.MaxBatch = c.REST.Token.Reveal(), c.Central.MaxBatch
-	rc.MaxWaitingIDs, rc.MaxWaitingCalls = c.REST.MaxWaitingIDs, c.REST.MaxWaitingCalls
-	rc.MaxConns, rc.MaxConnsPerPeer, rc.MetricsAuth = c.REST.MaxConns, c.REST.MaxConnsPerPeer, c.REST.MetricsAuth
-	rc.AllowedHosts = slices.Clone(c.REST.AllowedHosts)
-	rc.PeerPrefixV6, rc.MaxUnsentBytes = c.REST.PeerPrefixV6, c.REST.MaxUnsentBytes
+	fromKeys(c, &rc, restKeys)
 	return rc
 }
 
@@ -330,14 +377,12 @@ func (c Config) restConfig() rest.Config {
 // max_conns or max_conns_per_peer is passed on for connlimit to refuse:
 // a connection cap has no off.
 func (c Config) metricsConfig() connlimit.Config {
-	d, m := defaultMetrics(), c.Metrics
-	m.MaxConns = cmp.Or(m.MaxConns, d.MaxConns)
-	m.MaxConnsPerPeer = cmp.Or(m.MaxConnsPerPeer, d.MaxConnsPerPeer)
-	return connlimit.Config{
-		MaxConns: m.MaxConns, MaxConnsPerPeer: m.MaxConnsPerPeer,
-		PeerPrefixV6: m.PeerPrefixV6, MaxUnsentBytes: m.MaxUnsentBytes,
-		FirstRequest: rest.DefaultRequestTimeout,
-	}
+	d := defaultMetrics()
+	lc := connlimit.Config{FirstRequest: rest.DefaultRequestTimeout}
+	fromKeys(c, &lc, metricsKeys)
+	lc.MaxConns = cmp.Or(lc.MaxConns, d.MaxConns)
+	lc.MaxConnsPerPeer = cmp.Or(lc.MaxConnsPerPeer, d.MaxConnsPerPeer)
+	return lc
 }
 
 // MetricsConfig returns the metrics listener's policy: the metrics.*
@@ -354,7 +399,8 @@ func (c Config) MetricsConfig() (connlimit.Config, error) {
 // clientConfig is ClientConfig without the checks and the fallback.
 func (c Config) clientConfig() client.Config {
 	cc := client.DefaultConfig(c.Client.Servers...)
-	cc.Timeout, cc.Retries, cc.Prefetch, cc.NoFallback = c.Client.Timeout, c.Client.Retries, c.Client.Prefetch, c.Client.NoFallback
+	cc.NoFallback = c.Client.NoFallback
+	fromKeys(c, &cc, clientKeys)
 	return cc
 }
 

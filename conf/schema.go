@@ -150,6 +150,18 @@ func keyPos(key string) int {
 	return -1
 }
 
+// keyValue is the field of key in v, a Config (settable when v is).
+func keyValue(v reflect.Value, key string) reflect.Value {
+	for name := range strings.SplitSeq(key, ".") {
+		f, ok := sectionField(v.Type(), name)
+		if !ok {
+			panic("conf: no key " + key)
+		}
+		v = v.FieldByIndex(f.index)
+	}
+	return v
+}
+
 // EnvName is the VESTA_* variable of a key ("rest.token" →
 // VESTA_REST_TOKEN); "" for a key that is not one.
 func EnvName(key string) string {

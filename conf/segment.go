@@ -2,7 +2,6 @@ package conf
 
 import (
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -68,15 +67,9 @@ var keyish = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
 
 // defaultSegment is Leaf's configuration, with the store off.
 func defaultSegment() SegmentConfig {
-	d := segment.DefaultConfig()
-	return SegmentConfig{
-		Table:          mysqlstore.DefaultTable,
-		Redis:          SegmentRedisConfig{Addrs: []string{"127.0.0.1:6379"}, KeyPrefix: "vesta:seg"},
-		Threshold:      d.Threshold,
-		TargetDuration: d.TargetDuration,
-		MaxStep:        d.MaxStep,
-		Preload:        []string{},
-		RefreshTags:    d.RefreshTags,
+	return SegmentConfig{ // segmentKeys' come from segment.DefaultConfig
+		Table: mysqlstore.DefaultTable,
+		Redis: SegmentRedisConfig{Addrs: []string{"127.0.0.1:6379"}, KeyPrefix: "vesta:seg"},
 	}
 }
 
@@ -136,9 +129,7 @@ func (c Config) SegmentConfig() (segment.Config, error) {
 
 // segmentConfig is SegmentConfig without the checks.
 func (c Config) segmentConfig() segment.Config {
-	s := c.Segment
 	cfg := segment.DefaultConfig()
-	cfg.Threshold, cfg.TargetDuration, cfg.MaxStep = s.Threshold, s.TargetDuration, s.MaxStep
-	cfg.Preload, cfg.RefreshTags = slices.Clone(s.Preload), s.RefreshTags
+	fromKeys(c, &cfg, segmentKeys)
 	return cfg
 }
