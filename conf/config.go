@@ -40,11 +40,11 @@ type IDConfig struct {
 	// as max-peak, min-granularity, 0 or 1, and Epoch in RFC 3339, or ""
 	// for the zero Time. MaxBorrow is an exception to the zero rule (see
 	// the package documentation): 0 never runs ahead.
-	Layout    core.Layout   `koanf:"layout"`
-	Type      core.Type     `koanf:"type"`
-	Epoch     time.Time     `koanf:"epoch"`
-	Version   uint8         `koanf:"version"`
-	MaxBorrow time.Duration `koanf:"max_borrow"`
+	Layout    core.Layout   `koanf:"layout" field:"core.Layout"`
+	Type      core.Type     `koanf:"type" field:"core.Type" with:"Layout"`
+	Epoch     time.Time     `koanf:"epoch" field:"core.Epoch" with:"Layout"`
+	Version   uint8         `koanf:"version" field:"core.Version" with:"Layout"`
+	MaxBorrow time.Duration `koanf:"max_borrow" field:"core.MaxBorrow"`
 }
 
 // MachineConfig is how an issuer gets its machine ID.
@@ -64,7 +64,7 @@ type MachineConfig struct {
 	// K8sOffset is added to a StatefulSet pod's ordinal (k8s provider):
 	// machineid.Config.K8sOffset (machineKeys), its default included (924,
 	// the server range's first ID); zero adds nothing.
-	K8sOffset int `koanf:"k8s_offset"`
+	K8sOffset int `koanf:"k8s_offset" field:"machineid.K8sOffset"`
 	// EmbeddedRange is where embedded issuers and the client's fallback
 	// take IDs; the zero Range does not validate.
 	EmbeddedRange machineid.Range `koanf:"embedded_range"`
@@ -79,7 +79,7 @@ type MachineConfig struct {
 type RedisConfig struct {
 	// Addrs is machineid.RedisConfig.Addrs (machineKeys): one address, or
 	// the Sentinel addresses with MasterName.
-	Addrs []string `koanf:"addrs"`
+	Addrs []string `koanf:"addrs" field:"machineid.Redis.Addrs" with:"Providers Redis.MasterName"`
 	// MasterName selects Sentinel; "" is a single server.
 	MasterName string `koanf:"master_name"`
 	// Password; "" is none. Load fills it from PasswordFile when that is set.
@@ -91,9 +91,9 @@ type RedisConfig struct {
 	// machineid.RedisConfig's fields (machineKeys): their meaning, zero
 	// included ("" is vesta; MaxClockSkew zero, no check, does not
 	// validate with the redis provider), and their checks are there.
-	KeyPrefix    string        `koanf:"key_prefix"`
-	LeaseTTL     time.Duration `koanf:"lease_ttl"`
-	MaxClockSkew time.Duration `koanf:"max_clock_skew"`
+	KeyPrefix    string        `koanf:"key_prefix" field:"machineid.Redis.KeyPrefix"`
+	LeaseTTL     time.Duration `koanf:"lease_ttl" field:"machineid.Redis.LeaseTTL"`
+	MaxClockSkew time.Duration `koanf:"max_clock_skew" field:"machineid.Redis.MaxClockSkew" with:"Providers"`
 	// EmbeddedRange is the part of machine.embedded_range that leases
 	// hand out. The zero Range (YAML "") is all of it when the redis
 	// provider is listed, and no ID otherwise. Fixed IDs (machine.id,
@@ -103,7 +103,7 @@ type RedisConfig struct {
 	// ServerRange is EmbeddedRange for machine.server_range.
 	ServerRange machineid.Range `koanf:"server_range"`
 	// MinReplicas is machineid.RedisConfig's, as KeyPrefix.
-	MinReplicas int `koanf:"min_replicas"`
+	MinReplicas int `koanf:"min_replicas" field:"machineid.Redis.MinReplicas"`
 }
 
 // EtcdConfig is the etcd lease of the etcd provider.
@@ -111,7 +111,7 @@ type EtcdConfig struct {
 	// Endpoints is machineid.EtcdConfig.Endpoints (machineKeys), the
 	// cluster's members. In the environment (VESTA_MACHINE_ETCD_ENDPOINTS)
 	// comma-separated.
-	Endpoints []string `koanf:"endpoints"`
+	Endpoints []string `koanf:"endpoints" field:"machineid.Etcd.Endpoints" with:"Providers"`
 	// Username and Password authenticate; "" is none. Load fills Password
 	// from PasswordFile when that is set.
 	Username     string `koanf:"username"`
@@ -121,10 +121,10 @@ type EtcdConfig struct {
 	TLS EtcdTLS `koanf:"tls"`
 	// KeyPrefix starts every etcd key: machineid.EtcdConfig.KeyPrefix
 	// (machineKeys); "" is vesta.
-	KeyPrefix string `koanf:"key_prefix"`
+	KeyPrefix string `koanf:"key_prefix" field:"machineid.Etcd.KeyPrefix"`
 	// LeaseTTL is the etcd lease's time to live, renewed every third of
 	// it: machineid.EtcdConfig.LeaseTTL (machineKeys), documented there.
-	LeaseTTL time.Duration `koanf:"lease_ttl"`
+	LeaseTTL time.Duration `koanf:"lease_ttl" field:"machineid.Etcd.LeaseTTL"`
 	// EmbeddedRange and ServerRange are the lease ranges, as
 	// machine.redis.embedded_range and server_range are for Redis.
 	EmbeddedRange machineid.Range `koanf:"embedded_range"`
@@ -154,8 +154,8 @@ type TimeGuardConfig struct {
 	// GuardWindow and MaxStartupWait are core.Config's (coreKeys),
 	// documented there; MaxStartupWait is an exception to the zero rule:
 	// 0 fails at once.
-	GuardWindow    time.Duration `koanf:"window"`
-	MaxStartupWait time.Duration `koanf:"max_startup_wait"`
+	GuardWindow    time.Duration `koanf:"window" field:"core.GuardWindow" with:"Type"`
+	MaxStartupWait time.Duration `koanf:"max_startup_wait" field:"core.MaxStartupWait"`
 }
 
 // CentralConfig is the MessagePack-RPC server.
@@ -166,17 +166,17 @@ type CentralConfig struct {
 	// peer_ipv6_prefix is PeerPrefixV6): their meaning, zero included, and
 	// their limits are documented there. REST's largest batch is
 	// max_batch too.
-	MaxBatch          int           `koanf:"max_batch"`
-	MaxRequestBytes   int           `koanf:"max_request_bytes"`
-	MaxConns          int           `koanf:"max_conns"`
-	MaxConnsPerPeer   int           `koanf:"max_conns_per_peer"`
-	PeerPrefixV6      int           `koanf:"peer_ipv6_prefix"`
-	MaxUnsentBytes    int           `koanf:"max_unsent_bytes"`
-	FirstFrameTimeout time.Duration `koanf:"first_frame_timeout"`
-	MaxWaitingIDs     int           `koanf:"max_waiting_ids"`
-	MaxWaitingCalls   int           `koanf:"max_waiting_calls"`
-	IdleTimeout       time.Duration `koanf:"idle_timeout"`
-	ReadTimeout       time.Duration `koanf:"read_timeout"`
+	MaxBatch          int           `koanf:"max_batch" field:"central.MaxBatch rest.MaxBatch"`
+	MaxRequestBytes   int           `koanf:"max_request_bytes" field:"central.MaxRequestBytes"`
+	MaxConns          int           `koanf:"max_conns" field:"central.MaxConns"`
+	MaxConnsPerPeer   int           `koanf:"max_conns_per_peer" field:"central.MaxConnsPerPeer"`
+	PeerPrefixV6      int           `koanf:"peer_ipv6_prefix" field:"central.PeerPrefixV6"`
+	MaxUnsentBytes    int           `koanf:"max_unsent_bytes" field:"central.MaxUnsentBytes"`
+	FirstFrameTimeout time.Duration `koanf:"first_frame_timeout" field:"central.FirstFrameTimeout"`
+	MaxWaitingIDs     int           `koanf:"max_waiting_ids" field:"central.MaxWaitingIDs"`
+	MaxWaitingCalls   int           `koanf:"max_waiting_calls" field:"central.MaxWaitingCalls"`
+	IdleTimeout       time.Duration `koanf:"idle_timeout" field:"central.IdleTimeout"`
+	ReadTimeout       time.Duration `koanf:"read_timeout" field:"central.ReadTimeout"`
 	TLS               CentralTLS    `koanf:"tls"`
 }
 
@@ -199,21 +199,21 @@ type RESTConfig struct {
 	Listen string `koanf:"listen"`
 	// Token is rest.Config.Token; Load fills it from TokenFile when that
 	// is set.
-	Token Secret `koanf:"token"`
+	Token Secret `koanf:"token" field:"rest.Token"`
 	// TokenFile holds the token (read by Load, trailing newline
 	// trimmed); "" is none. Setting it and Token is an error.
 	TokenFile string `koanf:"token_file"`
 	// The rest are rest.Config's fields too (restKeys; peer_ipv6_prefix
 	// is PeerPrefixV6): their meaning, zero included, and their limits
 	// are documented there.
-	MetricsAuth     bool     `koanf:"metrics_auth"`
-	AllowedHosts    []string `koanf:"allowed_hosts"`
-	MaxConns        int      `koanf:"max_conns"`
-	MaxConnsPerPeer int      `koanf:"max_conns_per_peer"`
-	PeerPrefixV6    int      `koanf:"peer_ipv6_prefix"`
-	MaxUnsentBytes  int      `koanf:"max_unsent_bytes"`
-	MaxWaitingIDs   int      `koanf:"max_waiting_ids"`
-	MaxWaitingCalls int      `koanf:"max_waiting_calls"`
+	MetricsAuth     bool     `koanf:"metrics_auth" field:"rest.MetricsAuth" with:"Token"`
+	AllowedHosts    []string `koanf:"allowed_hosts" field:"rest.AllowedHosts" with:"Token"`
+	MaxConns        int      `koanf:"max_conns" field:"rest.MaxConns"`
+	MaxConnsPerPeer int      `koanf:"max_conns_per_peer" field:"rest.MaxConnsPerPeer"`
+	PeerPrefixV6    int      `koanf:"peer_ipv6_prefix" field:"rest.PeerPrefixV6"`
+	MaxUnsentBytes  int      `koanf:"max_unsent_bytes" field:"rest.MaxUnsentBytes"`
+	MaxWaitingIDs   int      `koanf:"max_waiting_ids" field:"rest.MaxWaitingIDs"`
+	MaxWaitingCalls int      `koanf:"max_waiting_calls" field:"rest.MaxWaitingCalls"`
 	TLS             RESTTLS  `koanf:"tls"`
 }
 
@@ -241,9 +241,9 @@ type ClientConfig struct {
 	// Timeout, Retries and Prefetch are client.Config's fields
 	// (clientKeys): their meaning, zero included, and their limits are
 	// documented there.
-	Timeout  time.Duration `koanf:"timeout"`
-	Retries  int           `koanf:"retries"`
-	Prefetch int           `koanf:"prefetch"`
+	Timeout  time.Duration `koanf:"timeout" field:"client.Timeout"`
+	Retries  int           `koanf:"retries" field:"client.Retries"`
+	Prefetch int           `koanf:"prefetch" field:"client.Prefetch"`
 	// NoFallback is client.Config.NoFallback (clientKeys): false, the
 	// zero and the default, issues from an embedded generator while every
 	// server is down; true returns the error instead.
@@ -263,10 +263,10 @@ type MetricsConfig struct {
 	// (metricsConfig): MaxConns zero is 100, MaxConnsPerPeer zero is 10,
 	// PeerPrefixV6 zero is 64, MaxUnsentBytes zero is 8 MiB and a
 	// negative one is no bound.
-	MaxConns        int        `koanf:"max_conns"`
-	MaxConnsPerPeer int        `koanf:"max_conns_per_peer"`
-	PeerPrefixV6    int        `koanf:"peer_ipv6_prefix"`
-	MaxUnsentBytes  int64      `koanf:"max_unsent_bytes"`
+	MaxConns        int        `koanf:"max_conns" field:"connlimit.MaxConns"`
+	MaxConnsPerPeer int        `koanf:"max_conns_per_peer" field:"connlimit.MaxConnsPerPeer"`
+	PeerPrefixV6    int        `koanf:"peer_ipv6_prefix" field:"connlimit.PeerPrefixV6"`
+	MaxUnsentBytes  int64      `koanf:"max_unsent_bytes" field:"connlimit.MaxUnsentBytes"`
 	TLS             MetricsTLS `koanf:"tls"`
 }
 

@@ -43,8 +43,10 @@
 // and validating c first (CoreConfig, EmbedConfig, MachineIDConfig,
 // CentralConfig, RESTConfig, ClientConfig, MetricsConfig, SegmentConfig;
 // MaskCheck returns the masking check and Masks builds the maskers), so
-// that only this package knows the file format, through one table per
-// conversion (packages.go: Go field -> YAML key). A key of a table means
+// that only this package knows the file format, through the field tags of
+// Config: a key's field tag names the package field it is read into
+// (field:"machineid.Redis.LeaseTTL"), and the tables derived from them
+// (packages.go) are the conversions and the defaults. A key of a table means
 // what its field means, as the field's comment says, zero included; its
 // default is the package's DefaultConfig value and its Go type the
 // field's. The keys in no table are conf's own (ownKeys). A test walks every key of Config and checks

@@ -36,89 +36,57 @@ type fieldKey struct {
 	with       []string
 }
 
-// coreKeys: core.Config, from CoreConfig and EmbedConfig.
-var coreKeys = []fieldKey{
-	{field: "Layout", key: "id.layout"},
-	{field: "Type", key: "id.type", with: []string{"Layout"}},
-	{field: "Epoch", key: "id.epoch", with: []string{"Layout"}},
-	{field: "Version", key: "id.version", with: []string{"Layout"}},
-	{field: "MaxBorrow", key: "id.max_borrow"},
-	{field: "GuardWindow", key: "time_guard.window", with: []string{"Type"}},
-	{field: "MaxStartupWait", key: "time_guard.max_startup_wait"},
-}
+// The tables, one per package Config, derived from the field tags of
+// Config: `field:"central.MaxBatch rest.MaxBatch"` names the package
+// fields a key is read into, `with:"Layout"` the fields its check depends
+// on. Each key is so declared once, beside its YAML name.
+var (
+	// coreKeys: core.Config, from CoreConfig and EmbedConfig.
+	coreKeys = tableOf("core")
+	// centralKeys: central.Config, from CentralConfig.
+	centralKeys = tableOf("central")
+	// restKeys: rest.Config, from RESTConfig. REST's largest batch is
+	// central.max_batch: one server, one batch limit, whichever protocol a
+	// client speaks (Vesta.Info reports it as max_batch).
+	restKeys = tableOf("rest")
+	// metricsKeys: connlimit.Config, the metrics listener's policy, from
+	// MetricsConfig. Its timeouts are REST's defaults.
+	metricsKeys = tableOf("connlimit")
+	// clientKeys: client.Config, from ClientConfig. client.servers is
+	// checked by conf, as the key may be empty when no client is built
+	// (the client wants at least one server).
+	clientKeys = tableOf("client")
+	// machineKeys: machineid.Config, from MachineIDConfig. The ranges,
+	// providers, static ID and IP table are checked by conf in YAML terms
+	// (see MachineConfig.validate); the whole Config is validated after
+	// them.
+	machineKeys = tableOf("machineid")
+	// segmentKeys: segment.Config, from SegmentConfig. The store keys are
+	// conf's (no package config holds them all).
+	segmentKeys = tableOf("segment")
+)
 
-// centralKeys: central.Config, from CentralConfig.
-var centralKeys = []fieldKey{
-	{field: "MaxBatch", key: "central.max_batch"},
-	{field: "MaxRequestBytes", key: "central.max_request_bytes"},
-	{field: "MaxConns", key: "central.max_conns"},
-	{field: "MaxConnsPerPeer", key: "central.max_conns_per_peer"},
-	{field: "PeerPrefixV6", key: "central.peer_ipv6_prefix"},
-	{field: "MaxUnsentBytes", key: "central.max_unsent_bytes"},
-	{field: "MaxWaitingIDs", key: "central.max_waiting_ids"},
-	{field: "MaxWaitingCalls", key: "central.max_waiting_calls"},
-	{field: "IdleTimeout", key: "central.idle_timeout"},
-	{field: "ReadTimeout", key: "central.read_timeout"},
-	{field: "FirstFrameTimeout", key: "central.first_frame_timeout"},
-}
-
-// restKeys: rest.Config, from RESTConfig. REST's largest batch is
-// central.max_batch: one server, one batch limit, whichever protocol a
-// client speaks (Vesta.Info reports it as max_batch).
-var restKeys = []fieldKey{
-	{field: "Token", key: "rest.token"},
-	{field: "MaxBatch", key: "central.max_batch"},
-	{field: "MaxWaitingIDs", key: "rest.max_waiting_ids"},
-	{field: "MaxWaitingCalls", key: "rest.max_waiting_calls"},
-	{field: "MaxConns", key: "rest.max_conns"},
-	{field: "MaxConnsPerPeer", key: "rest.max_conns_per_peer"},
-	{field: "PeerPrefixV6", key: "rest.peer_ipv6_prefix"},
-	{field: "MaxUnsentBytes", key: "rest.max_unsent_bytes"},
-	{field: "MetricsAuth", key: "rest.metrics_auth", with: []string{"Token"}},
-	{field: "AllowedHosts", key: "rest.allowed_hosts", with: []string{"Token"}},
-}
-
-// metricsKeys: connlimit.Config, the metrics listener's policy, from
-// MetricsConfig. Its timeouts are REST's defaults.
-var metricsKeys = []fieldKey{
-	{field: "MaxConns", key: "metrics.max_conns"},
-	{field: "MaxConnsPerPeer", key: "metrics.max_conns_per_peer"},
-	{field: "PeerPrefixV6", key: "metrics.peer_ipv6_prefix"},
-	{field: "MaxUnsentBytes", key: "metrics.max_unsent_bytes"},
-}
-
-// clientKeys: client.Config, from ClientConfig. client.servers is checked
-// by conf, as the key may be empty when no client is built (the client
-// wants at least one server).
-var clientKeys = []fieldKey{
-	{field: "Timeout", key: "client.timeout"},
-	{field: "Retries", key: "client.retries"},
-	{field: "Prefetch", key: "client.prefetch"},
-}
-
-// machineKeys: machineid.Config, from MachineIDConfig. The ranges, providers,
-// static ID and IP table are checked by conf in YAML terms (see
-// MachineConfig.validate); the whole Config is validated after them.
-var machineKeys = []fieldKey{
-	{field: "K8sOffset", key: "machine.k8s_offset"},
-	{field: "Redis.Addrs", key: "machine.redis.addrs", with: []string{"Providers", "Redis.MasterName"}},
-	{field: "Redis.KeyPrefix", key: "machine.redis.key_prefix"},
-	{field: "Redis.LeaseTTL", key: "machine.redis.lease_ttl"},
-	{field: "Redis.MaxClockSkew", key: "machine.redis.max_clock_skew", with: []string{"Providers"}},
-	{field: "Redis.MinReplicas", key: "machine.redis.min_replicas"},
-	{field: "Etcd.Endpoints", key: "machine.etcd.endpoints", with: []string{"Providers"}},
-	{field: "Etcd.KeyPrefix", key: "machine.etcd.key_prefix"},
-	{field: "Etcd.LeaseTTL", key: "machine.etcd.lease_ttl"},
-}
-
-// segmentKeys: segment.Config, from SegmentConfig. The store keys are
-// conf's (no package config holds them all).
-var segmentKeys = []fieldKey{
-	{field: "Threshold", key: "segment.threshold"},
-	{field: "TargetDuration", key: "segment.target_duration"},
-	{field: "MaxStep", key: "segment.max_step"},
-	{field: "Preload", key: "segment.preload"},
-	{field: "RefreshTags", key: "segment.refresh_tags"},
+// tableOf is the table of package pkg: the keys whose field tag names a
+// field of pkg's Config, in Config's order.
+func tableOf(pkg string) []fieldKey {
+	var out []fieldKey
+	var walk func(prefix string, t reflect.Type)
+	walk = func(prefix string, t reflect.Type) {
+		for _, f := range fieldsOf(t) {
+			key := prefix + f.name
+			if f.section {
+				walk(key+".", f.typ)
+				continue
+			}
+			for target := range strings.FieldsSeq(f.tag.Get("field")) {
+				if p, path, _ := strings.Cut(target, "."); p == pkg {
+					out = append(out, fieldKey{field: path, key: key, with: strings.Fields(f.tag.Get("with"))})
+				}
+			}
+		}
+	}
+	walk("", reflect.TypeFor[Config]())
+	return out
 }
 
 // ownKeys are the keys no package Config holds as they are: conf reads
@@ -266,9 +234,14 @@ func copyField[T any](dst, src *T, path string) {
 }
 
 // fieldAt is the field of v, a struct, at a Go path ("Redis.LeaseTTL").
+// A path that names no field, a typo in a field tag, panics naming it
+// (TestKeyTable meets it first).
 func fieldAt(v reflect.Value, path string) reflect.Value {
+	t := v.Type()
 	for name := range strings.SplitSeq(path, ".") {
-		v = v.FieldByName(name)
+		if v = v.FieldByName(name); !v.IsValid() {
+			panic("conf: " + t.String() + " has no field " + path)
+		}
 	}
 	return v
 }

@@ -16,7 +16,8 @@ type field struct {
 	name    string // the YAML key within its section, e.g. "lease_ttl"
 	index   []int
 	typ     reflect.Type
-	section bool // a nested section (a struct of this package)
+	tag     reflect.StructTag // field and with name its package fields (packages.go)
+	section bool              // a nested section (a struct of this package)
 }
 
 // leaf is one settable key.
@@ -52,7 +53,7 @@ func fieldsOf(t reflect.Type) []field {
 			continue
 		}
 		fs = append(fs, field{
-			name: name, index: sf.Index, typ: sf.Type,
+			name: name, index: sf.Index, typ: sf.Type, tag: sf.Tag,
 			section: sf.Type.Kind() == reflect.Struct && sf.Type.PkgPath() == pkgPath,
 		})
 	}

@@ -33,11 +33,11 @@ type SegmentConfig struct {
 	// Threshold, TargetDuration, MaxStep, Preload and RefreshTags are
 	// segment.Config's fields (segmentKeys): their meaning, zero
 	// included, and their limits are documented there.
-	Threshold      float64       `koanf:"threshold"`
-	TargetDuration time.Duration `koanf:"target_duration"`
-	MaxStep        int64         `koanf:"max_step"`
-	Preload        []string      `koanf:"preload"`
-	RefreshTags    time.Duration `koanf:"refresh_tags"`
+	Threshold      float64       `koanf:"threshold" field:"segment.Threshold"`
+	TargetDuration time.Duration `koanf:"target_duration" field:"segment.TargetDuration"`
+	MaxStep        int64         `koanf:"max_step" field:"segment.MaxStep"`
+	Preload        []string      `koanf:"preload" field:"segment.Preload"`
+	RefreshTags    time.Duration `koanf:"refresh_tags" field:"segment.RefreshTags"`
 }
 
 // SegmentRedisConfig is the redis store of segment sequences.
