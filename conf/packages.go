@@ -22,9 +22,8 @@ import (
 // the package's field (a Go path) to the YAML key it is read from, and the
 // table is the conversion (fromKeys) and the default (toKeys): no field is
 // copied by hand. The keys in no table are conf's own (ownKeys), and
-// TestKeyTable holds every
-// key of Config, vesta.example.yaml, README's key list and the
-// environment to these tables. What conf checks itself is listed in the
+// TestKeyTable holds every key of Config, vesta.example.yaml, README's key
+// list and the environment to these tables. What conf checks itself is listed in the
 // package documentation; machineid checks the machine section again when
 // the lease is acquired.
 
