@@ -76,8 +76,8 @@
 // every bad key at once by checking each field alone against a valid
 // Config of its package, then the whole Config for what only a combination
 // breaks. conf itself checks only what no package sees: address syntax
-// (listeners, client.servers, the segment store's addresses; the lease
-// stores' are machineid's), listeners that
+// (listeners, client.servers; the stores' addresses are machineid's and
+// redisstore's), listeners that
 // collide, TLS files in pairs and a client CA only with a certificate,
 // secrets given both inline and as a file, the log, the segment store's
 // keys and a preloaded tag listed twice, and the machine section in YAML

@@ -54,6 +54,8 @@ func Converted(c Config, pkg string) any {
 		return c.Machine.machineID()
 	case "segment":
 		return c.segmentConfig()
+	case "redisstore":
+		return c.segmentRedisConfig()
 	}
 	panic("conf: no conversion to " + pkg)
 }

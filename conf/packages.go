@@ -13,6 +13,7 @@ import (
 	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/rest"
 	"github.com/vesta-go/vesta/segment"
+	"github.com/vesta-go/vesta/segment/redisstore"
 )
 
 // conf is a mapping: YAML, environment and flag keys onto the Config of
@@ -61,8 +62,11 @@ var (
 	// them.
 	machineKeys = tableOf("machineid")
 	// segmentKeys: segment.Config, from SegmentConfig. The store keys are
-	// conf's (no package config holds them all).
+	// conf's, but for the redis store's own.
 	segmentKeys = tableOf("segment")
+	// segmentRedisKeys: redisstore.Config, from segmentRedisConfig, judged
+	// with segment.store redis only. It has no defaults: conf's are.
+	segmentRedisKeys = tableOf("redisstore")
 )
 
 // tableOf is the table of package pkg: the keys whose field tag names a
@@ -113,10 +117,7 @@ var ownKeys = map[string]string{
 	"segment.dsn":                 "the store selection (mysql)",
 	"segment.dsn_file":            "a secret's file, read by Load",
 	"segment.table":               "the store selection (mysql)",
-	"segment.redis.addrs":         "the store selection (redis)",
-	"segment.redis.password":      "the store selection (redis)",
 	"segment.redis.password_file": "a secret's file, read by Load",
-	"segment.redis.key_prefix":    "the store selection (redis)",
 	"mask.key":                    "a secret, the key text; mask.ParseKeys judges it",
 	"mask.key_file":               "a secret's file, read by Load",
 	"mask.not_before":             "the masking check's NotBefore, judged with the id and machine sections (mask.Check)",
@@ -163,15 +164,17 @@ type keyTable struct {
 var conversions = []struct {
 	pkg      string
 	keys     []fieldKey
-	defaults func() any
+	defaults func() any // nil: conf's own; zero is then the Config's type
+	zero     any
 }{
-	{"core", coreKeys, func() any { return core.DefaultConfig() }},
-	{"rest", restKeys, func() any { return rest.DefaultConfig() }},
-	{"central", centralKeys, func() any { return central.DefaultConfig() }},
-	{"connlimit", metricsKeys, nil},
-	{"client", clientKeys, func() any { return client.DefaultConfig() }},
-	{"machineid", machineKeys, func() any { return machineid.DefaultConfig() }},
-	{"segment", segmentKeys, func() any { return segment.DefaultConfig() }},
+	{"core", coreKeys, func() any { return core.DefaultConfig() }, nil},
+	{"rest", restKeys, func() any { return rest.DefaultConfig() }, nil},
+	{"central", centralKeys, func() any { return central.DefaultConfig() }, nil},
+	{"connlimit", metricsKeys, nil, connlimit.Config{}},
+	{"client", clientKeys, func() any { return client.DefaultConfig() }, nil},
+	{"machineid", machineKeys, func() any { return machineid.DefaultConfig() }, nil},
+	{"segment", segmentKeys, func() any { return segment.DefaultConfig() }, nil},
+	{"redisstore", segmentRedisKeys, nil, redisstore.Config{}},
 }
 
 // keyTables returns every conversion's table with its package's
@@ -179,7 +182,7 @@ var conversions = []struct {
 func keyTables() []keyTable {
 	var tables []keyTable
 	for _, cv := range conversions {
-		tb := keyTable{Package: cv.pkg, Fields: map[string]string{}, Defaults: connlimit.Config{}, OwnDefaults: cv.defaults == nil}
+		tb := keyTable{Package: cv.pkg, Fields: map[string]string{}, Defaults: cv.zero, OwnDefaults: cv.defaults == nil}
 		if cv.defaults != nil {
 			tb.Defaults = cv.defaults()
 		}
@@ -313,6 +316,10 @@ func (c Config) validatePackages(ck *checker) {
 	mbase.Static = new(core.MachineID(0))
 	checkConversion(ck, "machine", []string{"machine"}, c.Machine.machineID(), mbase, machineKeys)
 	checkConversion(ck, "segment", []string{"segment"}, c.segmentConfig(), segment.DefaultConfig(), segmentKeys)
+	if c.Segment.Store == SegmentStoreRedis {
+		checkConversion(ck, "segment.redis", []string{"segment.redis"}, c.segmentRedisConfig(),
+			redisstore.Config{Addrs: []string{"127.0.0.1:6379"}}, segmentRedisKeys)
+	}
 }
 
 // coreConfig is CoreConfig without the checks: coreKeys, and machine.id

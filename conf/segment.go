@@ -9,6 +9,7 @@ import (
 
 	"github.com/vesta-go/vesta/segment"
 	"github.com/vesta-go/vesta/segment/mysqlstore"
+	"github.com/vesta-go/vesta/segment/redisstore"
 )
 
 // SegmentConfig is the segment sequences' store and issuer (Leaf's segment
@@ -42,17 +43,16 @@ type SegmentConfig struct {
 
 // SegmentRedisConfig is the redis store of segment sequences.
 type SegmentRedisConfig struct {
-	// Addrs: host:port each (one server, or Cluster nodes). Empty does not
-	// validate with store redis.
-	Addrs []string `koanf:"addrs"`
-	// Password; "" is none. Load fills it from PasswordFile when set.
-	Password Secret `koanf:"password"`
+	// Addrs, Password and KeyPrefix are redisstore.Config's Addrs,
+	// Password and Prefix: their meaning, zero included ("" is
+	// vesta:seg), and their checks are there, judged with store redis.
+	// Load fills Password from PasswordFile when set.
+	Addrs    []string `koanf:"addrs" field:"redisstore.Addrs"`
+	Password Secret   `koanf:"password" field:"redisstore.Password"`
 	// PasswordFile holds the password (trailing newline trimmed); "" is
 	// none. Setting it and Password is an error.
 	PasswordFile string `koanf:"password_file"`
-	// KeyPrefix starts every key of the store ({prefix}:tags and
-	// {prefix}:t:<tag>); "" does not validate.
-	KeyPrefix string `koanf:"key_prefix"`
+	KeyPrefix    string `koanf:"key_prefix" field:"redisstore.Prefix"`
 }
 
 // The stores segment.store may name.
@@ -94,17 +94,6 @@ func (s SegmentConfig) validate(ck *checker) {
 	if !keyish.MatchString(s.Table) || strings.ContainsAny(s.Table, ".:-") {
 		ck.add("segment.table", "%q; want 1-64 characters of A-Z a-z 0-9 _ (Leaf: leaf_alloc)", clip(s.Table))
 	}
-	if len(s.Redis.Addrs) == 0 && s.Store == SegmentStoreRedis {
-		ck.add("segment.redis.addrs", "empty; the redis store (segment.store) needs at least one host:port")
-	}
-	if !keyish.MatchString(s.Redis.KeyPrefix) {
-		ck.add("segment.redis.key_prefix", "%q; want 1-64 characters of A-Z a-z 0-9 _ . : -, e.g. vesta:seg", clip(s.Redis.KeyPrefix))
-	}
-	for _, a := range s.Redis.Addrs {
-		if msg := checkHostPort(a, 1); msg != "" {
-			ck.add("segment.redis.addrs", "%s", msg)
-		}
-	}
 	// The issuer's keys are segment's to judge (segmentKeys); a preloaded
 	// tag listed twice is conf's.
 	seen := map[string]bool{}
@@ -132,4 +121,13 @@ func (c Config) segmentConfig() segment.Config {
 	cfg := segment.DefaultConfig()
 	fromKeys(c, &cfg, segmentKeys)
 	return cfg
+}
+
+// segmentRedisConfig is the redis segment store's configuration, which
+// Validate judges with segment.store redis: segment.redis's addresses,
+// password and key prefix.
+func (c Config) segmentRedisConfig() redisstore.Config {
+	var rc redisstore.Config
+	fromKeys(c, &rc, segmentRedisKeys)
+	return rc
 }

@@ -224,13 +224,16 @@ func invalidCases(t testing.TB) []struct {
 		}, "(value not shown) is not a go-sql-driver/mysql DSN"},
 		{"segment.table", func(c *conf.Config) { c.Segment.Table = "leaf_alloc; DROP TABLE x" }, "want 1-64 characters of A-Z a-z 0-9 _"},
 		{"segment.table", func(c *conf.Config) { c.Segment.Table = "" }, `""; want 1-64`},
-		{"segment.redis.addrs", func(c *conf.Config) { c.Segment.Redis.Addrs = []string{"redis"} }, `"redis"; want host:port`},
+		{"segment.redis.addrs", func(c *conf.Config) {
+			c.Segment.Store, c.Segment.Redis.Addrs = "redis", []string{"redis"}
+		}, `"redis"; want host:port with a port 1-65535`},
 		{"segment.redis.addrs", func(c *conf.Config) {
 			c.Segment.Store = "redis"
 			c.Segment.Redis.Addrs = nil
-		}, "empty; the redis store (segment.store) needs at least one host:port"},
-		{"segment.redis.key_prefix", func(c *conf.Config) { c.Segment.Redis.KeyPrefix = "" }, `""; want 1-64 characters`},
-		{"segment.redis.key_prefix", func(c *conf.Config) { c.Segment.Redis.KeyPrefix = "a b" }, `"a b"; want`},
+		}, "redisstore: invalid config: Addrs is empty"},
+		{"segment.redis.key_prefix", func(c *conf.Config) {
+			c.Segment.Store, c.Segment.Redis.KeyPrefix = "redis", "a b"
+		}, `Prefix "a b"; want 1-64 characters`},
 		{"segment.threshold", func(c *conf.Config) { c.Segment.Threshold = 1.5 }, "Threshold: 1.5; want 0 (meaning 0.1) to 1"},
 		{"segment.threshold", func(c *conf.Config) { c.Segment.Threshold = -0.1 }, "Threshold: -0.1; want"},
 		{"segment.target_duration", func(c *conf.Config) { c.Segment.TargetDuration = time.Millisecond }, "TargetDuration: 1ms; want 0 (meaning 15m) or 1s to 24h"},
