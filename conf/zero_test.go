@@ -19,6 +19,7 @@ var zeroRefused = map[string]string{
 	"machine.redis.addrs":          "Redis.Addrs: empty, but the redis provider is listed",
 	"machine.redis.max_clock_skew": "0 turns the clock check off, but the redis provider needs a bound",
 	"machine.etcd.endpoints":       "Etcd.Endpoints: empty, but the etcd provider is listed",
+	"segment.redis.addrs":          "redisstore: invalid config: Addrs is empty",
 }
 
 // zeroMapped are the table keys whose zero conf turns into a value of its
@@ -35,7 +36,7 @@ var zeroMapped = map[string]string{
 // that it means what the field's comment says zero means, as it does in
 // Go; or it is refused naming the key (zeroRefused), or conf owns its
 // default (zeroMapped). The machine keys are read with their provider
-// listed, so that its rules apply.
+// listed and segment.redis's with store redis, so that their rules apply.
 func TestZeroSameInYAMLAndGo(t *testing.T) {
 	for _, tb := range conf.KeyTables() {
 		for key, path := range tb.Fields {
@@ -46,6 +47,8 @@ func TestZeroSameInYAMLAndGo(t *testing.T) {
 				env = []string{"VESTA_MACHINE_PROVIDERS=redis"}
 			case strings.HasPrefix(key, "machine.etcd."):
 				env = []string{"VESTA_MACHINE_PROVIDERS=etcd"}
+			case strings.HasPrefix(key, "segment.redis."):
+				env = []string{"VESTA_SEGMENT_STORE=redis"}
 			}
 			l, err := loadYAML(t, yaml, env...)
 			if want, ok := zeroRefused[key]; ok {
