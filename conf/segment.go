@@ -43,16 +43,16 @@ type SegmentConfig struct {
 
 // SegmentRedisConfig is the redis store of segment sequences.
 type SegmentRedisConfig struct {
-	// Addrs, Password and KeyPrefix are redisstore.Config's Addrs,
-	// Password and Prefix: their meaning, zero included ("" is
-	// vesta:seg), and their checks are there, judged with store redis.
-	// Load fills Password from PasswordFile when set.
+	// Addrs, Password and KeyPrefix are redisstore.Config's: their
+	// meaning, zero included (KeyPrefix "" is vesta:seg), and their
+	// checks are there, judged with store redis. Load fills Password from
+	// PasswordFile when set.
 	Addrs    []string `koanf:"addrs" field:"redisstore.Addrs"`
 	Password Secret   `koanf:"password" field:"redisstore.Password"`
 	// PasswordFile holds the password (trailing newline trimmed); "" is
 	// none. Setting it and Password is an error.
 	PasswordFile string `koanf:"password_file"`
-	KeyPrefix    string `koanf:"key_prefix" field:"redisstore.Prefix"`
+	KeyPrefix    string `koanf:"key_prefix" field:"redisstore.KeyPrefix"`
 }
 
 // The stores segment.store may name.

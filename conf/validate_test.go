@@ -233,7 +233,7 @@ func invalidCases(t testing.TB) []struct {
 		}, "redisstore: invalid config: Addrs is empty"},
 		{"segment.redis.key_prefix", func(c *conf.Config) {
 			c.Segment.Store, c.Segment.Redis.KeyPrefix = "redis", "a b"
-		}, `Prefix "a b"; want 1-64 characters`},
+		}, `KeyPrefix "a b"; want 1-64 characters`},
 		{"segment.threshold", func(c *conf.Config) { c.Segment.Threshold = 1.5 }, "Threshold: 1.5; want 0 (meaning 0.1) to 1"},
 		{"segment.threshold", func(c *conf.Config) { c.Segment.Threshold = -0.1 }, "Threshold: -0.1; want"},
 		{"segment.target_duration", func(c *conf.Config) { c.Segment.TargetDuration = time.Millisecond }, "TargetDuration: 1ms; want 0 (meaning 15m) or 1s to 24h"},

@@ -50,9 +50,9 @@ type Config struct {
 	Username, Password string
 	// DB is the database number (single server only); zero is 0.
 	DB int
-	// Prefix is the key prefix; empty is "vesta:seg". Keys are
+	// KeyPrefix is the key prefix; empty is "vesta:seg". Keys are
 	// "{prefix}:tags" and "{prefix}:t:<tag>".
-	Prefix string
+	KeyPrefix string
 	// NoLossFloor turns off the loss floor (see the package doc): only for
 	// a Redis with appendfsync always and no lagging failover. The zero
 	// value keeps it on.
@@ -77,8 +77,8 @@ func (cfg Config) Validate() error {
 	if cfg.DB < 0 || (cfg.DB > 0 && len(cfg.Addrs) > 1) {
 		return fmt.Errorf("%w: DB %d: must be >= 0, and 0 for a cluster", ErrConfig, cfg.DB)
 	}
-	if cfg.Prefix != "" && !prefixRe.MatchString(cfg.Prefix) {
-		return fmt.Errorf("%w: Prefix %q; want 1-64 characters of A-Z a-z 0-9 _ . : -, or empty for vesta:seg", ErrConfig, cfg.Prefix)
+	if cfg.KeyPrefix != "" && !prefixRe.MatchString(cfg.KeyPrefix) {
+		return fmt.Errorf("%w: KeyPrefix %q; want 1-64 characters of A-Z a-z 0-9 _ . : -, or empty for vesta:seg", ErrConfig, cfg.KeyPrefix)
 	}
 	return nil
 }
@@ -123,7 +123,7 @@ func Open(cfg Config) (*Store, error) {
 // New makes a Store on an existing client (cfg's Addrs, credentials and DB
 // are not used). Close leaves the client open.
 func New(rdb redis.UniversalClient, cfg Config) *Store {
-	p := cfg.Prefix
+	p := cfg.KeyPrefix
 	if p == "" {
 		p = "vesta:seg"
 	}
