@@ -150,7 +150,7 @@ type TimeGuardConfig struct {
 	// DataDir is embed.Config.DataDir: the directory of the mark's file
 	// store; "" runs without one (a restart with the clock set back could
 	// re-issue IDs; warned).
-	DataDir string `koanf:"dir"`
+	DataDir string `koanf:"dir" field:"embed.DataDir"`
 	// GuardWindow and MaxStartupWait are core.Config's (coreKeys),
 	// documented there; MaxStartupWait is an exception to the zero rule:
 	// 0 fails at once.
@@ -307,13 +307,12 @@ func DefaultConfig() Config {
 			EmbeddedRange: m.EmbeddedRange,
 			ServerRange:   m.ServerRange,
 		},
-		TimeGuard: TimeGuardConfig{DataDir: embed.DefaultConfig().DataDir},
-		Central:   CentralConfig{Listen: "127.0.0.1:7070"},
-		REST:      RESTConfig{Listen: "127.0.0.1:7080", AllowedHosts: []string{}},
-		Client:    ClientConfig{Servers: []string{}, NoFallback: client.DefaultConfig().NoFallback},
-		Segment:   defaultSegment(),
-		Metrics:   defaultMetrics(),
-		Log:       LogConfig{Level: "info", Format: "text"},
+		Central: CentralConfig{Listen: "127.0.0.1:7070"},
+		REST:    RESTConfig{Listen: "127.0.0.1:7080", AllowedHosts: []string{}},
+		Client:  ClientConfig{Servers: []string{}, NoFallback: client.DefaultConfig().NoFallback},
+		Segment: defaultSegment(),
+		Metrics: defaultMetrics(),
+		Log:     LogConfig{Level: "info", Format: "text"},
 	}
 	for _, cv := range conversions {
 		if cv.defaults != nil {
@@ -437,8 +436,9 @@ func (c Config) EmbedConfig() (embed.Config, error) {
 
 // embedConfig is EmbedConfig without the checks and the files.
 func (c Config) embedConfig() embed.Config {
-	e := embed.Config{Machine: c.Machine.machineID(), DataDir: c.TimeGuard.DataDir}
+	e := embed.Config{Machine: c.Machine.machineID()}
 	fromKeys(c, &e, coreKeys) // embed.Config has core.Config's fields
+	fromKeys(c, &e, embedKeys)
 	return e
 }
 

@@ -42,6 +42,8 @@ func Converted(c Config, pkg string) any {
 	switch pkg {
 	case "core":
 		return c.coreConfig()
+	case "embed":
+		return c.embedConfig()
 	case "central":
 		return c.centralConfig()
 	case "rest":

@@ -9,6 +9,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/embed"
 	"github.com/vesta-go/vesta/internal/connlimit"
 	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/rest"
@@ -43,6 +44,10 @@ type fieldKey struct {
 var (
 	// coreKeys: core.Config, from CoreConfig and EmbedConfig.
 	coreKeys = tableOf("core")
+	// embedKeys: embed.Config's own fields (beside core.Config's), from
+	// EmbedConfig; its users report a bad time_guard.dir when they open
+	// it.
+	embedKeys = tableOf("embed")
 	// centralKeys: central.Config, from CentralConfig.
 	centralKeys = tableOf("central")
 	// restKeys: rest.Config, from RESTConfig. REST's largest batch is
@@ -97,7 +102,6 @@ func tableOf(pkg string) []fieldKey {
 // is a row of one table above; TestKeyTable fails on a key in neither, or
 // in both.
 var ownKeys = map[string]string{
-	"time_guard.dir":              "embed's DataDir; its users report it when they open it",
 	"central.listen":              "an address",
 	"rest.listen":                 "an address",
 	"metrics.listen":              "an address",
@@ -168,6 +172,7 @@ var conversions = []struct {
 	zero     any
 }{
 	{"core", coreKeys, func() any { return core.DefaultConfig() }, nil},
+	{"embed", embedKeys, func() any { return embed.DefaultConfig() }, nil},
 	{"rest", restKeys, func() any { return rest.DefaultConfig() }, nil},
 	{"central", centralKeys, func() any { return central.DefaultConfig() }, nil},
 	{"connlimit", metricsKeys, nil, connlimit.Config{}},
