@@ -80,7 +80,8 @@
 // redisstore's), listeners that
 // collide, TLS files in pairs and a client CA only with a certificate,
 // secrets given both inline and as a file, the log, the segment store's
-// keys and a preloaded tag listed twice, and the machine section in YAML
+// selection (its keys are mysqlstore's and redisstore's to judge, with
+// that store only) and a preloaded tag listed twice, and the machine section in YAML
 // terms (ranges, providers and the keys they need, fixed IDs within reach
 // of Redis leases).
 package conf

@@ -56,6 +56,8 @@ func Converted(c Config, pkg string) any {
 		return c.Machine.machineID()
 	case "segment":
 		return c.segmentConfig()
+	case "mysqlstore":
+		return c.segmentMySQLConfig()
 	case "redisstore":
 		return c.segmentRedisConfig()
 	}

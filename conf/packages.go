@@ -14,6 +14,7 @@ import (
 	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/rest"
 	"github.com/vesta-go/vesta/segment"
+	"github.com/vesta-go/vesta/segment/mysqlstore"
 	"github.com/vesta-go/vesta/segment/redisstore"
 )
 
@@ -72,6 +73,9 @@ var (
 	// segmentRedisKeys: redisstore.Config, from segmentRedisConfig, judged
 	// with segment.store redis only. It has no defaults: conf's are.
 	segmentRedisKeys = tableOf("redisstore")
+	// segmentMySQLKeys: mysqlstore.Config, from segmentMySQLConfig, judged
+	// with segment.store mysql only. Its default table is conf's too.
+	segmentMySQLKeys = tableOf("mysqlstore")
 )
 
 // tableOf is the table of package pkg: the keys whose field tag names a
@@ -118,9 +122,7 @@ var ownKeys = map[string]string{
 	"client.servers":              "may be empty when no client is built; the client wants one",
 	"client.no_fallback":          "client.Config.NoFallback, but the fallback it turns on is built from the id, machine and time_guard sections (Embed judges it)",
 	"segment.store":               "the store selection",
-	"segment.dsn":                 "the store selection (mysql)",
 	"segment.dsn_file":            "a secret's file, read by Load",
-	"segment.table":               "the store selection (mysql)",
 	"segment.redis.password_file": "a secret's file, read by Load",
 	"mask.key":                    "a secret, the key text; mask.ParseKeys judges it",
 	"mask.key_file":               "a secret's file, read by Load",
@@ -180,6 +182,7 @@ var conversions = []struct {
 	{"machineid", machineKeys, func() any { return machineid.DefaultConfig() }, nil},
 	{"segment", segmentKeys, func() any { return segment.DefaultConfig() }, nil},
 	{"redisstore", segmentRedisKeys, nil, redisstore.Config{}},
+	{"mysqlstore", segmentMySQLKeys, nil, mysqlstore.Config{}},
 }
 
 // keyTables returns every conversion's table with its package's
@@ -321,6 +324,10 @@ func (c Config) validatePackages(ck *checker) {
 	mbase.Static = new(core.MachineID(0))
 	checkConversion(ck, "machine", []string{"machine"}, c.Machine.machineID(), mbase, machineKeys)
 	checkConversion(ck, "segment", []string{"segment"}, c.segmentConfig(), segment.DefaultConfig(), segmentKeys)
+	if c.Segment.Store == SegmentStoreMySQL {
+		checkConversion(ck, "segment", []string{"segment.dsn", "segment.table"}, c.segmentMySQLConfig(),
+			mysqlstore.Config{DSN: "vesta@tcp(127.0.0.1:3306)/leaf"}, segmentMySQLKeys)
+	}
 	if c.Segment.Store == SegmentStoreRedis {
 		checkConversion(ck, "segment.redis", []string{"segment.redis"}, c.segmentRedisConfig(),
 			redisstore.Config{Addrs: []string{"127.0.0.1:6379"}}, segmentRedisKeys)

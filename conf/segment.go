@@ -1,11 +1,7 @@
 package conf
 
 import (
-	"regexp"
-	"strings"
 	"time"
-
-	"github.com/go-sql-driver/mysql"
 
 	"github.com/vesta-go/vesta/segment"
 	"github.com/vesta-go/vesta/segment/mysqlstore"
@@ -20,17 +16,16 @@ type SegmentConfig struct {
 	// sequences off; mysql (Leaf's leaf_alloc table, through dsn) or redis
 	// (segment.redis).
 	Store string `koanf:"store"`
-	// DSN is the mysql store's data source name, in go-sql-driver/mysql's
-	// form (user:password@tcp(host:3306)/dbname); "" does not validate with
-	// store mysql. Load fills it from DSNFile when that is set.
-	DSN Secret `koanf:"dsn"`
+	// DSN and Table are mysqlstore.Config's: their meaning, zero included
+	// (DSN "" does not validate, Table "" is Leaf's leaf_alloc), and their
+	// checks are there, judged with store mysql. Load fills DSN from
+	// DSNFile when that is set.
+	DSN Secret `koanf:"dsn" field:"mysqlstore.DSN"`
 	// DSNFile holds the DSN (read by Load, trailing newline trimmed); ""
 	// is none. Setting it and DSN is an error.
-	DSNFile string `koanf:"dsn_file"`
-	// Table is the mysql store's table, Leaf's leaf_alloc by default; ""
-	// does not validate.
-	Table string             `koanf:"table"`
-	Redis SegmentRedisConfig `koanf:"redis"`
+	DSNFile string             `koanf:"dsn_file"`
+	Table   string             `koanf:"table" field:"mysqlstore.Table"`
+	Redis   SegmentRedisConfig `koanf:"redis"`
 	// Threshold, TargetDuration, MaxStep, Preload and RefreshTags are
 	// segment.Config's fields (segmentKeys): their meaning, zero
 	// included, and their limits are documented there.
@@ -62,9 +57,6 @@ const (
 	SegmentStoreRedis = "redis"
 )
 
-// keyish is a table name or key prefix the stores accept.
-var keyish = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
-
 // defaultSegment is Leaf's configuration, with the store off.
 func defaultSegment() SegmentConfig {
 	return SegmentConfig{ // segmentKeys' come from segment.DefaultConfig
@@ -81,18 +73,6 @@ func (s SegmentConfig) validate(ck *checker) {
 	case SegmentStoreOff, SegmentStoreMySQL, SegmentStoreRedis:
 	default:
 		ck.add("segment.store", `%q; want "" (off), mysql or redis`, clip(s.Store))
-	}
-	if s.Store == SegmentStoreMySQL {
-		if s.DSN == "" {
-			ck.add("segment.dsn", `""; the mysql store (segment.store) needs a DSN such as user:password@tcp(host:3306)/dbname, from segment.dsn, segment.dsn_file or VESTA_SEGMENT_DSN`)
-		} else if _, err := mysql.ParseDSN(s.DSN.Reveal()); err != nil {
-			// The DSN holds the password: never shown, nor the parser's
-			// message, which may quote it.
-			ck.add("segment.dsn", "(value not shown) is not a go-sql-driver/mysql DSN; want user:password@tcp(host:3306)/dbname")
-		}
-	}
-	if !keyish.MatchString(s.Table) || strings.ContainsAny(s.Table, ".:-") {
-		ck.add("segment.table", "%q; want 1-64 characters of A-Z a-z 0-9 _ (Leaf: leaf_alloc)", clip(s.Table))
 	}
 	// The issuer's keys are segment's to judge (segmentKeys); a preloaded
 	// tag listed twice is conf's.
@@ -121,6 +101,14 @@ func (c Config) segmentConfig() segment.Config {
 	cfg := segment.DefaultConfig()
 	fromKeys(c, &cfg, segmentKeys)
 	return cfg
+}
+
+// segmentMySQLConfig is the mysql segment store's configuration, which
+// Validate judges with segment.store mysql: segment.dsn and segment.table.
+func (c Config) segmentMySQLConfig() mysqlstore.Config {
+	var mc mysqlstore.Config
+	fromKeys(c, &mc, segmentMySQLKeys)
+	return mc
 }
 
 // segmentRedisConfig is the redis segment store's configuration, which

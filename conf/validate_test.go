@@ -217,13 +217,14 @@ func invalidCases(t testing.TB) []struct {
 		{"log.level", func(c *conf.Config) { c.Log.Level = "" }, `""; want`},
 		{"log.format", func(c *conf.Config) { c.Log.Format = "xml" }, `"xml"; want text or json`},
 		{"segment.store", func(c *conf.Config) { c.Segment.Store = "postgres" }, `"postgres"; want "" (off), mysql or redis`},
-		{"segment.dsn", func(c *conf.Config) { c.Segment.Store = "mysql" }, `""; the mysql store (segment.store) needs a DSN`},
+		{"segment.dsn", func(c *conf.Config) { c.Segment.Store = "mysql" }, `DSN is empty; want one such as user:password@tcp(host:3306)/dbname`},
 		{"segment.dsn", func(c *conf.Config) {
 			c.Segment.Store = "mysql"
 			c.Segment.DSN = "user:hunter2@tcp(db:3306)dbname"
 		}, "(value not shown) is not a go-sql-driver/mysql DSN"},
-		{"segment.table", func(c *conf.Config) { c.Segment.Table = "leaf_alloc; DROP TABLE x" }, "want 1-64 characters of A-Z a-z 0-9 _"},
-		{"segment.table", func(c *conf.Config) { c.Segment.Table = "" }, `""; want 1-64`},
+		{"segment.table", func(c *conf.Config) {
+			c.Segment.Store, c.Segment.DSN, c.Segment.Table = "mysql", "vesta@tcp(db:3306)/leaf", "leaf_alloc; DROP TABLE x"
+		}, "want 1-64 characters of A-Z a-z 0-9 _"},
 		{"segment.redis.addrs", func(c *conf.Config) {
 			c.Segment.Store, c.Segment.Redis.Addrs = "redis", []string{"redis"}
 		}, `"redis"; want host:port with a port 1-65535`},

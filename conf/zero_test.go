@@ -20,6 +20,7 @@ var zeroRefused = map[string]string{
 	"machine.redis.max_clock_skew": "0 turns the clock check off, but the redis provider needs a bound",
 	"machine.etcd.endpoints":       "Etcd.Endpoints: empty, but the etcd provider is listed",
 	"segment.redis.addrs":          "redisstore: invalid config: Addrs is empty",
+	"segment.dsn":                  "mysqlstore: invalid config: DSN is empty",
 }
 
 // zeroMapped are the table keys whose zero conf turns into a value of its
@@ -36,7 +37,8 @@ var zeroMapped = map[string]string{
 // that it means what the field's comment says zero means, as it does in
 // Go; or it is refused naming the key (zeroRefused), or conf owns its
 // default (zeroMapped). The machine keys are read with their provider
-// listed and segment.redis's with store redis, so that their rules apply.
+// listed and the segment stores' with their store, so that their rules
+// apply.
 func TestZeroSameInYAMLAndGo(t *testing.T) {
 	for _, tb := range conf.KeyTables() {
 		for key, path := range tb.Fields {
@@ -49,6 +51,10 @@ func TestZeroSameInYAMLAndGo(t *testing.T) {
 				env = []string{"VESTA_MACHINE_PROVIDERS=etcd"}
 			case strings.HasPrefix(key, "segment.redis."):
 				env = []string{"VESTA_SEGMENT_STORE=redis"}
+			case key == "segment.dsn":
+				env = []string{"VESTA_SEGMENT_STORE=mysql"}
+			case key == "segment.table":
+				env = []string{"VESTA_SEGMENT_STORE=mysql", "VESTA_SEGMENT_DSN=vesta@tcp(db:3306)/leaf"}
 			}
 			l, err := loadYAML(t, yaml, env...)
 			if want, ok := zeroRefused[key]; ok {
