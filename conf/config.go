@@ -162,10 +162,9 @@ type TimeGuardConfig struct {
 type CentralConfig struct {
 	// Listen is host:port; "" turns the server off.
 	Listen string `koanf:"listen"`
-	// The limits and timeouts are central.Config's fields (centralKeys;
-	// peer_ipv6_prefix is PeerPrefixV6): their meaning, zero included, and
-	// their limits are documented there. REST's largest batch is
-	// max_batch too.
+	// The limits and timeouts are central.Config's fields (each tag names
+	// it): their meaning, zero included, and their limits are documented
+	// there. REST's largest batch is max_batch too.
 	MaxBatch          int           `koanf:"max_batch" field:"central.MaxBatch rest.MaxBatch"`
 	MaxRequestBytes   int           `koanf:"max_request_bytes" field:"central.MaxRequestBytes"`
 	MaxConns          int           `koanf:"max_conns" field:"central.MaxConns"`
@@ -203,9 +202,8 @@ type RESTConfig struct {
 	// TokenFile holds the token (read by Load, trailing newline
 	// trimmed); "" is none. Setting it and Token is an error.
 	TokenFile string `koanf:"token_file"`
-	// The rest are rest.Config's fields too (restKeys; peer_ipv6_prefix
-	// is PeerPrefixV6): their meaning, zero included, and their limits
-	// are documented there.
+	// The rest are rest.Config's fields too (each tag names it): their
+	// meaning, zero included, and their limits are documented there.
 	MetricsAuth     bool     `koanf:"metrics_auth" field:"rest.MetricsAuth" with:"Token"`
 	AllowedHosts    []string `koanf:"allowed_hosts" field:"rest.AllowedHosts" with:"Token"`
 	MaxConns        int      `koanf:"max_conns" field:"rest.MaxConns"`

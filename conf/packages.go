@@ -82,22 +82,13 @@ var (
 // field of pkg's Config, in Config's order.
 func tableOf(pkg string) []fieldKey {
 	var out []fieldKey
-	var walk func(prefix string, t reflect.Type)
-	walk = func(prefix string, t reflect.Type) {
-		for _, f := range fieldsOf(t) {
-			key := prefix + f.name
-			if f.section {
-				walk(key+".", f.typ)
-				continue
-			}
-			for target := range strings.FieldsSeq(f.tag.Get("field")) {
-				if p, path, _ := strings.Cut(target, "."); p == pkg {
-					out = append(out, fieldKey{field: path, key: key, with: strings.Fields(f.tag.Get("with"))})
-				}
+	eachKey(func(key string, f field) {
+		for target := range strings.FieldsSeq(f.tag.Get("field")) {
+			if p, path, _ := strings.Cut(target, "."); p == pkg {
+				out = append(out, fieldKey{field: path, key: key, with: strings.Fields(f.tag.Get("with"))})
 			}
 		}
-	}
-	walk("", reflect.TypeFor[Config]())
+	})
 	return out
 }
 

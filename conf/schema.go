@@ -66,29 +66,36 @@ func schema() {
 		leafByKey = map[string]leaf{}
 		leafPos = map[string]int{}
 		keyByEnv = map[string]string{}
-		var walk func(prefix string, t reflect.Type)
-		walk = func(prefix string, t reflect.Type) {
-			for _, f := range fieldsOf(t) {
-				key := prefix + f.name
-				if f.section {
-					walk(key+".", f.typ)
-					continue
-				}
-				env := envPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
-				if other, dup := keyByEnv[env]; dup {
-					// Keys may hold "_", so two paths could meet in one
-					// name; refuse such a Config at once.
-					panic(fmt.Sprintf("conf: keys %s and %s share the environment variable %s", other, key, env))
-				}
-				l := leaf{key: key, env: env, typ: f.typ}
-				leaves = append(leaves, l)
-				leafByKey[key] = l
-				leafPos[key] = len(leaves) - 1
-				keyByEnv[env] = key
+		eachKey(func(key string, f field) {
+			env := envPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+			if other, dup := keyByEnv[env]; dup {
+				// Keys may hold "_", so two paths could meet in one
+				// name; refuse such a Config at once.
+				panic(fmt.Sprintf("conf: keys %s and %s share the environment variable %s", other, key, env))
+			}
+			l := leaf{key: key, env: env, typ: f.typ}
+			leaves = append(leaves, l)
+			leafByKey[key] = l
+			leafPos[key] = len(leaves) - 1
+			keyByEnv[env] = key
+		})
+	})
+}
+
+// eachKey calls fn with every key of Config and its field, in Config's
+// order.
+func eachKey(fn func(key string, f field)) {
+	var walk func(prefix string, t reflect.Type)
+	walk = func(prefix string, t reflect.Type) {
+		for _, f := range fieldsOf(t) {
+			if key := prefix + f.name; f.section {
+				walk(key+".", f.typ)
+			} else {
+				fn(key, f)
 			}
 		}
-		walk("", reflect.TypeFor[Config]())
-	})
+	}
+	walk("", reflect.TypeFor[Config]())
 }
 
 // sectionField finds the field of section type t with YAML name name.
