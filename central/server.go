@@ -115,7 +115,7 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 	}
 	limit := connlimit.NewLimiter(connlimit.Config{
 		MaxConns: cfg.MaxConns, MaxConnsPerPeer: cfg.MaxConnsPerPeer, PeerPrefixV6: cfg.PeerPrefixV6,
-		MaxUnsent: int64(cfg.MaxUnsentBytes), FirstRequest: cfg.FirstFrameTimeout, Budget: cfg.Budget,
+		MaxUnsentBytes: int64(cfg.MaxUnsentBytes), FirstRequest: cfg.FirstFrameTimeout, Budget: cfg.Budget,
 		Metrics: connMetrics, Logger: cfg.Logger, Name: "central",
 	})
 	ctx, stop := context.WithCancel(context.Background())

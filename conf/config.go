@@ -8,13 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
 	"github.com/vesta-go/vesta/internal/connlimit"
 	"github.com/vesta-go/vesta/machineid"
-	"github.com/vesta-go/vesta/rest"
 )
 
 // Config is the whole configuration. The koanf tags are the YAML keys.
@@ -42,11 +40,11 @@ type IDConfig struct {
 	// as max-peak, min-granularity, 0 or 1, and Epoch in RFC 3339, or ""
 	// for the zero Time. MaxBorrow is an exception to the zero rule (see
 	// the package documentation): 0 never runs ahead.
-	Layout    core.Layout   `koanf:"layout"`
-	Type      core.Type     `koanf:"type"`
-	Epoch     time.Time     `koanf:"epoch"`
-	Version   uint8         `koanf:"version"`
-	MaxBorrow time.Duration `koanf:"max_borrow"`
+	Layout    core.Layout   `koanf:"layout" field:"core.Layout"`
+	Type      core.Type     `koanf:"type" field:"core.Type" with:"Layout"`
+	Epoch     time.Time     `koanf:"epoch" field:"core.Epoch" with:"Layout"`
+	Version   uint8         `koanf:"version" field:"core.Version" with:"Layout"`
+	MaxBorrow time.Duration `koanf:"max_borrow" field:"core.MaxBorrow"`
 }
 
 // MachineConfig is how an issuer gets its machine ID.
@@ -66,7 +64,7 @@ type MachineConfig struct {
 	// K8sOffset is added to a StatefulSet pod's ordinal (k8s provider):
 	// machineid.Config.K8sOffset (machineKeys), its default included (924,
 	// the server range's first ID); zero adds nothing.
-	K8sOffset int `koanf:"k8s_offset"`
+	K8sOffset int `koanf:"k8s_offset" field:"machineid.K8sOffset"`
 	// EmbeddedRange is where embedded issuers and the client's fallback
 	// take IDs; the zero Range does not validate.
 	EmbeddedRange machineid.Range `koanf:"embedded_range"`
@@ -79,11 +77,9 @@ type MachineConfig struct {
 
 // RedisConfig is the Redis lease of the redis provider.
 type RedisConfig struct {
-	// Addrs: one address, or the Sentinel addresses with MasterName,
-	// host:port each. Empty does not validate when the redis provider is
-	// used, nor do several without MasterName (Redis Cluster cannot keep a
-	// lease).
-	Addrs []string `koanf:"addrs"`
+	// Addrs is machineid.RedisConfig.Addrs (machineKeys): one address, or
+	// the Sentinel addresses with MasterName.
+	Addrs []string `koanf:"addrs" field:"machineid.Redis.Addrs" with:"Providers Redis.MasterName"`
 	// MasterName selects Sentinel; "" is a single server.
 	MasterName string `koanf:"master_name"`
 	// Password; "" is none. Load fills it from PasswordFile when that is set.
@@ -91,14 +87,13 @@ type RedisConfig struct {
 	// PasswordFile holds the password (read by Load, trailing newline
 	// trimmed); "" is none. Setting it and Password is an error.
 	PasswordFile string `koanf:"password_file"`
-	// KeyPrefix, LeaseTTL, MaxClockSkew and MinReplicas are
-	// machineid.RedisConfig's fields (machineKeys), documented there.
-	// conf adds, in YAML terms, that with the redis provider KeyPrefix ""
-	// and MaxClockSkew zero (no check) do not validate: a new holder's
-	// quarantine counts on the bound.
-	KeyPrefix    string        `koanf:"key_prefix"`
-	LeaseTTL     time.Duration `koanf:"lease_ttl"`
-	MaxClockSkew time.Duration `koanf:"max_clock_skew"`
+	// Addrs, KeyPrefix, LeaseTTL, MaxClockSkew and MinReplicas are
+	// machineid.RedisConfig's fields (machineKeys): their meaning, zero
+	// included ("" is vesta; MaxClockSkew zero, no check, does not
+	// validate with the redis provider), and their checks are there.
+	KeyPrefix    string        `koanf:"key_prefix" field:"machineid.Redis.KeyPrefix"`
+	LeaseTTL     time.Duration `koanf:"lease_ttl" field:"machineid.Redis.LeaseTTL"`
+	MaxClockSkew time.Duration `koanf:"max_clock_skew" field:"machineid.Redis.MaxClockSkew" with:"Providers"`
 	// EmbeddedRange is the part of machine.embedded_range that leases
 	// hand out. The zero Range (YAML "") is all of it when the redis
 	// provider is listed, and no ID otherwise. Fixed IDs (machine.id,
@@ -108,15 +103,15 @@ type RedisConfig struct {
 	// ServerRange is EmbeddedRange for machine.server_range.
 	ServerRange machineid.Range `koanf:"server_range"`
 	// MinReplicas is machineid.RedisConfig's, as KeyPrefix.
-	MinReplicas int `koanf:"min_replicas"`
+	MinReplicas int `koanf:"min_replicas" field:"machineid.Redis.MinReplicas"`
 }
 
 // EtcdConfig is the etcd lease of the etcd provider.
 type EtcdConfig struct {
-	// Endpoints of the cluster's members, host:port or URLs. Empty does
-	// not validate when the etcd provider is used. In the environment
-	// (VESTA_MACHINE_ETCD_ENDPOINTS) comma-separated.
-	Endpoints []string `koanf:"endpoints"`
+	// Endpoints is machineid.EtcdConfig.Endpoints (machineKeys), the
+	// cluster's members. In the environment (VESTA_MACHINE_ETCD_ENDPOINTS)
+	// comma-separated.
+	Endpoints []string `koanf:"endpoints" field:"machineid.Etcd.Endpoints" with:"Providers"`
 	// Username and Password authenticate; "" is none. Load fills Password
 	// from PasswordFile when that is set.
 	Username     string `koanf:"username"`
@@ -124,12 +119,12 @@ type EtcdConfig struct {
 	PasswordFile string `koanf:"password_file"`
 	// TLS to the members; no CA speaks plain TCP.
 	TLS EtcdTLS `koanf:"tls"`
-	// KeyPrefix starts every etcd key; "" does not validate when the etcd
-	// provider is used.
-	KeyPrefix string `koanf:"key_prefix"`
+	// KeyPrefix starts every etcd key: machineid.EtcdConfig.KeyPrefix
+	// (machineKeys); "" is vesta.
+	KeyPrefix string `koanf:"key_prefix" field:"machineid.Etcd.KeyPrefix"`
 	// LeaseTTL is the etcd lease's time to live, renewed every third of
 	// it: machineid.EtcdConfig.LeaseTTL (machineKeys), documented there.
-	LeaseTTL time.Duration `koanf:"lease_ttl"`
+	LeaseTTL time.Duration `koanf:"lease_ttl" field:"machineid.Etcd.LeaseTTL"`
 	// EmbeddedRange and ServerRange are the lease ranges, as
 	// machine.redis.embedded_range and server_range are for Redis.
 	EmbeddedRange machineid.Range `koanf:"embedded_range"`
@@ -152,35 +147,35 @@ func (t EtcdTLS) Enabled() bool { return t.CA != "" }
 
 // TimeGuardConfig is the time guard's high-water mark.
 type TimeGuardConfig struct {
-	// Dir holds the file store of the mark; "" runs without one (a
-	// restart with the clock set back could re-issue IDs; warned).
-	Dir string `koanf:"dir"`
-	// Window and MaxStartupWait are core.Config's GuardWindow and
-	// MaxStartupWait (coreKeys), documented there; MaxStartupWait is an
-	// exception to the zero rule: 0 fails at once.
-	Window         time.Duration `koanf:"window"`
-	MaxStartupWait time.Duration `koanf:"max_startup_wait"`
+	// DataDir is embed.Config.DataDir: the directory of the mark's file
+	// store; "" runs without one (a restart with the clock set back could
+	// re-issue IDs; warned).
+	DataDir string `koanf:"dir" field:"embed.DataDir"`
+	// GuardWindow and MaxStartupWait are core.Config's (coreKeys),
+	// documented there; MaxStartupWait is an exception to the zero rule:
+	// 0 fails at once.
+	GuardWindow    time.Duration `koanf:"window" field:"core.GuardWindow" with:"Type"`
+	MaxStartupWait time.Duration `koanf:"max_startup_wait" field:"core.MaxStartupWait"`
 }
 
 // CentralConfig is the MessagePack-RPC server.
 type CentralConfig struct {
 	// Listen is host:port; "" turns the server off.
 	Listen string `koanf:"listen"`
-	// The limits and timeouts are central.Config's fields (centralKeys;
-	// peer_ipv6_prefix is PeerPrefixV6): their meaning, zero included, and
-	// their limits are documented there. REST's largest batch is
-	// max_batch too.
-	MaxBatch          int           `koanf:"max_batch"`
-	MaxRequestBytes   int           `koanf:"max_request_bytes"`
-	MaxConns          int           `koanf:"max_conns"`
-	MaxConnsPerPeer   int           `koanf:"max_conns_per_peer"`
-	PeerIPv6Prefix    int           `koanf:"peer_ipv6_prefix"`
-	MaxUnsentBytes    int           `koanf:"max_unsent_bytes"`
-	FirstFrameTimeout time.Duration `koanf:"first_frame_timeout"`
-	MaxWaitingIDs     int           `koanf:"max_waiting_ids"`
-	MaxWaitingCalls   int           `koanf:"max_waiting_calls"`
-	IdleTimeout       time.Duration `koanf:"idle_timeout"`
-	ReadTimeout       time.Duration `koanf:"read_timeout"`
+	// The limits and timeouts are central.Config's fields (each tag names
+	// it): their meaning, zero included, and their limits are documented
+	// there. REST's largest batch is max_batch too.
+	MaxBatch          int           `koanf:"max_batch" field:"central.MaxBatch rest.MaxBatch"`
+	MaxRequestBytes   int           `koanf:"max_request_bytes" field:"central.MaxRequestBytes"`
+	MaxConns          int           `koanf:"max_conns" field:"central.MaxConns"`
+	MaxConnsPerPeer   int           `koanf:"max_conns_per_peer" field:"central.MaxConnsPerPeer"`
+	PeerPrefixV6      int           `koanf:"peer_ipv6_prefix" field:"central.PeerPrefixV6"`
+	MaxUnsentBytes    int           `koanf:"max_unsent_bytes" field:"central.MaxUnsentBytes"`
+	FirstFrameTimeout time.Duration `koanf:"first_frame_timeout" field:"central.FirstFrameTimeout"`
+	MaxWaitingIDs     int           `koanf:"max_waiting_ids" field:"central.MaxWaitingIDs"`
+	MaxWaitingCalls   int           `koanf:"max_waiting_calls" field:"central.MaxWaitingCalls"`
+	IdleTimeout       time.Duration `koanf:"idle_timeout" field:"central.IdleTimeout"`
+	ReadTimeout       time.Duration `koanf:"read_timeout" field:"central.ReadTimeout"`
 	TLS               CentralTLS    `koanf:"tls"`
 }
 
@@ -203,21 +198,20 @@ type RESTConfig struct {
 	Listen string `koanf:"listen"`
 	// Token is rest.Config.Token; Load fills it from TokenFile when that
 	// is set.
-	Token Secret `koanf:"token"`
+	Token Secret `koanf:"token" field:"rest.Token"`
 	// TokenFile holds the token (read by Load, trailing newline
 	// trimmed); "" is none. Setting it and Token is an error.
 	TokenFile string `koanf:"token_file"`
-	// The rest are rest.Config's fields too (restKeys; peer_ipv6_prefix
-	// is PeerPrefixV6): their meaning, zero included, and their limits
-	// are documented there.
-	MetricsAuth     bool     `koanf:"metrics_auth"`
-	AllowedHosts    []string `koanf:"allowed_hosts"`
-	MaxConns        int      `koanf:"max_conns"`
-	MaxConnsPerPeer int      `koanf:"max_conns_per_peer"`
-	PeerIPv6Prefix  int      `koanf:"peer_ipv6_prefix"`
-	MaxUnsentBytes  int      `koanf:"max_unsent_bytes"`
-	MaxWaitingIDs   int      `koanf:"max_waiting_ids"`
-	MaxWaitingCalls int      `koanf:"max_waiting_calls"`
+	// The rest are rest.Config's fields too (each tag names it): their
+	// meaning, zero included, and their limits are documented there.
+	MetricsAuth     bool     `koanf:"metrics_auth" field:"rest.MetricsAuth" with:"Token"`
+	AllowedHosts    []string `koanf:"allowed_hosts" field:"rest.AllowedHosts" with:"Token"`
+	MaxConns        int      `koanf:"max_conns" field:"rest.MaxConns"`
+	MaxConnsPerPeer int      `koanf:"max_conns_per_peer" field:"rest.MaxConnsPerPeer"`
+	PeerPrefixV6    int      `koanf:"peer_ipv6_prefix" field:"rest.PeerPrefixV6"`
+	MaxUnsentBytes  int      `koanf:"max_unsent_bytes" field:"rest.MaxUnsentBytes"`
+	MaxWaitingIDs   int      `koanf:"max_waiting_ids" field:"rest.MaxWaitingIDs"`
+	MaxWaitingCalls int      `koanf:"max_waiting_calls" field:"rest.MaxWaitingCalls"`
 	TLS             RESTTLS  `koanf:"tls"`
 }
 
@@ -245,12 +239,13 @@ type ClientConfig struct {
 	// Timeout, Retries and Prefetch are client.Config's fields
 	// (clientKeys): their meaning, zero included, and their limits are
 	// documented there.
-	Timeout  time.Duration `koanf:"timeout"`
-	Retries  int           `koanf:"retries"`
-	Prefetch int           `koanf:"prefetch"`
-	// Fallback issues from an embedded generator while every server is
-	// down; false returns the error instead (client.Config.NoFallback).
-	Fallback bool `koanf:"fallback"`
+	Timeout  time.Duration `koanf:"timeout" field:"client.Timeout"`
+	Retries  int           `koanf:"retries" field:"client.Retries"`
+	Prefetch int           `koanf:"prefetch" field:"client.Prefetch"`
+	// NoFallback is client.Config.NoFallback (clientKeys): false, the
+	// zero and the default, issues from an embedded generator while every
+	// server is down; true returns the error instead.
+	NoFallback bool `koanf:"no_fallback"`
 }
 
 // MetricsConfig is a listener of its own for GET /metrics (Prometheus),
@@ -264,12 +259,12 @@ type MetricsConfig struct {
 	// The caps are connlimit.Config's fields (metricsKeys), which has no
 	// defaults: defaultMetrics' are the only ones, and zero means them
 	// (metricsConfig): MaxConns zero is 100, MaxConnsPerPeer zero is 10,
-	// PeerIPv6Prefix zero is 64, MaxUnsentBytes zero is 8 MiB and a
+	// PeerPrefixV6 zero is 64, MaxUnsentBytes zero is 8 MiB and a
 	// negative one is no bound.
-	MaxConns        int        `koanf:"max_conns"`
-	MaxConnsPerPeer int        `koanf:"max_conns_per_peer"`
-	PeerIPv6Prefix  int        `koanf:"peer_ipv6_prefix"`
-	MaxUnsentBytes  int64      `koanf:"max_unsent_bytes"`
+	MaxConns        int        `koanf:"max_conns" field:"connlimit.MaxConns"`
+	MaxConnsPerPeer int        `koanf:"max_conns_per_peer" field:"connlimit.MaxConnsPerPeer"`
+	PeerPrefixV6    int        `koanf:"peer_ipv6_prefix" field:"connlimit.PeerPrefixV6"`
+	MaxUnsentBytes  int64      `koanf:"max_unsent_bytes" field:"connlimit.MaxUnsentBytes"`
 	TLS             MetricsTLS `koanf:"tls"`
 }
 
@@ -298,49 +293,38 @@ type LogConfig struct {
 }
 
 // DefaultConfig returns the defaults of every key: each package's
-// DefaultConfig for the keys of its table (packages.go; TestKeyTable
-// holds them so), conf's own for the rest. Each call returns fresh slices
-// and maps, so a caller may change them.
+// DefaultConfig for the keys of its table (conversions, packages.go),
+// conf's own for the rest. Each call returns fresh slices and maps, so a
+// caller may change them.
 func DefaultConfig() Config {
-	id, e, m := core.DefaultConfig(), embed.DefaultConfig(), machineid.DefaultConfig()
-	cc, rc, cl := central.DefaultConfig(), rest.DefaultConfig(), client.DefaultConfig()
-	return Config{
-		ID: IDConfig{Layout: id.Layout, Type: id.Type, Epoch: id.Epoch, Version: id.Version, MaxBorrow: id.MaxBorrow},
+	m := machineid.DefaultConfig()
+	c := Config{
 		Machine: MachineConfig{
 			Providers:     m.Providers,
 			IPTable:       map[string]int{},
-			K8sOffset:     m.K8sOffset,
 			EmbeddedRange: m.EmbeddedRange,
 			ServerRange:   m.ServerRange,
-			Redis: RedisConfig{
-				Addrs: m.Redis.Addrs, KeyPrefix: m.Redis.KeyPrefix, LeaseTTL: m.Redis.LeaseTTL,
-				MaxClockSkew: m.Redis.MaxClockSkew, MinReplicas: m.Redis.MinReplicas,
-			},
-			Etcd: EtcdConfig{Endpoints: m.Etcd.Endpoints, KeyPrefix: m.Etcd.KeyPrefix, LeaseTTL: m.Etcd.LeaseTTL},
 		},
-		TimeGuard: TimeGuardConfig{Dir: e.DataDir, Window: id.GuardWindow, MaxStartupWait: id.MaxStartupWait},
-		Central: CentralConfig{
-			Listen: "127.0.0.1:7070", MaxBatch: cc.MaxBatch, MaxRequestBytes: cc.MaxRequestBytes, MaxConns: cc.MaxConns,
-			MaxConnsPerPeer: cc.MaxConnsPerPeer, PeerIPv6Prefix: cc.PeerPrefixV6, MaxUnsentBytes: cc.MaxUnsentBytes,
-			FirstFrameTimeout: cc.FirstFrameTimeout, MaxWaitingIDs: cc.MaxWaitingIDs, MaxWaitingCalls: cc.MaxWaitingCalls,
-			IdleTimeout: cc.IdleTimeout, ReadTimeout: cc.ReadTimeout,
-		},
-		REST: RESTConfig{Listen: "127.0.0.1:7080", AllowedHosts: []string{}, MaxConns: rc.MaxConns, MaxConnsPerPeer: rc.MaxConnsPerPeer,
-			PeerIPv6Prefix: rc.PeerPrefixV6, MaxUnsentBytes: rc.MaxUnsentBytes,
-			MaxWaitingIDs: rc.MaxWaitingIDs, MaxWaitingCalls: rc.MaxWaitingCalls},
-		Client: ClientConfig{Servers: []string{}, Timeout: cl.Timeout, Retries: cl.Retries, Prefetch: cl.Prefetch,
-			Fallback: !cl.NoFallback},
+		Central: CentralConfig{Listen: "127.0.0.1:7070"},
+		REST:    RESTConfig{Listen: "127.0.0.1:7080", AllowedHosts: []string{}},
+		Client:  ClientConfig{Servers: []string{}, NoFallback: client.DefaultConfig().NoFallback},
 		Segment: defaultSegment(),
 		Metrics: defaultMetrics(),
 		Log:     LogConfig{Level: "info", Format: "text"},
 	}
+	for _, cv := range conversions {
+		if cv.defaults != nil {
+			toKeys(&c, cv.defaults(), cv.keys)
+		}
+	}
+	return c
 }
 
 // defaultMetrics is the metrics listener's caps: conf's (connlimit has
 // none), small, as its clients are a few scrapers; its peers are the same
 // prefix as everywhere.
 func defaultMetrics() MetricsConfig {
-	return MetricsConfig{MaxConns: 100, MaxConnsPerPeer: 10, PeerIPv6Prefix: connlimit.DefaultPeerPrefixV6, MaxUnsentBytes: 8 << 20}
+	return MetricsConfig{MaxConns: 100, MaxConnsPerPeer: 10, PeerPrefixV6: connlimit.DefaultPeerPrefixV6, MaxUnsentBytes: connlimit.DefaultMaxUnsentBytes}
 }
 
 // Range returns the machine-ID range of a publish method:
@@ -373,7 +357,7 @@ func (m MachineConfig) LeaseRange(method core.Method) machineid.Range {
 // default ID (two hosts on one would issue the same IDs); the error, a
 // *KeyError naming machine.id, also matches machineid.ErrNoMachineID.
 // Validate does not check it, as a client without the fallback needs no
-// machine ID; Core and Embed, and `vesta serve`, do.
+// machine ID; CoreConfig and EmbedConfig, and `vesta serve`, do.
 func (c Config) RequireMachine() error {
 	if c.Machine.ID != nil || !c.Machine.Uses(machineid.ProviderStatic) {
 		return nil
@@ -422,40 +406,38 @@ func (m MachineConfig) Uses(provider string) bool {
 	return false
 }
 
-// Core returns the generator's configuration, the same for every publish
+// CoreConfig returns the generator's configuration, the same for every publish
 // method (the machine-ID lease sets the method): layout, type, epoch,
 // version, machine.id (0 when unset: the lease sets the generator's, see
 // machineid.Lease.NewGenerator), MaxBorrow and the time guard's window and
 // start-up wait. Clock, Guard and Logger are left nil for the caller. It
 // validates c and RequireMachine first.
-func (c Config) Core() (core.Config, error) {
+func (c Config) CoreConfig() (core.Config, error) {
 	if err := errors.Join(c.Validate(), c.RequireMachine()); err != nil {
 		return core.Config{}, err
 	}
 	return c.coreConfig(), nil
 }
 
-// Embed returns the embedded issuer's configuration: the machine-ID
-// providers (see MachineID), time_guard.dir as DataDir. Clock and Logger
+// EmbedConfig returns the embedded issuer's configuration: the machine-ID
+// providers (see MachineIDConfig), time_guard.dir as DataDir. Clock and Logger
 // are left nil for the caller. It validates c and RequireMachine first.
-func (c Config) Embed() (embed.Config, error) {
+func (c Config) EmbedConfig() (embed.Config, error) {
 	if err := errors.Join(c.Validate(), c.RequireMachine()); err != nil {
 		return embed.Config{}, err
 	}
-	e := c.embed()
+	e := c.embedConfig()
 	var err error
-	e.Machine, err = c.Lease()
+	e.Machine, err = c.leaseConfig()
 	return e, err
 }
 
-// embed is Embed without the checks.
-func (c Config) embed() embed.Config {
-	return embed.Config{
-		Layout: c.ID.Layout, Type: c.ID.Type, Epoch: c.ID.Epoch, Version: c.ID.Version,
-		Machine:   c.MachineID(),
-		MaxBorrow: c.ID.MaxBorrow, DataDir: c.TimeGuard.Dir,
-		GuardWindow: c.TimeGuard.Window, MaxStartupWait: c.TimeGuard.MaxStartupWait,
-	}
+// embedConfig is EmbedConfig without the checks and the files.
+func (c Config) embedConfig() embed.Config {
+	e := embed.Config{Machine: c.Machine.machineID()}
+	fromKeys(c, &e, coreKeys) // embed.Config has core.Config's fields
+	fromKeys(c, &e, embedKeys)
+	return e
 }
 
 // Logger returns a logger writing to w at log.level in log.format. An

@@ -12,18 +12,25 @@ import (
 	"github.com/vesta-go/vesta/machineid"
 )
 
-// MachineID returns the machine-ID configuration: the provider chain, the
-// static ID (nil when machine.id is unset), the IP table, the k8s offset,
-// the ranges, the lease ranges and the Redis lease. It is the same for
-// every publish method: machineid.Acquire takes the method and picks the
-// range. Hostname, host addresses, Clock and Logger are left for the
-// caller.
-func (c Config) MachineID() machineid.Config { return c.Machine.machineID() }
+// MachineIDConfig returns the machine-ID configuration: the provider
+// chain, the static ID (nil when machine.id is unset), the IP table, the
+// k8s offset, the ranges, the lease ranges, the Redis and etcd leases and
+// the etcd TLS configuration read from machine.etcd.tls (nil when off). It
+// is the same for every publish method: machineid.Acquire takes the method
+// and picks the range. Hostname, host addresses, Clock and Logger are left
+// for the caller. It validates c first (not RequireMachine: the lease
+// providers need no machine.id); errors name the key.
+func (c Config) MachineIDConfig() (machineid.Config, error) {
+	if err := c.Validate(); err != nil {
+		return machineid.Config{}, err
+	}
+	return c.leaseConfig()
+}
 
-// Lease is MachineID with the files it names read: the etcd TLS
-// certificates. Errors name the key.
-func (c Config) Lease() (machineid.Config, error) {
-	m := c.MachineID()
+// leaseConfig is MachineIDConfig without the checks: the etcd TLS files
+// read.
+func (c Config) leaseConfig() (machineid.Config, error) {
+	m := c.Machine.machineID()
 	tc, err := c.Machine.Etcd.TLS.Load()
 	if tc != nil { // nil stays an untyped nil: plain TCP
 		m.Etcd.TLS = tc
@@ -40,32 +47,19 @@ func (m MachineConfig) machineID() machineid.Config {
 	for ip, id := range m.IPTable {
 		table[ip] = core.MachineID(id)
 	}
-	return machineid.Config{
+	mc := machineid.Config{
 		Providers:          append([]string(nil), m.Providers...),
 		Static:             m.Static(),
 		IPTable:            table,
-		K8sOffset:          m.K8sOffset,
 		EmbeddedRange:      m.EmbeddedRange,
 		ServerRange:        m.ServerRange,
 		EmbeddedLeaseRange: leaseEmbedded,
 		ServerLeaseRange:   leaseServer,
-		Redis: machineid.RedisConfig{
-			Addrs:        append([]string(nil), m.Redis.Addrs...),
-			MasterName:   m.Redis.MasterName,
-			Password:     m.Redis.Password.Reveal(),
-			KeyPrefix:    m.Redis.KeyPrefix,
-			LeaseTTL:     m.Redis.LeaseTTL,
-			MaxClockSkew: m.Redis.MaxClockSkew,
-			MinReplicas:  m.Redis.MinReplicas,
-		},
-		Etcd: machineid.EtcdConfig{
-			Endpoints: append([]string(nil), m.Etcd.Endpoints...),
-			Username:  m.Etcd.Username,
-			Password:  m.Etcd.Password.Reveal(),
-			KeyPrefix: m.Etcd.KeyPrefix,
-			LeaseTTL:  m.Etcd.LeaseTTL,
-		},
+		Redis:              machineid.RedisConfig{MasterName: m.Redis.MasterName, Password: m.Redis.Password.Reveal()},
+		Etcd:               machineid.EtcdConfig{Username: m.Etcd.Username, Password: m.Etcd.Password.Reveal()},
 	}
+	fromKeys(Config{Machine: m}, &mc, machineKeys)
+	return mc
 }
 
 // loadCAs reads the PEM certificates of path, read from key, into a pool.
@@ -161,14 +155,14 @@ func serverTLS(key, cert, priv, clientCA string) (*tls.Config, error) {
 }
 
 // ClientConfig returns the Go client's configuration: client.servers, timeout,
-// retries, prefetch and fallback, with the embedded fallback of Embed (the
+// retries, prefetch and no_fallback, with the embedded fallback of EmbedConfig (the
 // embedded range, time_guard.dir). Logger and Registerer are left for the
-// caller. It validates c first, and with client.fallback RequireMachine.
+// caller. It validates c first, and unless client.no_fallback RequireMachine.
 func (c Config) ClientConfig() (client.Config, error) {
-	fallback := c.embed()
+	fallback := c.embedConfig()
 	var err error
-	if c.Client.Fallback {
-		fallback, err = c.Embed()
+	if !c.Client.NoFallback {
+		fallback, err = c.EmbedConfig()
 	} else {
 		err = c.Validate()
 	}
@@ -176,6 +170,6 @@ func (c Config) ClientConfig() (client.Config, error) {
 		return client.Config{}, err
 	}
 	cc := c.clientConfig()
-	cc.NoFallback, cc.FallbackConfig = !c.Client.Fallback, fallback
+	cc.FallbackConfig = fallback
 	return cc, nil
 }

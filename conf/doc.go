@@ -39,10 +39,14 @@
 // _file keys hold paths and print as they are.
 //
 // Each setting is declared once. conf is a mapping: Config turns into the
-// Config of each package (Core, Embed, MachineID, CentralConfig,
-// RESTConfig, ClientConfig, SegmentSequencer, MaskCheck and Masks), so
-// that only this package knows the file format, through one table per
-// conversion (packages.go: Go field -> YAML key). A key of a table means
+// Config of each package by one method each, named for what it configures
+// and validating c first (CoreConfig, EmbedConfig, MachineIDConfig,
+// CentralConfig, RESTConfig, ClientConfig, MetricsConfig, SegmentConfig;
+// MaskCheck returns the masking check and Masks builds the maskers), so
+// that only this package knows the file format, through the field tags of
+// Config: a key's field tag names the package field it is read into
+// (field:"machineid.Redis.LeaseTTL"), and the tables derived from them
+// (packages.go) are the conversions and the defaults. A key of a table means
 // what its field means, as the field's comment says, zero included; its
 // default is the package's DefaultConfig value and its Go type the
 // field's. The keys in no table are conf's own (ownKeys). A test walks every key of Config and checks
@@ -53,11 +57,12 @@
 // Go alike: zero is the key's default (central.max_batch: 0 is 10000;
 // segment.threshold: 0 is 0.1), and where a default that is on can be
 // turned off, a negative value turns it off (client.retries: -1 retries
-// none; segment.refresh_tags: -1s never re-reads). client.fallback is the
-// one boolean that defaults to true (client.Config.NoFallback negated).
-// The metrics listener's caps follow it too, although connlimit has no
-// defaults: conf owns them (defaultMetrics), so metrics.max_conns: 0 is
-// 100 and metrics.max_unsent_bytes: -1 is no bound. The exceptions are
+// none; segment.refresh_tags: -1s never re-reads). Every boolean defaults
+// to false (client.no_fallback: false keeps the fallback on, as
+// client.Config.NoFallback's zero does). The metrics listener's caps
+// follow the rule too: conf owns their defaults (defaultMetrics), so
+// metrics.max_conns: 0 is 100, and metrics.max_unsent_bytes: 0 is 8 MiB
+// and -1 no bound, as connlimit reads them. The exceptions are
 // settings whose zero is a value of its own and the safe one, kept so and
 // said in their field's comment: id.max_borrow: 0 never runs ahead of the
 // clock (1s by default; a lease's quarantine counts the borrow as given,
@@ -71,10 +76,12 @@
 // every bad key at once by checking each field alone against a valid
 // Config of its package, then the whole Config for what only a combination
 // breaks. conf itself checks only what no package sees: address syntax
-// (listeners, client.servers, the stores' addresses), listeners that
+// (listeners, client.servers; the stores' addresses are machineid's and
+// redisstore's), listeners that
 // collide, TLS files in pairs and a client CA only with a certificate,
 // secrets given both inline and as a file, the log, the segment store's
-// keys and a preloaded tag listed twice, and the machine section in YAML
+// selection (its keys are mysqlstore's and redisstore's to judge, with
+// that store only) and a preloaded tag listed twice, and the machine section in YAML
 // terms (ranges, providers and the keys they need, fixed IDs within reach
 // of Redis leases).
 package conf

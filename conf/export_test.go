@@ -2,7 +2,6 @@ package conf
 
 import (
 	"reflect"
-	"strings"
 )
 
 // Keys returns every key path, in Config's order, for tests.
@@ -31,18 +30,36 @@ func KeyType(key string) reflect.Type {
 }
 
 // KeyValue returns the value of key in c, for tests.
-func KeyValue(c Config, key string) reflect.Value {
-	v := reflect.ValueOf(c)
-	for name := range strings.SplitSeq(key, ".") {
-		f, ok := sectionField(v.Type(), name)
-		if !ok {
-			panic("conf: no key " + key)
-		}
-		v = v.FieldByIndex(f.index)
-	}
-	return v
-}
+func KeyValue(c Config, key string) reflect.Value { return keyValue(reflect.ValueOf(c), key) }
 
 // EnvText returns key's value in c as the environment writes it, for
 // tests.
 func EnvText(c Config, key string) string { return leafValue(KeyValue(c, key)).String() }
+
+// Converted returns c converted, without the checks, into the Config of a
+// key table's package (KeyTable.Package), for tests.
+func Converted(c Config, pkg string) any {
+	switch pkg {
+	case "core":
+		return c.coreConfig()
+	case "embed":
+		return c.embedConfig()
+	case "central":
+		return c.centralConfig()
+	case "rest":
+		return c.restConfig()
+	case "connlimit":
+		return c.metricsConfig()
+	case "client":
+		return c.clientConfig()
+	case "machineid":
+		return c.Machine.machineID()
+	case "segment":
+		return c.segmentConfig()
+	case "mysqlstore":
+		return c.segmentMySQLConfig()
+	case "redisstore":
+		return c.segmentRedisConfig()
+	}
+	panic("conf: no conversion to " + pkg)
+}

@@ -38,7 +38,7 @@ var flagTable = []flagDef{
 	{Flag{"servers", "client.servers", "central servers, host:port,..."},
 		func(fs *pflag.FlagSet, f Flag, _ Config) { fs.StringSlice(f.Name, nil, f.Usage) }},
 	{Flag{"data-dir", "time_guard.dir", `directory of the time guard's mark ("" = none)`},
-		stringFlag(func(d Config) string { return d.TimeGuard.Dir })},
+		stringFlag(func(d Config) string { return d.TimeGuard.DataDir })},
 	{Flag{"central-listen", "central.listen", `central RPC server address, host:port ("" = off)`},
 		stringFlag(func(d Config) string { return d.Central.Listen })},
 	{Flag{"rest-listen", "rest.listen", `REST server address, host:port ("" = off)`},

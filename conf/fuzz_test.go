@@ -40,7 +40,7 @@ func FuzzLoadYAML(f *testing.F) {
 		}
 		_ = fmt.Sprintf("%v %+v %#v", l.Config, l.Config, l.Config)
 		slog.New(slog.NewJSONHandler(io.Discard, nil)).Info("x", "c", l.Config)
-		if _, err := l.Config.Embed(); err != nil && !errors.Is(err, machineid.ErrNoMachineID) {
+		if _, err := l.Config.EmbedConfig(); err != nil && !errors.Is(err, machineid.ErrNoMachineID) {
 			t.Fatalf("Embed: %v", err)
 		}
 	})

@@ -102,3 +102,13 @@ func wantKeyErrors(t testing.TB, err error, key string, want ...string) {
 		}
 	}
 }
+
+// machineIDOf is c.MachineIDConfig(), which must succeed.
+func machineIDOf(t testing.TB, c conf.Config) machineid.Config {
+	t.Helper()
+	m, err := c.MachineIDConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

@@ -41,9 +41,12 @@ func TestLeaseRangeKeys(t *testing.T) {
 	if r := c.Machine.LeaseRange(core.Embedded); r != machineid.DefaultEmbeddedRange {
 		t.Fatalf("LeaseRange(embedded) = %v; want all of the embedded range (redis listed)", r)
 	}
-	mc := c.MachineID()
+	mc, err := c.MachineIDConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if mc.ServerLeaseRange != mustRange(t, "924-1003") || !mc.EmbeddedLeaseRange.IsZero() || mc.Static == nil || *mc.Static != 1023 {
-		t.Fatalf("MachineID() = %+v", mc)
+		t.Fatalf("MachineIDConfig() = %+v", mc)
 	}
 	if err := mc.ValidateFor(core.Central); err != nil {
 		t.Fatalf("machineid refuses what conf accepted: %v", err)

@@ -88,8 +88,8 @@ log: {level: debug}
 	if !slices.Equal(c.Machine.Redis.Addrs, []string{"c:3"}) {
 		t.Errorf("machine.redis.addrs = %v; want the environment's list, not merged", c.Machine.Redis.Addrs)
 	}
-	if c.TimeGuard.Window != 2*time.Second || c.Log.Level != "debug" || c.REST.Listen != "" {
-		t.Errorf("window %v, level %q, rest.listen %q; want 2s, debug, \"\"", c.TimeGuard.Window, c.Log.Level, c.REST.Listen)
+	if c.TimeGuard.GuardWindow != 2*time.Second || c.Log.Level != "debug" || c.REST.Listen != "" {
+		t.Errorf("window %v, level %q, rest.listen %q; want 2s, debug, \"\"", c.TimeGuard.GuardWindow, c.Log.Level, c.REST.Listen)
 	}
 	if c.Central.Listen != "127.0.0.1:7070" {
 		t.Errorf("central.listen = %q; want the default", c.Central.Listen)
@@ -235,7 +235,7 @@ func TestEnvMapping(t *testing.T) {
 		"VESTA_CLIENT_TIMEOUT=1s",
 		"VESTA_CLIENT_RETRIES=0",
 		"VESTA_CLIENT_PREFETCH=100",
-		"VESTA_CLIENT_FALLBACK=false",
+		"VESTA_CLIENT_NO_FALLBACK=true",
 		"VESTA_SEGMENT_STORE=redis",
 		"VESTA_SEGMENT_DSN=u:p@tcp(db:3306)/leaf",
 		"VESTA_SEGMENT_TABLE=ids_alloc",
@@ -269,20 +269,20 @@ func TestEnvMapping(t *testing.T) {
 				TLS: conf.EtcdTLS{CA: "eca.pem", Cert: "ec.pem", Key: "ek.pem"}, KeyPrefix: "eids", LeaseTTL: 7 * time.Second,
 				EmbeddedRange: mustRange(t, "20-99"), ServerRange: mustRange(t, "930-1023")},
 		},
-		TimeGuard: conf.TimeGuardConfig{Window: 5 * time.Millisecond, MaxStartupWait: time.Minute},
+		TimeGuard: conf.TimeGuardConfig{GuardWindow: 5 * time.Millisecond, MaxStartupWait: time.Minute},
 		Central: conf.CentralConfig{Listen: "127.0.0.1:0", MaxBatch: 500, MaxRequestBytes: 1024, MaxConns: 7,
-			MaxConnsPerPeer: 3, PeerIPv6Prefix: 56, MaxUnsentBytes: 1_000_000, FirstFrameTimeout: time.Second,
+			MaxConnsPerPeer: 3, PeerPrefixV6: 56, MaxUnsentBytes: 1_000_000, FirstFrameTimeout: time.Second,
 			MaxWaitingIDs: 5000, MaxWaitingCalls: 9, IdleTimeout: time.Minute, ReadTimeout: 2 * time.Second,
 			TLS: conf.CentralTLS{Cert: "c.pem", Key: "k.pem", ClientCA: "ca.pem"}},
 		REST: conf.RESTConfig{Listen: ":8080", Token: "tok-tok-tok-tok-tok", MetricsAuth: true, MaxConns: 9, MaxConnsPerPeer: 4,
-			PeerIPv6Prefix: 48, MaxUnsentBytes: 2_000_000, MaxWaitingIDs: 6000, MaxWaitingCalls: 11,
+			PeerPrefixV6: 48, MaxUnsentBytes: 2_000_000, MaxWaitingIDs: 6000, MaxWaitingCalls: 11,
 			AllowedHosts: []string{"ids.example.com", "*.corp.example"},
 			TLS:          conf.RESTTLS{Cert: "c.pem", Key: "k.pem", ClientCA: "rca.pem"}},
-		Client: conf.ClientConfig{Servers: []string{"a:1", "b:2"}, Timeout: time.Second, Prefetch: 100},
+		Client: conf.ClientConfig{Servers: []string{"a:1", "b:2"}, Timeout: time.Second, Prefetch: 100, NoFallback: true},
 		Segment: conf.SegmentConfig{Store: "redis", DSN: "u:p@tcp(db:3306)/leaf", Table: "ids_alloc",
 			Redis:     conf.SegmentRedisConfig{Addrs: []string{"s1:6379", "s2:6379"}, Password: "spw", KeyPrefix: "seq"},
 			Threshold: 0.25, TargetDuration: 10 * time.Minute, MaxStep: 5000, Preload: []string{"orders", "invoices"}},
-		Metrics: conf.MetricsConfig{Listen: "127.0.0.1:9090", MaxConns: 5, MaxConnsPerPeer: 2, PeerIPv6Prefix: 128, MaxUnsentBytes: 3_000_000},
+		Metrics: conf.MetricsConfig{Listen: "127.0.0.1:9090", MaxConns: 5, MaxConnsPerPeer: 2, PeerPrefixV6: 128, MaxUnsentBytes: 3_000_000},
 		Log:     conf.LogConfig{Level: "warn", Format: "json"},
 	}
 	if got := l.Config; !reflect.DeepEqual(got, want) {
@@ -369,9 +369,9 @@ func TestDecodeInvalid(t *testing.T) {
 		{"client: {timeout: 200}", "client.timeout", "200; want a duration with a unit, such as 200s"},
 		{"client: {retries: two}", "client.retries", `"two"; want an integer`},
 		{"client: {prefetch: null}", "", ""}, // null leaves the default
-		{"client: {fallback: 1}", "client.fallback", "1; want true or false"},
-		{"client: {fallback: yes}", "client.fallback", `"yes"; want true or false`},
-		{"VESTA_CLIENT_FALLBACK=", "client.fallback", `""; want true or false`},
+		{"client: {no_fallback: 1}", "client.no_fallback", "1; want true or false"},
+		{"client: {no_fallback: yes}", "client.no_fallback", `"yes"; want true or false`},
+		{"VESTA_CLIENT_NO_FALLBACK=", "client.no_fallback", `""; want true or false`},
 		{"log: {level: [a, b]}", "log.level", "want a string"},
 		{"log: {format: {a: 1}}", "log.format", "want a string"},
 	} {
@@ -535,7 +535,7 @@ func TestFlags(t *testing.T) {
 	c := l.Config
 	if *c.Machine.ID != 3 || c.ID.Layout != core.Vesta || c.ID.Type != core.MinGranularity ||
 		!c.ID.Epoch.Equal(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)) ||
-		!slices.Equal(c.Client.Servers, []string{"a:1", "b:2", "c:3"}) || c.TimeGuard.Dir != "data" ||
+		!slices.Equal(c.Client.Servers, []string{"a:1", "b:2", "c:3"}) || c.TimeGuard.DataDir != "data" ||
 		c.Central.Listen != ":1" || c.REST.Listen != ":2" || c.Log.Level != "error" || c.Log.Format != "json" {
 		t.Errorf("got %v", c)
 	}
@@ -562,7 +562,7 @@ func TestFlags(t *testing.T) {
 // issuers refuse (RequireMachine) while static is listed.
 func TestNoDefaultMachineID(t *testing.T) {
 	c := conf.DefaultConfig()
-	if c.Machine.ID != nil || c.Machine.Static() != nil || c.MachineID().Static != nil || c.MachineID().Static != nil {
+	if c.Machine.ID != nil || c.Machine.Static() != nil || machineIDOf(t, c).Static != nil {
 		t.Fatalf("default machine.id %v; want unset", c.Machine.ID)
 	}
 	if err := c.Validate(); err != nil {
@@ -591,27 +591,27 @@ func TestNoDefaultMachineID(t *testing.T) {
 			}
 		}
 	}
-	if _, err := c.Core(); !errors.Is(err, machineid.ErrNoMachineID) {
+	if _, err := c.CoreConfig(); !errors.Is(err, machineid.ErrNoMachineID) {
 		t.Errorf("Core = %v; want ErrNoMachineID", err)
 	}
-	if _, err := c.Embed(); !errors.Is(err, machineid.ErrNoMachineID) {
+	if _, err := c.EmbedConfig(); !errors.Is(err, machineid.ErrNoMachineID) {
 		t.Errorf("Embed = %v; want ErrNoMachineID", err)
 	}
 	if _, err := c.ClientConfig(); !errors.Is(err, machineid.ErrNoMachineID) {
 		t.Errorf("ClientConfig with the fallback = %v; want ErrNoMachineID", err)
 	}
-	c.Client.Fallback = false
+	c.Client.NoFallback = true
 	if _, err := c.ClientConfig(); err != nil {
 		t.Errorf("ClientConfig without the fallback = %v; want no machine ID needed", err)
 	}
-	c.Client.Fallback = true
+	c.Client.NoFallback = false
 	c.Machine.Providers = []string{"redis"}
 	if err := c.RequireMachine(); err != nil {
 		t.Errorf("RequireMachine with redis only = %v", err)
 	}
 	c.Machine.Providers, c.Machine.ID = []string{"static"}, intp(7)
-	if got := c.MachineID().Static; got == nil || *got != 7 {
-		t.Errorf("MachineID().Static = %v; want 7", got)
+	if got := machineIDOf(t, c).Static; got == nil || *got != 7 {
+		t.Errorf("MachineIDConfig().Static = %v; want 7", got)
 	}
 	if r := c.Machine.Range(core.REST); r != machineid.DefaultServerRange {
 		t.Errorf("Range(REST) = %v", r)
@@ -622,7 +622,7 @@ func TestCore(t *testing.T) {
 	c := conf.DefaultConfig()
 	c.Machine.ID = intp(1023)
 	c.ID.Layout, c.ID.Version = core.Vesta, 1
-	cc, err := c.Core()
+	cc, err := c.CoreConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -634,7 +634,7 @@ func TestCore(t *testing.T) {
 		t.Error(err)
 	}
 	c.Central.MaxBatch = -1
-	if _, err := c.Core(); !errors.Is(err, conf.ErrConfig) {
+	if _, err := c.CoreConfig(); !errors.Is(err, conf.ErrConfig) {
 		t.Errorf("Core of an invalid config: %v; want ErrConfig", err)
 	}
 }
@@ -666,7 +666,7 @@ machine:
     "fd00::1": 925
   embedded_range: 5
 time_guard: {window: 1ms, max_startup_wait: 0}
-client: {servers: ["a:1"], prefetch: 10.0, fallback: false}
+client: {servers: ["a:1"], prefetch: 10.0, no_fallback: true}
 `)
 	if err != nil {
 		t.Fatal(err)
@@ -680,7 +680,7 @@ client: {servers: ["a:1"], prefetch: 10.0, fallback: false}
 		c.Machine.EmbeddedRange != mustRange(t, "5-5") {
 		t.Errorf("machine: %v", c)
 	}
-	if c.Client.Prefetch != 10 || c.Client.Fallback || c.TimeGuard.MaxStartupWait != 0 {
+	if c.Client.Prefetch != 10 || !c.Client.NoFallback || c.TimeGuard.MaxStartupWait != 0 {
 		t.Errorf("client: %+v", c.Client)
 	}
 }
@@ -703,7 +703,7 @@ func TestLeafLayout(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := mustLoad(t, opts).Config
 			c.Machine.ID = intp(1)
-			cc, err := c.Core()
+			cc, err := c.CoreConfig()
 			if err != nil {
 				t.Fatal(err)
 			}

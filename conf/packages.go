@@ -4,26 +4,29 @@ import (
 	"cmp"
 	"errors"
 	"reflect"
-	"slices"
 	"strings"
 
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/embed"
 	"github.com/vesta-go/vesta/internal/connlimit"
 	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/rest"
 	"github.com/vesta-go/vesta/segment"
+	"github.com/vesta-go/vesta/segment/mysqlstore"
+	"github.com/vesta-go/vesta/segment/redisstore"
 )
 
 // conf is a mapping: YAML, environment and flag keys onto the Config of
 // each package. The meaning of a field (what zero means included), its
 // default and its limits are its package's, checked by its package's
 // Validate; conf names the key. Each conversion below has one table from
-// the package's field (a Go path) to the YAML key it is read from; the
-// keys in no table are conf's own (ownKeys), and TestKeyTable holds every
-// key of Config, vesta.example.yaml, README's key list and the
-// environment to these tables. What conf checks itself is listed in the
+// the package's field (a Go path) to the YAML key it is read from, and the
+// table is the conversion (fromKeys) and the default (toKeys): no field is
+// copied by hand. The keys in no table are conf's own (ownKeys), and
+// TestKeyTable holds every key of Config, vesta.example.yaml, README's key
+// list and the environment to these tables. What conf checks itself is listed in the
 // package documentation; machineid checks the machine section again when
 // the lease is acquired.
 
@@ -35,87 +38,58 @@ type fieldKey struct {
 	with       []string
 }
 
-// coreKeys: core.Config, from Core and Embed.
-var coreKeys = []fieldKey{
-	{field: "Layout", key: "id.layout"},
-	{field: "Type", key: "id.type", with: []string{"Layout"}},
-	{field: "Epoch", key: "id.epoch", with: []string{"Layout"}},
-	{field: "Version", key: "id.version", with: []string{"Layout"}},
-	{field: "MaxBorrow", key: "id.max_borrow"},
-	{field: "GuardWindow", key: "time_guard.window", with: []string{"Type"}},
-	{field: "MaxStartupWait", key: "time_guard.max_startup_wait"},
-}
+// The tables, one per package Config, derived from the field tags of
+// Config: `field:"central.MaxBatch rest.MaxBatch"` names the package
+// fields a key is read into, `with:"Layout"` the fields its check depends
+// on. Each key is so declared once, beside its YAML name.
+var (
+	// coreKeys: core.Config, from CoreConfig and EmbedConfig.
+	coreKeys = tableOf("core")
+	// embedKeys: embed.Config's own fields (beside core.Config's), from
+	// EmbedConfig; its users report a bad time_guard.dir when they open
+	// it.
+	embedKeys = tableOf("embed")
+	// centralKeys: central.Config, from CentralConfig.
+	centralKeys = tableOf("central")
+	// restKeys: rest.Config, from RESTConfig. REST's largest batch is
+	// central.max_batch: one server, one batch limit, whichever protocol a
+	// client speaks (Vesta.Info reports it as max_batch).
+	restKeys = tableOf("rest")
+	// metricsKeys: connlimit.Config, the metrics listener's policy, from
+	// MetricsConfig. Its timeouts are REST's defaults.
+	metricsKeys = tableOf("connlimit")
+	// clientKeys: client.Config, from ClientConfig. client.servers is
+	// checked by conf, as the key may be empty when no client is built
+	// (the client wants at least one server).
+	clientKeys = tableOf("client")
+	// machineKeys: machineid.Config, from MachineIDConfig. The ranges,
+	// providers, static ID and IP table are checked by conf in YAML terms
+	// (see MachineConfig.validate); the whole Config is validated after
+	// them.
+	machineKeys = tableOf("machineid")
+	// segmentKeys: segment.Config, from SegmentConfig. The store keys are
+	// conf's, but for the redis store's own.
+	segmentKeys = tableOf("segment")
+	// segmentRedisKeys: redisstore.Config, from segmentRedisConfig, judged
+	// with segment.store redis only. It has no defaults: conf's are.
+	segmentRedisKeys = tableOf("redisstore")
+	// segmentMySQLKeys: mysqlstore.Config, from segmentMySQLConfig, judged
+	// with segment.store mysql only. Its default table is conf's too.
+	segmentMySQLKeys = tableOf("mysqlstore")
+)
 
-// centralKeys: central.Config, from CentralConfig.
-var centralKeys = []fieldKey{
-	{field: "MaxBatch", key: "central.max_batch"},
-	{field: "MaxRequestBytes", key: "central.max_request_bytes"},
-	{field: "MaxConns", key: "central.max_conns"},
-	{field: "MaxConnsPerPeer", key: "central.max_conns_per_peer"},
-	{field: "PeerPrefixV6", key: "central.peer_ipv6_prefix"},
-	{field: "MaxUnsentBytes", key: "central.max_unsent_bytes"},
-	{field: "MaxWaitingIDs", key: "central.max_waiting_ids"},
-	{field: "MaxWaitingCalls", key: "central.max_waiting_calls"},
-	{field: "IdleTimeout", key: "central.idle_timeout"},
-	{field: "ReadTimeout", key: "central.read_timeout"},
-	{field: "FirstFrameTimeout", key: "central.first_frame_timeout"},
-}
-
-// restKeys: rest.Config, from RESTConfig. REST's largest batch is
-// central.max_batch: one server, one batch limit, whichever protocol a
-// client speaks (Vesta.Info reports it as max_batch).
-var restKeys = []fieldKey{
-	{field: "Token", key: "rest.token"},
-	{field: "MaxBatch", key: "central.max_batch"},
-	{field: "MaxWaitingIDs", key: "rest.max_waiting_ids"},
-	{field: "MaxWaitingCalls", key: "rest.max_waiting_calls"},
-	{field: "MaxConns", key: "rest.max_conns"},
-	{field: "MaxConnsPerPeer", key: "rest.max_conns_per_peer"},
-	{field: "PeerPrefixV6", key: "rest.peer_ipv6_prefix"},
-	{field: "MaxUnsentBytes", key: "rest.max_unsent_bytes"},
-	{field: "MetricsAuth", key: "rest.metrics_auth", with: []string{"Token"}},
-	{field: "AllowedHosts", key: "rest.allowed_hosts", with: []string{"Token"}},
-}
-
-// metricsKeys: connlimit.Config, the metrics listener's policy, from
-// MetricsListener. Its timeouts are REST's defaults.
-var metricsKeys = []fieldKey{
-	{field: "MaxConns", key: "metrics.max_conns"},
-	{field: "MaxConnsPerPeer", key: "metrics.max_conns_per_peer"},
-	{field: "PeerPrefixV6", key: "metrics.peer_ipv6_prefix"},
-	{field: "MaxUnsent", key: "metrics.max_unsent_bytes"},
-}
-
-// clientKeys: client.Config, from ClientConfig. client.servers is checked
-// by conf, as the key may be empty when no client is built (the client
-// wants at least one server).
-var clientKeys = []fieldKey{
-	{field: "Timeout", key: "client.timeout"},
-	{field: "Retries", key: "client.retries"},
-	{field: "Prefetch", key: "client.prefetch"},
-}
-
-// machineKeys: machineid.Config, from MachineID. The ranges, providers,
-// static ID and IP table are checked by conf in YAML terms (see
-// MachineConfig.validate); the whole Config is validated after them.
-var machineKeys = []fieldKey{
-	{field: "K8sOffset", key: "machine.k8s_offset"},
-	{field: "Redis.KeyPrefix", key: "machine.redis.key_prefix"},
-	{field: "Redis.LeaseTTL", key: "machine.redis.lease_ttl"},
-	{field: "Redis.MaxClockSkew", key: "machine.redis.max_clock_skew"},
-	{field: "Redis.MinReplicas", key: "machine.redis.min_replicas"},
-	{field: "Etcd.KeyPrefix", key: "machine.etcd.key_prefix"},
-	{field: "Etcd.LeaseTTL", key: "machine.etcd.lease_ttl"},
-}
-
-// segmentKeys: segment.Config, from SegmentSequencer. The store keys are
-// conf's (no package config holds them all).
-var segmentKeys = []fieldKey{
-	{field: "Threshold", key: "segment.threshold"},
-	{field: "TargetDuration", key: "segment.target_duration"},
-	{field: "MaxStep", key: "segment.max_step"},
-	{field: "Preload", key: "segment.preload"},
-	{field: "RefreshTags", key: "segment.refresh_tags"},
+// tableOf is the table of package pkg: the keys whose field tag names a
+// field of pkg's Config, in Config's order.
+func tableOf(pkg string) []fieldKey {
+	var out []fieldKey
+	eachKey(func(key string, f field) {
+		for target := range strings.FieldsSeq(f.tag.Get("field")) {
+			if p, path, _ := strings.Cut(target, "."); p == pkg {
+				out = append(out, fieldKey{field: path, key: key, with: strings.Fields(f.tag.Get("with"))})
+			}
+		}
+	})
+	return out
 }
 
 // ownKeys are the keys no package Config holds as they are: conf reads
@@ -123,7 +97,6 @@ var segmentKeys = []fieldKey{
 // is a row of one table above; TestKeyTable fails on a key in neither, or
 // in both.
 var ownKeys = map[string]string{
-	"time_guard.dir":              "embed's DataDir; its users report it when they open it",
 	"central.listen":              "an address",
 	"rest.listen":                 "an address",
 	"metrics.listen":              "an address",
@@ -138,15 +111,10 @@ var ownKeys = map[string]string{
 	"metrics.tls.client_ca":       "a TLS file",
 	"rest.token_file":             "a secret's file, read by Load",
 	"client.servers":              "may be empty when no client is built; the client wants one",
-	"client.fallback":             "builds the embedded fallback from the id, machine and time_guard sections (Embed judges it); client.Config.NoFallback is its negation",
+	"client.no_fallback":          "client.Config.NoFallback, but the fallback it turns on is built from the id, machine and time_guard sections (Embed judges it)",
 	"segment.store":               "the store selection",
-	"segment.dsn":                 "the store selection (mysql)",
 	"segment.dsn_file":            "a secret's file, read by Load",
-	"segment.table":               "the store selection (mysql)",
-	"segment.redis.addrs":         "the store selection (redis)",
-	"segment.redis.password":      "the store selection (redis)",
 	"segment.redis.password_file": "a secret's file, read by Load",
-	"segment.redis.key_prefix":    "the store selection (redis)",
 	"mask.key":                    "a secret, the key text; mask.ParseKeys judges it",
 	"mask.key_file":               "a secret's file, read by Load",
 	"mask.not_before":             "the masking check's NotBefore, judged with the id and machine sections (mask.Check)",
@@ -159,13 +127,11 @@ var ownKeys = map[string]string{
 	"machine.ip_table":             "the machine section",
 	"machine.embedded_range":       "the machine section",
 	"machine.server_range":         "the machine section",
-	"machine.redis.addrs":          "the machine section",
-	"machine.redis.master_name":    "the machine section",
+	"machine.redis.master_name":    "the machine section (Sentinel or not: machine.redis.addrs is judged with it)",
 	"machine.redis.password":       "the machine section",
 	"machine.redis.password_file":  "a secret's file, read by Load",
 	"machine.redis.embedded_range": "the machine section (a lease range)",
 	"machine.redis.server_range":   "the machine section (a lease range)",
-	"machine.etcd.endpoints":       "the machine section",
 	"machine.etcd.username":        "the machine section",
 	"machine.etcd.password":        "the machine section",
 	"machine.etcd.password_file":   "a secret's file, read by Load",
@@ -187,23 +153,42 @@ type keyTable struct {
 	OwnDefaults bool
 }
 
+// conversions are the tables with their package's DefaultConfig, from
+// which DefaultConfig takes each row's default (nil: conf owns the
+// defaults, the metrics listener's caps). REST's precedes central's, so
+// that central.max_batch is central's default (TestKeyTable holds the
+// two equal).
+var conversions = []struct {
+	pkg      string
+	keys     []fieldKey
+	defaults func() any // nil: conf's own; zero is then the Config's type
+	zero     any
+}{
+	{"core", coreKeys, func() any { return core.DefaultConfig() }, nil},
+	{"embed", embedKeys, func() any { return embed.DefaultConfig() }, nil},
+	{"rest", restKeys, func() any { return rest.DefaultConfig() }, nil},
+	{"central", centralKeys, func() any { return central.DefaultConfig() }, nil},
+	{"connlimit", metricsKeys, nil, connlimit.Config{}},
+	{"client", clientKeys, func() any { return client.DefaultConfig() }, nil},
+	{"machineid", machineKeys, func() any { return machineid.DefaultConfig() }, nil},
+	{"segment", segmentKeys, func() any { return segment.DefaultConfig() }, nil},
+	{"redisstore", segmentRedisKeys, nil, redisstore.Config{}},
+	{"mysqlstore", segmentMySQLKeys, nil, mysqlstore.Config{}},
+}
+
 // keyTables returns every conversion's table with its package's
 // defaults: what TestKeyTable holds every key to.
 func keyTables() []keyTable {
-	tables := []keyTable{
-		{"core", nil, core.DefaultConfig(), false},
-		{"central", nil, central.DefaultConfig(), false},
-		{"rest", nil, rest.DefaultConfig(), false},
-		{"connlimit", nil, connlimit.Config{}, true},
-		{"client", nil, client.DefaultConfig(), false},
-		{"machineid", nil, machineid.DefaultConfig(), false},
-		{"segment", nil, segment.DefaultConfig(), false},
-	}
-	for i, keys := range [][]fieldKey{coreKeys, centralKeys, restKeys, metricsKeys, clientKeys, machineKeys, segmentKeys} {
-		tables[i].Fields = map[string]string{}
-		for _, k := range keys {
-			tables[i].Fields[k.key] = k.field
+	var tables []keyTable
+	for _, cv := range conversions {
+		tb := keyTable{Package: cv.pkg, Fields: map[string]string{}, Defaults: cv.zero, OwnDefaults: cv.defaults == nil}
+		if cv.defaults != nil {
+			tb.Defaults = cv.defaults()
 		}
+		for _, k := range cv.keys {
+			tb.Fields[k.key] = k.field
+		}
+		tables = append(tables, tb)
 	}
 	return tables
 }
@@ -246,11 +231,57 @@ func checkConversion[T interface{ Validate() error }](ck *checker, section strin
 // that of *src. A path that names no field panics: the tables are checked
 // by every Validate, DefaultConfig's included.
 func copyField[T any](dst, src *T, path string) {
-	d, s := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem()
+	fieldAt(reflect.ValueOf(dst).Elem(), path).Set(fieldAt(reflect.ValueOf(src).Elem(), path))
+}
+
+// fieldAt is the field of v, a struct, at a Go path ("Redis.LeaseTTL").
+// A path that names no field, a typo in a field tag, panics naming it
+// (TestKeyTable meets it first).
+func fieldAt(v reflect.Value, path string) reflect.Value {
+	t := v.Type()
 	for name := range strings.SplitSeq(path, ".") {
-		d, s = d.FieldByName(name), s.FieldByName(name)
+		if v = v.FieldByName(name); !v.IsValid() {
+			panic("conf: " + t.String() + " has no field " + path)
+		}
 	}
-	d.Set(s)
+	return v
+}
+
+// fromKeys is the one conversion of a table: each row's field of *dst,
+// a package's Config, is set to the value of the row's key in c, lists
+// copied (a Secret reads as its string). TestKeyTable holds every row to
+// one key and one field of the same type.
+func fromKeys[T any](c Config, dst *T, keys []fieldKey) {
+	d := reflect.ValueOf(dst).Elem()
+	for _, k := range keys {
+		f := fieldAt(d, k.field)
+		f.Set(cloneList(keyValue(reflect.ValueOf(c), k.key)).Convert(f.Type()))
+	}
+}
+
+// toKeys is fromKeys the other way: each row's key of *c is set to the
+// field of src, a package's DefaultConfig; a nil list is an empty one, as
+// conf's defaults print and compare so.
+func toKeys(c *Config, src any, keys []fieldKey) {
+	s := reflect.ValueOf(src)
+	for _, k := range keys {
+		kv := keyValue(reflect.ValueOf(c).Elem(), k.key)
+		v := cloneList(fieldAt(s, k.field))
+		if v.Kind() == reflect.Slice && v.IsNil() {
+			v = reflect.MakeSlice(v.Type(), 0, 0)
+		}
+		kv.Set(v.Convert(kv.Type()))
+	}
+}
+
+// cloneList returns a copy of v when it is a slice, else v.
+func cloneList(v reflect.Value) reflect.Value {
+	if v.Kind() != reflect.Slice || v.IsNil() {
+		return v
+	}
+	out := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+	reflect.Copy(out, v)
+	return out
 }
 
 func hasAnyPrefix(key string, prefixes []string) bool {
@@ -275,80 +306,72 @@ func (c Config) validatePackages(ck *checker) {
 	base := client.DefaultConfig("127.0.0.1:1")
 	base.NoFallback = true
 	cc := c.clientConfig()
+	cc.NoFallback = true      // judged as an embedded issuer, as said above
 	if len(cc.Servers) == 0 { // no client is built from this Config
 		cc.Servers = base.Servers
 	}
 	checkConversion(ck, "client", []string{"client"}, cc, base, clientKeys)
 	mbase := machineid.DefaultConfig()
 	mbase.Static = new(core.MachineID(0))
-	checkConversion(ck, "machine", []string{"machine"}, c.MachineID(), mbase, machineKeys)
+	checkConversion(ck, "machine", []string{"machine"}, c.Machine.machineID(), mbase, machineKeys)
 	checkConversion(ck, "segment", []string{"segment"}, c.segmentConfig(), segment.DefaultConfig(), segmentKeys)
+	if c.Segment.Store == SegmentStoreMySQL {
+		checkConversion(ck, "segment", []string{"segment.dsn", "segment.table"}, c.segmentMySQLConfig(),
+			mysqlstore.Config{DSN: "vesta@tcp(127.0.0.1:3306)/leaf"}, segmentMySQLKeys)
+	}
+	if c.Segment.Store == SegmentStoreRedis {
+		checkConversion(ck, "segment.redis", []string{"segment.redis"}, c.segmentRedisConfig(),
+			redisstore.Config{Addrs: []string{"127.0.0.1:6379"}}, segmentRedisKeys)
+	}
 }
 
-// coreConfig is Core without the checks.
+// coreConfig is CoreConfig without the checks: coreKeys, and machine.id
+// (0 when unset).
 func (c Config) coreConfig() core.Config {
-	var machine core.MachineID
+	var cc core.Config
 	if id := c.Machine.Static(); id != nil {
-		machine = *id
+		cc.Machine = *id
 	}
-	return core.Config{
-		Layout: c.ID.Layout, Type: c.ID.Type, Epoch: c.ID.Epoch, Version: c.ID.Version,
-		Machine: machine, MaxBorrow: c.ID.MaxBorrow,
-		GuardWindow: c.TimeGuard.Window, MaxStartupWait: c.TimeGuard.MaxStartupWait,
-	}
+	fromKeys(c, &cc, coreKeys)
+	return cc
 }
 
 // centralConfig is CentralConfig without the checks and the TLS files.
 func (c Config) centralConfig() central.Config {
 	cc := central.DefaultConfig()
-	cc.MaxBatch, cc.MaxRequestBytes, cc.MaxConns = c.Central.MaxBatch, c.Central.MaxRequestBytes, c.Central.MaxConns
-	cc.IdleTimeout, cc.ReadTimeout = c.Central.IdleTimeout, c.Central.ReadTimeout
-	cc.MaxConnsPerPeer, cc.FirstFrameTimeout = c.Central.MaxConnsPerPeer, c.Central.FirstFrameTimeout
-	cc.PeerPrefixV6, cc.MaxUnsentBytes = c.Central.PeerIPv6Prefix, c.Central.MaxUnsentBytes
-	cc.MaxWaitingIDs, cc.MaxWaitingCalls = c.Central.MaxWaitingIDs, c.Central.MaxWaitingCalls
+	fromKeys(c, &cc, centralKeys)
 	return cc
 }
 
 // restConfig is RESTConfig without the checks and the TLS files.
 func (c Config) restConfig() rest.Config {
 	rc := rest.DefaultConfig()
-	rc.Token, rc.MaxBatch = c.REST.Token.Reveal(), c.Central.MaxBatch
-	rc.MaxWaitingIDs, rc.MaxWaitingCalls = c.REST.MaxWaitingIDs, c.REST.MaxWaitingCalls
-	rc.MaxConns, rc.MaxConnsPerPeer, rc.MetricsAuth = c.REST.MaxConns, c.REST.MaxConnsPerPeer, c.REST.MetricsAuth
-	rc.AllowedHosts = slices.Clone(c.REST.AllowedHosts)
-	rc.PeerPrefixV6, rc.MaxUnsentBytes = c.REST.PeerIPv6Prefix, c.REST.MaxUnsentBytes
+	fromKeys(c, &rc, restKeys)
 	return rc
 }
 
-// metricsConfig is MetricsListener without the checks: the caps, and
+// metricsConfig is MetricsConfig without the checks: the caps, and
 // REST's request timeout as the first request's deadline. connlimit has
-// no defaults, so the zero rule is applied here, the one place that owns
-// the metrics listener's caps: zero is defaultMetrics' value, and a
-// negative max_unsent_bytes is connlimit's zero, no bound. A negative
+// no defaults for its connection caps, so the zero rule is applied here,
+// the one place that owns them: zero is defaultMetrics' value.
+// max_unsent_bytes is passed on as it is: connlimit reads zero as
+// defaultMetrics' 8 MiB and a negative value as no bound. A negative
 // max_conns or max_conns_per_peer is passed on for connlimit to refuse:
 // a connection cap has no off.
 func (c Config) metricsConfig() connlimit.Config {
-	d, m := defaultMetrics(), c.Metrics
-	m.MaxConns = cmp.Or(m.MaxConns, d.MaxConns)
-	m.MaxConnsPerPeer = cmp.Or(m.MaxConnsPerPeer, d.MaxConnsPerPeer)
-	switch {
-	case m.MaxUnsentBytes == 0:
-		m.MaxUnsentBytes = d.MaxUnsentBytes
-	case m.MaxUnsentBytes < 0:
-		m.MaxUnsentBytes = 0
-	}
-	return connlimit.Config{
-		MaxConns: m.MaxConns, MaxConnsPerPeer: m.MaxConnsPerPeer,
-		PeerPrefixV6: m.PeerIPv6Prefix, MaxUnsent: m.MaxUnsentBytes,
-		FirstRequest: rest.DefaultRequestTimeout,
-	}
+	d := defaultMetrics()
+	lc := connlimit.Config{FirstRequest: rest.DefaultRequestTimeout}
+	fromKeys(c, &lc, metricsKeys)
+	lc.MaxConns = cmp.Or(lc.MaxConns, d.MaxConns)
+	lc.MaxConnsPerPeer = cmp.Or(lc.MaxConnsPerPeer, d.MaxConnsPerPeer)
+	return lc
 }
 
-// MetricsListener returns the metrics listener's policy: the metrics.*
+// MetricsConfig returns the metrics listener's policy: the metrics.*
 // caps, and REST's request timeout as the first request's deadline.
 // Budget, Metrics, Logger and Name are left for the caller. It validates c
 // first.
-func (c Config) MetricsListener() (connlimit.Config, error) {
+func (c Config) MetricsConfig() (connlimit.Config, error) {
 	if err := c.Validate(); err != nil {
 		return connlimit.Config{}, err
 	}
@@ -358,7 +381,8 @@ func (c Config) MetricsListener() (connlimit.Config, error) {
 // clientConfig is ClientConfig without the checks and the fallback.
 func (c Config) clientConfig() client.Config {
 	cc := client.DefaultConfig(c.Client.Servers...)
-	cc.Timeout, cc.Retries, cc.Prefetch = c.Client.Timeout, c.Client.Retries, c.Client.Prefetch
+	cc.NoFallback = c.Client.NoFallback
+	fromKeys(c, &cc, clientKeys)
 	return cc
 }
 

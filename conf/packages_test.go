@@ -50,7 +50,7 @@ func TestPackagesJudge(t *testing.T) {
 
 	c := conf.DefaultConfig()
 	c.Central.MaxBatch, c.Central.MaxConns, c.Central.IdleTimeout = 0, 0, 0
-	c.REST.MaxWaitingIDs, c.Client.Timeout, c.TimeGuard.Window, c.Machine.Redis.LeaseTTL = 0, 0, 0, 0
+	c.REST.MaxWaitingIDs, c.Client.Timeout, c.TimeGuard.GuardWindow, c.Machine.Redis.LeaseTTL = 0, 0, 0, 0
 	if err := c.Validate(); err != nil {
 		t.Errorf("zeros (each package's default): %v", err)
 	}
@@ -143,15 +143,16 @@ func TestCentralAndRESTConfig(t *testing.T) {
 }
 
 // TestMetricsZeroRule: the metrics listener's caps read zero as their
-// default and a negative max_unsent_bytes as no bound, in YAML as in Go.
+// default and a negative max_unsent_bytes as no bound, in YAML as in Go
+// (connlimit reads -1 as no bound too, and its zero as 8 MiB).
 func TestMetricsZeroRule(t *testing.T) {
 	for _, tc := range []struct {
 		yaml           string
 		conns, perPeer int
 		unsent, prefix int64
 	}{
-		{"metrics: {max_conns: 0, max_conns_per_peer: 0, max_unsent_bytes: 0}", 100, 10, 8 << 20, 64},
-		{"metrics: {max_conns: 3, max_conns_per_peer: 2, max_unsent_bytes: -1}", 3, 2, 0, 64},
+		{"metrics: {max_conns: 0, max_conns_per_peer: 0, max_unsent_bytes: 0}", 100, 10, 0, 64}, // connlimit's 0 is 8 MiB
+		{"metrics: {max_conns: 3, max_conns_per_peer: 2, max_unsent_bytes: -1}", 3, 2, -1, 64},
 		{"metrics: {max_unsent_bytes: 4096, peer_ipv6_prefix: 48}", 100, 10, 4096, 48},
 	} {
 		file := filepath.Join(t.TempDir(), "vesta.yaml")
@@ -162,8 +163,8 @@ func TestMetricsZeroRule(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.yaml, err)
 		}
-		lc, err := l.Config.MetricsListener()
-		if err != nil || lc.MaxConns != tc.conns || lc.MaxConnsPerPeer != tc.perPeer || lc.MaxUnsent != tc.unsent || int64(lc.PeerPrefixV6) != tc.prefix {
+		lc, err := l.Config.MetricsConfig()
+		if err != nil || lc.MaxConns != tc.conns || lc.MaxConnsPerPeer != tc.perPeer || lc.MaxUnsentBytes != tc.unsent || int64(lc.PeerPrefixV6) != tc.prefix {
 			t.Errorf("%s: %+v, %v; want %d, %d, %d bytes, /%d", tc.yaml, lc, err, tc.conns, tc.perPeer, tc.unsent, tc.prefix)
 		}
 	}

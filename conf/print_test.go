@@ -155,15 +155,15 @@ func TestLogger(t *testing.T) {
 
 func TestEmbed(t *testing.T) {
 	c := conf.DefaultConfig()
-	c.TimeGuard.Dir = t.TempDir()
+	c.TimeGuard.DataDir = t.TempDir()
 	c.ID.Layout = core.Vesta
 	c.Machine.ID = intp(0)
-	ec, err := c.Embed()
+	ec, err := c.EmbedConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ec.Machine.Static == nil || *ec.Machine.Static != 0 || ec.Machine.EmbeddedRange != c.Machine.EmbeddedRange || ec.DataDir != c.TimeGuard.Dir ||
-		ec.Layout != core.Vesta || ec.MaxBorrow != c.ID.MaxBorrow || ec.GuardWindow != c.TimeGuard.Window ||
+	if ec.Machine.Static == nil || *ec.Machine.Static != 0 || ec.Machine.EmbeddedRange != c.Machine.EmbeddedRange || ec.DataDir != c.TimeGuard.DataDir ||
+		ec.Layout != core.Vesta || ec.MaxBorrow != c.ID.MaxBorrow || ec.GuardWindow != c.TimeGuard.GuardWindow ||
 		ec.MaxStartupWait != c.TimeGuard.MaxStartupWait || ec.Logger != nil {
 		t.Errorf("Embed() = %+v", ec)
 	}
@@ -181,13 +181,13 @@ func TestEmbed(t *testing.T) {
 	}
 
 	c.Machine.ID = intp(1000) // a server-range ID: embedded use refuses it
-	if ec, err := c.Embed(); err != nil {
+	if ec, err := c.EmbedConfig(); err != nil {
 		t.Fatal(err)
 	} else if err := ec.Validate(); err == nil {
 		t.Error("embedded use of a server-range ID validated")
 	}
 	c.Log.Level = "loud"
-	if _, err := c.Embed(); err == nil {
+	if _, err := c.EmbedConfig(); err == nil {
 		t.Error("Embed of an invalid config succeeded")
 	}
 }

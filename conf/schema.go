@@ -16,7 +16,8 @@ type field struct {
 	name    string // the YAML key within its section, e.g. "lease_ttl"
 	index   []int
 	typ     reflect.Type
-	section bool // a nested section (a struct of this package)
+	tag     reflect.StructTag // field and with name its package fields (packages.go)
+	section bool              // a nested section (a struct of this package)
 }
 
 // leaf is one settable key.
@@ -52,7 +53,7 @@ func fieldsOf(t reflect.Type) []field {
 			continue
 		}
 		fs = append(fs, field{
-			name: name, index: sf.Index, typ: sf.Type,
+			name: name, index: sf.Index, typ: sf.Type, tag: sf.Tag,
 			section: sf.Type.Kind() == reflect.Struct && sf.Type.PkgPath() == pkgPath,
 		})
 	}
@@ -65,29 +66,36 @@ func schema() {
 		leafByKey = map[string]leaf{}
 		leafPos = map[string]int{}
 		keyByEnv = map[string]string{}
-		var walk func(prefix string, t reflect.Type)
-		walk = func(prefix string, t reflect.Type) {
-			for _, f := range fieldsOf(t) {
-				key := prefix + f.name
-				if f.section {
-					walk(key+".", f.typ)
-					continue
-				}
-				env := envPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
-				if other, dup := keyByEnv[env]; dup {
-					// Keys may hold "_", so two paths could meet in one
-					// name; refuse such a Config at once.
-					panic(fmt.Sprintf("conf: keys %s and %s share the environment variable %s", other, key, env))
-				}
-				l := leaf{key: key, env: env, typ: f.typ}
-				leaves = append(leaves, l)
-				leafByKey[key] = l
-				leafPos[key] = len(leaves) - 1
-				keyByEnv[env] = key
+		eachKey(func(key string, f field) {
+			env := envPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+			if other, dup := keyByEnv[env]; dup {
+				// Keys may hold "_", so two paths could meet in one
+				// name; refuse such a Config at once.
+				panic(fmt.Sprintf("conf: keys %s and %s share the environment variable %s", other, key, env))
+			}
+			l := leaf{key: key, env: env, typ: f.typ}
+			leaves = append(leaves, l)
+			leafByKey[key] = l
+			leafPos[key] = len(leaves) - 1
+			keyByEnv[env] = key
+		})
+	})
+}
+
+// eachKey calls fn with every key of Config and its field, in Config's
+// order.
+func eachKey(fn func(key string, f field)) {
+	var walk func(prefix string, t reflect.Type)
+	walk = func(prefix string, t reflect.Type) {
+		for _, f := range fieldsOf(t) {
+			if key := prefix + f.name; f.section {
+				walk(key+".", f.typ)
+			} else {
+				fn(key, f)
 			}
 		}
-		walk("", reflect.TypeFor[Config]())
-	})
+	}
+	walk("", reflect.TypeFor[Config]())
 }
 
 // sectionField finds the field of section type t with YAML name name.
@@ -148,6 +156,18 @@ func keyPos(key string) int {
 		}
 	}
 	return -1
+}
+
+// keyValue is the field of key in v, a Config (settable when v is).
+func keyValue(v reflect.Value, key string) reflect.Value {
+	for name := range strings.SplitSeq(key, ".") {
+		f, ok := sectionField(v.Type(), name)
+		if !ok {
+			panic("conf: no key " + key)
+		}
+		v = v.FieldByIndex(f.index)
+	}
+	return v
 }
 
 // EnvName is the VESTA_* variable of a key ("rest.token" →

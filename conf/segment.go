@@ -1,15 +1,11 @@
 package conf
 
 import (
-	"regexp"
-	"slices"
-	"strings"
 	"time"
-
-	"github.com/go-sql-driver/mysql"
 
 	"github.com/vesta-go/vesta/segment"
 	"github.com/vesta-go/vesta/segment/mysqlstore"
+	"github.com/vesta-go/vesta/segment/redisstore"
 )
 
 // SegmentConfig is the segment sequences' store and issuer (Leaf's segment
@@ -20,40 +16,38 @@ type SegmentConfig struct {
 	// sequences off; mysql (Leaf's leaf_alloc table, through dsn) or redis
 	// (segment.redis).
 	Store string `koanf:"store"`
-	// DSN is the mysql store's data source name, in go-sql-driver/mysql's
-	// form (user:password@tcp(host:3306)/dbname); "" does not validate with
-	// store mysql. Load fills it from DSNFile when that is set.
-	DSN Secret `koanf:"dsn"`
+	// DSN and Table are mysqlstore.Config's: their meaning, zero included
+	// (DSN "" does not validate, Table "" is Leaf's leaf_alloc), and their
+	// checks are there, judged with store mysql. Load fills DSN from
+	// DSNFile when that is set.
+	DSN Secret `koanf:"dsn" field:"mysqlstore.DSN"`
 	// DSNFile holds the DSN (read by Load, trailing newline trimmed); ""
 	// is none. Setting it and DSN is an error.
-	DSNFile string `koanf:"dsn_file"`
-	// Table is the mysql store's table, Leaf's leaf_alloc by default; ""
-	// does not validate.
-	Table string             `koanf:"table"`
-	Redis SegmentRedisConfig `koanf:"redis"`
+	DSNFile string             `koanf:"dsn_file"`
+	Table   string             `koanf:"table" field:"mysqlstore.Table"`
+	Redis   SegmentRedisConfig `koanf:"redis"`
 	// Threshold, TargetDuration, MaxStep, Preload and RefreshTags are
 	// segment.Config's fields (segmentKeys): their meaning, zero
 	// included, and their limits are documented there.
-	Threshold      float64       `koanf:"threshold"`
-	TargetDuration time.Duration `koanf:"target_duration"`
-	MaxStep        int64         `koanf:"max_step"`
-	Preload        []string      `koanf:"preload"`
-	RefreshTags    time.Duration `koanf:"refresh_tags"`
+	Threshold      float64       `koanf:"threshold" field:"segment.Threshold"`
+	TargetDuration time.Duration `koanf:"target_duration" field:"segment.TargetDuration"`
+	MaxStep        int64         `koanf:"max_step" field:"segment.MaxStep"`
+	Preload        []string      `koanf:"preload" field:"segment.Preload"`
+	RefreshTags    time.Duration `koanf:"refresh_tags" field:"segment.RefreshTags"`
 }
 
 // SegmentRedisConfig is the redis store of segment sequences.
 type SegmentRedisConfig struct {
-	// Addrs: host:port each (one server, or Cluster nodes). Empty does not
-	// validate with store redis.
-	Addrs []string `koanf:"addrs"`
-	// Password; "" is none. Load fills it from PasswordFile when set.
-	Password Secret `koanf:"password"`
+	// Addrs, Password and KeyPrefix are redisstore.Config's: their
+	// meaning, zero included (KeyPrefix "" is vesta:seg), and their
+	// checks are there, judged with store redis. Load fills Password from
+	// PasswordFile when set.
+	Addrs    []string `koanf:"addrs" field:"redisstore.Addrs"`
+	Password Secret   `koanf:"password" field:"redisstore.Password"`
 	// PasswordFile holds the password (trailing newline trimmed); "" is
 	// none. Setting it and Password is an error.
 	PasswordFile string `koanf:"password_file"`
-	// KeyPrefix starts every key of the store ({prefix}:tags and
-	// {prefix}:t:<tag>); "" does not validate.
-	KeyPrefix string `koanf:"key_prefix"`
+	KeyPrefix    string `koanf:"key_prefix" field:"redisstore.KeyPrefix"`
 }
 
 // The stores segment.store may name.
@@ -63,20 +57,11 @@ const (
 	SegmentStoreRedis = "redis"
 )
 
-// keyish is a table name or key prefix the stores accept.
-var keyish = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
-
 // defaultSegment is Leaf's configuration, with the store off.
 func defaultSegment() SegmentConfig {
-	d := segment.DefaultConfig()
-	return SegmentConfig{
-		Table:          mysqlstore.DefaultTable,
-		Redis:          SegmentRedisConfig{Addrs: []string{"127.0.0.1:6379"}, KeyPrefix: "vesta:seg"},
-		Threshold:      d.Threshold,
-		TargetDuration: d.TargetDuration,
-		MaxStep:        d.MaxStep,
-		Preload:        []string{},
-		RefreshTags:    d.RefreshTags,
+	return SegmentConfig{ // segmentKeys' come from segment.DefaultConfig
+		Table: mysqlstore.DefaultTable,
+		Redis: SegmentRedisConfig{Addrs: []string{"127.0.0.1:6379"}, KeyPrefix: "vesta:seg"},
 	}
 }
 
@@ -89,29 +74,6 @@ func (s SegmentConfig) validate(ck *checker) {
 	default:
 		ck.add("segment.store", `%q; want "" (off), mysql or redis`, clip(s.Store))
 	}
-	if s.Store == SegmentStoreMySQL {
-		if s.DSN == "" {
-			ck.add("segment.dsn", `""; the mysql store (segment.store) needs a DSN such as user:password@tcp(host:3306)/dbname, from segment.dsn, segment.dsn_file or VESTA_SEGMENT_DSN`)
-		} else if _, err := mysql.ParseDSN(s.DSN.Reveal()); err != nil {
-			// The DSN holds the password: never shown, nor the parser's
-			// message, which may quote it.
-			ck.add("segment.dsn", "(value not shown) is not a go-sql-driver/mysql DSN; want user:password@tcp(host:3306)/dbname")
-		}
-	}
-	if !keyish.MatchString(s.Table) || strings.ContainsAny(s.Table, ".:-") {
-		ck.add("segment.table", "%q; want 1-64 characters of A-Z a-z 0-9 _ (Leaf: leaf_alloc)", clip(s.Table))
-	}
-	if len(s.Redis.Addrs) == 0 && s.Store == SegmentStoreRedis {
-		ck.add("segment.redis.addrs", "empty; the redis store (segment.store) needs at least one host:port")
-	}
-	if !keyish.MatchString(s.Redis.KeyPrefix) {
-		ck.add("segment.redis.key_prefix", "%q; want 1-64 characters of A-Z a-z 0-9 _ . : -, e.g. vesta:seg", clip(s.Redis.KeyPrefix))
-	}
-	for _, a := range s.Redis.Addrs {
-		if msg := checkHostPort(a, 1); msg != "" {
-			ck.add("segment.redis.addrs", "%s", msg)
-		}
-	}
 	// The issuer's keys are segment's to judge (segmentKeys); a preloaded
 	// tag listed twice is conf's.
 	seen := map[string]bool{}
@@ -123,22 +85,37 @@ func (s SegmentConfig) validate(ck *checker) {
 	}
 }
 
-// SegmentSequencer returns the segment sequencer's configuration: threshold, target
+// SegmentConfig returns the segment sequencer's configuration: threshold, target
 // duration, max step, preloaded tags and the refresh period, as they are.
 // Clock, Logger and OnStore are left for the caller. It
 // validates c first.
-func (c Config) SegmentSequencer() (segment.Config, error) {
+func (c Config) SegmentConfig() (segment.Config, error) {
 	if err := c.Validate(); err != nil {
 		return segment.Config{}, err
 	}
 	return c.segmentConfig(), nil
 }
 
-// segmentConfig is SegmentSequencer without the checks.
+// segmentConfig is SegmentConfig without the checks.
 func (c Config) segmentConfig() segment.Config {
-	s := c.Segment
 	cfg := segment.DefaultConfig()
-	cfg.Threshold, cfg.TargetDuration, cfg.MaxStep = s.Threshold, s.TargetDuration, s.MaxStep
-	cfg.Preload, cfg.RefreshTags = slices.Clone(s.Preload), s.RefreshTags
+	fromKeys(c, &cfg, segmentKeys)
 	return cfg
+}
+
+// segmentMySQLConfig is the mysql segment store's configuration, which
+// Validate judges with segment.store mysql: segment.dsn and segment.table.
+func (c Config) segmentMySQLConfig() mysqlstore.Config {
+	var mc mysqlstore.Config
+	fromKeys(c, &mc, segmentMySQLKeys)
+	return mc
+}
+
+// segmentRedisConfig is the redis segment store's configuration, which
+// Validate judges with segment.store redis: segment.redis's addresses,
+// password and key prefix.
+func (c Config) segmentRedisConfig() redisstore.Config {
+	var rc redisstore.Config
+	fromKeys(c, &rc, segmentRedisKeys)
+	return rc
 }

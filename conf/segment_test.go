@@ -71,7 +71,7 @@ func TestSegmentIssuerConfig(t *testing.T) {
 	c := conf.DefaultConfig()
 	c.Segment.Threshold, c.Segment.TargetDuration, c.Segment.MaxStep = 0.2, time.Minute, 4096
 	c.Segment.Preload = []string{"orders"}
-	sc, err := c.SegmentSequencer()
+	sc, err := c.SegmentConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,12 +81,12 @@ func TestSegmentIssuerConfig(t *testing.T) {
 	// A key means what its field means, zero included: no conversion.
 	for _, d := range []time.Duration{0, -time.Second} {
 		c.Segment.RefreshTags = d
-		if sc, err := c.SegmentSequencer(); err != nil || sc.RefreshTags != d {
+		if sc, err := c.SegmentConfig(); err != nil || sc.RefreshTags != d {
 			t.Fatalf("refresh_tags %v: RefreshTags %v, %v; want the same", d, sc.RefreshTags, err)
 		}
 	}
 	c.Segment.Threshold = 2
-	if _, err := c.SegmentSequencer(); err == nil {
+	if _, err := c.SegmentConfig(); err == nil {
 		t.Fatal("an invalid config passed")
 	}
 }

@@ -140,8 +140,7 @@ func (m MachineConfig) validate(ck *checker) {
 	if m.Uses(machineid.ProviderRedis) && m.Uses(machineid.ProviderEtcd) {
 		ck.add("machine.providers", "lists both redis and etcd; two stores cannot keep one machine ID exclusive: list one (a fleet moving from one to the other gives each its own lease range)")
 	}
-	m.Redis.validate(ck, m.Uses(machineid.ProviderRedis))
-	m.Etcd.validate(ck, m.Uses(machineid.ProviderEtcd))
+	m.Etcd.validate(ck)
 	if rangesOK {
 		m.validateLeaseRanges(ck)
 	}
@@ -222,42 +221,9 @@ func (c Config) validateReach(ck *checker) {
 	}
 }
 
-func (r RedisConfig) validate(ck *checker, used bool) {
-	if len(r.Addrs) == 0 && used {
-		ck.add("machine.redis.addrs", "empty; the redis provider (machine.providers) needs at least one host:port")
-	}
-	for _, a := range r.Addrs {
-		if msg := checkHostPort(a, 1); msg != "" {
-			ck.add("machine.redis.addrs", "%s", msg)
-		}
-	}
-	if r.KeyPrefix == "" && used {
-		ck.add("machine.redis.key_prefix", `""; the redis provider (machine.providers) needs a prefix, e.g. vesta`)
-	}
-	if r.MaxClockSkew == 0 && used {
-		ck.add("machine.redis.max_clock_skew", "0 turns the clock check off, but the redis provider (machine.providers) needs a bound: a new holder's quarantine counts on every clock being within it of Redis's TIME; set it, e.g. 2s")
-	}
-	if len(r.Addrs) > 1 && r.MasterName == "" && used {
-		ck.add("machine.redis.addrs", "%d addresses without machine.redis.master_name would be a Redis Cluster, which cannot keep a machine-ID lease (a Cluster master cut off in a minority keeps accepting writes while a replica is promoted on the majority side); give one Redis, or the Sentinels with machine.redis.master_name, or use the etcd provider", len(r.Addrs))
-	}
-}
-
-func (e EtcdConfig) validate(ck *checker, used bool) {
-	if len(e.Endpoints) == 0 && used {
-		ck.add("machine.etcd.endpoints", "empty; the etcd provider (machine.providers) needs at least one host:port")
-	}
-	for _, a := range e.Endpoints {
-		hostPort := a
-		for _, scheme := range []string{"http://", "https://"} {
-			hostPort = strings.TrimPrefix(hostPort, scheme)
-		}
-		if msg := checkHostPort(hostPort, 1); msg != "" {
-			ck.add("machine.etcd.endpoints", "%s (or http:// or https:// before it)", msg)
-		}
-	}
-	if e.KeyPrefix == "" && used {
-		ck.add("machine.etcd.key_prefix", `""; the etcd provider (machine.providers) needs a prefix, e.g. vesta`)
-	}
+// The Redis and etcd keys are machineid's to judge (machineKeys), the
+// addresses included; conf checks only the etcd TLS files in pairs.
+func (e EtcdConfig) validate(ck *checker) {
 	checkPair(ck, "machine.etcd.tls", e.TLS.Cert, e.TLS.Key)
 	if e.TLS.Cert != "" && e.TLS.CA == "" {
 		ck.add("machine.etcd.tls.ca", `""; a client certificate (machine.etcd.tls.cert) needs the CA of etcd's members`)

@@ -102,11 +102,11 @@ func invalidCases(t testing.TB) []struct {
 		{"machine.redis.addrs", func(c *conf.Config) {
 			c.Machine.Providers = []string{"redis"}
 			c.Machine.Redis.Addrs = nil
-		}, "empty; the redis provider"},
+		}, "Redis.Addrs: empty, but the redis provider is listed"},
 		{"machine.redis.key_prefix", func(c *conf.Config) {
-			c.Machine.Providers = []string{"redis", "static"}
-			c.Machine.Redis.KeyPrefix = ""
-		}, `""; the redis provider`},
+			c.Machine.Providers = []string{"redis"}
+			c.Machine.Redis.KeyPrefix = "a{b}"
+		}, `Redis.KeyPrefix: "a{b}" holds { or }`},
 		{"machine.redis.lease_ttl", func(c *conf.Config) { c.Machine.Redis.LeaseTTL = 99 * time.Millisecond }, "Redis.LeaseTTL: 99ms; want at least 100ms"},
 		{"machine.redis.lease_ttl", func(c *conf.Config) {
 			c.Machine.Providers = []string{"redis"}
@@ -137,17 +137,13 @@ func invalidCases(t testing.TB) []struct {
 		{"machine.redis.addrs", func(c *conf.Config) {
 			c.Machine.Providers = []string{"redis"}
 			c.Machine.Redis.Addrs = []string{"a:6379", "b:6379"}
-		}, "2 addresses without machine.redis.master_name would be a Redis Cluster"},
+		}, "2 addresses without Redis.MasterName would be a Redis Cluster"},
 		{"machine.providers", func(c *conf.Config) { c.Machine.Providers = []string{"redis", "etcd"} }, "lists both redis and etcd"},
 		{"machine.etcd.endpoints", func(c *conf.Config) { c.Machine.Etcd.Endpoints = []string{"e1"} }, `"e1"; want host:port with a port 1-65535`},
 		{"machine.etcd.endpoints", func(c *conf.Config) {
 			c.Machine.Providers = []string{"etcd"}
 			c.Machine.Etcd.Endpoints = nil
-		}, "empty; the etcd provider"},
-		{"machine.etcd.key_prefix", func(c *conf.Config) {
-			c.Machine.Providers = []string{"etcd"}
-			c.Machine.Etcd.KeyPrefix = ""
-		}, `""; the etcd provider`},
+		}, "Etcd.Endpoints: empty, but the etcd provider is listed"},
 		{"machine.etcd.lease_ttl", func(c *conf.Config) { c.Machine.Etcd.LeaseTTL = time.Second }, "Etcd.LeaseTTL: 1s; want at least 2s"},
 		{"machine.etcd.lease_ttl", func(c *conf.Config) { c.Machine.Etcd.LeaseTTL = 2500 * time.Millisecond }, "want whole seconds"},
 		{"machine.etcd.tls.key", func(c *conf.Config) { c.Machine.Etcd.TLS.CA, c.Machine.Etcd.TLS.Cert = "ca.pem", "c.pem" }, "want the key file of machine.etcd.tls.cert"},
@@ -160,10 +156,10 @@ func invalidCases(t testing.TB) []struct {
 		{"machine.id", func(c *conf.Config) {
 			c.Machine.Providers, c.Machine.ID, c.Machine.Etcd.ServerRange = []string{"etcd", "static"}, intp(1000), mustRange(t, "924-1003")
 		}, "1000 lies in the IDs leases hand out (machine.etcd.server_range 924-1003)"},
-		{"time_guard.window", func(c *conf.Config) { c.TimeGuard.Window = 999 * time.Millisecond }, "GuardWindow 999ms is shorter than one time unit (1s)"},
+		{"time_guard.window", func(c *conf.Config) { c.TimeGuard.GuardWindow = 999 * time.Millisecond }, "GuardWindow 999ms is shorter than one time unit (1s)"},
 		{"time_guard.window", func(c *conf.Config) {
 			c.ID.Type = core.MinGranularity
-			c.TimeGuard.Window = time.Microsecond
+			c.TimeGuard.GuardWindow = time.Microsecond
 		}, "GuardWindow 1µs is shorter than one time unit (1ms)"},
 		{"time_guard.max_startup_wait", func(c *conf.Config) { c.TimeGuard.MaxStartupWait = -time.Second }, "MaxStartupWait -1s is negative"},
 		{"central.listen", func(c *conf.Config) { c.Central.Listen = "7070" }, `"7070"; want host:port with a port 0-65535, or "" for off`},
@@ -180,14 +176,14 @@ func invalidCases(t testing.TB) []struct {
 		{"rest.max_waiting_calls", func(c *conf.Config) { c.REST.MaxWaitingCalls = 1<<30 + 1 }, "MaxWaitingCalls: 1073741825; want 0 (meaning 4096) to 1073741824"},
 		{"central.max_conns_per_peer", func(c *conf.Config) { c.Central.MaxConnsPerPeer = -1 }, "MaxConnsPerPeer: -1; want 0 (meaning 1000) to 1000000"},
 		{"central.first_frame_timeout", func(c *conf.Config) { c.Central.FirstFrameTimeout = time.Millisecond }, "FirstFrameTimeout: 1ms; want 0 (meaning 5s) or 10ms to 24h"},
-		{"central.peer_ipv6_prefix", func(c *conf.Config) { c.Central.PeerIPv6Prefix = 129 }, "PeerPrefixV6: 129; want 0 (meaning 64) to 128"},
+		{"central.peer_ipv6_prefix", func(c *conf.Config) { c.Central.PeerPrefixV6 = 129 }, "PeerPrefixV6: 129; want 0 (meaning 64) to 128"},
 		{"central.max_unsent_bytes", func(c *conf.Config) { c.Central.MaxUnsentBytes = -1 }, "MaxUnsentBytes: -1; want 0 (meaning 67108864) to 1073741824"},
-		{"rest.peer_ipv6_prefix", func(c *conf.Config) { c.REST.PeerIPv6Prefix = -1 }, "PeerPrefixV6: -1; want 0 (meaning 64) to 128"},
+		{"rest.peer_ipv6_prefix", func(c *conf.Config) { c.REST.PeerPrefixV6 = -1 }, "PeerPrefixV6: -1; want 0 (meaning 64) to 128"},
 		{"rest.max_unsent_bytes", func(c *conf.Config) { c.REST.MaxUnsentBytes = 1<<30 + 1 }, "MaxUnsentBytes: 1073741825; want 0 (meaning 67108864) to 1073741824"},
 		{"metrics.max_conns", func(c *conf.Config) { c.Metrics.MaxConns = -1 }, "MaxConns -1; want 1-1000000"},
 		{"metrics.max_conns_per_peer", func(c *conf.Config) { c.Metrics.MaxConnsPerPeer = 1_000_001 }, "MaxConnsPerPeer 1000001; want 1-1000000"},
-		{"metrics.peer_ipv6_prefix", func(c *conf.Config) { c.Metrics.PeerIPv6Prefix = 200 }, "PeerPrefixV6 200; want 0 (meaning 64) or 1-128"},
-		{"metrics.max_unsent_bytes", func(c *conf.Config) { c.Metrics.MaxUnsentBytes = 1<<30 + 1 }, "MaxUnsent 1073741825; want 0 (no bound) to 1073741824 bytes"},
+		{"metrics.peer_ipv6_prefix", func(c *conf.Config) { c.Metrics.PeerPrefixV6 = 200 }, "PeerPrefixV6 200; want 0 (meaning 64) or 1-128"},
+		{"metrics.max_unsent_bytes", func(c *conf.Config) { c.Metrics.MaxUnsentBytes = 1<<30 + 1 }, "MaxUnsentBytes 1073741825; want 0 (meaning 8388608), 1-1073741824 bytes or negative (no bound)"},
 		{"rest.max_conns", func(c *conf.Config) { c.REST.MaxConns = -1 }, "MaxConns: -1; want 0 (meaning 10000) to 1000000"},
 		{"rest.max_conns_per_peer", func(c *conf.Config) { c.REST.MaxConnsPerPeer = 1_000_001 }, "MaxConnsPerPeer: 1000001; want 0 (meaning 1000) to 1000000"},
 		{"rest.metrics_auth", func(c *conf.Config) { c.REST.MetricsAuth = true }, "MetricsAuth: set without a Token"},
@@ -221,20 +217,24 @@ func invalidCases(t testing.TB) []struct {
 		{"log.level", func(c *conf.Config) { c.Log.Level = "" }, `""; want`},
 		{"log.format", func(c *conf.Config) { c.Log.Format = "xml" }, `"xml"; want text or json`},
 		{"segment.store", func(c *conf.Config) { c.Segment.Store = "postgres" }, `"postgres"; want "" (off), mysql or redis`},
-		{"segment.dsn", func(c *conf.Config) { c.Segment.Store = "mysql" }, `""; the mysql store (segment.store) needs a DSN`},
+		{"segment.dsn", func(c *conf.Config) { c.Segment.Store = "mysql" }, `DSN is empty; want one such as user:password@tcp(host:3306)/dbname`},
 		{"segment.dsn", func(c *conf.Config) {
 			c.Segment.Store = "mysql"
 			c.Segment.DSN = "user:hunter2@tcp(db:3306)dbname"
 		}, "(value not shown) is not a go-sql-driver/mysql DSN"},
-		{"segment.table", func(c *conf.Config) { c.Segment.Table = "leaf_alloc; DROP TABLE x" }, "want 1-64 characters of A-Z a-z 0-9 _"},
-		{"segment.table", func(c *conf.Config) { c.Segment.Table = "" }, `""; want 1-64`},
-		{"segment.redis.addrs", func(c *conf.Config) { c.Segment.Redis.Addrs = []string{"redis"} }, `"redis"; want host:port`},
+		{"segment.table", func(c *conf.Config) {
+			c.Segment.Store, c.Segment.DSN, c.Segment.Table = "mysql", "vesta@tcp(db:3306)/leaf", "leaf_alloc; DROP TABLE x"
+		}, "want 1-64 characters of A-Z a-z 0-9 _"},
+		{"segment.redis.addrs", func(c *conf.Config) {
+			c.Segment.Store, c.Segment.Redis.Addrs = "redis", []string{"redis"}
+		}, `"redis"; want host:port with a port 1-65535`},
 		{"segment.redis.addrs", func(c *conf.Config) {
 			c.Segment.Store = "redis"
 			c.Segment.Redis.Addrs = nil
-		}, "empty; the redis store (segment.store) needs at least one host:port"},
-		{"segment.redis.key_prefix", func(c *conf.Config) { c.Segment.Redis.KeyPrefix = "" }, `""; want 1-64 characters`},
-		{"segment.redis.key_prefix", func(c *conf.Config) { c.Segment.Redis.KeyPrefix = "a b" }, `"a b"; want`},
+		}, "redisstore: invalid config: Addrs is empty"},
+		{"segment.redis.key_prefix", func(c *conf.Config) {
+			c.Segment.Store, c.Segment.Redis.KeyPrefix = "redis", "a b"
+		}, `KeyPrefix "a b"; want 1-64 characters`},
 		{"segment.threshold", func(c *conf.Config) { c.Segment.Threshold = 1.5 }, "Threshold: 1.5; want 0 (meaning 0.1) to 1"},
 		{"segment.threshold", func(c *conf.Config) { c.Segment.Threshold = -0.1 }, "Threshold: -0.1; want"},
 		{"segment.target_duration", func(c *conf.Config) { c.Segment.TargetDuration = time.Millisecond }, "TargetDuration: 1ms; want 0 (meaning 15m) or 1s to 24h"},
@@ -267,12 +267,13 @@ var keysWithoutInvalidValues = []string{
 	"machine.redis.master_name",
 	"machine.redis.password",      // any string, spaces included
 	"machine.redis.password_file", // read by Load: see TestSecretFiles
+	"machine.etcd.key_prefix",     // any string; "" is vesta, as in Go
 	"machine.etcd.username",       // any string
 	"machine.etcd.password",       // any string
 	"machine.etcd.password_file",  // read by Load, as machine.redis.password_file
 	"time_guard.dir",              // checked when opened
 	"rest.token_file",             // read by Load: see TestSecretFiles
-	"client.fallback",
+	"client.no_fallback",
 	"segment.dsn_file",            // read by Load: see TestSegmentSecretFiles
 	"segment.redis.password",      // any string
 	"segment.redis.password_file", // read by Load: see TestSegmentSecretFiles
@@ -297,7 +298,7 @@ func TestValidateValid(t *testing.T) {
 		set  func(*conf.Config)
 	}{
 		{"vesta min-granularity", func(c *conf.Config) {
-			c.ID.Layout, c.ID.Type, c.TimeGuard.Window = core.Vesta, core.MinGranularity, time.Millisecond
+			c.ID.Layout, c.ID.Type, c.TimeGuard.GuardWindow = core.Vesta, core.MinGranularity, time.Millisecond
 		}},
 		{"epoch", func(c *conf.Config) { c.ID.Epoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.FixedZone("x", 3600)) }},
 		{"version 1, no borrowing", func(c *conf.Config) { c.ID.Version, c.ID.MaxBorrow = 1, 0 }},
@@ -331,7 +332,7 @@ func TestValidateValid(t *testing.T) {
 		}},
 		{"client", func(c *conf.Config) {
 			c.Client.Servers = []string{"a:1", "[::1]:7070"}
-			c.Client.Retries, c.Client.Prefetch, c.Client.Fallback = 10, 1_000_000, false
+			c.Client.Retries, c.Client.Prefetch, c.Client.NoFallback = 10, 1_000_000, true
 		}},
 		{"log", func(c *conf.Config) { c.Log.Level, c.Log.Format = "DEBUG", "JSON" }},
 		{"no redis addrs without redis", func(c *conf.Config) { c.Machine.Redis.Addrs = nil }},

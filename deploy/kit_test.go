@@ -263,7 +263,7 @@ func TestCompose(t *testing.T) {
 		}
 		for _, v := range list(s["volumes"]) {
 			src, dst, _ := strings.Cut(v, ":")
-			if dst == cfg.TimeGuard.Dir {
+			if dst == cfg.TimeGuard.DataDir {
 				if other, dup := volumes[src]; dup {
 					t.Errorf("%s and %s share the time-guard volume %s", name, other, src)
 				}
@@ -334,8 +334,8 @@ func TestCompose(t *testing.T) {
 func TestShippedConfigurations(t *testing.T) {
 	// The image's file, with the machine ID a user must add.
 	img := loadConf(t, "rootfs/etc/vesta/vesta.yaml", map[string]string{"VESTA_MACHINE_ID": "950"})
-	if img.TimeGuard.Dir != "/var/lib/vesta" || img.Central.Listen != ":7070" || img.REST.Listen != ":7080" || img.Metrics.Listen != ":7090" {
-		t.Errorf("image configuration: time_guard.dir %q, listeners %q %q %q", img.TimeGuard.Dir, img.Central.Listen, img.REST.Listen, img.Metrics.Listen)
+	if img.TimeGuard.DataDir != "/var/lib/vesta" || img.Central.Listen != ":7070" || img.REST.Listen != ":7080" || img.Metrics.Listen != ":7090" {
+		t.Errorf("image configuration: time_guard.dir %q, listeners %q %q %q", img.TimeGuard.DataDir, img.Central.Listen, img.REST.Listen, img.Metrics.Listen)
 	}
 	// It sets no machine ID: each container must be given one.
 	raw := readYAML(t, "rootfs/etc/vesta/vesta.yaml")
@@ -383,8 +383,8 @@ func TestShippedConfigurations(t *testing.T) {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = strings.ReplaceAll(v, "%S", "/var/lib")
 	}
-	if cfg := loadConf(t, "../vesta.example.yaml", env); cfg.TimeGuard.Dir != "/var/lib/vesta" {
-		t.Errorf("systemd: time_guard.dir %q", cfg.TimeGuard.Dir)
+	if cfg := loadConf(t, "../vesta.example.yaml", env); cfg.TimeGuard.DataDir != "/var/lib/vesta" {
+		t.Errorf("systemd: time_guard.dir %q", cfg.TimeGuard.DataDir)
 	}
 }
 

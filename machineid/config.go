@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"net/netip"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -143,8 +145,9 @@ type Config struct {
 // promoted, and nothing lets a holder tell (docs/design/sentinel.md).
 type RedisConfig struct {
 	// Addrs: one address (a single Redis), or the Sentinel addresses with
-	// MasterName; host:port each. Empty does not validate when the redis
-	// provider is listed, nor do several without MasterName (a Cluster).
+	// MasterName; host:port each, a port 1-65535. Empty does not validate
+	// when the redis provider is listed, nor do several without MasterName
+	// (a Cluster).
 	Addrs []string
 	// MasterName selects Sentinel: Addrs are the Sentinels, and a lease
 	// write counts only when a majority of the Sentinel group names the
@@ -211,8 +214,9 @@ func (r RedisConfig) LogValue() slog.Value {
 // EtcdConfig configures the etcd provider: where etcd is and how long a
 // lease lives. Its String and LogValue hide the password.
 type EtcdConfig struct {
-	// Endpoints of the etcd cluster's members, host:port or URLs. Empty
-	// does not validate when the etcd provider is listed.
+	// Endpoints of the etcd cluster's members, host:port each (a port
+	// 1-65535), or URLs of http:// or https:// and host:port. Empty does
+	// not validate when the etcd provider is listed.
 	Endpoints []string
 	// Username and Password authenticate; "" is none.
 	Username string
@@ -434,8 +438,8 @@ func (c Config) resolve() (Config, error) {
 		return bad("Redis.Addrs", "empty, but the redis provider is listed")
 	}
 	for _, a := range rc.Addrs {
-		if a == "" {
-			return bad("Redis.Addrs", "holds an empty address")
+		if msg := checkHostPort(a); msg != "" {
+			return bad("Redis.Addrs", "%s", msg)
 		}
 	}
 	if seen[ProviderRedis] && len(rc.Addrs) > 1 && rc.MasterName == "" {
@@ -488,11 +492,26 @@ func (c *Config) resolveEtcd(listed bool) error {
 		return bad("Etcd.Endpoints", "empty, but the etcd provider is listed")
 	}
 	for _, a := range e.Endpoints {
-		if a == "" {
-			return bad("Etcd.Endpoints", "holds an empty endpoint")
+		hostPort := strings.TrimPrefix(strings.TrimPrefix(a, "http://"), "https://")
+		if msg := checkHostPort(hostPort); msg != "" {
+			return bad("Etcd.Endpoints", "%s (or http:// or https:// before it)", msg)
 		}
 	}
 	return nil
+}
+
+// checkHostPort is "" when s is host:port with a port 1-65535, else why
+// not, s shortened to 64 bytes: the one rule of a store's address.
+func checkHostPort(s string) string {
+	if _, port, err := net.SplitHostPort(s); err == nil {
+		if p, err := strconv.Atoi(port); err == nil && p >= 1 && p <= 65535 {
+			return ""
+		}
+	}
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return fmt.Sprintf("%q; want host:port with a port 1-65535", s)
 }
 
 // Range returns the machine-ID range of publish method m: EmbeddedRange

@@ -25,7 +25,7 @@ func newLimiter(reg prometheus.Registerer, cfg Config) (*connlimit.Limiter, erro
 	}
 	return connlimit.NewLimiter(connlimit.Config{
 		MaxConns: cfg.MaxConns, MaxConnsPerPeer: cfg.MaxConnsPerPeer, PeerPrefixV6: cfg.PeerPrefixV6,
-		MaxUnsent: int64(cfg.MaxUnsentBytes), FirstRequest: cfg.RequestTimeout, Budget: cfg.Budget,
+		MaxUnsentBytes: int64(cfg.MaxUnsentBytes), FirstRequest: cfg.RequestTimeout, Budget: cfg.Budget,
 		Metrics: m, Logger: cfg.Logger, Name: "rest",
 	}), nil
 }

@@ -72,7 +72,7 @@ func checkServe(l conf.Loaded) error {
 	errs = append(errs, err)
 	_, err = cfg.REST.TLS.Load()
 	errs = append(errs, err)
-	_, err = cfg.Lease()
+	_, err = cfg.Machine.Etcd.TLS.Load()
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", errConfig, l.Attribute(err))

@@ -71,15 +71,15 @@ also says which config file and time guard directory it uses.`,
 			log := newLogger(cfg, cmd.ErrOrStderr(), level)
 			// Embedded IDs, or the client's embedded fallback: a machine ID
 			// of the embedded range and a time guard.
-			if len(cfg.Client.Servers) == 0 || cfg.Client.Fallback {
+			if len(cfg.Client.Servers) == 0 || !cfg.Client.NoFallback {
 				if err := cfg.RequireMachineIn(core.Embedded); err != nil {
 					return fmt.Errorf("%w: %w", errConfig, loaded.Attribute(err))
 				}
-				if cfg.TimeGuard.Dir, err = genDataDir(loaded, stateDir, log); err != nil {
+				if cfg.TimeGuard.DataDir, err = genDataDir(loaded, stateDir, log); err != nil {
 					return err
 				}
 			}
-			log.Info("gen: issuing", "version", buildinfo.Read().String(), "config", fileOf(loaded), "time_guard.dir", orNone(cfg.TimeGuard.Dir))
+			log.Info("gen: issuing", "version", buildinfo.Read().String(), "config", fileOf(loaded), "time_guard.dir", orNone(cfg.TimeGuard.DataDir))
 			var is vesta.Issuer
 			if len(cfg.Client.Servers) > 0 {
 				ccfg, err := cfg.ClientConfig()
@@ -91,7 +91,7 @@ also says which config file and time guard directory it uses.`,
 					return configIf(loaded, err)
 				}
 			} else {
-				ecfg, err := cfg.Embed()
+				ecfg, err := cfg.EmbedConfig()
 				if err != nil {
 					return configIf(loaded, err)
 				}
@@ -125,7 +125,7 @@ func orNone(s string) string {
 
 // legacyDataDir is where gen kept its time guard before it moved to the
 // state directory, relative to where it ran: time_guard.dir's default.
-var legacyDataDir = conf.DefaultConfig().TimeGuard.Dir
+var legacyDataDir = conf.DefaultConfig().TimeGuard.DataDir
 
 // genDataDir is gen's time guard directory: time_guard.dir when a source
 // set it; else stateDir, the user's state directory. The mark of a run
@@ -138,7 +138,7 @@ var legacyDataDir = conf.DefaultConfig().TimeGuard.Dir
 // XDG_STATE_HOME it is ./vesta-data, as before.
 func genDataDir(l conf.Loaded, stateDir string, log *slog.Logger) (string, error) {
 	if l.Source("time_guard.dir") != "" {
-		return l.Config.TimeGuard.Dir, nil
+		return l.Config.TimeGuard.DataDir, nil
 	}
 	if stateDir == "" {
 		return legacyDataDir, nil

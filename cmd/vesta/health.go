@@ -12,9 +12,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// defaultHealthURL is the REST listener of the container image and the
-// deploy kit (rest.listen :7080).
-const defaultHealthURL = "http://127.0.0.1:7080/healthz"
+// defaultHealthURL is /healthz on the REST listener of `vesta serve` by
+// default (rest.listen, as defaultStatusURL), which the container image and
+// the deploy kit keep.
+var defaultHealthURL = defaultStatusURL + "/healthz"
 
 // newHealthCmd is the container's health check: the image is built FROM
 // scratch, so it has no curl or shell, and the binary probes itself.

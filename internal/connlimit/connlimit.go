@@ -33,9 +33,9 @@
 //     a share of it (an eighth, at most its MaxConns) that the others'
 //     connections cannot take; past its share, the victim may be any
 //     listener's whose going makes room.
-//   - MaxUnsent: the bytes of answers held for the listener's peers in
+//   - MaxUnsentBytes: the bytes of answers held for the listener's peers in
 //     writes not yet taken by the kernel (Hold); each peer gets the share
-//     MaxUnsent × MaxConnsPerPeer / MaxConns. Past it the connections
+//     MaxUnsentBytes × MaxConnsPerPeer / MaxConns. Past it the connections
 //     whose answers have waited longest are closed.
 //
 // Shedding is safe because a fresh connection has sent nothing, an idle
@@ -70,16 +70,16 @@ const (
 	MaxConnsPerPeer Reason = "max_conns_per_peer"
 	// FDBudget: the process's descriptor budget, over every listener.
 	FDBudget Reason = "fd_budget"
-	// MaxUnsent: the listener's bound on answers its peers have not read.
-	MaxUnsent Reason = "max_unsent_bytes"
-	// MaxUnsentPerPeer: the peer's share of it.
-	MaxUnsentPerPeer Reason = "max_unsent_bytes_per_peer"
+	// MaxUnsentBytes: the listener's bound on answers its peers have not read.
+	MaxUnsentBytes Reason = "max_unsent_bytes"
+	// MaxUnsentBytesPerPeer: the peer's share of it.
+	MaxUnsentBytesPerPeer Reason = "max_unsent_bytes_per_peer"
 )
 
 // reasons are every Reason, for the metrics' label values; caps are those
 // that refuse connections.
 var (
-	reasons = []Reason{MaxConns, MaxConnsPerPeer, FDBudget, MaxUnsent, MaxUnsentPerPeer}
+	reasons = []Reason{MaxConns, MaxConnsPerPeer, FDBudget, MaxUnsentBytes, MaxUnsentBytesPerPeer}
 	caps    = reasons[:3]
 )
 
@@ -95,7 +95,10 @@ const (
 	// or one customer, commonly gets, so that an attacker cannot be
 	// countless peers by the addresses of its own /64.
 	DefaultPeerPrefixV6 = 64
-	// MaxUnsentLimit bounds MaxUnsent (1 GiB): above is a typo, as a
+	// DefaultMaxUnsentBytes is MaxUnsentBytes' zero: 8 MiB, what a
+	// listener of a few scrapers needs (the servers set their own).
+	DefaultMaxUnsentBytes = 8 << 20
+	// MaxUnsentLimit bounds MaxUnsentBytes (1 GiB): above is a typo, as a
 	// server holding that much for peers that do not read has no memory
 	// left for the others.
 	MaxUnsentLimit = 1 << 30
@@ -128,11 +131,12 @@ type Config struct {
 	// one peer (IPv4 addresses, IPv4-mapped ones included, are a peer
 	// each); zero is DefaultPeerPrefixV6, else 1 to 128.
 	PeerPrefixV6 int
-	// MaxUnsent bounds, in bytes, the answers held for the listener's
+	// MaxUnsentBytes bounds, in bytes, the answers held for the listener's
 	// peers in writes the kernel has not taken yet; each peer may hold
-	// MaxUnsent × MaxConnsPerPeer / MaxConns. One answer alone is never
-	// cut. Zero bounds nothing; at most MaxUnsentLimit.
-	MaxUnsent int64
+	// MaxUnsentBytes × MaxConnsPerPeer / MaxConns. One answer alone is never
+	// cut. Zero is DefaultMaxUnsentBytes, a negative value bounds nothing;
+	// at most MaxUnsentLimit.
+	MaxUnsentBytes int64
 	// FirstRequest closes a connection that has not sent a complete
 	// request this long after accept (a TLS handshake included); zero
 	// sets no deadline.
@@ -165,8 +169,9 @@ func (c Config) Validate() error {
 	if c.PeerPrefixV6 < 0 || c.PeerPrefixV6 > 128 {
 		return fmt.Errorf("%w: PeerPrefixV6 %d; want 0 (meaning %d) or 1-128", ErrConfig, c.PeerPrefixV6, DefaultPeerPrefixV6)
 	}
-	if c.MaxUnsent < 0 || c.MaxUnsent > MaxUnsentLimit {
-		return fmt.Errorf("%w: MaxUnsent %d; want 0 (no bound) to %d bytes", ErrConfig, c.MaxUnsent, int64(MaxUnsentLimit))
+	if c.MaxUnsentBytes > MaxUnsentLimit {
+		return fmt.Errorf("%w: MaxUnsentBytes %d; want 0 (meaning %d), 1-%d bytes or negative (no bound)",
+			ErrConfig, c.MaxUnsentBytes, DefaultMaxUnsentBytes, int64(MaxUnsentLimit))
 	}
 	if c.FirstRequest < 0 {
 		return fmt.Errorf("%w: FirstRequest %v; want 0 (none) or more", ErrConfig, c.FirstRequest)
@@ -323,6 +328,7 @@ type Conn struct {
 // NewLimiter returns the limiter of cfg, which must be valid (Validate).
 func NewLimiter(cfg Config) *Limiter {
 	cfg.PeerPrefixV6 = cmp.Or(cfg.PeerPrefixV6, DefaultPeerPrefixV6)
+	cfg.MaxUnsentBytes = cmp.Or(cfg.MaxUnsentBytes, DefaultMaxUnsentBytes)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -335,11 +341,11 @@ func NewLimiter(cfg Config) *Limiter {
 	}
 	l := &Limiter{b: b, cfg: cfg, peers: make(map[string]*peer)}
 	b.join(l)
-	if cfg.MaxUnsent > 0 {
+	if cfg.MaxUnsentBytes > 0 {
 		// The peer's share, as its share of the connections; computed in
-		// floating point, as MaxUnsent × MaxConnsPerPeer may not fit.
-		share := float64(cfg.MaxUnsent) * float64(cfg.MaxConnsPerPeer) / float64(cfg.MaxConns)
-		l.maxUnsentPeer = int64(min(share, float64(cfg.MaxUnsent)))
+		// floating point, as MaxUnsentBytes × MaxConnsPerPeer may not fit.
+		share := float64(cfg.MaxUnsentBytes) * float64(cfg.MaxConnsPerPeer) / float64(cfg.MaxConns)
+		l.maxUnsentPeer = int64(min(share, float64(cfg.MaxUnsentBytes)))
 	}
 	cfg.Metrics.watch(l)
 	return l
@@ -630,11 +636,11 @@ func (c *Conn) StreamEnd() {
 }
 
 // Hold counts n bytes of an answer handed to a write to c that has not
-// returned yet; Unhold uncounts them when it has. Past MaxUnsent, or the
+// returned yet; Unhold uncounts them when it has. Past MaxUnsentBytes, or the
 // peer's share of it, the limiter closes the connections (c excepted)
 // whose held bytes have waited longest, until the rest fits: a peer that
 // does not read cannot make the server hold more than its share, and
-// nobody more than MaxUnsent beside one answer.
+// nobody more than MaxUnsentBytes beside one answer.
 func (c *Conn) Hold(n int) {
 	if n <= 0 {
 		return
@@ -652,7 +658,7 @@ func (c *Conn) Hold(n int) {
 	c.hmu.Unlock()
 	l := c.l
 	pt, lt := c.p.held.Add(int64(n)), l.held.Add(int64(n))
-	if l.cfg.MaxUnsent > 0 && (lt > l.cfg.MaxUnsent || pt > l.maxUnsentPeer) {
+	if l.cfg.MaxUnsentBytes > 0 && (lt > l.cfg.MaxUnsentBytes || pt > l.maxUnsentPeer) {
 		l.shedHolders(c)
 	}
 }
@@ -674,7 +680,7 @@ func (c *Conn) Unhold(n int) {
 
 // shedHolders closes, the oldest held first, connections of c's peer
 // until the peer is within its share, then of the listener until it is
-// within MaxUnsent; never c.
+// within MaxUnsentBytes; never c.
 func (l *Limiter) shedHolders(c *Conn) {
 	b := l.b
 	var victims []*Conn
@@ -686,15 +692,15 @@ func (l *Limiter) shedHolders(c *Conn) {
 			break
 		}
 		b.releaseLocked(v)
-		victims, why = append(victims, v), append(why, MaxUnsentPerPeer)
+		victims, why = append(victims, v), append(why, MaxUnsentBytesPerPeer)
 	}
-	for l.held.Load() > l.cfg.MaxUnsent {
+	for l.held.Load() > l.cfg.MaxUnsentBytes {
 		v := oldestHolder(&l.all, c)
 		if v == nil {
 			break
 		}
 		b.releaseLocked(v)
-		victims, why = append(victims, v), append(why, MaxUnsent)
+		victims, why = append(victims, v), append(why, MaxUnsentBytes)
 	}
 	b.mu.Unlock()
 	for i, v := range victims {
@@ -778,6 +784,6 @@ func (l *Limiter) warn(kind int, msg string, args ...any) {
 	if now-last > int64(time.Minute) && l.lastWarn[kind].CompareAndSwap(last, now) {
 		l.cfg.Logger.Warn(l.cfg.Name+": "+msg, append(args,
 			"max_conns", l.cfg.MaxConns, "max_conns_per_peer", l.cfg.MaxConnsPerPeer,
-			"fd_budget", l.b.max, "max_unsent_bytes", l.cfg.MaxUnsent)...)
+			"fd_budget", l.b.max, "max_unsent_bytes", l.cfg.MaxUnsentBytes)...)
 	}
 }

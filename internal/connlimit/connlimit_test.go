@@ -372,14 +372,14 @@ func TestStreamsTakePlaces(t *testing.T) {
 	}
 }
 
-// TestHoldShedsOldestHolder: past a peer's share of MaxUnsent the
+// TestHoldShedsOldestHolder: past a peer's share of MaxUnsentBytes the
 // connection that has held its answer the longest is closed, never the
 // writer itself; one answer alone is never cut; other peers are not
 // touched by one peer's share.
 func TestHoldShedsOldestHolder(t *testing.T) {
 	// 1000 bytes over 10 connections, 2 per peer: a peer's share is 200.
 	clk := newClock()
-	l := connlimit.NewLimiter(connlimit.Config{MaxConns: 10, MaxConnsPerPeer: 2, MaxUnsent: 1000, Now: clk.Now})
+	l := connlimit.NewLimiter(connlimit.Config{MaxConns: 10, MaxConnsPerPeer: 2, MaxUnsentBytes: 1000, Now: clk.Now})
 	var closed []string
 	a, _, _ := admit(t, l, "slow", "a", &closed)
 	b, _, _ := admit(t, l, "slow", "b", &closed)
@@ -408,11 +408,11 @@ func TestHoldShedsOldestHolder(t *testing.T) {
 	}
 }
 
-// TestHoldServerWide: past MaxUnsent over the listener, the oldest holder
+// TestHoldServerWide: past MaxUnsentBytes over the listener, the oldest holder
 // of any peer goes.
 func TestHoldServerWide(t *testing.T) {
 	clk := newClock()
-	l := connlimit.NewLimiter(connlimit.Config{MaxConns: 4, MaxConnsPerPeer: 4, MaxUnsent: 1000, Now: clk.Now})
+	l := connlimit.NewLimiter(connlimit.Config{MaxConns: 4, MaxConnsPerPeer: 4, MaxUnsentBytes: 1000, Now: clk.Now})
 	var closed []string
 	for _, p := range []string{"p1", "p2", "p3"} {
 		c, _, _ := admit(t, l, p, p, &closed)
@@ -422,6 +422,34 @@ func TestHoldServerWide(t *testing.T) {
 	}
 	if len(closed) != 1 || closed[0] != "p1" || l.Unsent() != 800 {
 		t.Fatalf("1200 bytes held of 1000: closed %v, Unsent %d; want p1 closed, 800", closed, l.Unsent())
+	}
+}
+
+// TestMaxUnsentBytesZeroAndOff: zero is DefaultMaxUnsentBytes, as the
+// metrics listener's YAML reads it, and a negative value bounds nothing,
+// as the YAML's -1 does: 9 MiB held over the listener sheds one holder at
+// zero and none at -1.
+func TestMaxUnsentBytesZeroAndOff(t *testing.T) {
+	for _, tc := range []struct {
+		unsent int64
+		shed   int
+	}{{0, 1}, {-1, 0}, {16 << 20, 0}} {
+		clk := newClock()
+		cfg := connlimit.Config{MaxConns: 4, MaxConnsPerPeer: 4, MaxUnsentBytes: tc.unsent, Now: clk.Now}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("MaxUnsentBytes %d: %v", tc.unsent, err)
+		}
+		l := connlimit.NewLimiter(cfg)
+		var closed []string
+		for _, p := range []string{"p1", "p2", "p3"} {
+			c, _, _ := admit(t, l, p, p, &closed)
+			c.Proven()
+			c.Hold(3 << 20)
+			clk.advance(time.Millisecond)
+		}
+		if len(closed) != tc.shed {
+			t.Errorf("MaxUnsentBytes %d, 9 MiB held: closed %v; want %d shed", tc.unsent, closed, tc.shed)
+		}
 	}
 }
 
@@ -463,7 +491,7 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *connlimit.Config) { c.MaxConns = 0 }, "MaxConns 0; want 1-1000000"},
 		{func(c *connlimit.Config) { c.MaxConnsPerPeer = 1_000_001 }, "MaxConnsPerPeer 1000001"},
 		{func(c *connlimit.Config) { c.PeerPrefixV6 = 129 }, "PeerPrefixV6 129"},
-		{func(c *connlimit.Config) { c.MaxUnsent = -1 }, "MaxUnsent -1"},
+		{func(c *connlimit.Config) { c.MaxUnsentBytes = 1<<30 + 1 }, "MaxUnsentBytes 1073741825"},
 		{func(c *connlimit.Config) { c.FirstRequest = -time.Second }, "FirstRequest -1s"},
 	} {
 		c := ok

@@ -51,13 +51,19 @@ var tableName = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
 // Validate checks cfg, naming the bad field (never printing the DSN).
 func (cfg Config) Validate() error {
 	if cfg.DSN == "" {
-		return fmt.Errorf("%w: DSN is empty", ErrConfig)
+		return fmt.Errorf("%w: DSN is empty; want one such as user:password@tcp(host:3306)/dbname", ErrConfig)
 	}
+	// The DSN holds the password: never shown, nor the parser's message,
+	// which may quote a part of it that redact does not match.
 	if _, err := mysql.ParseDSN(cfg.DSN); err != nil {
-		return fmt.Errorf("%w: DSN does not parse (%s)", ErrConfig, redact(err, cfg.DSN))
+		return fmt.Errorf("%w: DSN (value not shown) is not a go-sql-driver/mysql DSN; want user:password@tcp(host:3306)/dbname", ErrConfig)
 	}
 	if cfg.Table != "" && !tableName.MatchString(cfg.Table) {
-		return fmt.Errorf("%w: Table %q: not 1-64 characters of [A-Za-z0-9_]", ErrConfig, cfg.Table)
+		t := cfg.Table
+		if len(t) > 64 {
+			t = t[:64] + "..."
+		}
+		return fmt.Errorf("%w: Table %q; want 1-64 characters of A-Z a-z 0-9 _, or empty for leaf_alloc", ErrConfig, t)
 	}
 	if cfg.MaxOpenConns < 0 {
 		return fmt.Errorf("%w: MaxOpenConns %d is negative", ErrConfig, cfg.MaxOpenConns)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"regexp"
 	"slices"
 	"strconv"
@@ -41,7 +42,7 @@ const (
 
 // Config configures a Store made by Open.
 type Config struct {
-	// Addrs are the Redis addresses (host:port); one for a single server,
+	// Addrs are the Redis addresses (host:port, a port 1-65535); one for a single server,
 	// several for a cluster; required.
 	Addrs []string
 	// Username and Password authenticate; empty for none. Password is a
@@ -49,9 +50,9 @@ type Config struct {
 	Username, Password string
 	// DB is the database number (single server only); zero is 0.
 	DB int
-	// Prefix is the key prefix; empty is "vesta:seg". Keys are
+	// KeyPrefix is the key prefix; empty is "vesta:seg". Keys are
 	// "{prefix}:tags" and "{prefix}:t:<tag>".
-	Prefix string
+	KeyPrefix string
 	// NoLossFloor turns off the loss floor (see the package doc): only for
 	// a Redis with appendfsync always and no lagging failover. The zero
 	// value keeps it on.
@@ -66,17 +67,26 @@ func (cfg Config) Validate() error {
 		return fmt.Errorf("%w: Addrs is empty", ErrConfig)
 	}
 	for i, a := range cfg.Addrs {
-		if _, port, ok := strings.Cut(a, ":"); a == "" || !ok || port == "" {
-			return fmt.Errorf("%w: Addrs[%d] %q is not host:port", ErrConfig, i, a)
+		if _, port, err := net.SplitHostPort(a); err != nil || !validPort(port) {
+			if len(a) > 64 {
+				a = a[:64] + "..."
+			}
+			return fmt.Errorf("%w: Addrs[%d] %q; want host:port with a port 1-65535", ErrConfig, i, a)
 		}
 	}
 	if cfg.DB < 0 || (cfg.DB > 0 && len(cfg.Addrs) > 1) {
 		return fmt.Errorf("%w: DB %d: must be >= 0, and 0 for a cluster", ErrConfig, cfg.DB)
 	}
-	if cfg.Prefix != "" && !prefixRe.MatchString(cfg.Prefix) {
-		return fmt.Errorf("%w: Prefix %q: not 1-64 characters of [A-Za-z0-9_.:-]", ErrConfig, cfg.Prefix)
+	if cfg.KeyPrefix != "" && !prefixRe.MatchString(cfg.KeyPrefix) {
+		return fmt.Errorf("%w: KeyPrefix %q; want 1-64 characters of A-Z a-z 0-9 _ . : -, or empty for vesta:seg", ErrConfig, cfg.KeyPrefix)
 	}
 	return nil
+}
+
+// validPort reports whether port is a number 1-65535.
+func validPort(port string) bool {
+	p, err := strconv.Atoi(port)
+	return err == nil && p >= 1 && p <= 65535
 }
 
 // Store is a segment.Store on Redis.
@@ -113,7 +123,7 @@ func Open(cfg Config) (*Store, error) {
 // New makes a Store on an existing client (cfg's Addrs, credentials and DB
 // are not used). Close leaves the client open.
 func New(rdb redis.UniversalClient, cfg Config) *Store {
-	p := cfg.Prefix
+	p := cfg.KeyPrefix
 	if p == "" {
 		p = "vesta:seg"
 	}

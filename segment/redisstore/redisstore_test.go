@@ -105,7 +105,7 @@ func TestBasics(t *testing.T) {
 		{"bad addr", redisstore.Config{Addrs: []string{"localhost"}}, "Addrs[0]"},
 		{"negative DB", redisstore.Config{Addrs: []string{"a:1"}, DB: -1}, "DB"},
 		{"DB on a cluster", redisstore.Config{Addrs: []string{"a:1", "b:1"}, DB: 2}, "DB"},
-		{"bad prefix", redisstore.Config{Addrs: []string{"a:1"}, Prefix: "a b"}, "Prefix"},
+		{"bad prefix", redisstore.Config{Addrs: []string{"a:1"}, KeyPrefix: "a b"}, "KeyPrefix"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := redisstore.Open(tc.cfg)

@@ -46,7 +46,7 @@ func TestFleetPageInBrowser(t *testing.T) {
 		cfg.Machine.Redis.Addrs = []string{rds.Addr()}
 		cfg.Machine.Redis.KeyPrefix = "fleetpage"
 		cfg.Machine.Redis.MaxClockSkew = 100 * time.Millisecond // one host's clocks
-		cfg.TimeGuard.Dir = t.TempDir()
+		cfg.TimeGuard.DataDir = t.TempDir()
 		cfg.Central.Listen, cfg.REST.Listen, cfg.Metrics.Listen = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 		a, err := assemble.Assemble(ctx, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 		if err != nil {

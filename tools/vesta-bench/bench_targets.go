@@ -125,7 +125,7 @@ func startBenchServer(ctx context.Context, machine core.MachineID) (_ *benchServ
 	cfg := conf.DefaultConfig()
 	cfg.Machine.ID = new(int(machine)) // an explicit choice: the benchmark's IDs are discarded
 	cfg.Central.Listen, cfg.REST.Listen, cfg.Metrics.Listen = "127.0.0.1:0", "127.0.0.1:0", ""
-	cfg.TimeGuard.Dir = s.dir
+	cfg.TimeGuard.DataDir = s.dir
 	if s.a, err = assemble.Assemble(ctx, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry()); err != nil {
 		return nil, errors.Join(err, os.RemoveAll(s.dir))
 	}

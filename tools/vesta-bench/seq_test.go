@@ -20,7 +20,7 @@ func TestBenchSeq(t *testing.T) {
 	rs := redistest.Start(t)
 	cfg := conf.DefaultConfig()
 	cfg.Machine.ID = new(1023)
-	cfg.TimeGuard.Dir = t.TempDir()
+	cfg.TimeGuard.DataDir = t.TempDir()
 	cfg.Central.Listen, cfg.REST.Listen, cfg.Metrics.Listen = "127.0.0.1:0", "", ""
 	cfg.Segment.Store = conf.SegmentStoreRedis
 	cfg.Segment.Redis.Addrs = []string{rs.Addr()}

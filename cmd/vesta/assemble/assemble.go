@@ -61,14 +61,14 @@ func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 	// The configuration is judged before anything listens, so that a
 	// refused one exits 2 naming its key even while a port is taken; then
 	// listen, so that a port in use fails before a lease is taken.
-	mcfg, err := cfg.Lease() // the etcd TLS files read
+	mcfg, err := cfg.MachineIDConfig() // the etcd TLS files read
 	if err == nil {
 		err = mcfg.ValidateFor(core.Central)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: machine (machine.id, machine.providers, machine.server_range, machine.redis.*, machine.etcd.*): %w", ErrConfig, err)
 	}
-	ccfg, err := cfg.Core()
+	ccfg, err := cfg.CoreConfig()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -107,7 +107,7 @@ func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 		return nil, fmt.Errorf("assemble: metrics: %w", err)
 	}
 	ccfg.Logger, ccfg.Clock = log, clk
-	if a.gen, err = lease.NewGenerator(ctx, ccfg, cfg.TimeGuard.Dir); err != nil {
+	if a.gen, err = lease.NewGenerator(ctx, ccfg, cfg.TimeGuard.DataDir); err != nil {
 		if errors.Is(err, machineid.ErrFleet) {
 			// Settings unlike the fleet's are the operator's to fix, as any
 			// other refused configuration; the error names each setting.
@@ -285,7 +285,7 @@ func (a *Assembled) fdBudget(cfg conf.Config, log *slog.Logger, reg *prometheus.
 // token when rest.metrics_auth asks for it; it returns the listener to
 // serve.
 func (a *Assembled) metricsServer(cfg conf.Config, log *slog.Logger, reg *prometheus.Registry) (net.Listener, error) {
-	lcfg, err := cfg.MetricsListener()
+	lcfg, err := cfg.MetricsConfig()
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ func assembleConfig(tb testing.TB) conf.Config {
 	tb.Helper()
 	cfg := conf.DefaultConfig()
 	cfg.Machine.ID = new(1000)
-	cfg.TimeGuard.Dir = tb.TempDir()
+	cfg.TimeGuard.DataDir = tb.TempDir()
 	cfg.Central.Listen, cfg.REST.Listen, cfg.Metrics.Listen = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	return cfg
 }
@@ -98,7 +98,7 @@ func TestAssembleUndoes(t *testing.T) {
 	} else {
 		ln.Close()
 	}
-	if ents, err := os.ReadDir(cfg.TimeGuard.Dir); err != nil || len(ents) != 0 {
+	if ents, err := os.ReadDir(cfg.TimeGuard.DataDir); err != nil || len(ents) != 0 {
 		t.Errorf("time guard directory: %v entries, %v; want none: no generator opened", len(ents), err)
 	}
 }

@@ -30,7 +30,7 @@ func OpenSegmentStore(s conf.SegmentConfig) (segment.Store, error) {
 		}
 		return st, nil
 	case conf.SegmentStoreRedis:
-		st, err := redisstore.Open(redisstore.Config{Addrs: s.Redis.Addrs, Password: s.Redis.Password.Reveal(), Prefix: s.Redis.KeyPrefix})
+		st, err := redisstore.Open(redisstore.Config{Addrs: s.Redis.Addrs, Password: s.Redis.Password.Reveal(), KeyPrefix: s.Redis.KeyPrefix})
 		if err != nil {
 			return nil, fmt.Errorf("segment.redis: %w", err)
 		}
@@ -52,7 +52,7 @@ func openSequences(ctx context.Context, cfg conf.Config, log *slog.Logger, reg p
 	if !cfg.Segment.Enabled() {
 		return nil, nil
 	}
-	scfg, err := cfg.SegmentSequencer()
+	scfg, err := cfg.SegmentConfig()
 	if err != nil {
 		return nil, err
 	}

@@ -247,7 +247,7 @@ func (f *fleet) startStores(ctx context.Context) {
 	if clk != "" {
 		f.redisClock[f.segRedis] = clk
 	}
-	rs, err := redisstore.Open(redisstore.Config{Addrs: []string{f.segRedis.Addr()}, Prefix: segPrefix})
+	rs, err := redisstore.Open(redisstore.Config{Addrs: []string{f.segRedis.Addr()}, KeyPrefix: segPrefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func (f *fleet) startSabotageStores(ctx context.Context) {
 	t := f.t
 	for i := range 2 {
 		r := redistest.StartWith(t, redistest.Options{})
-		rs, err := redisstore.Open(redisstore.Config{Addrs: []string{r.Addr()}, Prefix: segPrefix})
+		rs, err := redisstore.Open(redisstore.Config{Addrs: []string{r.Addr()}, KeyPrefix: segPrefix})
 		if err != nil {
 			t.Fatal(err)
 		}
