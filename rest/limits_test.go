@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
 
 	"github.com/vesta-go/vesta/rest"

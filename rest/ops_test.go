@@ -16,6 +16,7 @@ import (
 	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"

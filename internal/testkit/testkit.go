@@ -10,9 +10,10 @@
 //     its harnesses; netnstest makes test hosts in network namespaces and
 //     partitions between them.
 //   - waittest waits for a condition (the one wait helper), promtest reads
-//     metrics back (the one walk of a Gather), logtest collects logs, nettest
-//     gives a dead address, tlstest a throwaway CA, latencytest latency
-//     percentiles for benchmarks.
+//     metrics back (the one walk of a Gather), logtest collects logs,
+//     nettest gives a dead address and serves a server on loopback for the
+//     length of a test (the one serve helper), tlstest a throwaway CA,
+//     latencytest latency percentiles for benchmarks.
 //   - gentest starts core generators and segtest segment sequencers and the
 //     ledger of their numbers: the only kits that import product packages.
 //
