@@ -42,6 +42,18 @@ func admit(t testing.TB, l *connlimit.Limiter, peer, name string, closed *[]stri
 	return l.Admit(peer, func() { *closed = append(*closed, name) })
 }
 
+// sheds admits name of peer at a cap and fails the test, saying what it
+// wants and why, unless the newcomer is admitted by closing exactly one
+// connection, victim, for the cap reason.
+func sheds(t testing.TB, l *connlimit.Limiter, peer, name string, closed *[]string, victim string, reason connlimit.Reason, why string) {
+	t.Helper()
+	before := len(*closed)
+	c, shed, _ := admit(t, l, peer, name, closed)
+	if c == nil || shed != reason || len(*closed) != before+1 || (*closed)[before] != victim {
+		t.Fatalf("%s (admitted %v, shed %q, closed %v after %d; want %s shed for %s)", why, c != nil, shed, *closed, before, victim, reason)
+	}
+}
+
 func TestShedsNewThenIdleThenRefuses(t *testing.T) {
 	var closed []string
 	clk := newClock()
@@ -187,9 +199,7 @@ func TestIdleLongestFirst(t *testing.T) {
 	conns["b"].SetIdle(10)
 	conns["c"].SetIdle(20)
 	conns["b"].SetBusy() // idle longest, but busy again
-	if d, _, _ := admit(t, l, "q", "d", &closed); d == nil || len(closed) != 1 || closed[0] != "c" {
-		t.Fatalf("closed %v; want c, idle since 20 (b is busy)", closed)
-	}
+	sheds(t, l, "q", "d", &closed, "c", connlimit.MaxConns, "a newcomer; want c, idle since 20 (b is busy)")
 }
 
 // TestYoungNewcomersShedIdleFirst: a newcomer still within its grace
@@ -208,12 +218,8 @@ func TestYoungNewcomersShedIdleFirst(t *testing.T) {
 	clk.advance(time.Hour)
 	admit(t, l, "good", "n1", &closed)
 	admit(t, l, "good", "n2", &closed)
-	if c, _, _ := admit(t, l, "good", "n3", &closed); c == nil || len(closed) != 1 || closed[0] != "idle" {
-		t.Fatalf("a newcomer beside younger ones and an idle one: closed %v; want the idle one", closed)
-	}
-	if c, _, _ := admit(t, l, "good", "n4", &closed); c == nil || len(closed) != 2 || closed[1] != "n1" {
-		t.Fatalf("only newcomers left: closed %v; want the oldest, n1", closed)
-	}
+	sheds(t, l, "good", "n3", &closed, "idle", connlimit.MaxConns, "a newcomer beside younger ones and an idle one; want the idle one")
+	sheds(t, l, "good", "n4", &closed, "n1", connlimit.MaxConnsPerPeer, "only newcomers left; want the oldest, n1")
 }
 
 // TestFloodSparesOthersNewcomers: at a cap full of newcomers within
@@ -226,12 +232,8 @@ func TestFloodSparesOthersNewcomers(t *testing.T) {
 	admit(t, l, "caller", "caller", &closed)
 	admit(t, l, "flood", "f1", &closed)
 	admit(t, l, "flood", "f2", &closed)
-	if c, _, _ := admit(t, l, "flood", "f3", &closed); c == nil || len(closed) != 1 || closed[0] != "f1" {
-		t.Fatalf("a flood's newcomer at a cap of newcomers: closed %v; want f1, the flood's oldest", closed)
-	}
-	if c, _, _ := admit(t, l, "other", "o1", &closed); c == nil || len(closed) != 2 || closed[1] != "f2" {
-		t.Fatalf("another caller's newcomer: closed %v; want f2, the heavier peer's, not caller", closed)
-	}
+	sheds(t, l, "flood", "f3", &closed, "f1", connlimit.MaxConns, "a flood's newcomer at a cap of newcomers; want f1, the flood's oldest")
+	sheds(t, l, "other", "o1", &closed, "f2", connlimit.MaxConns, "another caller's newcomer; want f2, the heavier peer's, not caller")
 }
 
 // TestPooledOutlivesFlood: a busy client's pooled connection, idle for a
@@ -247,9 +249,7 @@ func TestPooledOutlivesFlood(t *testing.T) {
 	admit(t, l, "flood", "f2", &closed)
 	clk.advance(50 * time.Millisecond)
 	pooled.SetIdle(clk.Now().UnixNano()) // answered; its next call is coming
-	if c, _, _ := admit(t, l, "flood", "f3", &closed); c == nil || len(closed) != 1 || closed[0] != "f1" {
-		t.Fatalf("a flood's newcomer beside a pooled connection just idle: closed %v; want f1, the flood's oldest", closed)
-	}
+	sheds(t, l, "flood", "f3", &closed, "f1", connlimit.MaxConns, "a flood's newcomer beside a pooled connection just idle; want f1, the flood's oldest")
 }
 
 // TestStarvedPooledOutlivesFlood: on a starved machine a pooled
@@ -273,16 +273,10 @@ func TestStarvedPooledOutlivesFlood(t *testing.T) {
 	admit(t, l, "flood", "f1", &closed)
 	admit(t, l, "flood", "f2", &closed)
 	clk.advance(300 * time.Millisecond) // both idle 600 ms, longer than f1 has been silent
-	if c, _, _ := admit(t, l, "good", "n1", &closed); c == nil || len(closed) != 1 || closed[0] != "once" {
-		t.Fatalf("a connection answered once, idle 600 ms, beside newcomers of 300 ms: closed %v; want it (once)", closed)
-	}
-	if c, _, _ := admit(t, l, "flood", "f3", &closed); c == nil || len(closed) != 2 || closed[1] != "f1" {
-		t.Fatalf("a pooled connection idle 600 ms beside newcomers of 300 ms: closed %v; want f1, the flood's oldest", closed)
-	}
+	sheds(t, l, "good", "n1", &closed, "once", connlimit.MaxConns, "a connection answered once, idle 600 ms, beside newcomers of 300 ms; want it (once)")
+	sheds(t, l, "flood", "f3", &closed, "f1", connlimit.MaxConns, "a pooled connection idle 600 ms beside newcomers of 300 ms; want f1, the flood's oldest")
 	clk.advance(500 * time.Millisecond) // idle 1.1 s; f2, n1 and f3 within their grace
-	if c, _, _ := admit(t, l, "flood", "f4", &closed); c == nil || len(closed) != 3 || closed[2] != "pooled" {
-		t.Fatalf("a pooled connection idle past freshGrace beside young newcomers: closed %v; want it (pooled)", closed)
-	}
+	sheds(t, l, "flood", "f4", &closed, "pooled", connlimit.MaxConns, "a pooled connection idle past freshGrace beside young newcomers; want it (pooled)")
 }
 
 // TestBudgetShedsAnyListener: at the process's budget a newcomer of one
@@ -446,9 +440,7 @@ func TestStalledShedAtCap(t *testing.T) {
 	if c, _, refused := admit(t, l, "p", "own", &closed); c != nil || refused != connlimit.MaxConnsPerPeer {
 		t.Fatalf("a newcomer of the stalled connection's own peer: refused %q, closed %v; want refused", refused, closed)
 	}
-	if c, shed, _ := admit(t, l, "q", "late", &closed); c == nil || shed != connlimit.MaxConns || len(closed) != 1 || closed[0] != "stalled" {
-		t.Fatalf("an answer held past a second: shed %q, closed %v; want stalled shed", shed, closed)
-	}
+	sheds(t, l, "q", "late", &closed, "stalled", connlimit.MaxConns, "an answer held past a second; want stalled shed")
 }
 
 func TestConfigValidate(t *testing.T) {

@@ -34,9 +34,7 @@ func TestStuckShedAtCap(t *testing.T) {
 	if c, _, refused := admit(t, l, "p", "own", &closed); c != nil || refused != connlimit.MaxConnsPerPeer {
 		t.Fatalf("a newcomer of the stuck connection's own peer: refused %q, closed %v; want refused", refused, closed)
 	}
-	if c, shed, _ := admit(t, l, "q", "late", &closed); c == nil || shed != connlimit.MaxConns || len(closed) != 1 || closed[0] != "stuck" {
-		t.Fatalf("a wait of 1.3 s beside one of 0.4 s and a busy one: shed %q, closed %v; want stuck shed", shed, closed)
-	}
+	sheds(t, l, "q", "late", &closed, "stuck", connlimit.MaxConns, "a wait of 1.3 s beside one of 0.4 s and a busy one; want stuck shed")
 }
 
 // TestTrickleOwes: a peer that completes a request every few seconds and
@@ -87,9 +85,7 @@ func TestTrickleOwes(t *testing.T) {
 		t.Fatalf("the honest client half a second into a wait, the trickle not waiting: refused %q, closed %v; want refused", refused, closed)
 	}
 	trickle.Await(clk.unix(), limit)
-	if c, shed, _ := admit(t, l, "q", "new", &closed); c == nil || shed != connlimit.MaxConns || len(closed) != 1 || closed[0] != "trickle" {
-		t.Fatalf("the trickle waiting again: shed %q, closed %v; want it shed at once", shed, closed)
-	}
+	sheds(t, l, "q", "new", &closed, "trickle", connlimit.MaxConns, "the trickle waiting again; want it shed at once")
 }
 
 // TestIdleEndsWaits: a connection that turns idle owes nothing more
@@ -130,9 +126,7 @@ func TestStreamsWaitTogether(t *testing.T) {
 	filler, _, _ := admit(t, l, "p", "filler", &closed)
 	filler.Proven()
 	clk.advance(1200 * time.Millisecond)
-	if c, _, _ := admit(t, l, "q", "new", &closed); c == nil || len(closed) != 1 || closed[0] != "h2" {
-		t.Fatalf("its one open stream waiting 1.2 s: closed %v; want it shed", closed)
-	}
+	sheds(t, l, "q", "new", &closed, "h2", connlimit.MaxConns, "its one open stream waiting 1.2 s; want it shed")
 }
 
 // TestBudgetReserves: each listener keeps its reserve of the descriptor
