@@ -2,9 +2,7 @@ package integration_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -33,13 +31,6 @@ const (
 // but runs nothing, as a stalled host would; resume continues it.
 func (p *proc) pause()  { p.signal(syscall.SIGSTOP) }
 func (p *proc) resume() { p.signal(syscall.SIGCONT) }
-
-func (p *proc) signal(sig syscall.Signal) {
-	p.t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		p.t.Fatalf("%s: %v: %v", p.name, sig, err)
-	}
-}
 
 // takeover is one way for Redis to forget a live holder's lease.
 type takeover struct {
