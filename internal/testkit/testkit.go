@@ -14,8 +14,9 @@
 //     nemesis's own wrappers, which keep and read its records.
 //   - waittest waits for a condition (the one wait helper), promtest reads
 //     metrics back (the one walk of a Gather), logtest collects logs,
-//     nettest gives a dead address and serves a server on loopback for the
-//     length of a test (the one serve helper), tlstest a throwaway CA,
+//     nettest gives a dead address, serves a server on loopback for the
+//     length of a test (the one serve helper) and forwards TCP through a
+//     delay (the one slow network), tlstest a throwaway CA,
 //     latencytest latency percentiles for benchmarks.
 //   - gentest starts core generators and segtest segment sequencers and the
 //     ledger of their numbers: the only kits that import product packages.
