@@ -231,20 +231,18 @@ func sentinelEnv(t *testing.T, g *redistest.Replicated, ttl time.Duration, kv ..
 // TestFlushAllTakeover: FLUSHALL under load, then a second server takes
 // the ID (10,186 identical IDs before the lease quarantine).
 func TestFlushAllTakeover(t *testing.T) {
-	rds := redistest.Start(t)
-	rds.Established(t.Name()) // A starts at once; B, after the loss, does not
-	rc := redisClient(t, rds)
-	const ttl = 4 * time.Second
-	runTakeover(t, takeover{
-		ttl: ttl, env: takeoverEnv(t, rds, ttl),
-		master: func() *redis.Client { return rc },
-		lose:   func(*testing.T) { rds.FlushAll() },
-	})
+	redisLossTakeover(t, (*redistest.Server).FlushAll)
 }
 
 // TestRedisKilledEmptyTakeover: Redis killed (-9) under load and
 // restarted empty, then a second server takes the ID.
 func TestRedisKilledEmptyTakeover(t *testing.T) {
+	redisLossTakeover(t, func(rds *redistest.Server) { rds.KillAndRestart(nil) })
+}
+
+// redisLossTakeover runs the takeover on one Redis that lose makes lose
+// its data under load.
+func redisLossTakeover(t *testing.T, lose func(*redistest.Server)) {
 	rds := redistest.Start(t)
 	rds.Established(t.Name()) // A starts at once; B, after the loss, does not
 	rc := redisClient(t, rds)
@@ -252,7 +250,7 @@ func TestRedisKilledEmptyTakeover(t *testing.T) {
 	runTakeover(t, takeover{
 		ttl: ttl, env: takeoverEnv(t, rds, ttl),
 		master: func() *redis.Client { return rc },
-		lose:   func(*testing.T) { rds.KillAndRestart(nil) },
+		lose:   func(*testing.T) { lose(rds) },
 	})
 }
 
