@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
@@ -66,11 +67,7 @@ func newVictim(t *testing.T, cfg rest.Config) *victim {
 	gen := gentest.New(t, core.Config{Machine: 1023})
 	reg := prometheus.NewRegistry()
 	cfg.Registerer, cfg.Sequences = reg, seq
-	s, err := rest.NewServer(gen, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(serveLoopback(t, s))
+	_, port, _ := net.SplitHostPort(serveLoopback(t, newREST(t, gen, cfg)))
 	return &victim{t: t, port: port, gen: gen, seq: seq, reg: reg}
 }
 
