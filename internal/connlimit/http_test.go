@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vesta-go/vesta/internal/connlimit"
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
 	"github.com/vesta-go/vesta/internal/testkit/tlstest"
@@ -156,18 +157,9 @@ func TestH2StreamsTakePlaces(t *testing.T) {
 			t.Errorf("a held stream: %d; want 200", code)
 		}
 	}
-	if got := counterValue(t, reg, "test_http_streams_rejected_total", "max_conns_per_peer"); got != 1 {
+	if got := promtest.ValueOr(t, reg, -1, "test_http_streams_rejected_total", "reason", "max_conns_per_peer"); got != 1 {
 		t.Errorf("streams_rejected{max_conns_per_peer} = %v; want 1", got)
 	}
-}
-
-// counterValue reads the series of a counter labelled reason (-1 when absent).
-func counterValue(t testing.TB, reg *prometheus.Registry, name, reason string) float64 {
-	t.Helper()
-	if v, ok := promtest.Value(t, reg, name, "reason", reason); ok {
-		return v
-	}
-	return -1
 }
 
 // TestAwaitedBodyIsShed: a connection whose request promised a body it
