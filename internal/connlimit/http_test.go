@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vesta-go/vesta/internal/connlimit"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
 	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 )
@@ -30,10 +31,7 @@ func serveHTTP(t *testing.T, cfg connlimit.Config, h http.Handler, pki *tlstest.
 // serveHTTPTimeout is serveHTTP with a request timeout of rt.
 func serveHTTPTimeout(t *testing.T, cfg connlimit.Config, h http.Handler, pki *tlstest.PKI, rt time.Duration) (string, *http.Client) {
 	t.Helper()
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := nettest.Loopback(t)
 	l := connlimit.NewLimiter(cfg)
 	hc := connlimit.HTTPConfig{Handler: h, RequestTimeout: rt, MaxHeaderBytes: 1 << 10, HeaderTooLarge: []byte(tooLargeBody)}
 	tr := &http.Transport{}

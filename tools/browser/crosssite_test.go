@@ -19,6 +19,7 @@ import (
 
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/rest"
@@ -220,10 +221,7 @@ func TestCrossSitePagesIssueNothing(t *testing.T) {
 // name resolves to it.
 func rebinder(t *testing.T, page, victimAddr string) (port string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := nettest.Loopback(t)
 	var (
 		mu    sync.Mutex
 		conns []net.Conn
