@@ -14,7 +14,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/internal/testkit/embedtest"
 	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/prommetrics"
 	"github.com/vesta-go/vesta/rest"
@@ -133,14 +133,7 @@ func registered(t *testing.T) map[string]described {
 	ctx := context.Background()
 	rec := newRecorder(t)
 
-	ecfg := embed.DefaultConfig()
-	ecfg.Machine.Static = new(core.MachineID(5))
-	ecfg.DataDir = t.TempDir()
-	is, err := embed.Open(ctx, ecfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { is.Close() })
+	is := embedtest.Static(t, 5)
 	if err := prommetrics.RegisterIssuer(rec, is); err != nil {
 		t.Fatal(err)
 	}

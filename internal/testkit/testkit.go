@@ -18,15 +18,16 @@
 //     length of a test (the one serve helper) and forwards TCP through a
 //     delay (the one slow network), tlstest a throwaway CA,
 //     latencytest latency percentiles for benchmarks.
-//   - gentest starts core generators and segtest segment sequencers and the
-//     ledger of their numbers: the only kits that import product packages.
+//   - gentest starts core generators, embedtest embedded issuers, and
+//     segtest segment sequencers and the ledger of their numbers: the only
+//     kits that import product packages.
 //
 // Imports only go down, so that no cycle is possible: this package and
 // servetest import the standard library only; proctest and netnstest
 // import it; nettest imports waittest; redistest, mariadbtest and etcdtest
-// import proctest, netnstest and tlstest; gentest imports core and segtest segment (so core's and
-// segment's own tests use them from external test packages); no kit
-// imports another product package.
+// import proctest, netnstest and tlstest; gentest imports core, embedtest
+// embed and segtest segment (so those packages' own tests use them from
+// external test packages); no kit imports another product package.
 //
 // # The inner loop
 //
