@@ -42,6 +42,18 @@ func admit(t testing.TB, l *connlimit.Limiter, peer, name string, closed *[]stri
 	return l.Admit(peer, func() { *closed = append(*closed, name) })
 }
 
+// proven admits name of peer, failing the test if it is not admitted, and
+// marks it proven (it has sent a request).
+func proven(t testing.TB, l *connlimit.Limiter, peer, name string, closed *[]string) *connlimit.Conn {
+	t.Helper()
+	c, shed, refused := admit(t, l, peer, name, closed)
+	if c == nil {
+		t.Fatalf("%s of %s: refused %q (shed %q); want it admitted", name, peer, refused, shed)
+	}
+	c.Proven()
+	return c
+}
+
 // sheds admits name of peer at a cap and fails the test, saying what it
 // wants and why, unless the newcomer is admitted by closing exactly one
 // connection, victim, for the cap reason.
@@ -108,8 +120,7 @@ func TestPerPeerShedsOnlyThePeersOwn(t *testing.T) {
 	}
 	// With both of its connections active, the peer is refused.
 	l2 := newLimiter(clk, 100, 1)
-	y, _, _ := admit(t, l2, "bad", "y", &closed)
-	y.Proven()
+	proven(t, l2, "bad", "y", &closed)
 	if z, _, refused := admit(t, l2, "bad", "z", &closed); z != nil || refused != connlimit.MaxConnsPerPeer {
 		t.Fatalf("peer at cap, all active: refused %q; want max_conns_per_peer", refused)
 	}
@@ -191,9 +202,7 @@ func TestIdleLongestFirst(t *testing.T) {
 	l := newLimiter(newClock(), 3, 3)
 	conns := map[string]*connlimit.Conn{}
 	for _, n := range []string{"a", "b", "c"} {
-		c, _, _ := admit(t, l, "p", n, &closed)
-		c.Proven()
-		conns[n] = c
+		conns[n] = proven(t, l, "p", n, &closed)
 	}
 	conns["a"].SetIdle(30)
 	conns["b"].SetIdle(10)
@@ -212,8 +221,7 @@ func TestYoungNewcomersShedIdleFirst(t *testing.T) {
 	var closed []string
 	clk := newClock()
 	l := newLimiter(clk, 3, 3)
-	idle, _, _ := admit(t, l, "flood", "idle", &closed)
-	idle.Proven()
+	idle := proven(t, l, "flood", "idle", &closed)
 	idle.SetIdle(clk.Now().UnixNano())
 	clk.advance(time.Hour)
 	admit(t, l, "good", "n1", &closed)
@@ -243,8 +251,7 @@ func TestPooledOutlivesFlood(t *testing.T) {
 	var closed []string
 	clk := newClock()
 	l := newLimiter(clk, 3, 3)
-	pooled, _, _ := admit(t, l, "client", "pooled", &closed)
-	pooled.Proven()
+	pooled := proven(t, l, "client", "pooled", &closed)
 	admit(t, l, "flood", "f1", &closed)
 	admit(t, l, "flood", "f2", &closed)
 	clk.advance(50 * time.Millisecond)
@@ -261,11 +268,9 @@ func TestStarvedPooledOutlivesFlood(t *testing.T) {
 	var closed []string
 	clk := newClock()
 	l := newLimiter(clk, 4, 4)
-	once, _, _ := admit(t, l, "flood", "once", &closed)
-	once.Proven()
+	once := proven(t, l, "flood", "once", &closed)
 	once.SetIdle(clk.Now().UnixNano()) // one request, then silence
-	pooled, _, _ := admit(t, l, "client", "pooled", &closed)
-	pooled.Proven()
+	pooled := proven(t, l, "client", "pooled", &closed)
 	pooled.SetIdle(clk.Now().UnixNano())
 	pooled.SetBusy()
 	pooled.SetIdle(clk.Now().UnixNano()) // answered again; its next call is late
@@ -317,8 +322,7 @@ func TestStreamsTakePlaces(t *testing.T) {
 	l := newLimiter(newClock(), 10, 3)
 	var closed []string
 	h2, _, _ := admit(t, l, "p", "h2", &closed)
-	idle, _, _ := admit(t, l, "p", "idle", &closed)
-	idle.Proven()
+	idle := proven(t, l, "p", "idle", &closed)
 	idle.SetIdle(1)
 	if r := h2.StreamStart(); r != "" || l.Len() != 2 {
 		t.Fatalf("first stream: refused %q, Len %d; want counted in the connection's own place", r, l.Len())
@@ -375,12 +379,9 @@ func TestHoldShedsOldestHolder(t *testing.T) {
 	clk := newClock()
 	l := connlimit.NewLimiter(connlimit.Config{MaxConns: 10, MaxConnsPerPeer: 2, MaxUnsent: 1000, Now: clk.Now})
 	var closed []string
-	a, _, _ := admit(t, l, "slow", "a", &closed)
-	b, _, _ := admit(t, l, "slow", "b", &closed)
-	o, _, _ := admit(t, l, "other", "o", &closed)
-	for _, c := range []*connlimit.Conn{a, b, o} {
-		c.Proven()
-	}
+	a := proven(t, l, "slow", "a", &closed)
+	b := proven(t, l, "slow", "b", &closed)
+	o := proven(t, l, "other", "o", &closed)
 	a.Hold(5000) // one answer alone, larger than anything: never cut
 	if len(closed) != 0 {
 		t.Fatalf("one answer past the bound: closed %v; want none", closed)

@@ -18,12 +18,9 @@ func TestStuckShedAtCap(t *testing.T) {
 	clk := newClock()
 	l := newLimiter(clk, 3, 3)
 	var closed []string
-	work, _, _ := admit(t, l, "p", "work", &closed)
-	brief, _, _ := admit(t, l, "p", "brief", &closed)
-	stuck, _, _ := admit(t, l, "p", "stuck", &closed)
-	for _, c := range []*connlimit.Conn{work, brief, stuck} {
-		c.Proven()
-	}
+	proven(t, l, "p", "work", &closed) // busy: its server works for it
+	brief := proven(t, l, "p", "brief", &closed)
+	stuck := proven(t, l, "p", "stuck", &closed)
 	stuck.Await(clk.unix(), 10*time.Second)
 	clk.advance(900 * time.Millisecond)
 	brief.Await(clk.unix(), 10*time.Second)
@@ -48,8 +45,7 @@ func TestTrickleOwes(t *testing.T) {
 	l := newLimiter(clk, 2, 2)
 	var closed []string
 	const limit = 10 * time.Second
-	honest, _, _ := admit(t, l, "p", "honest", &closed)
-	honest.Proven()
+	honest := proven(t, l, "p", "honest", &closed)
 	for range 10_000 { // a segment lost every 10 s, the rest a round trip later
 		honest.Await(clk.unix(), limit)
 		clk.advance(200 * time.Millisecond)
@@ -60,8 +56,7 @@ func TestTrickleOwes(t *testing.T) {
 		t.Errorf("a client waited on 200 ms every 10 s owes %v after 10,000 times; want 0", got)
 	}
 
-	trickle, _, _ := admit(t, l, "p", "trickle", &closed)
-	trickle.Proven()
+	trickle := proven(t, l, "p", "trickle", &closed)
 	waited := time.Duration(0)
 	for left := trickle.Await(clk.unix(), limit); left > 0; left = trickle.Await(clk.unix(), limit) {
 		if waited > 2*limit {
@@ -95,8 +90,7 @@ func TestIdleEndsWaits(t *testing.T) {
 	clk := newClock()
 	l := newLimiter(clk, 1, 1)
 	var closed []string
-	c, _, _ := admit(t, l, "p", "c", &closed)
-	c.Proven()
+	c := proven(t, l, "p", "c", &closed)
 	c.Await(clk.unix(), time.Minute)
 	clk.advance(2 * time.Second)
 	c.SetIdle(clk.unix())
@@ -123,8 +117,7 @@ func TestStreamsWaitTogether(t *testing.T) {
 		t.Fatalf("one of two streams waiting: refused %q, closed %v; want refused", refused, closed)
 	}
 	h2.StreamEnd() // the other one is answered: every open stream waits
-	filler, _, _ := admit(t, l, "p", "filler", &closed)
-	filler.Proven()
+	proven(t, l, "p", "filler", &closed)
 	clk.advance(1200 * time.Millisecond)
 	sheds(t, l, "q", "new", &closed, "h2", connlimit.MaxConns, "its one open stream waiting 1.2 s; want it shed")
 }
