@@ -171,39 +171,7 @@ func benchServer(b *testing.B) string {
 // run splits b.N calls over callers goroutines, records each call's latency
 // and reports calls/s and the p50, p99 and p99.9 latencies.
 func run(b *testing.B, callers int, call func(caller int) error) {
-	hists := make([]latencytest.Recorder, callers)
-	var wg sync.WaitGroup
-	b.ResetTimer()
-	t0 := time.Now()
-	for i := range callers {
-		n := b.N / callers
-		if i < b.N%callers {
-			n++
-		}
-		h := &hists[i]
-		wg.Go(func() {
-			for range n {
-				s := time.Now()
-				if err := call(i); err != nil {
-					b.Error(err)
-					return
-				}
-				h.Record(time.Since(s))
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(t0)
-	b.StopTimer()
-	var all latencytest.Recorder
-	for i := range hists {
-		all.Merge(&hists[i])
-	}
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
-	b.ReportMetric(float64(all.Quantile(50))/1e3, "p50-µs")
-	b.ReportMetric(float64(all.Quantile(99))/1e3, "p99-µs")
-	b.ReportMetric(float64(all.Quantile(99.9))/1e3, "p999-µs")
-	b.ReportMetric(0, "ns/op") // calls/s says it, and better
+	latencytest.Run(b, callers, call, 50, 99, 99.9)
 }
 
 var benchCallers = []int{1, 16, 64}

@@ -15,6 +15,7 @@ import (
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 )
 
 func TestMain(m *testing.M) {
@@ -69,19 +70,7 @@ func serve(t testing.TB, gen *core.Generator, cfg central.Config) (*central.Serv
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		srv.Close()
-		if err := <-served; !errors.Is(err, central.ErrServerClosed) {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return srv, ln.Addr()
+	return srv, nettest.Serve(t, srv, nil, central.ErrServerClosed)
 }
 
 // peer is a test's end of one connection: it writes frames (built by the

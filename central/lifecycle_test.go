@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/internal/testkit/logtest"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,7 +56,7 @@ func TestShutdown(t *testing.T) {
 	if err := <-shut; err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
-	if err := srv.Serve(newListener(t)); !errors.Is(err, central.ErrServerClosed) {
+	if err := srv.Serve(nettest.Loopback(t)); !errors.Is(err, central.ErrServerClosed) {
 		t.Fatalf("Serve after Shutdown: %v", err)
 	}
 	srv.Close() // idempotent
@@ -123,14 +124,6 @@ func TestShutdownDeadline(t *testing.T) {
 		t.Fatalf("Shutdown: %v", err)
 	}
 	p.closed()
-}
-
-func newListener(t testing.TB) net.Listener {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ln
 }
 
 // dialTLS calls Vesta.GenID over TLS and returns the error, if any.

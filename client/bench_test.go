@@ -3,7 +3,6 @@ package client_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,34 +44,7 @@ func BenchmarkNextID(b *testing.B) {
 // latencies runs b.N calls of call spread over callers goroutines and
 // reports calls/s, p50 and p99.
 func latencies(b *testing.B, callers int, call func() error) {
-	hists := make([]latencytest.Recorder, callers)
-	var wg sync.WaitGroup
-	b.ResetTimer()
-	start := time.Now()
-	for i := range hists {
-		h := &hists[i]
-		n := b.N/callers + min(1, max(0, b.N%callers-i))
-		wg.Go(func() {
-			for range n {
-				t := time.Now()
-				if err := call(); err != nil {
-					b.Error(err)
-					return
-				}
-				h.Record(time.Since(t))
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	for i := range hists[1:] {
-		hists[0].Merge(&hists[1+i])
-	}
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
-	b.ReportMetric(float64(hists[0].Quantile(50))/1e3, "p50-µs")
-	b.ReportMetric(float64(hists[0].Quantile(99))/1e3, "p99-µs")
-	b.ReportMetric(0, "ns/op")
+	latencytest.Run(b, callers, func(int) error { return call() }, 50, 99)
 }
 
 // BenchmarkNextIDs1000: NextIDs(ctx, 1000) served from the prefetch buffer

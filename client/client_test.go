@@ -18,6 +18,7 @@ import (
 	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
@@ -164,10 +165,7 @@ func TestErrorCodes(t *testing.T) {
 // silentListener accepts connections, reads everything and never answers.
 func silentListener(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := nettest.Loopback(t)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var conns []net.Conn

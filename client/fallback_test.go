@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
@@ -122,10 +122,7 @@ func TestCloseFailsCallsInFlight(t *testing.T) {
 // A peer that is not a vesta server (it sends bytes that are not
 // MessagePack) fails the call; nothing panics and nothing hangs.
 func TestGarbageServer(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := nettest.Loopback(t)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer ln.Close()

@@ -394,15 +394,33 @@ func TestFileGuardModes(t *testing.T) {
 		}
 	}
 
-	if flock, err := exec.LookPath("flock"); err == nil && os.Geteuid() == 0 {
+	// Another user who tries to hold a shared lock on the machine's lock
+	// file (a directory or file open to them) would block this process's
+	// own: run flock as user nobody and open the guard again meanwhile.
+	t.Run("nobody's lock", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root, to run flock as user nobody")
+		}
 		// Let nobody reach dir: the test's own directories are 0700.
-		if err := os.Chmod(filepath.Dir(base), 0o755); err != nil {
-			t.Fatal(err)
+		for _, d := range []string{filepath.Dir(base), base} {
+			if err := os.Chmod(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if err := os.Chmod(base, 0o755); err != nil {
-			t.Fatal(err)
+		if err := closedToOthers(base, true); err != nil {
+			t.Skipf("user nobody cannot reach the test's directory, so the test would prove nothing: %v", err)
 		}
-		cmd := exec.Command(flock, "--shared", "--nonblock", filepath.Join(dir, "machine-5.lock"), "sh", "-c", "echo locked; exec sleep 60")
+		var bins []string
+		for _, name := range []string{"flock", "sh", "sleep"} {
+			bin, err := runnableByOthers(name)
+			if err != nil {
+				t.Skipf("no %s that user nobody can run: %v", name, err)
+			}
+			bins = append(bins, bin)
+		}
+		// sh gets sleep's path as $0: nobody's PATH is this process's,
+		// whose directories may be closed to nobody.
+		cmd := exec.Command(bins[0], "--shared", "--nonblock", filepath.Join(dir, "machine-5.lock"), bins[1], "-c", `echo locked; exec "$0" 60`, bins[2])
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 		out, err := cmd.StdoutPipe()
 		if err != nil {
@@ -418,9 +436,7 @@ func TestFileGuardModes(t *testing.T) {
 			t.Fatalf("OpenFileGuard while user nobody tried to hold a shared lock (it said %q): %v", line, err)
 		}
 		again.Close()
-	} else {
-		t.Log("not root or no flock: the other user's lock is not tried")
-	}
+	})
 
 	// A directory that exists keeps its mode and is reported; the lock
 	// file of an older version is narrowed.
@@ -649,5 +665,56 @@ func TestRekeySameMachineContinuesAbove(t *testing.T) {
 	}
 	if id := next(t, g); id <= ids[len(ids)-1] {
 		t.Fatalf("after Rekey onto the same ID: %d not above %d", id, ids[len(ids)-1])
+	}
+}
+
+// runnableByOthers returns the path of the program name that a user who is
+// neither its owner nor in its group (nobody) can run: the one on PATH, or
+// else one in the system's directories; PATH may hold directories closed
+// to other users.
+func runnableByOthers(name string) (string, error) {
+	var errs []error
+	candidates := []string{name, "/usr/bin/" + name, "/bin/" + name}
+	for _, c := range candidates {
+		path, err := exec.LookPath(c)
+		if err == nil {
+			err = closedToOthers(path, true)
+		}
+		if err == nil {
+			return path, nil
+		}
+		errs = append(errs, err)
+	}
+	return "", errors.Join(errs...)
+}
+
+// closedToOthers returns nil when other users can reach path: every
+// directory on the way searchable by them, and path itself too when it
+// must be run (or searched).
+func closedToOthers(path string, self bool) error {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return err
+	}
+	real, err = filepath.Abs(real)
+	if err != nil {
+		return err
+	}
+	p := real
+	if !self {
+		p = filepath.Dir(real)
+	}
+	for {
+		st, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if st.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("%s is closed to other users (mode %v), on the way to %s", p, st.Mode().Perm(), path)
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+		p = filepath.Dir(p)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/internal/testkit/embedtest"
 )
 
 var sink core.ID
@@ -21,7 +22,7 @@ func BenchmarkNextID(b *testing.B) {
 	issuer := func(b *testing.B) *embed.Issuer {
 		cfg := embed.DefaultConfig()
 		cfg.DataDir, cfg.MaxBorrow, cfg.Machine.Static = "", 24*time.Hour, new(core.MachineID(1))
-		return open(b, cfg)
+		return embedtest.Open(b, cfg)
 	}
 	b.Run("serial", func(b *testing.B) {
 		is := issuer(b)

@@ -13,6 +13,7 @@ import (
 	vesta "github.com/vesta-go/vesta"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/internal/testkit/embedtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
@@ -20,16 +21,6 @@ import (
 )
 
 var _ vesta.Issuer = (*embed.Issuer)(nil)
-
-func open(tb testing.TB, cfg embed.Config) *embed.Issuer {
-	tb.Helper()
-	is, err := embed.Open(context.Background(), cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { is.Close() })
-	return is
-}
 
 func TestConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
@@ -73,7 +64,7 @@ func TestDefaultConfigRefuses(t *testing.T) {
 	}
 	// Chosen, it opens.
 	cfg.Machine.Static = new(core.MachineID(9))
-	if is := open(t, cfg); is.Generator().Machine() != 9 {
+	if is := embedtest.Open(t, cfg); is.Generator().Machine() != 9 {
 		t.Fatalf("machine %d; want 9", is.Generator().Machine())
 	}
 }
@@ -83,7 +74,7 @@ func TestDefaultConfigRefuses(t *testing.T) {
 func TestSameMachineSameDirRefused(t *testing.T) {
 	cfg := embed.DefaultConfig()
 	cfg.Machine.Static, cfg.DataDir = new(core.MachineID(12)), t.TempDir()
-	first := open(t, cfg)
+	first := embedtest.Open(t, cfg)
 	if _, err := embed.Open(context.Background(), cfg); !errors.Is(err, core.ErrGuardLocked) {
 		t.Fatalf("second Open: %v; want ErrGuardLocked", err)
 	}
@@ -98,7 +89,7 @@ func TestSameMachineSameDirRefused(t *testing.T) {
 		t.Fatal("second Close:", err)
 	}
 	// Once closed, the ID may be opened again, and continues above.
-	again := open(t, cfg)
+	again := embedtest.Open(t, cfg)
 	if id, err := again.NextID(context.Background()); err != nil || id <= last {
 		t.Fatalf("after reopening: %d, %v; want above %d", id, err, last)
 	}
@@ -121,7 +112,7 @@ func TestIssuerMethods(t *testing.T) {
 func testIssuerMethods(t *testing.T, layout core.Layout, method, asRest core.Method, seqs int) {
 	cfg := embed.DefaultConfig()
 	cfg.Machine.Static, cfg.DataDir, cfg.Layout, cfg.Type = new(core.MachineID(3)), "", layout, core.MinGranularity
-	is := open(t, cfg)
+	is := embedtest.Open(t, cfg)
 	ids, err := is.NextIDs(context.Background(), 5*seqs)
 	if err != nil || len(ids) != 5*seqs {
 		t.Fatalf("NextIDs: %d, %v", len(ids), err)
@@ -165,7 +156,7 @@ func TestRedisLeasedIssuers(t *testing.T) {
 	cfg.Machine.Redis.Addrs = []string{srv.Addr()}
 	cfg.Machine.Redis.LeaseTTL, cfg.Machine.Redis.MaxClockSkew = 2*time.Second, 20*time.Millisecond
 	cfg.Machine.EmbeddedRange, _ = core.ParseMachineRange("10-11")
-	a, b := open(t, cfg), open(t, cfg)
+	a, b := embedtest.Open(t, cfg), embedtest.Open(t, cfg)
 	ma, mb := a.Generator().Machine(), b.Generator().Machine()
 	if ma == mb || ma < 10 || ma > 11 || mb < 10 || mb > 11 {
 		t.Fatalf("machines %d and %d", ma, mb)
@@ -180,7 +171,7 @@ func TestRedisLeasedIssuers(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c := open(t, cfg)
+	c := embedtest.Open(t, cfg)
 	if got := c.Generator().Machine(); got != ma {
 		t.Fatalf("after release got machine %d; want the released %d", got, ma)
 	}
@@ -233,7 +224,7 @@ func TestAcquireThenOpen(t *testing.T) {
 	if _, err := unopened.Open(context.Background()); !errors.Is(err, machineid.ErrClosed) {
 		t.Fatalf("Open after Close = %v; want machineid.ErrClosed", err)
 	}
-	open(t, cfg) // released: the ID and directory open again
+	embedtest.Open(t, cfg) // released: the ID and directory open again
 }
 
 // A fresh Redis lease: Acquire returns with the claim made and its

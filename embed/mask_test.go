@@ -11,6 +11,7 @@ import (
 
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/internal/testkit/embedtest"
 	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/mask"
 )
@@ -31,7 +32,7 @@ func TestIssuerMasker(t *testing.T) {
 			if layout == core.Leaf {
 				cfg.Type = core.MinGranularity
 			}
-			is := open(t, cfg)
+			is := embedtest.Open(t, cfg)
 			orders, err := is.Masker(keys, "acme", "ord")
 			if err != nil {
 				t.Fatal(err)

@@ -49,7 +49,7 @@ func ceilingRSSBound() int64 {
 func TestCeilingAttacks(t *testing.T) {
 	testkit.SkipShort(t, "20 s")
 	p := serve(t, "vesta", serverEnv(t, nil, "", 0, "VESTA_MACHINE_ID", "1012", "VESTA_REST_LISTEN", "127.0.0.1:0"))
-	rss := func() int64 { return residentBytes(t, p.cmd.Process.Pid) }
+	rss := func() int64 { return residentBytes(t, p.run.Pid()) }
 	idle := rss()
 
 	light := dialRaw(t, p.Central)

@@ -79,7 +79,10 @@ func TestConnectionExhaustion(t *testing.T) {
 			}
 		})
 	}
-	metrics := scrapeText(t, "http://"+p.REST+"/metrics")
+	_, metrics, err := getBody(http.DefaultClient, "http://"+p.REST+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range []string{
 		`vesta_rpc_connections_shed_total{reason="max_conns"}`,
 		`vesta_http_connections_shed_total{reason="max_conns"}`,
@@ -167,21 +170,6 @@ func restServed(nc net.Conn) error {
 		return fmt.Errorf("status %d", resp.StatusCode)
 	}
 	return nil
-}
-
-// scrapeText returns the text of a GET.
-func scrapeText(t *testing.T, url string) string {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // grepLines returns the lines of s that contain sub.

@@ -41,7 +41,7 @@ func (u usage) String() string {
 // attack do not stand in the way), token its bearer token or "".
 func sample(t testing.TB, p *proc, metrics, token string, ports ...string) usage {
 	t.Helper()
-	pid := p.cmd.Process.Pid
+	pid := p.run.Pid()
 	var u usage
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
 		for l := range strings.Lines(string(b)) {

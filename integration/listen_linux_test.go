@@ -565,15 +565,13 @@ func TestIPv6PeerPrefix(t *testing.T) {
 	}
 	hc := &http.Client{Timeout: rawTimeout, Transport: &http.Transport{DialContext: h.Dial, DisableKeepAlives: true}}
 	defer hc.CloseIdleConnections()
-	resp, err := hc.Get("http://" + serveAddr(t, p, "metrics") + "/metrics")
+	_, metrics, err := getBody(hc, "http://"+serveAddr(t, p, "metrics")+"/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
 	const series = `vesta_rpc_connections_shed_total{reason="max_conns_per_peer"} `
-	if !strings.Contains(string(b), series+"8\n") {
-		t.Errorf("want %s8; /metrics:\n%s", series, grepLines(string(b), "vesta_rpc_connections"))
+	if !strings.Contains(metrics, series+"8\n") {
+		t.Errorf("want %s8; /metrics:\n%s", series, grepLines(metrics, "vesta_rpc_connections"))
 	}
 	stopAll(t, p)
 }

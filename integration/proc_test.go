@@ -1,19 +1,18 @@
 package integration_test
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vesta-go/vesta/internal/testkit/servetest"
 )
 
 // Bounds of waiting for a process; generous, as a race-instrumented server
@@ -24,39 +23,22 @@ const (
 	exitTimeout  = 30 * time.Second
 )
 
-// proc is one `vesta serve` process. It logs JSON on stderr; every line is
-// kept, and its "serving" record gives the addresses and the machine ID.
+// proc is one `vesta serve` process (a servetest.Run). It logs JSON on
+// stderr; every line is kept, and its "serving" record gives the addresses
+// and the machine ID.
 type proc struct {
 	t    testing.TB
 	name string
 	env  map[string]string // VESTA_* variables it was started with
-	cmd  *exec.Cmd
+	run  *servetest.Run
 
 	mu      sync.Mutex
 	lines   []string
 	changed chan struct{} // closed and replaced when a line arrives
 
-	exited chan struct{} // closed once the process has exited and its output is read
-	state  *os.ProcessState
-
 	// From the "serving" record; "off" when a server is not listening.
 	Central, REST string
 	Machine       int
-}
-
-// base is the environment of every server: the test's own without VESTA_*
-// variables (an unknown one would stop start-up), plus JSON logs.
-func baseEnv(env map[string]string) []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "VESTA_") {
-			out = append(out, kv)
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(env)) {
-		out = append(out, k+"="+env[k])
-	}
-	return append(out, "VESTA_LOG_FORMAT=json")
 }
 
 // launch starts `vesta serve` with env (VESTA_* variables) and returns at
@@ -71,21 +53,20 @@ func launch(t testing.TB, name string, env map[string]string) *proc {
 // (`ip netns exec NS`, to run it on a test host).
 func launchWrapped(t testing.TB, name string, env map[string]string, wrap []string) *proc {
 	t.Helper()
-	p := &proc{t: t, name: name, env: maps.Clone(env), changed: make(chan struct{}), exited: make(chan struct{})}
-	argv := append(slices.Clone(wrap), vestaBinary(t), "serve")
-	p.cmd = exec.Command(argv[0], argv[1:]...)
-	p.cmd.Env = baseEnv(env)
-	p.cmd.Dir = t.TempDir() // a relative path in the config cannot land in the repository
-	p.cmd.SysProcAttr = procAttr()
-	stderr, err := p.cmd.StderrPipe()
+	p := &proc{t: t, name: name, env: maps.Clone(env), changed: make(chan struct{})}
+	run, err := servetest.Start(servetest.Config{
+		Bin: vestaBinary(t), Env: env, Wrap: wrap, Dir: t.TempDir(),
+		Line: p.add,
+	})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", name, err)
 	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("%s: starting vesta serve: %v", name, err)
-	}
-	track(p.cmd, true)
-	go p.read(stderr)
+	p.run = run
+	track(run, true)
+	go func() {
+		<-run.Exited()
+		track(run, false)
+	}()
 	t.Cleanup(func() {
 		p.kill()
 		p.check()
@@ -106,29 +87,13 @@ func serve(t testing.TB, name string, env map[string]string) *proc {
 	return p
 }
 
-// read keeps the output until the process closes it, then waits for the
-// process.
-func (p *proc) read(r interface{ Read([]byte) (int, error) }) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	for {
-		line, err := br.ReadString('\n')
-		if line != "" {
-			p.mu.Lock()
-			p.lines = append(p.lines, strings.TrimRight(line, "\n"))
-			close(p.changed)
-			p.changed = make(chan struct{})
-			p.mu.Unlock()
-		}
-		if err != nil {
-			break
-		}
-	}
-	p.cmd.Wait()
-	track(p.cmd, false)
+// add keeps a line of the output and wakes the waiters.
+func (p *proc) add(line string) {
 	p.mu.Lock()
-	p.state = p.cmd.ProcessState
-	p.mu.Unlock()
-	close(p.exited)
+	defer p.mu.Unlock()
+	p.lines = append(p.lines, line)
+	close(p.changed)
+	p.changed = make(chan struct{})
 }
 
 // record is one JSON log record; a line that is not JSON (a race report, a
@@ -173,7 +138,7 @@ func (p *proc) waitRecord(timeout time.Duration, match func(record) bool) (recor
 		seen = len(recs)
 		select {
 		case <-changed:
-		case <-p.exited:
+		case <-p.run.Exited():
 			// The last lines may have arrived with the exit.
 			for _, r := range p.records()[seen:] {
 				if match(r) {
@@ -225,41 +190,33 @@ func waitAll(t testing.TB, ps ...*proc) []string {
 func (p *proc) restEndpoint() string { return "http://" + p.REST }
 
 // running reports whether the process has not exited.
-func (p *proc) running() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
+func (p *proc) running() bool { return p.run.Running() }
 
-func (p *proc) exitState() *os.ProcessState {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.state
-}
+func (p *proc) exitState() *os.ProcessState { return p.run.State() }
 
 // waitExit waits for the process to exit and returns its exit code (-1
 // when a signal ended it).
 func (p *proc) waitExit() int {
 	p.t.Helper()
 	select {
-	case <-p.exited:
+	case <-p.run.Exited():
 	case <-time.After(exitTimeout):
-		p.cmd.Process.Kill()
-		<-p.exited
+		p.run.Kill()
 		p.t.Fatalf("%s did not exit within %v; killed:\n%s", p.name, exitTimeout, p.tail(20))
 	}
 	return p.exitState().ExitCode()
 }
 
 // kill ends the process with SIGKILL, as a crash would, and waits for it.
-func (p *proc) kill() {
-	if p.running() {
-		p.cmd.Process.Signal(syscall.SIGKILL)
+func (p *proc) kill() { p.run.Kill() }
+
+// signal sends sig to the process, failing the test if it cannot be sent
+// (a process that has exited gets nothing).
+func (p *proc) signal(sig syscall.Signal) {
+	p.t.Helper()
+	if err := p.run.Signal(sig); err != nil {
+		p.t.Fatalf("%s: %v: %v", p.name, sig, err)
 	}
-	<-p.exited
 }
 
 // stopAll stops servers gracefully, all at once, and fails the test
@@ -268,9 +225,7 @@ func (p *proc) kill() {
 func stopAll(t testing.TB, ps ...*proc) {
 	t.Helper()
 	for _, p := range ps {
-		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			t.Fatalf("%s: SIGTERM: %v", p.name, err)
-		}
+		p.signal(syscall.SIGTERM)
 	}
 	for _, p := range ps {
 		if code := p.waitExit(); code != 0 {
@@ -327,24 +282,24 @@ func (p *proc) check() {
 // failed hard left running.
 var (
 	liveMu sync.Mutex
-	live   = map[*exec.Cmd]struct{}{}
+	live   = map[*servetest.Run]struct{}{}
 )
 
-func track(cmd *exec.Cmd, alive bool) {
+func track(run *servetest.Run, alive bool) {
 	liveMu.Lock()
 	defer liveMu.Unlock()
 	if alive {
-		live[cmd] = struct{}{}
+		live[run] = struct{}{}
 	} else {
-		delete(live, cmd)
+		delete(live, run)
 	}
 }
 
 func killStragglers() {
 	liveMu.Lock()
 	defer liveMu.Unlock()
-	for cmd := range live {
-		fmt.Fprintf(os.Stderr, "integration: killing straggler pid %d\n", cmd.Process.Pid)
-		cmd.Process.Kill()
+	for run := range live {
+		fmt.Fprintf(os.Stderr, "integration: killing straggler pid %d\n", run.Pid())
+		_ = run.Signal(syscall.SIGKILL)
 	}
 }

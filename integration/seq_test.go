@@ -163,30 +163,26 @@ func TestSeqFleet(t *testing.T) {
 			wg.Go(func() {
 				cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 				defer cancel()
-				for i := 0; ; i++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
+				untilStop(stop, func(i int) bool {
 					tag := tags[(w*7+i)%len(tags)]
 					if i%4 == 3 {
 						vs, err := c.NextSeqs(cctx, tag, 25)
 						if err != nil {
 							report(fmt.Errorf("%s NextSeqs(%s): %w", who, tag, err))
-							return
+							return false
 						}
 						led.add(who, tag, vs...)
 					} else {
 						v, err := c.NextSeq(cctx, tag)
 						if err != nil {
 							report(fmt.Errorf("%s NextSeq(%s): %w", who, tag, err))
-							return
+							return false
 						}
 						led.add(who, tag, v)
 					}
 					clientCalls.Add(1)
-				}
+					return true
+				})
 			})
 		}
 	}
@@ -196,21 +192,17 @@ func TestSeqFleet(t *testing.T) {
 		// the servers' callers, which this test is about as much.
 		pace := newPacer(100_000)
 		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			untilStop(stop, func(i int) bool {
 				tag := tags[(w*5+i)%len(tags)]
 				vs, err := embedded.NextN(ctx, tag, 10)
 				if err != nil {
 					report(fmt.Errorf("%s: %w", who, err))
-					return
+					return false
 				}
 				led.add(who, tag, vs...)
 				pace.took(len(vs))
-			}
+				return true
+			})
 		})
 	}
 	hc := httpClient(t)
@@ -218,12 +210,7 @@ func TestSeqFleet(t *testing.T) {
 		who := fmt.Sprintf("rest-%d", si)
 		base := servers[si].restEndpoint() // the restarted server takes the same address
 		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			untilStop(stop, func(i int) bool {
 				tag := tags[(si*3+i)%len(tags)]
 				code, body, err := getBody(hc, base+"/v1/seq/"+tag+"?count=5")
 				if err != nil || code != http.StatusOK {
@@ -231,23 +218,24 @@ func TestSeqFleet(t *testing.T) {
 					// until it is back, as any HTTP caller's would.
 					restFailed.Add(1)
 					time.Sleep(10 * time.Millisecond)
-					continue
+					return true
 				}
 				var r struct{ IDs []string }
 				if err := json.Unmarshal([]byte(body), &r); err != nil || len(r.IDs) != 5 {
 					report(fmt.Errorf("%s: %q: %v", who, body, err))
-					return
+					return false
 				}
 				for _, s := range r.IDs {
 					v, err := strconv.ParseInt(s, 10, 64)
 					if err != nil {
 						report(fmt.Errorf("%s: %q", who, s))
-						return
+						return false
 					}
 					led.add(who, tag, v)
 				}
 				restCalls.Add(1)
-			}
+				return true
+			})
 		})
 	}
 
@@ -368,4 +356,19 @@ func TestSeqLeafTable(t *testing.T) {
 		t.Fatalf("after kill -9 and restart: %d %q; want above %d", code, body, seen[len(seen)-1])
 	}
 	stopAll(t, again)
+}
+
+// untilStop calls call with 0, 1, 2, ... until stop is closed or call
+// returns false: a worker's loop under load.
+func untilStop(stop <-chan struct{}, call func(i int) bool) {
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		if !call(i) {
+			return
+		}
+	}
 }

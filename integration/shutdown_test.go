@@ -154,9 +154,7 @@ func TestGracefulShutdown(t *testing.T) {
 	for i, pp := range pipes {
 		before[i] = pp.written.Load()
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	p.signal(syscall.SIGTERM)
 	code := p.waitExit()
 	wg.Wait()
 	if code != 0 {

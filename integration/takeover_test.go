@@ -2,9 +2,7 @@ package integration_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -33,13 +31,6 @@ const (
 // but runs nothing, as a stalled host would; resume continues it.
 func (p *proc) pause()  { p.signal(syscall.SIGSTOP) }
 func (p *proc) resume() { p.signal(syscall.SIGCONT) }
-
-func (p *proc) signal(sig syscall.Signal) {
-	p.t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		p.t.Fatalf("%s: %v: %v", p.name, sig, err)
-	}
-}
 
 // takeover is one way for Redis to forget a live holder's lease.
 type takeover struct {
@@ -240,20 +231,18 @@ func sentinelEnv(t *testing.T, g *redistest.Replicated, ttl time.Duration, kv ..
 // TestFlushAllTakeover: FLUSHALL under load, then a second server takes
 // the ID (10,186 identical IDs before the lease quarantine).
 func TestFlushAllTakeover(t *testing.T) {
-	rds := redistest.Start(t)
-	rds.Established(t.Name()) // A starts at once; B, after the loss, does not
-	rc := redisClient(t, rds)
-	const ttl = 4 * time.Second
-	runTakeover(t, takeover{
-		ttl: ttl, env: takeoverEnv(t, rds, ttl),
-		master: func() *redis.Client { return rc },
-		lose:   func(*testing.T) { rds.FlushAll() },
-	})
+	redisLossTakeover(t, (*redistest.Server).FlushAll)
 }
 
 // TestRedisKilledEmptyTakeover: Redis killed (-9) under load and
 // restarted empty, then a second server takes the ID.
 func TestRedisKilledEmptyTakeover(t *testing.T) {
+	redisLossTakeover(t, func(rds *redistest.Server) { rds.KillAndRestart(nil) })
+}
+
+// redisLossTakeover runs the takeover on one Redis that lose makes lose
+// its data under load.
+func redisLossTakeover(t *testing.T, lose func(*redistest.Server)) {
 	rds := redistest.Start(t)
 	rds.Established(t.Name()) // A starts at once; B, after the loss, does not
 	rc := redisClient(t, rds)
@@ -261,7 +250,7 @@ func TestRedisKilledEmptyTakeover(t *testing.T) {
 	runTakeover(t, takeover{
 		ttl: ttl, env: takeoverEnv(t, rds, ttl),
 		master: func() *redis.Client { return rc },
-		lose:   func(*testing.T) { rds.KillAndRestart(nil) },
+		lose:   func(*testing.T) { lose(rds) },
 	})
 }
 

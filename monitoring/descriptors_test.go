@@ -3,7 +3,6 @@ package monitoring_test
 import (
 	"context"
 	"errors"
-	"net"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,7 +14,8 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/internal/testkit/embedtest"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/prommetrics"
 	"github.com/vesta-go/vesta/rest"
 	"github.com/vesta-go/vesta/segment"
@@ -133,14 +133,7 @@ func registered(t *testing.T) map[string]described {
 	ctx := context.Background()
 	rec := newRecorder(t)
 
-	ecfg := embed.DefaultConfig()
-	ecfg.Machine.Static = new(core.MachineID(5))
-	ecfg.DataDir = t.TempDir()
-	is, err := embed.Open(ctx, ecfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { is.Close() })
+	is := embedtest.Static(t, 5)
 	if err := prommetrics.RegisterIssuer(rec, is); err != nil {
 		t.Fatal(err)
 	}
@@ -161,10 +154,7 @@ func registered(t *testing.T) map[string]described {
 		t.Fatal(err)
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := nettest.Loopback(t)
 	dead := ln.Addr().String() // no server: the client only registers
 	ln.Close()
 	kcfg := client.DefaultConfig(dead)

@@ -3,7 +3,6 @@ package prommetrics_test
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +12,9 @@ import (
 
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/embed"
 	"github.com/vesta-go/vesta/internal/buildinfo"
+	"github.com/vesta-go/vesta/internal/testkit/embedtest"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
@@ -23,23 +23,11 @@ import (
 	"github.com/vesta-go/vesta/prommetrics"
 )
 
-func openIssuer(t *testing.T, machine core.MachineID) *embed.Issuer {
-	t.Helper()
-	cfg := embed.DefaultConfig()
-	cfg.DataDir, cfg.Machine.Static = t.TempDir(), new(machine)
-	is, err := embed.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { is.Close() })
-	return is
-}
-
 // TestIssuer: an issuer's IDs, generator and lease; the count stays when
 // it closes (a counter never goes down).
 func TestIssuer(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	is := openIssuer(t, 1)
+	is := embedtest.Static(t, 1)
 	if err := prommetrics.RegisterIssuer(reg, is); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +50,7 @@ func TestIssuer(t *testing.T) {
 		t.Fatalf(`vesta_machine_lease_state{state="none"} = %v; want 1 (a fixed ID)`, v)
 	}
 	// A second issuer's generator series would collide.
-	if err := prommetrics.RegisterIssuer(reg, openIssuer(t, 2)); err == nil {
+	if err := prommetrics.RegisterIssuer(reg, embedtest.Static(t, 2)); err == nil {
 		t.Fatal("a second issuer on one registry: no error")
 	}
 	if err := is.Close(); err != nil {
@@ -138,10 +126,7 @@ func TestLease(t *testing.T) {
 // TestClient: one open client per registry; a closed one's series go and
 // leave the registry to the next.
 func TestClient(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := nettest.Loopback(t)
 	dead := ln.Addr().String()
 	ln.Close()
 	newClient := func(machine core.MachineID) *client.Client {

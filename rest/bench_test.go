@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -17,8 +16,10 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/latencytest"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/rest"
 )
 
@@ -44,13 +45,7 @@ func benchTargets(b *testing.B) []struct{ name, url string } {
 	trivial := echo.New()
 	trivial.HideBanner = true
 	trivial.GET("/", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
-	tln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ts := &http.Server{Handler: trivial}
-	go ts.Serve(tln)
-	b.Cleanup(func() { ts.Close() })
+	trivialAddr := nettest.Serve(b, &http.Server{Handler: trivial}, nil, http.ErrServerClosed)
 
 	cfg := core.DefaultConfig()
 	cfg.Layout, cfg.Machine = core.Vesta, 1022
@@ -65,7 +60,7 @@ func benchTargets(b *testing.B) []struct{ name, url string } {
 	}
 	base := serve(b, s)
 	return []struct{ name, url string }{
-		{"trivial", "http://" + tln.Addr().String() + "/"},
+		{"trivial", "http://" + trivialAddr.String() + "/"},
 		{"genid", base + "/genid"},
 		{"ids100", base + "/v1/ids?count=100"},
 	}

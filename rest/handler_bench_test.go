@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/labstack/echo/v4"
+
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/rest"
 )

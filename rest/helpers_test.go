@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,7 +13,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
 	"github.com/vesta-go/vesta/internal/testkit/logtest"
-	"github.com/vesta-go/vesta/internal/testkit/waittest"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/rest"
 )
 
@@ -49,29 +48,7 @@ func newServer(t testing.TB, gen *core.Generator, cfg rest.Config) *rest.Server 
 // has begun; the server is closed, and Serve's return checked, at cleanup.
 func serve(t testing.TB, s *rest.Server) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- s.Serve(ln) }()
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-		if err := <-errc; err != nil {
-			t.Errorf("Serve returned %v after Close; want nil", err)
-		}
-	})
-	waitServing(t, s)
-	return "http://" + ln.Addr().String()
-}
-
-// waitServing returns once s serves: from then on its Handler applies the
-// Host policy of its listener.
-func waitServing(t testing.TB, s *rest.Server) {
-	t.Helper()
-	waittest.Until(t, "Serve to begin", func() bool { return s.Addr() != nil })
+	return "http://" + nettest.Serve(t, s, nil, nil).String()
 }
 
 // response is an answer read completely, whichever way it came.

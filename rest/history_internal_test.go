@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )

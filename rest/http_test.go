@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
 	"github.com/vesta-go/vesta/rest"
 )
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
 
 	"github.com/vesta-go/vesta/rest"
@@ -55,15 +56,6 @@ func closedByServer(t testing.TB, nc net.Conn) {
 	}
 }
 
-// counter reads the series of a counter labelled reason (-1 when absent).
-func counter(t testing.TB, reg *prometheus.Registry, name, reason string) float64 {
-	t.Helper()
-	if v, ok := promtest.Value(t, reg, name, "reason", reason); ok {
-		return v
-	}
-	return -1
-}
-
 // TestRESTConnCaps: silent connections are shed first, then idle ones,
 // per peer before server-wide; when all are mid-request a newcomer is
 // refused; each counted by reason.
@@ -71,7 +63,7 @@ func TestRESTConnCaps(t *testing.T) {
 	gen, _ := vestaGen(t)
 	reg := prometheus.NewRegistry()
 	base := serve(t, newServer(t, gen, rest.Config{MaxConns: 3, MaxConnsPerPeer: 2, Registerer: reg}))
-	count := func(name, reason string) float64 { return counter(t, reg, name, reason) }
+	count := func(name, reason string) float64 { return promtest.ValueOr(t, reg, -1, name, "reason", reason) }
 
 	// Per peer: the third connection of 127.0.0.2 sheds its oldest silent one.
 	s1 := rawDial(t, base, "127.0.0.2")
@@ -120,7 +112,7 @@ func TestRESTConnRefusedWhenBusy(t *testing.T) {
 	if got := rawGet(t, rawDial(t, base, "127.0.0.5"), "/healthz"); got != 0 {
 		t.Fatalf("a newcomer was answered %d while every connection was mid-request", got)
 	}
-	if got := counter(t, reg, "vesta_http_connections_rejected_total", "max_conns"); got != 1 {
+	if got := promtest.ValueOr(t, reg, -1, "vesta_http_connections_rejected_total", "reason", "max_conns"); got != 1 {
 		t.Errorf("rejected{max_conns} = %v; want 1", got)
 	}
 }

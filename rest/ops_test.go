@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
@@ -282,10 +284,7 @@ func TestServeLifecycle(t *testing.T) {
 	if s.Addr() != nil {
 		t.Fatalf("Addr before Serve = %v", s.Addr())
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := nettest.Loopback(t)
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve(ln) }()
 	client := &http.Client{Transport: &http.Transport{}}
@@ -300,7 +299,7 @@ func TestServeLifecycle(t *testing.T) {
 	if s.Addr().String() != ln.Addr().String() {
 		t.Fatalf("Addr = %v, want %v", s.Addr(), ln.Addr())
 	}
-	ln2, _ := net.Listen("tcp", "127.0.0.1:0")
+	ln2 := nettest.Loopback(t)
 	if err := s.Serve(ln2); !errors.Is(err, rest.ErrServing) {
 		t.Fatalf("second Serve = %v, want ErrServing", err)
 	}
@@ -324,7 +323,7 @@ func TestServeLifecycle(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	ln3, _ := net.Listen("tcp", "127.0.0.1:0")
+	ln3 := nettest.Loopback(t)
 	defer ln3.Close()
 	if err := s.Serve(ln3); !errors.Is(err, rest.ErrClosed) {
 		t.Fatalf("Serve after Close = %v, want ErrClosed", err)
@@ -421,10 +420,7 @@ func TestShutdownDrains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := nettest.Loopback(t)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- s.Serve(ln) }()
 	client := &http.Client{Transport: &http.Transport{}}

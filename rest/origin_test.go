@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/segtest"
 	"github.com/vesta-go/vesta/rest"
 	"github.com/vesta-go/vesta/segment"
@@ -61,30 +63,6 @@ func (l wideListener) Addr() net.Addr {
 	return &net.TCPAddr{IP: net.IPv4zero, Port: l.Listener.Addr().(*net.TCPAddr).Port}
 }
 
-// serveOn runs s on ln until cleanup; it returns once Serve has begun,
-// so that in-process requests meet the Host policy of ln.
-func serveOn(t *testing.T, s *rest.Server, ln net.Listener) {
-	t.Helper()
-	errc := make(chan error, 1)
-	go func() { errc <- s.Serve(ln) }()
-	t.Cleanup(func() {
-		s.Close()
-		if err := <-errc; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	waitServing(t, s)
-}
-
-func loopbackListener(t *testing.T) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ln
-}
-
 // TestHostCheck: which Host each policy answers, on every route but the
 // probes; a refused one is a 421 naming rest.allowed_hosts, JSON or (on
 // the Vesta routes) text, and issues nothing.
@@ -101,23 +79,23 @@ func TestHostCheck(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		cfg      rest.Config
-		ln       func(t *testing.T) net.Listener // nil: Handler alone
+		ln       func(testing.TB) net.Listener // nil: Handler alone
 		ok, nope []string
 	}{
-		{"loopback", rest.Config{}, loopbackListener, loopbackOK, append(append([]string{}, foreign...), wideOK[:6]...)},
-		{"wide listener", rest.Config{}, func(t *testing.T) net.Listener { return wideListener{loopbackListener(t)} },
+		{"loopback", rest.Config{}, nettest.Loopback, loopbackOK, append(append([]string{}, foreign...), wideOK[:6]...)},
+		{"wide listener", rest.Config{}, func(t testing.TB) net.Listener { return wideListener{nettest.Loopback(t)} },
 			append(append([]string{}, loopbackOK...), wideOK...), append(append([]string{}, foreign...), wideRefused...)},
 		{"handler alone", rest.Config{}, nil, append(append([]string{}, loopbackOK...), wideOK...), append(append([]string{}, foreign...), wideRefused...)},
-		{"listed", rest.Config{AllowedHosts: []string{"ids.example.com", "*.corp.example", "10.9.8.7", "[fd00::2]"}}, loopbackListener,
+		{"listed", rest.Config{AllowedHosts: []string{"ids.example.com", "*.corp.example", "10.9.8.7", "[fd00::2]"}}, nettest.Loopback,
 			append([]string{"ids.example.com", "IDS.example.com.:443", "a.corp.example", "a.b.corp.example:1", "10.9.8.7:80", "[fd00::2]:7080"}, loopbackOK...),
 			[]string{"corp.example", "evil-ids.example.com", "acorp.example", "10.9.8.6", "rebind.attacker.example"}},
-		{"any, with a token", rest.Config{AllowedHosts: []string{"*"}, Token: token}, loopbackListener,
+		{"any, with a token", rest.Config{AllowedHosts: []string{"*"}, Token: token}, nettest.Loopback,
 			append(append([]string{}, foreign...), loopbackOK...), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, issued := issuingServer(t, tc.cfg)
 			if tc.ln != nil {
-				serveOn(t, s, tc.ln(t))
+				nettest.Serve(t, s, tc.ln(t), nil) // in-process requests meet the Host policy of the listener
 			}
 			send := func(path, host string) response {
 				q := req(http.MethodGet, path, "", "")

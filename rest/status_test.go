@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/buildinfo"
 	"github.com/vesta-go/vesta/rest"

@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
-	"net"
 	"runtime"
 	"sync"
 	"testing"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/vesta-go/vesta/internal/testkit/latencytest"
 	"github.com/vesta-go/vesta/internal/testkit/mariadbtest"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/segment"
 	"github.com/vesta-go/vesta/segment/mysqlstore"
@@ -227,75 +226,9 @@ func latencies(b *testing.B, pause time.Duration, op func() error) {
 // from the client for delay before passing it on (answers pass at once):
 // delay is added to each round trip. It stops with the benchmark.
 func startProxy(b *testing.B, upstream string, delay time.Duration) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	b.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", upstream)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			mu.Lock()
-			conns = append(conns, c, u)
-			mu.Unlock()
-			wg.Add(2)
-			go func() { defer wg.Done(); delayed(u, c, delay); u.Close() }()
-			go func() { defer wg.Done(); _, _ = io.Copy(c, u); c.Close() }()
-		}
-	}()
-	return l.Addr().String()
-}
-
-// delayed copies src to dst, each chunk written delay after it was read,
-// in order.
-func delayed(dst io.Writer, src io.Reader, delay time.Duration) {
-	type chunk struct {
-		at   time.Time
-		data []byte
-	}
-	ch := make(chan chunk, 1024)
-	go func() {
-		defer close(ch)
-		for {
-			buf := make([]byte, 32<<10)
-			n, err := src.Read(buf)
-			if n > 0 {
-				ch <- chunk{time.Now().Add(delay), buf[:n]}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	for c := range ch {
-		time.Sleep(time.Until(c.at))
-		if _, err := dst.Write(c.data); err != nil {
-			for range ch { // drain so the reader ends
-			}
-			return
-		}
-	}
+	fw := nettest.Forward(b, nettest.Loopback(b), upstream, nil)
+	fw.SetDelay(delay, 0)
+	return fw.Addr().String()
 }
 
 // leafTable opens a mysqlstore on dsn with Leaf's table created, closed

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
 )
@@ -100,10 +100,7 @@ func (p *proc) wait(t testing.TB) int {
 // with a usage error naming machine.id and --machine. With machine IDs
 // chosen, their 40000 IDs hold no duplicate.
 func TestTwoGenProcessesOnDefaults(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := nettest.Loopback(t)
 	dead := ln.Addr().String()
 	ln.Close()
 	dirs := []string{t.TempDir(), t.TempDir()}

@@ -2,11 +2,12 @@ package main
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 )
 
 func TestHealth(t *testing.T) {
@@ -37,10 +38,7 @@ func TestHealth(t *testing.T) {
 	tlsOK := httptest.NewTLSServer(status(204))
 	t.Cleanup(tlsOK.Close)
 	// A port nobody listens on: listen, note it, close.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := nettest.Loopback(t)
 	refused := "http://" + ln.Addr().String() + "/healthz"
 	ln.Close()
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/vesta-go/vesta/internal/testkit"
 	"github.com/vesta-go/vesta/internal/testkit/netnstest"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 )
 
 // `make run`: serve with nothing but the machine ID chosen in the open
@@ -102,10 +102,7 @@ func TestServeMakeRun(t *testing.T) {
 // A refused configuration exits 2 naming its key even while the port it
 // would listen on is taken: judged before anything listens.
 func TestServeRefusedBeforeListening(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := nettest.Loopback(t)
 	defer ln.Close()
 	for _, m := range []string{"5", "5000"} { // outside the server range; outside every range
 		r := cli(t, "", "serve", "--machine", m, "--central-listen", ln.Addr().String(), "--rest-listen", "",

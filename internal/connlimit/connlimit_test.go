@@ -42,6 +42,30 @@ func admit(t testing.TB, l *connlimit.Limiter, peer, name string, closed *[]stri
 	return l.Admit(peer, func() { *closed = append(*closed, name) })
 }
 
+// proven admits name of peer, failing the test if it is not admitted, and
+// marks it proven (it has sent a request).
+func proven(t testing.TB, l *connlimit.Limiter, peer, name string, closed *[]string) *connlimit.Conn {
+	t.Helper()
+	c, shed, refused := admit(t, l, peer, name, closed)
+	if c == nil {
+		t.Fatalf("%s of %s: refused %q (shed %q); want it admitted", name, peer, refused, shed)
+	}
+	c.Proven()
+	return c
+}
+
+// sheds admits name of peer at a cap and fails the test, saying what it
+// wants and why, unless the newcomer is admitted by closing exactly one
+// connection, victim, for the cap reason.
+func sheds(t testing.TB, l *connlimit.Limiter, peer, name string, closed *[]string, victim string, reason connlimit.Reason, why string) {
+	t.Helper()
+	before := len(*closed)
+	c, shed, _ := admit(t, l, peer, name, closed)
+	if c == nil || shed != reason || len(*closed) != before+1 || (*closed)[before] != victim {
+		t.Fatalf("%s (admitted %v, shed %q, closed %v after %d; want %s shed for %s)", why, c != nil, shed, *closed, before, victim, reason)
+	}
+}
+
 func TestShedsNewThenIdleThenRefuses(t *testing.T) {
 	var closed []string
 	clk := newClock()
@@ -96,8 +120,7 @@ func TestPerPeerShedsOnlyThePeersOwn(t *testing.T) {
 	}
 	// With both of its connections active, the peer is refused.
 	l2 := newLimiter(clk, 100, 1)
-	y, _, _ := admit(t, l2, "bad", "y", &closed)
-	y.Proven()
+	proven(t, l2, "bad", "y", &closed)
 	if z, _, refused := admit(t, l2, "bad", "z", &closed); z != nil || refused != connlimit.MaxConnsPerPeer {
 		t.Fatalf("peer at cap, all active: refused %q; want max_conns_per_peer", refused)
 	}
@@ -179,17 +202,13 @@ func TestIdleLongestFirst(t *testing.T) {
 	l := newLimiter(newClock(), 3, 3)
 	conns := map[string]*connlimit.Conn{}
 	for _, n := range []string{"a", "b", "c"} {
-		c, _, _ := admit(t, l, "p", n, &closed)
-		c.Proven()
-		conns[n] = c
+		conns[n] = proven(t, l, "p", n, &closed)
 	}
 	conns["a"].SetIdle(30)
 	conns["b"].SetIdle(10)
 	conns["c"].SetIdle(20)
 	conns["b"].SetBusy() // idle longest, but busy again
-	if d, _, _ := admit(t, l, "q", "d", &closed); d == nil || len(closed) != 1 || closed[0] != "c" {
-		t.Fatalf("closed %v; want c, idle since 20 (b is busy)", closed)
-	}
+	sheds(t, l, "q", "d", &closed, "c", connlimit.MaxConns, "a newcomer; want c, idle since 20 (b is busy)")
 }
 
 // TestYoungNewcomersShedIdleFirst: a newcomer still within its grace
@@ -202,18 +221,13 @@ func TestYoungNewcomersShedIdleFirst(t *testing.T) {
 	var closed []string
 	clk := newClock()
 	l := newLimiter(clk, 3, 3)
-	idle, _, _ := admit(t, l, "flood", "idle", &closed)
-	idle.Proven()
+	idle := proven(t, l, "flood", "idle", &closed)
 	idle.SetIdle(clk.Now().UnixNano())
 	clk.advance(time.Hour)
 	admit(t, l, "good", "n1", &closed)
 	admit(t, l, "good", "n2", &closed)
-	if c, _, _ := admit(t, l, "good", "n3", &closed); c == nil || len(closed) != 1 || closed[0] != "idle" {
-		t.Fatalf("a newcomer beside younger ones and an idle one: closed %v; want the idle one", closed)
-	}
-	if c, _, _ := admit(t, l, "good", "n4", &closed); c == nil || len(closed) != 2 || closed[1] != "n1" {
-		t.Fatalf("only newcomers left: closed %v; want the oldest, n1", closed)
-	}
+	sheds(t, l, "good", "n3", &closed, "idle", connlimit.MaxConns, "a newcomer beside younger ones and an idle one; want the idle one")
+	sheds(t, l, "good", "n4", &closed, "n1", connlimit.MaxConnsPerPeer, "only newcomers left; want the oldest, n1")
 }
 
 // TestFloodSparesOthersNewcomers: at a cap full of newcomers within
@@ -226,12 +240,8 @@ func TestFloodSparesOthersNewcomers(t *testing.T) {
 	admit(t, l, "caller", "caller", &closed)
 	admit(t, l, "flood", "f1", &closed)
 	admit(t, l, "flood", "f2", &closed)
-	if c, _, _ := admit(t, l, "flood", "f3", &closed); c == nil || len(closed) != 1 || closed[0] != "f1" {
-		t.Fatalf("a flood's newcomer at a cap of newcomers: closed %v; want f1, the flood's oldest", closed)
-	}
-	if c, _, _ := admit(t, l, "other", "o1", &closed); c == nil || len(closed) != 2 || closed[1] != "f2" {
-		t.Fatalf("another caller's newcomer: closed %v; want f2, the heavier peer's, not caller", closed)
-	}
+	sheds(t, l, "flood", "f3", &closed, "f1", connlimit.MaxConns, "a flood's newcomer at a cap of newcomers; want f1, the flood's oldest")
+	sheds(t, l, "other", "o1", &closed, "f2", connlimit.MaxConns, "another caller's newcomer; want f2, the heavier peer's, not caller")
 }
 
 // TestPooledOutlivesFlood: a busy client's pooled connection, idle for a
@@ -241,15 +251,12 @@ func TestPooledOutlivesFlood(t *testing.T) {
 	var closed []string
 	clk := newClock()
 	l := newLimiter(clk, 3, 3)
-	pooled, _, _ := admit(t, l, "client", "pooled", &closed)
-	pooled.Proven()
+	pooled := proven(t, l, "client", "pooled", &closed)
 	admit(t, l, "flood", "f1", &closed)
 	admit(t, l, "flood", "f2", &closed)
 	clk.advance(50 * time.Millisecond)
 	pooled.SetIdle(clk.Now().UnixNano()) // answered; its next call is coming
-	if c, _, _ := admit(t, l, "flood", "f3", &closed); c == nil || len(closed) != 1 || closed[0] != "f1" {
-		t.Fatalf("a flood's newcomer beside a pooled connection just idle: closed %v; want f1, the flood's oldest", closed)
-	}
+	sheds(t, l, "flood", "f3", &closed, "f1", connlimit.MaxConns, "a flood's newcomer beside a pooled connection just idle; want f1, the flood's oldest")
 }
 
 // TestStarvedPooledOutlivesFlood: on a starved machine a pooled
@@ -261,11 +268,9 @@ func TestStarvedPooledOutlivesFlood(t *testing.T) {
 	var closed []string
 	clk := newClock()
 	l := newLimiter(clk, 4, 4)
-	once, _, _ := admit(t, l, "flood", "once", &closed)
-	once.Proven()
+	once := proven(t, l, "flood", "once", &closed)
 	once.SetIdle(clk.Now().UnixNano()) // one request, then silence
-	pooled, _, _ := admit(t, l, "client", "pooled", &closed)
-	pooled.Proven()
+	pooled := proven(t, l, "client", "pooled", &closed)
 	pooled.SetIdle(clk.Now().UnixNano())
 	pooled.SetBusy()
 	pooled.SetIdle(clk.Now().UnixNano()) // answered again; its next call is late
@@ -273,16 +278,10 @@ func TestStarvedPooledOutlivesFlood(t *testing.T) {
 	admit(t, l, "flood", "f1", &closed)
 	admit(t, l, "flood", "f2", &closed)
 	clk.advance(300 * time.Millisecond) // both idle 600 ms, longer than f1 has been silent
-	if c, _, _ := admit(t, l, "good", "n1", &closed); c == nil || len(closed) != 1 || closed[0] != "once" {
-		t.Fatalf("a connection answered once, idle 600 ms, beside newcomers of 300 ms: closed %v; want it (once)", closed)
-	}
-	if c, _, _ := admit(t, l, "flood", "f3", &closed); c == nil || len(closed) != 2 || closed[1] != "f1" {
-		t.Fatalf("a pooled connection idle 600 ms beside newcomers of 300 ms: closed %v; want f1, the flood's oldest", closed)
-	}
+	sheds(t, l, "good", "n1", &closed, "once", connlimit.MaxConns, "a connection answered once, idle 600 ms, beside newcomers of 300 ms; want it (once)")
+	sheds(t, l, "flood", "f3", &closed, "f1", connlimit.MaxConns, "a pooled connection idle 600 ms beside newcomers of 300 ms; want f1, the flood's oldest")
 	clk.advance(500 * time.Millisecond) // idle 1.1 s; f2, n1 and f3 within their grace
-	if c, _, _ := admit(t, l, "flood", "f4", &closed); c == nil || len(closed) != 3 || closed[2] != "pooled" {
-		t.Fatalf("a pooled connection idle past freshGrace beside young newcomers: closed %v; want it (pooled)", closed)
-	}
+	sheds(t, l, "flood", "f4", &closed, "pooled", connlimit.MaxConns, "a pooled connection idle past freshGrace beside young newcomers; want it (pooled)")
 }
 
 // TestBudgetShedsAnyListener: at the process's budget a newcomer of one
@@ -323,8 +322,7 @@ func TestStreamsTakePlaces(t *testing.T) {
 	l := newLimiter(newClock(), 10, 3)
 	var closed []string
 	h2, _, _ := admit(t, l, "p", "h2", &closed)
-	idle, _, _ := admit(t, l, "p", "idle", &closed)
-	idle.Proven()
+	idle := proven(t, l, "p", "idle", &closed)
 	idle.SetIdle(1)
 	if r := h2.StreamStart(); r != "" || l.Len() != 2 {
 		t.Fatalf("first stream: refused %q, Len %d; want counted in the connection's own place", r, l.Len())
@@ -381,12 +379,9 @@ func TestHoldShedsOldestHolder(t *testing.T) {
 	clk := newClock()
 	l := connlimit.NewLimiter(connlimit.Config{MaxConns: 10, MaxConnsPerPeer: 2, MaxUnsentBytes: 1000, Now: clk.Now})
 	var closed []string
-	a, _, _ := admit(t, l, "slow", "a", &closed)
-	b, _, _ := admit(t, l, "slow", "b", &closed)
-	o, _, _ := admit(t, l, "other", "o", &closed)
-	for _, c := range []*connlimit.Conn{a, b, o} {
-		c.Proven()
-	}
+	a := proven(t, l, "slow", "a", &closed)
+	b := proven(t, l, "slow", "b", &closed)
+	o := proven(t, l, "other", "o", &closed)
 	a.Hold(5000) // one answer alone, larger than anything: never cut
 	if len(closed) != 0 {
 		t.Fatalf("one answer past the bound: closed %v; want none", closed)
@@ -474,9 +469,7 @@ func TestStalledShedAtCap(t *testing.T) {
 	if c, _, refused := admit(t, l, "p", "own", &closed); c != nil || refused != connlimit.MaxConnsPerPeer {
 		t.Fatalf("a newcomer of the stalled connection's own peer: refused %q, closed %v; want refused", refused, closed)
 	}
-	if c, shed, _ := admit(t, l, "q", "late", &closed); c == nil || shed != connlimit.MaxConns || len(closed) != 1 || closed[0] != "stalled" {
-		t.Fatalf("an answer held past a second: shed %q, closed %v; want stalled shed", shed, closed)
-	}
+	sheds(t, l, "q", "late", &closed, "stalled", connlimit.MaxConns, "an answer held past a second; want stalled shed")
 }
 
 func TestConfigValidate(t *testing.T) {

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vesta-go/vesta/internal/connlimit"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
 	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 )
@@ -29,10 +31,7 @@ func serveHTTP(t *testing.T, cfg connlimit.Config, h http.Handler, pki *tlstest.
 // serveHTTPTimeout is serveHTTP with a request timeout of rt.
 func serveHTTPTimeout(t *testing.T, cfg connlimit.Config, h http.Handler, pki *tlstest.PKI, rt time.Duration) (string, *http.Client) {
 	t.Helper()
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := nettest.Loopback(t)
 	l := connlimit.NewLimiter(cfg)
 	hc := connlimit.HTTPConfig{Handler: h, RequestTimeout: rt, MaxHeaderBytes: 1 << 10, HeaderTooLarge: []byte(tooLargeBody)}
 	tr := &http.Transport{}
@@ -156,18 +155,9 @@ func TestH2StreamsTakePlaces(t *testing.T) {
 			t.Errorf("a held stream: %d; want 200", code)
 		}
 	}
-	if got := counterValue(t, reg, "test_http_streams_rejected_total", "max_conns_per_peer"); got != 1 {
+	if got := promtest.ValueOr(t, reg, -1, "test_http_streams_rejected_total", "reason", "max_conns_per_peer"); got != 1 {
 		t.Errorf("streams_rejected{max_conns_per_peer} = %v; want 1", got)
 	}
-}
-
-// counterValue reads the series of a counter labelled reason (-1 when absent).
-func counterValue(t testing.TB, reg *prometheus.Registry, name, reason string) float64 {
-	t.Helper()
-	if v, ok := promtest.Value(t, reg, name, "reason", reason); ok {
-		return v
-	}
-	return -1
 }
 
 // TestAwaitedBodyIsShed: a connection whose request promised a body it

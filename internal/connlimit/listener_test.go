@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/internal/connlimit"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 )
 
 // emfileListener fails Accept with EMFILE until ok, then returns conn.
@@ -83,10 +84,7 @@ func TestAcceptBacksOffOnEMFILE(t *testing.T) {
 // FirstRequest is closed; a proven one stays; a refused one is closed at
 // once and counted.
 func TestFirstRequestDeadline(t *testing.T) {
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner := nettest.Loopback(t)
 	l := connlimit.NewLimiter(connlimit.Config{MaxConns: 2, MaxConnsPerPeer: 2, FirstRequest: 100 * time.Millisecond})
 	ln := l.Listen(inner)
 	defer ln.Close()

@@ -18,12 +18,9 @@ func TestStuckShedAtCap(t *testing.T) {
 	clk := newClock()
 	l := newLimiter(clk, 3, 3)
 	var closed []string
-	work, _, _ := admit(t, l, "p", "work", &closed)
-	brief, _, _ := admit(t, l, "p", "brief", &closed)
-	stuck, _, _ := admit(t, l, "p", "stuck", &closed)
-	for _, c := range []*connlimit.Conn{work, brief, stuck} {
-		c.Proven()
-	}
+	proven(t, l, "p", "work", &closed) // busy: its server works for it
+	brief := proven(t, l, "p", "brief", &closed)
+	stuck := proven(t, l, "p", "stuck", &closed)
 	stuck.Await(clk.unix(), 10*time.Second)
 	clk.advance(900 * time.Millisecond)
 	brief.Await(clk.unix(), 10*time.Second)
@@ -34,9 +31,7 @@ func TestStuckShedAtCap(t *testing.T) {
 	if c, _, refused := admit(t, l, "p", "own", &closed); c != nil || refused != connlimit.MaxConnsPerPeer {
 		t.Fatalf("a newcomer of the stuck connection's own peer: refused %q, closed %v; want refused", refused, closed)
 	}
-	if c, shed, _ := admit(t, l, "q", "late", &closed); c == nil || shed != connlimit.MaxConns || len(closed) != 1 || closed[0] != "stuck" {
-		t.Fatalf("a wait of 1.3 s beside one of 0.4 s and a busy one: shed %q, closed %v; want stuck shed", shed, closed)
-	}
+	sheds(t, l, "q", "late", &closed, "stuck", connlimit.MaxConns, "a wait of 1.3 s beside one of 0.4 s and a busy one; want stuck shed")
 }
 
 // TestTrickleOwes: a peer that completes a request every few seconds and
@@ -50,8 +45,7 @@ func TestTrickleOwes(t *testing.T) {
 	l := newLimiter(clk, 2, 2)
 	var closed []string
 	const limit = 10 * time.Second
-	honest, _, _ := admit(t, l, "p", "honest", &closed)
-	honest.Proven()
+	honest := proven(t, l, "p", "honest", &closed)
 	for range 10_000 { // a segment lost every 10 s, the rest a round trip later
 		honest.Await(clk.unix(), limit)
 		clk.advance(200 * time.Millisecond)
@@ -62,8 +56,7 @@ func TestTrickleOwes(t *testing.T) {
 		t.Errorf("a client waited on 200 ms every 10 s owes %v after 10,000 times; want 0", got)
 	}
 
-	trickle, _, _ := admit(t, l, "p", "trickle", &closed)
-	trickle.Proven()
+	trickle := proven(t, l, "p", "trickle", &closed)
 	waited := time.Duration(0)
 	for left := trickle.Await(clk.unix(), limit); left > 0; left = trickle.Await(clk.unix(), limit) {
 		if waited > 2*limit {
@@ -87,9 +80,7 @@ func TestTrickleOwes(t *testing.T) {
 		t.Fatalf("the honest client half a second into a wait, the trickle not waiting: refused %q, closed %v; want refused", refused, closed)
 	}
 	trickle.Await(clk.unix(), limit)
-	if c, shed, _ := admit(t, l, "q", "new", &closed); c == nil || shed != connlimit.MaxConns || len(closed) != 1 || closed[0] != "trickle" {
-		t.Fatalf("the trickle waiting again: shed %q, closed %v; want it shed at once", shed, closed)
-	}
+	sheds(t, l, "q", "new", &closed, "trickle", connlimit.MaxConns, "the trickle waiting again; want it shed at once")
 }
 
 // TestIdleEndsWaits: a connection that turns idle owes nothing more
@@ -99,8 +90,7 @@ func TestIdleEndsWaits(t *testing.T) {
 	clk := newClock()
 	l := newLimiter(clk, 1, 1)
 	var closed []string
-	c, _, _ := admit(t, l, "p", "c", &closed)
-	c.Proven()
+	c := proven(t, l, "p", "c", &closed)
 	c.Await(clk.unix(), time.Minute)
 	clk.advance(2 * time.Second)
 	c.SetIdle(clk.unix())
@@ -127,12 +117,9 @@ func TestStreamsWaitTogether(t *testing.T) {
 		t.Fatalf("one of two streams waiting: refused %q, closed %v; want refused", refused, closed)
 	}
 	h2.StreamEnd() // the other one is answered: every open stream waits
-	filler, _, _ := admit(t, l, "p", "filler", &closed)
-	filler.Proven()
+	proven(t, l, "p", "filler", &closed)
 	clk.advance(1200 * time.Millisecond)
-	if c, _, _ := admit(t, l, "q", "new", &closed); c == nil || len(closed) != 1 || closed[0] != "h2" {
-		t.Fatalf("its one open stream waiting 1.2 s: closed %v; want it shed", closed)
-	}
+	sheds(t, l, "q", "new", &closed, "h2", connlimit.MaxConns, "its one open stream waiting 1.2 s; want it shed")
 }
 
 // TestBudgetReserves: each listener keeps its reserve of the descriptor

@@ -9,19 +9,25 @@
 //     mariadbtest (mariadbd) and etcdtest (etcd members, clusters) are
 //     its harnesses; netnstest makes test hosts in network namespaces and
 //     partitions between them.
+//   - servetest runs `vesta serve` itself (a Run: its environment, its
+//     stderr line by line, its exit), for the integration tests' and the
+//     nemesis's own wrappers, which keep and read its records.
 //   - waittest waits for a condition (the one wait helper), promtest reads
-//     metrics back (the one walk of a Gather), logtest collects logs, nettest
-//     gives a dead address, tlstest a throwaway CA, latencytest latency
-//     percentiles for benchmarks.
-//   - gentest starts core generators and segtest segment sequencers and the
-//     ledger of their numbers: the only kits that import product packages.
+//     metrics back (the one walk of a Gather), logtest collects logs,
+//     nettest gives a dead address, serves a server on loopback for the
+//     length of a test (the one serve helper) and forwards TCP through a
+//     delay (the one slow network), tlstest a throwaway CA,
+//     latencytest latency percentiles for benchmarks.
+//   - gentest starts core generators, embedtest embedded issuers, and
+//     segtest segment sequencers and the ledger of their numbers: the only
+//     kits that import product packages.
 //
-// Imports only go down, so that no cycle is possible: this package imports
-// the standard library only; proctest and netnstest import it;
-// redistest, mariadbtest and etcdtest import proctest, netnstest and
-// tlstest; gentest imports core and segtest segment (so core's and
-// segment's own tests use them from external test packages); no kit
-// imports another product package.
+// Imports only go down, so that no cycle is possible: this package and
+// servetest import the standard library only; proctest and netnstest
+// import it; nettest imports waittest; redistest, mariadbtest and etcdtest
+// import proctest, netnstest and tlstest; gentest imports core, embedtest
+// embed and segtest segment (so those packages' own tests use them from
+// external test packages); no kit imports another product package.
 //
 // # The inner loop
 //

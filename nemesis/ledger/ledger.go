@@ -174,48 +174,40 @@ func newLedger(dir string, n int, spaces, sources []string) *Ledger {
 
 // Source registers a source by name and returns its number; the same
 // name gives the same number. Names registered after Close are not saved.
-func (l *Ledger) Source(name string) Source {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if i := slices.Index(l.sources, name); i >= 0 {
-		return Source(i)
-	}
-	l.sources = append(l.sources, name)
-	return Source(len(l.sources) - 1)
-}
+func (l *Ledger) Source(name string) Source { return Source(l.register(&l.sources, name, 0)) }
 
 // SourceName is the name Source registered.
-func (l *Ledger) SourceName(s Source) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if int(s) < len(l.sources) {
-		return l.sources[s]
-	}
-	return fmt.Sprintf("source-%d", s)
-}
+func (l *Ledger) SourceName(s Source) string { return l.name(&l.sources, int(s), "source") }
 
 // Tag returns the space of a segment tag's numbers. Tags registered after
 // Close are not saved.
 func (l *Ledger) Tag(tag string) Space {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for i, s := range l.spaces {
-		if i > 0 && s == tag {
-			return Space(i)
-		}
-	}
-	l.spaces = append(l.spaces, tag)
-	return Space(len(l.spaces) - 1)
+	return Space(l.register(&l.spaces, tag, 1)) // a tag named "ids" is not space 0
 }
 
 // SpaceName is "ids" for space 0, else the tag.
-func (l *Ledger) SpaceName(s Space) string {
+func (l *Ledger) SpaceName(s Space) string { return l.name(&l.spaces, int(s), "space") }
+
+// register returns the index of name in *names from index from on,
+// appending it when it is not there.
+func (l *Ledger) register(names *[]string, name string, from int) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if int(s) < len(l.spaces) {
-		return l.spaces[s]
+	if i := slices.Index((*names)[from:], name); i >= 0 {
+		return from + i
 	}
-	return fmt.Sprintf("space-%d", s)
+	*names = append(*names, name)
+	return len(*names) - 1
+}
+
+// name is (*names)[i], or kind-i for an index never registered.
+func (l *Ledger) name(names *[]string, i int, kind string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i < len(*names) {
+		return (*names)[i]
+	}
+	return fmt.Sprintf("%s-%d", kind, i)
 }
 
 // shardOf spreads (space, value) over n shards. It must not depend on the

@@ -190,12 +190,13 @@ func equalRepeats(got, want []ledger.Repeat) bool {
 	return true
 }
 
-// The same number under IDs and two tags is three values, not a repeat.
+// The same number under IDs and three tags (one named "ids") is four
+// values, not a repeat.
 func TestSpacesAreSeparate(t *testing.T) {
 	l, _ := open(t, ledger.DefaultShards)
 	w := l.Writer(l.Source("c"))
-	spaces := []ledger.Space{ledger.IDs, l.Tag("a"), l.Tag("b")}
-	if l.Tag("a") != spaces[1] || l.SpaceName(spaces[2]) != "b" || l.SpaceName(ledger.IDs) != "ids" {
+	spaces := []ledger.Space{ledger.IDs, l.Tag("a"), l.Tag("b"), l.Tag("ids")}
+	if l.Tag("a") != spaces[1] || l.SpaceName(spaces[2]) != "b" || l.SpaceName(ledger.IDs) != "ids" || spaces[3] == ledger.IDs {
 		t.Fatalf("tags: %v, %q", spaces, l.SpaceName(spaces[2]))
 	}
 	for _, sp := range spaces {
@@ -207,8 +208,8 @@ func TestSpacesAreSeparate(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := mustCheck(t, l, ledger.Options{})
-	if r.RepeatCount != 0 || r.IDs != 3 || r.Numbers != 6 {
-		t.Errorf("repeats %d, IDs %d, numbers %d; want 0, 3, 6", r.RepeatCount, r.IDs, r.Numbers)
+	if r.RepeatCount != 0 || r.IDs != 3 || r.Numbers != 9 {
+		t.Errorf("repeats %d, IDs %d, numbers %d; want 0, 3, 9", r.RepeatCount, r.IDs, r.Numbers)
 	}
 	for _, sp := range spaces {
 		if r.PerSpace[sp] != 3 {

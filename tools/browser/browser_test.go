@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strconv"
@@ -13,11 +12,12 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"go.uber.org/goleak"
+
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
 	"github.com/vesta-go/vesta/rest"
-	"go.uber.org/goleak"
 )
 
 // TestMain fails the package if the test leaves a goroutine behind: the
@@ -55,14 +55,7 @@ func chromiumPath(t testing.TB) string {
 func TestPageInBrowser(t *testing.T) {
 	now := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
 	gen, _ := gentest.Manual(t, core.Config{Layout: core.Vesta, Machine: 1022, Version: 1}, now)
-	s, err := rest.NewServer(gen, rest.Config{Token: token})
-	if err != nil {
-		t.Fatalf("NewServer: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	ts := httptest.NewServer(s.Handler())
-	t.Cleanup(ts.Close)
-	base := ts.URL
+	base := serveInProcess(t, newREST(t, gen, rest.Config{Token: token}))
 
 	bctx := browser(t, 30*time.Second)
 

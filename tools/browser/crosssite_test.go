@@ -16,8 +16,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/rest"
@@ -66,11 +68,7 @@ func newVictim(t *testing.T, cfg rest.Config) *victim {
 	gen := gentest.New(t, core.Config{Machine: 1023})
 	reg := prometheus.NewRegistry()
 	cfg.Registerer, cfg.Sequences = reg, seq
-	s, err := rest.NewServer(gen, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(serveLoopback(t, s))
+	_, port, _ := net.SplitHostPort(serveLoopback(t, newREST(t, gen, cfg)))
 	return &victim{t: t, port: port, gen: gen, seq: seq, reg: reg}
 }
 
@@ -223,10 +221,7 @@ func TestCrossSitePagesIssueNothing(t *testing.T) {
 // name resolves to it.
 func rebinder(t *testing.T, page, victimAddr string) (port string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := nettest.Loopback(t)
 	var (
 		mu    sync.Mutex
 		conns []net.Conn

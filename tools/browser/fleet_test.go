@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/cmd/vesta/assemble"
 	"github.com/vesta-go/vesta/conf"

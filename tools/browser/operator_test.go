@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/prommetrics"
 	"github.com/vesta-go/vesta/rest"
 	"github.com/vesta-go/vesta/segment"
@@ -70,23 +70,30 @@ func (b tab) text(id string) string {
 	return v
 }
 
+// newREST is a REST server of gen, closed when the test ends.
+func newREST(t *testing.T, gen *core.Generator, cfg rest.Config) *rest.Server {
+	t.Helper()
+	s, err := rest.NewServer(gen, cfg)
+	if err != nil {
+		t.Fatalf("NewServer: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// serveInProcess serves s's Handler (httptest) until the test ends, and
+// returns its base URL.
+func serveInProcess(t *testing.T, s *rest.Server) string {
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
 // serveLoopback serves s on a loopback listener until the test ends, and
 // returns its address.
 func serveLoopback(t *testing.T, s *rest.Server) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- s.Serve(ln) }()
-	t.Cleanup(func() {
-		s.Close()
-		if err := <-errc; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return ln.Addr().String()
+	return nettest.Serve(t, s, nil, nil).String()
 }
 
 // pageClient calls the server as the test, with the token.
@@ -166,16 +173,9 @@ func testOperatorPage(t *testing.T, layout core.Layout, explain func(core.Layout
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { seq.Close() })
-	s, err := rest.NewServer(gen, rest.Config{Token: token, Registerer: reg, Sequences: seq,
+	base := serveInProcess(t, newREST(t, gen, rest.Config{Token: token, Registerer: reg, Sequences: seq,
 		SegmentStore: rest.StoreInfo{Kind: "redis", Addr: "10.0.0.5:6379 prefix vesta:seg"},
-		Lease:        func() rest.LeaseStatus { return lease }})
-	if err != nil {
-		t.Fatalf("NewServer: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	ts := httptest.NewServer(s.Handler())
-	t.Cleanup(ts.Close)
-	base := ts.URL
+		Lease:        func() rest.LeaseStatus { return lease }}))
 	api := newPageClient(t, base)
 	bctx := browser(t, 90*time.Second)
 

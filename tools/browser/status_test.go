@@ -45,11 +45,7 @@ func openServer(t *testing.T, gen *core.Generator, cfg rest.Config) string {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prommetrics.NewGeneratorCollector(gen))
 	cfg.Registerer = reg
-	s, err := rest.NewServer(gen, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "http://" + serveLoopback(t, s)
+	return "http://" + serveLoopback(t, newREST(t, gen, cfg))
 }
 
 func testFirstLoad(t *testing.T, layout core.Layout) {

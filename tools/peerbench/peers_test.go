@@ -11,8 +11,10 @@ import (
 
 	"github.com/bwmarrin/snowflake"
 	"github.com/sony/sonyflake/v2"
+
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/internal/testkit/embedtest"
 )
 
 var sustain = flag.Duration("sustain", 3*time.Second, "how long BenchmarkSustained measures each generator, in whole seconds")
@@ -39,16 +41,6 @@ var peers = []peer{
 	{"sonyflake", sonyflakeWide, sonyflakeStandard},
 }
 
-func openVesta(tb testing.TB, cfg embed.Config) *embed.Issuer {
-	tb.Helper()
-	is, err := embed.Open(context.Background(), cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { is.Close() })
-	return is
-}
-
 // vestaWide: the embedded issuer with a 24h MaxBorrow (as core's own
 // benchmarks), so no caller ever waits for the clock, and without a time
 // guard, whose durable reservations would otherwise pace a generator that
@@ -57,7 +49,7 @@ func vestaWide(tb testing.TB) next {
 	cfg := embed.DefaultConfig()
 	cfg.MaxBorrow, cfg.DataDir = 24*time.Hour, ""
 	cfg.Machine.Static = new(core.MachineID(0)) // an explicit choice: there is no default
-	is := openVesta(tb, cfg)
+	is := embedtest.Open(tb, cfg)
 	ctx := context.Background()
 	return func() (uint64, error) {
 		id, err := is.NextID(ctx)
@@ -71,7 +63,7 @@ func vestaStandard(tb testing.TB) (next, float64, func()) {
 	cfg := embed.DefaultConfig()
 	cfg.DataDir = tb.TempDir()
 	cfg.Machine.Static = new(core.MachineID(0)) // an explicit choice: there is no default
-	is := openVesta(tb, cfg)
+	is := embedtest.Open(tb, cfg)
 	ctx := context.Background()
 	warm := func() {
 		for is.Generator().Stats().Ahead < cfg.MaxBorrow {
@@ -287,7 +279,7 @@ func BenchmarkBatch(b *testing.B) {
 		cfg := embed.DefaultConfig()
 		cfg.MaxBorrow, cfg.DataDir = 24*time.Hour, ""
 		cfg.Machine.Static = new(core.MachineID(0))
-		return openVesta(b, cfg)
+		return embedtest.Open(b, cfg)
 	}
 	perID := func(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/id")

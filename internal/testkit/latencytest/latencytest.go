@@ -8,6 +8,10 @@ package latencytest
 import (
 	"math"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
 	"time"
 )
 
@@ -53,3 +57,46 @@ func (r *Recorder) Quantile(q float64) time.Duration {
 
 // Max is the largest latency; 0 when empty.
 func (r *Recorder) Max() time.Duration { return r.Quantile(100) }
+
+// Run splits b.N calls of call over callers goroutines (call gets its
+// caller's index, 0 to callers-1), records each call's latency and
+// reports calls/s and, in µs, the latency at each percentile of qs (50,
+// 99, 99.9 are p50-µs, p99-µs, p999-µs); ns/op is reported as 0, as
+// calls/s says it, and better. A call that fails ends its caller with
+// b.Error.
+func Run(b *testing.B, callers int, call func(caller int) error, qs ...float64) {
+	hists := make([]Recorder, callers)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for i := range hists {
+		h := &hists[i]
+		n := b.N / callers
+		if i < b.N%callers {
+			n++
+		}
+		wg.Go(func() {
+			for range n {
+				t := time.Now()
+				if err := call(i); err != nil {
+					b.Error(err)
+					return
+				}
+				h.Record(time.Since(t))
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	var all Recorder
+	for i := range hists {
+		all.Merge(&hists[i])
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
+	for _, q := range qs {
+		name := "p" + strings.ReplaceAll(strconv.FormatFloat(q, 'f', -1, 64), ".", "") + "-µs"
+		b.ReportMetric(float64(all.Quantile(q))/1e3, name)
+	}
+	b.ReportMetric(0, "ns/op")
+}

@@ -1,6 +1,7 @@
 package latencytest_test
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,5 +38,37 @@ func TestQuantiles(t *testing.T) {
 	a.Reset()
 	if a.Count() != 0 || a.Max() != 0 {
 		t.Errorf("after Reset: %d, %v", a.Count(), a.Max())
+	}
+}
+
+// TestRun: b.N calls in all, spread over every caller, and the metrics
+// named as BENCHMARKS.md reads them.
+func TestRun(t *testing.T) {
+	var calls [3]atomic.Int64
+	var n int
+	r := testing.Benchmark(func(b *testing.B) {
+		for i := range calls {
+			calls[i].Store(0)
+		}
+		n = b.N
+		latencytest.Run(b, len(calls), func(caller int) error {
+			calls[caller].Add(1)
+			return nil
+		}, 50, 99.9)
+	})
+	var sum int64
+	for i := range calls {
+		if c := calls[i].Load(); n >= len(calls) && c < int64(n/len(calls)) {
+			t.Errorf("caller %d made %d calls of %d; want its share", i, c, n)
+		}
+		sum += calls[i].Load()
+	}
+	if sum != int64(n) {
+		t.Errorf("%d calls; want b.N, %d", sum, n)
+	}
+	for _, m := range []string{"calls/s", "p50-µs", "p999-µs"} {
+		if _, ok := r.Extra[m]; !ok {
+			t.Errorf("metric %s not reported: %v", m, r.Extra)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package proctest
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -57,4 +58,17 @@ func (f *fatalTB) end(msg string, skipped bool) {
 	}
 	f.mu.Unlock()
 	runtime.Goexit()
+}
+
+// MissingBinary runs start with an empty PATH and fails t unless start
+// fails naming program and scripts/deps.sh: a harness whose server is not
+// installed points at the script that installs it. It is each harness's
+// test of Binary's message.
+func MissingBinary(t testing.TB, program string, start func(tb testing.TB)) {
+	t.Helper()
+	t.Setenv("PATH", t.TempDir())
+	msg := Failure(t, start)
+	if !strings.Contains(msg, "scripts/deps.sh") || !strings.Contains(msg, program) {
+		t.Fatalf("failure message %q does not name %s and scripts/deps.sh", msg, program)
+	}
 }

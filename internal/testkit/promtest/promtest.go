@@ -19,6 +19,16 @@ func Value(tb testing.TB, g prometheus.Gatherer, name string, labels ...string) 
 	return 0, false
 }
 
+// ValueOr is Value, or absent when no series matches: a count a test
+// compares, where a missing series must not pass for zero (absent -1).
+func ValueOr(tb testing.TB, g prometheus.Gatherer, absent float64, name string, labels ...string) float64 {
+	tb.Helper()
+	if v, ok := Value(tb, g, name, labels...); ok {
+		return v
+	}
+	return absent
+}
+
 // Histogram returns the sample count and sum of the first series of
 // histogram name in g whose labels include the given pairs; zeros when no
 // series matches.

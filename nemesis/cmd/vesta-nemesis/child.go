@@ -64,16 +64,10 @@ func childMain(args []string) int {
 		go followClock(ctx, clk, *clockFile)
 	}
 
-	fb := embed.DefaultConfig()
-	fb.DataDir = filepath.Join(*data, "fallback")
-	fb.Machine.Providers = []string{machineid.ProviderStatic}
-	fid := core.MachineID(childFallback)
-	fb.Machine.Static = &fid
-	fb.Clock = clk
 	cfg := client.DefaultConfig(strings.Split(*centrals, ",")...)
 	cfg.Prefetch = 256
 	cfg.Timeout = time.Second
-	cfg.FallbackConfig = fb // the fallback is on by default
+	cfg.FallbackConfig = staticConfig(filepath.Join(*data, "fallback"), childFallback, clk) // the fallback is on by default
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	c, err := client.New(octx, cfg)
 	cancel()
@@ -82,13 +76,7 @@ func childMain(args []string) int {
 		return 1
 	}
 	defer c.Close()
-	ecfg := embed.DefaultConfig()
-	ecfg.DataDir = filepath.Join(*data, "embedded")
-	ecfg.Machine.Providers = []string{machineid.ProviderStatic}
-	eid := core.MachineID(childEmbedded)
-	ecfg.Machine.Static = &eid
-	ecfg.Clock = clk
-	is, err := embed.Open(ctx, ecfg)
+	is, err := embed.Open(ctx, staticConfig(filepath.Join(*data, "embedded"), childEmbedded, clk))
 	if err != nil {
 		log.Printf("embedded: %v", err)
 		return 1
@@ -334,3 +322,14 @@ func (p *clientProc) end(sig syscall.Signal, wait time.Duration) {
 func (p *clientProc) kill() { p.end(syscall.SIGKILL, 10*time.Second) }
 
 func (p *clientProc) stop() { p.end(syscall.SIGTERM, 5*time.Second) }
+
+// staticConfig is an embedded issuer's configuration on machine id, with
+// its data under dir and clk for its clock.
+func staticConfig(dir string, id core.MachineID, clk core.Clock) embed.Config {
+	cfg := embed.DefaultConfig()
+	cfg.DataDir = dir
+	cfg.Machine.Providers = []string{machineid.ProviderStatic}
+	cfg.Machine.Static = &id
+	cfg.Clock = clk
+	return cfg
+}

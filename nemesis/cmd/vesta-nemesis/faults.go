@@ -405,12 +405,12 @@ var faultKinds = []faultKind{
 		s := f.pickLeased(rng)
 		d := between(rng, 200*time.Millisecond, 2*time.Second)
 		for _, fw := range f.leaseFwd[s] {
-			fw.setDelay(d)
+			fw.SetDelay(d, d)
 		}
 		return f.onServer(s, fmt.Sprintf("every packet to and from the lease store held %v each way (renewals slowed, not dropped)", d.Round(time.Millisecond)),
 			between(rng, 2*time.Second, 3*leaseTTL), func() {
 				for _, fw := range f.leaseFwd[s] {
-					fw.setDelay(0)
+					fw.SetDelay(0, 0)
 				}
 			})
 	}},

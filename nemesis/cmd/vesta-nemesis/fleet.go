@@ -23,6 +23,7 @@ import (
 	"github.com/vesta-go/vesta/internal/testkit/etcdtest"
 	"github.com/vesta-go/vesta/internal/testkit/mariadbtest"
 	"github.com/vesta-go/vesta/internal/testkit/netnstest"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/segment"
 	"github.com/vesta-go/vesta/segment/mysqlstore"
@@ -117,7 +118,7 @@ type fleet struct {
 	hostOf   map[*server]*netnstest.Host
 	clock    map[*server]string // the clock hook file
 	store    map[*server]string // "mysql" or "redis"
-	leaseFwd map[*server][]*forwarder
+	leaseFwd map[*server][]*nettest.Forwarder
 	diskSrv  *server // whose time guard is on the small tmpfs
 	guardSrv *server // whose time guard the guard-restore fault rolls back
 	mixLong  *server // the Redis pair: the long lease, then the short
@@ -451,7 +452,7 @@ func startFleet(ctx context.Context, t *tb, provider, bin string, opt fleetOptio
 	f := &fleet{t: t, ctx: ctx, provider: provider, bin: bin, clockHook: bytes.Contains(b, []byte("nemesis clock: offset now")),
 		faketime: libs, primaries: opt.primaries, standbys: opt.standbys,
 		hostOf: map[*server]*netnstest.Host{}, clock: map[*server]string{}, store: map[*server]string{},
-		leaseFwd: map[*server][]*forwarder{}, redisClock: map[*redistest.Server]string{},
+		leaseFwd: map[*server][]*nettest.Forwarder{}, redisClock: map[*redistest.Server]string{},
 		busy: map[string]bool{}, lost: map[string][][2]int64{}, classes: map[string]int{}}
 	f.net = netnstest.New(t)
 	f.load = f.net.Host("load")

@@ -700,7 +700,7 @@ func (f *fleet) recover(within time.Duration) error {
 	healHosts(f.allHosts()...)
 	for _, fws := range f.leaseFwd {
 		for _, fw := range fws {
-			fw.setDelay(0)
+			fw.SetDelay(0, 0)
 		}
 	}
 	for _, c := range f.embClocks {

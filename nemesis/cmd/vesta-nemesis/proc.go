@@ -1,18 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/vesta-go/vesta/internal/testkit/servetest"
 )
 
 // role is what a server is in the fleet.
@@ -49,10 +49,10 @@ type server struct {
 	borrow        time.Duration
 
 	mu      sync.Mutex
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	serving chan struct{} // closed at the "serving" record of the current run
-	servAt  time.Time     // when the current run began serving
+	proc    *servetest.Run  // the current run's process; nil before the first
+	exited  <-chan struct{} // the current run's Exited
+	serving chan struct{}   // closed at the "serving" record of the current run
+	servAt  time.Time       // when the current run began serving
 	runs    []*runLog
 	// down: a fault holds the server down; the supervisor leaves it.
 	down bool
@@ -75,19 +75,6 @@ func newServer(t *tb, name string, r role, bin string, env map[string]string, wr
 	return s
 }
 
-func (s *server) environ() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "VESTA_") {
-			out = append(out, kv)
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(s.env)) {
-		out = append(out, k+"="+s.env[k])
-	}
-	return append(out, "VESTA_LOG_FORMAT=json")
-}
-
 // start launches a run and returns at once.
 func (s *server) start() error {
 	s.mu.Lock()
@@ -95,58 +82,49 @@ func (s *server) start() error {
 	if notClosed(s.exited) {
 		return nil // running already (a supervisor came first)
 	}
-	argv := append(slices.Clone(s.wrap), s.bin, "serve")
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = s.environ()
-	cmd.Dir = s.dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stderr, err := cmd.StderrPipe()
+	run := &runLog{server: s.name, n: len(s.runs) + 1, borrow: s.borrow}
+	serving := make(chan struct{})
+	proc, err := servetest.Start(servetest.Config{
+		Bin: s.bin, Env: s.env, Wrap: s.wrap, Dir: s.dir,
+		Line: func(line string) { s.line(run, serving, line) },
+		Exit: func(st *os.ProcessState) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			run.exit, run.code = time.Now(), st.ExitCode()
+			run.exitDrift = run.drift(run.exit)
+		},
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", s.name, err)
 	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("%s: starting vesta serve: %w", s.name, err)
-	}
-	run := &runLog{server: s.name, n: len(s.runs) + 1, borrow: s.borrow, start: time.Now()}
+	// The reader waits for s.mu to see run.start.
+	run.start = time.Now()
 	s.runs = append(s.runs, run)
-	fmt.Fprintf(s.logf, "=== run %d, pid %d, %s\n", run.n, cmd.Process.Pid, run.start.UTC().Format(time.RFC3339Nano))
-	s.cmd, s.exited, s.serving, s.servAt = cmd, make(chan struct{}), make(chan struct{}), time.Time{}
-	go s.read(cmd, run, stderr, s.exited, s.serving)
+	fmt.Fprintf(s.logf, "=== run %d, pid %d, %s\n", run.n, proc.Pid(), run.start.UTC().Format(time.RFC3339Nano))
+	s.proc, s.exited, s.serving, s.servAt = proc, proc.Exited(), serving, time.Time{}
 	return nil
 }
 
-func (s *server) read(cmd *exec.Cmd, run *runLog, r interface{ Read([]byte) (int, error) }, exited, serving chan struct{}) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	for {
-		line, err := br.ReadString('\n')
-		if line != "" {
-			ev, ok := parseEvent([]byte(line))
-			ev.drift = run.drift(time.Now())
-			s.mu.Lock()
-			s.logf.WriteString(line)
-			if ok {
-				run.events = append(run.events, ev)
-				if ev.kind == evServing {
-					s.servAt = time.Now()
-					select {
-					case <-serving:
-					default:
-						close(serving)
-					}
-				}
-			}
-			s.mu.Unlock()
-		}
-		if err != nil {
-			break
+// line logs a line of run's stderr and keeps its event.
+func (s *server) line(run *runLog, serving chan struct{}, line string) {
+	now := time.Now()
+	ev, ok := parseEvent([]byte(line))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ev.drift = run.drift(now)
+	s.logf.WriteString(line + "\n")
+	if !ok {
+		return
+	}
+	run.events = append(run.events, ev)
+	if ev.kind == evServing {
+		s.servAt = time.Now()
+		select {
+		case <-serving:
+		default:
+			close(serving)
 		}
 	}
-	cmd.Wait()
-	s.mu.Lock()
-	run.exit, run.code = time.Now(), cmd.ProcessState.ExitCode()
-	run.exitDrift = run.drift(run.exit)
-	s.mu.Unlock()
-	close(exited)
 }
 
 // waitServing waits for the current run's "serving" record.
@@ -184,22 +162,22 @@ func (s *server) servingFor() time.Duration {
 func (s *server) signal(sig syscall.Signal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd != nil && s.cmd.Process != nil && notClosed(s.exited) {
+	if s.proc != nil {
 		// ip netns exec execs vesta: the pid is vesta's.
-		s.cmd.Process.Signal(sig)
+		s.proc.Signal(sig)
 	}
 }
 
 // kill ends the current run with SIGKILL and waits for it.
 func (s *server) kill() {
 	s.mu.Lock()
-	cmd, exited := s.cmd, s.exited
+	proc, exited := s.proc, s.exited
 	s.endCurrent("killed")
 	s.mu.Unlock()
-	if cmd == nil {
+	if proc == nil {
 		return
 	}
-	cmd.Process.Signal(syscall.SIGKILL)
+	proc.Signal(syscall.SIGKILL)
 	select {
 	case <-exited:
 	case <-time.After(10 * time.Second):
@@ -210,16 +188,16 @@ func (s *server) kill() {
 // lease), then SIGKILL after 5s.
 func (s *server) stop() {
 	s.mu.Lock()
-	cmd, exited := s.cmd, s.exited
+	proc, exited := s.proc, s.exited
 	if notClosed(exited) {
 		s.endCurrent("stopped")
 	}
 	s.mu.Unlock()
-	if cmd == nil || !notClosed(exited) {
+	if proc == nil || !notClosed(exited) {
 		return
 	}
-	cmd.Process.Signal(syscall.SIGCONT)
-	cmd.Process.Signal(syscall.SIGTERM)
+	proc.Signal(syscall.SIGCONT)
+	proc.Signal(syscall.SIGTERM)
 	select {
 	case <-exited:
 	case <-time.After(5 * time.Second):
@@ -335,7 +313,7 @@ func (s *server) tail(n int) string {
 }
 
 // notClosed: a run's exited channel, nil before the first run.
-func notClosed(exited chan struct{}) bool {
+func notClosed(exited <-chan struct{}) bool {
 	if exited == nil {
 		return false
 	}

@@ -1,0 +1,4 @@
+// Package nettest gives tests network addresses with known behaviour,
+// serves a server on loopback for the length of a test (Serve), and puts
+// a slow network between two ends (Forward).
+package nettest

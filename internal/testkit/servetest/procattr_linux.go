@@ -1,0 +1,7 @@
+package servetest
+
+import "syscall"
+
+func procAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
