@@ -259,7 +259,7 @@ func TestStartupCost(t *testing.T) {
 func TestRedisClusterAddrsRefused(t *testing.T) {
 	r1, r2 := redistest.Start(t), redistest.Start(t)
 	env := serverEnv(t, r1, "cluster", 2*time.Second, "VESTA_MACHINE_REDIS_ADDRS", r1.Addr()+","+r2.Addr())
-	refusedAtStart(t, launch(t, "two addresses", env), "machine.redis.addrs", "2 addresses without machine.redis.master_name")
+	refusedAtStart(t, launch(t, "two addresses", env), "machine.redis.addrs", "2 addresses without Redis.MasterName")
 	for _, r := range []*redistest.Server{r1, r2} {
 		if n, err := r.Command("DBSIZE"); err != nil || n != "0" {
 			t.Errorf("Redis %s holds %s keys (%v) after the refusal; want none", r.Addr(), n, err)
