@@ -267,6 +267,11 @@ func (c Codec) End(t Type) (time.Time, error) {
 	return c.instant(t, widthsOf(c.layout, t).maxTime()), nil
 }
 
+// PerUnit is how many IDs one unit of a time field of type t holds for one
+// machine ID and method: the sequence's ceiling. Leaf has its own widths
+// whatever t says.
+func (c Codec) PerUnit(t Type) uint64 { return widthsOf(c.layout, t).maxSeq() + 1 }
+
 // checkType refuses a type the codec's layout has no widths for.
 func (c Codec) checkType(t Type) error {
 	if c.layout == Leaf && t != MinGranularity {

@@ -342,6 +342,9 @@ func TestUnitsAndEndOfTime(t *testing.T) {
 	if end, _ := leaf.End(core.MinGranularity); end.Format(time.RFC3339Nano) != "2080-07-10T17:30:30.208Z" {
 		t.Errorf("leaf End = %s", end.Format(time.RFC3339Nano))
 	}
+	if a, b, l := c.PerUnit(core.MaxPeak), c.PerUnit(core.MinGranularity), leaf.PerUnit(core.MinGranularity); a != 1<<20 || b != 1<<10 || l != 1<<12 {
+		t.Errorf("PerUnit: %d, %d, leaf %d", a, b, l)
+	}
 	if _, err := leaf.End(core.MaxPeak); !errors.Is(err, core.ErrOutOfRange) {
 		t.Errorf("leaf End(max-peak): %v", err)
 	}
