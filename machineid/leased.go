@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vesta-go/vesta/core"
@@ -58,6 +59,7 @@ type leased struct {
 	recoverAfter time.Time
 	fences       uint64
 	failures     uint64
+	rangeFull    atomic.Uint64 // claims that found the range full
 	closed       bool
 	renewed      time.Time // when the current hold was last claimed or renewed (sent)
 
@@ -141,7 +143,7 @@ func (l *leased) status() Status {
 
 func (l *leased) statusLocked() Status {
 	st := Status{Provider: l.provider, Machine: l.id, State: l.stateLocked(), Deadline: l.deadline,
-		RenewAt: l.renewAt, At: l.clock.Now(), Fences: l.fences, RenewFailures: l.failures, Err: l.cause}
+		RenewAt: l.renewAt, At: l.clock.Now(), Fences: l.fences, RenewFailures: l.failures, RangeFull: l.rangeFull.Load(), Err: l.cause}
 	if l.hold != nil {
 		if f, waits := l.hold.Guard.QuarantineFloor(); waits {
 			st.QuarantineUntil = f
@@ -217,6 +219,7 @@ func (l *leased) claim(ctx context.Context, prefer core.MachineID, hasPrefer boo
 		return nil, time.Time{}, err
 	}
 	if h == nil {
+		l.rangeFull.Add(1)
 		return nil, time.Time{}, fmt.Errorf("%w: all %d IDs of the %s range %s are leased in %s; wait for a holder to stop or widen the range",
 			ErrRangeFull, l.rng.Count, rangeName(l.method), l.rng, l.st.Where())
 	}

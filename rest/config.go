@@ -195,6 +195,13 @@ type Config struct {
 	// none). Nil answers with this server alone, store "none".
 	Fleet FleetFunc
 
+	// Capacity reports the server's capacity for GET /v1/capacity (years
+	// left in the time field, the machine-ID pools, the sequence's
+	// ceiling, segment tags); vesta serve sets it. Nil answers with what
+	// the generator alone tells: the time field and the sequence's
+	// counters.
+	Capacity CapacityFunc
+
 	// Masks serves /v1/mask, /v1/unmask and the masked option of /v1/id
 	// and /v1/ids (package mask: the key, and the check of the IDs the
 	// deployment issues). Nil answers them 404 not_found: masking is off.

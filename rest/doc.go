@@ -30,6 +30,9 @@
 //	                            down with the buffers empty 503
 //	GET  /v1/fleet              the servers sharing the lease store (Config.Fleet; fleet.go),
 //	                            {"store","prefix","members":[…],"skipped","error"}
+//	GET  /v1/capacity           how far each limit is: years left in the time field, the
+//	                            machine-ID pools, the sequence's ceiling, segment tags
+//	                            (Config.Capacity; capacity.go)
 //	GET|POST /v1/mask           ?id=N[&id=N…][&tenant=T][&kind=K] or {"ids":[…],…} →
 //	                            {"masks":["ord_…",…]}: IDs masked into texts that hide them
 //	                            (Config.Masks; mask.go); /v1/id and /v1/ids take masked=true

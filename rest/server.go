@@ -179,6 +179,7 @@ func (s *Server) routes() {
 	e.GET("/v1/info", s.apiInfo, s.auth)
 	e.GET("/v1/status", s.apiStatus, s.auth)
 	e.GET("/v1/fleet", s.apiFleet, s.auth)
+	e.GET("/v1/capacity", s.apiCapacity, s.auth) // capacity.go
 	s.seqRoutes()  // seq.go: /v1/seq/{tag} and Leaf's HTTP API
 	s.maskRoutes() // mask.go: /v1/mask, /v1/unmask
 

@@ -258,3 +258,11 @@ func tagStatus(tg Tag) string {
 	}
 	return OK
 }
+
+// Static is gen's capacity at now without a Tracker: the time field and
+// the sequence's counters, with no window to reckon a share over (-1), no
+// pools and no segments.
+func Static(gen *core.Generator, now time.Time) Report {
+	t := &Tracker{cfg: Config{Gen: gen, Window: time.Minute, Bound: segment.MaxNumber, Now: func() time.Time { return now }}}
+	return t.Report(context.Background())
+}
