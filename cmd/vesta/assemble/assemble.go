@@ -15,6 +15,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/capacity"
 	"github.com/vesta-go/vesta/internal/connlimit"
 	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/mask"
@@ -35,6 +36,9 @@ type Assembled struct {
 	gen   *core.Generator
 	seq   *sequences
 	masks *mask.Maskers // nil: masking off (mask.go)
+	// capacity samples what GET /v1/capacity and the vesta_capacity_*
+	// metrics report (capacity.go).
+	capacity *capacity.Tracker
 
 	lnCentral, lnREST, lnMetrics net.Listener // nil: that server is off
 	central                      *central.Server
@@ -128,6 +132,9 @@ func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 	if a.masks, err = openMasks(cfg, clk, log); err != nil { // mask.go
 		return nil, err
 	}
+	if err := a.openCapacity(mcfg, log, reg); err != nil { // capacity.go
+		return nil, err
+	}
 	if err := a.start(cfg, log, reg); err != nil {
 		return nil, err
 	}
@@ -170,6 +177,7 @@ func (a *Assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 			rcfg.SegmentStore = storeInfo(cfg.Segment) // status.go
 		}
 		rcfg.Masks = a.masks
+		rcfg.Capacity = a.capacity.Report
 		if a.rest, err = rest.NewServer(a.gen, rcfg); err != nil {
 			return err
 		}
@@ -350,6 +358,9 @@ func (a *Assembled) Stop(ctx context.Context) error {
 	wg.Wait()
 	a.wg.Wait()
 	err := errors.Join(errs[:]...)
+	if a.capacity != nil {
+		a.capacity.Close() // before the sequences and the generator it samples
+	}
 	err = errors.Join(err, a.seq.close()) // after the servers: nobody calls it any more
 	if a.gen != nil {
 		err = errors.Join(err, a.gen.Close())
