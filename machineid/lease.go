@@ -148,6 +148,8 @@ type holder interface {
 	advertise(ctx context.Context) error
 	// members lists the fleet (Lease.Fleet).
 	members(ctx context.Context) (Members, error)
+	// history reads a machine ID's hold history (Lease.History).
+	history(ctx context.Context, id core.MachineID) (History, error)
 	close(ctx context.Context) error
 }
 
