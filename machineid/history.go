@@ -148,7 +148,7 @@ type History struct {
 	// process's own, or another host's outside the lease ranges); Holds
 	// then holds at most this process's own record.
 	Fixed bool
-	// Holds are oldest first, by Started, their ends inferred.
+	// Holds are oldest first (by From, then Started), their ends inferred.
 	Holds []HoldEntry
 	// Kept is the retention that bounds it; Full says the store held as
 	// many holds as it keeps, so older ones may have been dropped.
@@ -190,24 +190,34 @@ func (l *Lease) History(ctx context.Context, id core.MachineID) (History, error)
 	return l.h.history(ctx, id)
 }
 
-// At says which holds cover instant t, the time of an ID of the machine:
-// first by what their holders recorded (from From to the last renewal,
-// or to the end and final mark they wrote), then, for an unended hold,
-// by its inferred end. now is the reader's clock, which says whether an
-// unended hold is still live.
+// At says which holds cover instant t, the instant of an ID of the
+// machine (the start of its time unit): first by what their holders
+// recorded, then, for an unended hold, by its inferred end. A hold's
+// recorded span runs from From to its Mark (exclusive: no ID of the hold
+// lies at or after a mark it saved, and the next holder starts at or
+// after it) once it ended, and to the later of its last renewal and its
+// Mark while unended; a hold that recorded no Mark (no generator had
+// loaded it) recorded no span. An unended hold's inferred end is its last
+// renewal plus its TTL and borrowing, cut at the next hold's From. now is the reader's clock, which says whether an
+// unended hold is still live. Two recorded spans that contain t are a
+// Conflict: a broken promise.
 func (h History) At(t, now time.Time) Match {
 	type span struct {
 		e          HoldEntry
-		from, last time.Time // what the holder recorded
+		from, last time.Time // what the holder recorded: [from, last)
 		tailTo     time.Time // the inferred end; zero: none
 		open       bool      // live: the tail has no end
 	}
 	spans := make([]span, len(h.Holds))
 	for i, e := range h.Holds {
-		s := span{e: e, from: e.From, last: leasestore.Latest(e.Renewed, e.From)}
-		if e.End == EndReleased || e.End == EndFenced {
-			s.last = leasestore.Latest(leasestore.Latest(s.last, e.Ended), e.Mark)
-		} else {
+		s := span{e: e, from: e.From, last: e.Mark}
+		if e.End != EndReleased && e.End != EndFenced {
+			// Unended: once a generator loaded it (a Mark), it issued at
+			// least until its last renewal; before, nothing is recorded
+			// (the floor it will start from is not known yet either).
+			if !e.Mark.IsZero() {
+				s.last = leasestore.Latest(e.Mark, e.Renewed.Add(time.Millisecond))
+			}
 			s.tailTo = e.Renewed.Add(e.TTL + e.MaxBorrow)
 			s.open = e.End == EndHeld
 			if i+1 < len(h.Holds) {
@@ -219,17 +229,17 @@ func (h History) At(t, now time.Time) Match {
 	}
 	var m Match
 	for _, s := range spans {
-		if !t.Before(s.from) && !t.After(s.last) {
+		if !t.Before(s.from) && t.Before(s.last) {
 			m.Holds = append(m.Holds, s.e)
 		}
 	}
 	if len(m.Holds) == 0 {
 		for i := len(spans) - 1; i >= 0; i-- {
 			s := spans[i]
-			if s.e.End == EndReleased || s.e.End == EndFenced || !t.After(s.last) {
+			if s.e.End == EndReleased || s.e.End == EndFenced || t.Before(s.from) || t.Before(s.last) {
 				continue
 			}
-			if s.open || !t.After(s.tailTo) {
+			if s.open || t.Before(s.tailTo) {
 				m.Holds, m.Inferred = []HoldEntry{s.e}, true
 				break
 			}
@@ -366,7 +376,12 @@ func buildHistory(store, prefix string, id core.MachineID, kept HistoryConfig, r
 	if self != nil {
 		h.Holds = append(h.Holds, *self)
 	}
+	// By From first: each hold starts at or after the marks of those
+	// before it, whatever its host's clock said when it claimed.
 	slices.SortStableFunc(h.Holds, func(a, b HoldEntry) int {
+		if c := a.From.Compare(b.From); c != 0 {
+			return c
+		}
 		if c := a.Started.Compare(b.Started); c != 0 {
 			return c
 		}

@@ -16,25 +16,42 @@ import (
 // holds the same machine ID again.
 
 // holdEntryLocked is the entry of hold h as this process knows it now,
-// claimed at started; l.mu is held.
+// claimed at started, but for what its guard knows (withSpan); l.mu is
+// held.
 func (l *leased) holdEntryLocked(h *leasestore.Hold, started time.Time) HoldEntry {
 	ls := l.self.listeners()
 	name, lease := l.st.HoldName(h)
 	e := HoldEntry{Machine: h.ID, Hold: name, Lease: lease, Self: true, Provider: l.provider, Range: rangeName(l.method),
 		Host: ls.Host, PID: l.self.pid, Pod: l.self.pod, Version: l.self.version, TTL: l.ttl,
 		Started: started, From: started, Renewed: leasestore.Latest(l.renewed, started)}
-	floor, saved, loaded, shape := h.Guard.Span()
-	e.From = leasestore.Latest(floor, started)
-	if loaded {
-		e.Mark = leasestore.Latest(floor, saved)
-	}
 	if l.gen != nil {
 		e.Shape, e.HasShape = l.gen.Control().Shape(), true
 		e.MaxBorrow = l.gen.Control().MaxBorrow()
-	} else if sh, err := leasestore.DecodeShape(shape); shape != "" && err == nil {
+	}
+	return e
+}
+
+// withSpan is e with what h's guard knows: where its IDs begin, the
+// highest mark saved, the shape. Not under l.mu: the guard's lock is held
+// across a mark's write, which waits for the store.
+func withSpan(e HoldEntry, h *leasestore.Hold) HoldEntry {
+	floor, saved, loaded, shape := h.Guard.Span()
+	// The generator issues at its clock or later, in units of at most a
+	// second, and at or after the floor.
+	e.From = leasestore.Latest(floor, e.Started.Truncate(time.Second))
+	if loaded {
+		e.Mark = leasestore.Latest(e.Mark, leasestore.Latest(floor, saved))
+	}
+	if sh, err := leasestore.DecodeShape(shape); !e.HasShape && shape != "" && err == nil {
 		e.Shape, e.HasShape = sh, true
 	}
 	return e
+}
+
+// lostHold is a hold this process lost, with its entry as it ended.
+type lostHold struct {
+	e HoldEntry
+	h *leasestore.Hold
 }
 
 // writeHistory writes the current hold's entry, and first the end of the
@@ -50,17 +67,18 @@ func (l *leased) writeHistory(ctx context.Context) {
 	}
 	e := l.holdEntryLocked(h, l.holdStarted)
 	prev := l.lostEntry
-	if prev != nil && prev.Machine != h.ID {
+	if prev != nil && prev.e.Machine != h.ID {
 		prev, l.lostEntry = nil, nil // another ID: its end stays inferred
 	}
 	l.mu.Unlock()
+	e = withSpan(e, h)
 	l.histMu.Lock()
 	defer l.histMu.Unlock()
 	if l.histEnded == h {
 		return // released meanwhile: its entry says so already
 	}
 	if prev != nil {
-		if l.putHold(ctx, h, *prev) == nil {
+		if l.putHold(ctx, h, withSpan(prev.e, prev.h)) == nil {
 			l.mu.Lock()
 			if l.lostEntry == prev {
 				l.lostEntry = nil
@@ -83,6 +101,7 @@ func (l *leased) endHistory(ctx context.Context, h *leasestore.Hold, final time.
 	}
 	e := l.holdEntryLocked(h, l.holdStarted)
 	l.mu.Unlock()
+	e = withSpan(e, h)
 	e.End, e.Ended = EndReleased, l.clock.Now()
 	if ok {
 		e.Mark = leasestore.Latest(e.Mark, final)
@@ -109,7 +128,7 @@ func (l *leased) loseLocked(cause error) {
 	if cause != nil {
 		e.Note = cause.Error()
 	}
-	l.lostEntry = &e
+	l.lostEntry = &lostHold{e: e, h: h}
 }
 
 // putHold writes e under h, bounded; a failure is logged once per kind.
@@ -144,7 +163,11 @@ func (l *leased) history(ctx context.Context, id core.MachineID) (History, error
 		e := l.holdEntryLocked(l.hold, l.holdStarted)
 		self = &e
 	}
+	h := l.hold
 	l.mu.Unlock()
+	if self != nil {
+		*self = withSpan(*self, h)
+	}
 	ctx, cancel := leasestore.Bounded(ctx, l.ttl)
 	defer cancel()
 	raws, err := l.st.Holds(ctx, id)
@@ -177,7 +200,7 @@ func (f *fixedLease) history(_ context.Context, id core.MachineID) (History, err
 	ls := s.listeners()
 	now := f.clock.Now()
 	e := HoldEntry{Machine: id, Self: true, Provider: f.provider, Range: rangeName(f.base.method), Host: ls.Host, PID: s.pid,
-		Pod: s.pod, Version: s.version, Started: s.started, From: s.started, Renewed: now,
+		Pod: s.pod, Version: s.version, Started: s.started, From: s.started.Truncate(time.Second), Renewed: now,
 		Lease: fmt.Sprintf("fixed ID (%s)", f.provider)}
 	f.mu.Lock()
 	if f.gen != nil {

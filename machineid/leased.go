@@ -80,7 +80,7 @@ type leased struct {
 	installed   *leasestore.Hold
 	holdStarted time.Time
 	fencedAt    time.Time
-	lostEntry   *HoldEntry
+	lostEntry   *lostHold
 	histMu      sync.Mutex
 	histEnded   *leasestore.Hold
 	histErr     string
