@@ -322,7 +322,8 @@ func DefaultConfig() Config {
 			Addrs: []string{"127.0.0.1:6379"}, KeyPrefix: defaultKeyPrefix,
 			LeaseTTL: defaultLeaseTTL, MaxClockSkew: 2 * time.Second,
 		},
-		Etcd: EtcdConfig{Endpoints: []string{"127.0.0.1:2379"}, KeyPrefix: defaultKeyPrefix, LeaseTTL: defaultEtcdTTL},
+		Etcd:    EtcdConfig{Endpoints: []string{"127.0.0.1:2379"}, KeyPrefix: defaultKeyPrefix, LeaseTTL: defaultEtcdTTL},
+		History: HistoryConfig{Holds: DefaultHistoryHolds, MaxAge: DefaultHistoryMaxAge},
 	}
 }
 

@@ -195,6 +195,13 @@ type Config struct {
 	// none). Nil answers with this server alone, store "none".
 	Fleet FleetFunc
 
+	// Holders reads a machine ID's hold history for GET
+	// /v1/ids/{id}?holder=true (machineid's Lease.History; display and
+	// detection only), bounded like Fleet and read once per machine ID
+	// at a time. An error is a 503. Nil answers that this server keeps
+	// no history.
+	Holders HoldersFunc
+
 	// Capacity reports the server's capacity for GET /v1/capacity (years
 	// left in the time field, the machine-ID pools, the sequence's
 	// ceiling, segment tags); vesta serve sets it. Nil answers with what

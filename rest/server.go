@@ -70,6 +70,10 @@ type Server struct {
 	histOnce sync.Once
 
 	fleet    coalesce.Cache[struct{}, FleetView] // GET /v1/fleet's one store read at a time (fleet.go)
+	holders  coalesce.Cache[uint16, HoldHistory] // the hold history's reads, one per machine ID at a time (holder.go)
+	// conflicts counts explains that found an ID inside two holds
+	// (vesta_hold_conflicts_total; holder.go).
+	conflicts prometheus.Counter
 	draining atomic.Bool                         // set by Shutdown: /readyz fails first
 	limits   *connlimit.Limiter                  // the listener policy (limits.go)
 	authLim  *authLimits                         // failed authentications per peer (peers.go)
@@ -95,6 +99,7 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 	cfg = cfg.withDefaults()
 	s := &Server{gen: gen, codec: gen.Codec(), cfg: cfg, log: cfg.Logger, vesta: map[string]bool{}, issuing: map[string]bool{}, authLim: newAuthLimits(), leafZone: time.Local}
 	s.fleet.Fresh = fleetFresh
+	s.holders.Fresh = holdersFresh
 	s.hosts.Store(newHostPolicy(cfg.AllowedHosts, nil))
 	if cfg.Token != "" {
 		s.tokenSum = sha256.Sum256([]byte(cfg.Token))
@@ -128,6 +133,9 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.m = m
+	if s.conflicts, err = newConflicts(reg); err != nil {
+		return nil, err
+	}
 	if s.limits, err = newLimiter(reg, cfg); err != nil {
 		return nil, err
 	}

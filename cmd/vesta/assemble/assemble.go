@@ -168,7 +168,8 @@ func (a *Assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 		}
 		rcfg.Logger, rcfg.Registerer, rcfg.Gatherer, rcfg.Budget = log.With("server", "rest"), reg, reg, a.budget
 		lease := a.lease
-		rcfg.Fleet = fleetView(lease) // fleet.go
+		rcfg.Fleet = fleetView(lease)     // fleet.go
+		rcfg.Holders = holdersView(lease) // fleet.go
 		rcfg.Ready = func() error { return lease.Status().Err }
 		rcfg.Lease = leaseStatus(lease) // status.go
 		rcfg.Listeners = a.listeners()  // status.go
