@@ -22,6 +22,8 @@
 //	GET  /v1/id                 {"id":"…"}
 //	GET  /v1/ids?count=N        {"ids":["…",…]}, 1 <= N <= MaxBatch
 //	GET  /v1/ids/{id}           the ID explained (core.Explanation's JSON)
+//	GET  /v1/ids/{id}?holder=true  and its "holder": the hold that issued it, from the
+//	                            lease store's hold history (Config.Holders; holder.go)
 //	POST /v1/make               {"time":..,"seq":..[,"machine","method","type","version"]} → {"id":"…"}
 //	GET  /v1/transtime?time=    {"time":..,"type":..,"unix_ms":..,"timestamp":"…"}
 //	GET  /v1/info               layout, epoch, type, machine, method, version, max_batch, build

@@ -175,4 +175,3 @@ func newConflicts(reg prometheus.Registerer) (prometheus.Counter, error) {
 		Help: "Explains with the holder that found an ID's instant inside two holds of its machine ID: a broken promise of uniqueness.",
 	}))
 }
-

@@ -69,14 +69,14 @@ type Server struct {
 	histDone chan struct{}       // closed when it has stopped
 	histOnce sync.Once
 
-	fleet    coalesce.Cache[struct{}, FleetView] // GET /v1/fleet's one store read at a time (fleet.go)
-	holders  coalesce.Cache[uint16, HoldHistory] // the hold history's reads, one per machine ID at a time (holder.go)
+	fleet   coalesce.Cache[struct{}, FleetView] // GET /v1/fleet's one store read at a time (fleet.go)
+	holders coalesce.Cache[uint16, HoldHistory] // the hold history's reads, one per machine ID at a time (holder.go)
 	// conflicts counts explains that found an ID inside two holds
 	// (vesta_hold_conflicts_total; holder.go).
 	conflicts prometheus.Counter
-	draining atomic.Bool                         // set by Shutdown: /readyz fails first
-	limits   *connlimit.Limiter                  // the listener policy (limits.go)
-	authLim  *authLimits                         // failed authentications per peer (peers.go)
+	draining  atomic.Bool        // set by Shutdown: /readyz fails first
+	limits    *connlimit.Limiter // the listener policy (limits.go)
+	authLim   *authLimits        // failed authentications per peer (peers.go)
 
 	mu      sync.Mutex
 	serving bool
@@ -188,8 +188,8 @@ func (s *Server) routes() {
 	e.GET("/v1/status", s.apiStatus, s.auth)
 	e.GET("/v1/fleet", s.apiFleet, s.auth)
 	e.GET("/v1/capacity", s.apiCapacity, s.auth) // capacity.go
-	s.seqRoutes()  // seq.go: /v1/seq/{tag} and Leaf's HTTP API
-	s.maskRoutes() // mask.go: /v1/mask, /v1/unmask
+	s.seqRoutes()                                // seq.go: /v1/seq/{tag} and Leaf's HTTP API
+	s.maskRoutes()                               // mask.go: /v1/mask, /v1/unmask
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
