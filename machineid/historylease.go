@@ -200,7 +200,7 @@ func (f *fixedLease) history(_ context.Context, id core.MachineID) (History, err
 	ls := s.listeners()
 	now := f.clock.Now()
 	e := HoldEntry{Machine: id, Self: true, Provider: f.provider, Range: rangeName(f.base.method), Host: ls.Host, PID: s.pid,
-		Pod: s.pod, Version: s.version, Started: s.started, From: s.started.Truncate(time.Second), Renewed: now,
+		Pod: s.pod, Version: s.version, Started: s.started, From: s.started.Truncate(time.Second), Renewed: now, Mark: now,
 		Lease: fmt.Sprintf("fixed ID (%s)", f.provider)}
 	f.mu.Lock()
 	if f.gen != nil {

@@ -142,7 +142,11 @@ func explainHolders(cmd *cobra.Command, ask *serverAsk, args []string, asJSON bo
 				fmt.Fprintf(w, " pod=%s", printable(x.Pod, ""))
 			}
 			fmt.Fprintf(w, " version=%q %s (%s range)\n", printable(x.Version, ""), printable(x.Lease, ""), x.Range)
-			fmt.Fprintf(w, "    from %s, started %s, last renewed %s, mark %s; %s\n", x.From, x.Started, x.Renewed, x.Mark, printable(how, ""))
+			mark := ""
+			if x.Mark != "" {
+				mark = ", mark " + x.Mark
+			}
+			fmt.Fprintf(w, "    from %s, started %s, last renewed %s%s; %s\n", x.From, x.Started, x.Renewed, mark, printable(how, ""))
 			if x.Layout != "" {
 				fmt.Fprintf(w, "    %s\n", printable(x.Layout, ""))
 			}
