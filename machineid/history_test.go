@@ -285,3 +285,55 @@ func (p *proxy) cut() {
 	}
 	p.conns = nil
 }
+
+// TestHoldHistoryUnderSentinel: under Sentinel the history lives beside
+// the lease on the master the majority names and moves with it: a hold
+// released, one lost to a failover (fenced, its end written on the new
+// master by the same process once it holds the ID again) and the hold
+// after it, each hold's IDs naming it alone.
+func TestHoldHistoryUnderSentinel(t *testing.T) {
+	g := redistest.StartReplicated(t)
+	c := sentinelConfig(t, g, 2*time.Second)
+	released := mustAcquire(t, c, core.Central)
+	id := released.ID()
+	genA := generator(t, released, core.Config{MaxStartupWait: 10 * time.Second})
+	idsA := draw(t, genA, 50)
+	if err := genA.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := released.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l := mustAcquire(t, c, core.Central)
+	gen := generator(t, l, core.Config{MaxStartupWait: 20 * time.Second})
+	idsB := draw(t, gen, 50)
+	fences := l.Status().Fences
+	g.Failover()
+	eventually(t, "the hold lost", func() bool { return l.Status().Fences > fences })
+	eventually(t, "issuing on the new master", func() bool {
+		return gen.Ready() == nil && l.Status().State == machineid.StateHeld
+	})
+	idsC := draw(t, gen, 50)
+	var h machineid.History
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if h = historyOf(t, l, id); len(h.Holds) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d holds; want 3: %s", len(h.Holds), holdsText(h))
+		}
+	}
+	for i, want := range []string{machineid.EndReleased, machineid.EndFenced, machineid.EndHeld} {
+		if h.Holds[i].End != want {
+			t.Errorf("hold %d ended %q; want %q: %s", i, h.Holds[i].End, want, holdsText(h))
+		}
+	}
+	now := time.Now()
+	for i, ids := range [][]time.Time{idsA, idsB, idsC} {
+		for _, at := range []time.Time{ids[0], ids[len(ids)-1]} {
+			if m := h.At(at, now); len(m.Holds) != 1 || m.Holds[0].Hold != h.Holds[i].Hold {
+				t.Fatalf("an ID of hold %d at %s: %+v; want hold %d alone: %s", i, at.Format(time.RFC3339Nano), m, i, holdsText(h))
+			}
+		}
+	}
+}
