@@ -323,6 +323,8 @@ func decodeHold(id core.MachineID, raw string) (HoldEntry, string, error) {
 	switch r.End {
 	case EndReleased, EndFenced:
 		e.End, e.EndKnown = r.End, KnownWritten
+	default:
+		e.Ended = time.Time{} // no end written: the reader infers it
 	}
 	if e.From.IsZero() {
 		e.From = e.Started
@@ -366,7 +368,7 @@ func buildHistory(store, prefix string, id core.MachineID, kept HistoryConfig, r
 		case self != nil && rrun == run && e.Hold == self.Hold:
 			// this process's current hold: self below is current
 		default:
-			e.Self = rrun == run
+			e.Self = run != "" && rrun == run
 			h.Holds = append(h.Holds, e)
 		}
 	}

@@ -337,3 +337,52 @@ func TestHoldHistoryUnderSentinel(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryAt: what the history says of instants around two recorded
+// holds (one released, one killed: no end written) and of a machine ID
+// with no history.
+func TestHistoryAt(t *testing.T) {
+	base := time.UnixMilli(1_790_000_000_000).UTC()
+	ms := func(d time.Duration) int64 { return base.Add(d).UnixMilli() }
+	entry := func(hold string, from, renewed, mark time.Duration, end string, ended time.Duration) string {
+		b, _ := json.Marshal(map[string]any{"v": 1, "machine": 7, "hold": hold, "host": "h-" + hold, "pid": 1, "ttl_ms": 10000,
+			"started_ms": ms(from), "from_ms": ms(from), "renewed_ms": ms(renewed), "mark_ms": ms(mark), "end": end, "ended_ms": ms(ended)})
+		return string(b)
+	}
+	now := base.Add(time.Hour)
+	h := machineid.HistoryOf(7, []string{
+		entry("A", 0, 10*time.Second, 12*time.Second, "released", 11*time.Second),
+		entry("B", 12*time.Second, 20*time.Second, 21*time.Second, "", 0),
+	}, now)
+	for _, tc := range []struct {
+		name     string
+		at       time.Duration
+		hold     string
+		inferred bool
+		reason   string
+	}{
+		{"inside the released hold", 5 * time.Second, "A", false, ""},
+		{"at its mark: the next hold's", 12 * time.Second, "B", false, ""},
+		{"inside the killed hold's recorded span", 20 * time.Second, "B", false, ""},
+		{"after its last renewal, within its TTL", 25 * time.Second, "B", true, ""},
+		{"past its TTL", time.Minute, "", false, "covers"},
+		{"before the history", -time.Minute, "", false, "reaches back"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := h.At(base.Add(tc.at), now)
+			got := ""
+			if len(m.Holds) == 1 {
+				got = m.Holds[0].Hold
+			}
+			if got != tc.hold || m.Inferred != tc.inferred || m.Conflict || !strings.Contains(m.Reason, tc.reason) {
+				t.Fatalf("%+v; want hold %q inferred %v, a reason with %q", m, tc.hold, tc.inferred, tc.reason)
+			}
+		})
+	}
+	if h.Holds[1].End != machineid.EndExpired || h.Holds[1].EndKnown != machineid.KnownTTL {
+		t.Errorf("the killed hold: %q (%s); want expired, by its TTL", h.Holds[1].End, h.Holds[1].EndKnown)
+	}
+	if m := machineid.HistoryOf(7, nil, now).At(base, now); len(m.Holds) != 0 || !strings.Contains(m.Reason, "no hold of machine 7 is recorded") {
+		t.Errorf("no history: %+v", m)
+	}
+}
