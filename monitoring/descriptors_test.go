@@ -188,7 +188,10 @@ func registered(t *testing.T) map[string]described {
 	sm.Watch(seq)
 
 	// The capacity tracker of vesta serve, on a lease with one pool.
-	tr := capacity.New(capacity.Config{Gen: gen, Sequences: seq, Pools: func(context.Context) (capacity.Machine, error) {
+	tags := func() []capacity.TagCounters {
+		return []capacity.TagCounters{{Tag: "order", MaxID: 11, Step: 10, RangesFetched: 1}}
+	}
+	tr := capacity.New(capacity.Config{Gen: gen, Sequences: tags, Pools: func(context.Context) (capacity.Machine, error) {
 		return capacity.Machine{Provider: "redis", Pools: []capacity.Pool{{Range: "server", IDs: "924-1023", Held: 1, Total: 100}}}, nil
 	}})
 	t.Cleanup(tr.Close)

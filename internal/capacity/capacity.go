@@ -6,7 +6,7 @@
 // samples the generator and the sequences in the background, so that the
 // shares and rates cover a window, not a lifetime; it serves GET
 // /v1/capacity (package rest), `vesta capacity` and the vesta_capacity_*
-// metrics, which vesta serve registers (internal/assemble).
+// metrics, which vesta serve registers (cmd/vesta/assemble).
 //
 // Nothing here decides anything: it reads counters and, for the pools,
 // the lease store's member records through a coalesced read, so that

@@ -3,21 +3,29 @@ package capacity
 import (
 	"cmp"
 	"context"
+	"math"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/coalesce"
-	"github.com/vesta-go/vesta/segment"
 )
 
-// Sequences is what a Tracker reads of the segment sequences: a
-// *segment.Sequencer. Nothing of it calls the store.
-type Sequences interface {
-	Tags() []string
-	Stats(tag string) (segment.Stats, bool)
-	Buffers() []segment.BufferState
+// SequencesFunc reads the counters of the segment sequences' tags, as a
+// *segment.Sequencer's buffers and stats hold them (cmd/vesta/assemble
+// reads them so); it must not call the store.
+type SequencesFunc func() []TagCounters
+
+// TagCounters is what a Tracker reads of one tag.
+type TagCounters struct {
+	Tag string
+	// MaxID is the store's max_id as the tag's buffers last fetched it:
+	// one past the highest range's end; zero before the first fetch.
+	MaxID int64
+	// Step is the step of the last fetch; RangesFetched counts the
+	// ranges taken from the store.
+	Step, RangesFetched int64
 }
 
 // PoolsFunc reads the machine-ID pools: the provider, and for a lease each
@@ -30,11 +38,11 @@ type Config struct {
 	Gen *core.Generator
 	// Pools reads the machine-ID pools; nil reports none.
 	Pools PoolsFunc
-	// Sequences are the segment sequences; nil is off (Report.Segments
-	// nil).
-	Sequences Sequences
-	// Bound is the last number a tag can issue; zero is
-	// segment.MaxNumber.
+	// Sequences reads the segment sequences' counters; nil is off
+	// (Report.Segments nil).
+	Sequences SequencesFunc
+	// Bound is the last number a tag can issue (segment.MaxNumber); zero
+	// is math.MaxInt64.
 	Bound int64
 	// Interval is how often the sampler reads the counters; zero is 15s.
 	Interval time.Duration
@@ -84,7 +92,7 @@ type tagSample struct {
 func New(cfg Config) *Tracker {
 	cfg.Interval = cmp.Or(cfg.Interval, 15*time.Second)
 	cfg.Window = cmp.Or(cfg.Window, 5*time.Minute)
-	cfg.Bound = cmp.Or(cfg.Bound, segment.MaxNumber)
+	cfg.Bound = cmp.Or(cfg.Bound, math.MaxInt64)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -120,12 +128,8 @@ func (t *Tracker) Sample() {
 	s := sample{at: t.cfg.Now(), exhausted: t.cfg.Gen.Stats().Exhausted}
 	if sq := t.cfg.Sequences; sq != nil {
 		s.tags = map[string]tagSample{}
-		for _, b := range sq.Buffers() {
-			ts := tagSample{maxID: maxID(b)}
-			if st, ok := sq.Stats(b.Tag); ok {
-				ts.fetched = st.RangesFetched
-			}
-			s.tags[b.Tag] = ts
+		for _, c := range sq() {
+			s.tags[c.Tag] = tagSample{maxID: c.MaxID, fetched: c.RangesFetched}
 		}
 	}
 	t.mu.Lock()
@@ -137,12 +141,6 @@ func (t *Tracker) Sample() {
 		i++ // keep the last sample before the span, so that it is covered whole
 	}
 	t.samples = slices.Delete(t.samples, 0, i)
-}
-
-// maxID is the store's max_id as the buffers last fetched it: one past the
-// highest range's end.
-func maxID(b segment.BufferState) int64 {
-	return max(b.Segments[0].Max, b.Segments[1].Max)
 }
 
 // since returns the oldest sample no older than d before now, and whether
@@ -220,22 +218,16 @@ func (t *Tracker) sequence(now time.Time) Sequence {
 
 // segments is each tag's numbers left and its rates over 12 windows.
 func (t *Tracker) segments(now time.Time) []Tag {
-	sq := t.cfg.Sequences
 	old, ok := t.since(now, 12*t.cfg.Window)
 	out := []Tag{}
-	for _, b := range sq.Buffers() {
-		tg := Tag{Tag: b.Tag, MaxID: maxID(b), Bound: t.cfg.Bound, PerDay: -1, Status: OK}
-		if st, found := sq.Stats(b.Tag); found {
-			tg.Step = st.Step
-		}
+	for _, c := range t.cfg.Sequences() {
+		tg := Tag{Tag: c.Tag, MaxID: c.MaxID, Step: c.Step, Bound: t.cfg.Bound, PerDay: -1, Status: OK}
 		tg.Left = max(tg.Bound-max(tg.MaxID, 1)+1, 0)
-		if then, seen := old.tags[b.Tag]; ok && seen && then.maxID > 0 && tg.MaxID > 0 {
+		if then, seen := old.tags[c.Tag]; ok && seen && then.maxID > 0 && tg.MaxID > 0 {
 			span := now.Sub(old.at)
 			tg.Window = span.Seconds()
 			tg.PerDay = finite(float64(tg.MaxID-then.maxID) / span.Hours() * 24)
-			if st, found := sq.Stats(b.Tag); found {
-				tg.StepsPerMinute = finite(float64(st.RangesFetched-then.fetched) / span.Minutes())
-			}
+			tg.StepsPerMinute = finite(float64(c.RangesFetched-then.fetched) / span.Minutes())
 			if tg.PerDay > 0 {
 				d := float64(tg.Left) / tg.PerDay
 				tg.DaysLeft = &d
@@ -263,6 +255,6 @@ func tagStatus(tg Tag) string {
 // the sequence's counters, with no window to reckon a share over (-1), no
 // pools and no segments.
 func Static(gen *core.Generator, now time.Time) Report {
-	t := &Tracker{cfg: Config{Gen: gen, Window: time.Minute, Bound: segment.MaxNumber, Now: func() time.Time { return now }}}
+	t := &Tracker{cfg: Config{Gen: gen, Window: time.Minute, Now: func() time.Time { return now }}}
 	return t.Report(context.Background())
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/capacity"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
-	"github.com/vesta-go/vesta/segment"
 )
 
 var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -86,34 +85,25 @@ func TestSequenceShare(t *testing.T) {
 	}
 }
 
-// fakeSeqs is a Sequences whose tags the test moves.
+// fakeSeqs are sequences whose tags the test moves.
 type fakeSeqs struct {
 	mu   sync.Mutex
-	tags map[string]segment.BufferState
-	st   map[string]segment.Stats
+	tags map[string]capacity.TagCounters
 }
 
-func (f *fakeSeqs) Tags() []string { return nil }
-func (f *fakeSeqs) Stats(tag string) (segment.Stats, bool) {
+func (f *fakeSeqs) counters() []capacity.TagCounters {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s, ok := f.st[tag]
-	return s, ok
-}
-func (f *fakeSeqs) Buffers() []segment.BufferState {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []segment.BufferState
-	for _, b := range f.tags {
-		out = append(out, b)
+	var out []capacity.TagCounters
+	for _, c := range f.tags {
+		out = append(out, c)
 	}
 	return out
 }
 func (f *fakeSeqs) set(tag string, maxID, step, fetched int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.tags[tag] = segment.BufferState{Tag: tag, InitOK: true, Segments: [2]segment.SegmentState{{Value: maxID - step, Max: maxID, Step: step}}}
-	f.st[tag] = segment.Stats{Step: step, RangesFetched: fetched}
+	f.tags[tag] = capacity.TagCounters{Tag: tag, MaxID: maxID, Step: step, RangesFetched: fetched}
 }
 
 // TestSegmentTags: numbers left below the bound, max_id's advance per day
@@ -121,11 +111,11 @@ func (f *fakeSeqs) set(tag string, maxID, step, fetched int64) {
 // minute; a tag near its bound is critical.
 func TestSegmentTags(t *testing.T) {
 	gen, clk := gentest.Manual(t, core.Config{}, t0)
-	seqs := &fakeSeqs{tags: map[string]segment.BufferState{}, st: map[string]segment.Stats{}}
+	seqs := &fakeSeqs{tags: map[string]capacity.TagCounters{}}
 	const bound = 10_000_000
 	seqs.set("order", 1000, 1000, 1)
 	seqs.set("tiny", bound-50_000, 1000, 1)
-	tr := capacity.New(capacity.Config{Gen: gen, Now: clk.Now, Interval: time.Hour, Window: time.Minute, Sequences: seqs, Bound: bound})
+	tr := capacity.New(capacity.Config{Gen: gen, Now: clk.Now, Interval: time.Hour, Window: time.Minute, Sequences: seqs.counters, Bound: bound})
 	t.Cleanup(tr.Close)
 	clk.Advance(10 * time.Minute)
 	seqs.set("order", 1000+100_000, 10_000, 11) // 100,000 numbers and 10 fetches in 10 minutes

@@ -11,15 +11,16 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/capacity"
 	"github.com/vesta-go/vesta/machineid"
+	"github.com/vesta-go/vesta/segment"
 )
 
 // openCapacity starts the capacity tracker of the generator, the lease's
 // pools and the sequences, registers its metrics, and warns when the time
 // field has less than capacity.WarnYears left.
 func (a *Assembled) openCapacity(mcfg machineid.Config, log *slog.Logger, reg prometheus.Registerer) error {
-	cfg := capacity.Config{Gen: a.gen, Pools: pools(a.lease, mcfg)}
+	cfg := capacity.Config{Gen: a.gen, Pools: pools(a.lease, mcfg), Bound: segment.MaxNumber}
 	if a.seq != nil {
-		cfg.Sequences = a.seq.is
+		cfg.Sequences = tagCounters(a.seq.is)
 	}
 	a.capacity = capacity.New(cfg)
 	if err := reg.Register(a.capacity.Collector()); err != nil {
@@ -69,5 +70,22 @@ func pools(lease *machineid.Lease, mcfg machineid.Config) capacity.PoolsFunc {
 			m.Pools = append(m.Pools, p)
 		}
 		return m, err
+	}
+}
+
+// tagCounters reads the tags' counters from the sequencer's buffers and
+// stats, without a call to the store: max_id is one past the highest
+// range the buffers fetched.
+func tagCounters(is *segment.Sequencer) capacity.SequencesFunc {
+	return func() []capacity.TagCounters {
+		var out []capacity.TagCounters
+		for _, b := range is.Buffers() {
+			c := capacity.TagCounters{Tag: b.Tag, MaxID: max(b.Segments[0].Max, b.Segments[1].Max)}
+			if st, ok := is.Stats(b.Tag); ok {
+				c.Step, c.RangesFetched = st.Step, st.RangesFetched
+			}
+			out = append(out, c)
+		}
+		return out
 	}
 }
