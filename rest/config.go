@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/connlimit"
 	"github.com/vesta-go/vesta/mask"
@@ -195,12 +196,13 @@ type Config struct {
 	// none). Nil answers with this server alone, store "none".
 	Fleet FleetFunc
 
-	// Holders reads a machine ID's hold history for GET
-	// /v1/ids/{id}?holder=true (machineid's Lease.History; display and
-	// detection only), bounded like Fleet and read once per machine ID
-	// at a time. An error is a 503. Nil answers that this server keeps
-	// no history.
-	Holders HoldersFunc
+	// Holders answers GET /v1/ids/{id}?holder=true from the hold
+	// histories (machineid's Lease.History; display and detection only),
+	// read through its cache, which the central server of the same
+	// process shares (api.NewHolders); each read is bounded like Fleet's.
+	// A history that cannot be read is a 503. Nil answers that this
+	// server keeps no history.
+	Holders *api.Holders
 
 	// Capacity reports the server's capacity for GET /v1/capacity (years
 	// left in the time field, the machine-ID pools, the sequence's

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/rest"
 )
@@ -34,27 +35,27 @@ func TestExplainWithHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	instant := gen.Codec().Explain(ids[0]).Instant
-	a := rest.Hold{Hold: "AAAA", Lease: "redis token AAAA…", Provider: "redis", Range: "server", Host: "node-a", PID: 7,
+	a := api.Hold{Hold: "AAAA", Lease: "redis token AAAA…", Provider: "redis", Range: "server", Host: "node-a", PID: 7,
 		Version: "v1", Started: instant.Add(-time.Minute), From: instant.Add(-time.Minute), Renewed: instant, TTL: 15 * time.Second}
 	b := a
 	b.Hold, b.Host = "BBBB", "node-b"
 	var reads, conflict atomic.Int32
 	reg := prometheus.NewRegistry()
-	s := newServer(t, gen, rest.Config{Registerer: reg, Holders: func(ctx context.Context, machine uint16) (rest.HoldHistory, error) {
+	s := newServer(t, gen, rest.Config{Registerer: reg, Holders: api.NewHolders(func(ctx context.Context, machine uint16) (api.HoldHistory, error) {
 		reads.Add(1)
 		if machine != 1022 {
-			return rest.HoldHistory{}, errors.New("wrong machine")
+			return api.HoldHistory{}, errors.New("wrong machine")
 		}
-		return rest.HoldHistory{Store: "redis", Match: func(at, now time.Time) rest.HolderMatch {
+		return api.HoldHistory{Store: "redis", Match: func(at, now time.Time) api.HolderMatch {
 			if !at.Equal(instant) {
-				return rest.HolderMatch{Reason: "nothing then"}
+				return api.HolderMatch{Reason: "nothing then"}
 			}
 			if conflict.Load() == 1 {
-				return rest.HolderMatch{Holds: []rest.Hold{a, b}, Conflict: true, Reason: "2 holds of machine 1022 cover it"}
+				return api.HolderMatch{Holds: []api.Hold{a, b}, Conflict: true, Reason: "2 holds of machine 1022 cover it"}
 			}
-			return rest.HolderMatch{Holds: []rest.Hold{a}}
+			return api.HolderMatch{Holds: []api.Hold{a}}
 		}}, nil
-	}})
+	})})
 	c := callers(t, s)[1]
 	r := c.do(t, req(http.MethodGet, "/v1/ids/"+ids[0].String()+"?holder=true", "", ""))
 	if r.Status != http.StatusOK || r.Header.Get("Cache-Control") != "no-store" {
@@ -130,9 +131,9 @@ func TestExplainWithHolderBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	down := newServer(t, gen, rest.Config{Holders: func(context.Context, uint16) (rest.HoldHistory, error) {
-		return rest.HoldHistory{}, errors.New("redis [127.0.0.1:1]: connection refused")
-	}})
+	down := newServer(t, gen, rest.Config{Holders: api.NewHolders(func(context.Context, uint16) (api.HoldHistory, error) {
+		return api.HoldHistory{}, errors.New("redis [127.0.0.1:1]: connection refused")
+	})})
 	none := newServer(t, gen, rest.Config{})
 	for _, tc := range []struct {
 		name   string

@@ -69,8 +69,7 @@ type Server struct {
 	histDone chan struct{}       // closed when it has stopped
 	histOnce sync.Once
 
-	fleet   coalesce.Cache[struct{}, FleetView] // GET /v1/fleet's one store read at a time (fleet.go)
-	holders coalesce.Cache[uint16, HoldHistory] // the hold history's reads, one per machine ID at a time (holder.go)
+	fleet coalesce.Cache[struct{}, FleetView] // GET /v1/fleet's one store read at a time (fleet.go)
 	// conflicts counts explains that found an ID inside two holds
 	// (vesta_hold_conflicts_total; holder.go).
 	conflicts prometheus.Counter
@@ -99,7 +98,6 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 	cfg = cfg.withDefaults()
 	s := &Server{gen: gen, codec: gen.Codec(), cfg: cfg, log: cfg.Logger, vesta: map[string]bool{}, issuing: map[string]bool{}, authLim: newAuthLimits(), leafZone: time.Local}
 	s.fleet.Fresh = fleetFresh
-	s.holders.Fresh = holdersFresh
 	s.hosts.Store(newHostPolicy(cfg.AllowedHosts, nil))
 	if cfg.Token != "" {
 		s.tokenSum = sha256.Sum256([]byte(cfg.Token))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
@@ -147,6 +148,9 @@ func (a *Assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 	if err := a.fdBudget(cfg, log, reg); err != nil {
 		return err
 	}
+	// The hold histories, read through one cache for both servers'
+	// explains with the holder (fleet.go).
+	holders := api.NewHolders(holdersView(a.lease))
 	if a.lnCentral != nil {
 		ccfg, err := cfg.CentralConfig() // the keys, validated, and the TLS files
 		if err != nil {
@@ -168,8 +172,8 @@ func (a *Assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 		}
 		rcfg.Logger, rcfg.Registerer, rcfg.Gatherer, rcfg.Budget = log.With("server", "rest"), reg, reg, a.budget
 		lease := a.lease
-		rcfg.Fleet = fleetView(lease)     // fleet.go
-		rcfg.Holders = holdersView(lease) // fleet.go
+		rcfg.Fleet = fleetView(lease) // fleet.go
+		rcfg.Holders = holders
 		rcfg.Ready = func() error { return lease.Status().Err }
 		rcfg.Lease = leaseStatus(lease) // status.go
 		rcfg.Listeners = a.listeners()  // status.go

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/rest"
@@ -39,17 +40,17 @@ func (a *Assembled) advertise(ctx context.Context) {
 
 // holdersView feeds GET /v1/ids/{id}?holder=true from the lease's hold
 // history: display and detection only.
-func holdersView(lease *machineid.Lease) rest.HoldersFunc {
-	return func(ctx context.Context, machine uint16) (rest.HoldHistory, error) {
+func holdersView(lease *machineid.Lease) api.HoldersFunc {
+	return func(ctx context.Context, machine uint16) (api.HoldHistory, error) {
 		h, err := lease.History(ctx, core.MachineID(machine))
 		if err != nil {
-			return rest.HoldHistory{}, err
+			return api.HoldHistory{}, err
 		}
-		return rest.HoldHistory{Store: h.Store, Skipped: h.Skipped, Match: func(t, now time.Time) rest.HolderMatch {
+		return api.HoldHistory{Store: h.Store, Skipped: h.Skipped, Match: func(t, now time.Time) api.HolderMatch {
 			m := h.At(t, now)
-			out := rest.HolderMatch{Conflict: m.Conflict, Inferred: m.Inferred, Reason: m.Reason}
+			out := api.HolderMatch{Conflict: m.Conflict, Inferred: m.Inferred, Reason: m.Reason}
 			for _, e := range m.Holds {
-				x := rest.Hold{Hold: e.Hold, Lease: e.Lease, Self: e.Self, Provider: e.Provider, Range: e.Range, Host: e.Host,
+				x := api.Hold{Hold: e.Hold, Lease: e.Lease, Self: e.Self, Provider: e.Provider, Range: e.Range, Host: e.Host,
 					Pod: e.Pod, PID: e.PID, Version: e.Version, Started: e.Started, From: e.From, Renewed: e.Renewed,
 					Mark: e.Mark, Ended: e.Ended, End: e.End, EndKnown: e.EndKnown, Note: e.Note, TTL: e.TTL, MaxBorrow: e.MaxBorrow}
 				if e.HasShape {
