@@ -161,6 +161,7 @@ func (a *Assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 			ccfg.Sequences = a.seq.is
 		}
 		ccfg.Masks = a.masks
+		ccfg.Holders = holders
 		if a.central, err = central.NewServer(a.gen, ccfg); err != nil {
 			return err
 		}
