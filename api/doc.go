@@ -22,4 +22,12 @@
 // ParseUint and ParseField hold the rules for parameter values given as
 // text (a query parameter, a JSON or MessagePack string), one set for both
 // servers: see params.go.
+//
+// # The holder of an ID
+//
+// Holders answers which hold of a machine ID issued an ID, for REST's GET
+// /v1/ids/{id}?holder=true and the central server's Vesta.Holder alike
+// (holder.go): one cache of the hold histories for both servers of a
+// process, so that questions over either protocol are at most one store
+// read per machine ID a second.
 package api

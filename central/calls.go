@@ -49,6 +49,8 @@ func (c *conn) call(req wire.Request, t0 time.Time) {
 		}
 	case wire.ProcNextSeq, wire.ProcNextSeqs: // see seq.go
 		c.nextSeq(req, m, t0)
+	case wire.ProcHolder: // holder.go
+		c.holder(req, m, t0)
 	case wire.ProcTakeIDs:
 		var p wire.TakeIDsParams
 		if n, ok := c.batchCount(req, m, t0, &p, &p.Count); ok {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/connlimit"
@@ -128,6 +129,11 @@ type Config struct {
 	// and the check of the IDs the deployment issues). Nil answers them
 	// not_found: masking is off.
 	Masks *mask.Maskers
+	// Holders serves Vesta.Holder from the hold histories (machineid's
+	// Lease.History; display and detection only), read through its
+	// cache, which REST's GET /v1/ids/{id}?holder=true shares
+	// (api.NewHolders). Nil answers that this server keeps no history.
+	Holders *api.Holders
 }
 
 // DefaultConfig returns the defaults, spelled out.

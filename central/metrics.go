@@ -10,6 +10,7 @@ import (
 	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/holdmetric"
 	"github.com/vesta-go/vesta/internal/issuedmetric"
 )
 
@@ -51,6 +52,9 @@ type metrics struct {
 	duration []prometheus.Observer  // [procedure]
 	conns    prometheus.Gauge
 	issued   *atomic.Uint64 // vesta_ids_issued_total{method="central"}
+	// conflicts counts Vesta.Holder answers that found an ID inside two
+	// holds: vesta_hold_conflicts_total, shared with the REST server.
+	conflicts prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -96,7 +100,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, fmt.Errorf("central: metrics: %w", err)
 	}
 
-	m := &metrics{conns: conns, issued: issued.Of(core.Central)}
+	conflicts, err := holdmetric.Conflicts(reg)
+	if err != nil {
+		return nil, fmt.Errorf("central: metrics: %w", err)
+	}
+	m := &metrics{conns: conns, issued: issued.Of(core.Central), conflicts: conflicts}
 	for _, name := range append(wire.Procedures(), labelUnknown) {
 		row := []prometheus.Counter{requests.WithLabelValues(name, labelOK)}
 		for _, c := range api.Codes() {

@@ -106,6 +106,12 @@ func testProcedures(t *testing.T, cfg core.Config, method core.Method, transTime
 	if info != wantInfo {
 		t.Fatalf("Info: %+v; want %+v", info, wantInfo)
 	}
+
+	var h wire.Holder // a server without a hold history (holder_test.go has one)
+	p.result(wire.ProcHolder, &wire.HolderParams{ID: uint64(id)}, &h)
+	if h.Known != 0 || h.Store != "none" || h.Reason != api.NoHistory {
+		t.Fatalf("Holder: %+v; want no history", h)
+	}
 }
 
 // TestSpecBytes speaks to the server as a client in another language

@@ -164,6 +164,15 @@
 // mask of the tenant and kind fails Unmask with invalid_argument naming
 // it; a server without a key answers not_found.
 //
+// # The holder of an ID
+//
+// Holder asks a server which hold issued an ID (Vesta.Holder): the
+// process, lease and span of the hold of its machine ID whose span holds
+// its instant, from the lease store's hold history, or why none is known;
+// a conflict (two holds) is a broken promise the server counts. Retried
+// on other servers as sequence calls are; no fallback (the history is the
+// servers' store's).
+//
 // # Metrics
 //
 // Stats returns what the client measured: its calls per server by result,

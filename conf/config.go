@@ -73,6 +73,15 @@ type MachineConfig struct {
 	ServerRange machineid.Range `koanf:"server_range"`
 	Redis       RedisConfig     `koanf:"redis"`
 	Etcd        EtcdConfig      `koanf:"etcd"`
+	History     HistoryConfig   `koanf:"history"`
+}
+
+// HistoryConfig bounds the hold history a leased machine ID keeps beside
+// its lease: Holds and MaxAge are machineid.HistoryConfig's fields
+// (machineKeys), their meaning, zero, default and checks there.
+type HistoryConfig struct {
+	Holds  int           `koanf:"holds" field:"machineid.History.Holds"`
+	MaxAge time.Duration `koanf:"max_age" field:"machineid.History.MaxAge"`
 }
 
 // RedisConfig is the Redis lease of the redis provider.

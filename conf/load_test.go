@@ -268,6 +268,7 @@ func TestEnvMapping(t *testing.T) {
 			Etcd: conf.EtcdConfig{Endpoints: []string{"e1:2379", "https://e2:2379"}, Username: "vesta", Password: "epw",
 				TLS: conf.EtcdTLS{CA: "eca.pem", Cert: "ec.pem", Key: "ek.pem"}, KeyPrefix: "eids", LeaseTTL: 7 * time.Second,
 				EmbeddedRange: mustRange(t, "20-99"), ServerRange: mustRange(t, "930-1023")},
+			History: conf.HistoryConfig{Holds: 32, MaxAge: 720 * time.Hour},
 		},
 		TimeGuard: conf.TimeGuardConfig{GuardWindow: 5 * time.Millisecond, MaxStartupWait: time.Minute},
 		Central: conf.CentralConfig{Listen: "127.0.0.1:0", MaxBatch: 500, MaxRequestBytes: 1024, MaxConns: 7,

@@ -145,6 +145,8 @@ func invalidCases(t testing.TB) []struct {
 			c.Machine.Etcd.Endpoints = nil
 		}, "Etcd.Endpoints: empty, but the etcd provider is listed"},
 		{"machine.etcd.lease_ttl", func(c *conf.Config) { c.Machine.Etcd.LeaseTTL = time.Second }, "Etcd.LeaseTTL: 1s; want at least 2s"},
+		{"machine.history.holds", func(c *conf.Config) { c.Machine.History.Holds = 300 }, "History.Holds: 300; want 1-256"},
+		{"machine.history.max_age", func(c *conf.Config) { c.Machine.History.MaxAge = time.Minute }, "History.MaxAge: 1m0s; want 1h0m0s to"},
 		{"machine.etcd.lease_ttl", func(c *conf.Config) { c.Machine.Etcd.LeaseTTL = 2500 * time.Millisecond }, "want whole seconds"},
 		{"machine.etcd.tls.key", func(c *conf.Config) { c.Machine.Etcd.TLS.CA, c.Machine.Etcd.TLS.Cert = "ca.pem", "c.pem" }, "want the key file of machine.etcd.tls.cert"},
 		{"machine.etcd.tls.cert", func(c *conf.Config) { c.Machine.Etcd.TLS.Key = "k.pem" }, "want the cert file of machine.etcd.tls.key"},

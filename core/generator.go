@@ -49,6 +49,7 @@ type Generator struct {
 
 	cur      atomic.Pointer[run]
 	waits    atomic.Uint64 // sleeps because the sequence ran out past MaxBorrow
+	spent    atomic.Uint64 // units whose sequence ran out (countSpent)
 	rekeying atomic.Bool   // the current run is closed and its successor not yet started
 	before   atomic.Uint64 // IDs issued by runs that were re-keyed away
 

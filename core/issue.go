@@ -37,12 +37,14 @@ func (g *Generator) NextID(ctx context.Context, m Method) (ID, error) {
 	clocked := gt >= 0 // not fenced
 	if gt == 0 {
 		if u := r.live.Load(); u != 0 {
-			if p := r.state.Add(1); p>>sb == u-1 {
+			p := r.state.Add(1)
+			if p>>sb == u-1 {
 				return ID(r.base[m&3] | (u-1)<<(g.shifts.time&63) | (p&g.seqMask)<<(g.shifts.seq&63)), nil
 			}
 			r.live.CompareAndSwap(u, 0)
 			r.unitEnd.CompareAndSwap(g.epochNs+int64(u)*g.unitMs*1e6, 0) // the clocked path's end of the same unit
 			r.wasted.Add(1)
+			g.crossed(p)
 			clocked = false // the state is past the unit: straight to take
 		}
 	}
@@ -60,11 +62,13 @@ func (g *Generator) NextID(ctx context.Context, m Method) (ID, error) {
 	}
 	if clocked && (gt == 0 || ns < gt) {
 		if e, end := r.entered.Load(), r.unitEnd.Load(); ns < end {
-			if p := r.state.Add(1); p>>sb == e {
+			p := r.state.Add(1)
+			if p>>sb == e {
 				return ID(r.base[m&3] | e<<(g.shifts.time&63) | (p&g.seqMask)<<(g.shifts.seq&63)), nil
 			}
 			r.unitEnd.CompareAndSwap(end, 0)
 			r.wasted.Add(1)
+			g.crossed(p)
 		}
 	}
 	r, p, _, err := g.takeAt(ctx, 1, ns)
@@ -288,6 +292,7 @@ func (g *Generator) reserveAt(n uint64, ns int64, pace uint64) (r *run, p, cnt, 
 		end := min(start+n, bound)
 		if !jump {
 			if r.state.CompareAndSwap(old, end-1) {
+				g.countSpent(r, old, start, end)
 				g.enter(r, (end-1)>>g.sb)
 				g.open(r, (end-1)>>g.sb, ns)
 				return r, start, end - start, 0, nil
@@ -302,10 +307,39 @@ func (g *Generator) reserveAt(n uint64, ns int64, pace uint64) (r *run, p, cnt, 
 		}
 		r.jumpMu.Unlock()
 		if ok {
+			g.countSpent(r, old, start, end)
 			g.enter(r, (end-1)>>g.sb)
 			g.open(r, (end-1)>>g.sb, ns)
 			return r, start, end - start, 0, nil
 		}
+	}
+}
+
+// crossed counts the unit a failed add of NextID's fast path ran out of:
+// the add that took the state from a unit's last state to the next unit's
+// first (p, its result, has seq 0) is the one that found it spent. Other
+// failed adds found the state past the unit already. It runs only when the
+// add failed, so the fast path's successful add pays nothing for it.
+func (g *Generator) crossed(p uint64) {
+	if p&g.seqMask == 0 {
+		g.spent.Add(1)
+	}
+}
+
+// countSpent counts the units whose sequence a reservation ran out of: it
+// took the state from old to end-1, issuing [start, end). Every unit
+// boundary inside the reservation was crossed because a unit ran out, and
+// so was old's when old was its unit's last state (a jump, which starts a
+// new unit because the clock moved on, leaves a unit that did not run out
+// otherwise). The run's starting state is the last state of the unit below
+// its floor, which nothing issued: it counts nothing.
+func (g *Generator) countSpent(r *run, old, start, end uint64) {
+	n := (end-1)>>g.sb - start>>g.sb
+	if old&g.seqMask == g.seqMask && old != r.init {
+		n++
+	}
+	if n > 0 {
+		g.spent.Add(n)
 	}
 }
 

@@ -256,6 +256,22 @@ func (c Codec) TransTime(t Type, units uint64) (time.Time, error) {
 	return c.instant(t, units), nil
 }
 
+// End returns the instant of the last unit a time field of type t can
+// hold: no ID of t is issued later (ErrEndOfTime), so a deployment must
+// move to a new epoch or layout before it (the capacity view counts down
+// to it). Leaf takes only MinGranularity.
+func (c Codec) End(t Type) (time.Time, error) {
+	if err := c.checkType(t); err != nil {
+		return time.Time{}, err
+	}
+	return c.instant(t, widthsOf(c.layout, t).maxTime()), nil
+}
+
+// PerUnit is how many IDs one unit of a time field of type t holds for one
+// machine ID and method: the sequence's ceiling. Leaf has its own widths
+// whatever t says.
+func (c Codec) PerUnit(t Type) uint64 { return widthsOf(c.layout, t).maxSeq() + 1 }
+
 // checkType refuses a type the codec's layout has no widths for.
 func (c Codec) checkType(t Type) error {
 	if c.layout == Leaf && t != MinGranularity {

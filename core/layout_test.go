@@ -332,6 +332,22 @@ func TestUnitsAndEndOfTime(t *testing.T) {
 	if _, err := c.TransTime(core.MaxPeak, 1<<30); !errors.Is(err, core.ErrOutOfRange) {
 		t.Errorf("TransTime too wide: %v", err)
 	}
+	if end, err := c.End(core.MaxPeak); err != nil || !end.Equal(last) {
+		t.Errorf("End(max-peak) = %s, %v; want %s", end, err, last)
+	}
+	if end, _ := c.End(core.MinGranularity); end.Format(time.RFC3339Nano) != "2059-11-04T19:53:47.775Z" {
+		t.Errorf("End(min-granularity) = %s", end.Format(time.RFC3339Nano))
+	}
+	leaf := mustCodec(t, core.Leaf, time.Time{})
+	if end, _ := leaf.End(core.MinGranularity); end.Format(time.RFC3339Nano) != "2080-07-10T17:30:30.208Z" {
+		t.Errorf("leaf End = %s", end.Format(time.RFC3339Nano))
+	}
+	if a, b, l := c.PerUnit(core.MaxPeak), c.PerUnit(core.MinGranularity), leaf.PerUnit(core.MinGranularity); a != 1<<20 || b != 1<<10 || l != 1<<12 {
+		t.Errorf("PerUnit: %d, %d, leaf %d", a, b, l)
+	}
+	if _, err := leaf.End(core.MaxPeak); !errors.Is(err, core.ErrOutOfRange) {
+		t.Errorf("leaf End(max-peak): %v", err)
+	}
 }
 
 func ExampleCodec_Make() {

@@ -48,6 +48,9 @@ type run struct {
 	jumpMu     sync.Mutex
 	segStart   uint64
 	issuedPrev uint64
+	// init is the state the run started at: the last state of the unit
+	// below its floor, or 0; nothing issued it (countSpent).
+	init uint64
 
 	guard    GuardStore
 	guardErr atomic.Pointer[error]         // last save failed with this error
@@ -71,6 +74,7 @@ func (g *Generator) startRun(ctx context.Context, machine MachineID, guard Guard
 			r.state.Store(minFloor<<g.sb - 1)
 		}
 		r.limit.Store(g.endPk)
+		r.init = r.state.Load()
 		r.segStart = r.state.Load() + 1
 		r.entered.Store(r.state.Load() >> g.sb)
 		return r, nil
@@ -123,6 +127,7 @@ func (g *Generator) startRun(ctx context.Context, machine MachineID, guard Guard
 	if floor > 0 {
 		r.state.Store(floor<<g.sb - 1)
 	}
+	r.init = r.state.Load()
 	r.segStart = r.state.Load() + 1
 	r.entered.Store(r.state.Load() >> g.sb)
 	// The first reservation is durable before any ID is issued.

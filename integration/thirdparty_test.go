@@ -117,10 +117,23 @@ func TestThirdPartyClient(t *testing.T) {
 	if !slices.Equal(unmasked, []uint64{2610813175020394494, 2610813175020394494}) {
 		t.Errorf("Unmask: %v", unmasked)
 	}
+	// The holder of the worked example's ID (machine 1022, 2024): this
+	// server holds a fixed ID, 1000, since it started, so none is known,
+	// and why is said.
+	var holder struct {
+		Known, Conflict uint64
+		Store, Reason   string
+		Holds           []any
+	}
+	ok("Vesta.Holder", &holder)
+	if holder.Known != 0 || holder.Conflict != 0 || holder.Store != "none" || holder.Reason == "" || holder.Holds == nil {
+		t.Errorf("Holder: %+v", holder)
+	}
 	for proc, want := range map[string]string{
 		"Vesta.GenIDs#7": "invalid_argument:", "Vesta.GenIDs#8": "invalid_argument:", "Vesta.Nope": "invalid_argument:",
 		"Vesta.NextSeq#12": `not_found: segment: unknown tag "nope"`,
 		"Vesta.Unmask#15":  `invalid_argument: masks[0]: mask: a mask of another kind`,
+		"Vesta.Holder#17":  `invalid_argument: id`,
 	} {
 		if a := got[proc]; a.Error == nil || !strings.HasPrefix(*a.Error, want) {
 			t.Errorf("%s: %+v; want an error starting %q", proc, a, want)

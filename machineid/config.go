@@ -129,6 +129,10 @@ type Config struct {
 	Redis RedisConfig
 	// Etcd configures the etcd provider.
 	Etcd EtcdConfig
+	// History bounds the hold history kept beside the leases (history.go);
+	// the zero value keeps the last 32 holds of each machine ID, for at
+	// most 30 days.
+	History HistoryConfig
 	// Clock times the lease (deadlines and renewals) and is compared
 	// with Redis's TIME; nil is a core.SystemClock anchored at Acquire.
 	Clock core.Clock
@@ -318,7 +322,8 @@ func DefaultConfig() Config {
 			Addrs: []string{"127.0.0.1:6379"}, KeyPrefix: defaultKeyPrefix,
 			LeaseTTL: defaultLeaseTTL, MaxClockSkew: 2 * time.Second,
 		},
-		Etcd: EtcdConfig{Endpoints: []string{"127.0.0.1:2379"}, KeyPrefix: defaultKeyPrefix, LeaseTTL: defaultEtcdTTL},
+		Etcd:    EtcdConfig{Endpoints: []string{"127.0.0.1:2379"}, KeyPrefix: defaultKeyPrefix, LeaseTTL: defaultEtcdTTL},
+		History: HistoryConfig{Holds: DefaultHistoryHolds, MaxAge: DefaultHistoryMaxAge},
 	}
 }
 
@@ -448,6 +453,11 @@ func (c Config) resolve() (Config, error) {
 	if err := r.resolveEtcd(seen[ProviderEtcd]); err != nil {
 		return Config{}, err
 	}
+	h, err := r.History.resolve()
+	if err != nil {
+		return Config{}, err
+	}
+	r.History = h
 	// What only a store's package can judge (a TLS setting's type).
 	for _, p := range r.Providers {
 		if lp, ok := leasestore.Lookup(p); ok && lp.Check != nil {

@@ -48,6 +48,12 @@ func TestValidate(t *testing.T) {
 		{"range past 1023", func(c *machineid.Config) {
 			c.ServerRange = machineid.Range{First: 1000, Count: 100}
 		}, "ServerRange"},
+		{"history of no hold", func(c *machineid.Config) { c.Providers, c.History.Holds = []string{"redis"}, -1 }, "History.Holds"},
+		{"history of 257 holds", func(c *machineid.Config) { c.Providers, c.History.Holds = []string{"redis"}, 257 }, "History.Holds"},
+		{"history of a minute", func(c *machineid.Config) { c.Providers, c.History.MaxAge = []string{"redis"}, time.Minute }, "History.MaxAge"},
+		{"history of 256 holds, a year", func(c *machineid.Config) {
+			c.Providers, c.History = []string{"redis"}, machineid.HistoryConfig{Holds: 256, MaxAge: 365 * 24 * time.Hour}
+		}, ""},
 		{"key prefix with a brace", func(c *machineid.Config) { c.Redis.KeyPrefix = "ve{sta" }, "Redis.KeyPrefix"},
 		{"lease TTL too short", func(c *machineid.Config) { c.Redis.LeaseTTL = 10 * time.Millisecond }, "Redis.LeaseTTL"},
 		{"negative skew", func(c *machineid.Config) { c.Redis.MaxClockSkew = -time.Second }, "Redis.MaxClockSkew"},

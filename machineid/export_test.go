@@ -1,8 +1,12 @@
 package machineid
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/machineid/internal/leasestore"
 )
 
 // SetMaxRedisReach replaces, for one test, the bound that validation holds
@@ -23,3 +27,17 @@ func Reach() time.Duration { return maxRedisReach }
 // SetReach sets the bound for the rest of the process: for the tests'
 // holder subprocess, which has no testing.TB and leases as the tests do.
 func SetReach(d time.Duration) { maxRedisReach = d }
+
+// HistoryOf builds machine id's history from stored entries as a store
+// would return them (values; "" skipped unread), read at now, with the
+// default bounds: for the decoder's fuzz test and At's table.
+func HistoryOf(id core.MachineID, values []string, now time.Time) History {
+	raws := make([]leasestore.RawHold, len(values))
+	for i, v := range values {
+		raws[i] = leasestore.RawHold{Key: fmt.Sprintf("entry %d", i), Value: v}
+		if v == "" {
+			raws[i].Skip = "unread"
+		}
+	}
+	return buildHistory(StoreRedis, "vesta", id, HistoryConfig{Holds: DefaultHistoryHolds, MaxAge: DefaultHistoryMaxAge}, raws, nil, "", now)
+}

@@ -58,6 +58,10 @@ type Status struct {
 	// RenewFailures counts renewals that did not reach the store or found
 	// the lease gone.
 	RenewFailures uint64
+	// RangeFull counts the claims (the first, and re-acquisitions after
+	// a lost lease) that found every ID of the range held (ErrRangeFull):
+	// the pool ran out.
+	RangeFull uint64
 	// Err says why the state is not held; nil otherwise.
 	Err error
 	// QuarantineUntil is, for a Redis lease whose claim could follow a
@@ -144,6 +148,8 @@ type holder interface {
 	advertise(ctx context.Context) error
 	// members lists the fleet (Lease.Fleet).
 	members(ctx context.Context) (Members, error)
+	// history reads a machine ID's hold history (Lease.History).
+	history(ctx context.Context, id core.MachineID) (History, error)
 	close(ctx context.Context) error
 }
 

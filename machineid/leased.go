@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vesta-go/vesta/core"
@@ -58,6 +59,7 @@ type leased struct {
 	recoverAfter time.Time
 	fences       uint64
 	failures     uint64
+	rangeFull    atomic.Uint64 // claims that found the range full
 	closed       bool
 	renewed      time.Time // when the current hold was last claimed or renewed (sent)
 
@@ -68,6 +70,20 @@ type leased struct {
 	memberMu   sync.Mutex
 	memberErr  string
 	memberKick chan struct{}
+
+	// The hold history (history.go, historylease.go): the hold whose entry
+	// the history holds (the last installed) and when it was claimed; when
+	// the generator was last fenced; the end of a hold this process lost,
+	// written once it holds that machine ID again. histMu orders the
+	// writes, so that none follows a hold's released entry (histEnded);
+	// histErr is the last failed one, logged once.
+	installed   *leasestore.Hold
+	holdStarted time.Time
+	fencedAt    time.Time
+	lostEntry   *lostHold
+	histMu      sync.Mutex
+	histEnded   *leasestore.Hold
+	histErr     string
 }
 
 // acquireLeased claims an ID of b's range in st and starts renewing it;
@@ -95,6 +111,7 @@ func acquireLeased(ctx context.Context, b leaseBase, provider string, st leasest
 	l.install(h, sent)
 	l.initial = h.Guard
 	l.writeMember(ctx)
+	l.writeHistory(ctx) // historylease.go
 	_, waits := h.Guard.QuarantineFloor()
 	l.log.Info("machineid: leased a machine ID", "machine", h.ID, "method", b.method, "range", b.rng,
 		"key", h.Key, "ttl", l.ttl, "fence_after", l.ttl-l.margin, "store", st.Where(), "quarantine", waits)
@@ -141,7 +158,7 @@ func (l *leased) status() Status {
 
 func (l *leased) statusLocked() Status {
 	st := Status{Provider: l.provider, Machine: l.id, State: l.stateLocked(), Deadline: l.deadline,
-		RenewAt: l.renewAt, At: l.clock.Now(), Fences: l.fences, RenewFailures: l.failures, Err: l.cause}
+		RenewAt: l.renewAt, At: l.clock.Now(), Fences: l.fences, RenewFailures: l.failures, RangeFull: l.rangeFull.Load(), Err: l.cause}
 	if l.hold != nil {
 		if f, waits := l.hold.Guard.QuarantineFloor(); waits {
 			st.QuarantineUntil = f
@@ -203,6 +220,7 @@ func (l *leased) checkReach(borrow time.Duration) error {
 func (l *leased) install(h *leasestore.Hold, sent time.Time) {
 	l.hold, l.id, l.state, l.cause, l.lastErr = h, h.ID, held, nil, nil
 	l.renewed = sent
+	l.installed, l.holdStarted = h, sent
 	l.deadline = sent.Add(l.ttl - l.margin)
 	l.renewAt = sent.Add(l.period)
 	l.syncLocked()
@@ -217,6 +235,7 @@ func (l *leased) claim(ctx context.Context, prefer core.MachineID, hasPrefer boo
 		return nil, time.Time{}, err
 	}
 	if h == nil {
+		l.rangeFull.Add(1)
 		return nil, time.Time{}, fmt.Errorf("%w: all %d IDs of the %s range %s are leased in %s; wait for a holder to stop or widen the range",
 			ErrRangeFull, l.rng.Count, rangeName(l.method), l.rng, l.st.Where())
 	}
@@ -267,6 +286,7 @@ func (l *leased) syncLocked() {
 		}
 		l.gen.Control().Fence(cause)
 		l.fenced = true
+		l.fencedAt = l.clock.Now()
 		l.fences++
 		// The deadline the generator was held to until now (FenceAfter):
 		// with the log line's time, a reader of the log bounds the last
@@ -303,6 +323,7 @@ func (l *leased) overdueCauseLocked() {
 // lostLocked marks the lease as not ours, and has the renewer claim again
 // at once.
 func (l *leased) lostLocked(cause error) {
+	l.loseLocked(cause) // the hold history's end of this hold (historylease.go)
 	l.state, l.hold, l.cause = lost, nil, cause
 	l.syncLocked()
 	l.poke()
@@ -523,6 +544,7 @@ func (l *leased) release(h *leasestore.Hold) {
 	defer cancel()
 	final, ok := h.Guard.Final(ctx) // no write of this hold succeeds any more
 	l.dropMember(ctx, h)
+	l.endHistory(ctx, h, final, ok)
 	if err := l.st.Release(ctx, h, final, ok); err != nil {
 		l.log.Warn("machineid: releasing a lease failed; it expires", "key", h.Key, "ttl", l.ttl, "err", err)
 	}
@@ -584,6 +606,7 @@ func (l *leased) close(ctx context.Context) error {
 		// claim need not wait out a quarantine nor the unused reservation.
 		final, ok := h.Guard.Final(ctx)
 		l.dropMember(ctx, h)
+		l.endHistory(ctx, h, final, ok)
 		if err := l.st.Release(ctx, h, final, ok); err != nil {
 			errs = append(errs, err)
 		} else {

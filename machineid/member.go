@@ -104,13 +104,14 @@ type selfInfo struct {
 	started time.Time
 	pid     int
 	version string
+	pod     string // POD_NAME, where the downward API sets it (history.go)
 
 	ls atomic.Pointer[Listeners]
 }
 
 func newSelf(clock core.Clock) *selfInfo {
 	host, _ := os.Hostname()
-	s := &selfInfo{run: crand.Text()[:16], started: clock.Now(), pid: os.Getpid(), version: leasestore.Clip(buildinfo.Read().String(), leasestore.MaxTextBytes)}
+	s := &selfInfo{run: crand.Text()[:16], started: clock.Now(), pid: os.Getpid(), version: leasestore.Clip(buildinfo.Read().String(), leasestore.MaxTextBytes), pod: podName()}
 	s.ls.Store(&Listeners{Host: leasestore.Clip(host, leasestore.MaxHostBytes)})
 	return s
 }
@@ -273,6 +274,7 @@ func (l *leased) memberWriter() {
 			return
 		case <-l.memberKick:
 			l.writeMember(l.ctx)
+			l.writeHistory(l.ctx) // historylease.go
 		}
 	}
 }

@@ -388,7 +388,7 @@ func kindOf(then []clientv3.Op) int {
 		switch {
 		case op.IsTxn() || (op.IsPut() && strings.HasSuffix(k, "/shape")):
 			return kMark
-		case strings.Contains(k, "/member/"):
+		case strings.Contains(k, "/member/"), strings.Contains(k, "/holds/"):
 			return kMember
 		case strings.HasSuffix(k, "/fleet"):
 			return kFleet
@@ -408,7 +408,10 @@ func (c *etcdConn) Put(ctx context.Context, key, val string, opts ...clientv3.Op
 func (c *etcdConn) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
 	op := clientv3.OpGet(key, opts...)
 	kind := kRenew
-	if op.IsOptsWithPrefix() {
+	switch {
+	case strings.Contains(key, "/holds/"):
+		kind = kMember // the hold history's trim, under leased.histMu (see roundTrip)
+	case op.IsOptsWithPrefix():
 		kind = kOther
 	}
 	v, err := c.call(ctx, kind, func() (any, error) {

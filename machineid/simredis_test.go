@@ -68,6 +68,7 @@ func newRedisModel(clock func() time.Time, newID func() string) *redisModel {
 		leaseScripts["member"].Hash():        (*redisModel).member,
 		leaseScripts["drop member"].Hash():   (*redisModel).dropMember,
 		leaseScripts["fleet"].Hash():         (*redisModel).fleet,
+		leaseScripts["put hold"].Hash():      (*redisModel).putHold,
 	}
 	return m
 }
@@ -397,6 +398,18 @@ func luaToNumber(s string) (float64, error) {
 		return 0, fmt.Errorf("not a number")
 	}
 	return strconv.ParseFloat(s, 64)
+}
+
+// putHold is the hold history's write, its hash alone: the order, its
+// trim and the expiry are not modelled (the simulation reads no history).
+func (m *redisModel) putHold(now int64, keys, argv []string) (any, error) {
+	if held, err := m.holds(keys[0], argv[0], now); !held {
+		return int64(0), err
+	}
+	if err := m.hset(keys[1], now, argv[1], argv[2]); err != nil {
+		return nil, err
+	}
+	return int64(1), nil
 }
 
 func (m *redisModel) member(now int64, keys, argv []string) (any, error) {

@@ -464,7 +464,8 @@ var leaseScripts = redisstore.Scripts()
 var redisKinds = map[string]int{
 	leaseScripts["claim"].Hash(): kClaim, leaseScripts["renew"].Hash(): kRenew, leaseScripts["mark"].Hash(): kMark,
 	leaseScripts["member"].Hash(): kMember, leaseScripts["drop member"].Hash(): kMember,
-	leaseScripts["release"].Hash(): kRelease, leaseScripts["release clean"].Hash(): kRelease, leaseScripts["fleet"].Hash(): kFleet,
+	leaseScripts["put hold"].Hash(): kMember,
+	leaseScripts["release"].Hash():  kRelease, leaseScripts["release clean"].Hash(): kRelease, leaseScripts["fleet"].Hash(): kFleet,
 }
 
 func redisKind(cmd redis.Cmder) int {
@@ -490,9 +491,10 @@ var (
 // (limit, or ctx's deadline if sooner). A paused host sends nothing and
 // hears nothing until it wakes.
 //
-// The mark's and the member record's writes take no time (instantly): the
-// lease and the generator make them holding a mutex (leaseGuard.mu,
-// Generator's mu, leased.memberMu), and a goroutine waiting for a mutex
+// The mark's, the member record's and the hold history's writes take no
+// time (instantly): the lease and the generator make them holding a mutex
+// (leaseGuard.mu, Generator's mu, leased.memberMu, leased.histMu), and a
+// goroutine waiting for a mutex
 // is not durably blocked in a synctest bubble, so its time would stop
 // while the holder waits for the network. They are still lost, cut off
 // and refused like any other; a lost one fails at once.

@@ -14,6 +14,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/capacity"
 	"github.com/vesta-go/vesta/internal/testkit/embedtest"
 	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/prommetrics"
@@ -126,8 +127,8 @@ func readDesc(tb testing.TB, d *prometheus.Desc) (string, []string) {
 // source packages as the product builds them: an embedded issuer on a
 // fixed machine ID (the generator's, the lease's and the issued count),
 // the central and REST servers (with the ceiling's and the listeners'),
-// a Go client with its fallback, a segment issuer with one tag, and the
-// build's gauge.
+// a Go client with its fallback, a segment issuer with one tag, the
+// capacity tracker, and the build's gauge.
 func registered(t *testing.T) map[string]described {
 	t.Helper()
 	ctx := context.Background()
@@ -185,6 +186,16 @@ func registered(t *testing.T) map[string]described {
 	}
 	t.Cleanup(func() { seq.Close() })
 	sm.Watch(seq)
+
+	// The capacity tracker of vesta serve, on a lease with one pool.
+	tags := func() []capacity.TagCounters {
+		return []capacity.TagCounters{{Tag: "order", MaxID: 11, Step: 10, RangesFetched: 1}}
+	}
+	tr := capacity.New(capacity.Config{Gen: gen, Sequences: tags, Pools: func(context.Context) (capacity.Machine, error) {
+		return capacity.Machine{Provider: "redis", Pools: []capacity.Pool{{Range: "server", IDs: "924-1023", Held: 1, Total: 100}}}, nil
+	}})
+	t.Cleanup(tr.Close)
+	rec.MustRegister(tr.Collector())
 
 	if err := prommetrics.RegisterBuildInfo(rec); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
 		t.Fatal(err)

@@ -91,6 +91,13 @@ func (s *Server) apiExplain(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	holder, err := wantsHolder(c)
+	if err != nil {
+		return err
+	}
+	if holder {
+		return s.explainWithHolder(c, s.codec.Explain(core.ID(id))) // holder.go
+	}
 	return c.JSON(http.StatusOK, s.codec.Explain(core.ID(id)))
 }
 

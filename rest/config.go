@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/connlimit"
 	"github.com/vesta-go/vesta/mask"
@@ -194,6 +195,21 @@ type Config struct {
 	// 200, with the error and the members returned (this server alone, if
 	// none). Nil answers with this server alone, store "none".
 	Fleet FleetFunc
+
+	// Holders answers GET /v1/ids/{id}?holder=true from the hold
+	// histories (machineid's Lease.History; display and detection only),
+	// read through its cache, which the central server of the same
+	// process shares (api.NewHolders); each read is bounded like Fleet's.
+	// A history that cannot be read is a 503. Nil answers that this
+	// server keeps no history.
+	Holders *api.Holders
+
+	// Capacity reports the server's capacity for GET /v1/capacity (years
+	// left in the time field, the machine-ID pools, the sequence's
+	// ceiling, segment tags); vesta serve sets it. Nil answers with what
+	// the generator alone tells: the time field and the sequence's
+	// counters.
+	Capacity CapacityFunc
 
 	// Masks serves /v1/mask, /v1/unmask and the masked option of /v1/id
 	// and /v1/ids (package mask: the key, and the check of the IDs the

@@ -22,6 +22,8 @@
 //	GET  /v1/id                 {"id":"…"}
 //	GET  /v1/ids?count=N        {"ids":["…",…]}, 1 <= N <= MaxBatch
 //	GET  /v1/ids/{id}           the ID explained (core.Explanation's JSON)
+//	GET  /v1/ids/{id}?holder=true  and its "holder": the hold that issued it, from the
+//	                            lease store's hold history (Config.Holders; holder.go)
 //	POST /v1/make               {"time":..,"seq":..[,"machine","method","type","version"]} → {"id":"…"}
 //	GET  /v1/transtime?time=    {"time":..,"type":..,"unix_ms":..,"timestamp":"…"}
 //	GET  /v1/info               layout, epoch, type, machine, method, version, max_batch, build
@@ -30,6 +32,9 @@
 //	                            down with the buffers empty 503
 //	GET  /v1/fleet              the servers sharing the lease store (Config.Fleet; fleet.go),
 //	                            {"store","prefix","members":[…],"skipped","error"}
+//	GET  /v1/capacity           how far each limit is: years left in the time field, the
+//	                            machine-ID pools, the sequence's ceiling, segment tags
+//	                            (Config.Capacity; capacity.go)
 //	GET|POST /v1/mask           ?id=N[&id=N…][&tenant=T][&kind=K] or {"ids":[…],…} →
 //	                            {"masks":["ord_…",…]}: IDs masked into texts that hide them
 //	                            (Config.Masks; mask.go); /v1/id and /v1/ids take masked=true

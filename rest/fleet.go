@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -51,62 +50,12 @@ type FleetMember struct {
 // does not answer costs the page a second, not the request timeout.
 const fleetTimeout = 1500 * time.Millisecond
 
-// fleetFresh is how long one store read serves every GET /v1/fleet: the
+// fleetFresh is how long one store read serves every GET /v1/fleet
+// (package coalesce: one read at a time, the others wait for it): the
 // read lists the whole machine-ID range (1,024 keys on Redis) from the
 // store the leases renew in, so callers in a loop must not turn into
 // reads of it. The page asks every 5 s.
 const fleetFresh = time.Second
-
-// fleetCache coalesces GET /v1/fleet: one store read at a time, its
-// answer reused for fleetFresh; the others wait for it (or their own
-// context).
-type fleetCache struct {
-	now func() time.Time // time.Now; a test's clock
-
-	mu       sync.Mutex
-	at       time.Time // of the last read's end; zero before any
-	v        FleetView
-	err      error
-	inflight chan struct{} // closed when the read under way ends
-}
-
-// view is the fleet as read within fleetFresh, reading it if need be.
-// The read is detached from the caller's cancellation (another caller
-// may wait for it) and bounded by timeout.
-func (fc *fleetCache) view(ctx context.Context, read FleetFunc, timeout time.Duration) (FleetView, error) {
-	fc.mu.Lock()
-	for {
-		if !fc.at.IsZero() && fc.now().Sub(fc.at) < fleetFresh {
-			v, err := fc.v, fc.err
-			fc.mu.Unlock()
-			return v, err
-		}
-		ch := fc.inflight
-		if ch == nil {
-			break
-		}
-		fc.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return FleetView{}, ctx.Err()
-		}
-		fc.mu.Lock()
-	}
-	ch := make(chan struct{})
-	fc.inflight = ch
-	fc.mu.Unlock()
-
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	v, err := read(rctx)
-	cancel()
-
-	fc.mu.Lock()
-	fc.v, fc.err, fc.at, fc.inflight = v, err, fc.now(), nil
-	fc.mu.Unlock()
-	close(ch)
-	return v, err
-}
 
 // fleetBody is GET /v1/fleet.
 type fleetBody struct {
@@ -139,7 +88,7 @@ func (s *Server) apiFleet(c echo.Context) error {
 	var v FleetView
 	var err error
 	if s.cfg.Fleet != nil {
-		v, err = s.fleet.view(c.Request().Context(), s.cfg.Fleet, min(fleetTimeout, s.cfg.RequestTimeout))
+		v, err = s.fleet.Get(c.Request().Context(), struct{}{}, min(fleetTimeout, s.cfg.RequestTimeout), s.cfg.Fleet)
 	} else {
 		v = FleetView{Store: "none"}
 	}

@@ -1,19 +1,14 @@
 package rest
 
 import (
-	"context"
-	"errors"
 	"math"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
 // fakeCounters is a read function over counters the test sets, read at
@@ -183,66 +178,4 @@ func TestReadRegistry(t *testing.T) {
 	if methods[1] != core.Central || listenerNames[0].name != "rpc" {
 		t.Fatal("the test's indexes are out of date")
 	}
-}
-
-// TestFleetCoalesced: callers of GET /v1/fleet at once share one store
-// read, and its answer serves for fleetFresh on the cache's clock; past
-// it, the next caller reads again.
-func TestFleetCoalesced(t *testing.T) {
-	var reads atomic.Int32
-	gate := make(chan struct{})
-	read := func(ctx context.Context) (FleetView, error) {
-		reads.Add(1)
-		<-gate
-		return FleetView{Store: "redis", Members: []FleetMember{{Machine: 7}}}, nil
-	}
-	now := time.Unix(1e9, 0)
-	var mu sync.Mutex
-	fc := &fleetCache{now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }}
-
-	const callers = 20
-	var wg sync.WaitGroup
-	views := make([]FleetView, callers)
-	for i := range callers {
-		wg.Go(func() { views[i], _ = fc.view(context.Background(), read, time.Second) })
-	}
-	waittest.Until(t, "the first store read", func() bool { return reads.Load() > 0 })
-	close(gate)
-	wg.Wait()
-	if n := reads.Load(); n != 1 {
-		t.Fatalf("%d callers at once: %d store reads; want 1", callers, n)
-	}
-	for i, v := range views {
-		if len(v.Members) != 1 || v.Members[0].Machine != 7 {
-			t.Fatalf("caller %d: %+v; want the one read's view", i, v)
-		}
-	}
-	if fc.view(context.Background(), read, time.Second); reads.Load() != 1 {
-		t.Fatalf("a caller within fleetFresh read the store again")
-	}
-	mu.Lock()
-	now = now.Add(fleetFresh)
-	mu.Unlock()
-	if fc.view(context.Background(), read, time.Second); reads.Load() != 2 {
-		t.Fatalf("a caller past fleetFresh: %d reads; want 2", reads.Load())
-	}
-
-	// A waiter whose own context ends does not wait for the read.
-	mu.Lock()
-	now = now.Add(fleetFresh)
-	mu.Unlock()
-	block := make(chan struct{})
-	slow := func(ctx context.Context) (FleetView, error) { <-block; return FleetView{}, nil }
-	go fc.view(context.Background(), slow, time.Second)
-	waittest.Until(t, "the slow read under way", func() bool {
-		fc.mu.Lock()
-		defer fc.mu.Unlock()
-		return fc.inflight != nil
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := fc.view(ctx, slow, time.Second); !errors.Is(err, context.Canceled) {
-		t.Errorf("a waiter with its context ended: %v; want context.Canceled", err)
-	}
-	close(block)
 }

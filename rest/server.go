@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/ceilingmetric"
+	"github.com/vesta-go/vesta/internal/coalesce"
 	"github.com/vesta-go/vesta/internal/connlimit"
 )
 
@@ -68,10 +69,13 @@ type Server struct {
 	histDone chan struct{}       // closed when it has stopped
 	histOnce sync.Once
 
-	fleet    fleetCache         // GET /v1/fleet's one store read at a time (fleet.go)
-	draining atomic.Bool        // set by Shutdown: /readyz fails first
-	limits   *connlimit.Limiter // the listener policy (limits.go)
-	authLim  *authLimits        // failed authentications per peer (peers.go)
+	fleet coalesce.Cache[struct{}, FleetView] // GET /v1/fleet's one store read at a time (fleet.go)
+	// conflicts counts explains that found an ID inside two holds
+	// (vesta_hold_conflicts_total; holder.go).
+	conflicts prometheus.Counter
+	draining  atomic.Bool        // set by Shutdown: /readyz fails first
+	limits    *connlimit.Limiter // the listener policy (limits.go)
+	authLim   *authLimits        // failed authentications per peer (peers.go)
 
 	mu      sync.Mutex
 	serving bool
@@ -93,7 +97,7 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{gen: gen, codec: gen.Codec(), cfg: cfg, log: cfg.Logger, vesta: map[string]bool{}, issuing: map[string]bool{}, authLim: newAuthLimits(), leafZone: time.Local}
-	s.fleet.now = time.Now
+	s.fleet.Fresh = fleetFresh
 	s.hosts.Store(newHostPolicy(cfg.AllowedHosts, nil))
 	if cfg.Token != "" {
 		s.tokenSum = sha256.Sum256([]byte(cfg.Token))
@@ -127,6 +131,9 @@ func NewServer(gen *core.Generator, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.m = m
+	if s.conflicts, err = newConflicts(reg); err != nil {
+		return nil, err
+	}
 	if s.limits, err = newLimiter(reg, cfg); err != nil {
 		return nil, err
 	}
@@ -178,8 +185,9 @@ func (s *Server) routes() {
 	e.GET("/v1/info", s.apiInfo, s.auth)
 	e.GET("/v1/status", s.apiStatus, s.auth)
 	e.GET("/v1/fleet", s.apiFleet, s.auth)
-	s.seqRoutes()  // seq.go: /v1/seq/{tag} and Leaf's HTTP API
-	s.maskRoutes() // mask.go: /v1/mask, /v1/unmask
+	e.GET("/v1/capacity", s.apiCapacity, s.auth) // capacity.go
+	s.seqRoutes()                                // seq.go: /v1/seq/{tag} and Leaf's HTTP API
+	s.maskRoutes()                               // mask.go: /v1/mask, /v1/unmask
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)

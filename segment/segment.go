@@ -68,6 +68,12 @@ const MaxTagLen = 128
 // counters running past a range's end never wrap.
 const topHeadroom = 1 << 32
 
+// MaxNumber is the last number a tag can issue: max_id is a signed 64-bit
+// integer (Leaf's bigint), less the headroom that keeps counters running
+// past a range's end from wrapping. A range ending above it is refused
+// (ErrBadRange).
+const MaxNumber = math.MaxInt64 - topHeadroom
+
 // Store is where ranges are reserved, shared by every issuer of a tag. An
 // implementation must make Next atomic: two calls, from any processes,
 // never answer overlapping ranges, and a range once answered is never
@@ -132,8 +138,8 @@ func (t TagInfo) Validate() error {
 	if err := ValidTag(t.Tag); err != nil {
 		return err
 	}
-	if t.MaxID < 1 || t.MaxID > math.MaxInt64-topHeadroom {
-		return fmt.Errorf("%w: MaxID (start) %d out of range 1-%d", ErrConfig, t.MaxID, int64(math.MaxInt64-topHeadroom))
+	if t.MaxID < 1 || t.MaxID > MaxNumber {
+		return fmt.Errorf("%w: MaxID (start) %d out of range 1-%d", ErrConfig, t.MaxID, int64(MaxNumber))
 	}
 	if t.Step < 1 || t.Step > math.MaxInt32 {
 		// Leaf's step column is int(11).

@@ -401,7 +401,7 @@ func (b *buffer) accept(r Range, step int64, threshold float64, now time.Time) e
 	switch {
 	case r.Last < r.First || r.Step < 1 || r.Len() != want:
 		return fmt.Errorf("%w: %q: [%d, %d] with stored step %d for step %d", ErrBadRange, b.tag, r.First, r.Last, r.Step, step)
-	case r.Last > math.MaxInt64-topHeadroom:
+	case r.Last > MaxNumber:
 		return fmt.Errorf("%w: %q: [%d, %d] reaches the top of int64", ErrBadRange, b.tag, r.First, r.Last)
 	case r.First <= b.high:
 		return fmt.Errorf("%w: %q: [%d, %d] is not above %d, answered before: the store lost writes", ErrBadRange, b.tag, r.First, r.Last, b.high)

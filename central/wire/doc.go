@@ -42,6 +42,7 @@
 //	Vesta.NextSeqs  [{tag, count}]           -> [int64, ...] (increasing; count 1 ... max_batch)
 //	Vesta.Mask      [{ids, tenant?, kind?}]  -> [str, ...] (the masks of 1 ... max_batch IDs, in order)
 //	Vesta.Unmask    [{masks, tenant?, kind?}] -> [uint64, ...] (the IDs of 1 ... max_batch masks, in order)
+//	Vesta.Holder    [{id}]                   -> Holder map (the hold that issued the ID, or why none is known)
 //
 // Sequence numbers are msgpack ints in the codec's encoding of int64
 // (fixint, else the shortest signed form); any integer encoding that holds
@@ -66,6 +67,12 @@
 // answers not_found; a mask that is none of the tenant and kind's fails
 // the call with invalid_argument naming it.
 //
+// Holder (package api's Holders, which REST's GET /v1/ids/{id}?holder=true
+// reads too): the keys of REST's holder object, its booleans 0 or 1, its
+// times RFC 3339 UTC strings ("" for none), holds an array of maps and
+// skipped an array of strings. Its reader skips unknown keys at both
+// levels and grows the arrays with the bytes, never with a header.
+//
 // # Errors
 //
 // A response's error is a string that begins with a stable code, a colon
@@ -89,7 +96,7 @@
 //
 // Every frame is written by hand (encode.go, values.go) and every frame is
 // read by hand (Split, DecodeRequest, DecodeResponse, DecodeResult), the
-// rare structs (Explanation, TransTimeResult, Info, the params of ExpID,
+// rare structs (Explanation, TransTimeResult, Info, Holder, the params of ExpID,
 // MakeID, TransTime) as well as the hot frames. Why not go-msgpack for the
 // rare ones: a second encoder of one format needed its own configuration,
 // lint exceptions for its struct tags and a reflection path, while the

@@ -147,7 +147,8 @@ func appendArrayLen(dst []byte, n int) []byte {
 // DecodeResult decodes a Response's Result into v: *uint64 (Vesta.GenID,
 // Vesta.MakeID), *[]uint64 (Vesta.GenIDs, Vesta.Unmask), *TakeIDsResult,
 // *int64 (Vesta.NextSeq), *[]int64 (Vesta.NextSeqs), *[]string
-// (Vesta.Mask), *Explanation, *TransTimeResult or *Info. Keys it does not know are ignored, so a later server may add
+// (Vesta.Mask), *Explanation, *TransTimeResult, *Info or *Holder
+// (Vesta.Holder). Keys it does not know are ignored, so a later server may add
 // some. The slices of *[]uint64 and *TakeIDsResult are reused when they have
 // room.
 func DecodeResult(result []byte, v any) error {
@@ -175,6 +176,8 @@ func DecodeResult(result []byte, v any) error {
 	case *TransTimeResult:
 		err = v.decode(result)
 	case *Info: // an older server's Info has no take_ids: it reads 0
+		err = v.decode(result)
+	case *Holder: // Vesta.Holder
 		err = v.decode(result)
 	default:
 		return fmt.Errorf("wire: DecodeResult cannot decode into %T", v)

@@ -38,6 +38,8 @@ func FuzzDecodeRequest(f *testing.F) {
 		{wire.ProcMask, &wire.MaskParams{IDs: []uint64{1, 1 << 63}, Tenant: "acme", Kind: "ord"}},
 		{wire.ProcUnmask, &wire.UnmaskParams{Masks: []string{"ord_0123456789abc", ""}, Kind: "ord"}},
 		{wire.ProcMask, map[string]any{"ids": []any{"5", -1, nil}}},
+		{wire.ProcHolder, &wire.HolderParams{ID: 1<<63 + 12345}},
+		{wire.ProcHolder, map[string]any{"id": "x"}},
 	} {
 		frame, err := e.AppendRequest(nil, 42, p.proc, p.params)
 		if err != nil {
@@ -82,7 +84,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			}
 			return
 		}
-		for _, dst := range []any{nil, new(wire.GenIDsParams), new(wire.TakeIDsParams), new(wire.ExpIDParams), new(wire.MakeIDParams), new(wire.TransTimeParams)} {
+		for _, dst := range []any{nil, new(wire.GenIDsParams), new(wire.TakeIDsParams), new(wire.ExpIDParams), new(wire.MakeIDParams), new(wire.TransTimeParams), new(wire.HolderParams)} {
 			_ = wire.DecodeParams(req.Params, dst)
 		}
 		var seq wire.NextSeqsParams

@@ -23,7 +23,7 @@ const (
 )
 
 var procedures = [...]string{ProcGenID, ProcGenIDs, ProcExpID, ProcMakeID, ProcTransTime, ProcInfo,
-	ProcTakeIDs, ProcNextSeq, ProcNextSeqs, ProcMask, ProcUnmask}
+	ProcTakeIDs, ProcNextSeq, ProcNextSeqs, ProcMask, ProcUnmask, ProcHolder}
 
 // Procedures returns every procedure name, in the order above.
 func Procedures() []string { return procedures[:] }
@@ -87,7 +87,8 @@ type TransTimeParams struct {
 
 // DecodeParams decodes the Params of a request into dst, which is one of
 // *GenIDsParams, *TakeIDsParams, *ExpIDParams, *MakeIDParams, *TransTimeParams,
-// *NextSeqParams, *NextSeqsParams, *MaskParams, *UnmaskParams, or nil for
+// *NextSeqParams, *NextSeqsParams, *MaskParams, *UnmaskParams,
+// *HolderParams, or nil for
 // procedures without arguments (then only an absent or empty map passes). It
 // is strict: every key must be known and given once, required keys must be
 // present, and values must follow the rules of fields.go (non-negative
@@ -115,6 +116,8 @@ func DecodeParams(params []byte, dst any) error {
 		}
 		return nil
 	case *ExpIDParams:
+		fs = []field{{name: "id", dst: &p.ID}}
+	case *HolderParams:
 		fs = []field{{name: "id", dst: &p.ID}}
 	case *TransTimeParams:
 		fs = []field{{name: "time", dst: &p.Time}, {name: "type", opt: &p.Type, named: true}}

@@ -150,6 +150,14 @@ func appendValue(dst []byte, v any) ([]byte, error) {
 		return v.appendTo(dst), nil
 	case *Info:
 		return v.appendTo(dst), nil
+	case Holder:
+		return v.appendTo(dst), nil
+	case *Holder:
+		return v.appendTo(dst), nil
+	case *HolderParams:
+		return appendUint(appendStr(append(dst, 0x81), "id"), v.ID), nil
+	case HolderParams:
+		return appendUint(appendStr(append(dst, 0x81), "id"), v.ID), nil
 	}
 	return dst, fmt.Errorf("wire: encode: cannot encode %T", v)
 }
@@ -274,12 +282,15 @@ func (i *Info) appendTo(dst []byte) []byte {
 	return appendUint(appendStr(dst, "version"), i.Version)
 }
 
-// resultField is one key of a result map: exactly one of u, i and s is set.
+// resultField is one key of a result map: exactly one of u, i, s and sub
+// is set; sub reads a value of another shape (an array), which its
+// caller zeroes.
 type resultField struct {
 	key string
 	u   *uint64
 	i   *int64
 	s   *string
+	sub func(*reader) error
 }
 
 // decodeResultMap reads a result map into fs, starting from the zero value
@@ -293,7 +304,7 @@ func decodeResultMap(b []byte, fs []resultField) error {
 			*f.u = 0
 		case f.i != nil:
 			*f.i = 0
-		default:
+		case f.s != nil:
 			*f.s = ""
 		}
 	}
@@ -317,6 +328,8 @@ func decodeResultMap(b []byte, fs []resultField) error {
 			*fs[k].u, err = r.uint()
 		case fs[k].i != nil:
 			*fs[k].i, err = r.int()
+		case fs[k].sub != nil:
+			err = fs[k].sub(&r)
 		default:
 			var s []byte
 			if s, err = r.str(); err == nil {

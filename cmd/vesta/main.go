@@ -88,7 +88,7 @@ configuration, named in the message.`,
 		return fmt.Errorf("%w: %w", errUsage, err)
 	})
 	root.AddCommand(newServeCmd(), newGenCmd(), newExplainCmd(), newMakeCmd(), newVersionCmd(), newHealthCmd(),
-		newSeqCmd(), newConfigCmd(), newStatusCmd(), newMaskCmd(), newUnmaskCmd())
+		newSeqCmd(), newConfigCmd(), newStatusCmd(), newCapacityCmd(), newMaskCmd(), newUnmaskCmd())
 	for _, c := range root.Commands() {
 		if c.Args != nil {
 			c.Args = usageArgs(c.Args)

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/vesta-go/vesta/api"
-	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/masktest"
 )
@@ -102,13 +101,7 @@ func TestServeMasking(t *testing.T) {
 	maskKeyFile(t, testMaskKey)
 	srv := startServe(t, "--machine", "1000", "--central-listen", "127.0.0.1:0", "--rest-listen", "127.0.0.1:0", "--data-dir", t.TempDir())
 	ctx := context.Background()
-	ccfg := client.DefaultConfig(srv.central)
-	ccfg.NoFallback = true
-	c, err := client.New(ctx, ccfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := rpcClient(t, srv)
 	ids, err := c.NextIDs(ctx, 20)
 	if err != nil {
 		t.Fatal(err)

@@ -3,10 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -60,9 +58,8 @@ type serverStatus struct {
 
 func newStatusCmd() *cobra.Command {
 	var (
-		target, token, tokenFile string
-		timeout                  time.Duration
-		insecure, asJSON         bool
+		ask    serverAsk
+		asJSON bool
 	)
 	cmd := &cobra.Command{
 		Use:   "status [--url URL] [--token-file FILE] [--json]",
@@ -77,26 +74,9 @@ or --token (which other users can read in the process list), else
 $` + envToken + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			u, err := parseGetFlags(target, timeout)
+			u, body, err := ask.get(cmd, "status", "/v1/status", false)
 			if err != nil {
 				return err
-			}
-			if u.Path == "" || u.Path == "/" {
-				u.Path = "/v1/status"
-			}
-			tok, err := statusToken(cmd, token, tokenFile)
-			if err != nil {
-				return err
-			}
-			resp, body, err := get(cmd.Context(), u.String(), tok, timeout, insecure, 1<<20)
-			if ue := (*url.Error)(nil); errors.As(err, &ue) {
-				err = ue.Err // without the URL, said once here
-			}
-			if err != nil {
-				return fmt.Errorf("status: %s: the server cannot be reached: %w", u, err)
-			}
-			if resp.StatusCode != 200 {
-				return fmt.Errorf("status: %s: %s: %q", u, resp.Status, clipBody(body))
 			}
 			var st serverStatus
 			if err := json.Unmarshal(body, &st); err != nil {
@@ -117,13 +97,8 @@ $` + envToken + `.`,
 			return nil
 		},
 	}
-	fs := cmd.Flags()
-	fs.StringVar(&target, "url", defaultStatusURL, "the server's REST listener (or the full URL of its /v1/status)")
-	fs.StringVar(&tokenFile, "token-file", "", "file holding the REST token (rest.token), trailing newline trimmed")
-	fs.StringVar(&token, "token", "", "the REST token itself; visible in the process list: prefer --token-file or $"+envToken)
-	fs.DurationVar(&timeout, "timeout", 3*time.Second, "deadline of the whole request")
-	fs.BoolVar(&insecure, "insecure", false, "do not verify the server's TLS certificate (a local check of rest.tls)")
-	fs.BoolVar(&asJSON, "json", false, "print the /v1/status document")
+	ask.register(cmd.Flags(), "/v1/status")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the /v1/status document")
 	return cmd
 }
 

@@ -26,6 +26,8 @@ calls = [
     ("Vesta.Mask", [{"ids": [2610813175020394494], "tenant": "py", "kind": "ord"}]),
     ("Vesta.Unmask", [{"masks": ["ord_2jn04ew76n9f2", "2JN04EW76N9F2"], "tenant": "py", "kind": "ord"}]),
     ("Vesta.Unmask", [{"masks": ["ord_2jn04ew76n9f2"], "tenant": "py", "kind": "usr"}]),
+    ("Vesta.Holder", [{"id": 2610813175020394494}]),
+    ("Vesta.Holder", [{"id": "x"}]),
 ]
 s = socket.create_connection((host, int(port)), timeout=10)
 # Every request in one write: the server may answer in any order.

@@ -25,5 +25,12 @@ func Keys(prefix string, id core.MachineID) (lease, mark, shape string) {
 // that one bounded range reads them all. Information only.
 func MemberKey(prefix string, id core.MachineID) string { return etcdstore.MemberKey(prefix, id) }
 
+// HoldsPrefix is where machine id's hold history lies
+// (machineid.Lease.History): one plain key per hold, HoldsPrefix + its
+// lease key's create revision (20 digits, so that keys sort as the holds
+// began), holding the entry's JSON. The keys outlive the holds: each new
+// holder of the ID trims them in its first write. Information only.
+func HoldsPrefix(prefix string, id core.MachineID) string { return etcdstore.HoldsPrefix(prefix, id) }
+
 // FleetKey is the fleet record under prefix (see machineid.Lease.Prepare).
 func FleetKey(prefix string) string { return etcdstore.FleetKey(prefix) }

@@ -41,6 +41,20 @@ func InstanceKey(prefix string, id core.MachineID) string { return redisstore.In
 // reads it for a safety decision.
 func MemberKey(prefix string, id core.MachineID) string { return redisstore.MemberKey(prefix, id) }
 
+// HoldsKey is the hold history of machine id (machineid.Lease.History): a
+// hash from each hold's name (the first 16 characters of its token) to
+// its entry's JSON, written by the holder while it holds the lease.
+// HoldsOrderKey is the sorted set of the same names, scored by each
+// entry's last instant (unix milliseconds), which orders and bounds it.
+// Both expire the history's MaxAge after the last write. Information
+// only; nothing reads them for a safety decision.
+func HoldsKey(prefix string, id core.MachineID) string { return redisstore.HoldsKey(prefix, id) }
+
+// HoldsOrderKey: see HoldsKey.
+func HoldsOrderKey(prefix string, id core.MachineID) string {
+	return redisstore.HoldsOrderKey(prefix, id)
+}
+
 // StoreKey is the hash that remembers since when (since_ms, Redis TIME)
 // claims have seen this Redis instance (run_id, replid). Whatever the
 // instance lost, it lost before then, so a quarantine need not reach

@@ -102,6 +102,10 @@ func TestPageInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#result[data-state="ok"][data-id="`+pasted+`"]`)),
 	)
 	fields := readFields("paste")
+	// A server without a hold history says so on the holder line.
+	if holder, err := chromedp.Run(bctx, chromedp.Text(chromedp.ID("f-holder"))); err != nil || !strings.Contains(holder, "keeps no hold history") {
+		t.Errorf("the holder line shows %q (%v); want that this server keeps no hold history", holder, err)
+	}
 	want := apiExplain(t, base, pasted)
 	for _, id := range fieldIDs {
 		if fields[id] != want[id] {

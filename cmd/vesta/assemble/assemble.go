@@ -12,9 +12,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/capacity"
 	"github.com/vesta-go/vesta/internal/connlimit"
 	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/mask"
@@ -35,6 +37,9 @@ type Assembled struct {
 	gen   *core.Generator
 	seq   *sequences
 	masks *mask.Maskers // nil: masking off (mask.go)
+	// capacity samples what GET /v1/capacity and the vesta_capacity_*
+	// metrics report (capacity.go).
+	capacity *capacity.Tracker
 
 	lnCentral, lnREST, lnMetrics net.Listener // nil: that server is off
 	central                      *central.Server
@@ -128,6 +133,9 @@ func Assemble(ctx context.Context, cfg conf.Config, log *slog.Logger, reg *prome
 	if a.masks, err = openMasks(cfg, clk, log); err != nil { // mask.go
 		return nil, err
 	}
+	if err := a.openCapacity(mcfg, log, reg); err != nil { // capacity.go
+		return nil, err
+	}
 	if err := a.start(cfg, log, reg); err != nil {
 		return nil, err
 	}
@@ -140,6 +148,9 @@ func (a *Assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 	if err := a.fdBudget(cfg, log, reg); err != nil {
 		return err
 	}
+	// The hold histories, read through one cache for both servers'
+	// explains with the holder (fleet.go).
+	holders := api.NewHolders(holdersView(a.lease))
 	if a.lnCentral != nil {
 		ccfg, err := cfg.CentralConfig() // the keys, validated, and the TLS files
 		if err != nil {
@@ -150,6 +161,7 @@ func (a *Assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 			ccfg.Sequences = a.seq.is
 		}
 		ccfg.Masks = a.masks
+		ccfg.Holders = holders
 		if a.central, err = central.NewServer(a.gen, ccfg); err != nil {
 			return err
 		}
@@ -162,6 +174,7 @@ func (a *Assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 		rcfg.Logger, rcfg.Registerer, rcfg.Gatherer, rcfg.Budget = log.With("server", "rest"), reg, reg, a.budget
 		lease := a.lease
 		rcfg.Fleet = fleetView(lease) // fleet.go
+		rcfg.Holders = holders
 		rcfg.Ready = func() error { return lease.Status().Err }
 		rcfg.Lease = leaseStatus(lease) // status.go
 		rcfg.Listeners = a.listeners()  // status.go
@@ -170,6 +183,7 @@ func (a *Assembled) start(cfg conf.Config, log *slog.Logger, reg *prometheus.Reg
 			rcfg.SegmentStore = storeInfo(cfg.Segment) // status.go
 		}
 		rcfg.Masks = a.masks
+		rcfg.Capacity = a.capacity.Report
 		if a.rest, err = rest.NewServer(a.gen, rcfg); err != nil {
 			return err
 		}
@@ -350,6 +364,9 @@ func (a *Assembled) Stop(ctx context.Context) error {
 	wg.Wait()
 	a.wg.Wait()
 	err := errors.Join(errs[:]...)
+	if a.capacity != nil {
+		a.capacity.Close() // before the sequences and the generator it samples
+	}
 	err = errors.Join(err, a.seq.close()) // after the servers: nobody calls it any more
 	if a.gen != nil {
 		err = errors.Join(err, a.gen.Close())

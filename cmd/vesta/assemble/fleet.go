@@ -2,7 +2,10 @@ package assemble
 
 import (
 	"context"
+	"time"
 
+	"github.com/vesta-go/vesta/api"
+	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/rest"
 )
@@ -33,4 +36,29 @@ func (a *Assembled) advertise(ctx context.Context) {
 		return s
 	}
 	_ = a.lease.Advertise(ctx, machineid.Listeners{RPC: listening(a.CentralAddr()), HTTP: listening(a.RESTAddr())})
+}
+
+// holdersView feeds GET /v1/ids/{id}?holder=true from the lease's hold
+// history: display and detection only.
+func holdersView(lease *machineid.Lease) api.HoldersFunc {
+	return func(ctx context.Context, machine uint16) (api.HoldHistory, error) {
+		h, err := lease.History(ctx, core.MachineID(machine))
+		if err != nil {
+			return api.HoldHistory{}, err
+		}
+		return api.HoldHistory{Store: h.Store, Skipped: h.Skipped, Match: func(t, now time.Time) api.HolderMatch {
+			m := h.At(t, now)
+			out := api.HolderMatch{Conflict: m.Conflict, Inferred: m.Inferred, Reason: m.Reason}
+			for _, e := range m.Holds {
+				x := api.Hold{Hold: e.Hold, Lease: e.Lease, Self: e.Self, Provider: e.Provider, Range: e.Range, Host: e.Host,
+					Pod: e.Pod, PID: e.PID, Version: e.Version, Started: e.Started, From: e.From, Renewed: e.Renewed,
+					Mark: e.Mark, Ended: e.Ended, End: e.End, EndKnown: e.EndKnown, Note: e.Note, TTL: e.TTL, MaxBorrow: e.MaxBorrow}
+				if e.HasShape {
+					x.Layout = e.Shape.String()
+				}
+				out.Holds = append(out.Holds, x)
+			}
+			return out
+		}}, nil
+	}
 }

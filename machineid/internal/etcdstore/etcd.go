@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -45,6 +46,7 @@ type etcdHold struct {
 	createRev int64 // of the lease key: it names this hold
 	markKey   string
 	shapeKey  string
+	trimmed   atomic.Bool // its first write trimmed the hold history (history.go)
 }
 
 // Provider is the etcd provider's store (machineid/etcdlease registers

@@ -7,7 +7,7 @@ import (
 )
 
 // The keys of the lease protocol in etcd; package etcdlease exports and
-// documents each (Keys, MemberKey, FleetKey).
+// documents each (Keys, MemberKey, HoldsPrefix, FleetKey).
 
 func Keys(prefix string, id core.MachineID) (lease, mark, shape string) {
 	base := prefix + "/machine/" + strconv.Itoa(int(id))
@@ -18,3 +18,7 @@ func MemberKey(prefix string, id core.MachineID) string {
 	return prefix + "/member/" + strconv.Itoa(int(id))
 }
 func FleetKey(prefix string) string { return prefix + "/fleet" }
+
+func HoldsPrefix(prefix string, id core.MachineID) string {
+	return prefix + "/holds/" + strconv.Itoa(int(id)) + "/"
+}

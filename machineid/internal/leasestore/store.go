@@ -42,6 +42,17 @@ type Store interface {
 	// Members reads every member record under the key prefix, bounded
 	// in count and size.
 	Members(ctx context.Context) ([]RawMember, error)
+	// HoldName names h among its machine ID's holds in the hold history
+	// (unique per claim), and its lease for operators. PutHold writes
+	// rec, named name, in h's machine ID's history if h still holds its
+	// lease, keeping the keep.Holds latest entries and none whose last
+	// instant is before cutMs (name's own always); lastMs is rec's last
+	// instant. Holds reads machine id's history, at most MaxHistoryHolds
+	// entries, the latest, each bounded by MaxHoldBytes. Information
+	// only, never read for a safety decision.
+	HoldName(h *Hold) (name, lease string)
+	PutHold(ctx context.Context, h *Hold, name, rec string, lastMs int64, keep Keep, cutMs int64) error
+	Holds(ctx context.Context, id core.MachineID) ([]RawHold, error)
 	// Prefix is the key prefix, for Lease.Fleet.
 	Prefix() string
 	// Close releases the store's connections.

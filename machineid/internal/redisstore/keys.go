@@ -8,7 +8,7 @@ import (
 
 // The keys of the lease protocol in Redis; package redislease exports and
 // documents each (Keys, ShapeKey, ReleasedKey, InstanceKey, MemberKey,
-// StoreKey, FleetKey). Every key of one machine ID carries the hash tag
+// HoldsKey, HoldsOrderKey, StoreKey, FleetKey). Every key of one machine ID carries the hash tag
 // {prefix:machine:id}.
 
 func Keys(prefix string, id core.MachineID) (lease, mark string) {
@@ -25,4 +25,9 @@ func FleetKey(prefix string) string                       { return prefix + ":fl
 
 func keyTag(prefix string, id core.MachineID) string {
 	return "{" + prefix + ":machine:" + strconv.Itoa(int(id)) + "}"
+}
+
+func HoldsKey(prefix string, id core.MachineID) string { return keyTag(prefix, id) + ":holds" }
+func HoldsOrderKey(prefix string, id core.MachineID) string {
+	return keyTag(prefix, id) + ":holds:order"
 }

@@ -759,5 +759,6 @@ func Scripts() map[string]*redis.Script {
 	return map[string]*redis.Script{
 		"claim": claimScript, "renew": renewScript, "release": releaseScript, "release clean": releaseCleanScript,
 		"mark": markScript, "member": memberScript, "drop member": dropMemberScript, "fleet": fleetScript,
+		"put hold": putHoldScript, "read holds": readHoldsScript,
 	}
 }
