@@ -4,7 +4,7 @@
 // measured the same way (Redis INCR, a trivial HTTP handler) and reports
 // calls/s, IDs/s and latency percentiles. It is a module of its own so that
 // the product module carries neither the tool nor its dependencies
-// (hdrhistogram); without --addr it serves through internal/assemble, as
+// (hdrhistogram); without --addr it serves through cmd/vesta/assemble, as
 // `vesta serve` does. See BENCHMARKS.md.
 //
 //	go -C tools/vesta-bench run . rpc -c 64 -d 10s
