@@ -44,7 +44,7 @@ func TestConfigValidate(t *testing.T) {
 		}, ""},
 		{"fallback that may fall through to static needs the file", func(c *client.Config) {
 			c.FallbackConfig.DataDir, c.FallbackConfig.Machine.Providers = "", []string{"redis", "static"}
-			c.FallbackConfig.Machine.EmbeddedLeaseRange = machineid.Range{First: 100, Count: 824}
+			c.FallbackConfig.Machine.EmbeddedLeaseRange = core.MachineRange{First: 100, Count: 824}
 		}, "FallbackConfig.DataDir"},
 		{"fallback static ID that Redis leases hand out", func(c *client.Config) {
 			c.FallbackConfig.Machine.Providers = []string{"redis", "static"}

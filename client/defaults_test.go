@@ -107,7 +107,7 @@ func TestFallbackLeasedAtStart(t *testing.T) {
 	// Small skew and borrow bounds keep any takeover wait of a fresh lease short.
 	cfg.FallbackConfig.Machine.Redis.MaxClockSkew = 200 * time.Millisecond
 	cfg.FallbackConfig.MaxBorrow = 0
-	cfg.FallbackConfig.Machine.EmbeddedRange = machineid.Range{First: 40, Count: 2}
+	cfg.FallbackConfig.Machine.EmbeddedRange = core.MachineRange{First: 40, Count: 2}
 	var logs syncBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	c := newClient(t, cfg)

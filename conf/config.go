@@ -67,13 +67,13 @@ type MachineConfig struct {
 	K8sOffset int `koanf:"k8s_offset" field:"machineid.K8sOffset"`
 	// EmbeddedRange is where embedded issuers and the client's fallback
 	// take IDs; the zero Range does not validate.
-	EmbeddedRange machineid.Range `koanf:"embedded_range"`
+	EmbeddedRange core.MachineRange `koanf:"embedded_range"`
 	// ServerRange is where central and REST servers take IDs; the zero
 	// Range does not validate.
-	ServerRange machineid.Range `koanf:"server_range"`
-	Redis       RedisConfig     `koanf:"redis"`
-	Etcd        EtcdConfig      `koanf:"etcd"`
-	History     HistoryConfig   `koanf:"history"`
+	ServerRange core.MachineRange `koanf:"server_range"`
+	Redis       RedisConfig       `koanf:"redis"`
+	Etcd        EtcdConfig        `koanf:"etcd"`
+	History     HistoryConfig     `koanf:"history"`
 }
 
 // HistoryConfig bounds the hold history a leased machine ID keeps beside
@@ -108,9 +108,9 @@ type RedisConfig struct {
 	// provider is listed, and no ID otherwise. Fixed IDs (machine.id,
 	// machine.ip_table, the k8s IDs) must lie outside it; a fleet mixing
 	// leasing hosts and fixed IDs sets it in the config every host shares.
-	EmbeddedRange machineid.Range `koanf:"embedded_range"`
+	EmbeddedRange core.MachineRange `koanf:"embedded_range"`
 	// ServerRange is EmbeddedRange for machine.server_range.
-	ServerRange machineid.Range `koanf:"server_range"`
+	ServerRange core.MachineRange `koanf:"server_range"`
 	// MinReplicas is machineid.RedisConfig's, as KeyPrefix.
 	MinReplicas int `koanf:"min_replicas" field:"machineid.Redis.MinReplicas"`
 }
@@ -136,8 +136,8 @@ type EtcdConfig struct {
 	LeaseTTL time.Duration `koanf:"lease_ttl" field:"machineid.Etcd.LeaseTTL"`
 	// EmbeddedRange and ServerRange are the lease ranges, as
 	// machine.redis.embedded_range and server_range are for Redis.
-	EmbeddedRange machineid.Range `koanf:"embedded_range"`
-	ServerRange   machineid.Range `koanf:"server_range"`
+	EmbeddedRange core.MachineRange `koanf:"embedded_range"`
+	ServerRange   core.MachineRange `koanf:"server_range"`
 }
 
 // EtcdTLS is TLS to etcd's members.
@@ -339,7 +339,7 @@ func defaultMetrics() MetricsConfig {
 // Range returns the machine-ID range of a publish method:
 // machine.embedded_range for core.Embedded, machine.server_range for
 // core.Central and core.REST (machineid.Config.Range decides).
-func (m MachineConfig) Range(method core.Method) machineid.Range {
+func (m MachineConfig) Range(method core.Method) core.MachineRange {
 	return m.machineID().Range(method)
 }
 
@@ -357,7 +357,7 @@ func (m MachineConfig) Static() *core.MachineID {
 // or server_range when set; else the whole range when the redis provider
 // is listed; else none (the zero Range). machineid.Config.LeaseRange
 // decides.
-func (m MachineConfig) LeaseRange(method core.Method) machineid.Range {
+func (m MachineConfig) LeaseRange(method core.Method) core.MachineRange {
 	return m.machineID().LeaseRange(method)
 }
 

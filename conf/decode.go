@@ -17,7 +17,7 @@ import (
 
 // Decoding turns the merged map (YAML values, environment strings, flag
 // values) into a Config with mapstructure. The domain types read their own
-// text (core.Layout, core.Type, machineid.Range and Secret implement
+// text (core.Layout, core.Type, core.MachineRange and Secret implement
 // encoding.TextUnmarshaler, used through mapstructure's hook), unknown keys
 // are mapstructure's ErrorUnused, and weak typing is off. The hooks below
 // are only what no library does strictly enough: a bare 5 must not be 5ns,

@@ -25,7 +25,7 @@
 // the values it allows, so a typo costs one restart, not one per key.
 //
 // Decoding is mapstructure's: the domain types read their own text
-// (core.Layout, core.Type, machineid.Range and Secret implement
+// (core.Layout, core.Type, core.MachineRange and Secret implement
 // encoding.TextUnmarshaler), unknown keys are its ErrorUnused, and weak
 // typing is off; decode.go adds only strict readings of durations,
 // integers, the epoch and the environment's lists.

@@ -89,7 +89,7 @@ func (m MachineConfig) validate(ck *checker) {
 	rangesOK := true
 	for _, r := range []struct {
 		key string
-		r   machineid.Range
+		r   core.MachineRange
 	}{{"machine.embedded_range", m.EmbeddedRange}, {"machine.server_range", m.ServerRange}} {
 		if r.r.IsZero() || int(r.r.First)+int(r.r.Count)-1 > int(core.MaxMachine) {
 			ck.add(r.key, "%s; want first-last within 0-%d, e.g. 0-923", r.r, core.MaxMachine)
@@ -155,7 +155,7 @@ func (m MachineConfig) validateLeaseRanges(ck *checker) {
 	ok := true
 	for _, r := range []struct {
 		key, modeKey string
-		lease, mode  machineid.Range
+		lease, mode  core.MachineRange
 	}{
 		{"machine.redis.embedded_range", "machine.embedded_range", m.Redis.EmbeddedRange, m.EmbeddedRange},
 		{"machine.redis.server_range", "machine.server_range", m.Redis.ServerRange, m.ServerRange},
@@ -182,7 +182,7 @@ func (m MachineConfig) validateLeaseRanges(ck *checker) {
 		for _, r := range []struct {
 			method          core.Method // one of the range's methods
 			leaseKey, whole string
-			explicit        machineid.Range
+			explicit        core.MachineRange
 		}{
 			{core.Embedded, store + ".embedded_range", "machine.embedded_range", embedded},
 			{core.Central, store + ".server_range", "machine.server_range", server},

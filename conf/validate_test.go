@@ -9,7 +9,6 @@ import (
 
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/machineid"
 )
 
 func TestDefaultsValidate(t *testing.T) {
@@ -27,7 +26,7 @@ func TestZeroConfigInvalid(t *testing.T) {
 
 func intp(i int) *int { return &i }
 
-func mustRange(t testing.TB, s string) machineid.Range {
+func mustRange(t testing.TB, s string) core.MachineRange {
 	t.Helper()
 	r, err := core.ParseMachineRange(s)
 	if err != nil {
@@ -86,7 +85,7 @@ func invalidCases(t testing.TB) []struct {
 		}, `"10.1.2.3": 950 lies in no range`},
 		{"machine.k8s_offset", func(c *conf.Config) { c.Machine.K8sOffset = -1 }, "K8sOffset: -1; want 0-1023"},
 		{"machine.k8s_offset", func(c *conf.Config) { c.Machine.K8sOffset = 1024 }, "K8sOffset: 1024; want 0-1023"},
-		{"machine.embedded_range", func(c *conf.Config) { c.Machine.EmbeddedRange = machineid.Range{} }, "empty; want first-last within 0-1023"},
+		{"machine.embedded_range", func(c *conf.Config) { c.Machine.EmbeddedRange = core.MachineRange{} }, "empty; want first-last within 0-1023"},
 		{"machine.embedded_range", func(c *conf.Config) { c.Machine.EmbeddedRange = mustRange(t, "900-950") },
 			`"900-950" overlaps machine.server_range "924-1023"`},
 		// With no method bits, the disjoint ranges alone keep a leaf
@@ -94,7 +93,7 @@ func invalidCases(t testing.TB) []struct {
 		{"machine.embedded_range", func(c *conf.Config) {
 			c.ID.Layout, c.ID.Type, c.Machine.EmbeddedRange = core.Leaf, core.MinGranularity, mustRange(t, "0-924")
 		}, `"0-924" overlaps machine.server_range "924-1023"`},
-		{"machine.server_range", func(c *conf.Config) { c.Machine.ServerRange = machineid.Range{First: 1000, Count: 100} }, "want first-last within 0-1023"},
+		{"machine.server_range", func(c *conf.Config) { c.Machine.ServerRange = core.MachineRange{First: 1000, Count: 100} }, "want first-last within 0-1023"},
 		{"machine.redis.addrs", func(c *conf.Config) { c.Machine.Redis.Addrs = []string{"localhost"} }, `"localhost"; want host:port with a port 1-65535`},
 		{"machine.redis.addrs", func(c *conf.Config) { c.Machine.Redis.Addrs = []string{"localhost:0"} }, `"localhost:0"; want host:port`},
 		{"machine.redis.addrs", func(c *conf.Config) { c.Machine.Redis.Addrs = []string{"localhost:65536"} }, "want host:port"},

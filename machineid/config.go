@@ -111,20 +111,20 @@ type Config struct {
 	HostAddrs []netip.Addr
 	// EmbeddedRange holds the IDs of embedded issuers and the client's
 	// fallback; the zero Range is DefaultEmbeddedRange (0-923).
-	EmbeddedRange Range
+	EmbeddedRange core.MachineRange
 	// ServerRange holds the IDs of central and REST servers; the zero
 	// Range is DefaultServerRange (924-1023). It must not overlap
 	// EmbeddedRange.
-	ServerRange Range
+	ServerRange core.MachineRange
 	// EmbeddedLeaseRange is the part of EmbeddedRange that leases (Redis
 	// or etcd) hand out. The zero Range is all of EmbeddedRange when the
 	// redis or etcd provider is listed, and no ID otherwise. Fixed IDs (Static, the
 	// IPTable values, the k8s IDs) must lie outside it, so that a host on
 	// a fixed ID never holds one a leasing host can take: a fleet mixing
 	// both sets it in the configuration every host shares.
-	EmbeddedLeaseRange Range
+	EmbeddedLeaseRange core.MachineRange
 	// ServerLeaseRange is EmbeddedLeaseRange for ServerRange.
-	ServerLeaseRange Range
+	ServerLeaseRange core.MachineRange
 	// Redis configures the redis provider.
 	Redis RedisConfig
 	// Etcd configures the etcd provider.
@@ -387,7 +387,7 @@ func (c Config) resolve() (Config, error) {
 	}
 	for _, f := range []struct {
 		name string
-		r    Range
+		r    core.MachineRange
 	}{{"EmbeddedRange", r.EmbeddedRange}, {"ServerRange", r.ServerRange}} {
 		if int(f.r.First)+int(f.r.Count)-1 > int(core.MaxMachine) {
 			return bad(f.name, "%d IDs from %d pass %d; want first-last within 0-%d", f.r.Count, f.r.First, core.MaxMachine, core.MaxMachine)
@@ -398,7 +398,7 @@ func (c Config) resolve() (Config, error) {
 	}
 	for _, f := range []struct {
 		name, rangeName string
-		lease, rng      Range
+		lease, rng      core.MachineRange
 	}{{"EmbeddedLeaseRange", "EmbeddedRange", r.EmbeddedLeaseRange, r.EmbeddedRange}, {"ServerLeaseRange", "ServerRange", r.ServerLeaseRange, r.ServerRange}} {
 		if !f.lease.IsZero() && !f.rng.Covers(f.lease) {
 			return bad(f.name, "%s; want a part of %s %s", f.lease, f.rangeName, f.rng)
@@ -527,7 +527,7 @@ func checkHostPort(s string) string {
 // Range returns the machine-ID range of publish method m: EmbeddedRange
 // for core.Embedded, ServerRange for core.Central and core.REST; a zero
 // field is its default. It does not validate c.
-func (c Config) Range(m core.Method) Range {
+func (c Config) Range(m core.Method) core.MachineRange {
 	if serverSide(m) {
 		return cmp.Or(c.ServerRange, DefaultServerRange)
 	}
@@ -538,7 +538,7 @@ func (c Config) Range(m core.Method) Range {
 // or etcd) hand out (the effective lease range): EmbeddedLeaseRange or
 // ServerLeaseRange when set; else the whole range when the redis or etcd
 // provider is listed; else the zero Range (none). It does not validate c.
-func (c Config) LeaseRange(m core.Method) Range {
+func (c Config) LeaseRange(m core.Method) core.MachineRange {
 	explicit := c.EmbeddedLeaseRange
 	if serverSide(m) {
 		explicit = c.ServerLeaseRange
@@ -601,24 +601,24 @@ func (c Config) ValidateFor(m core.Method) error {
 // resolveFor is resolve plus the checks of publish method m: the static ID
 // and the k8s offset must lie in m's range. It returns m's range and its
 // effective lease range.
-func (c Config) resolveFor(m core.Method) (Config, Range, Range, error) {
+func (c Config) resolveFor(m core.Method) (Config, core.MachineRange, core.MachineRange, error) {
 	if err := checkMethod(m); err != nil {
-		return Config{}, Range{}, Range{}, err
+		return Config{}, core.MachineRange{}, core.MachineRange{}, err
 	}
 	r, err := c.resolve()
 	if err != nil {
-		return Config{}, Range{}, Range{}, err
+		return Config{}, core.MachineRange{}, core.MachineRange{}, err
 	}
 	rng := r.Range(m)
 	for _, p := range r.Providers {
 		switch p {
 		case ProviderStatic:
 			if err := rng.Check(*r.Static, rangeName(m)); err != nil {
-				return Config{}, Range{}, Range{}, fmt.Errorf("%w: Static: %w", ErrConfig, err)
+				return Config{}, core.MachineRange{}, core.MachineRange{}, fmt.Errorf("%w: Static: %w", ErrConfig, err)
 			}
 		case ProviderK8s:
 			if err := rng.Check(core.MachineID(r.K8sOffset), rangeName(m)); err != nil {
-				return Config{}, Range{}, Range{}, fmt.Errorf("%w: K8sOffset (the ID of ordinal 0): %w", ErrConfig, err)
+				return Config{}, core.MachineRange{}, core.MachineRange{}, fmt.Errorf("%w: K8sOffset (the ID of ordinal 0): %w", ErrConfig, err)
 			}
 		}
 	}

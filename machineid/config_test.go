@@ -28,8 +28,8 @@ func TestValidate(t *testing.T) {
 			c.Providers = []string{"redis", "k8s", "iptable", "static"}
 			c.IPTable = map[string]core.MachineID{"10.0.0.1": 1, "10.0.0.2": 1020}
 			c.Static, c.K8sOffset = new(core.MachineID(1010)), 1000
-			c.EmbeddedLeaseRange = machineid.Range{First: 100, Count: 824}
-			c.ServerLeaseRange = machineid.Range{First: 924, Count: 70}
+			c.EmbeddedLeaseRange = core.MachineRange{First: 100, Count: 824}
+			c.ServerLeaseRange = core.MachineRange{First: 924, Count: 70}
 		}, ""},
 		{"unknown provider", func(c *machineid.Config) { c.Providers = []string{"redis", "consul"} }, "Providers"},
 		{"provider twice", func(c *machineid.Config) { c.Providers = []string{"static", "static"} }, "Providers"},
@@ -43,10 +43,10 @@ func TestValidate(t *testing.T) {
 		{"negative k8s offset", func(c *machineid.Config) { c.K8sOffset = -1 }, "K8sOffset"},
 		{"k8s offset past 1023", func(c *machineid.Config) { c.K8sOffset = 1024 }, "K8sOffset"},
 		{"overlapping ranges", func(c *machineid.Config) {
-			c.EmbeddedRange = machineid.Range{First: 0, Count: 930}
+			c.EmbeddedRange = core.MachineRange{First: 0, Count: 930}
 		}, "EmbeddedRange"},
 		{"range past 1023", func(c *machineid.Config) {
-			c.ServerRange = machineid.Range{First: 1000, Count: 100}
+			c.ServerRange = core.MachineRange{First: 1000, Count: 100}
 		}, "ServerRange"},
 		{"history of no hold", func(c *machineid.Config) { c.Providers, c.History.Holds = []string{"redis"}, -1 }, "History.Holds"},
 		{"history of 257 holds", func(c *machineid.Config) { c.Providers, c.History.Holds = []string{"redis"}, 257 }, "History.Holds"},

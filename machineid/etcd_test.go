@@ -156,7 +156,7 @@ func TestEtcdUnreachable(t *testing.T) {
 	c.Providers = []string{machineid.ProviderEtcd, machineid.ProviderStatic}
 	c.Etcd.Endpoints = []string{deadAddr(t)}
 	c.Etcd.LeaseTTL = 2 * time.Second
-	c.ServerLeaseRange = machineid.Range{First: 924, Count: 99}
+	c.ServerLeaseRange = core.MachineRange{First: 924, Count: 99}
 	c.Static = new(core.MachineID(1023))
 	l := mustAcquire(t, c, core.Central)
 	if l.Provider() != machineid.ProviderStatic || l.ID() != 1023 {

@@ -44,7 +44,7 @@ func redisConfig(t testing.TB, srv *redistest.Server, ttl time.Duration) machine
 // on a fake clock then start without a quarantine. Then it deletes the
 // fleet record, as an operator changing the fleet's settings would (the
 // tests lease with other TTLs).
-func releasedCleanly(t testing.TB, srv *redistest.Server, method core.Method, rng machineid.Range) {
+func releasedCleanly(t testing.TB, srv *redistest.Server, method core.Method, rng core.MachineRange) {
 	t.Helper()
 	c := redisConfig(t, srv, 2*time.Second) // under load, a shorter lease may expire while it waits
 	c.ServerRange, c.EmbeddedRange = machineid.DefaultServerRange, machineid.DefaultEmbeddedRange

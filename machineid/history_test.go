@@ -131,7 +131,7 @@ func TestHoldHistoryAcrossReleaseKillAndFence(t *testing.T) {
 			px.cut()
 			var fenced *machineid.Lease
 			c := cfg(ttl)
-			c.ServerRange = machineid.Range{First: id, Count: 1}
+			c.ServerRange = core.MachineRange{First: id, Count: 1}
 			eventually(t, "the killed holder's lease to expire", func() bool {
 				l, err := machineid.Acquire(context.Background(), c, core.Central)
 				if err != nil {

@@ -76,7 +76,7 @@ type Status struct {
 type leaseBase struct {
 	cfg    Config      // resolved
 	method core.Method // the publish method; it chose rng
-	rng    Range
+	rng    core.MachineRange
 	log    *slog.Logger
 	clock  core.Clock
 	stats  *leaseStats            // Lease.Stats
@@ -84,7 +84,7 @@ type leaseBase struct {
 	plant  leasestore.PlantedBugs // the lease simulation's; none in the product
 }
 
-func newLeaseBase(c Config, m core.Method, rng Range) leaseBase {
+func newLeaseBase(c Config, m core.Method, rng core.MachineRange) leaseBase {
 	b := leaseBase{cfg: c, method: m, rng: rng, log: c.Logger, clock: c.Clock}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
@@ -161,7 +161,7 @@ func (l *Lease) ID() core.MachineID { return l.h.machine() }
 func (l *Lease) Provider() string { return l.provider }
 
 // Range returns the range the ID was taken from.
-func (l *Lease) Range() Range { return l.rng }
+func (l *Lease) Range() core.MachineRange { return l.rng }
 
 // Guard returns the time guard store of a lease in Redis or etcd, for
 // core.Config.Guard: the mark lives beside the lease and only the holder

@@ -149,7 +149,7 @@ func TestStolenLeaseIsFencedAndReplaced(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv)
 	c := redisConfig(t, srv, 3*time.Second)
-	c.ServerRange = machineid.Range{First: 924, Count: 2}
+	c.ServerRange = core.MachineRange{First: 924, Count: 2}
 	l := mustAcquire(t, c, core.Central)
 	first := l.ID()
 	gen := generator(t, l, core.Config{})
@@ -221,7 +221,7 @@ func TestExpiredLeaseIsReclaimedWithoutGoingBack(t *testing.T) {
 // fences exactly at the deadline, not before, while renewals fail.
 func TestDeadlineOnAFakeClock(t *testing.T) {
 	srv := redistest.Start(t)
-	one := machineid.Range{First: 1000, Count: 1}
+	one := core.MachineRange{First: 1000, Count: 1}
 	releasedCleanly(t, srv, core.Central, one) // no quarantine on the fake clock
 	clock := core.NewManualClock(time.Now())
 	c := redisConfig(t, srv, 3*time.Second) // renew every 1s, retry every 300ms
@@ -262,7 +262,7 @@ func TestDeadlineOnAFakeClock(t *testing.T) {
 // renewal that then finds the token still in Redis unfences at once.
 func TestRenewalAfterTheDeadlineUnfences(t *testing.T) {
 	srv := redistest.Start(t)
-	one := machineid.Range{First: 1000, Count: 1}
+	one := core.MachineRange{First: 1000, Count: 1}
 	releasedCleanly(t, srv, core.Central, one) // no quarantine on the fake clock
 	clock := core.NewManualClock(time.Now())
 	c := redisConfig(t, srv, 30*time.Second)
@@ -308,7 +308,7 @@ func holderConfig(addr string) machineid.Config {
 		c.Redis.LeaseTTL = 2 * time.Second
 		c.Redis.MaxClockSkew = testSkew
 	}
-	c.ServerRange = machineid.Range{First: 1000, Count: 1}
+	c.ServerRange = core.MachineRange{First: 1000, Count: 1}
 	return c
 }
 

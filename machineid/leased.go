@@ -663,7 +663,7 @@ func (l *leased) waitQuarantine(ctx context.Context, h *leasestore.Hold, borrow 
 // claimOrder is the order a claim tries the IDs of rng: prefer first (when
 // it lies in rng), then every other ID from a random point, so that a fleet
 // starting together spreads out instead of fighting over the first ID.
-func claimOrder(rng Range, prefer core.MachineID, hasPrefer bool) []core.MachineID {
+func claimOrder(rng core.MachineRange, prefer core.MachineID, hasPrefer bool) []core.MachineID {
 	n := int(rng.Count)
 	out := make([]core.MachineID, 0, n)
 	hasPrefer = hasPrefer && rng.Contains(prefer)

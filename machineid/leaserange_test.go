@@ -14,7 +14,7 @@ import (
 // hand out: Validate refuses them, naming the fixed ID's field and the
 // lease range's.
 func TestFixedIDsOutsideTheLeaseRange(t *testing.T) {
-	narrow := func(s string) machineid.Range {
+	narrow := func(s string) core.MachineRange {
 		r, err := core.ParseMachineRange(s)
 		if err != nil {
 			t.Fatal(err)
@@ -100,7 +100,7 @@ func TestLeaseRange(t *testing.T) {
 	if r := (machineid.Config{Providers: []string{"redis"}}).LeaseRange(core.Embedded); r != machineid.DefaultEmbeddedRange {
 		t.Fatalf("redis, zero ranges: lease range %s; want the default embedded range", r)
 	}
-	c.ServerLeaseRange = machineid.Range{First: 1000, Count: 4}
+	c.ServerLeaseRange = core.MachineRange{First: 1000, Count: 4}
 	if r := c.LeaseRange(core.Central); r != c.ServerLeaseRange {
 		t.Fatalf("explicit: lease range %s; want %s", r, c.ServerLeaseRange)
 	}
@@ -115,7 +115,7 @@ func TestLeaseRange(t *testing.T) {
 func TestK8sOrdinalInTheLeaseRange(t *testing.T) {
 	c := machineid.DefaultConfig()
 	c.Providers, c.K8sOffset, c.Hostname = []string{"k8s", "redis"}, 924, "vesta-60"
-	c.ServerLeaseRange = machineid.Range{First: 974, Count: 50}
+	c.ServerLeaseRange = core.MachineRange{First: 974, Count: 50}
 	c.Redis.Addrs = []string{deadAddr(t)}
 	_, err := acquire(t, c, core.Central)
 	if !errors.Is(err, machineid.ErrRange) || errors.Is(err, machineid.ErrNoProvider) ||
@@ -133,7 +133,7 @@ func TestK8sOrdinalInTheLeaseRange(t *testing.T) {
 func TestRedisClaimsFromTheLeaseRangeOnly(t *testing.T) {
 	srv := redistest.Start(t)
 	c := redisConfig(t, srv, 0)
-	c.ServerLeaseRange = machineid.Range{First: 1000, Count: 3}
+	c.ServerLeaseRange = core.MachineRange{First: 1000, Count: 3}
 	got := map[core.MachineID]bool{}
 	for range 3 {
 		l := mustAcquire(t, c, core.Central)

@@ -20,7 +20,7 @@ import (
 )
 
 // threeIDs is the range of the fleet tests: three holders fill it.
-var threeIDs = machineid.Range{First: 1000, Count: 3}
+var threeIDs = core.MachineRange{First: 1000, Count: 3}
 
 // fleetStore is one lease store the member-record tests run on: a config
 // of it and a way to write a raw value at a machine ID's member key.
@@ -65,7 +65,7 @@ func eachStore(t *testing.T, test func(t *testing.T, name string, cfg func(time.
 // leaseAt acquires machine ID id alone with c.
 func leaseAt(t *testing.T, c machineid.Config, id core.MachineID) *machineid.Lease {
 	t.Helper()
-	c.ServerRange = machineid.Range{First: id, Count: 1}
+	c.ServerRange = core.MachineRange{First: id, Count: 1}
 	return mustAcquire(t, c, core.Central)
 }
 
@@ -268,7 +268,7 @@ func TestFleetWithoutAStore(t *testing.T) {
 func TestFleetUnderSentinel(t *testing.T) {
 	g := redistest.StartReplicated(t)
 	c := sentinelConfig(t, g, 10*time.Second)
-	c.ServerRange = machineid.Range{First: 1000, Count: 2}
+	c.ServerRange = core.MachineRange{First: 1000, Count: 2}
 	a, b := mustAcquire(t, c, core.Central), mustAcquire(t, c, core.Central)
 	if err := a.Advertise(context.Background(), machineid.Listeners{HTTP: "10.0.0.1:7080"}); err != nil {
 		t.Fatal(err)

@@ -56,7 +56,7 @@ func Acquire(ctx context.Context, cfg Config, m core.Method) (*Lease, error) {
 // must lie in the method's range and outside leaseRng, checked here
 // again because the k8s ordinal and the host's addresses are known only
 // now.
-func acquireWith(ctx context.Context, base leaseBase, leaseRng Range, provider string) (*Lease, error) {
+func acquireWith(ctx context.Context, base leaseBase, leaseRng core.MachineRange, provider string) (*Lease, error) {
 	var id core.MachineID
 	var err error
 	switch provider {

@@ -61,7 +61,7 @@ func TestProviders(t *testing.T) {
 		{"static outside the embedded range", core.Embedded, func(c *machineid.Config) { c.Static = new(core.MachineID(1000)) },
 			0, []error{machineid.ErrRange}, []string{"1000", "embedded range 0-923"}},
 		{"static inside a moved range", core.Central, func(c *machineid.Config) {
-			c.EmbeddedRange, c.ServerRange, c.Static = machineid.Range{First: 100, Count: 924}, machineid.Range{First: 0, Count: 100}, new(core.MachineID(99))
+			c.EmbeddedRange, c.ServerRange, c.Static = core.MachineRange{First: 100, Count: 924}, core.MachineRange{First: 0, Count: 100}, new(core.MachineID(99))
 		}, 99, nil, nil},
 		{"iptable one match", core.Central, func(c *machineid.Config) {
 			c.Providers, c.IPTable, c.HostAddrs = []string{"iptable"}, table, addrs("127.0.0.1", "10.0.0.2", "fe80::1")
@@ -283,11 +283,11 @@ func TestAttachChecksTheMachine(t *testing.T) {
 // core.Reserved.
 func TestRangeOfMethod(t *testing.T) {
 	c := machineid.DefaultConfig()
-	c.EmbeddedRange, c.ServerRange = machineid.Range{First: 0, Count: 500}, machineid.Range{First: 500, Count: 100}
+	c.EmbeddedRange, c.ServerRange = core.MachineRange{First: 0, Count: 500}, core.MachineRange{First: 500, Count: 100}
 	c.Static = new(core.MachineID(550))
 	for _, tc := range []struct {
 		m       core.Method
-		want    machineid.Range
+		want    core.MachineRange
 		wantErr error
 	}{
 		{core.Embedded, c.EmbeddedRange, machineid.ErrRange},

@@ -24,7 +24,7 @@ func TestKeysShareAHashTag(t *testing.T) {
 func TestRacingLeasersNeverShareAnID(t *testing.T) {
 	srv := redistest.Start(t)
 	c := redisConfig(t, srv, 10*time.Second)
-	c.ServerRange = machineid.Range{First: 924, Count: 10}
+	c.ServerRange = core.MachineRange{First: 924, Count: 10}
 	const n = 30
 	var (
 		wg     sync.WaitGroup
@@ -78,7 +78,7 @@ func TestGracefulCloseReleasesAtOnce(t *testing.T) {
 	srv.Established("vesta") // no quarantine before the first generator
 	rdb := client(t, srv)
 	c := redisConfig(t, srv, 10*time.Second)
-	c.ServerRange = machineid.Range{First: 1000, Count: 1}
+	c.ServerRange = core.MachineRange{First: 1000, Count: 1}
 	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{})
 	if _, err := gen.NextID(context.Background(), core.Central); err != nil {

@@ -19,7 +19,7 @@ import (
 // on one machine ID (a one-ID range) while Redis forgets, and a ledger of
 // every ID both issued must hold no duplicate.
 
-var oneID = machineid.Range{First: 1000, Count: 1}
+var oneID = core.MachineRange{First: 1000, Count: 1}
 
 // lossConfig leases oneID with a short TTL; the generators issue
 // milliseconds and borrow up to 50ms ahead, so the quarantine's max_borrow

@@ -79,7 +79,7 @@ func TestSentinelMajorityRequired(t *testing.T) {
 	if _, err := gen.NextID(context.Background(), core.Central); !errors.Is(err, core.ErrFenced) {
 		t.Fatalf("NextID while fenced: %v; want ErrFenced", err)
 	}
-	c.ServerRange = machineid.Range{First: 1001, Count: 1}
+	c.ServerRange = core.MachineRange{First: 1001, Count: 1}
 	if _, err := acquire(t, c, core.Central); !errors.Is(err, machineid.ErrUnavailable) || !strings.Contains(err.Error(), "no majority") {
 		t.Fatalf("Acquire without a majority of the Sentinels: %v; want ErrUnavailable naming the missing majority", err)
 	}

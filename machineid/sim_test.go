@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/machineid/internal/leasestore"
 )
 
@@ -309,7 +310,7 @@ func TestLeaseSimulationFindsPlantedBugs(t *testing.T) {
 // lease_ttl 1s claims the same ID and waits a quarantine reckoned from its
 // own timing while A issues up to its last durable reservation.
 func ttlCasePlan() *simPlan {
-	p := &simPlan{seed: 1, provider: ProviderRedis, rng: Range{First: 924, Count: 1}, horizon: 40 * time.Second}
+	p := &simPlan{seed: 1, provider: ProviderRedis, rng: core.MachineRange{First: 924, Count: 1}, horizon: 40 * time.Second}
 	host := func(name string, ttl, window time.Duration, start time.Duration) *hostPlan {
 		return &hostPlan{name: name, ttl: ttl, skew: 20 * time.Millisecond, borrow: time.Second, window: window,
 			startupWait: 10 * time.Second, lat: time.Millisecond, issueEvery: 100 * time.Millisecond, batch: 100,
@@ -424,7 +425,7 @@ func BenchmarkLeaseSimulation(b *testing.B) {
 // the time units A issued.
 func markBelowFloorPlan() *simPlan {
 	ms := func(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
-	p := &simPlan{seed: 1796173153936948068, provider: ProviderRedis, rng: Range{First: 924, Count: 2}, horizon: 6 * time.Second}
+	p := &simPlan{seed: 1796173153936948068, provider: ProviderRedis, rng: core.MachineRange{First: 924, Count: 2}, horizon: 6 * time.Second}
 	a := &hostPlan{name: "A", ttl: 2 * time.Second, skew: 2 * time.Second, borrow: time.Second, window: time.Second, startupWait: 10 * time.Second,
 		offset: ms(1544.037186), lat: 5 * time.Millisecond, jitter: ms(2.5), drop: 0.01, issueEvery: 100 * time.Millisecond, batch: 10,
 		procs: []procPlan{{start: ms(387.856261), end: p.horizon, retry: 500 * time.Millisecond}}}

@@ -22,10 +22,10 @@ type simPlan struct {
 	provider string // ProviderRedis or ProviderEtcd
 	layout   core.Layout
 	typ      core.Type
-	rng      Range         // the lease range every host claims from
-	fresh    bool          // a new store; else claims have seen it for an hour
-	sentinel *sentinelPlan // Redis under Sentinel (provider redis)
-	shared   bool          // every host has the first one's settings
+	rng      core.MachineRange // the lease range every host claims from
+	fresh    bool              // a new store; else claims have seen it for an hour
+	sentinel *sentinelPlan     // Redis under Sentinel (provider redis)
+	shared   bool              // every host has the first one's settings
 	horizon  time.Duration
 	hosts    []*hostPlan
 	store    []storeEvent // by instant
@@ -142,7 +142,7 @@ func newSimPlan(seed uint64, provider string, faults simFaults) *simPlan {
 	}
 	p.fresh = chance(r, 0.2)
 	nHosts := pick(r, 2, 2, 2, 3, 3, 4)
-	p.rng = Range{First: DefaultServerRange.First, Count: uint16(1 + r.IntN(min(nHosts, 2)))}
+	p.rng = core.MachineRange{First: DefaultServerRange.First, Count: uint16(1 + r.IntN(min(nHosts, 2)))}
 
 	// One fleet's settings, shared by every host or not.
 	p.shared = chance(r, 0.5)

@@ -61,7 +61,7 @@ func TestNewIDOnAnOldStoreStartsAtOnce(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := client(t, srv)
 	c := redisConfig(t, srv, 2*time.Second)
-	c.ServerRange = machineid.Range{First: 1000, Count: 2}
+	c.ServerRange = core.MachineRange{First: 1000, Count: 2}
 	gc := core.Config{MaxBorrow: 100 * time.Millisecond}
 	first := mustAcquire(t, c, core.Central)
 	q := first.Status().QuarantineUntil

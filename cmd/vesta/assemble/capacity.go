@@ -49,7 +49,7 @@ func pools(lease *machineid.Lease, mcfg machineid.Config) capacity.PoolsFunc {
 		own := lease.Range()
 		for _, r := range []struct {
 			name string
-			rng  machineid.Range
+			rng  core.MachineRange
 		}{{"server", mcfg.LeaseRange(core.Central)}, {"embedded", mcfg.LeaseRange(core.Embedded)}} {
 			if r.rng.IsZero() {
 				continue
