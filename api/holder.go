@@ -84,6 +84,11 @@ const NoHistory = "this server keeps no hold history: its machine IDs are not le
 // of the store the leases renew in; holdersReads bounds the reads under
 // way at once (over every machine ID) and holdersKeys the histories kept.
 const (
+	// holdersAhead is how far after now an ID's instant may lie: no
+	// generator issues further ahead than its MaxBorrow, at most a day
+	// (core.Config), so a later one was made by another layout or epoch.
+	holdersAhead = 24 * time.Hour
+
 	holdersFresh = time.Second
 	holdersReads = 4
 	holdersKeys  = 64
@@ -110,11 +115,16 @@ func NewHolders(read HoldersFunc) *Holders {
 }
 
 // Of answers the holder of explained ID e at now, reading its machine's
-// history (within timeout, coalesced). A history that cannot be read is
-// an Unavailable *Error naming the machine ID (its cause wrapped); a
-// caller whose ctx ends gets ctx's error.
+// history (within timeout, coalesced). An ID whose instant lies more than
+// a day after now, which no generator of this layout and epoch issues, is
+// an InvalidArgument *Error naming id, and reads nothing. A history that
+// cannot be read is an Unavailable *Error naming the machine ID (its
+// cause wrapped); a caller whose ctx ends gets ctx's error.
 func (h *Holders) Of(ctx context.Context, e core.Explanation, timeout time.Duration, now time.Time) (Holder, error) {
 	out := Holder{Store: "none", Holds: []Hold{}, Skipped: []string{}}
+	if e.Instant.After(now.Add(holdersAhead)) {
+		return Holder{}, Errorf(InvalidArgument, "id: %d decodes to %s, after now: not an ID of this server's layout and epoch", uint64(e.ID), e.Timestamp())
+	}
 	if h == nil {
 		out.Reason = NoHistory
 		return out, nil

@@ -25,8 +25,12 @@ func (c *conn) holder(req wire.Request, m int, t0 time.Time) {
 		return
 	}
 	e := c.s.gen.Codec().Explain(core.ID(p.ID))
-	if c.s.cfg.Holders == nil {
-		h, _ := c.s.cfg.Holders.Of(context.Background(), e, 0, time.Now()) // this server keeps no history
+	if c.s.cfg.Holders == nil { // this server keeps no history: nothing to wait for
+		h, err := c.s.cfg.Holders.Of(context.Background(), e, 0, time.Now())
+		if err != nil {
+			c.respond(true, req.MsgID, m, t0, answer{err: api.ErrorOf(err)})
+			return
+		}
 		c.respond(true, req.MsgID, m, t0, answer{value: wire.HolderOf(h)})
 		return
 	}

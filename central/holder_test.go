@@ -116,6 +116,11 @@ func TestHolderProcedure(t *testing.T) {
 		{"id not a number", p, map[string]any{"id": "x"}, api.InvalidArgument, "id"},
 		{"id negative", pn, map[string]any{"id": -1}, api.InvalidArgument, "id"},
 		{"unknown key", p, map[string]any{"id": 1, "holder": true}, api.InvalidArgument, "holder"},
+		// 2^62-1: a time field of all ones, decades after now: another
+		// layout's or epoch's ID, refused before any read, with or
+		// without a history.
+		{"id after now", p, &wire.HolderParams{ID: 1<<62 - 1}, api.InvalidArgument, "after now: not an ID of this server's layout"},
+		{"id after now, no history", pn, &wire.HolderParams{ID: 1<<62 - 1}, api.InvalidArgument, "after now"},
 	} {
 		resp := tc.p.call(wire.ProcHolder, tc.params)
 		if resp.Error == nil || resp.Error.Code != tc.code || !strings.Contains(resp.Error.Message, tc.want) {

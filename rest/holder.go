@@ -77,6 +77,8 @@ func (s *Server) explainWithHolder(c echo.Context, e core.Explanation) error {
 	h, err := s.cfg.Holders.Of(ctx, e, min(holdersTimeout, s.cfg.RequestTimeout), time.Now())
 	var ae *api.Error
 	switch {
+	case errors.As(err, &ae) && ae.Code == api.InvalidArgument:
+		return paramError(err)
 	case errors.As(err, &ae):
 		return &apiError{status: http.StatusServiceUnavailable, code: codeUnavailable, retryAfter: 1, message: ae.Message, cause: err}
 	case err != nil:

@@ -138,19 +138,28 @@ func TestExplainWithHolderBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		s      *rest.Server
+		id     string // "" is an ID gen issued
 		query  string
 		status int
 		want   string
 	}{
-		{"holder not a bool", none, "?holder=yes", http.StatusBadRequest, "holder: \\\"yes\\\"; want true or false"},
-		{"holder twice", none, "?holder=true&holder=false", http.StatusBadRequest, "holder: given 2 times"},
-		{"no history here", none, "?holder=true", http.StatusOK, "keeps no hold history"},
-		{"store down", down, "?holder=true", http.StatusServiceUnavailable, "the hold history of machine 1022 cannot be read"},
-		{"not asked", down, "?holder=false", http.StatusOK, `"machine":1022`},
+		{"holder not a bool", none, "", "?holder=yes", http.StatusBadRequest, "holder: \\\"yes\\\"; want true or false"},
+		{"holder twice", none, "", "?holder=true&holder=false", http.StatusBadRequest, "holder: given 2 times"},
+		{"no history here", none, "", "?holder=true", http.StatusOK, "keeps no hold history"},
+		{"store down", down, "", "?holder=true", http.StatusServiceUnavailable, "the hold history of machine 1022 cannot be read"},
+		{"not asked", down, "", "?holder=false", http.StatusOK, `"machine":1022`},
+		// 2^62-1: a time field of all ones, decades after now: another
+		// layout's or epoch's ID, refused before the store is read.
+		{"id after now", down, "4611686018427387903", "?holder=true", http.StatusBadRequest, "after now: not an ID of this server's layout"},
+		{"id after now, no history", none, "4611686018427387903", "?holder=true", http.StatusBadRequest, "after now"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
-			tc.s.Handler().ServeHTTP(rec, req(http.MethodGet, "/v1/ids/"+id.String()+tc.query, "", ""))
+			path := "/v1/ids/" + id.String()
+			if tc.id != "" {
+				path = "/v1/ids/" + tc.id
+			}
+			tc.s.Handler().ServeHTTP(rec, req(http.MethodGet, path+tc.query, "", ""))
 			if rec.Code != tc.status || !strings.Contains(rec.Body.String(), tc.want) {
 				t.Fatalf("%d %s; want %d and %q", rec.Code, rec.Body, tc.status, tc.want)
 			}
