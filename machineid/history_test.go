@@ -152,15 +152,7 @@ func TestHoldHistoryAcrossReleaseKillAndFence(t *testing.T) {
 				return genC.Ready() == nil && fenced.Status().State == machineid.StateHeld
 			})
 			idsD := draw(t, genC, 50)
-			var h machineid.History
-			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-				if h = historyOf(t, fenced, id); len(h.Holds) == 4 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%d holds; want 4: %s", len(h.Holds), holdsText(h))
-				}
-			}
+			h := waitHolds(t, fenced, id, 4)
 
 			want := []struct{ end, known string }{
 				{machineid.EndReleased, machineid.KnownWritten},
@@ -314,15 +306,7 @@ func TestHoldHistoryUnderSentinel(t *testing.T) {
 		return gen.Ready() == nil && l.Status().State == machineid.StateHeld
 	})
 	idsC := draw(t, gen, 50)
-	var h machineid.History
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if h = historyOf(t, l, id); len(h.Holds) == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d holds; want 3: %s", len(h.Holds), holdsText(h))
-		}
-	}
+	h := waitHolds(t, l, id, 3)
 	for i, want := range []string{machineid.EndReleased, machineid.EndFenced, machineid.EndHeld} {
 		if h.Holds[i].End != want {
 			t.Errorf("hold %d ended %q; want %q: %s", i, h.Holds[i].End, want, holdsText(h))
@@ -384,5 +368,20 @@ func TestHistoryAt(t *testing.T) {
 	}
 	if m := machineid.HistoryOf(7, nil, now).At(base, now); len(m.Holds) != 0 || !strings.Contains(m.Reason, "no hold of machine 7 is recorded") {
 		t.Errorf("no history: %+v", m)
+	}
+}
+
+// waitHolds reads l's history of id until it lists n holds, for at most
+// 10 s.
+func waitHolds(t *testing.T, l *machineid.Lease, id core.MachineID, n int) machineid.History {
+	t.Helper()
+	var h machineid.History
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if h = historyOf(t, l, id); len(h.Holds) == n {
+			return h
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d holds; want %d: %s", len(h.Holds), n, holdsText(h))
+		}
 	}
 }
