@@ -452,10 +452,10 @@ func (c *Client) central(ctx context.Context, dst []core.ID, n int, eager bool) 
 		}
 		var out []core.ID
 		var retry time.Duration
-		_, err := s.cb.Execute(func() (struct{}, error) {
+		err := s.guarded(func() error {
 			var err error
 			out, retry, err = c.attempt(ctx, s, dst, want-len(dst))
-			return struct{}{}, err
+			return err
 		})
 		if err == nil {
 			dst = out

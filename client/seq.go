@@ -151,9 +151,7 @@ func (c *Client) seqServers(ctx context.Context, fn seqCall) error {
 			return err
 		}
 		s := c.servers[(start+i)%len(c.servers)]
-		_, err := s.cb.Execute(func() (struct{}, error) {
-			return struct{}{}, c.seqAttempt(ctx, s, fn)
-		})
+		err := s.guarded(func() error { return c.seqAttempt(ctx, s, fn) })
 		if err == nil {
 			return nil
 		}
