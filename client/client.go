@@ -558,7 +558,7 @@ func (c *Client) live(ctx context.Context) error {
 // server was busy: it gave fewer IDs than asked (maybe none) and has room
 // again after retry.
 func (c *Client) attempt(ctx context.Context, s *server, dst []core.ID, n int) ([]core.ID, time.Duration, error) {
-	out, retry, err := c.call(ctx, time.Now().Add(c.cfg.Timeout), s, dst, n)
+	out, retry, err := c.call(ctx, c.cfg.Timeout, s, dst, n)
 	if err == nil {
 		if retry > 0 {
 			s.calls.busy.Add(1)
@@ -576,8 +576,10 @@ func (c *Client) attempt(ctx context.Context, s *server, dst []core.ID, n int) (
 // (it answers at once, with fewer IDs and a retry_after_ms when its
 // sequence is short), else Vesta.GenID for one and Vesta.GenIDs for more
 // (at most the server's max_batch; they wait in the server at the ceiling).
-func (c *Client) call(ctx context.Context, deadline time.Time, s *server, dst []core.ID, n int) ([]core.ID, time.Duration, error) {
-	cn, err := s.conn(ctx, deadline)
+// The call's deadline is timeout from now; a single call riding a group
+// that another opened reads no clock for it (the group's is the opener's).
+func (c *Client) call(ctx context.Context, timeout time.Duration, s *server, dst []core.ID, n int) ([]core.ID, time.Duration, error) {
+	cn, err := s.conn(ctx, timeout)
 	if err != nil {
 		return dst, 0, err
 	}
@@ -588,12 +590,13 @@ func (c *Client) call(ctx context.Context, deadline time.Time, s *server, dst []
 	if k == 1 && cn.info.singles {
 		// One ID: ride the connection's group with the other single
 		// calls queued meanwhile, one request for all of them.
-		id, retry, err := cn.single(ctx, deadline)
+		id, retry, err := cn.single(ctx, timeout)
 		if err != nil || retry > 0 {
 			return dst, retry, err
 		}
 		return append(dst, id), 0, nil
 	}
+	deadline := time.Now().Add(timeout)
 	if cn.info.takeIDs {
 		var res wire.TakeIDsResult
 		if err := cn.invoke(ctx, deadline, wire.ProcTakeIDs, &wire.TakeIDsParams{Count: uint64(k)}, &res); err != nil {

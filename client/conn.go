@@ -272,8 +272,10 @@ func (cl *call) failure() error {
 // one if none is), and returns it, or, when the server gave the group too
 // few for this rider, how long the server asks it to wait (retry above
 // zero). A rider whose ctx ends leaves at once; the ID the server may
-// still give it is dropped: a number lost, never one issued twice.
-func (cn *conn) single(ctx context.Context, deadline time.Time) (core.ID, time.Duration, error) {
+// still give it is dropped: a number lost, never one issued twice. The
+// group's deadline is the opener's: timeout (zero: none) from when it
+// opened it; a rider reads no clock.
+func (cn *conn) single(ctx context.Context, timeout time.Duration) (core.ID, time.Duration, error) {
 	cn.mu.Lock()
 	if cn.err != nil {
 		err := cn.err
@@ -285,8 +287,8 @@ func (cn *conn) single(ctx context.Context, deadline time.Time) (core.ID, time.D
 	if g == nil {
 		g = &group{call: call{proc: wire.ProcTakeIDs, done: make(chan struct{})}}
 		g.grp = g
-		if !deadline.IsZero() {
-			g.expires = deadline.Add(cn.graceFor).UnixNano()
+		if timeout > 0 {
+			g.expires = time.Now().Add(timeout + cn.graceFor).UnixNano()
 		}
 		cn.group = g
 		if cn.flying == nil {

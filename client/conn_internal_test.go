@@ -167,7 +167,7 @@ func TestGroupExpiredBeforeSent(t *testing.T) {
 	})
 	first := make(chan error, 1)
 	go func() {
-		_, _, err := cn.single(context.Background(), time.Now().Add(time.Millisecond))
+		_, _, err := cn.single(context.Background(), time.Millisecond)
 		first <- err
 	}()
 	waittest.Until(t, "the group queued", func() bool { // the writer does not run yet
@@ -210,7 +210,7 @@ func TestGroupExpiredBeforeSent(t *testing.T) {
 	wg.Go(cn.writeLoop)
 	wg.Go(cn.watchLoop)
 	wg.Go(cn.readLoop)
-	id, retry, err := cn.single(context.Background(), time.Now().Add(5*time.Second))
+	id, retry, err := cn.single(context.Background(), 5*time.Second)
 	if err != nil || retry != 0 || id != 1000 {
 		t.Fatalf("a single call after the expired group: %d, %v, %v; want 1000", id, retry, err)
 	}

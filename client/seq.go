@@ -186,7 +186,7 @@ type seqCall func(ctx context.Context, deadline time.Time, cn *conn) error
 // seqAttempt is one call on s within Timeout.
 func (c *Client) seqAttempt(ctx context.Context, s *server, fn seqCall) error {
 	deadline := time.Now().Add(c.cfg.Timeout)
-	cn, err := s.conn(ctx, deadline)
+	cn, err := s.conn(ctx, c.cfg.Timeout)
 	if err == nil {
 		err = fn(ctx, deadline, cn)
 	}

@@ -80,8 +80,9 @@ func rejected(err error) bool {
 // runs on a goroutine of its own, bounded by Config.Timeout and Close but
 // not by any caller's context or deadline, so that neither the caller who
 // started it nor those who wait for it wait past their own deadline, and a
-// caller giving up does not fail the dial for the others.
-func (s *server) conn(ctx context.Context, deadline time.Time) (*conn, error) {
+// caller giving up does not fail the dial for the others. A caller waits
+// for a dial up to timeout.
+func (s *server) conn(ctx context.Context, timeout time.Duration) (*conn, error) {
 	sl := &s.slots[int(s.rr.Add(1)-1)%len(s.slots)]
 	sl.mu.Lock()
 	if c := sl.c; c != nil && c.alive() {
@@ -98,7 +99,7 @@ func (s *server) conn(ctx context.Context, deadline time.Time) (*conn, error) {
 		sl.dial = d
 	}
 	sl.mu.Unlock()
-	t := time.NewTimer(time.Until(deadline)) // only while a dial runs
+	t := time.NewTimer(timeout) // only while a dial runs
 	defer t.Stop()
 	select {
 	case <-d.done:
