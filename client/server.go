@@ -60,9 +60,9 @@ func (s *server) report(err error) {
 // slot holds one connection of a server, dialled on first use and again
 // after it broke. Concurrent callers share one dial.
 type slot struct {
+	c    atomic.Pointer[conn] // the last connection dialled; read without mu, as every call does
 	mu   sync.Mutex
-	c    *conn
-	dial *dialing // the dial in progress, if any
+	dial *dialing // the dial in progress, if any; mu holds it
 }
 
 type dialing struct {
@@ -84,8 +84,11 @@ func rejected(err error) bool {
 // for a dial up to timeout.
 func (s *server) conn(ctx context.Context, timeout time.Duration) (*conn, error) {
 	sl := &s.slots[int(s.rr.Add(1)-1)%len(s.slots)]
+	if c := sl.c.Load(); c != nil && c.alive() {
+		return c, nil
+	}
 	sl.mu.Lock()
-	if c := sl.c; c != nil && c.alive() {
+	if c := sl.c.Load(); c != nil && c.alive() { // dialled meanwhile
 		sl.mu.Unlock()
 		return c, nil
 	}
@@ -121,7 +124,7 @@ func (s *server) dialSlot(sl *slot, d *dialing) {
 	sl.mu.Lock()
 	sl.dial = nil
 	if d.err == nil {
-		sl.c = d.c
+		sl.c.Store(d.c)
 	}
 	sl.mu.Unlock()
 	close(d.done)
