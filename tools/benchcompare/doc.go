@@ -33,7 +33,8 @@
 //     policy, metrics), driven by wrk -t2 -c32 on /genid, /v1/id and
 //     /v1/ids?count=100, beside vesta-bench's trivial echo handlers (its
 //     own process), which answer each route as the REST server does (the
-//     same text and JSON) with a counter's next values. The servers borrow
+//     same text and JSON) with a counter's next values, as long as real
+//     IDs (from 2^58, 18 digits). The servers borrow
 //     up to a day (VESTA_ID_MAX_BORROW=24h), so that a batch measures its
 //     cost, not the sequence's ceiling.
 //

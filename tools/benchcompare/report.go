@@ -51,7 +51,7 @@ func printTables(w io.Writer, o options, res results) {
 			}
 		case "rest":
 			title = "REST: requests/s (wrk -t2 -c32; separate processes)"
-			note = "Each tree's 'vesta serve' with its defaults (the Host allow-list, the cross-site checks, no-store, the listener policy, metrics) but a max_borrow of 24 h, so that /v1/ids?count=100 measures the server's cost, not the sequence's ceiling (1,048,576 IDs/s: about 10k such requests/s); the anchor is vesta-bench's trivial echo handlers (echo v4 on net/http with the REST server's timeouts), its own process, answering each route as the REST server does (the same text and JSON, 100 values for count=100) with a counter's next values."
+			note = "Each tree's 'vesta serve' with its defaults (the Host allow-list, the cross-site checks, no-store, the listener policy, metrics) but a max_borrow of 24 h, so that /v1/ids?count=100 measures the server's cost, not the sequence's ceiling (1,048,576 IDs/s: about 10k such requests/s); the anchor is vesta-bench's trivial echo handlers (echo v4 on net/http with the REST server's timeouts), its own process, answering each route as the REST server does (the same text and JSON, 100 values for count=100) with a counter's next values, from 2^58 so that they are as long as real IDs (18 digits)."
 			for _, route := range restRoutes {
 				rows = append(rows, row{"GET " + route, "req/s", "rest/" + route + "/", "rest/" + route + "/baseline", "echo handler", ">= 0.95", ""})
 			}
