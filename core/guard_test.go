@@ -25,6 +25,17 @@ func guarded(clk core.Clock, g core.GuardStore) core.Config {
 	return cfg
 }
 
+// fileGuard opens machine's file guard in dir, closed when the test ends.
+func fileGuard(tb testing.TB, dir string, machine core.MachineID) *core.FileGuard {
+	tb.Helper()
+	fg, err := core.OpenFileGuard(dir, machine)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { fg.Close() })
+	return fg
+}
+
 // guardBound is a generator on a manual clock that only its memory guard
 // limits (an hour of borrowing), the guard's saves blocked until the test
 // ends or it calls release.
@@ -315,11 +326,7 @@ func TestRekey(t *testing.T) {
 
 func TestFileGuard(t *testing.T) {
 	dir := t.TempDir()
-	fg, err := core.OpenFileGuard(dir, 42)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fg.Close()
+	fg := fileGuard(t, dir, 42)
 	if m, err := fg.Load(context.Background()); err != nil || !m.IsZero() {
 		t.Fatalf("empty guard: %s, %v", m, err)
 	}
@@ -451,11 +458,7 @@ func TestFileGuardModes(t *testing.T) {
 	if err := os.WriteFile(lock, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	og, err := core.OpenFileGuard(old, 6)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer og.Close()
+	og := fileGuard(t, old, 6)
 	if w := og.Warnings(); len(w) != 1 || !strings.Contains(w[0], "mode 0777") || !strings.Contains(w[0], old) {
 		t.Errorf("Warnings = %q; want one naming %s and mode 0777", w, old)
 	}
@@ -559,11 +562,7 @@ func TestCrashNeverReissues(t *testing.T) {
 		t.Fatalf("child issued only %d IDs", n)
 	}
 	// The lock died with the child; the mark it reserved survived.
-	fg, err := core.OpenFileGuard(dir, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fg.Close()
+	fg := fileGuard(t, dir, 7)
 	// A clock set back to before the child started: the new generator must
 	// wait until the clock passes the child's mark.
 	clk := core.NewManualClock(start.Add(-time.Minute))

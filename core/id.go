@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -61,15 +60,10 @@ const (
 	MinGranularity Type = 1
 )
 
-func (t Type) String() string {
-	switch t {
-	case MaxPeak:
-		return "max-peak"
-	case MinGranularity:
-		return "min-granularity"
-	}
-	return "type(" + strconv.Itoa(int(t)) + ")"
-}
+var typeNames = names[Type]{kind: "type", of: []string{"max-peak", "min-granularity"}, numbers: true,
+	want: "max-peak, min-granularity, 0 or 1"}
+
+func (t Type) String() string { return typeNames.name(t) }
 
 // Unit is the length of one time unit.
 func (t Type) Unit() time.Duration {
@@ -80,15 +74,7 @@ func (t Type) Unit() time.Duration {
 }
 
 // ParseType accepts "max-peak", "min-granularity", "0" or "1".
-func ParseType(s string) (Type, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "max-peak", "0":
-		return MaxPeak, nil
-	case "min-granularity", "1":
-		return MinGranularity, nil
-	}
-	return 0, fmt.Errorf("%w: type %q; want max-peak, min-granularity, 0 or 1", ErrUnknownName, clip(s))
-}
+func ParseType(s string) (Type, error) { return typeNames.parse(s) }
 
 // Method records how an ID was published.
 type Method uint8
@@ -103,36 +89,18 @@ const (
 	MethodUnknown Method = 255
 )
 
+var methodNames = names[Method]{kind: "method", of: []string{"embedded", "central", "rest", "reserved"}, numbers: true,
+	aliases: map[string]Method{"embed": Embedded}, want: "embedded, central, rest, reserved or 0-3"}
+
 func (m Method) String() string {
-	switch m {
-	case Embedded:
-		return "embedded"
-	case Central:
-		return "central"
-	case REST:
-		return "rest"
-	case Reserved:
-		return "reserved"
-	case MethodUnknown:
-		return "unknown"
+	if m == MethodUnknown {
+		return "unknown" // a name printed, never parsed
 	}
-	return "method(" + strconv.Itoa(int(m)) + ")"
+	return methodNames.name(m)
 }
 
 // ParseMethod accepts a method name or its number 0-3.
-func ParseMethod(s string) (Method, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "embedded", "embed", "0":
-		return Embedded, nil
-	case "central", "1":
-		return Central, nil
-	case "rest", "2":
-		return REST, nil
-	case "reserved", "3":
-		return Reserved, nil
-	}
-	return 0, fmt.Errorf("%w: method %q; want embedded, central, rest, reserved or 0-3", ErrUnknownName, clip(s))
-}
+func ParseMethod(s string) (Method, error) { return methodNames.parse(s) }
 
 // Fields are the parts of an ID as plain numbers, so that a value too wide
 // for its field can be reported instead of silently truncated.

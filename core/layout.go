@@ -2,7 +2,6 @@ package core
 
 import (
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -26,30 +25,12 @@ const (
 	Leaf Layout = 2
 )
 
-func (l Layout) String() string {
-	switch l {
-	case Sorted:
-		return "sorted"
-	case Vesta:
-		return "vesta"
-	case Leaf:
-		return "leaf"
-	}
-	return fmt.Sprintf("layout(%d)", uint8(l))
-}
+var layoutNames = names[Layout]{kind: "layout", of: []string{"sorted", "vesta", "leaf"}, want: "sorted, vesta or leaf"}
+
+func (l Layout) String() string { return layoutNames.name(l) }
 
 // ParseLayout accepts "sorted", "vesta" or "leaf".
-func ParseLayout(s string) (Layout, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "sorted":
-		return Sorted, nil
-	case "vesta":
-		return Vesta, nil
-	case "leaf":
-		return Leaf, nil
-	}
-	return 0, fmt.Errorf("%w: layout %q; want sorted, vesta or leaf", ErrUnknownName, clip(s))
-}
+func ParseLayout(s string) (Layout, error) { return layoutNames.parse(s) }
 
 // Epochs of the layouts.
 var (

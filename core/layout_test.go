@@ -263,12 +263,15 @@ func TestParseNames(t *testing.T) {
 		{func(s string) (any, error) { return core.ParseLayout(s) }, "VESTA", core.Vesta},
 		{func(s string) (any, error) { return core.ParseLayout(s) }, "Leaf", core.Leaf},
 		{func(s string) (any, error) { return core.ParseLayout(s) }, "snowflake", nil},
+		{func(s string) (any, error) { return core.ParseLayout(s) }, "0", nil}, // a layout has no number
 		{func(s string) (any, error) { return core.ParseType(s) }, "max-peak", core.MaxPeak},
 		{func(s string) (any, error) { return core.ParseType(s) }, "1", core.MinGranularity},
 		{func(s string) (any, error) { return core.ParseType(s) }, "2", nil},
 		{func(s string) (any, error) { return core.ParseMethod(s) }, "rest", core.REST},
 		{func(s string) (any, error) { return core.ParseMethod(s) }, "3", core.Reserved},
 		{func(s string) (any, error) { return core.ParseMethod(s) }, "4", nil},
+		{func(s string) (any, error) { return core.ParseMethod(s) }, " Embed ", core.Embedded},
+		{func(s string) (any, error) { return core.ParseMethod(s) }, "unknown", nil}, // printed, never parsed
 	} {
 		got, err := tc.parse(tc.in)
 		if tc.want == nil {
@@ -279,6 +282,12 @@ func TestParseNames(t *testing.T) {
 		}
 		if err != nil || got != tc.want {
 			t.Errorf("parse %q = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+	// Values without a name print as kind(value).
+	for v, want := range map[fmt.Stringer]string{core.Layout(7): "layout(7)", core.Type(2): "type(2)", core.Method(9): "method(9)", core.MethodUnknown: "unknown"} {
+		if got := v.String(); got != want {
+			t.Errorf("String of %d = %q; want %q", v, got, want)
 		}
 	}
 }

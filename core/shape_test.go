@@ -94,11 +94,7 @@ func TestFileGuardRecordsTheShape(t *testing.T) {
 // generator's own shape, and gains the shape at the first save.
 func TestLegacyMarkFileIsSameShape(t *testing.T) {
 	dir := t.TempDir()
-	fg, err := core.OpenFileGuard(dir, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fg.Close()
+	fg := fileGuard(t, dir, 7)
 	legacy := `{"machine":7,"mark_unix_ms":` + itoa(t0.Add(time.Second).UnixMilli()) + `,"mark":"x"}`
 	if err := os.WriteFile(fg.Path(), []byte(legacy), 0o644); err != nil {
 		t.Fatal(err)
@@ -123,11 +119,7 @@ func TestLegacyMarkFileIsSameShape(t *testing.T) {
 // form for configuration files.
 func TestMarkFileOfThePreviousReleaseLoads(t *testing.T) {
 	dir := t.TempDir()
-	fg, err := core.OpenFileGuard(dir, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fg.Close()
+	fg := fileGuard(t, dir, 7)
 	mark := t0.Add(time.Second)
 	old := `{"machine":7,"mark_unix_ms":` + itoa(mark.UnixMilli()) + `,"mark":"x","layout":"vesta","type":0,"epoch_unix_ms":` +
 		itoa(core.VestaEpoch.UnixMilli()) + `,"version":0}`

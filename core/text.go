@@ -9,38 +9,17 @@ package core
 func (l Layout) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
 
 // UnmarshalText parses a name as ParseLayout does.
-func (l *Layout) UnmarshalText(b []byte) error {
-	v, err := ParseLayout(string(b))
-	if err != nil {
-		return err
-	}
-	*l = v
-	return nil
-}
+func (l *Layout) UnmarshalText(b []byte) error { return layoutNames.unmarshal(l, b) }
 
 // MarshalText is the type's name: "max-peak" or "min-granularity".
 func (t Type) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
 
 // UnmarshalText parses a name or number as ParseType does.
-func (t *Type) UnmarshalText(b []byte) error {
-	v, err := ParseType(string(b))
-	if err != nil {
-		return err
-	}
-	*t = v
-	return nil
-}
+func (t *Type) UnmarshalText(b []byte) error { return typeNames.unmarshal(t, b) }
 
 // MarshalText is the method's name: "embedded", "central", "rest" or
 // "reserved".
 func (m Method) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
 
 // UnmarshalText parses a name or number as ParseMethod does.
-func (m *Method) UnmarshalText(b []byte) error {
-	v, err := ParseMethod(string(b))
-	if err != nil {
-		return err
-	}
-	*m = v
-	return nil
-}
+func (m *Method) UnmarshalText(b []byte) error { return methodNames.unmarshal(m, b) }

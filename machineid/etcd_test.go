@@ -62,10 +62,7 @@ func TestEtcdLease(t *testing.T) {
 	gen := generator(t, l, core.Config{MaxBorrow: time.Second})
 	first := l.Status().Deadline
 	eventually(t, "a renewal", func() bool { return l.Status().Deadline.After(first) })
-	ids, err := gen.NextIDs(context.Background(), core.Central, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids := nextIDs(t, gen, 1000)
 	leaseKey, markKey, shapeKey := etcdlease.Keys("vesta", l.ID())
 	if v, lease := get(t, cli, leaseKey); v == "" || lease == 0 {
 		t.Fatalf("lease key %q = %q, etcd lease %x", leaseKey, v, lease)
@@ -77,12 +74,7 @@ func TestEtcdLease(t *testing.T) {
 		t.Fatalf("shape %q = %q", shapeKey, v)
 	}
 	reserved := gen.Stats().Mark
-	if err := gen.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	release(t, gen, l)
 	if v, _ := get(t, cli, leaseKey); v != "" {
 		t.Fatalf("the lease outlived Close: %q", v)
 	}
@@ -95,10 +87,7 @@ func TestEtcdLease(t *testing.T) {
 	}
 	next := mustAcquire(t, c, core.Central)
 	gen2 := generator(t, next, core.Config{MaxBorrow: time.Second})
-	more, err := gen2.NextIDs(context.Background(), core.Central, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
+	more := nextIDs(t, gen2, 1000)
 	if more[0] <= ids[len(ids)-1] {
 		t.Fatalf("the next holder's first ID %d is not above the last %d", more[0], ids[len(ids)-1])
 	}
@@ -119,12 +108,10 @@ func TestEtcdKeyDeletedFencesAtOnce(t *testing.T) {
 			c.Logger = slog.New(slog.NewTextHandler(&log, nil))
 			l := mustAcquire(t, c, core.Central)
 			gen := generator(t, l, core.Config{MaxStartupWait: 10 * time.Second})
-			before, err := gen.NextIDs(context.Background(), core.Central, 100)
-			if err != nil {
-				t.Fatal(err)
-			}
+			before := nextIDs(t, gen, 100)
 			leaseKey, _, _ := etcdlease.Keys("vesta", l.ID())
 			_, lease := get(t, cli, leaseKey)
+			var err error
 			if how == "deleted" {
 				_, err = cli.Delete(context.Background(), leaseKey)
 			} else {
@@ -138,10 +125,7 @@ func TestEtcdKeyDeletedFencesAtOnce(t *testing.T) {
 				t.Fatalf("the fence was not the watch's; the log:\n%s", log.String())
 			}
 			eventually(t, "the lease claimed again", func() bool { return gen.Ready() == nil && l.Status().State == machineid.StateHeld })
-			after, err := gen.NextIDs(context.Background(), core.Central, 100)
-			if err != nil {
-				t.Fatal(err)
-			}
+			after := nextIDs(t, gen, 100)
 			if after[0] <= before[len(before)-1] {
 				t.Fatalf("after the re-claim %d is not above %d", after[0], before[len(before)-1])
 			}
@@ -234,9 +218,7 @@ func TestEtcdTLS(t *testing.T) {
 	}
 	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{})
-	if _, err := gen.NextIDs(context.Background(), core.Central, 100); err != nil {
-		t.Fatal(err)
-	}
+	nextIDs(t, gen, 100)
 	c.Etcd.TLS, _ = conf.EtcdTLS{CA: files.CA}.Load()
 	if _, err := acquire(t, c, core.Central); err == nil {
 		t.Fatal("Acquire without a client certificate succeeded against members requiring one")

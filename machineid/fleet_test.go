@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
-	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // TestRedisFleetRecord: the first host leasing under a key prefix records
@@ -21,9 +19,7 @@ import (
 // past MaxRedisReach is; once every host stopped and the record was
 // deleted, new settings are recorded.
 func TestRedisFleetRecord(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := client(t, srv)
-	base := redisConfig(t, srv, 2*time.Second)
+	srv, base := startRedis(t, 2*time.Second)
 	gc := core.Config{MaxBorrow: time.Second}
 	first := mustAcquire(t, base, core.Central)
 	firstGen := generator(t, first, gc)
@@ -81,7 +77,7 @@ func TestRedisFleetRecord(t *testing.T) {
 	for _, l := range []*machineid.Lease{same, first} {
 		l.Close(context.Background())
 	}
-	rdb.Del(context.Background(), redislease.FleetKey("vesta"))
+	dropFleetRecord(t, srv)
 	newType := gc
 	newType.Type = core.MinGranularity
 	generator(t, mustAcquire(t, base, core.Central), newType)

@@ -3,6 +3,8 @@ package machineid_test
 import (
 	"cmp"
 	"context"
+	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -38,6 +40,55 @@ func redisConfig(t testing.TB, srv *redistest.Server, ttl time.Duration) machine
 	return c
 }
 
+// startRedis starts a real Redis and a config leasing from it with the
+// given TTL (redisConfig).
+func startRedis(t testing.TB, ttl time.Duration) (*redistest.Server, machineid.Config) {
+	srv := redistest.Start(t)
+	return srv, redisConfig(t, srv, ttl)
+}
+
+// startSentinels starts a master, its replica and three Sentinels, and a
+// config leasing oneID from the master they name with the given TTL,
+// under the tests' shorter bound (redisConfig).
+func startSentinels(t testing.TB, ttl time.Duration) (*redistest.Replicated, machineid.Config) {
+	g := redistest.StartReplicated(t)
+	machineid.SetMaxRedisReach(t, max(testReach, ttl+testSkew+time.Second))
+	c := machineid.DefaultConfig()
+	c.Providers = []string{machineid.ProviderRedis}
+	c.Redis.Addrs = g.SentinelAddrs()
+	c.Redis.MasterName = g.MasterName
+	c.Redis.LeaseTTL = ttl
+	c.Redis.MaxClockSkew = testSkew
+	c.ServerRange = oneID
+	return g, c
+}
+
+// leaseKeyOf is the key of machine id's lease under the tests' key prefix.
+func leaseKeyOf(id core.MachineID) string {
+	lease, _ := redislease.Keys("vesta", id)
+	return lease
+}
+
+// dropFleetRecord deletes the fleet record of the tests' key prefix, as an
+// operator changing the fleet's settings would.
+func dropFleetRecord(t testing.TB, srv *redistest.Server) {
+	t.Helper()
+	if err := client(t, srv).Del(context.Background(), redislease.FleetKey("vesta")).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// storeSince reads when claims first saw srv (the store record's since_ms).
+func storeSince(t testing.TB, srv *redistest.Server) time.Time {
+	t.Helper()
+	v, err := client(t, srv).HGet(context.Background(), redislease.StoreKey("vesta"), "since_ms").Result()
+	ms, perr := strconv.ParseInt(v, 10, 64)
+	if err != nil || perr != nil {
+		t.Fatalf("the store record's since_ms: %q, %v", v, errors.Join(err, perr))
+	}
+	return time.UnixMilli(ms)
+}
+
 // releasedCleanly leases every ID of rng once on the host's clock (waiting
 // out the quarantine of a short lease), starts a generator on it and closes
 // both, so that the next claim of each finds a clean release record: tests
@@ -66,16 +117,9 @@ func releasedCleanly(t testing.TB, srv *redistest.Server, method core.Method, rn
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := gen.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Close(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		release(t, gen, l)
 	}
-	if err := client(t, srv).Del(context.Background(), redislease.FleetKey(c.Redis.KeyPrefix)).Err(); err != nil {
-		t.Fatal(err)
-	}
+	dropFleetRecord(t, srv)
 }
 
 // client is a plain go-redis client of srv, closed at the end of the test.
@@ -112,3 +156,26 @@ func generator(t testing.TB, l *machineid.Lease, cfg core.Config) *core.Generato
 // eventually polls cond until it holds (waittest.Until: it waits for
 // things that must happen, never to judge speed).
 var eventually = waittest.Until
+
+// release closes gen, then its lease l, failing the test on an error: the
+// generator first, so that the release records its exact end.
+func release(t testing.TB, gen *core.Generator, l *machineid.Lease) {
+	t.Helper()
+	if err := gen.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// nextIDs takes n IDs from gen for the central method, failing the test
+// on an error.
+func nextIDs(t testing.TB, gen *core.Generator, n int) []core.ID {
+	t.Helper()
+	ids, err := gen.NextIDs(context.Background(), core.Central, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}

@@ -39,8 +39,7 @@ var historyStores = []historyStore{
 		ctx := context.Background()
 		return func(ttl time.Duration) machineid.Config { return redisConfig(t, srv, ttl) },
 			func(t *testing.T, id core.MachineID) {
-				lease, _ := redislease.Keys("vesta", id)
-				if err := rdb.Del(ctx, lease).Err(); err != nil {
+				if err := rdb.Del(ctx, leaseKeyOf(id)).Err(); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -114,12 +113,7 @@ func TestHoldHistoryAcrossReleaseKillAndFence(t *testing.T) {
 			released := leaseAt(t, cfg(ttl), id)
 			genA := generator(t, released, core.Config{MaxStartupWait: 10 * time.Second})
 			idsA := draw(t, genA, 50)
-			if err := genA.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if err := released.Close(context.Background()); err != nil {
-				t.Fatal(err)
-			}
+			release(t, genA, released)
 
 			// Killed: its connections to the store are cut for good, so it
 			// renews nothing, claims nothing and writes no end.
@@ -284,18 +278,12 @@ func (p *proxy) cut() {
 // master by the same process once it holds the ID again) and the hold
 // after it, each hold's IDs naming it alone.
 func TestHoldHistoryUnderSentinel(t *testing.T) {
-	g := redistest.StartReplicated(t)
-	c := sentinelConfig(t, g, 2*time.Second)
+	g, c := startSentinels(t, 2*time.Second)
 	released := mustAcquire(t, c, core.Central)
 	id := released.ID()
 	genA := generator(t, released, core.Config{MaxStartupWait: 10 * time.Second})
 	idsA := draw(t, genA, 50)
-	if err := genA.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := released.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	release(t, genA, released)
 	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{MaxStartupWait: 20 * time.Second})
 	idsB := draw(t, gen, 50)

@@ -139,14 +139,7 @@ func (l *leased) putHold(ctx context.Context, h *leasestore.Hold, e HoldEntry) e
 	defer cancel()
 	now := l.clock.Now()
 	err := l.st.PutHold(ctx, h, e.Hold, rec.Encode(), rec.Last(), leasestore.Keep(l.cfg.History), msOf(now.Add(-l.cfg.History.MaxAge)))
-	switch {
-	case err != nil && err.Error() != l.histErr:
-		l.log.Warn("machineid: writing the hold history failed (it is information only; the lease goes on)", "machine", h.ID, "err", err)
-		l.histErr = err.Error()
-	case err == nil && l.histErr != "":
-		l.log.Info("machineid: the hold history is written again", "machine", h.ID)
-		l.histErr = ""
-	}
+	l.noteWrite(&l.histErr, "the hold history", h.ID, err)
 	return err
 }
 

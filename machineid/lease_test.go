@@ -19,7 +19,6 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
-	"github.com/vesta-go/vesta/machineid/redislease"
 )
 
 // issued collects what an issuing loop got.
@@ -88,9 +87,8 @@ func TestRedisLostWhileRunning(t *testing.T) {
 }
 
 func testRedisLostWhileRunning(t *testing.T, gc core.Config) {
-	srv := redistest.Start(t)
+	srv, c := startRedis(t, 3*time.Second)
 	rdb := client(t, srv)
-	c := redisConfig(t, srv, 3*time.Second)
 	c.Redis.SafetyMargin = 1500 * time.Millisecond
 	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, gc)
@@ -101,7 +99,7 @@ func testRedisLostWhileRunning(t *testing.T, gc core.Config) {
 	// Redis keeps the lease at least until sent+PTTL; renewals only push
 	// the expiry later, so this is a lower bound of when another process
 	// could take the ID.
-	leaseKey, _ := redislease.Keys("vesta", l.ID())
+	leaseKey := leaseKeyOf(l.ID())
 	sent := time.Now()
 	pttl, err := rdb.PTTL(context.Background(), leaseKey).Result()
 	if err != nil || pttl <= 0 {
@@ -146,9 +144,8 @@ func testRedisLostWhileRunning(t *testing.T, gc core.Config) {
 }
 
 func TestStolenLeaseIsFencedAndReplaced(t *testing.T) {
-	srv := redistest.Start(t)
+	srv, c := startRedis(t, 3*time.Second)
 	rdb := client(t, srv)
-	c := redisConfig(t, srv, 3*time.Second)
 	c.ServerRange = core.MachineRange{First: 924, Count: 2}
 	l := mustAcquire(t, c, core.Central)
 	first := l.ID()
@@ -157,7 +154,7 @@ func TestStolenLeaseIsFencedAndReplaced(t *testing.T) {
 	stop := issue(t, gen, &out)
 	eventually(t, "IDs issued", func() bool { n, _ := out.count(); return n > 100 })
 
-	leaseKey, _ := redislease.Keys("vesta", first)
+	leaseKey := leaseKeyOf(first)
 	if err := rdb.Set(context.Background(), leaseKey, "thief", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -193,17 +190,15 @@ func TestStolenLeaseIsFencedAndReplaced(t *testing.T) {
 }
 
 func TestExpiredLeaseIsReclaimedWithoutGoingBack(t *testing.T) {
-	srv := redistest.Start(t)
+	srv, c := startRedis(t, 3*time.Second)
 	rdb := client(t, srv)
-	c := redisConfig(t, srv, 3*time.Second)
 	l := mustAcquire(t, c, core.Central)
 	id := l.ID()
 	gen := generator(t, l, core.Config{MaxStartupWait: 10 * time.Second, MaxBorrow: time.Second})
 	var out issued
 	stop := issue(t, gen, &out)
 	eventually(t, "IDs issued", func() bool { n, _ := out.count(); return n > 100 })
-	leaseKey, _ := redislease.Keys("vesta", id)
-	rdb.Del(context.Background(), leaseKey) // as if it expired behind our back
+	rdb.Del(context.Background(), leaseKeyOf(id)) // as if it expired behind our back
 	eventually(t, "the fence", func() bool { return l.Status().Fences > 0 })
 	n0, _ := out.count()
 	eventually(t, "issuing to resume", func() bool {
@@ -394,6 +389,16 @@ func (h *holder) note(t testing.TB, line string) {
 	h.max = max(h.max, core.ID(id))
 }
 
+// kill kills the holder with SIGKILL and reads what it printed before the
+// kill landed.
+func (h *holder) kill(t testing.TB) {
+	t.Helper()
+	if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	h.drain()
+}
+
 // drain reads until the holder's output ends and reaps it.
 func (h *holder) drain() {
 	for h.sc.Scan() {
@@ -428,10 +433,7 @@ func TestKilledHolderIsOvertakenAfterItsMark(t *testing.T) {
 	srv := redistest.Start(t)
 	h := startHolder(t, srv.Addr())
 	h.read(t, 200)
-	if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	h.drain() // IDs printed before the kill landed
+	h.kill(t)
 	maxDead := h.max
 	l := takeOver(t, srv.Addr())
 
@@ -459,10 +461,7 @@ func TestKilledHolderIsOvertakenAfterItsMark(t *testing.T) {
 	if err := l.Attach(gen); err != nil {
 		t.Fatal(err)
 	}
-	ids, err := gen.NextIDs(context.Background(), core.Central, 5000)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids := nextIDs(t, gen, 5000)
 	if ids[0] <= maxDead {
 		t.Fatalf("the next holder's first ID %d is not above the dead holder's %d", ids[0], maxDead)
 	}
@@ -481,10 +480,7 @@ func TestFrozenHolderCannotCollide(t *testing.T) {
 	}
 	l := takeOver(t, srv.Addr())
 	gen := generator(t, l, core.Config{MaxBorrow: time.Second, MaxStartupWait: 10 * time.Second})
-	ids, err := gen.NextIDs(context.Background(), core.Central, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids := nextIDs(t, gen, 1000)
 	if err := h.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -508,16 +504,14 @@ func TestFrozenHolderCannotCollide(t *testing.T) {
 // closed claims again but has nothing to re-key; Close then releases
 // whatever it holds.
 func TestLostAfterTheGeneratorClosed(t *testing.T) {
-	srv := redistest.Start(t)
+	srv, c := startRedis(t, 3*time.Second)
 	rdb := client(t, srv)
-	c := redisConfig(t, srv, 3*time.Second)
 	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{})
 	if err := gen.Close(); err != nil {
 		t.Fatal(err)
 	}
-	leaseKey, _ := redislease.Keys("vesta", l.ID())
-	rdb.Del(context.Background(), leaseKey)
+	rdb.Del(context.Background(), leaseKeyOf(l.ID()))
 	eventually(t, "the lease claimed again", func() bool {
 		s := l.Status()
 		return s.Fences > 0 && s.State == machineid.StateHeld

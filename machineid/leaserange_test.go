@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
 )
 
@@ -131,8 +130,7 @@ func TestK8sOrdinalInTheLeaseRange(t *testing.T) {
 // The redis provider claims from the lease range only: a narrowed one
 // fills up at its size, and never hands out the IDs kept for fixed hosts.
 func TestRedisClaimsFromTheLeaseRangeOnly(t *testing.T) {
-	srv := redistest.Start(t)
-	c := redisConfig(t, srv, 0)
+	_, c := startRedis(t, 0)
 	c.ServerLeaseRange = core.MachineRange{First: 1000, Count: 3}
 	got := map[core.MachineID]bool{}
 	for range 3 {

@@ -296,15 +296,23 @@ func (l *leased) writeMember(ctx context.Context) error {
 	ctx, cancel := leasestore.Bounded(ctx, l.ttl)
 	defer cancel()
 	err := l.st.PutMember(ctx, h, rec.encode())
-	switch {
-	case err != nil && err.Error() != l.memberErr:
-		l.log.Warn("machineid: writing the member record failed (it is information only; the lease goes on)", "machine", h.ID, "err", err)
-		l.memberErr = err.Error()
-	case err == nil && l.memberErr != "":
-		l.log.Info("machineid: the member record is written again", "machine", h.ID)
-		l.memberErr = ""
-	}
+	l.noteWrite(&l.memberErr, "the member record", h.ID, err)
 	return err
+}
+
+// noteWrite logs the outcome of a write of what (a record that is
+// information only) for machine id: a failure once while it fails alike,
+// and the first success after one. last is the failure last logged ("":
+// none), kept under the lock that orders those writes.
+func (l *leased) noteWrite(last *string, what string, id core.MachineID, err error) {
+	switch {
+	case err != nil && err.Error() != *last:
+		l.log.Warn("machineid: writing "+what+" failed (it is information only; the lease goes on)", "machine", id, "err", err)
+		*last = err.Error()
+	case err == nil && *last != "":
+		l.log.Info("machineid: "+what+" is written again", "machine", id)
+		*last = ""
+	}
 }
 
 // dropMember deletes h's member record while h still holds its lease, so

@@ -168,10 +168,10 @@ func TestFleetRecordExpiresWithTheLease(t *testing.T) {
 
 // TestRedisMemberRecordTTL: the record never outlives the lease key.
 func TestRedisMemberRecordTTL(t *testing.T) {
-	srv := redistest.Start(t)
+	srv, c := startRedis(t, 10*time.Second)
 	rdb := client(t, srv)
-	l := leaseAt(t, redisConfig(t, srv, 10*time.Second), 1000)
-	lease, _ := redislease.Keys("vesta", l.ID())
+	l := leaseAt(t, c, 1000)
+	lease := leaseKeyOf(l.ID())
 	member := redislease.MemberKey("vesta", l.ID())
 	var mc, lc *redis.DurationCmd
 	if _, err := rdb.TxPipelined(context.Background(), func(p redis.Pipeliner) error { // one instant
@@ -236,8 +236,8 @@ func TestFleetSkipsHostileRecords(t *testing.T) {
 // TestFleetStoreDown: a store that cannot be read is an error, with this
 // process still listed.
 func TestFleetStoreDown(t *testing.T) {
-	srv := redistest.Start(t)
-	l := leaseAt(t, redisConfig(t, srv, 10*time.Second), 1000)
+	srv, c := startRedis(t, 10*time.Second)
+	l := leaseAt(t, c, 1000)
 	srv.Kill()
 	m, err := l.Fleet(context.Background())
 	if err == nil || len(m.List) != 1 || !m.List[0].Self || m.List[0].Machine != 1000 || m.Store != "redis" {
@@ -266,8 +266,7 @@ func TestFleetWithoutAStore(t *testing.T) {
 // TestFleetUnderSentinel: holders leasing through Sentinel write their
 // records on the master a majority names and list each other from it.
 func TestFleetUnderSentinel(t *testing.T) {
-	g := redistest.StartReplicated(t)
-	c := sentinelConfig(t, g, 10*time.Second)
+	g, c := startSentinels(t, 10*time.Second)
 	c.ServerRange = core.MachineRange{First: 1000, Count: 2}
 	a, b := mustAcquire(t, c, core.Central), mustAcquire(t, c, core.Central)
 	if err := a.Advertise(context.Background(), machineid.Listeners{HTTP: "10.0.0.1:7080"}); err != nil {
@@ -291,12 +290,11 @@ func TestFleetUnderSentinel(t *testing.T) {
 // every lease key but the member record's (an ACL) renews as ever: the
 // failed writes are logged, never counted as failed renewals nor fenced.
 func TestFailedMemberWritesLeaveTheLeaseAlone(t *testing.T) {
-	srv := redistest.Start(t)
+	srv, c := startRedis(t, 600*time.Millisecond) // renewed every 200ms
 	if _, err := srv.Do("ACL", "SETUSER", "nomember", "on", ">nomember-password", "+@all", "%R~*",
 		"%RW~*:lease", "%RW~*:mark", "%RW~*:shape", "%RW~*:released", "%RW~*:instance", "%RW~*:store", "%RW~*:fleet"); err != nil {
 		t.Fatal(err)
 	}
-	c := redisConfig(t, srv, 600*time.Millisecond) // renewed every 200ms
 	c.Redis.Username, c.Redis.Password = "nomember", "nomember-password"
 	var log logtest.Buffer
 	c.Logger = slog.New(slog.NewTextHandler(&log, nil))

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/machineid/internal/redisstore"
 	"github.com/vesta-go/vesta/machineid/redislease"
@@ -20,25 +19,13 @@ import (
 // that spare the next claimant a quarantine, the fleet record checked again
 // when a lost lease is claimed again, and the clocks of the Sentinels.
 
-// storeSince reads when claims first saw srv (the store record's since_ms).
-func storeSince(t testing.TB, srv *redistest.Server) time.Time {
-	t.Helper()
-	v, err := client(t, srv).HGet(context.Background(), redislease.StoreKey("vesta"), "since_ms").Result()
-	ms, perr := strconv.ParseInt(v, 10, 64)
-	if err != nil || perr != nil {
-		t.Fatalf("the store record's since_ms: %q, %v", v, errors.Join(err, perr))
-	}
-	return time.UnixMilli(ms)
-}
-
 // TestQuarantineCountsTheBound: on a new Redis the first claim's floor is
 // MaxRedisReach past the moment claims first saw it, whatever the
 // claimant's own lease TTL, skew and borrow (reckoned from those, as it
 // once was, the floor would lie 0.64s past it here, and a holder with a
 // longer lease cut off before the loss could still issue above it).
 func TestQuarantineCountsTheBound(t *testing.T) {
-	srv := redistest.Start(t)
-	c := redisConfig(t, srv, 600*time.Millisecond)
+	srv, c := startRedis(t, 600*time.Millisecond)
 	machineid.SetMaxRedisReach(t, machineid.MaxRedisReach)
 	l := mustAcquire(t, c, core.Central)
 	since, q := storeSince(t, srv), l.Status().QuarantineUntil
@@ -56,9 +43,9 @@ func TestQuarantineCountsTheBound(t *testing.T) {
 // Redis look like one claims have known for long; a never-used ID then
 // starts at once (what the other packages' tests count on).
 func TestEstablishedRedisStartsAtOnce(t *testing.T) {
-	srv := redistest.Start(t)
+	srv, c := startRedis(t, 2*time.Second)
 	srv.Established("vesta")
-	l := mustAcquire(t, redisConfig(t, srv, 2*time.Second), core.Central)
+	l := mustAcquire(t, c, core.Central)
 	if q := l.Status().QuarantineUntil; !q.Before(time.Now().Add(-time.Minute)) {
 		t.Fatalf("a claim on an established Redis is quarantined until %s", q.Format(time.RFC3339Nano))
 	}
@@ -69,8 +56,7 @@ func TestEstablishedRedisStartsAtOnce(t *testing.T) {
 // it would itself have started at, and the next claim starts there instead
 // of waiting out a quarantine of its own.
 func TestUnusedHoldReleasesExactly(t *testing.T) {
-	srv := redistest.Start(t)
-	c, gc := lossConfig(t, srv)
+	srv, c, gc := startLoss(t)
 	first := mustAcquire(t, c, core.Central)
 	floor := first.Status().QuarantineUntil
 	if floor.IsZero() {
@@ -103,9 +89,8 @@ func TestUnusedHoldReleasesExactly(t *testing.T) {
 // the claim and stays fenced instead of issuing IDs that can equal the new
 // fleet's.
 func TestReclaimRechecksTheFleet(t *testing.T) {
-	srv := redistest.Start(t)
+	srv, c, gc := startLoss(t)
 	srv.Established("vesta")
-	c, gc := lossConfig(t, srv)
 	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, gc)
 	if _, err := gen.NextID(context.Background(), core.Central); err != nil {
@@ -125,7 +110,7 @@ func TestReclaimRechecksTheFleet(t *testing.T) {
 	if _, err := gen.NextID(context.Background(), core.Central); !errors.Is(err, core.ErrFenced) {
 		t.Fatalf("NextID: %v; want ErrFenced", err)
 	}
-	leaseKey, _ := redislease.Keys("vesta", oneID.First)
+	leaseKey := leaseKeyOf(oneID.First)
 	if v := client(t, srv).Get(context.Background(), leaseKey).Val(); v != "" {
 		t.Fatalf("the refused holder kept its claim: %s = %q", leaseKey, v)
 	}
@@ -140,8 +125,7 @@ func TestReclaimRechecksTheFleet(t *testing.T) {
 // (Debian's libfaketime cannot run its jemalloc-linked Redis, so the
 // Sentinels keep the host's clock and this host's moves.)
 func TestSentinelClocks(t *testing.T) {
-	g := redistest.StartReplicated(t)
-	c := sentinelConfig(t, g, 2*time.Second)
+	_, c := startSentinels(t, 2*time.Second)
 	clock := core.NewOffsetClock(core.NewSystemClock())
 	clock.SetShift(3 * time.Second)
 	c.Clock = clock

@@ -22,8 +22,7 @@ func TestKeysShareAHashTag(t *testing.T) {
 }
 
 func TestRacingLeasersNeverShareAnID(t *testing.T) {
-	srv := redistest.Start(t)
-	c := redisConfig(t, srv, 10*time.Second)
+	_, c := startRedis(t, 10*time.Second)
 	c.ServerRange = core.MachineRange{First: 924, Count: 10}
 	const n = 30
 	var (
@@ -74,10 +73,9 @@ func TestRacingLeasersNeverShareAnID(t *testing.T) {
 }
 
 func TestGracefulCloseReleasesAtOnce(t *testing.T) {
-	srv := redistest.Start(t)
+	srv, c := startRedis(t, 10*time.Second)
 	srv.Established("vesta") // no quarantine before the first generator
 	rdb := client(t, srv)
-	c := redisConfig(t, srv, 10*time.Second)
 	c.ServerRange = core.MachineRange{First: 1000, Count: 1}
 	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{})
@@ -91,12 +89,7 @@ func TestGracefulCloseReleasesAtOnce(t *testing.T) {
 	if _, err := machineid.Acquire(context.Background(), c, core.Central); !errors.Is(err, machineid.ErrRangeFull) {
 		t.Fatalf("second lease of a one-ID range: %v; want ErrRangeFull", err)
 	}
-	if err := gen.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	release(t, gen, l)
 	if err := l.Close(context.Background()); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
@@ -118,9 +111,8 @@ func TestGracefulCloseReleasesAtOnce(t *testing.T) {
 }
 
 func TestOnlyTheHolderWritesTheMark(t *testing.T) {
-	srv := redistest.Start(t)
+	srv, c := startRedis(t, 10*time.Second)
 	rdb := client(t, srv)
-	c := redisConfig(t, srv, 10*time.Second)
 	l := mustAcquire(t, c, core.Central)
 	g := l.Guard()
 	if g == nil {
@@ -199,8 +191,7 @@ func TestClockSkewAgainstRedisTime(t *testing.T) {
 // TestStatsOfALease: what a lease measures (package prommetrics's tests
 // check the series it makes of them).
 func TestStatsOfALease(t *testing.T) {
-	srv := redistest.Start(t)
-	c := redisConfig(t, srv, 3*time.Second)
+	_, c := startRedis(t, 3*time.Second)
 	l := mustAcquire(t, c, core.Central)
 	if st := l.Stats(); st.State != machineid.StateHeld || st.Range != "server" || st.Machine != l.ID() || st.Closed {
 		t.Fatalf("stats %+v; want held, of the server range, machine %d, open", st, l.ID())

@@ -21,13 +21,13 @@ import (
 
 var oneID = core.MachineRange{First: 1000, Count: 1}
 
-// lossConfig leases oneID with a short TTL; the generators issue
-// milliseconds and borrow up to 50ms ahead, so the quarantine's max_borrow
-// term matters.
-func lossConfig(t testing.TB, srv *redistest.Server) (machineid.Config, core.Config) {
-	c := redisConfig(t, srv, 2*time.Second)
+// startLoss starts a real Redis and a config leasing oneID from it with a
+// short TTL; the generators issue milliseconds and borrow up to 50ms
+// ahead, so the quarantine's max_borrow term matters.
+func startLoss(t testing.TB) (*redistest.Server, machineid.Config, core.Config) {
+	srv, c := startRedis(t, 2*time.Second)
 	c.ServerRange = oneID
-	return c, core.Config{Type: core.MinGranularity, MaxBorrow: 50 * time.Millisecond, MaxStartupWait: 10 * time.Second}
+	return srv, c, core.Config{Type: core.MinGranularity, MaxBorrow: 50 * time.Millisecond, MaxStartupWait: 10 * time.Second}
 }
 
 // noDuplicates fails on an ID in both sets or twice in one, and on a time
@@ -67,8 +67,7 @@ func snapshot(o *issued) []core.ID {
 }
 
 func TestFlushAllTakeoverWaitsForTheHolderToFence(t *testing.T) {
-	srv := redistest.Start(t)
-	c, gc := lossConfig(t, srv)
+	srv, c, gc := startLoss(t)
 	a := mustAcquire(t, c, core.Central)
 	genA, outA, stopA := issuing(t, a, gc)
 
@@ -126,8 +125,7 @@ func TestFlushAllTakeoverWaitsForTheHolderToFence(t *testing.T) {
 }
 
 func TestRedisKilledAndRestartedEmptyUnderLoad(t *testing.T) {
-	srv := redistest.Start(t)
-	c, gc := lossConfig(t, srv)
+	srv, c, gc := startLoss(t)
 	a := mustAcquire(t, c, core.Central)
 	genA, outA, stopA := issuing(t, a, gc)
 
@@ -184,19 +182,11 @@ func issuing(t testing.TB, l *machineid.Lease, gc core.Config) (gen *core.Genera
 // run_id) must not let the next claim skip the quarantine while the
 // holder that consumed the record still issues.
 func TestStaleReleaseRecordAfterRollback(t *testing.T) {
-	srv := redistest.Start(t)
-	c, gc := lossConfig(t, srv)
+	srv, c, gc := startLoss(t)
 	first := mustAcquire(t, c, core.Central)
 	g0 := generator(t, first, gc)
-	if _, err := g0.NextIDs(context.Background(), core.Central, 100); err != nil {
-		t.Fatal(err)
-	}
-	if err := g0.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	nextIDs(t, g0, 100)
+	release(t, g0, first)
 	rdb := client(t, srv)
 	relKey := redislease.ReleasedKey("vesta", oneID.First)
 	if n := rdb.Exists(context.Background(), relKey).Val(); n != 1 {
@@ -225,8 +215,7 @@ func TestStaleReleaseRecordAfterRollback(t *testing.T) {
 // on one Redis: a claim without a release record waits out the quarantine,
 // a claim after a clean release starts at once, above everything issued.
 func TestCleanReleaseSkipsTheQuarantine(t *testing.T) {
-	srv := redistest.Start(t)
-	c := redisConfig(t, srv, 2*time.Second)
+	_, c := startRedis(t, 2*time.Second)
 	c.ServerRange = oneID
 	gc := core.DefaultConfig() // max_borrow 1s, seconds
 	startup := func() (*machineid.Lease, *core.Generator, time.Duration) {
@@ -248,30 +237,17 @@ func TestCleanReleaseSkipsTheQuarantine(t *testing.T) {
 	// The first IDs after a quarantine are borrowed up to max_borrow ahead
 	// of the clock; issue again once the clock has caught up, as a holder
 	// that ran for a while would, so that its exact end is the clock's unit.
-	if _, err := g1.NextIDs(context.Background(), core.Central, 5000); err != nil {
-		t.Fatal(err)
-	}
+	nextIDs(t, g1, 5000)
 	eventually(t, "the clock to catch up with the borrowed IDs", func() bool { return g1.Stats().Ahead == 0 })
-	ids1, err := g1.NextIDs(context.Background(), core.Central, 5000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g1.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := l1.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	ids1 := nextIDs(t, g1, 5000)
+	release(t, g1, l1)
 	l2, g2, warm := startup()
 	defer l2.Close(context.Background())
 	defer g2.Close()
 	if q := l2.Status().QuarantineUntil; !q.IsZero() {
 		t.Fatalf("quarantined until %s after a clean release", q)
 	}
-	ids2, err := g2.NextIDs(context.Background(), core.Central, 5000)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids2 := nextIDs(t, g2, 5000)
 	if ids2[0] <= ids1[len(ids1)-1] {
 		t.Fatalf("after the clean release the first ID %d is not above the last %d", ids2[0], ids1[len(ids1)-1])
 	}
@@ -280,10 +256,9 @@ func TestCleanReleaseSkipsTheQuarantine(t *testing.T) {
 }
 
 func TestMarksOnlyGrowAndTheReleaseRecordIsExact(t *testing.T) {
-	srv := redistest.Start(t)
+	srv, c := startRedis(t, 2*time.Second)
 	srv.Established("vesta") // the quarantine's floor an hour back, below the marks written here
 	rdb := client(t, srv)
-	c := redisConfig(t, srv, 2*time.Second)
 	c.ServerRange = oneID
 	l := mustAcquire(t, c, core.Central)
 	_, markKey := redislease.Keys("vesta", oneID.First)
@@ -308,12 +283,7 @@ func TestMarksOnlyGrowAndTheReleaseRecordIsExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := gen.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release(t, gen, l)
 	rec := rdb.HGetAll(ctx, redislease.ReleasedKey("vesta", oneID.First)).Val()
 	final, _ := strconv.ParseInt(rec["final_ms"], 10, 64)
 	last := gen.Codec().Explain(ids[len(ids)-1]).Instant
@@ -334,32 +304,23 @@ func TestMarksOnlyGrowAndTheReleaseRecordIsExact(t *testing.T) {
 }
 
 func TestMinReplicas(t *testing.T) {
-	srv := redistest.Start(t)
-	c := redisConfig(t, srv, 2*time.Second)
+	srv, c := startRedis(t, 2*time.Second)
 	c.ServerRange = oneID
 	c.Redis.MinReplicas = 1
 	_, err := machineid.Acquire(context.Background(), c, core.Central)
 	if !errors.Is(err, machineid.ErrReplicas) || !errors.Is(err, machineid.ErrUnavailable) || !strings.Contains(err.Error(), "min_replicas 1") {
 		t.Fatalf("Acquire with no replica: %v; want ErrReplicas (unavailable) naming min_replicas", err)
 	}
-	leaseKey, _ := redislease.Keys("vesta", oneID.First)
-	if n := client(t, srv).Exists(context.Background(), leaseKey).Val(); n != 0 {
+	if n := client(t, srv).Exists(context.Background(), leaseKeyOf(oneID.First)).Val(); n != 0 {
 		t.Fatal("a claim that no replica acknowledged was not released")
 	}
 
 	replica := redistest.StartReplica(t, srv)
 	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{})
-	if _, err := gen.NextIDs(context.Background(), core.Central, 100); err != nil {
-		t.Fatal(err)
-	}
+	nextIDs(t, gen, 100)
 	eventually(t, "a renewal", func() bool { return l.Status().Deadline.After(time.Now().Add(300 * time.Millisecond)) })
-	if err := gen.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	release(t, gen, l)
 	// WAIT returned after the replica had the record.
 	if v, err := replica.Command("HGET", redislease.ReleasedKey("vesta", oneID.First), "final_ms"); err != nil || v == "" {
 		t.Fatalf("the replica lacks the release record: %q, %v", v, err)
@@ -422,17 +383,11 @@ func TestRenewalRechecksTheClock(t *testing.T) {
 // new master_replid, as after a failover: a release record it got from its
 // master must not skip the quarantine.
 func TestReleaseRecordAfterAFailoverIsNotTrusted(t *testing.T) {
-	srv := redistest.Start(t)
+	srv, c, gc := startLoss(t)
 	replica := redistest.StartReplica(t, srv)
-	c, gc := lossConfig(t, srv)
 	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, gc)
-	if err := gen.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	release(t, gen, l)
 	relKey := redislease.ReleasedKey("vesta", oneID.First)
 	if v, err := srv.Command("WAIT", "1", "5000"); err != nil || v != "1" {
 		t.Fatalf("WAIT: %q, %v", v, err)
@@ -469,23 +424,17 @@ func mustCommand(t testing.TB, s *redistest.Server, args ...string) {
 // each naming both layouts; a mark written without a shape (by earlier
 // versions) reads as the same shape.
 func TestRedisMarkKnowsItsShape(t *testing.T) {
-	srv := redistest.Start(t)
+	srv, c, _ := startLoss(t)
 	rdb := client(t, srv)
-	c, _ := lossConfig(t, srv)
 	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{})
-	if err := gen.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	release(t, gen, l)
 	l = mustAcquire(t, c, core.Central) // after a clean release: at once
 	_, err := l.NewGenerator(context.Background(), core.Config{Layout: core.Vesta}, "")
 	if !errors.Is(err, machineid.ErrFleet) || !strings.Contains(err.Error(), "id.layout vesta (the fleet's: sorted)") {
 		t.Fatalf("a Vesta-layout generator in a sorted-layout fleet: %v; want ErrFleet naming both layouts", err)
 	}
-	rdb.Del(context.Background(), redislease.FleetKey("vesta"))
+	dropFleetRecord(t, srv)
 	_, err = l.NewGenerator(context.Background(), core.Config{Layout: core.Vesta}, "")
 	if !errors.Is(err, core.ErrShape) || !strings.Contains(err.Error(), "layout sorted") || !strings.Contains(err.Error(), "layout vesta") {
 		t.Fatalf("a Vesta-layout generator on a sorted-layout mark: %v; want ErrShape naming both layouts", err)

@@ -8,24 +8,8 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
-	"github.com/vesta-go/vesta/machineid/redislease"
 )
-
-// sentinelConfig leases oneID from the master the Sentinels of g name,
-// under the tests' shorter bound (redisConfig).
-func sentinelConfig(t testing.TB, g *redistest.Replicated, ttl time.Duration) machineid.Config {
-	machineid.SetMaxRedisReach(t, max(testReach, ttl+testSkew+time.Second))
-	c := machineid.DefaultConfig()
-	c.Providers = []string{machineid.ProviderRedis}
-	c.Redis.Addrs = g.SentinelAddrs()
-	c.Redis.MasterName = g.MasterName
-	c.Redis.LeaseTTL = ttl
-	c.Redis.MaxClockSkew = testSkew
-	c.ServerRange = oneID
-	return c
-}
 
 // TestSentinelFailoverLosesTheHold: a lease through Sentinel lives on the
 // master a majority names; once the Sentinels fail over (a new config
@@ -34,8 +18,7 @@ func sentinelConfig(t testing.TB, g *redistest.Replicated, ttl time.Duration) ma
 // master, quarantined (its replid is new), and the generator continues
 // above everything it issued.
 func TestSentinelFailoverLosesTheHold(t *testing.T) {
-	g := redistest.StartReplicated(t)
-	c := sentinelConfig(t, g, 2*time.Second)
+	g, c := startSentinels(t, 2*time.Second)
 	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{MaxStartupWait: 10 * time.Second})
 	out := &issued{}
@@ -53,8 +36,7 @@ func TestSentinelFailoverLosesTheHold(t *testing.T) {
 	n0, _ := out.count()
 	eventually(t, "more IDs", func() bool { n, _ := out.count(); return n > n0+100 })
 	strictlyIncreasing(t, snapshot(out))
-	leaseKey, _ := redislease.Keys("vesta", l.ID())
-	if v, err := g.Replica.Do("GET", leaseKey); err != nil || v == "" {
+	if v, err := g.Replica.Do("GET", leaseKeyOf(l.ID())); err != nil || v == "" {
 		t.Fatalf("the lease on the promoted replica: %q, %v", v, err)
 	}
 }
@@ -63,8 +45,7 @@ func TestSentinelFailoverLosesTheHold(t *testing.T) {
 // majority can confirm a renewal, so the holder is fenced at its deadline
 // although the master still takes its writes; a claim is unavailable.
 func TestSentinelMajorityRequired(t *testing.T) {
-	g := redistest.StartReplicated(t)
-	c := sentinelConfig(t, g, 2*time.Second)
+	g, c := startSentinels(t, 2*time.Second)
 	l := mustAcquire(t, c, core.Central)
 	gen := generator(t, l, core.Config{})
 	if _, err := gen.NextID(context.Background(), core.Central); err != nil {

@@ -1,9 +1,6 @@
 package machineid_test
 
 import (
-	"context"
-	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,19 +32,13 @@ func overtakenAtOnce(t testing.TB, addr string) {
 	t.Helper()
 	h := startHolder(t, addr)
 	h.read(t, 200)
-	if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	h.drain()
+	h.kill(t)
 	l := takeOver(t, addr)
 	if q := l.Status().QuarantineUntil; !q.IsZero() {
 		t.Fatalf("quarantined until %s after a crash on an intact store", q.Format(time.RFC3339Nano))
 	}
 	gen := generator(t, l, core.Config{MaxBorrow: time.Second, MaxStartupWait: 10 * time.Second})
-	ids, err := gen.NextIDs(context.Background(), core.Central, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids := nextIDs(t, gen, 1000)
 	if ids[0] <= h.max {
 		t.Fatalf("the next holder's first ID %d is not above the dead holder's %d", ids[0], h.max)
 	}
@@ -58,9 +49,7 @@ func overtakenAtOnce(t testing.TB, addr string) {
 // starts at once: a lease Redis lost before it was first seen has expired
 // and fenced by now. On a fresh instance the first claim is quarantined.
 func TestNewIDOnAnOldStoreStartsAtOnce(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := client(t, srv)
-	c := redisConfig(t, srv, 2*time.Second)
+	srv, c := startRedis(t, 2*time.Second)
 	c.ServerRange = core.MachineRange{First: 1000, Count: 2}
 	gc := core.Config{MaxBorrow: 100 * time.Millisecond}
 	first := mustAcquire(t, c, core.Central)
@@ -68,11 +57,7 @@ func TestNewIDOnAnOldStoreStartsAtOnce(t *testing.T) {
 	if q.IsZero() {
 		t.Fatal("the first claim on a fresh Redis has no quarantine")
 	}
-	sinceMs, err := strconv.ParseInt(rdb.HGet(context.Background(), redislease.StoreKey("vesta"), "since_ms").Val(), 10, 64)
-	if err != nil {
-		t.Fatalf("the store record: %v", err)
-	}
-	since := time.UnixMilli(sinceMs)
+	since := storeSince(t, srv)
 	generator(t, first, gc) // waits the quarantine out
 	second := mustAcquire(t, c, core.Central)
 	if second.ID() == first.ID() {
@@ -99,10 +84,7 @@ func TestEvictingRedisIsNotTrusted(t *testing.T) {
 	mustCommand(t, srv, "CONFIG", "SET", "maxmemory-policy", "allkeys-lru")
 	h := startHolder(t, srv.Addr())
 	h.read(t, 50)
-	if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	h.drain()
+	h.kill(t)
 	claimed := time.Now()
 	l := takeOver(t, srv.Addr())
 	c := holderConfig(srv.Addr())

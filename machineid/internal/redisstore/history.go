@@ -23,11 +23,7 @@ var (
 	// lease, drops every other entry older than cut ms and the oldest
 	// past keep, and sets both keys to expire after max age. Returns 1
 	// when written.
-	putHoldScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return 0
-end
-redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+	putHoldScript = redis.NewScript(holderLua + `redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[2])
 local function drop(n)
   redis.call('ZREM', KEYS[3], n)

@@ -29,6 +29,14 @@ local replid = string.match(rep, 'master_replid:(%w+)') or ''
 local ident = run_id .. '/' .. replid
 `
 
+// holderLua starts a script that writes only for the holder: it returns 0
+// unless the token ARGV[1] holds the lease KEYS[1].
+const holderLua = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+`
+
 // The scripts compare the lease's token before they touch anything, so a
 // process that lost its lease can neither extend it, delete the next
 // holder's, nor move the mark of an ID it no longer holds.
@@ -98,11 +106,7 @@ return 0`)
 	// KEYS: lease, released. ARGV: token, final ms. The clean release:
 	// deletes the lease and writes the release record with the identity of
 	// this instance. Returns 1 when released.
-	releaseCleanScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return 0
-end
-redis.call('DEL', KEYS[1])
+	releaseCleanScript = redis.NewScript(holderLua + `redis.call('DEL', KEYS[1])
 ` + identityLua + `
 redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[2], 'final_ms', ARGV[2], 'token', ARGV[1], 'run_id', run_id, 'replid', replid)
@@ -113,11 +117,7 @@ return 1`)
 	// late write never lowers a mark), records the shape and the identity
 	// of this instance. Returns 1 when written or already as high, 0 when
 	// not the holder.
-	markScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return 0
-end
-local cur = redis.call('GET', KEYS[2])
+	markScript = redis.NewScript(holderLua + `local cur = redis.call('GET', KEYS[2])
 local n = nil
 if cur then
   n = tonumber(cur)
@@ -138,11 +138,7 @@ return 1`)
 	// KEYS: lease, member. ARGV: token, record. Writes the member record
 	// with the lease's remaining TTL, so that both expire together, if the
 	// token still holds the lease. Returns 1 when written.
-	memberScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return 0
-end
-local ttl = redis.call('PTTL', KEYS[1])
+	memberScript = redis.NewScript(holderLua + `local ttl = redis.call('PTTL', KEYS[1])
 if ttl <= 0 then
   return 0
 end
