@@ -34,6 +34,16 @@ func shares(dur time.Duration, kinds []string, share func(kind string, t time.Du
 func TestAnalyzeFaults(t *testing.T) {
 	sec := func(s float64) time.Duration { return time.Duration(math.Round(s * float64(time.Second))) }
 	between := func(t time.Duration, a, b float64) bool { return t >= sec(a) && t < sec(b) }
+	// dip answers share v of every kind's calls from a s to b s, all of
+	// them before and after.
+	dip := func(a, b, v float64) func(string, time.Duration) float64 {
+		return func(_ string, t time.Duration) float64 {
+			if between(t, a, b) {
+				return v
+			}
+			return 1
+		}
+	}
 	tests := []struct {
 		name      string
 		kinds     []string
@@ -60,14 +70,9 @@ func TestAnalyzeFaults(t *testing.T) {
 		recovered: true, recovery: sec(1.3),
 	}, {
 		// A paused server: its callers' calls hang, so no bucket at all.
-		name:  "no calls count as down",
-		kinds: []string{"client"},
-		share: func(_ string, t time.Duration) float64 {
-			if between(t, 3, 4.5) {
-				return -1
-			}
-			return 1
-		},
+		name:      "no calls count as down",
+		kinds:     []string{"client"},
+		share:     dip(3, 4.5, -1),
 		fault:     report.Fault{Kind: "pause", Start: at(sec(3)), End: at(sec(4))},
 		window:    sec(1.5),
 		recovered: true, recovery: sec(0.5),
@@ -106,38 +111,23 @@ func TestAnalyzeFaults(t *testing.T) {
 		window:    sec(0.5),
 		recovered: true, recovery: sec(2),
 	}, {
-		name:  "never recovers",
-		kinds: []string{"seq-redis"},
-		share: func(_ string, t time.Duration) float64 {
-			if t >= sec(4) {
-				return 0.3
-			}
-			return 1
-		},
+		name:   "never recovers",
+		kinds:  []string{"seq-redis"},
+		share:  dip(4, 10, 0.3), // to the run's end
 		fault:  report.Fault{Kind: "flushall", Start: at(sec(4)), End: at(sec(4))},
 		window: sec(6),
 	}, {
 		// Up again only in the last 0.9 s: not a second, so not recovered.
-		name:  "a run too short to be stable",
-		kinds: []string{"rest"},
-		share: func(_ string, t time.Duration) float64 {
-			if between(t, 4, 9.1) {
-				return 0
-			}
-			return 1
-		},
+		name:   "a run too short to be stable",
+		kinds:  []string{"rest"},
+		share:  dip(4, 9.1, 0),
 		fault:  report.Fault{Kind: "kill", Start: at(sec(4)), End: at(sec(4))},
 		window: sec(5.1),
 	}, {
 		// The window stops at End + Tail.
-		name:  "the window ends a tail after the heal",
-		kinds: []string{"rest"},
-		share: func(_ string, t time.Duration) float64 {
-			if between(t, 10, 100) {
-				return 0
-			}
-			return 1
-		},
+		name:      "the window ends a tail after the heal",
+		kinds:     []string{"rest"},
+		share:     dip(10, 100, 0),
 		fault:     report.Fault{Kind: "partition", Start: at(sec(10)), End: at(sec(20))},
 		window:    sec(70),
 		recovered: true, recovery: sec(80),
