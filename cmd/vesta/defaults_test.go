@@ -156,9 +156,7 @@ func TestTwoGenProcessesOnDefaults(t *testing.T) {
 // a free port, its own time guard directory; extra holds this host's own
 // machine keys.
 func serveConfig(t testing.TB, rs string, extra string) string {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "vesta.yaml")
-	err := os.WriteFile(path, []byte(`
+	return writeConfig(t, t.TempDir(), `
 id: {max_borrow: 0}
 machine:
   server_range: 1000-1004
@@ -168,15 +166,9 @@ machine:
     lease_ttl: 3s
     max_clock_skew: 100ms
     server_range: 1000-1003
-`+extra+`
-time_guard: {dir: `+filepath.Join(dir, "data")+`}
-central: {listen: ""}
+`+extra+`central: {listen: ""}
 rest: {listen: "127.0.0.1:0"}
-`), 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path
+`)
 }
 
 // [redis, static], the first server started while Redis is down: on the

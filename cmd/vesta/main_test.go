@@ -314,6 +314,18 @@ type served struct {
 	stop                   func() result
 }
 
+// writeConfig writes a config file of serve in dir: yaml, then a
+// time_guard section on dir/data. It returns the file's path.
+func writeConfig(tb testing.TB, dir, yaml string) string {
+	tb.Helper()
+	path := filepath.Join(dir, "vesta.yaml")
+	yaml += "time_guard:\n  dir: " + filepath.Join(dir, "data") + "\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
 // startServe runs `vesta serve` with args until the test ends, and returns
 // the addresses it logged.
 func startServe(tb testing.TB, args ...string) served {
@@ -449,15 +461,12 @@ func TestServe(t *testing.T) {
 
 func TestServeConfigFile(t *testing.T) {
 	dir := t.TempDir()
-	cfgFile := filepath.Join(dir, "vesta.yaml")
-	os.WriteFile(cfgFile, []byte(`
+	cfgFile := writeConfig(t, dir, `
 id:
   layout: vesta
   type: min-granularity
 machine:
   id: 950
-time_guard:
-  dir: `+filepath.Join(dir, "data")+`
 central:
   listen: ""
 rest:
@@ -465,7 +474,7 @@ rest:
   token: s3cret-token-of-32-bytes-or-more-of-serve
 log:
   format: json
-`), 0o600)
+`)
 	// JSON logs: the serving line has the addresses as fields.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -599,8 +608,7 @@ func TestServeTLS(t *testing.T) {
 	dir := t.TempDir()
 	pki := tlstest.New(t)
 	f := pki.WriteFiles(t, dir)
-	cfgFile := filepath.Join(dir, "vesta.yaml")
-	os.WriteFile(cfgFile, []byte(`
+	cfgFile := writeConfig(t, dir, `
 central:
   listen: 127.0.0.1:0
   tls: {cert: `+f.ServerCert+`, key: `+f.ServerKey+`, client_ca: `+f.CA+`}
@@ -609,9 +617,7 @@ rest:
   tls: {cert: `+f.ServerCert+`, key: `+f.ServerKey+`}
 machine:
   id: 1001
-time_guard:
-  dir: `+filepath.Join(dir, "data")+`
-`), 0o600)
+`)
 	srv := startServe(t, "--config", cfgFile)
 	centralAddr, restAddr := srv.central, srv.rest
 
@@ -638,8 +644,7 @@ func TestServeRESTClientCA(t *testing.T) {
 	dir := t.TempDir()
 	pki, other := tlstest.New(t), tlstest.New(t)
 	f := pki.WriteFiles(t, dir)
-	cfgFile := filepath.Join(dir, "vesta.yaml")
-	os.WriteFile(cfgFile, []byte(`
+	cfgFile := writeConfig(t, dir, `
 central:
   listen: ""
 rest:
@@ -648,9 +653,7 @@ rest:
   tls: {cert: `+f.ServerCert+`, key: `+f.ServerKey+`, client_ca: `+f.CA+`}
 machine:
   id: 1001
-time_guard:
-  dir: `+filepath.Join(dir, "data")+`
-`), 0o600)
+`)
 	srv := startServe(t, "--config", cfgFile)
 	get := func(path, token string, certs ...tls.Certificate) (int, error) {
 		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.Pool, Certificates: certs}}
@@ -690,8 +693,7 @@ time_guard:
 
 func TestServeTLSFilesMissing(t *testing.T) {
 	dir := t.TempDir()
-	cfgFile := filepath.Join(dir, "vesta.yaml")
-	os.WriteFile(cfgFile, []byte("central:\n  listen: 127.0.0.1:0\n  tls: {cert: "+dir+"/nope.pem, key: "+dir+"/nope-key.pem}\nrest:\n  listen: \"\"\ntime_guard:\n  dir: "+dir+"\n"), 0o600)
+	cfgFile := writeConfig(t, dir, "central:\n  listen: 127.0.0.1:0\n  tls: {cert: "+dir+"/nope.pem, key: "+dir+"/nope-key.pem}\nrest:\n  listen: \"\"\n")
 	r := cli(t, "", "serve", "--config", cfgFile, "--machine", "1000")
 	if r.code == 0 || !strings.Contains(r.stderr, "central.tls.cert/central.tls.key") {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
