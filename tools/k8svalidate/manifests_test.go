@@ -123,6 +123,14 @@ func stripComments(doc []byte) []byte {
 	return out
 }
 
+// put stores o under name in byName and reports whether the name was
+// taken already.
+func put[T any](byName map[string]*T, name string, o *T) (taken bool) {
+	_, taken = byName[name]
+	byName[name] = o
+	return taken
+}
+
 func loadManifests(tb testing.TB, files ...string) manifests {
 	tb.Helper()
 	m := manifests{
@@ -136,20 +144,15 @@ func loadManifests(tb testing.TB, files ...string) manifests {
 		dup := false
 		switch o := obj.(type) {
 		case *corev1.ConfigMap:
-			_, dup = m.configMaps[name]
-			m.configMaps[name] = o
+			dup = put(m.configMaps, name, o)
 		case *corev1.Service:
-			_, dup = m.services[name]
-			m.services[name] = o
+			dup = put(m.services, name, o)
 		case *appsv1.StatefulSet:
-			_, dup = m.statefulSets[name]
-			m.statefulSets[name] = o
+			dup = put(m.statefulSets, name, o)
 		case *policyv1.PodDisruptionBudget:
-			_, dup = m.pdbs[name]
-			m.pdbs[name] = o
+			dup = put(m.pdbs, name, o)
 		case *networkingv1.NetworkPolicy:
-			_, dup = m.netPolicies[name]
-			m.netPolicies[name] = o
+			dup = put(m.netPolicies, name, o)
 		}
 		if dup {
 			return fmt.Errorf("%T %s defined twice", obj, name)
