@@ -182,6 +182,18 @@ func kitFiles(tb testing.TB) []string {
 	return files
 }
 
+// kitStatefulSet loads the kit's manifests and returns them with the
+// StatefulSet of name, failing the test without one.
+func kitStatefulSet(tb testing.TB, name string) (manifests, *appsv1.StatefulSet) {
+	tb.Helper()
+	m := loadManifests(tb, kitFiles(tb)...)
+	sts := m.statefulSets[name]
+	if sts == nil {
+		tb.Fatalf("no StatefulSet %s", name)
+	}
+	return m, sts
+}
+
 // The decoder refuses what the API server would: unknown fields (a typo
 // such as readinesProbe, which kubectl apply without validation would drop
 // silently), duplicated fields and kinds the kit does not use.
@@ -257,11 +269,7 @@ type configTLS struct {
 }
 
 func TestVestaFleet(t *testing.T) {
-	m := loadManifests(t, kitFiles(t)...)
-	sts := m.statefulSets["vesta"]
-	if sts == nil {
-		t.Fatal("no StatefulSet vesta")
-	}
+	m, sts := kitStatefulSet(t, "vesta")
 	pod := sts.Spec.Template.Spec
 	if len(pod.Containers) != 1 {
 		t.Fatalf("%d containers", len(pod.Containers))
@@ -457,11 +465,7 @@ func vestaConfigOf(tb testing.TB, m manifests, pod corev1.PodSpec, c corev1.Cont
 }
 
 func TestRedisAOF(t *testing.T) {
-	m := loadManifests(t, kitFiles(t)...)
-	sts := m.statefulSets["redis"]
-	if sts == nil {
-		t.Fatal("no StatefulSet redis")
-	}
+	m, sts := kitStatefulSet(t, "redis")
 	if *sts.Spec.Replicas != 1 {
 		t.Errorf("redis replicas %d: one primary (an asynchronous replica can lose acknowledged lease writes)", *sts.Spec.Replicas)
 	}
