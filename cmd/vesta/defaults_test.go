@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -220,10 +219,9 @@ func TestRedisStaticChainFleet(t *testing.T) {
 	codec, _ := core.NewCodec(core.Sorted, time.Time{})
 	for range 5 {
 		for _, s := range servers {
-			code, body := httpGet(t, "http://"+s.rest+"/v1/ids?count=2000")
 			var v struct{ IDs []string }
-			if code != 200 || json.Unmarshal([]byte(body), &v) != nil || len(v.IDs) != 2000 {
-				t.Fatalf("/v1/ids: %d %.200s", code, body)
+			if getJSON(t, s, "/v1/ids?count=2000", &v); len(v.IDs) != 2000 {
+				t.Fatalf("/v1/ids?count=2000: %d IDs", len(v.IDs))
 			}
 			m := machineOf(t, s)
 			for _, txt := range v.IDs {

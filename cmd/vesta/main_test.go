@@ -392,12 +392,19 @@ func redisLeases(t *testing.T, ttl string) *redistest.Server {
 // machineOf is the machine ID a served vesta reports on /v1/info.
 func machineOf(t *testing.T, s served) int {
 	t.Helper()
-	code, body := httpGet(t, "http://"+s.rest+"/v1/info")
 	var v struct{ Machine int }
-	if code != 200 || json.Unmarshal([]byte(body), &v) != nil {
-		t.Fatalf("/v1/info %d %s", code, body)
-	}
+	getJSON(t, s, "/v1/info", &v)
 	return v.Machine
+}
+
+// getJSON asks a served vesta's REST listener for path and decodes the
+// answer into v, failing the test unless it is a 200 with JSON.
+func getJSON(tb testing.TB, s served, path string, v any) {
+	tb.Helper()
+	code, body := httpGet(tb, "http://"+s.rest+path)
+	if code != 200 || json.Unmarshal([]byte(body), v) != nil {
+		tb.Fatalf("%s %d %.200s", path, code, body)
+	}
 }
 
 func httpGet(tb testing.TB, url string) (int, string) {
