@@ -355,19 +355,35 @@ func tryServe(tb testing.TB, args ...string) (served, *result) {
 		return res
 	}
 	tb.Cleanup(func() { stop() })
-	re := regexp.MustCompile(`msg=serving .*central=(\S+) rest=(\S+) metrics=(\S+)`)
+	srv, exited := awaitServing(tb, "serve", &errb, done)
+	if exited != nil {
+		r := stop()
+		return served{}, &r
+	}
+	srv.stop = stop
+	return srv, nil
+}
+
+// servingRe is serve's "serving" log line, with the addresses it serves on.
+var servingRe = regexp.MustCompile(`msg=serving .*central=(\S+) rest=(\S+) metrics=(\S+)`)
+
+// awaitServing waits until a serve's log holds its "serving" line, and
+// returns the addresses of that line; or, when the serve ends first, what
+// it ended with (left in done again for whoever waits on it next). what
+// names the serve in the failure when neither comes within 30 s.
+func awaitServing[T any](tb testing.TB, what string, log *syncBuffer, done chan T) (served, *T) {
+	tb.Helper()
 	deadline := time.After(30 * time.Second)
 	for {
-		if m := re.FindStringSubmatch(errb.String()); m != nil {
-			return served{central: m[1], rest: m[2], metrics: m[3], stop: stop}, nil
+		if m := servingRe.FindStringSubmatch(log.String()); m != nil {
+			return served{central: m[1], rest: m[2], metrics: m[3]}, nil
 		}
 		select {
-		case code := <-done:
-			done <- code // for stop at cleanup, which would wait forever
-			r := stop()
-			return served{}, &r
+		case end := <-done:
+			done <- end
+			return served{}, &end
 		case <-deadline:
-			tb.Fatalf("serve did not start: %s", errb.String())
+			tb.Fatalf("%s did not start:\n%s", what, log.String())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
