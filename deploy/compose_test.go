@@ -46,14 +46,11 @@ func testComposeFleet(t *testing.T, tag string) {
 		t.Fatal(err)
 	}
 	redis := standInRedis(t)
-	text, err := os.ReadFile("compose.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := strings.Count(string(text), "image: localhost/vesta:latest"); n != 1 {
+	text := readFile(t, "compose.yaml")
+	if n := strings.Count(text, "image: localhost/vesta:latest"); n != 1 {
 		t.Fatalf("compose.yaml names localhost/vesta:latest %d times, want once (x-vesta, the servers' common part)", n)
 	}
-	compose := strings.ReplaceAll(string(text), "image: localhost/vesta:latest", "image: "+tag)
+	compose := strings.ReplaceAll(text, "image: localhost/vesta:latest", "image: "+tag)
 	ports := regexp.MustCompile(`"127\.0\.0\.1:(\d+):`).FindAllStringSubmatch(compose, -1)
 	if len(ports) != 6 {
 		t.Fatalf("compose.yaml publishes %d ports on loopback, want RPC and REST of 3 servers", len(ports))
@@ -151,10 +148,7 @@ func standInRedis(t *testing.T) string {
 		}
 	}
 	for _, f := range files {
-		b, err := os.ReadFile(f) // through symbolic links
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := readFile(t, f) // through symbolic links
 		dst := filepath.Join(ctx, f)
 		if slices.Contains(progs, f) { // at the names the compose file runs
 			dst = filepath.Join(ctx, "usr", "bin", filepath.Base(f))
@@ -165,7 +159,7 @@ func standInRedis(t *testing.T) string {
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(dst, b, 0o755); err != nil {
+		if err := os.WriteFile(dst, []byte(b), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -23,14 +23,10 @@ const deployDoc = "../docs/deploy.md"
 // slice per block, in order.
 func docBlocks(tb testing.TB) [][]string {
 	tb.Helper()
-	b, err := os.ReadFile(deployDoc)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	var blocks [][]string
 	var cur []string
 	in := false
-	for line := range strings.Lines(string(b)) {
+	for line := range strings.Lines(readFile(tb, deployDoc)) {
 		line = strings.TrimRight(line, "\n")
 		switch {
 		case strings.HasPrefix(line, "```"):

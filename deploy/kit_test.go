@@ -26,15 +26,22 @@ const shutdown = 10 * time.Second
 // repeat).
 type unitFile map[string]map[string][]string
 
-func parseUnit(tb testing.TB, path string) unitFile {
+// readFile returns the text of the file at path, failing the test when it
+// cannot be read.
+func readFile(tb testing.TB, path string) string {
 	tb.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return string(b)
+}
+
+func parseUnit(tb testing.TB, path string) unitFile {
+	tb.Helper()
 	u := unitFile{}
 	section := ""
-	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc := bufio.NewScanner(strings.NewReader(readFile(tb, path)))
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		switch {
@@ -110,12 +117,8 @@ func TestSystemdUnit(t *testing.T) {
 func TestSystemdConfigPrivate(t *testing.T) {
 	mode := regexp.MustCompile(`(?:^|\s)-m\s*(0[0-7]{3})\s`)
 	for _, path := range []string{deployDoc, "systemd/vesta.service"} {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
 		n := 0
-		for line := range strings.Lines(string(b)) {
+		for line := range strings.Lines(readFile(t, path)) {
 			if !strings.Contains(line, "install ") || !strings.Contains(line, "/etc/vesta/") {
 				continue
 			}
@@ -461,11 +464,7 @@ func leafKeys(m map[string]any, prefix string) []string {
 // manifest returns the document of kind and name in a manifest file.
 func manifest(tb testing.TB, path, kind, name string) map[string]any {
 	tb.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, doc := range strings.Split(string(b), "\n---\n") {
+	for _, doc := range strings.Split(readFile(tb, path), "\n---\n") {
 		m, err := yaml.Parser().Unmarshal([]byte(doc))
 		if err != nil {
 			tb.Fatalf("%s: %v", path, err)

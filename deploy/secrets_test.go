@@ -36,17 +36,10 @@ func newKitSecrets(tb testing.TB) kitSecrets {
 	tb.Helper()
 	k := kitSecrets{mounts: map[string]string{}, token: newToken(), pki: tlstest.New(tb)}
 	scratch := k.pki.WriteFiles(tb, tb.TempDir())
-	read := func(path string) string {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return string(b)
-	}
 	contents := map[string]map[string]string{
 		"vesta-token": {"token": k.token + "\n"},
-		"vesta-tls": {"tls.crt": read(scratch.ServerCert), "tls.key": read(scratch.ServerKey),
-			"ca.crt": read(scratch.CA)},
+		"vesta-tls": {"tls.crt": readFile(tb, scratch.ServerCert), "tls.key": readFile(tb, scratch.ServerKey),
+			"ca.crt": readFile(tb, scratch.CA)},
 	}
 	root := tb.TempDir()
 	// Read by the image's user (65532) when mounted into a container.

@@ -78,21 +78,14 @@ func TestFleet(t *testing.T) {
 		// sequential GenIDs calls, so the stream is ordered per machine ID.
 		for w := range 2 {
 			direct := led.stream(fmt.Sprintf("client-%d/NextIDs(25000)-%d", i+1, w+1), true, core.Central)
-			ld.worker(direct.name, func(ctx context.Context, _ int) (int, error) {
-				return batch(direct, func() ([]core.ID, error) { return c.NextIDs(ctx, 25000) })
-			})
+			ld.batches(direct, func(ctx context.Context) ([]core.ID, error) { return c.NextIDs(ctx, 25000) })
 		}
 		// Taken from the prefetch buffer, which holds refills from several
 		// servers back to back: each batch increases (NextIDs sorts it),
 		// successive batches need not.
 		buffered := led.stream(fmt.Sprintf("client-%d/NextIDs(999)", i+1), false, core.Central)
-		ld.worker(buffered.name, func(ctx context.Context, _ int) (int, error) {
-			return batch(buffered, func() ([]core.ID, error) { return c.NextIDs(ctx, 999) })
-		})
-		one := led.stream(fmt.Sprintf("client-%d/NextID", i+1), false, core.Central)
-		ld.worker(one.name, func(ctx context.Context, _ int) (int, error) {
-			return single(one, func() (core.ID, error) { return c.NextID(ctx) })
-		})
+		ld.batches(buffered, func(ctx context.Context) ([]core.ID, error) { return c.NextIDs(ctx, 999) })
+		ld.singles(led.stream(fmt.Sprintf("client-%d/NextID", i+1), false, core.Central), c.NextID)
 	}
 	// The embedded issuers cost the test process alone and would take
 	// the CPU from the servers: they are held to 150k IDs/s each.
@@ -104,24 +97,12 @@ func TestFleet(t *testing.T) {
 			pace.took(n)
 			return n, err
 		})
-		one := led.stream(fmt.Sprintf("embedded-%d/NextID", i+1), true, core.Embedded)
-		ld.worker(one.name, func(ctx context.Context, _ int) (int, error) {
-			return single(one, func() (core.ID, error) { return is.NextID(ctx) })
-		})
+		ld.singles(led.stream(fmt.Sprintf("embedded-%d/NextID", i+1), true, core.Embedded), is.NextID)
 	}
 	rc := newREST(t, servers[0].restEndpoint())
-	restIDs := led.stream("rest/v1/ids?count=10000", true, core.REST)
-	ld.worker(restIDs.name, func(ctx context.Context, _ int) (int, error) {
-		return batch(restIDs, func() ([]core.ID, error) { return rc.ids(ctx, 10000) })
-	})
-	restGen := led.stream("rest/genid", true, core.REST)
-	ld.worker(restGen.name, func(ctx context.Context, _ int) (int, error) {
-		return single(restGen, func() (core.ID, error) { return rc.genid(ctx) })
-	})
-	restID := led.stream("rest/v1/id", true, core.REST)
-	ld.worker(restID.name, func(ctx context.Context, _ int) (int, error) {
-		return single(restID, func() (core.ID, error) { return rc.id(ctx) })
-	})
+	ld.batches(led.stream("rest/v1/ids?count=10000", true, core.REST), func(ctx context.Context) ([]core.ID, error) { return rc.ids(ctx, 10000) })
+	ld.singles(led.stream("rest/genid", true, core.REST), rc.genid)
+	ld.singles(led.stream("rest/v1/id", true, core.REST), rc.id)
 
 	took := ld.waitIDs(fleetIDs*11/10, 3*time.Second, 60*time.Second)
 	ld.stop()
@@ -174,6 +155,20 @@ func single(s *stream, call func() (core.ID, error)) (int, error) {
 	}
 	s.add(id)
 	return 1, nil
+}
+
+// batches runs a worker of l (batch) whose calls' IDs go to s.
+func (l *load) batches(s *stream, call func(context.Context) ([]core.ID, error)) {
+	l.worker(s.name, func(ctx context.Context, _ int) (int, error) {
+		return batch(s, func() ([]core.ID, error) { return call(ctx) })
+	})
+}
+
+// singles runs a worker of l (single) whose calls' IDs go to s.
+func (l *load) singles(s *stream, call func(context.Context) (core.ID, error)) {
+	l.worker(s.name, func(ctx context.Context, _ int) (int, error) {
+		return single(s, func() (core.ID, error) { return call(ctx) })
+	})
 }
 
 func distinct(m map[string]int) bool {

@@ -55,15 +55,9 @@ func TestHostileClients(t *testing.T) {
 		}
 	}
 	for w := range 2 {
-		s := led.stream(fmt.Sprintf("client/NextID-%d", w+1), true, core.Central)
-		ld.worker(s.name, func(ctx context.Context, _ int) (int, error) {
-			return single(s, func() (core.ID, error) { return c.NextID(ctx) })
-		})
+		ld.singles(led.stream(fmt.Sprintf("client/NextID-%d", w+1), true, core.Central), c.NextID)
 	}
-	many := led.stream("client/NextIDs(1000)", true, core.Central)
-	ld.worker(many.name, func(ctx context.Context, _ int) (int, error) {
-		return batch(many, func() ([]core.ID, error) { return c.NextIDs(ctx, 1000) })
-	})
+	ld.batches(led.stream("client/NextIDs(1000)", true, core.Central), func(ctx context.Context) ([]core.ID, error) { return c.NextIDs(ctx, 1000) })
 	raw := dialRaw(t, p.Central)
 	greedy := led.stream("raw/GenIDs(10000)", true, core.Central)
 	// Its first call before the flood too: until a connection's first
@@ -71,18 +65,10 @@ func TestHostileClients(t *testing.T) {
 	if _, err := batch(greedy, func() ([]core.ID, error) { return raw.genIDs(10000) }); err != nil {
 		t.Fatal(err)
 	}
-	ld.worker(greedy.name, func(context.Context, int) (int, error) {
-		return batch(greedy, func() ([]core.ID, error) { return raw.genIDs(10000) })
-	})
+	ld.batches(greedy, func(context.Context) ([]core.ID, error) { return raw.genIDs(10000) })
 	rc := newREST(t, p.restEndpoint())
-	restIDs := led.stream("rest/v1/ids?count=100", true, core.REST)
-	ld.worker(restIDs.name, func(ctx context.Context, _ int) (int, error) {
-		return batch(restIDs, func() ([]core.ID, error) { return rc.ids(ctx, 100) })
-	})
-	restGen := led.stream("rest/genid", true, core.REST)
-	ld.worker(restGen.name, func(ctx context.Context, _ int) (int, error) {
-		return single(restGen, func() (core.ID, error) { return rc.genid(ctx) })
-	})
+	ld.batches(led.stream("rest/v1/ids?count=100", true, core.REST), func(ctx context.Context) ([]core.ID, error) { return rc.ids(ctx, 100) })
+	ld.singles(led.stream("rest/genid", true, core.REST), rc.genid)
 
 	ctx, stop := context.WithCancel(context.Background())
 	var hostile sync.WaitGroup

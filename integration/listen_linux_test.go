@@ -469,10 +469,7 @@ func TestSlowReadFlood(t *testing.T) {
 // token as REST's /metrics does: 401 with the JSON error without it.
 func TestMetricsPortAuth(t *testing.T) {
 	const token = "metrics-port-token-0123456789"
-	env := serverEnv(t, nil, "", 0, "VESTA_MACHINE_ID", "1015",
-		"VESTA_REST_LISTEN", "", "VESTA_METRICS_LISTEN", "127.0.0.1:0",
-		"VESTA_REST_TOKEN", token, "VESTA_REST_METRICS_AUTH", "true")
-	p := serve(t, "vesta", env)
+	p := serve(t, "vesta", tokenEnv(t, "1015", token, "VESTA_REST_LISTEN", "", "VESTA_METRICS_LISTEN", "127.0.0.1:0"))
 	addr := serveAddr(t, p, "metrics")
 	for _, tc := range []struct {
 		auth string

@@ -47,16 +47,22 @@ func httpGet(t *testing.T, addr, from, host, path, auth string, tlsCfg *tls.Conf
 	return resp, string(b)
 }
 
+// tokenEnv is the environment of a server on machine ID machine whose
+// REST token is token, required on the metrics listener too
+// (rest.metrics_auth), then kv.
+func tokenEnv(t testing.TB, machine, token string, kv ...string) map[string]string {
+	return serverEnv(t, nil, "", 0, append([]string{"VESTA_MACHINE_ID", machine,
+		"VESTA_REST_TOKEN", token, "VESTA_REST_METRICS_AUTH", "true"}, kv...)...)
+}
+
 // TestWrongTokensSpareTheRightOne: behind one address (a proxy, a NAT),
 // a client sending wrong tokens gets 401, then 429 past the burst; a
 // client with the right token from the same address is served every
 // time, on REST and on the metrics listener alike.
 func TestWrongTokensSpareTheRightOne(t *testing.T) {
 	const token = "shared-address-token-0123456789"
-	env := serverEnv(t, nil, "", 0, "VESTA_MACHINE_ID", "1019",
-		"VESTA_REST_LISTEN", "127.0.0.1:0", "VESTA_METRICS_LISTEN", "127.0.0.1:0",
-		"VESTA_REST_TOKEN", token, "VESTA_REST_METRICS_AUTH", "true")
-	p := serve(t, "vesta", env)
+	p := serve(t, "vesta", tokenEnv(t, "1019", token,
+		"VESTA_REST_LISTEN", "127.0.0.1:0", "VESTA_METRICS_LISTEN", "127.0.0.1:0"))
 	for _, port := range []struct{ name, addr, path string }{
 		{"REST", p.REST, "/v1/id"},
 		{"metrics", serveAddr(t, p, "metrics"), "/metrics"},
@@ -148,15 +154,13 @@ func TestMetricsListenerLocks(t *testing.T) {
 	}
 	stopAll(t, p)
 
-	p = serve(t, "vesta", serverEnv(t, nil, "", 0, "VESTA_MACHINE_ID", "1021", "VESTA_METRICS_LISTEN", "0.0.0.0:0",
-		"VESTA_REST_TOKEN", token, "VESTA_REST_METRICS_AUTH", "true"))
+	p = serve(t, "vesta", tokenEnv(t, "1021", token, "VESTA_METRICS_LISTEN", "0.0.0.0:0"))
 	if !strings.Contains(p.output(), warning) {
 		t.Errorf("metrics_auth with metrics.listen plain on the network: no warning:\n%s", p.tail(10))
 	}
 	stopAll(t, p)
 
-	p = serve(t, "vesta", serverEnv(t, nil, "", 0, "VESTA_MACHINE_ID", "1021", "VESTA_METRICS_LISTEN", "0.0.0.0:0",
-		"VESTA_REST_TOKEN", token, "VESTA_REST_METRICS_AUTH", "true",
+	p = serve(t, "vesta", tokenEnv(t, "1021", token, "VESTA_METRICS_LISTEN", "0.0.0.0:0",
 		"VESTA_METRICS_TLS_CERT", files.ServerCert, "VESTA_METRICS_TLS_KEY", files.ServerKey))
 	if strings.Contains(p.output(), warning) {
 		t.Errorf("metrics.tls set: warned of a token in clear:\n%s", p.tail(10))

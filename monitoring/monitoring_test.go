@@ -58,10 +58,7 @@ func TestPromtoolTestRules(t *testing.T) {
 // copy whose credentials files (secrets of the deployment) are stand-ins,
 // beside the rules.
 func TestPromtoolCheckConfig(t *testing.T) {
-	text, err := os.ReadFile("prometheus.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	text := readFile(t, "prometheus.yml")
 	dir := t.TempDir()
 	stand := filepath.Join(dir, "token")
 	if err := os.WriteFile(stand, []byte("stand-in\n"), 0o600); err != nil {
@@ -128,13 +125,20 @@ type rule struct {
 	Annotations      map[string]string
 }
 
-func readYAML(tb testing.TB, path string, v any) {
+// readFile returns the bytes of the file at path, failing the test when it
+// cannot be read.
+func readFile(tb testing.TB, path string) []byte {
 	tb.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	m, err := yaml.Parser().Unmarshal(b)
+	return b
+}
+
+func readYAML(tb testing.TB, path string, v any) {
+	tb.Helper()
+	m, err := yaml.Parser().Unmarshal(readFile(tb, path))
 	if err != nil {
 		tb.Fatalf("%s: %v", path, err)
 	}
@@ -230,12 +234,8 @@ type metric struct {
 
 func catalogue(tb testing.TB) map[string]metric {
 	tb.Helper()
-	b, err := os.ReadFile("metrics.txt")
-	if err != nil {
-		tb.Fatal(err)
-	}
 	out := map[string]metric{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc := bufio.NewScanner(bytes.NewReader(readFile(tb, "metrics.txt")))
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || line[0] == '#' {
@@ -273,11 +273,7 @@ func TestCatalogueMatchesCode(t *testing.T) {
 			if strings.HasSuffix(f, "_test.go") {
 				continue
 			}
-			text, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b.Write(text)
+			b.Write(readFile(t, f))
 		}
 		code[pkg] = b.String()
 		return code[pkg]
@@ -486,12 +482,8 @@ type panel struct {
 
 func readDashboard(tb testing.TB) dashboard {
 	tb.Helper()
-	b, err := os.ReadFile(dashboardFile)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	var d dashboard
-	dec := json.NewDecoder(bytes.NewReader(b))
+	dec := json.NewDecoder(bytes.NewReader(readFile(tb, dashboardFile)))
 	if err := dec.Decode(&d); err != nil {
 		tb.Fatalf("%s: %v", dashboardFile, err)
 	}
@@ -619,10 +611,7 @@ func TestDocsListEveryAlert(t *testing.T) {
 			want = append(want, r.Alert+" "+r.Labels["severity"])
 		}
 	}
-	deploy, err := os.ReadFile("../docs/deploy.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	deploy := readFile(t, "../docs/deploy.md")
 	var got []string
 	for _, m := range reAlertRow.FindAllStringSubmatch(string(deploy), -1) {
 		got = append(got, m[1]+" "+m[2])
@@ -639,10 +628,7 @@ func TestDocsListEveryAlert(t *testing.T) {
 	pages = append(append(pages, design...), "../README.md", "../DESIGN.md")
 	counted := 0
 	for _, p := range pages {
-		text, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		text := readFile(t, p)
 		for _, m := range reAlertCount.FindAllStringSubmatch(string(text), -1) {
 			counted++
 			if m[1] != strconv.Itoa(len(want)) || m[2] != strconv.Itoa(len(groups)) {
@@ -667,10 +653,7 @@ var (
 // its collector adds.
 func TestDesignListsEveryMetric(t *testing.T) {
 	const page = "../docs/design/observability.md"
-	text, err := os.ReadFile(page)
-	if err != nil {
-		t.Fatal(err)
-	}
+	text := readFile(t, page)
 	_, table, _ := strings.Cut(string(text), "| family | metrics |")
 	table, _, _ = strings.Cut(table, "\n\n")
 	listed := map[string]bool{}
@@ -681,10 +664,7 @@ func TestDesignListsEveryMetric(t *testing.T) {
 	for _, m := range reCodeMetric.FindAllStringSubmatch(allCode(t), -1) {
 		inCode[m[1]] = true
 	}
-	gen, err := os.ReadFile("../prommetrics/generator.go")
-	if err != nil {
-		t.Fatal(err)
-	}
+	gen := readFile(t, "../prommetrics/generator.go")
 	for _, m := range reGeneratorName.FindAllStringSubmatch(string(gen), -1) {
 		inCode["vesta_generator_"+m[1]] = true
 	}

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"time"
 
@@ -72,4 +74,25 @@ func (a *serverAsk) get(cmd *cobra.Command, name, path string, fixed bool) (*url
 		return u, body, fmt.Errorf("%s: %s: %s: %q", name, u, resp.Status, clipBody(body))
 	}
 	return u, body, nil
+}
+
+// askDocument asks the server for path's JSON document as get does and
+// decodes it into a D, then prints it: as the server sent it with asJSON,
+// else through write. what names the document in the error of an answer
+// that is not one. It returns the URL asked and the document.
+func askDocument[D any](cmd *cobra.Command, a *serverAsk, name, path, what string, asJSON bool, write func(io.Writer, D) error) (*url.URL, D, error) {
+	var d D
+	u, body, err := a.get(cmd, name, path, false)
+	if err != nil {
+		return u, d, err
+	}
+	if err := json.Unmarshal(body, &d); err != nil {
+		return u, d, fmt.Errorf("%s: %s: the answer is not %s: %w", name, u, what, err)
+	}
+	if asJSON {
+		_, err = cmd.OutOrStdout().Write(printableJSON(append(bytes.TrimRight(body, "\n"), '\n')))
+	} else {
+		err = write(cmd.OutOrStdout(), d)
+	}
+	return u, d, err
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -34,20 +32,7 @@ or answers with an error. The token as for status: --token-file FILE,
 --token, else $` + envToken + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			u, body, err := ask.get(cmd, "capacity", "/v1/capacity", false)
-			if err != nil {
-				return err
-			}
-			var r capacity.Report
-			if err := json.Unmarshal(body, &r); err != nil {
-				return fmt.Errorf("capacity: %s: the answer is not a capacity document: %w", u, err)
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				_, err = out.Write(printableJSON(append(bytes.TrimRight(body, "\n"), '\n')))
-			} else {
-				err = writeCapacity(out, r)
-			}
+			u, r, err := askDocument(cmd, &ask, "capacity", "/v1/capacity", "a capacity document", asJSON, writeCapacity)
 			if err != nil {
 				return err
 			}

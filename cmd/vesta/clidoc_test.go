@@ -16,13 +16,10 @@ import (
 // addresses 127.0.0.1:7070 and :7080 of the lines after it are pointed
 // at those ports: the tests never bind the defaults.
 func TestCLIDocCommands(t *testing.T) {
-	example, err := os.ReadFile("../../vesta.example.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := shellLines(t, "../../docs/cli.md")
+	example := repoFiles(t, "vesta.example.yaml")[0]
+	lines := shellLines(t, "docs/cli.md")
 	t.Chdir(t.TempDir())
-	write(t, "vesta.example.yaml", string(example))
+	write(t, "vesta.example.yaml", example)
 	var srv *served
 	ran := 0
 	for _, l := range lines {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -156,9 +155,7 @@ func TestTwoGenProcessesOnDefaults(t *testing.T) {
 // a free port, its own time guard directory; extra holds this host's own
 // machine keys.
 func serveConfig(t testing.TB, rs string, extra string) string {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "vesta.yaml")
-	err := os.WriteFile(path, []byte(`
+	return writeConfig(t, t.TempDir(), `
 id: {max_borrow: 0}
 machine:
   server_range: 1000-1004
@@ -168,15 +165,9 @@ machine:
     lease_ttl: 3s
     max_clock_skew: 100ms
     server_range: 1000-1003
-`+extra+`
-time_guard: {dir: `+filepath.Join(dir, "data")+`}
-central: {listen: ""}
+`+extra+`central: {listen: ""}
 rest: {listen: "127.0.0.1:0"}
-`), 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path
+`)
 }
 
 // [redis, static], the first server started while Redis is down: on the
@@ -228,10 +219,9 @@ func TestRedisStaticChainFleet(t *testing.T) {
 	codec, _ := core.NewCodec(core.Sorted, time.Time{})
 	for range 5 {
 		for _, s := range servers {
-			code, body := httpGet(t, "http://"+s.rest+"/v1/ids?count=2000")
 			var v struct{ IDs []string }
-			if code != 200 || json.Unmarshal([]byte(body), &v) != nil || len(v.IDs) != 2000 {
-				t.Fatalf("/v1/ids: %d %.200s", code, body)
+			if getJSON(t, s, "/v1/ids?count=2000", &v); len(v.IDs) != 2000 {
+				t.Fatalf("/v1/ids?count=2000: %d IDs", len(v.IDs))
 			}
 			m := machineOf(t, s)
 			for _, txt := range v.IDs {

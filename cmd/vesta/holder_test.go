@@ -47,11 +47,8 @@ func rpcHolder(t *testing.T, s served, id string) client.Holder {
 func TestExplainHolder(t *testing.T) {
 	newID := func(s served) string {
 		t.Helper()
-		code, body := httpGet(t, "http://"+s.rest+"/v1/id")
 		var v struct{ ID string }
-		if code != 200 || json.Unmarshal([]byte(body), &v) != nil {
-			t.Fatalf("/v1/id %d %s", code, body)
-		}
+		getJSON(t, s, "/v1/id", &v)
 		return v.ID
 	}
 	redisLeases(t, "3s")

@@ -314,6 +314,18 @@ type served struct {
 	stop                   func() result
 }
 
+// writeConfig writes a config file of serve in dir: yaml, then a
+// time_guard section on dir/data. It returns the file's path.
+func writeConfig(tb testing.TB, dir, yaml string) string {
+	tb.Helper()
+	path := filepath.Join(dir, "vesta.yaml")
+	yaml += "time_guard:\n  dir: " + filepath.Join(dir, "data") + "\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
 // startServe runs `vesta serve` with args until the test ends, and returns
 // the addresses it logged.
 func startServe(tb testing.TB, args ...string) served {
@@ -343,19 +355,35 @@ func tryServe(tb testing.TB, args ...string) (served, *result) {
 		return res
 	}
 	tb.Cleanup(func() { stop() })
-	re := regexp.MustCompile(`msg=serving .*central=(\S+) rest=(\S+) metrics=(\S+)`)
+	srv, exited := awaitServing(tb, "serve", &errb, done)
+	if exited != nil {
+		r := stop()
+		return served{}, &r
+	}
+	srv.stop = stop
+	return srv, nil
+}
+
+// servingRe is serve's "serving" log line, with the addresses it serves on.
+var servingRe = regexp.MustCompile(`msg=serving .*central=(\S+) rest=(\S+) metrics=(\S+)`)
+
+// awaitServing waits until a serve's log holds its "serving" line, and
+// returns the addresses of that line; or, when the serve ends first, what
+// it ended with (left in done again for whoever waits on it next). what
+// names the serve in the failure when neither comes within 30 s.
+func awaitServing[T any](tb testing.TB, what string, log *syncBuffer, done chan T) (served, *T) {
+	tb.Helper()
 	deadline := time.After(30 * time.Second)
 	for {
-		if m := re.FindStringSubmatch(errb.String()); m != nil {
-			return served{central: m[1], rest: m[2], metrics: m[3], stop: stop}, nil
+		if m := servingRe.FindStringSubmatch(log.String()); m != nil {
+			return served{central: m[1], rest: m[2], metrics: m[3]}, nil
 		}
 		select {
-		case code := <-done:
-			done <- code // for stop at cleanup, which would wait forever
-			r := stop()
-			return served{}, &r
+		case end := <-done:
+			done <- end
+			return served{}, &end
 		case <-deadline:
-			tb.Fatalf("serve did not start: %s", errb.String())
+			tb.Fatalf("%s did not start:\n%s", what, log.String())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
@@ -380,12 +408,19 @@ func redisLeases(t *testing.T, ttl string) *redistest.Server {
 // machineOf is the machine ID a served vesta reports on /v1/info.
 func machineOf(t *testing.T, s served) int {
 	t.Helper()
-	code, body := httpGet(t, "http://"+s.rest+"/v1/info")
 	var v struct{ Machine int }
-	if code != 200 || json.Unmarshal([]byte(body), &v) != nil {
-		t.Fatalf("/v1/info %d %s", code, body)
-	}
+	getJSON(t, s, "/v1/info", &v)
 	return v.Machine
+}
+
+// getJSON asks a served vesta's REST listener for path and decodes the
+// answer into v, failing the test unless it is a 200 with JSON.
+func getJSON(tb testing.TB, s served, path string, v any) {
+	tb.Helper()
+	code, body := httpGet(tb, "http://"+s.rest+path)
+	if code != 200 || json.Unmarshal([]byte(body), v) != nil {
+		tb.Fatalf("%s %d %.200s", path, code, body)
+	}
 }
 
 func httpGet(tb testing.TB, url string) (int, string) {
@@ -449,15 +484,12 @@ func TestServe(t *testing.T) {
 
 func TestServeConfigFile(t *testing.T) {
 	dir := t.TempDir()
-	cfgFile := filepath.Join(dir, "vesta.yaml")
-	os.WriteFile(cfgFile, []byte(`
+	cfgFile := writeConfig(t, dir, `
 id:
   layout: vesta
   type: min-granularity
 machine:
   id: 950
-time_guard:
-  dir: `+filepath.Join(dir, "data")+`
 central:
   listen: ""
 rest:
@@ -465,7 +497,7 @@ rest:
   token: s3cret-token-of-32-bytes-or-more-of-serve
 log:
   format: json
-`), 0o600)
+`)
 	// JSON logs: the serving line has the addresses as fields.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -599,8 +631,7 @@ func TestServeTLS(t *testing.T) {
 	dir := t.TempDir()
 	pki := tlstest.New(t)
 	f := pki.WriteFiles(t, dir)
-	cfgFile := filepath.Join(dir, "vesta.yaml")
-	os.WriteFile(cfgFile, []byte(`
+	cfgFile := writeConfig(t, dir, `
 central:
   listen: 127.0.0.1:0
   tls: {cert: `+f.ServerCert+`, key: `+f.ServerKey+`, client_ca: `+f.CA+`}
@@ -609,9 +640,7 @@ rest:
   tls: {cert: `+f.ServerCert+`, key: `+f.ServerKey+`}
 machine:
   id: 1001
-time_guard:
-  dir: `+filepath.Join(dir, "data")+`
-`), 0o600)
+`)
 	srv := startServe(t, "--config", cfgFile)
 	centralAddr, restAddr := srv.central, srv.rest
 
@@ -638,8 +667,7 @@ func TestServeRESTClientCA(t *testing.T) {
 	dir := t.TempDir()
 	pki, other := tlstest.New(t), tlstest.New(t)
 	f := pki.WriteFiles(t, dir)
-	cfgFile := filepath.Join(dir, "vesta.yaml")
-	os.WriteFile(cfgFile, []byte(`
+	cfgFile := writeConfig(t, dir, `
 central:
   listen: ""
 rest:
@@ -648,9 +676,7 @@ rest:
   tls: {cert: `+f.ServerCert+`, key: `+f.ServerKey+`, client_ca: `+f.CA+`}
 machine:
   id: 1001
-time_guard:
-  dir: `+filepath.Join(dir, "data")+`
-`), 0o600)
+`)
 	srv := startServe(t, "--config", cfgFile)
 	get := func(path, token string, certs ...tls.Certificate) (int, error) {
 		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.Pool, Certificates: certs}}
@@ -690,8 +716,7 @@ time_guard:
 
 func TestServeTLSFilesMissing(t *testing.T) {
 	dir := t.TempDir()
-	cfgFile := filepath.Join(dir, "vesta.yaml")
-	os.WriteFile(cfgFile, []byte("central:\n  listen: 127.0.0.1:0\n  tls: {cert: "+dir+"/nope.pem, key: "+dir+"/nope-key.pem}\nrest:\n  listen: \"\"\ntime_guard:\n  dir: "+dir+"\n"), 0o600)
+	cfgFile := writeConfig(t, dir, "central:\n  listen: 127.0.0.1:0\n  tls: {cert: "+dir+"/nope.pem, key: "+dir+"/nope-key.pem}\nrest:\n  listen: \"\"\n")
 	r := cli(t, "", "serve", "--config", cfgFile, "--machine", "1000")
 	if r.code == 0 || !strings.Contains(r.stderr, "central.tls.cert/central.tls.key") {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)

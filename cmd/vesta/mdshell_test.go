@@ -11,17 +11,14 @@ import (
 // blocks and running a line of vesta commands in-process (docs/cli.md's
 // test uses it).
 
-// shellLines reads the commands of path's ```sh blocks, with
-// readmeBlocks and shSteps as the README's tests do: in a transcript only
-// its `$ ` lines, elsewhere every line; `  #` comments cut off.
+// shellLines reads the commands of the ```sh blocks of path (from the
+// repository's root), with readmeBlocks and shSteps as the README's tests
+// do: in a transcript only its `$ ` lines, elsewhere every line; `  #`
+// comments cut off.
 func shellLines(tb testing.TB, path string) []shStep {
 	tb.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	var out []shStep
-	for _, blk := range readmeBlocks(string(b)) {
+	for _, blk := range readmeBlocks(repoFiles(tb, path)[0]) {
 		if blk.lang != "sh" {
 			continue
 		}

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -208,22 +207,12 @@ func startNemesis(t *testing.T, bin string) *nemesisServer {
 	}
 	go func() { s.done <- s.cmd.Wait() }()
 	t.Cleanup(func() { _ = s.stop() })
-	re := regexp.MustCompile(`msg=serving .*rest=(\S+)`)
-	deadline := time.After(30 * time.Second)
-	for {
-		if m := re.FindStringSubmatch(s.log.String()); m != nil {
-			s.rest = m[1]
-			return s
-		}
-		select {
-		case err := <-s.done:
-			s.done <- err
-			t.Fatalf("%s: serve exited before serving: %v\n%s", s.name, err, s.log)
-		case <-deadline:
-			t.Fatalf("%s: serve did not start:\n%s", s.name, s.log)
-		case <-time.After(10 * time.Millisecond):
-		}
+	srv, exited := awaitServing(t, s.name+": serve", s.log, s.done)
+	if exited != nil {
+		t.Fatalf("%s: serve exited before serving: %v\n%s", s.name, *exited, s.log)
 	}
+	s.rest = srv.rest
+	return s
 }
 
 // setClock replaces the clock file at once (a rename: never half written).

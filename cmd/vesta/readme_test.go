@@ -23,10 +23,10 @@ import (
 // readmePages are the pages whose `vesta` lines TestREADMECommands runs:
 // the README, the pages split out of it, and the design's page of the ID,
 // whose worked examples are golden vectors of the tests too.
-var readmePages = []string{"../../README.md", "../../docs/layouts.md", "../../docs/api.md", "../../docs/segments.md", "../../docs/operations.md", "../../docs/design/id-layouts.md"}
+var readmePages = []string{"README.md", "docs/layouts.md", "docs/api.md", "docs/segments.md", "docs/operations.md", "docs/design/id-layouts.md"}
 
 // repoFiles reads files of the repository by their paths from its root.
-func repoFiles(t *testing.T, paths ...string) []string {
+func repoFiles(t testing.TB, paths ...string) []string {
 	t.Helper()
 	var out []string
 	for _, p := range paths {
@@ -272,21 +272,10 @@ func issuer(e core.Explanation) string {
 // serve, or need a segment store are TestREADMEQuickStarts' (against real
 // servers); this is the inner loop's share.
 func TestREADMECommands(t *testing.T) {
-	makefile, err := os.ReadFile("../../Makefile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(makefile), "vesta serve --machine ") {
+	if !strings.Contains(repoFiles(t, "Makefile")[0], "vesta serve --machine ") {
 		t.Error("make run does not pass --machine: there is no default machine ID")
 	}
-	var pages []string
-	for _, p := range readmePages {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pages = append(pages, string(b))
-	}
+	pages := repoFiles(t, readmePages...)
 	t.Chdir(t.TempDir())
 	ran := 0
 	for i, page := range pages {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -74,20 +73,7 @@ or --token (which other users can read in the process list), else
 $` + envToken + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			u, body, err := ask.get(cmd, "status", "/v1/status", false)
-			if err != nil {
-				return err
-			}
-			var st serverStatus
-			if err := json.Unmarshal(body, &st); err != nil {
-				return fmt.Errorf("status: %s: the answer is not a vesta status document: %w", u, err)
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				_, err = out.Write(printableJSON(append(bytes.TrimRight(body, "\n"), '\n')))
-			} else {
-				err = writeStatus(out, st)
-			}
+			u, st, err := askDocument(cmd, &ask, "status", "/v1/status", "a vesta status document", asJSON, writeStatus)
 			if err != nil {
 				return err
 			}

@@ -20,13 +20,12 @@ func TestServeStatusLease(t *testing.T) {
 	}
 	status := func(s served) (lease, uint16) {
 		t.Helper()
-		code, body := httpGet(t, "http://"+s.rest+"/v1/status")
 		var v struct {
 			Machine uint16 `json:"machine"`
 			Lease   *lease `json:"lease"`
 		}
-		if code != 200 || json.Unmarshal([]byte(body), &v) != nil || v.Lease == nil {
-			t.Fatalf("/v1/status %d %s", code, body)
+		if getJSON(t, s, "/v1/status", &v); v.Lease == nil {
+			t.Fatalf("/v1/status: no lease in %+v", v)
 		}
 		return *v.Lease, v.Machine
 	}

@@ -147,12 +147,7 @@ func TestPlantedRepeat(t *testing.T) {
 			if err := wb.Add(sp, early, tc.value); err != nil {
 				t.Fatal(err)
 			}
-			for _, w := range []*ledger.Writer{wa, wb} {
-				if err := w.Flush(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := l.Close(); err != nil {
+			if err := errors.Join(wa.Flush(), wb.Flush(), l.Close()); err != nil {
 				t.Fatal(err)
 			}
 			r := mustCheck(t, l, ledger.Options{})

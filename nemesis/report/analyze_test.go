@@ -34,6 +34,19 @@ func shares(dur time.Duration, kinds []string, share func(kind string, t time.Du
 func TestAnalyzeFaults(t *testing.T) {
 	sec := func(s float64) time.Duration { return time.Duration(math.Round(s * float64(time.Second))) }
 	between := func(t time.Duration, a, b float64) bool { return t >= sec(a) && t < sec(b) }
+	// levels answers, within each span, its share of every kind's calls,
+	// and all of them outside the spans.
+	type span struct{ from, to, share float64 }
+	levels := func(spans ...span) func(string, time.Duration) float64 {
+		return func(_ string, t time.Duration) float64 {
+			for _, s := range spans {
+				if between(t, s.from, s.to) {
+					return s.share
+				}
+			}
+			return 1
+		}
+	}
 	tests := []struct {
 		name      string
 		kinds     []string
@@ -44,30 +57,17 @@ func TestAnalyzeFaults(t *testing.T) {
 		recovery  time.Duration
 	}{{
 		// Down from 5.0 s to 7.0 s, limping (90%) to 7.3 s, then up.
-		name:  "outage 2.0 s, recovery 1.3 s",
-		kinds: []string{"rest", "rpc"},
-		share: func(_ string, t time.Duration) float64 {
-			switch {
-			case between(t, 5, 7):
-				return 0
-			case between(t, 7, 7.3):
-				return 0.9
-			}
-			return 1
-		},
+		name:      "outage 2.0 s, recovery 1.3 s",
+		kinds:     []string{"rest", "rpc"},
+		share:     levels(span{5, 7, 0}, span{7, 7.3, 0.9}),
 		fault:     report.Fault{Kind: "kill", Target: "server A", Start: at(sec(5)), End: at(sec(6))},
 		window:    sec(2),
 		recovered: true, recovery: sec(1.3),
 	}, {
 		// A paused server: its callers' calls hang, so no bucket at all.
-		name:  "no calls count as down",
-		kinds: []string{"client"},
-		share: func(_ string, t time.Duration) float64 {
-			if between(t, 3, 4.5) {
-				return -1
-			}
-			return 1
-		},
+		name:      "no calls count as down",
+		kinds:     []string{"client"},
+		share:     levels(span{3, 4.5, -1}),
 		fault:     report.Fault{Kind: "pause", Start: at(sec(3)), End: at(sec(4))},
 		window:    sec(1.5),
 		recovered: true, recovery: sec(0.5),
@@ -89,55 +89,30 @@ func TestAnalyzeFaults(t *testing.T) {
 		recovered: true, recovery: sec(0.2),
 	}, {
 		// 50% is not down, 98% is not up.
-		name:  "thresholds",
-		kinds: []string{"rest"},
-		share: func(_ string, t time.Duration) float64 {
-			switch {
-			case between(t, 1, 1.5):
-				return 0.49
-			case between(t, 1.5, 2):
-				return 0.5
-			case between(t, 2, 3):
-				return 0.98
-			}
-			return 1
-		},
+		name:      "thresholds",
+		kinds:     []string{"rest"},
+		share:     levels(span{1, 1.5, 0.49}, span{1.5, 2, 0.5}, span{2, 3, 0.98}),
 		fault:     report.Fault{Kind: "disk", Start: at(sec(1)), End: at(sec(1))},
 		window:    sec(0.5),
 		recovered: true, recovery: sec(2),
 	}, {
-		name:  "never recovers",
-		kinds: []string{"seq-redis"},
-		share: func(_ string, t time.Duration) float64 {
-			if t >= sec(4) {
-				return 0.3
-			}
-			return 1
-		},
+		name:   "never recovers",
+		kinds:  []string{"seq-redis"},
+		share:  levels(span{4, 10, 0.3}), // to the run's end
 		fault:  report.Fault{Kind: "flushall", Start: at(sec(4)), End: at(sec(4))},
 		window: sec(6),
 	}, {
 		// Up again only in the last 0.9 s: not a second, so not recovered.
-		name:  "a run too short to be stable",
-		kinds: []string{"rest"},
-		share: func(_ string, t time.Duration) float64 {
-			if between(t, 4, 9.1) {
-				return 0
-			}
-			return 1
-		},
+		name:   "a run too short to be stable",
+		kinds:  []string{"rest"},
+		share:  levels(span{4, 9.1, 0}),
 		fault:  report.Fault{Kind: "kill", Start: at(sec(4)), End: at(sec(4))},
 		window: sec(5.1),
 	}, {
 		// The window stops at End + Tail.
-		name:  "the window ends a tail after the heal",
-		kinds: []string{"rest"},
-		share: func(_ string, t time.Duration) float64 {
-			if between(t, 10, 100) {
-				return 0
-			}
-			return 1
-		},
+		name:      "the window ends a tail after the heal",
+		kinds:     []string{"rest"},
+		share:     levels(span{10, 100, 0}),
 		fault:     report.Fault{Kind: "partition", Start: at(sec(10)), End: at(sec(20))},
 		window:    sec(70),
 		recovered: true, recovery: sec(80),

@@ -336,6 +336,20 @@ func runServers(ctx context.Context, o options, today, old *tree, res results, t
 			s.stop()
 		}
 	}()
+	// launch starts prog and waits until it listens on every one of addrs.
+	launch := func(dir, name string, addrs []string, prog string, args ...string) error {
+		s, err := start(ctx, dir, name, prog, args...)
+		if err != nil {
+			return err
+		}
+		started = append(started, s)
+		for _, a := range addrs {
+			if err := waitListening(ctx, s, a); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	type addrs struct{ central, rest string }
 	at := map[*tree]addrs{}
 	for i, t := range []*tree{today, old} {
@@ -348,16 +362,8 @@ func runServers(ctx context.Context, o options, today, old *tree, res results, t
 			return err
 		}
 		data := filepath.Join(tmp, fmt.Sprintf("data-%d", i))
-		s, err := start(ctx, tmp, "vesta-"+strconv.Itoa(i), t.path("vesta"), "serve", "--machine", strconv.Itoa(1023-i),
-			"--central-listen", c, "--rest-listen", r, "--data-dir", data, "--log-level", "warn")
-		if err != nil {
-			return err
-		}
-		started = append(started, s)
-		if err := waitListening(ctx, s, c); err != nil {
-			return err
-		}
-		if err := waitListening(ctx, s, r); err != nil {
+		if err := launch(tmp, "vesta-"+strconv.Itoa(i), []string{c, r}, t.path("vesta"), "serve", "--machine", strconv.Itoa(1023-i),
+			"--central-listen", c, "--rest-listen", r, "--data-dir", data, "--log-level", "warn"); err != nil {
 			return err
 		}
 		at[t] = addrs{c, r}
@@ -372,12 +378,7 @@ func runServers(ctx context.Context, o options, today, old *tree, res results, t
 		if err := os.MkdirAll(rdir, 0o700); err != nil {
 			return err
 		}
-		s, err := start(ctx, rdir, "redis", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", rdir)
-		if err != nil {
-			return err
-		}
-		started = append(started, s)
-		if err := waitListening(ctx, s, redisAddr); err != nil {
+		if err := launch(rdir, "redis", []string{redisAddr}, "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", rdir); err != nil {
 			return err
 		}
 		if err := runCentral(ctx, o, today, old, at[today].central, at[old].central, redisAddr, res, logf); err != nil {
@@ -389,12 +390,7 @@ func runServers(ctx context.Context, o options, today, old *tree, res results, t
 		if err != nil {
 			return err
 		}
-		s, err := start(ctx, tmp, "baseline", today.path("vesta-bench"), "http-baseline", "--listen", base)
-		if err != nil {
-			return err
-		}
-		started = append(started, s)
-		if err := waitListening(ctx, s, base); err != nil {
+		if err := launch(tmp, "baseline", []string{base}, today.path("vesta-bench"), "http-baseline", "--listen", base); err != nil {
 			return err
 		}
 		if err := runREST(ctx, o, today, old, at[today].rest, at[old].rest, base, res, logf); err != nil {

@@ -2,7 +2,6 @@ package browser_test
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -54,17 +53,7 @@ type victim struct {
 
 func newVictim(t *testing.T, cfg rest.Config) *victim {
 	t.Helper()
-	store := segment.NewMemStore()
-	if err := store.Create(context.Background(), segment.TagInfo{Tag: "orders", MaxID: 1, Step: 100000}); err != nil {
-		t.Fatal(err)
-	}
-	scfg := segment.DefaultConfig()
-	scfg.RefreshTags, scfg.Preload = -1, []string{"orders"}
-	seq, err := segment.Open(context.Background(), store, scfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { seq.Close() })
+	seq := ordersSequencer(t, 100000, true)
 	gen := gentest.New(t, core.Config{Machine: 1023})
 	reg := prometheus.NewRegistry()
 	cfg.Registerer, cfg.Sequences = reg, seq

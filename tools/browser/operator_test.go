@@ -22,6 +22,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
 	"github.com/vesta-go/vesta/internal/testkit/nettest"
+	"github.com/vesta-go/vesta/internal/testkit/segtest"
 	"github.com/vesta-go/vesta/prommetrics"
 	"github.com/vesta-go/vesta/rest"
 	"github.com/vesta-go/vesta/segment"
@@ -79,6 +80,23 @@ func newREST(t *testing.T, gen *core.Generator, cfg rest.Config) *rest.Server {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// ordersSequencer is a sequencer of the tag "orders", stored in memory
+// with step, its tags never refreshed, closed when the test ends; preload
+// loads the tag's first range at the start.
+func ordersSequencer(t *testing.T, step int64, preload bool) *segment.Sequencer {
+	t.Helper()
+	store := segment.NewMemStore()
+	if err := store.Create(context.Background(), segment.TagInfo{Tag: "orders", MaxID: 1, Step: step}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := segment.DefaultConfig()
+	cfg.RefreshTags = -1
+	if preload {
+		cfg.Preload = []string{"orders"}
+	}
+	return segtest.Open(t, store, cfg)
 }
 
 // serveInProcess serves s's Handler (httptest) until the test ends, and
@@ -162,17 +180,7 @@ func testOperatorPage(t *testing.T, layout core.Layout, explain func(core.Layout
 	reg.MustRegister(prommetrics.NewGeneratorCollector(gen))
 	lease := rest.LeaseStatus{Provider: "redis", State: "held", HasDeadline: true,
 		UntilRenewal: 4200 * time.Millisecond, UntilDeadline: 11500 * time.Millisecond, Fences: 1}
-	store := segment.NewMemStore()
-	if err := store.Create(context.Background(), segment.TagInfo{Tag: "orders", MaxID: 1, Step: 1000}); err != nil {
-		t.Fatal(err)
-	}
-	segCfg := segment.DefaultConfig()
-	segCfg.RefreshTags = -1
-	seq, err := segment.Open(context.Background(), store, segCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { seq.Close() })
+	seq := ordersSequencer(t, 1000, false)
 	base := serveInProcess(t, newREST(t, gen, rest.Config{Token: token, Registerer: reg, Sequences: seq,
 		SegmentStore: rest.StoreInfo{Kind: "redis", Addr: "10.0.0.5:6379 prefix vesta:seg"},
 		Lease:        func() rest.LeaseStatus { return lease }}))

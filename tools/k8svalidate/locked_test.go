@@ -73,11 +73,7 @@ func secretFileAt(tb testing.TB, pod corev1.PodSpec, c corev1.Container, key, fi
 // metrics listener over TLS (the token never crosses the network in
 // clear) with the files of a Secret, and probes that need neither.
 func TestVestaLocked(t *testing.T) {
-	m := loadManifests(t, kitFiles(t)...)
-	sts := m.statefulSets["vesta"]
-	if sts == nil {
-		t.Fatal("no StatefulSet vesta")
-	}
+	m, sts := kitStatefulSet(t, "vesta")
 	pod := sts.Spec.Template.Spec
 	c := pod.Containers[0]
 	cfg, _ := vestaConfigOf(t, m, pod, c)
@@ -336,11 +332,7 @@ func checkOnly(t *testing.T, what string, admitted map[int32][]map[string]string
 // Prometheus reach the metrics port, and only vesta and its clients reach
 // Redis; the servers may still resolve names and reach Redis and etcd.
 func TestNetworkPolicy(t *testing.T) {
-	m := loadManifests(t, kitFiles(t)...)
-	sts := m.statefulSets["vesta"]
-	if sts == nil {
-		t.Fatal("no StatefulSet vesta")
-	}
+	m, sts := kitStatefulSet(t, "vesta")
 	c := sts.Spec.Template.Spec.Containers[0]
 	admitted, selected := ingressOf(t, m, c, sts.Spec.Template.Labels)
 	if !selected {

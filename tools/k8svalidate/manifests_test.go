@@ -123,6 +123,14 @@ func stripComments(doc []byte) []byte {
 	return out
 }
 
+// put stores o under name in byName and reports whether the name was
+// taken already.
+func put[T any](byName map[string]*T, name string, o *T) (taken bool) {
+	_, taken = byName[name]
+	byName[name] = o
+	return taken
+}
+
 func loadManifests(tb testing.TB, files ...string) manifests {
 	tb.Helper()
 	m := manifests{
@@ -136,20 +144,15 @@ func loadManifests(tb testing.TB, files ...string) manifests {
 		dup := false
 		switch o := obj.(type) {
 		case *corev1.ConfigMap:
-			_, dup = m.configMaps[name]
-			m.configMaps[name] = o
+			dup = put(m.configMaps, name, o)
 		case *corev1.Service:
-			_, dup = m.services[name]
-			m.services[name] = o
+			dup = put(m.services, name, o)
 		case *appsv1.StatefulSet:
-			_, dup = m.statefulSets[name]
-			m.statefulSets[name] = o
+			dup = put(m.statefulSets, name, o)
 		case *policyv1.PodDisruptionBudget:
-			_, dup = m.pdbs[name]
-			m.pdbs[name] = o
+			dup = put(m.pdbs, name, o)
 		case *networkingv1.NetworkPolicy:
-			_, dup = m.netPolicies[name]
-			m.netPolicies[name] = o
+			dup = put(m.netPolicies, name, o)
 		}
 		if dup {
 			return fmt.Errorf("%T %s defined twice", obj, name)
@@ -177,6 +180,18 @@ func kitFiles(tb testing.TB) []string {
 		tb.Fatalf("no manifests in deploy/k8s: %v", err)
 	}
 	return files
+}
+
+// kitStatefulSet loads the kit's manifests and returns them with the
+// StatefulSet of name, failing the test without one.
+func kitStatefulSet(tb testing.TB, name string) (manifests, *appsv1.StatefulSet) {
+	tb.Helper()
+	m := loadManifests(tb, kitFiles(tb)...)
+	sts := m.statefulSets[name]
+	if sts == nil {
+		tb.Fatalf("no StatefulSet %s", name)
+	}
+	return m, sts
 }
 
 // The decoder refuses what the API server would: unknown fields (a typo
@@ -254,11 +269,7 @@ type configTLS struct {
 }
 
 func TestVestaFleet(t *testing.T) {
-	m := loadManifests(t, kitFiles(t)...)
-	sts := m.statefulSets["vesta"]
-	if sts == nil {
-		t.Fatal("no StatefulSet vesta")
-	}
+	m, sts := kitStatefulSet(t, "vesta")
 	pod := sts.Spec.Template.Spec
 	if len(pod.Containers) != 1 {
 		t.Fatalf("%d containers", len(pod.Containers))
@@ -454,11 +465,7 @@ func vestaConfigOf(tb testing.TB, m manifests, pod corev1.PodSpec, c corev1.Cont
 }
 
 func TestRedisAOF(t *testing.T) {
-	m := loadManifests(t, kitFiles(t)...)
-	sts := m.statefulSets["redis"]
-	if sts == nil {
-		t.Fatal("no StatefulSet redis")
-	}
+	m, sts := kitStatefulSet(t, "redis")
 	if *sts.Spec.Replicas != 1 {
 		t.Errorf("redis replicas %d: one primary (an asynchronous replica can lose acknowledged lease writes)", *sts.Spec.Replicas)
 	}

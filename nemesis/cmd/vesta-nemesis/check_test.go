@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -53,12 +54,7 @@ func TestChecker(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, w := range []*ledger.Writer{w1, w2} {
-		if err := w.Flush(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := led.Close(); err != nil {
+	if err := errors.Join(w1.Flush(), w2.Flush(), led.Close()); err != nil {
 		t.Fatal(err)
 	}
 	c := newChecker(led, []*runLog{a, s1}, map[ledger.Source]string{viaA: "A"}, map[int]bool{924: true, 925: true})

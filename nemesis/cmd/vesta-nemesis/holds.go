@@ -51,6 +51,19 @@ type logEvent struct {
 	offset   time.Duration
 }
 
+// machineEvents are the messages of a server's log about its machine ID,
+// by what they say; each names the machine in its "machine" field, except
+// a re-acquisition, which names it in "to".
+var machineEvents = map[string]evKind{
+	"machineid: leased a machine ID":                                 evLeased,
+	"machineid: re-acquired a lease; re-keying":                      evReacquired,
+	"machineid: issuing fenced":                                      evFenced,
+	"machineid: lease renewed after its deadline; it was never lost": evRenewLate,
+	"machineid: issuing resumed":                                     evResumed,
+	"machineid: released the lease":                                  evReleased,
+	"serving":                                                        evServing,
+}
+
 // parseEvent reads one JSON log line of vesta serve; ok is false for a
 // record that says nothing here.
 func parseEvent(line []byte) (ev logEvent, ok bool) {
@@ -71,33 +84,27 @@ func parseEvent(line []byte) (ev logEvent, ok bool) {
 		}
 		return int(*p)
 	}
-	switch {
-	case rec.Msg == "machineid: leased a machine ID":
-		ev.kind, ev.machine = evLeased, num(rec.Machine)
-	case rec.Msg == "machineid: re-acquired a lease; re-keying":
-		ev.kind, ev.machine = evReacquired, num(rec.To)
-	case rec.Msg == "machineid: issuing fenced":
-		ev.kind, ev.machine = evFenced, num(rec.Machine)
-		if d, err := time.Parse(time.RFC3339Nano, rec.Deadline); err == nil {
-			ev.deadline = d
+	if kind, ok := machineEvents[rec.Msg]; ok {
+		ev.kind, ev.machine = kind, num(rec.Machine)
+		switch kind {
+		case evReacquired:
+			ev.machine = num(rec.To)
+		case evFenced:
+			if d, err := time.Parse(time.RFC3339Nano, rec.Deadline); err == nil {
+				ev.deadline = d
+			}
 		}
-	case rec.Msg == "machineid: lease renewed after its deadline; it was never lost":
-		ev.kind, ev.machine = evRenewLate, num(rec.Machine)
-	case rec.Msg == "machineid: issuing resumed":
-		ev.kind, ev.machine = evResumed, num(rec.Machine)
-	case rec.Msg == "machineid: released the lease":
-		ev.kind, ev.machine = evReleased, num(rec.Machine)
-	case rec.Msg == "serving":
-		ev.kind, ev.machine = evServing, num(rec.Machine)
-	case strings.HasPrefix(rec.Msg, "nemesis clock: offset now "):
-		d, err := time.ParseDuration(strings.TrimPrefix(rec.Msg, "nemesis clock: offset now "))
-		if err != nil {
-			return ev, false
-		}
-		ev.kind, ev.offset = evOffset, d
-	default:
+		return ev, true
+	}
+	offset, ok := strings.CutPrefix(rec.Msg, "nemesis clock: offset now ")
+	if !ok {
 		return ev, false
 	}
+	d, err := time.ParseDuration(offset)
+	if err != nil {
+		return ev, false
+	}
+	ev.kind, ev.offset = evOffset, d
 	return ev, true
 }
 
