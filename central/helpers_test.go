@@ -5,17 +5,21 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
 	"github.com/vesta-go/vesta/internal/testkit/nettest"
+	"github.com/vesta-go/vesta/internal/testkit/promtest"
 )
 
 func TestMain(m *testing.M) {
@@ -71,6 +75,24 @@ func serve(t testing.TB, gen *core.Generator, cfg central.Config) (*central.Serv
 		t.Fatal(err)
 	}
 	return srv, nettest.Serve(t, srv, nil, central.ErrServerClosed)
+}
+
+// serveMetered is serve with the server's metrics on a registry of their
+// own, which it returns.
+func serveMetered(t testing.TB, gen *core.Generator, cfg central.Config) (net.Addr, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	cfg.Registerer = reg
+	_, addr := serve(t, gen, cfg)
+	return addr, reg
+}
+
+// metric reads a metric of reg: name with the label pairs given, 0 when
+// there is none.
+func metric(t testing.TB, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	v, _ := promtest.Value(t, reg, name, labels...)
+	return v
 }
 
 // peer is a test's end of one connection: it writes frames (built by the
@@ -156,6 +178,11 @@ func (p *peer) result(proc string, params, v any) {
 	if err := wire.DecodeResult(resp.Result, v); err != nil {
 		p.t.Fatal(err)
 	}
+}
+
+// refused reports whether e is an error of code whose message holds want.
+func refused(e *api.Error, code api.Code, want string) bool {
+	return e != nil && e.Code == code && strings.Contains(e.Message, want)
 }
 
 // genID must succeed: the well-behaved client beside a hostile one.
