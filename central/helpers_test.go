@@ -87,12 +87,12 @@ func serveMetered(t testing.TB, gen *core.Generator, cfg central.Config) (net.Ad
 	return addr, reg
 }
 
-// metric reads a metric of reg: name with the label pairs given, 0 when
-// there is none.
+// metric reads a metric of reg: name with the label pairs given, -1 when
+// there is none (the server registers every series it counts up front,
+// so a missing one is a bug, never a zero).
 func metric(t testing.TB, reg *prometheus.Registry, name string, labels ...string) float64 {
 	t.Helper()
-	v, _ := promtest.Value(t, reg, name, labels...)
-	return v
+	return promtest.ValueOr(t, reg, -1, name, labels...)
 }
 
 // peer is a test's end of one connection: it writes frames (built by the
