@@ -9,6 +9,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/clienttest"
 	"github.com/vesta-go/vesta/internal/testkit/latencytest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
@@ -39,9 +40,7 @@ func BenchmarkNextID(b *testing.B) {
 // benchClient is a client of the server at addr without a fallback, with
 // a prefetch buffer of prefetch IDs (0: none).
 func benchClient(b *testing.B, addr string, prefetch int) *client.Client {
-	cfg := client.DefaultConfig(addr)
-	cfg.NoFallback = true
-	cfg.Timeout = 5 * time.Second
+	cfg := clienttest.Direct(addr)
 	cfg.Prefetch = prefetch
 	return newClient(b, cfg)
 }

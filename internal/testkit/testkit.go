@@ -18,16 +18,18 @@
 //     length of a test (the one serve helper) and forwards TCP through a
 //     delay (the one slow network), tlstest a throwaway CA,
 //     latencytest latency percentiles for benchmarks.
-//   - gentest starts core generators, embedtest embedded issuers, and
-//     segtest segment sequencers and the ledger of their numbers: the only
+//   - gentest starts core generators, embedtest embedded issuers,
+//     segtest segment sequencers and the ledger of their numbers, and
+//     clienttest opens Go clients of servers a test started: the only
 //     kits that import product packages.
 //
 // Imports only go down, so that no cycle is possible: this package and
 // servetest import the standard library only; proctest and netnstest
 // import it; nettest imports waittest; redistest, mariadbtest and etcdtest
 // import proctest, netnstest and tlstest; gentest imports core, embedtest
-// embed and segtest segment (so those packages' own tests use them from
-// external test packages); no kit imports another product package.
+// embed, segtest segment and clienttest client (so those packages' own
+// tests use them from external test packages); no kit imports another
+// product package.
 //
 // # The inner loop
 //
