@@ -17,6 +17,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
 	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
@@ -108,10 +109,7 @@ type peer struct {
 func dial(t testing.TB, addr net.Addr) *peer {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { nc.Close() })
+	testkit.Closed(t, "net.Dial", nc, err)
 	return newPeer(t, nc)
 }
 

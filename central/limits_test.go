@@ -8,6 +8,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit"
 )
 
 // halfFrame is the first bytes of a Vesta.GenID request: a connection that
@@ -20,10 +21,7 @@ func dialFrom(t testing.TB, addr net.Addr, from string) *peer {
 	t.Helper()
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
 	nc, err := d.Dial("tcp", addr.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { nc.Close() })
+	testkit.Closed(t, "dial", nc, err)
 	return newPeer(t, nc)
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/client"
+	"github.com/vesta-go/vesta/internal/testkit"
 )
 
 // Direct is client.DefaultConfig for addrs without the embedded fallback,
@@ -25,13 +26,5 @@ func Direct(addrs ...string) client.Config {
 func Open(tb testing.TB, cfg client.Config) *client.Client {
 	tb.Helper()
 	c, err := client.New(context.Background(), cfg)
-	if err != nil {
-		tb.Fatalf("client.New: %v", err)
-	}
-	tb.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			tb.Error(err)
-		}
-	})
-	return c
+	return testkit.Closed(tb, "client.New", c, err)
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vesta-go/vesta/internal/testkit"
 	"github.com/vesta-go/vesta/internal/testkit/netnstest"
 )
 
@@ -20,10 +21,7 @@ import (
 func echo(t *testing.T, h *netnstest.Host, addr string) string {
 	t.Helper()
 	l, err := h.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	testkit.Closed(t, "h.Listen", l, err)
 	go func() {
 		for {
 			c, err := l.Accept()
