@@ -35,6 +35,13 @@ func vestaGen(t testing.TB) (*core.Generator, *core.ManualClock) {
 	return newGen(t, core.Config{Layout: core.Vesta, Machine: 1022})
 }
 
+// vestaBase serves a server of vestaGen's generator, configured by
+// default, and returns its base URL.
+func vestaBase(t testing.TB) string {
+	gen, _ := vestaGen(t)
+	return serve(t, newServer(t, gen, rest.Config{}))
+}
+
 func newServer(t testing.TB, gen *core.Generator, cfg rest.Config) *rest.Server {
 	t.Helper()
 	s, err := rest.NewServer(gen, cfg)
