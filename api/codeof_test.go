@@ -16,40 +16,30 @@ import (
 func TestCodeOf(t *testing.T) {
 	wrap := func(err error) error { return fmt.Errorf("issuing: %w", err) }
 	for _, tc := range []struct {
-		err  error
 		want api.Code
+		errs []error
 	}{
-		{core.ErrFenced, api.LeaseLost},
-		{fmt.Errorf("%w: %w", core.ErrFenced, core.ErrGuard), api.LeaseLost}, // a fence wraps its cause
-		{core.ErrClockBehind, api.Clock},
-		{core.ErrBeforeEpoch, api.Clock},
-		{core.ErrEndOfTime, api.Clock},
-		{core.ErrGuard, api.Unavailable},
-		{core.ErrClosed, api.Unavailable},
-		{context.DeadlineExceeded, api.Unavailable},
-		{context.Canceled, api.Unavailable},
-		{&core.RangeError{Field: "machine", Value: 1024, Max: 1023}, api.InvalidArgument},
-		{core.ErrInvalidCount, api.InvalidArgument},
-		{core.ErrInvalidID, api.InvalidArgument},
-		{core.ErrUnknownName, api.InvalidArgument},
-		{mask.ErrSyntax, api.InvalidArgument},
-		{mask.ErrWrongKind, api.InvalidArgument},
-		{mask.ErrRetired, api.InvalidArgument},
-		{mask.ErrImplausible, api.InvalidArgument},
-		{mask.ErrName, api.InvalidArgument},
-		{mask.ErrNoKeys, api.NotFound},
-		{api.Errorf(api.Unavailable, "too many waiting calls"), api.Unavailable},
-		{errors.New("disk on fire"), api.Internal},
-		{nil, ""},
+		{api.LeaseLost, []error{core.ErrFenced, fmt.Errorf("%w: %w", core.ErrFenced, core.ErrGuard)}}, // a fence wraps its cause
+		{api.Clock, []error{core.ErrClockBehind, core.ErrBeforeEpoch, core.ErrEndOfTime}},
+		{api.Unavailable, []error{core.ErrGuard, core.ErrClosed, context.DeadlineExceeded, context.Canceled,
+			api.Errorf(api.Unavailable, "too many waiting calls")}},
+		{api.InvalidArgument, []error{&core.RangeError{Field: "machine", Value: 1024, Max: 1023},
+			core.ErrInvalidCount, core.ErrInvalidID, core.ErrUnknownName,
+			mask.ErrSyntax, mask.ErrWrongKind, mask.ErrRetired, mask.ErrImplausible, mask.ErrName}},
+		{api.NotFound, []error{mask.ErrNoKeys}},
+		{api.Internal, []error{errors.New("disk on fire")}},
+		{"", []error{nil}},
 	} {
-		if got := api.CodeOf(tc.err); got != tc.want {
-			t.Errorf("CodeOf(%v) = %q; want %q", tc.err, got, tc.want)
-		}
-		if tc.err == nil {
-			continue
-		}
-		if got := api.CodeOf(wrap(tc.err)); got != tc.want {
-			t.Errorf("CodeOf(wrapped %v) = %q; want %q", tc.err, got, tc.want)
+		for _, err := range tc.errs {
+			if got := api.CodeOf(err); got != tc.want {
+				t.Errorf("CodeOf(%v) = %q; want %q", err, got, tc.want)
+			}
+			if err == nil {
+				continue
+			}
+			if got := api.CodeOf(wrap(err)); got != tc.want {
+				t.Errorf("CodeOf(wrapped %v) = %q; want %q", err, got, tc.want)
+			}
 		}
 	}
 }

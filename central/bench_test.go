@@ -16,6 +16,7 @@ import (
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit"
+	"github.com/vesta-go/vesta/internal/testkit/clienttest"
 	"github.com/vesta-go/vesta/internal/testkit/latencytest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 )
@@ -43,16 +44,9 @@ type reply struct {
 // benchClient is a Go client of addr alone (no fallback) with a sequence
 // prefetch of seqPrefetch, closed when b ends.
 func benchClient(b *testing.B, addr string, seqPrefetch int) *client.Client {
-	cfg := client.DefaultConfig(addr)
-	cfg.NoFallback = true
-	cfg.Timeout = 5 * time.Second
+	cfg := clienttest.Direct(addr)
 	cfg.SeqPrefetch = seqPrefetch
-	cl, err := client.New(context.Background(), cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { cl.Close() })
-	return cl
+	return clienttest.Open(b, cfg)
 }
 
 // replyChans returns one reply channel for each of n callers.

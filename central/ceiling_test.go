@@ -3,17 +3,13 @@ package central_test
 import (
 	"errors"
 	"math"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/testkit/promtest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
@@ -82,7 +78,7 @@ func TestHugeCounts(t *testing.T) {
 				params = &wire.TakeIDsParams{Count: n}
 			}
 			resp := p.call(m, params)
-			if !errors.Is(resp.Error, &api.Error{Code: api.InvalidArgument}) || !strings.Contains(resp.Error.Message, "count") {
+			if !refused(resp.Error, api.InvalidArgument, "count") {
 				t.Fatalf("%s count %d: %+v", m, n, resp.Error)
 			}
 		}
@@ -126,15 +122,14 @@ func TestSingleIDsNotStarved(t *testing.T) {
 // (4 x max_batch IDs) too, while other connections still wait.
 func TestWaitingBudget(t *testing.T) {
 	gen, clock := manualGen(t)
-	reg := prometheus.NewRegistry()
-	_, addr := serve(t, gen, central.Config{MaxBatch: 1000, MaxWaitingIDs: 6000, Registerer: reg})
+	addr, reg := serveMetered(t, gen, central.Config{MaxBatch: 1000, MaxWaitingIDs: 6000})
 	a, b, c := dial(t, addr), dial(t, addr), dial(t, addr)
 	exhaust(t, gen)
 	for range 4 {
 		a.send(wire.ProcGenIDs, &wire.GenIDsParams{Count: 1000})
 	}
 	resp := a.call(wire.ProcGenIDs, &wire.GenIDsParams{Count: 1000}) // a's fifth: 5000 > 4 x 1000
-	if !errors.Is(resp.Error, &api.Error{Code: api.Unavailable}) || !strings.Contains(resp.Error.Message, "this connection") {
+	if !refused(resp.Error, api.Unavailable, "this connection") {
 		t.Fatalf("a's fifth call: %+v", resp.Error)
 	}
 	for range 2 {
@@ -143,10 +138,10 @@ func TestWaitingBudget(t *testing.T) {
 	var info wire.Info
 	b.result(wire.ProcInfo, nil, &info)
 	resp = c.call(wire.ProcGenIDs, &wire.GenIDsParams{Count: 10}) // 6010 > 6000
-	if !errors.Is(resp.Error, &api.Error{Code: api.Unavailable}) || !strings.Contains(resp.Error.Message, "owed") {
+	if !refused(resp.Error, api.Unavailable, "owed") {
 		t.Fatalf("past the budget: %+v", resp.Error)
 	}
-	if v, _ := promtest.Value(t, reg, "vesta_rpc_waiting_ids"); v != 6000 {
+	if v := metric(t, reg, "vesta_rpc_waiting_ids"); v != 6000 {
 		t.Fatalf("vesta_rpc_waiting_ids = %v; want 6000", v)
 	}
 	advance(t, clock, 6)
@@ -157,13 +152,13 @@ func TestWaitingBudget(t *testing.T) {
 	}
 	c.genID() // the budget is free again
 	// 6 calls waited, 2 were refused; the histogram has the 6.
-	if v, _ := promtest.Value(t, reg, "vesta_ceiling_waits_total", "method", "central"); v != 8 {
+	if v := metric(t, reg, "vesta_ceiling_waits_total", "method", "central"); v != 8 {
 		t.Fatalf("vesta_ceiling_waits_total = %v; want 8", v)
 	}
-	if v, _ := promtest.Value(t, reg, "vesta_ceiling_wait_seconds", "method", "central"); v != 6 {
+	if v := metric(t, reg, "vesta_ceiling_wait_seconds", "method", "central"); v != 6 {
 		t.Fatalf("vesta_ceiling_wait_seconds count = %v; want 6", v)
 	}
-	if v, _ := promtest.Value(t, reg, "vesta_rpc_waiting_ids"); v != 0 {
+	if v := metric(t, reg, "vesta_rpc_waiting_ids"); v != 0 {
 		t.Fatalf("vesta_rpc_waiting_ids = %v after", v)
 	}
 }

@@ -5,17 +5,22 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
+	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
 	"github.com/vesta-go/vesta/internal/testkit/nettest"
+	"github.com/vesta-go/vesta/internal/testkit/promtest"
 )
 
 func TestMain(m *testing.M) {
@@ -73,6 +78,24 @@ func serve(t testing.TB, gen *core.Generator, cfg central.Config) (*central.Serv
 	return srv, nettest.Serve(t, srv, nil, central.ErrServerClosed)
 }
 
+// serveMetered is serve with the server's metrics on a registry of their
+// own, which it returns.
+func serveMetered(t testing.TB, gen *core.Generator, cfg central.Config) (net.Addr, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	cfg.Registerer = reg
+	_, addr := serve(t, gen, cfg)
+	return addr, reg
+}
+
+// metric reads a metric of reg: name with the label pairs given, -1 when
+// there is none (the server registers every series it counts up front,
+// so a missing one is a bug, never a zero).
+func metric(t testing.TB, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	return promtest.ValueOr(t, reg, -1, name, labels...)
+}
+
 // peer is a test's end of one connection: it writes frames (built by the
 // encoder or by hand) and reads responses.
 type peer struct {
@@ -86,10 +109,7 @@ type peer struct {
 func dial(t testing.TB, addr net.Addr) *peer {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { nc.Close() })
+	testkit.Closed(t, "net.Dial", nc, err)
 	return newPeer(t, nc)
 }
 
@@ -156,6 +176,11 @@ func (p *peer) result(proc string, params, v any) {
 	if err := wire.DecodeResult(resp.Result, v); err != nil {
 		p.t.Fatal(err)
 	}
+}
+
+// refused reports whether e is an error of code whose message holds want.
+func refused(e *api.Error, code api.Code, want string) bool {
+	return e != nil && e.Code == code && strings.Contains(e.Message, want)
 }
 
 // genID must succeed: the well-behaved client beside a hostile one.

@@ -8,13 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/testkit/promtest"
 )
 
 // fakeHistory answers a history of machine 1000 whose holds cover every
@@ -61,8 +58,7 @@ func (f *fakeHistory) read(ctx context.Context, machine uint16) (api.HoldHistory
 func TestHolderProcedure(t *testing.T) {
 	gen := newGen(t, core.Config{})
 	f := &fakeHistory{}
-	reg := prometheus.NewRegistry()
-	_, addr := serve(t, gen, central.Config{Holders: api.NewHolders(f.read), Registerer: reg})
+	addr, reg := serveMetered(t, gen, central.Config{Holders: api.NewHolders(f.read)})
 	p := dial(t, addr)
 	id := p.genID()
 
@@ -78,7 +74,7 @@ func TestHolderProcedure(t *testing.T) {
 	if n := f.reads.Load(); n != 1 {
 		t.Fatalf("21 calls about one machine ID read the store %d times; want 1", n)
 	}
-	if n := promtest.ValueOr(t, reg, 0, "vesta_hold_conflicts_total"); n != 0 {
+	if n := metric(t, reg, "vesta_hold_conflicts_total"); n != 0 {
 		t.Fatalf("vesta_hold_conflicts_total %v before a conflict", n)
 	}
 
@@ -91,7 +87,7 @@ func TestHolderProcedure(t *testing.T) {
 	if h.Known != 0 || h.Conflict != 1 || len(h.Holds) != 2 || !strings.Contains(h.Reason, "2 holds") {
 		t.Fatalf("Holder: %+v; want a conflict of two", h)
 	}
-	if n := promtest.ValueOr(t, reg, 0, "vesta_hold_conflicts_total"); n != 1 {
+	if n := metric(t, reg, "vesta_hold_conflicts_total"); n != 1 {
 		t.Fatalf("vesta_hold_conflicts_total %v; want 1", n)
 	}
 
@@ -123,7 +119,7 @@ func TestHolderProcedure(t *testing.T) {
 		{"id after now, no history", pn, &wire.HolderParams{ID: 1<<62 - 1}, api.InvalidArgument, "after now"},
 	} {
 		resp := tc.p.call(wire.ProcHolder, tc.params)
-		if resp.Error == nil || resp.Error.Code != tc.code || !strings.Contains(resp.Error.Message, tc.want) {
+		if !refused(resp.Error, tc.code, tc.want) {
 			t.Errorf("%s: %v; want %s naming %q", tc.name, resp.Error, tc.code, tc.want)
 		}
 	}

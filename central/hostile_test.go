@@ -108,7 +108,7 @@ func TestBadRequests(t *testing.T) {
 				p.closed()
 			} else {
 				resp := p.recv()
-				if resp.MsgID != 9 || resp.Error == nil || resp.Error.Code != tt.code || !strings.Contains(resp.Error.Message, tt.msg) {
+				if resp.MsgID != 9 || !refused(resp.Error, tt.code, tt.msg) {
 					t.Fatalf("got %d %v; want %s with %q", resp.MsgID, resp.Error, tt.code, tt.msg)
 				}
 				p.genID() // the connection goes on

@@ -15,8 +15,6 @@ import (
 	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
@@ -200,9 +198,8 @@ func TestTLSHandshakeFailuresLoggedOnce(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	reg := prometheus.NewRegistry()
 	gen := newGen(t, core.Config{})
-	_, addr := serve(t, gen, central.Config{Registerer: reg})
+	addr, reg := serveMetered(t, gen, central.Config{})
 	// A second server on the same registry shares the metrics.
 	if _, err := central.NewServer(gen, central.Config{Registerer: reg}); err != nil {
 		t.Fatal(err)

@@ -5,12 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
-	"github.com/vesta-go/vesta/internal/testkit/promtest"
+	"github.com/vesta-go/vesta/internal/testkit"
 )
 
 // halfFrame is the first bytes of a Vesta.GenID request: a connection that
@@ -23,10 +21,7 @@ func dialFrom(t testing.TB, addr net.Addr, from string) *peer {
 	t.Helper()
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
 	nc, err := d.Dial("tcp", addr.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { nc.Close() })
+	testkit.Closed(t, "dial", nc, err)
 	return newPeer(t, nc)
 }
 
@@ -57,9 +52,8 @@ func makeBusy(p *peer) *peer {
 // connection is closed at once and counted as rejected; the busy ones go
 // on.
 func TestMaxConnsAllBusy(t *testing.T) {
-	reg := prometheus.NewRegistry()
 	gen := newGen(t, core.Config{})
-	_, addr := serve(t, gen, central.Config{MaxConns: 3, Registerer: reg})
+	addr, reg := serveMetered(t, gen, central.Config{MaxConns: 3})
 	var held []*peer
 	for range 3 {
 		held = append(held, busy(t, addr))
@@ -67,7 +61,7 @@ func TestMaxConnsAllBusy(t *testing.T) {
 	for range 5 {
 		dial(t, addr).closed()
 	}
-	if got, _ := promtest.Value(t, reg, "vesta_rpc_connections_rejected_total", "reason", "max_conns"); got != 5 {
+	if got := metric(t, reg, "vesta_rpc_connections_rejected_total", "reason", "max_conns"); got != 5 {
 		t.Errorf("rejected{max_conns} = %v; want 5", got)
 	}
 	for _, p := range held { // the rest of the frame: each is answered
@@ -81,9 +75,8 @@ func TestMaxConnsAllBusy(t *testing.T) {
 // TestShedSilentFirst: at MaxConns a newcomer pushes out the oldest
 // connection that never sent a frame, not a served idle one.
 func TestShedSilentFirst(t *testing.T) {
-	reg := prometheus.NewRegistry()
 	gen := newGen(t, core.Config{})
-	_, addr := serve(t, gen, central.Config{MaxConns: 3, Registerer: reg})
+	addr, reg := serveMetered(t, gen, central.Config{MaxConns: 3})
 	good := dial(t, addr)
 	good.genID() // served, idle from now on
 	silent1, silent2 := dial(t, addr), dial(t, addr)
@@ -99,7 +92,7 @@ func TestShedSilentFirst(t *testing.T) {
 	newer := dial(t, addr)
 	newer.genID()
 	silent2.closed()
-	if got, _ := promtest.Value(t, reg, "vesta_rpc_connections_shed_total", "reason", "max_conns"); got != 2 {
+	if got := metric(t, reg, "vesta_rpc_connections_shed_total", "reason", "max_conns"); got != 2 {
 		t.Errorf("shed{max_conns} = %v; want 2", got)
 	}
 }
@@ -125,23 +118,22 @@ func TestShedIdleLongest(t *testing.T) {
 // TestMaxConnsPerPeer: one address cannot hold more than MaxConnsPerPeer;
 // its newcomers shed its own silent connections, never another peer's.
 func TestMaxConnsPerPeer(t *testing.T) {
-	reg := prometheus.NewRegistry()
 	gen := newGen(t, core.Config{})
-	_, addr := serve(t, gen, central.Config{MaxConns: 100, MaxConnsPerPeer: 2, Registerer: reg})
+	addr, reg := serveMetered(t, gen, central.Config{MaxConns: 100, MaxConnsPerPeer: 2})
 	other := dialFrom(t, addr, "127.0.0.3") // silent, and older than all (accepted in order)
 	x1 := dialFrom(t, addr, "127.0.0.2")
 	dialFrom(t, addr, "127.0.0.2")
 	dialFrom(t, addr, "127.0.0.2").genID()
 	x1.closed()
 	other.genID()
-	if got, _ := promtest.Value(t, reg, "vesta_rpc_connections_shed_total", "reason", "max_conns_per_peer"); got != 1 {
+	if got := metric(t, reg, "vesta_rpc_connections_shed_total", "reason", "max_conns_per_peer"); got != 1 {
 		t.Errorf("shed{max_conns_per_peer} = %v; want 1", got)
 	}
 	// With both of its connections mid-call, the peer is refused.
 	makeBusy(dialFrom(t, addr, "127.0.0.4"))
 	makeBusy(dialFrom(t, addr, "127.0.0.4"))
 	dialFrom(t, addr, "127.0.0.4").closed()
-	if got, _ := promtest.Value(t, reg, "vesta_rpc_connections_rejected_total", "reason", "max_conns_per_peer"); got != 1 {
+	if got := metric(t, reg, "vesta_rpc_connections_rejected_total", "reason", "max_conns_per_peer"); got != 1 {
 		t.Errorf("rejected{max_conns_per_peer} = %v; want 1", got)
 	}
 }
@@ -172,11 +164,10 @@ func TestFirstFrameTimeout(t *testing.T) {
 // for a lighter peer's newcomer, the one held up longest first: half a
 // frame is no hold on a place.
 func TestShedStuck(t *testing.T) {
-	reg := prometheus.NewRegistry()
 	gen := newGen(t, core.Config{})
 	// A newcomer refused is closed at once, long before its first frame
 	// would be due.
-	_, addr := serve(t, gen, central.Config{MaxConns: 2, FirstFrameTimeout: time.Minute, Registerer: reg})
+	addr, reg := serveMetered(t, gen, central.Config{MaxConns: 2, FirstFrameTimeout: time.Minute})
 	first := makeBusy(dialFrom(t, addr, "127.0.0.2"))
 	time.Sleep(100 * time.Millisecond)
 	second := makeBusy(dialFrom(t, addr, "127.0.0.2"))
@@ -189,7 +180,7 @@ func TestShedStuck(t *testing.T) {
 	if resp := second.recv(); resp.Error != nil {
 		t.Fatal(resp.Error)
 	}
-	if got, _ := promtest.Value(t, reg, "vesta_rpc_connections_shed_total", "reason", "max_conns"); got != 1 {
+	if got := metric(t, reg, "vesta_rpc_connections_shed_total", "reason", "max_conns"); got != 1 {
 		t.Errorf("shed{max_conns} = %v; want 1", got)
 	}
 }

@@ -63,7 +63,7 @@ func TestMaskProcedures(t *testing.T) {
 				{"no ids", wire.ProcMask, map[string]any{"tenant": "acme"}, "missing field ids"},
 			} {
 				resp := p.call(tc.proc, tc.params)
-				if resp.Error == nil || resp.Error.Code != api.InvalidArgument || !strings.Contains(resp.Error.Message, tc.want) {
+				if !refused(resp.Error, api.InvalidArgument, tc.want) {
 					t.Errorf("%s: %v; want invalid_argument saying %q", tc.name, resp.Error, tc.want)
 				}
 			}
@@ -90,7 +90,7 @@ func TestMaskProcedures(t *testing.T) {
 			params = &wire.UnmaskParams{Masks: []string{"0000000000000"}}
 		}
 		resp := p.call(proc, params)
-		if resp.Error == nil || resp.Error.Code != api.NotFound || !strings.Contains(resp.Error.Message, "VESTA_MASK_KEY_FILE") {
+		if !refused(resp.Error, api.NotFound, "VESTA_MASK_KEY_FILE") {
 			t.Errorf("%s without a key: %v; want not_found naming the key", proc, resp.Error)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/holdmetric"
 	"github.com/vesta-go/vesta/internal/issuedmetric"
+	"github.com/vesta-go/vesta/internal/promreg"
 )
 
 // Label values. Procedures outside wire.Procedures() count as "unknown", so a
@@ -80,23 +81,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 
 	// Two servers may share a registry: reuse what is already registered.
-	register := func(c prometheus.Collector) prometheus.Collector {
-		if e := reg.Register(c); e != nil {
-			var are prometheus.AlreadyRegisteredError
-			if errors.As(e, &are) {
-				return are.ExistingCollector
-			}
-			err = errors.Join(err, e)
-		}
-		return c
-	}
-	requests, _ = register(requests).(*prometheus.CounterVec)
-	duration, _ = register(duration).(*prometheus.HistogramVec)
-	conns, _ = register(conns).(prometheus.Gauge)
-	if err == nil && (requests == nil || duration == nil || conns == nil) {
-		err = errors.New("a metric of the same name but another kind is registered")
-	}
-	if err != nil {
+	requests, errRequests := promreg.Register(reg, requests)
+	duration, errDuration := promreg.Register(reg, duration)
+	conns, errConns := promreg.Register(reg, conns)
+	if err := errors.Join(errRequests, errDuration, errConns); err != nil {
 		return nil, fmt.Errorf("central: metrics: %w", err)
 	}
 

@@ -1,8 +1,6 @@
 package central_test
 
 import (
-	"errors"
-	"strings"
 	"testing"
 
 	"github.com/vesta-go/vesta/api"
@@ -48,7 +46,7 @@ func TestParamForms(t *testing.T) {
 		resp := p.call(tc.proc, tc.params)
 		switch {
 		case tc.err != "":
-			if !errors.Is(resp.Error, &api.Error{Code: api.InvalidArgument}) || !strings.Contains(resp.Error.Message, tc.err) {
+			if !refused(resp.Error, api.InvalidArgument, tc.err) {
 				t.Errorf("%s: %v; want invalid_argument with %q", tc.name, resp.Error, tc.err)
 			}
 		case resp.Error != nil:

@@ -98,7 +98,7 @@ func TestNextSeq(t *testing.T) {
 		{wire.ProcNextSeqs, map[string]any{"tag": "orders"}, api.InvalidArgument, "missing field count"},
 	} {
 		resp := p.call(tc.proc, tc.params)
-		if resp.Error == nil || resp.Error.Code != tc.code || !strings.Contains(resp.Error.Message, tc.mention) {
+		if !refused(resp.Error, tc.code, tc.mention) {
 			t.Errorf("%s %v: %v; want %s mentioning %q", tc.proc, tc.params, resp.Error, tc.code, tc.mention)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/clienttest"
 	"github.com/vesta-go/vesta/internal/testkit/latencytest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
@@ -22,12 +23,7 @@ func BenchmarkNextID(b *testing.B) {
 	for _, prefetch := range []int{0, 10000} {
 		for _, callers := range []int{1, 16, 64} {
 			b.Run(fmt.Sprintf("prefetch=%d/callers=%d", prefetch, callers), func(b *testing.B) {
-				srv := startCentral(b, 1000, central.Config{})
-				cfg := client.DefaultConfig(srv.addr)
-				cfg.NoFallback = true
-				cfg.Timeout = 5 * time.Second
-				cfg.Prefetch = prefetch
-				c := newClient(b, cfg)
+				c := benchClient(b, startCentral(b, 1000, central.Config{}).addr, prefetch)
 				ctx := context.Background()
 				if _, err := c.NextID(ctx); err != nil { // dial outside the timing
 					b.Fatal(err)
@@ -39,6 +35,14 @@ func BenchmarkNextID(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchClient is a client of the server at addr without a fallback, with
+// a prefetch buffer of prefetch IDs (0: none).
+func benchClient(b *testing.B, addr string, prefetch int) *client.Client {
+	cfg := clienttest.Direct(addr)
+	cfg.Prefetch = prefetch
+	return newClient(b, cfg)
 }
 
 // latencies runs b.N calls of call spread over callers goroutines and
@@ -97,11 +101,7 @@ func BenchmarkNextIDs1000(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			const prefetch = 1 << 20
 			srv := startCentralGen(b, core.Config{Machine: 1000, MaxBorrow: 24 * time.Hour}, central.Config{})
-			cfg := client.DefaultConfig(srv.addr)
-			cfg.NoFallback = true
-			cfg.Timeout = 5 * time.Second
-			cfg.Prefetch = prefetch
-			c := newClient(b, cfg)
+			c := benchClient(b, srv.addr, prefetch)
 			ctx := context.Background()
 			full := func() {
 				b.StopTimer()

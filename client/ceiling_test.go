@@ -83,9 +83,7 @@ func TestBusyServerIsNotDead(t *testing.T) {
 	cfg := testConfig(t, busy.addr, ok.addr)
 	cfg.ConnsPerServer = 1
 	dials := countDials(&cfg)
-	clk := core.NewManualClock(time.Now()) // busy marks never expire
-	c := clockClient(t, cfg, clk)
-	reg := registry(t, c)
+	c, _, reg := manualClient(t, cfg) // busy marks never expire
 	ctx := context.Background()
 	var all collect
 	for i := range 40 {
@@ -156,9 +154,7 @@ func TestEveryServerBusyWaits(t *testing.T) {
 	b := startTaker(t, 1001, 100, 0, 500)
 	cfg := testConfig(t, a.addr, b.addr)
 	cfg.Timeout = 50 * time.Millisecond
-	clk := core.NewManualClock(time.Now())
-	c := clockClient(t, cfg, clk)
-	reg := registry(t, c)
+	c, clk, reg := manualClient(t, cfg)
 	ctx := context.Background()
 
 	res := goNextIDs(ctx, c, 40)
@@ -221,9 +217,7 @@ func TestDeadServerFailsOverWhileBusyIsWaitedFor(t *testing.T) {
 			cfg := testConfig(t, deadAddr, busy.addr)
 			cfg.Timeout = 100 * time.Millisecond
 			cfg.BreakerFailures = 100 // the dead server is tried on every walk
-			clk := core.NewManualClock(time.Now())
-			c := clockClient(t, cfg, clk)
-			reg := registry(t, c)
+			c, clk, reg := manualClient(t, cfg)
 			ctx := context.Background()
 
 			res := goNextIDs(ctx, c, 1)
@@ -254,9 +248,7 @@ func TestDeadServerFailsOverWhileBusyIsWaitedFor(t *testing.T) {
 func TestCeilingWaitEndsWithContext(t *testing.T) {
 	f := startTaker(t, 1000, 100, 0, 1000)
 	cfg := testConfig(t, f.addr)
-	clk := core.NewManualClock(time.Now()) // never advanced
-	c := clockClient(t, cfg, clk)
-	reg := registry(t, c)
+	c, _, reg := manualClient(t, cfg) // never advanced
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	if _, err := c.NextID(ctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -341,9 +333,7 @@ func TestSpreadOverServers(t *testing.T) {
 	t.Run("NextIDs", func(t *testing.T) {
 		fs, addrs := startTakers(t, 3, 300)
 		cfg := testConfig(t, addrs...)
-		clk := core.NewManualClock(time.Now()) // never advanced: a wait would hang
-		c := clockClient(t, cfg, clk)
-		reg := registry(t, c)
+		c, _, reg := manualClient(t, cfg) // never advanced: a wait would hang
 		ids, err := c.NextIDs(context.Background(), 900)
 		if err != nil {
 			t.Fatal(err)
@@ -419,9 +409,7 @@ func TestPrefetchCallersWaitForRefillAtCeiling(t *testing.T) {
 	f := startTaker(t, 1000, 100, 0, 100)
 	cfg := testConfig(t, f.addr)
 	cfg.Prefetch = 200
-	clk := core.NewManualClock(time.Now())
-	c := clockClient(t, cfg, clk)
-	reg := registry(t, c)
+	c, clk, reg := manualClient(t, cfg)
 	waittest.Sleepers(t, clk, 1) // the refill waits
 	const callers = 8
 	var wg sync.WaitGroup
@@ -455,8 +443,7 @@ func TestSilentConnectionFailsOneCall(t *testing.T) {
 	cfg.ConnsPerServer = 1
 	cfg.Timeout = 2 * time.Second // the others' deadlines are a second after the first's
 	cfg.BreakerFailures = 2
-	c := newClient(t, cfg)
-	reg := registry(t, c)
+	c, reg := meteredClient(t, cfg)
 	first := make(chan error, 1)
 	go func() {
 		_, err := c.NextID(context.Background())
@@ -483,4 +470,13 @@ func TestSilentConnectionFailsOneCall(t *testing.T) {
 	if got := counter(t, reg, "vesta_client_calls_total", "server", f.addr, "result", "timeout"); got != 1 {
 		t.Errorf("%v timeouts counted; want 1", got)
 	}
+}
+
+// manualClient is a client of cfg on a manual clock at now, and a registry
+// of its metrics.
+func manualClient(t testing.TB, cfg client.Config) (*client.Client, *core.ManualClock, *prometheus.Registry) {
+	t.Helper()
+	clk := core.NewManualClock(time.Now())
+	c := clockClient(t, cfg, clk)
+	return c, clk, registry(t, c)
 }

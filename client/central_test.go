@@ -230,8 +230,7 @@ func TestCentralFailoverUnderLoad(t *testing.T) {
 func TestCentralFallbackAndRecovery(t *testing.T) {
 	srv := startCentral(t, 1000, central.Config{})
 	cfg := testConfig(t, srv.addr)
-	c := newClient(t, cfg)
-	reg := registry(t, c)
+	c, reg := meteredClient(t, cfg)
 	ctx := context.Background()
 	var all collect
 
@@ -314,8 +313,7 @@ func TestCentralSplitsBatches(t *testing.T) {
 // The fallback's IDs are counted once, from its generator: in Stats and
 // in the registry the client's metrics are registered on.
 func TestFallbackIDsCountedOnce(t *testing.T) {
-	c := newClient(t, testConfig(t, deadAddr(t)))
-	reg := registry(t, c)
+	c, reg := meteredClient(t, testConfig(t, deadAddr(t)))
 	if _, err := c.NextIDs(context.Background(), 5); err != nil {
 		t.Fatal(err)
 	}

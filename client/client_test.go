@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"slices"
 	"strings"
@@ -135,8 +134,7 @@ func TestErrorCodes(t *testing.T) {
 			bad.fail.Store(api.Errorf(tt.code, "test"))
 			cfg := testConfig(t, bad.addr, good.addr)
 			cfg.NoFallback = true
-			c := newClient(t, cfg)
-			reg := registry(t, c)
+			c, reg := meteredClient(t, cfg)
 			for range 4 { // the round-robin start visits both servers first
 				id, err := c.NextID(context.Background())
 				switch {
@@ -198,8 +196,7 @@ func TestDeadlineWhenServerNeverAnswers(t *testing.T) {
 	cfg := testConfig(t, addr)
 	cfg.NoFallback = true
 	cfg.Timeout = 50 * time.Millisecond
-	c := newClient(t, cfg)
-	reg := registry(t, c)
+	c, reg := meteredClient(t, cfg)
 
 	_, err := c.NextID(context.Background())
 	if !errors.Is(err, client.ErrUnavailable) || !errors.Is(err, client.ErrTimeout) {
@@ -258,8 +255,7 @@ func TestBreakerTransitions(t *testing.T) {
 	cfg.NoFallback = true
 	cfg.BreakerFailures = 2
 	cfg.BreakerTimeout = 30 * time.Millisecond
-	c := newClient(t, cfg)
-	reg := registry(t, c)
+	c, reg := meteredClient(t, cfg)
 	ctx := context.Background()
 	state := func() float64 { return gauge(t, reg, "vesta_client_breaker_state", "server", addr) }
 
@@ -337,10 +333,8 @@ func TestServerOfAnotherShapeRefused(t *testing.T) {
 	cfg := testConfig(t, first.addr, other.addr)
 	cfg.NoFallback = true
 	cfg.ConnsPerServer = 1
-	var logs syncBuffer
-	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	c := newClient(t, cfg)
-	reg := registry(t, c)
+	logs := logTo(&cfg)
+	c, reg := meteredClient(t, cfg)
 	ctx := context.Background()
 	var all collect
 	// The round-robin start visits the first server first: its shape is

@@ -24,21 +24,11 @@ func pipeConn(t testing.TB, grace time.Duration) *conn {
 	wg.Go(cn.writeLoop)
 	wg.Go(cn.watchLoop)
 	wg.Go(cn.readLoop)
-	wg.Go(func() {
-		r := wire.NewReader(srv, 1<<20)
-		for {
-			frame, err := r.Next()
-			if err != nil {
-				return
-			}
-			req, err := wire.DecodeRequest(frame)
-			if err != nil || req.Procedure != wire.ProcGenID {
-				continue
-			}
-			if _, err := srv.Write(wire.AppendIDResponse(nil, req.MsgID, uint64(req.MsgID))); err != nil {
-				return
-			}
+	pipeServer(&wg, srv, func(req wire.Request, err error) []byte {
+		if err != nil || req.Procedure != wire.ProcGenID {
+			return nil
 		}
+		return wire.AppendIDResponse(nil, req.MsgID, uint64(req.MsgID))
 	})
 	t.Cleanup(func() {
 		cn.close(ErrClosed)
@@ -46,6 +36,28 @@ func pipeConn(t testing.TB, grace time.Duration) *conn {
 		wg.Wait()
 	})
 	return cn
+}
+
+// pipeServer is a fake server on srv, run in wg until srv closes: it
+// writes answer's frame for each request (with the request's decoding
+// error), nothing for nil.
+func pipeServer(wg *sync.WaitGroup, srv net.Conn, answer func(wire.Request, error) []byte) {
+	wg.Go(func() {
+		r := wire.NewReader(srv, 1<<20)
+		for {
+			frame, err := r.Next()
+			if err != nil {
+				return
+			}
+			out := answer(wire.DecodeRequest(frame))
+			if out == nil {
+				continue
+			}
+			if _, err := srv.Write(out); err != nil {
+				return
+			}
+		}
+	})
 }
 
 // inFlight is how many calls the watchdog still looks at.
@@ -182,30 +194,20 @@ func TestGroupExpiredBeforeSent(t *testing.T) {
 	}
 	var sent []wire.TakeIDsParams
 	var mu sync.Mutex
-	wg.Go(func() { // the server: answers each TakeIDs with count IDs
-		r := wire.NewReader(srv, 1<<20)
-		for {
-			frame, err := r.Next()
-			if err != nil {
-				return
-			}
-			req, err := wire.DecodeRequest(frame)
-			var p wire.TakeIDsParams
-			if err != nil || wire.DecodeParams(req.Params, &p) != nil {
-				t.Errorf("a request the server cannot read: %v", err)
-				return
-			}
-			mu.Lock()
-			sent = append(sent, p)
-			mu.Unlock()
-			ids := make([]core.ID, p.Count)
-			for i := range ids {
-				ids[i] = core.ID(1000 + i)
-			}
-			if _, err := srv.Write(wire.AppendTakeIDsResponse(nil, req.MsgID, ids, 0)); err != nil {
-				return
-			}
+	pipeServer(&wg, srv, func(req wire.Request, err error) []byte { // answers each TakeIDs with count IDs
+		var p wire.TakeIDsParams
+		if err != nil || wire.DecodeParams(req.Params, &p) != nil {
+			t.Errorf("a request the server cannot read: %v", err)
+			return nil
 		}
+		mu.Lock()
+		sent = append(sent, p)
+		mu.Unlock()
+		ids := make([]core.ID, p.Count)
+		for i := range ids {
+			ids[i] = core.ID(1000 + i)
+		}
+		return wire.AppendTakeIDsResponse(nil, req.MsgID, ids, 0)
 	})
 	wg.Go(cn.writeLoop)
 	wg.Go(cn.watchLoop)

@@ -3,7 +3,6 @@ package client_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,10 +107,8 @@ func TestFallbackLeasedAtStart(t *testing.T) {
 	cfg.FallbackConfig.Machine.Redis.MaxClockSkew = 200 * time.Millisecond
 	cfg.FallbackConfig.MaxBorrow = 0
 	cfg.FallbackConfig.Machine.EmbeddedRange = core.MachineRange{First: 40, Count: 2}
-	var logs syncBuffer
-	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	c := newClient(t, cfg)
-	reg := registry(t, c)
+	logs := logTo(&cfg)
+	c, reg := meteredClient(t, cfg)
 
 	// Before any call: held in Redis, shown everywhere.
 	st := c.FallbackState()
@@ -202,10 +199,8 @@ func TestFallbackStateAndShape(t *testing.T) {
 	cfg := testConfig(t, f.addr)
 	cfg.FallbackConfig.Layout = core.Vesta
 	cfg.ConnsPerServer = 4
-	var logs syncBuffer
-	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	c := newClient(t, cfg)
-	reg := registry(t, c)
+	logs := logTo(&cfg)
+	c, reg := meteredClient(t, cfg)
 	st := c.FallbackState()
 	if !st.Enabled || st.Machine != 7 || st.Provider != machineid.ProviderStatic || st.Lease.State != machineid.StateNone || st.ShapeMismatch != nil {
 		t.Fatalf("FallbackState = %+v; want static machine 7, no lease, no mismatch", st)

@@ -3,7 +3,6 @@ package client_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -38,8 +37,7 @@ func TestNewDoesNotWaitOutTheQuarantine(t *testing.T) {
 	cfg.FallbackConfig.Machine.Static = nil
 	cfg.FallbackConfig.Machine.Providers = []string{machineid.ProviderRedis}
 	cfg.FallbackConfig.Machine.Redis.Addrs = []string{srv.Addr()}
-	var logs syncBuffer
-	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	logs := logTo(&cfg)
 	before := goleak.IgnoreCurrent()
 
 	// The minute only bounds a New that would wait: it would fail with
@@ -137,8 +135,7 @@ func TestCallsWaitForTheFallback(t *testing.T) {
 	clock := core.NewManualClock(start.Add(-time.Minute))
 	cfg.FallbackConfig.Clock = clock
 	cfg.Prefetch = 10
-	var logs syncBuffer
-	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	logs := logTo(&cfg)
 	c = newClient(t, cfg)
 	reg := registry(t, c)
 	if st := c.FallbackState(); st.Ready || !errors.Is(st.NotReady, client.ErrFallbackNotReady) || st.Machine != 7 {

@@ -3,7 +3,6 @@ package client_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -23,8 +22,7 @@ func TestFallbackTimeGuardAcrossRestarts(t *testing.T) {
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	cfg := testConfig(t, deadAddr(t))
 	cfg.FallbackConfig.MaxStartupWait = 0
-	var logs syncBuffer
-	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	logs := logTo(&cfg)
 	ctx := context.Background()
 	var all collect
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -303,6 +304,21 @@ func registry(t testing.TB, c *client.Client) *prometheus.Registry {
 func newClient(t testing.TB, cfg client.Config) *client.Client {
 	t.Helper()
 	return clockClient(t, cfg, core.NewSystemClock())
+}
+
+// meteredClient is newClient's client and registry's registry of it.
+func meteredClient(t testing.TB, cfg client.Config) (*client.Client, *prometheus.Registry) {
+	t.Helper()
+	c := newClient(t, cfg)
+	return c, registry(t, c)
+}
+
+// logTo sets cfg's Logger to a text logger writing into the buffer it
+// returns.
+func logTo(cfg *client.Config) *syncBuffer {
+	logs := new(syncBuffer)
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	return logs
 }
 
 // gauge reads a metric of reg: name with the label pairs given.

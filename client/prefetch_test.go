@@ -17,8 +17,7 @@ func TestPrefetchRefill(t *testing.T) {
 	f := startFake(t, 1000, 64) // refills of 100 take two calls
 	cfg := testConfig(t, f.addr)
 	cfg.Prefetch = 100
-	c := newClient(t, cfg)
-	reg := registry(t, c)
+	c, reg := meteredClient(t, cfg)
 	buffered := func() float64 { return gauge(t, reg, "vesta_client_prefetch_buffered") }
 	ctx := context.Background()
 	var all collect
@@ -123,8 +122,7 @@ func TestPrefetchBatchesAreTheirOwn(t *testing.T) {
 	f := startFake(t, 1000, 1000)
 	cfg := testConfig(t, f.addr)
 	cfg.Prefetch = 1000
-	c := newClient(t, cfg)
-	reg := registry(t, c)
+	c, reg := meteredClient(t, cfg)
 	waittest.Until(t, "the first fill", func() bool { return gauge(t, reg, "vesta_client_prefetch_buffered") == 1000 })
 	ctx := context.Background()
 	a, err := c.NextIDs(ctx, 10)
@@ -156,8 +154,7 @@ func TestAppendIDs(t *testing.T) {
 		f := startFake(t, 1000, 100)
 		cfg := testConfig(t, f.addr)
 		cfg.Prefetch = prefetch
-		c := newClient(t, cfg)
-		reg := registry(t, c)
+		c, reg := meteredClient(t, cfg)
 		if prefetch > 0 {
 			waittest.Until(t, "the first fill", func() bool { return gauge(t, reg, "vesta_client_prefetch_buffered") == float64(prefetch) })
 		}

@@ -188,18 +188,27 @@ type CentralConfig struct {
 	TLS               CentralTLS    `koanf:"tls"`
 }
 
-// CentralTLS is the central server's TLS; all empty is plain TCP.
-type CentralTLS struct {
+// ListenerTLS is a listener's TLS, the fields of CentralTLS, RESTTLS and
+// MetricsTLS; all empty is none.
+type ListenerTLS struct {
 	// Cert and Key are PEM files, both or neither.
 	Cert string `koanf:"cert"`
 	Key  string `koanf:"key"`
 	// ClientCA is a PEM file of CAs whose client certificates are
-	// required (mTLS); "" asks for none. It needs Cert.
+	// required (mTLS): a client without one is refused at the handshake.
+	// "" asks for none. It needs Cert.
 	ClientCA string `koanf:"client_ca"`
 }
 
+// Enabled reports whether the listener speaks TLS.
+func (t ListenerTLS) Enabled() bool { return t.Cert != "" }
+
+// CentralTLS is the central server's TLS (central.tls); all empty is
+// plain TCP.
+type CentralTLS ListenerTLS
+
 // Enabled reports whether the server speaks TLS.
-func (t CentralTLS) Enabled() bool { return t.Cert != "" }
+func (t CentralTLS) Enabled() bool { return ListenerTLS(t).Enabled() }
 
 // RESTConfig is the HTTP server.
 type RESTConfig struct {
@@ -224,20 +233,13 @@ type RESTConfig struct {
 	TLS             RESTTLS  `koanf:"tls"`
 }
 
-// RESTTLS is the REST server's TLS; all empty is plain HTTP.
-type RESTTLS struct {
-	// Cert and Key are PEM files, both or neither.
-	Cert string `koanf:"cert"`
-	Key  string `koanf:"key"`
-	// ClientCA is a PEM file of CAs whose client certificates are
-	// required (mTLS) on every route, /healthz and /readyz included: a
-	// client without one is refused at the handshake. "" asks for none.
-	// It needs Cert; a Token is still required when set.
-	ClientCA string `koanf:"client_ca"`
-}
+// RESTTLS is the REST server's TLS (rest.tls); all empty is plain HTTP.
+// A ClientCA is required on every route, /healthz and /readyz included;
+// a Token is still required when set.
+type RESTTLS ListenerTLS
 
 // Enabled reports whether the server speaks TLS.
-func (t RESTTLS) Enabled() bool { return t.Cert != "" }
+func (t RESTTLS) Enabled() bool { return ListenerTLS(t).Enabled() }
 
 // ClientConfig is for applications using package client, and for
 // `vesta gen --servers`.
@@ -277,21 +279,13 @@ type MetricsConfig struct {
 	TLS             MetricsTLS `koanf:"tls"`
 }
 
-// MetricsTLS is the metrics listener's TLS; all empty is plain HTTP. With
-// rest.metrics_auth the token crosses the network on each scrape: over
-// plain HTTP to another host, in clear.
-type MetricsTLS struct {
-	// Cert and Key are PEM files, both or neither.
-	Cert string `koanf:"cert"`
-	Key  string `koanf:"key"`
-	// ClientCA is a PEM file of CAs whose client certificates are
-	// required (mTLS): a scraper without one is refused at the handshake.
-	// "" asks for none. It needs Cert.
-	ClientCA string `koanf:"client_ca"`
-}
+// MetricsTLS is the metrics listener's TLS (metrics.tls); all empty is
+// plain HTTP. With rest.metrics_auth the token crosses the network on
+// each scrape: over plain HTTP to another host, in clear.
+type MetricsTLS ListenerTLS
 
 // Enabled reports whether the listener speaks TLS.
-func (t MetricsTLS) Enabled() bool { return t.Cert != "" }
+func (t MetricsTLS) Enabled() bool { return ListenerTLS(t).Enabled() }
 
 // LogConfig is the log output.
 type LogConfig struct {

@@ -97,29 +97,23 @@ func (t EtcdTLS) Load() (*tls.Config, error) {
 
 // Load reads the certificate, key and client CAs; nil when TLS is off.
 // Errors name the key.
-func (t CentralTLS) Load() (*tls.Config, error) {
-	if !t.Enabled() {
-		return nil, nil
-	}
-	return serverTLS("central.tls", t.Cert, t.Key, t.ClientCA)
-}
+func (t CentralTLS) Load() (*tls.Config, error) { return ListenerTLS(t).load("central.tls") }
 
 // Load reads the certificate, key and client CAs; nil when TLS is off.
 // Errors name the key.
-func (t RESTTLS) Load() (*tls.Config, error) {
-	if !t.Enabled() {
-		return nil, nil
-	}
-	return serverTLS("rest.tls", t.Cert, t.Key, t.ClientCA)
-}
+func (t RESTTLS) Load() (*tls.Config, error) { return ListenerTLS(t).load("rest.tls") }
 
 // Load reads the certificate, key and client CAs; nil when TLS is off.
 // Errors name the key.
-func (t MetricsTLS) Load() (*tls.Config, error) {
+func (t MetricsTLS) Load() (*tls.Config, error) { return ListenerTLS(t).load("metrics.tls") }
+
+// load reads the certificate, key and client CAs of the listener under
+// key (central.tls, rest.tls, metrics.tls); nil when TLS is off.
+func (t ListenerTLS) load(key string) (*tls.Config, error) {
 	if !t.Enabled() {
 		return nil, nil
 	}
-	return serverTLS("metrics.tls", t.Cert, t.Key, t.ClientCA)
+	return serverTLS(key, t.Cert, t.Key, t.ClientCA)
 }
 
 // serverCipherSuites are the TLS 1.2 suites a listener accepts: forward

@@ -13,6 +13,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/ceilingmetric"
 	"github.com/vesta-go/vesta/internal/issuedmetric"
+	"github.com/vesta-go/vesta/internal/promreg"
 )
 
 // ErrClientRegistered: RegisterClient on a registry where another client,
@@ -29,7 +30,7 @@ var ErrClientRegistered = errors.New("prommetrics: another open client's metrics
 // vesta_client_* series go and reg takes another client's; its counts in
 // the shared series stay.
 func RegisterClient(reg prometheus.Registerer, c *client.Client) error {
-	cc, err := register(reg, newClientCollector())
+	cc, err := promreg.Register(reg, newClientCollector())
 	if err != nil {
 		return fmt.Errorf("prommetrics: the client's metrics: %w", err)
 	}

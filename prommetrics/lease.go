@@ -1,13 +1,13 @@
 package prommetrics
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vesta-go/vesta/internal/ceilingmetric"
+	"github.com/vesta-go/vesta/internal/promreg"
 	"github.com/vesta-go/vesta/latency"
 	"github.com/vesta-go/vesta/machineid"
 )
@@ -19,7 +19,7 @@ import (
 // add up, the gauges follow the lease registered last that is still open.
 func RegisterLease(reg prometheus.Registerer, l *machineid.Lease) error {
 	st := l.Stats()
-	c, err := register(reg, newLeaseCollector(st.Range))
+	c, err := promreg.Register(reg, newLeaseCollector(st.Range))
 	if err != nil {
 		return fmt.Errorf("prommetrics: the lease's metrics: %w", err)
 	}
@@ -109,19 +109,4 @@ func (c *leaseCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.fences, prometheus.CounterValue, float64(fences))
 	ch <- prometheus.MustNewConstMetric(c.skew, prometheus.GaugeValue, st.ClockSkew.Seconds())
 	ch <- prometheus.MustNewConstMetric(c.quarantine, prometheus.GaugeValue, st.Quarantine.Seconds())
-}
-
-// register registers c, or returns the collector of its kind already
-// registered with the same descriptions.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/buildinfo"
+	"github.com/vesta-go/vesta/internal/testkit/clienttest"
 	"github.com/vesta-go/vesta/internal/testkit/embedtest"
 	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
@@ -132,12 +133,7 @@ func TestClient(t *testing.T) {
 	newClient := func(machine core.MachineID) *client.Client {
 		cfg := client.DefaultConfig(dead)
 		cfg.FallbackConfig.Machine.Static, cfg.FallbackConfig.DataDir = new(machine), t.TempDir()
-		c, err := client.New(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
+		return clienttest.Open(t, cfg)
 	}
 	reg := prometheus.NewPedanticRegistry()
 	first := newClient(6)

@@ -18,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit"
 	"github.com/vesta-go/vesta/internal/testkit/latencytest"
 	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/rest"
@@ -50,10 +51,7 @@ func benchTargets(b *testing.B) []struct{ name, url string } {
 	cfg := core.DefaultConfig()
 	cfg.Layout, cfg.Machine = core.Vesta, 1022
 	gen, err := core.New(context.Background(), cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { gen.Close() })
+	testkit.Closed(b, "core.New", gen, err)
 	s, err := rest.NewServer(gen, rest.DefaultConfig())
 	if err != nil {
 		b.Fatal(err)

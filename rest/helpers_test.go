@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
 	"github.com/vesta-go/vesta/internal/testkit/logtest"
 	"github.com/vesta-go/vesta/internal/testkit/nettest"
@@ -34,14 +35,17 @@ func vestaGen(t testing.TB) (*core.Generator, *core.ManualClock) {
 	return newGen(t, core.Config{Layout: core.Vesta, Machine: 1022})
 }
 
+// vestaBase serves a server of vestaGen's generator, configured by
+// default, and returns its base URL.
+func vestaBase(t testing.TB) string {
+	gen, _ := vestaGen(t)
+	return serve(t, newServer(t, gen, rest.Config{}))
+}
+
 func newServer(t testing.TB, gen *core.Generator, cfg rest.Config) *rest.Server {
 	t.Helper()
 	s, err := rest.NewServer(gen, cfg)
-	if err != nil {
-		t.Fatalf("NewServer: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return testkit.Closed(t, "NewServer", s, err)
 }
 
 // serve runs s on a loopback listener and returns its base URL once Serve

@@ -43,8 +43,7 @@ func newReq(t testing.TB, method, url string) *http.Request {
 // TestHEAD: every GET route answers HEAD with the GET answer's status and
 // headers and no body; a 405 lists HEAD beside GET.
 func TestHEAD(t *testing.T) {
-	gen, _ := vestaGen(t)
-	base := serve(t, newServer(t, gen, rest.Config{}))
+	base := vestaBase(t)
 	for _, path := range []string{"/genid", "/expid?id=1", "/transtime?time=1", "/makeid?time=1&seq=1",
 		"/v1/id", "/v1/ids?count=2", "/v1/ids/1", "/v1/transtime?time=1", "/v1/info",
 		"/healthz", "/readyz", "/metrics", "/openapi.json", "/", "/v1/ids/x"} {
@@ -107,8 +106,7 @@ func TestAllowListsHEAD(t *testing.T) {
 
 // TestNosniff: every answer, success or error, JSON or text, says nosniff.
 func TestNosniff(t *testing.T) {
-	gen, _ := vestaGen(t)
-	base := serve(t, newServer(t, gen, rest.Config{}))
+	base := vestaBase(t)
 	for _, path := range []string{"/genid", "/expid?id=<script>", "/v1/ids/<b>", "/nowhere", "/", "/metrics"} {
 		resp, _ := do(t, newReq(t, http.MethodGet, base+path))
 		if got := resp.Header.Get("X-Content-Type-Options"); got != "nosniff" {
@@ -119,8 +117,7 @@ func TestNosniff(t *testing.T) {
 
 // TestPercentDecodedPath: path parameters are percent-decoded.
 func TestPercentDecodedPath(t *testing.T) {
-	gen, _ := vestaGen(t)
-	base := serve(t, newServer(t, gen, rest.Config{}))
+	base := vestaBase(t)
 	for _, tc := range []struct {
 		path   string
 		status int
@@ -147,8 +144,7 @@ func TestPercentDecodedPath(t *testing.T) {
 // TestEarly413: a declared body past the limit is refused before any of
 // it is read: with Expect: 100-continue, the first answer is the 413.
 func TestEarly413(t *testing.T) {
-	gen, _ := vestaGen(t)
-	base := serve(t, newServer(t, gen, rest.Config{}))
+	base := vestaBase(t)
 	nc := rawDial(t, base, "127.0.0.1")
 	io.WriteString(nc, "POST /v1/make HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"+
 		"Content-Length: 104857600\r\nExpect: 100-continue\r\n\r\n")
@@ -167,8 +163,7 @@ func TestEarly413(t *testing.T) {
 // TestHeaderTooLargeJSON: headers past rest.MaxHeaderBytes get the JSON
 // error body of 431.
 func TestHeaderTooLargeJSON(t *testing.T) {
-	gen, _ := vestaGen(t)
-	base := serve(t, newServer(t, gen, rest.Config{}))
+	base := vestaBase(t)
 	req := newReq(t, http.MethodGet, base+"/v1/id")
 	req.Header.Set("X-Big", strings.Repeat("a", rest.MaxHeaderBytes))
 	resp, body := do(t, req)
@@ -213,8 +208,7 @@ func TestMetricsAuth(t *testing.T) {
 // parameter values (central/wire's fields.go; central's TestParamForms
 // sends the same over RPC).
 func TestParamFormsShared(t *testing.T) {
-	gen, _ := vestaGen(t)
-	base := serve(t, newServer(t, gen, rest.Config{}))
+	base := vestaBase(t)
 	for _, tc := range []struct {
 		path   string
 		status int

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vesta-go/vesta/internal/testkit"
 	"github.com/vesta-go/vesta/internal/testkit/mariadbtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/segtest"
@@ -266,10 +267,7 @@ func TestLeafOnMariaDB(t *testing.T) {
 		}
 	}
 	st, err := mysqlstore.Open(mysqlstore.Config{DSN: srv.DSN("leaf")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	testkit.Closed(t, "mysqlstore.Open", st, err)
 	cfg := segment.DefaultConfig()
 	cfg.RefreshTags = -1
 	gen, _ := vestaGen(t)
@@ -312,10 +310,7 @@ func TestLeafOnMariaDB(t *testing.T) {
 func TestLeafOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	st, err := redisstore.Open(redisstore.Config{Addrs: []string{srv.Addr()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	testkit.Closed(t, "redisstore.Open", st, err)
 	ctx := context.Background()
 	if err := st.Create(ctx, segment.TagInfo{Tag: "order", MaxID: 1000, Step: 1000, Description: "order <numbers>"}); err != nil {
 		t.Fatal(err)

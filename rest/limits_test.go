@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vesta-go/vesta/internal/testkit"
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
 
 	"github.com/vesta-go/vesta/rest"
@@ -21,11 +22,7 @@ func rawDial(t testing.TB, base, from string) net.Conn {
 	t.Helper()
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
 	nc, err := d.Dial("tcp", strings.TrimPrefix(base, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { nc.Close() })
-	return nc
+	return testkit.Closed(t, "dial", nc, err)
 }
 
 // rawGet sends GET path on nc and returns the status, or 0 when the

@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"sync/atomic"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/issuedmetric"
+	"github.com/vesta-go/vesta/internal/promreg"
 )
 
 // unmatched labels requests that matched no route, so that scanners
@@ -67,11 +67,11 @@ func newMetrics(reg prometheus.Registerer, routes []string) (*metrics, error) {
 		Buckets: []float64{50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 1, 5},
 	}, []string{"route"})
 	var err error
-	if requests, err = register(reg, requests); err != nil {
-		return nil, err
+	if requests, err = promreg.Register(reg, requests); err != nil {
+		return nil, fmt.Errorf("rest: registering metrics: %w", err)
 	}
-	if duration, err = register(reg, duration); err != nil {
-		return nil, err
+	if duration, err = promreg.Register(reg, duration); err != nil {
+		return nil, fmt.Errorf("rest: registering metrics: %w", err)
 	}
 	issued, err := issuedmetric.New(reg) // shared with the central server
 	if err != nil {
@@ -92,20 +92,4 @@ func (m *metrics) route(path string) *routeMetrics {
 		return r
 	}
 	return m.routes[unmatched]
-}
-
-// register registers c, or returns the collector already registered under
-// the same description (a second server on the same registry).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	if err != nil {
-		return c, fmt.Errorf("rest: registering metrics: %w", err)
-	}
-	return c, nil
 }

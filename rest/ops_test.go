@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vesta-go/vesta/internal/testkit"
 	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 
@@ -205,10 +206,7 @@ func TestMetrics(t *testing.T) {
 	// The central server, run beside REST by `vesta serve`, registers the
 	// shared issuance counter first.
 	cs, err := central.NewServer(gen, central.Config{Registerer: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	testkit.Closed(t, "central.NewServer", cs, err)
 
 	s := newServer(t, gen, rest.Config{Registerer: reg})
 	newServer(t, gen, rest.Config{Registerer: reg}) // a second server shares the collectors

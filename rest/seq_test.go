@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit"
 	"github.com/vesta-go/vesta/internal/testkit/segtest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/rest"
@@ -239,10 +240,7 @@ func TestLeafAPIFirstNumbers(t *testing.T) {
 		t.Fatal(err)
 	}
 	is, err := segment.Open(ctx, store, segment.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { is.Close() })
+	testkit.Closed(t, "segment.Open", is, err)
 	gen, _ := vestaGen(t)
 	s := newServer(t, gen, rest.Config{Sequences: is})
 	for want := int64(1000); want < 1006; want++ {

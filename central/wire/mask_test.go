@@ -12,12 +12,7 @@ import (
 
 func TestDecodeMaskParams(t *testing.T) {
 	longTenant := strings.Repeat("t", wire.MaxTenantLen)
-	for _, tc := range []struct {
-		name    string
-		params  []byte
-		want    wire.MaskParams
-		wantErr string
-	}{
+	decodeCases(t, []decodeTest[wire.MaskParams]{
 		{"ids only", params(t, map[string]any{"ids": []any{1, uint64(1 << 63)}}), wire.MaskParams{IDs: []uint64{1, 1 << 63}}, ""},
 		{"all", params(t, map[string]any{"ids": []any{"7"}, "tenant": longTenant, "kind": "ord"}),
 			wire.MaskParams{IDs: []uint64{7}, Tenant: longTenant, Kind: "ord"}, ""},
@@ -33,18 +28,11 @@ func TestDecodeMaskParams(t *testing.T) {
 		{"kind too long", params(t, map[string]any{"ids": []any{1}, "kind": strings.Repeat("k", 17)}), wire.MaskParams{}, "kind: 17 bytes"},
 		{"kind not UTF-8", params(t, map[string]any{"ids": []any{1}, "kind": []byte{0xff}}), wire.MaskParams{}, "not UTF-8"},
 		{"unknown field", params(t, map[string]any{"ids": []any{1}, "count": 1}), wire.MaskParams{}, `unknown field "count"`},
-	} {
-		t.Run(tc.name, func(t *testing.T) { decodeCase(t, tc.params, tc.want, tc.wantErr) })
-	}
+	})
 }
 
 func TestDecodeUnmaskParams(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		params  []byte
-		want    wire.UnmaskParams
-		wantErr string
-	}{
+	decodeCases(t, []decodeTest[wire.UnmaskParams]{
 		{"masks", params(t, map[string]any{"masks": []any{"ord_0123456789abc", ""}, "kind": "ord"}),
 			wire.UnmaskParams{Masks: []string{"ord_0123456789abc", ""}, Kind: "ord"}, ""},
 		{"bin masks (old spec)", params(t, map[string]any{"masks": []any{[]byte("0123456789abc")}}), wire.UnmaskParams{Masks: []string{"0123456789abc"}}, ""},
@@ -52,7 +40,22 @@ func TestDecodeUnmaskParams(t *testing.T) {
 		{"a mask too long", params(t, map[string]any{"masks": []any{strings.Repeat("0", 65)}}), wire.UnmaskParams{}, "masks: [0]: 65 bytes; want at most 64"},
 		{"a mask a number", params(t, map[string]any{"masks": []any{"a", 5}}), wire.UnmaskParams{}, "masks: [1]: want string"},
 		{"ids given", params(t, map[string]any{"masks": []any{}, "ids": []any{1}}), wire.UnmaskParams{}, `unknown field "ids"`},
-	} {
+	})
+}
+
+// decodeTest is a case of decodeCases: params decode into a T as want, or
+// fail with an invalid_argument error containing wantErr (a substring
+// naming the field; "" for success).
+type decodeTest[T any] struct {
+	name    string
+	params  []byte
+	want    T
+	wantErr string
+}
+
+// decodeCases runs each case as a subtest of its name (decodeCase).
+func decodeCases[T any](t *testing.T, cases []decodeTest[T]) {
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { decodeCase(t, tc.params, tc.want, tc.wantErr) })
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central/wire"
 )
 
@@ -19,12 +18,7 @@ func params(t *testing.T, m map[string]any) []byte {
 
 func TestDecodeSeqParams(t *testing.T) {
 	long := strings.Repeat("x", wire.MaxTagLen)
-	for _, tc := range []struct {
-		name    string
-		params  []byte
-		want    wire.NextSeqsParams
-		wantErr string // a substring naming the field; "" for success
-	}{
+	decodeCases(t, []decodeTest[wire.NextSeqsParams]{
 		{"ok", params(t, map[string]any{"tag": "orders", "count": 3}), wire.NextSeqsParams{Tag: "orders", Count: 3}, ""},
 		{"longest tag", params(t, map[string]any{"tag": long, "count": 1}), wire.NextSeqsParams{Tag: long, Count: 1}, ""},
 		{"bin tag (old spec)", params(t, map[string]any{"tag": []byte("a.b"), "count": 1}), wire.NextSeqsParams{Tag: "a.b", Count: 1}, ""},
@@ -39,21 +33,7 @@ func TestDecodeSeqParams(t *testing.T) {
 		{"missing count", params(t, map[string]any{"tag": "a"}), wire.NextSeqsParams{}, "missing field count"},
 		{"unknown field", params(t, map[string]any{"tag": "a", "count": 1, "step": 2}), wire.NextSeqsParams{}, `unknown field "step"`},
 		{"no params", nil, wire.NextSeqsParams{}, "missing field tag"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var got wire.NextSeqsParams
-			err := wire.DecodeParams(tc.params, &got)
-			if tc.wantErr == "" {
-				if err != nil || got != tc.want {
-					t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
-				}
-				return
-			}
-			if !errors.Is(err, &api.Error{Code: api.InvalidArgument}) || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("error %v; want invalid_argument containing %q", err, tc.wantErr)
-			}
-		})
-	}
+	})
 	// The one-field form refuses count.
 	var one wire.NextSeqParams
 	if err := wire.DecodeParams(params(t, map[string]any{"tag": "a", "count": 1}), &one); err == nil {

@@ -9,7 +9,6 @@
 package ceilingmetric
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vesta-go/vesta/internal/promreg"
 	"github.com/vesta-go/vesta/latency"
 )
 
@@ -85,9 +85,9 @@ func (m *Metrics) read() Reading { return Reading{Waits: m.waits.Load(), Wait: m
 // registering them unless they are: read is called at every scrape, for
 // as long as reg lives, so its counts must never go down.
 func AddSource(reg prometheus.Registerer, method string, read func() Reading) error {
-	h, err := register(reg, &hub{})
+	h, err := promreg.Register(reg, &hub{})
 	if err != nil {
-		return err
+		return fmt.Errorf("ceilingmetric: %w", err)
 	}
 	h.mu.Lock()
 	h.sources = append(h.sources, source{method, read})
@@ -168,21 +168,8 @@ func RegisterWaitingIDs(reg prometheus.Registerer, ids func() float64) error {
 		Name: WaitingIDsName,
 		Help: "IDs owed to MessagePack-RPC calls that wait at the ID sequence's ceiling, server-wide.",
 	}, ids)
-	_, err := register(reg, prometheus.Collector(g))
-	return err
-}
-
-// register registers c, or returns the collector already registered under
-// its name with the same description.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, fmt.Errorf("ceilingmetric: %w", err)
+	if _, err := promreg.Register(reg, prometheus.Collector(g)); err != nil {
+		return fmt.Errorf("ceilingmetric: %w", err)
 	}
-	return c, nil
+	return nil
 }

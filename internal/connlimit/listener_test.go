@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/internal/connlimit"
+	"github.com/vesta-go/vesta/internal/testkit"
 	"github.com/vesta-go/vesta/internal/testkit/nettest"
 )
 
@@ -100,11 +101,7 @@ func TestFirstRequestDeadline(t *testing.T) {
 	}()
 	dial := func() net.Conn {
 		nc, err := net.Dial("tcp", inner.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { nc.Close() })
-		return nc
+		return testkit.Closed(t, "net.Dial", nc, err)
 	}
 	silent := dial()
 	s := <-accepted

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vesta-go/vesta/internal/promreg"
 )
 
 // Names name a listener's metrics, written out in full by each server so
@@ -46,18 +48,10 @@ func NewMetrics(reg prometheus.Registerer, n Names) (*Metrics, error) {
 	m := &Metrics{reg: reg, unsent: n.Unsent}
 	var err error
 	vec := func(name, help string, reasons ...Reason) map[Reason]prometheus.Counter {
-		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"reason"})
-		if e := reg.Register(v); e != nil {
-			var are prometheus.AlreadyRegisteredError
-			existing, ok := v, false
-			if errors.As(e, &are) {
-				existing, ok = are.ExistingCollector.(*prometheus.CounterVec)
-			}
-			if !ok {
-				err = errors.Join(err, fmt.Errorf("connlimit: registering %s: %w", name, e))
-				return nil
-			}
-			v = existing
+		v, e := promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"reason"}))
+		if e != nil {
+			err = errors.Join(err, fmt.Errorf("connlimit: registering %s: %w", name, e))
+			return nil
 		}
 		out := make(map[Reason]prometheus.Counter, len(reasons))
 		for _, r := range reasons {

@@ -6,10 +6,11 @@
 package holdmetric
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vesta-go/vesta/internal/promreg"
 )
 
 // Name is the metric's name; the alert rule and the dashboard query it.
@@ -22,13 +23,7 @@ func Conflicts(reg prometheus.Registerer) (prometheus.Counter, error) {
 		Name: Name,
 		Help: "Explains with the holder that found an ID's instant inside two holds of its machine ID: a broken promise of uniqueness.",
 	})
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(prometheus.Counter); ok {
-			return existing, nil
-		}
-	}
+	c, err := promreg.Register(reg, c)
 	if err != nil {
 		return nil, fmt.Errorf("holdmetric: %w", err)
 	}

@@ -1,7 +1,6 @@
 package issuedmetric
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -9,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/promreg"
 )
 
 // Name is the metric's name; alert rules and the dashboard query it.
@@ -52,13 +52,7 @@ func New(reg prometheus.Registerer) (*Counter, error) {
 	if reg == nil {
 		return c, nil
 	}
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(*Counter); ok {
-			return existing, nil
-		}
-	}
+	c, err := promreg.Register(reg, c)
 	if err != nil {
 		return nil, fmt.Errorf("issuedmetric: %w", err)
 	}

@@ -18,16 +18,18 @@
 //     length of a test (the one serve helper) and forwards TCP through a
 //     delay (the one slow network), tlstest a throwaway CA,
 //     latencytest latency percentiles for benchmarks.
-//   - gentest starts core generators, embedtest embedded issuers, and
-//     segtest segment sequencers and the ledger of their numbers: the only
+//   - gentest starts core generators, embedtest embedded issuers,
+//     segtest segment sequencers and the ledger of their numbers, and
+//     clienttest opens Go clients of servers a test started: the only
 //     kits that import product packages.
 //
 // Imports only go down, so that no cycle is possible: this package and
-// servetest import the standard library only; proctest and netnstest
-// import it; nettest imports waittest; redistest, mariadbtest and etcdtest
-// import proctest, netnstest and tlstest; gentest imports core, embedtest
-// embed and segtest segment (so those packages' own tests use them from
-// external test packages); no kit imports another product package.
+// servetest import the standard library only; every other kit may import
+// this package (Closed, Short); nettest imports waittest; redistest,
+// mariadbtest and etcdtest import proctest, netnstest and tlstest; gentest
+// imports core, embedtest embed, segtest segment and clienttest client (so
+// those packages' own tests use them from external test packages); no kit
+// imports another product package.
 //
 // # The inner loop
 //
@@ -60,4 +62,19 @@ func SkipShort(tb testing.TB, needs string) {
 	if Short() {
 		tb.Skipf("needs %s: skipped by go test -short; make test runs it", needs)
 	}
+}
+
+// Closed returns v, made by a call that returned v and err: it fails tb
+// with what the call was and err unless err is nil, and closes v when tb
+// ends. One line instead of the check and the cleanup at every call:
+//
+//	gen, err := core.New(ctx, cfg)
+//	return testkit.Closed(tb, "core.New", gen, err)
+func Closed[T interface{ Close() error }](tb testing.TB, what string, v T, err error) T {
+	tb.Helper()
+	if err != nil {
+		tb.Fatalf("%s: %v", what, err)
+	}
+	tb.Cleanup(func() { v.Close() })
+	return v
 }

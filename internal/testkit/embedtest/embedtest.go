@@ -6,6 +6,7 @@ import (
 
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/internal/testkit"
 )
 
 // Open opens cfg's issuer, failing the test if it cannot, and closes it
@@ -13,11 +14,7 @@ import (
 func Open(tb testing.TB, cfg embed.Config) *embed.Issuer {
 	tb.Helper()
 	is, err := embed.Open(context.Background(), cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { is.Close() })
-	return is
+	return testkit.Closed(tb, "embed.Open", is, err)
 }
 
 // Static is Open of the default configuration on static machine ID

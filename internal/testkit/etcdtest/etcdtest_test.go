@@ -43,6 +43,18 @@ func get(t *testing.T, cli *clientv3.Client, k, v string, opts ...clientv3.OpOpt
 	}
 }
 
+// status is m's Status, which must answer.
+func status(t *testing.T, m *etcdtest.Member) *clientv3.StatusResponse {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	st, err := m.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 // TestClusterServes: three members on ports of their own, none etcd's
 // defaults, in data dirs of their own, serve a put and a get, and still
 // hold the key once all have been stopped and restarted.
@@ -143,18 +155,9 @@ func TestReplace(t *testing.T) {
 	c := etcdtest.StartCluster(t, 3, etcdtest.Options{})
 	cli := c.Client(t)
 	put(t, cli, "k", "v")
-	status := func() *clientv3.StatusResponse {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		st, err := c.Member(1).Status(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st
-	}
-	before := status()
+	before := status(t, c.Member(1))
 	c.Replace(1)
-	after := status()
+	after := status(t, c.Member(1))
 	if after.Header.MemberId == before.Header.MemberId {
 		t.Errorf("member ID %x unchanged by Replace", after.Header.MemberId)
 	}
@@ -172,18 +175,9 @@ func TestWipe(t *testing.T) {
 	c := etcdtest.Start(t)
 	cli := c.Client(t)
 	put(t, cli, "k", "v")
-	status := func() *clientv3.StatusResponse {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		st, err := c.Member(0).Status(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st
-	}
-	before := status()
+	before := status(t, c.Member(0))
 	c.Wipe()
-	after := status()
+	after := status(t, c.Member(0))
 	if after.Header.ClusterId == before.Header.ClusterId {
 		t.Errorf("cluster ID %x unchanged by Wipe", after.Header.ClusterId)
 	}

@@ -9,17 +9,14 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit"
 )
 
 // New starts a generator with cfg, closed at cleanup.
 func New(tb testing.TB, cfg core.Config) *core.Generator {
 	tb.Helper()
 	gen, err := core.New(context.Background(), cfg)
-	if err != nil {
-		tb.Fatalf("core.New: %v", err)
-	}
-	tb.Cleanup(func() { gen.Close() })
-	return gen
+	return testkit.Closed(tb, "core.New", gen, err)
 }
 
 // Manual starts a generator on a manual clock, closed at cleanup, and

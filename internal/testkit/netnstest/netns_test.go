@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vesta-go/vesta/internal/testkit"
 	"github.com/vesta-go/vesta/internal/testkit/netnstest"
 )
 
@@ -20,10 +21,7 @@ import (
 func echo(t *testing.T, h *netnstest.Host, addr string) string {
 	t.Helper()
 	l, err := h.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	testkit.Closed(t, "h.Listen", l, err)
 	go func() {
 		for {
 			c, err := l.Accept()
@@ -78,6 +76,20 @@ func TestPartitions(t *testing.T) {
 		srv := echo(t, a, net.JoinHostPort(a.Addr.String(), "7000"))
 		local := echo(t, a, "127.0.0.1:7001")
 		const short = 500 * time.Millisecond
+		// reaches and timesOut check a call from h to addr: through, or
+		// hanging until it times out (a silent cut).
+		reaches := func(h *netnstest.Host, addr, what string) {
+			t.Helper()
+			if err := call(h, addr, 5*time.Second); err != nil {
+				t.Errorf("%s: %v", what, err)
+			}
+		}
+		timesOut := func(h *netnstest.Host, addr, what string) {
+			t.Helper()
+			if err := call(h, addr, short); !timedOut(err) {
+				t.Errorf("%s: %v; want a timeout", what, err)
+			}
+		}
 		for _, h := range []*netnstest.Host{b, c} {
 			if err := call(h, srv, 5*time.Second); err != nil {
 				t.Fatalf("%s -> a: %v", h.Name, err)
@@ -88,24 +100,14 @@ func TestPartitions(t *testing.T) {
 		}
 
 		a.Drop(b)
-		if err := call(b, srv, short); !timedOut(err) {
-			t.Errorf("b -> a with a dropping b: %v; want a timeout", err)
-		}
-		if err := call(c, srv, 5*time.Second); err != nil {
-			t.Errorf("c -> a with a dropping only b: %v", err)
-		}
+		timesOut(b, srv, "b -> a with a dropping b")
+		reaches(c, srv, "c -> a with a dropping only b")
 		a.Heal()
 		a.Drop()
-		if err := call(c, srv, short); !timedOut(err) {
-			t.Errorf("c -> a with a dropping everyone: %v; want a timeout", err)
-		}
-		if err := call(a, local, 5*time.Second); err != nil {
-			t.Errorf("a's loopback with a cut off: %v", err)
-		}
+		timesOut(c, srv, "c -> a with a dropping everyone")
+		reaches(a, local, "a's loopback with a cut off")
 		a.Heal()
-		if err := call(b, srv, 5*time.Second); err != nil {
-			t.Errorf("b -> a healed: %v", err)
-		}
+		reaches(b, srv, "b -> a healed")
 
 		a.LinkDown()
 		start := time.Now()
@@ -114,29 +116,17 @@ func TestPartitions(t *testing.T) {
 		} else if d := time.Since(start); d > 2*time.Second {
 			t.Errorf("a -> b with a's link down failed after %v; want at once", d)
 		}
-		if err := call(a, local, 5*time.Second); err != nil {
-			t.Errorf("a's loopback with its link down: %v", err)
-		}
+		reaches(a, local, "a's loopback with its link down")
 		a.Heal()
-		if err := call(c, srv, 5*time.Second); err != nil {
-			t.Errorf("c -> a healed: %v", err)
-		}
+		reaches(c, srv, "c -> a healed")
 
 		netnstest.Split([]*netnstest.Host{a}, []*netnstest.Host{b})
-		if err := call(b, srv, short); !timedOut(err) {
-			t.Errorf("b -> a split: %v; want a timeout", err)
-		}
+		timesOut(b, srv, "b -> a split")
 		a.Heal() // b's rules still cut it
-		if err := call(b, srv, short); !timedOut(err) {
-			t.Errorf("b -> a split, a healed: %v; want a timeout", err)
-		}
-		if err := call(c, srv, 5*time.Second); err != nil {
-			t.Errorf("c -> a with a split from b only: %v", err)
-		}
+		timesOut(b, srv, "b -> a split, a healed")
+		reaches(c, srv, "c -> a with a split from b only")
 		b.Heal()
-		if err := call(b, srv, 5*time.Second); err != nil {
-			t.Errorf("b -> a healed on both: %v", err)
-		}
+		reaches(b, srv, "b -> a healed on both")
 
 		out, err := b.Command("ip", "-4", "-o", "addr", "show", "dev", "eth0").CombinedOutput()
 		if err != nil || !strings.Contains(string(out), b.Addr.String()) {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"testing"
 
+	"github.com/vesta-go/vesta/internal/testkit"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
@@ -23,11 +24,7 @@ func DeadAddr(tb testing.TB) string {
 func Loopback(tb testing.TB) net.Listener {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { ln.Close() })
-	return ln
+	return testkit.Closed(tb, "net.Listen", ln, err)
 }
 
 // Server is what Serve runs: central's and rest's servers, and an

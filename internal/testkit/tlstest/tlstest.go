@@ -35,14 +35,7 @@ func New(tb testing.TB) *PKI {
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
 	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	caDER, ca := sign(tb, caTmpl, caTmpl, &caKey.PublicKey, caKey)
 	leaf := func(serial int64, usage x509.ExtKeyUsage) tls.Certificate {
 		k := newKey(tb)
 		tmpl := &x509.Certificate{
@@ -51,20 +44,28 @@ func New(tb testing.TB) *PKI {
 			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
 			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
 		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &k.PublicKey, caKey)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		parsed, err := x509.ParseCertificate(der)
-		if err != nil {
-			tb.Fatal(err)
-		}
+		der, parsed := sign(tb, tmpl, ca, &k.PublicKey, caKey)
 		return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k, Leaf: parsed}
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
 	return &PKI{Pool: pool, Server: leaf(2, x509.ExtKeyUsageServerAuth),
 		Client: leaf(3, x509.ExtKeyUsageClientAuth), caDER: caDER}
+}
+
+// sign makes tmpl's certificate for pub, signed by parent's key signer,
+// and parses it back.
+func sign(tb testing.TB, tmpl, parent *x509.Certificate, pub *ecdsa.PublicKey, signer *ecdsa.PrivateKey) ([]byte, *x509.Certificate) {
+	tb.Helper()
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return der, cert
 }
 
 func newKey(tb testing.TB) *ecdsa.PrivateKey {
