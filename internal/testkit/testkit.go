@@ -17,7 +17,8 @@
 //     nettest gives a dead address, serves a server on loopback for the
 //     length of a test (the one serve helper) and forwards TCP through a
 //     delay (the one slow network), tlstest a throwaway CA,
-//     latencytest latency percentiles for benchmarks.
+//     latencytest latency percentiles for benchmarks, errtest the check of
+//     an error a test expects (its sentinel and what it names).
 //   - gentest starts core generators, embedtest embedded issuers,
 //     segtest segment sequencers and the ledger of their numbers, and
 //     clienttest opens Go clients of servers a test started: the only

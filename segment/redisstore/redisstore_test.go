@@ -3,7 +3,6 @@ package redisstore_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/segtest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
@@ -59,7 +59,7 @@ func TestBasics(t *testing.T) {
 	}
 	// A start above the line a loss would jump to is refused.
 	err := st.Create(ctx, segment.TagInfo{Tag: "high", MaxID: lineNow(t, srv.Addr()) + 2*redisstore.Ahead, Step: 1})
-	if !errors.Is(err, segment.ErrConfig) || !strings.Contains(err.Error(), "MaxID") {
+	if !errtest.Wraps(err, segment.ErrConfig, "MaxID") {
 		t.Fatalf("Create above the line = %v", err)
 	}
 	r, err := st.Next(ctx, "inv", 0)
@@ -109,7 +109,7 @@ func TestBasics(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := redisstore.Open(tc.cfg)
-			if !errors.Is(err, redisstore.ErrConfig) || !strings.Contains(err.Error(), tc.field) {
+			if !errtest.Wraps(err, redisstore.ErrConfig, tc.field) {
 				t.Fatalf("Open = %v; want ErrConfig naming %s", err, tc.field)
 			}
 		})
