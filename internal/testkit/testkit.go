@@ -24,9 +24,9 @@
 //     clienttest opens Go clients of servers a test started: the only
 //     kits that import product packages.
 //
-// Imports only go down, so that no cycle is possible: this package and
-// servetest import the standard library only; every other kit may import
-// this package (Closed, Short); nettest imports waittest; redistest,
+// Imports only go down, so that no cycle is possible: this package,
+// servetest and errtest import the standard library only; every other kit
+// may import this package (Closed, Short); nettest imports waittest; redistest,
 // mariadbtest and etcdtest import proctest, netnstest and tlstest; gentest
 // imports core, embedtest embed, segtest segment and clienttest client (so
 // those packages' own tests use them from external test packages); no kit
