@@ -3,7 +3,6 @@ package redisstore_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -130,37 +129,28 @@ func TestLedger(t *testing.T) {
 // ErrUnavailable (the store is being broken), and returns what each caller
 // got, for segtest.Check.
 func run(t *testing.T, iss []*segment.Sequencer, tags []string, stop <-chan struct{}, issued *atomic.Int64) func() [][][]int64 {
-	const callers = 8
-	got := make([][][]int64, callers)
-	var wg sync.WaitGroup
-	for c := range callers {
-		got[c] = make([][]int64, len(tags))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx := context.Background()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				ti := (c + i) % len(tags)
-				ns, err := iss[c%len(iss)].NextN(ctx, tags[ti], 1+i%3)
-				if errors.Is(err, segment.ErrUnavailable) {
-					time.Sleep(time.Millisecond)
-					continue
-				}
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				got[c][ti] = append(got[c][ti], ns...)
-				issued.Add(int64(len(ns)))
+	return segtest.Callers(8, len(tags), func(c int, got [][]int64) {
+		ctx := context.Background()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
 			}
-		}()
-	}
-	return func() [][][]int64 { wg.Wait(); return got }
+			ti := (c + i) % len(tags)
+			ns, err := iss[c%len(iss)].NextN(ctx, tags[ti], 1+i%3)
+			if errors.Is(err, segment.ErrUnavailable) {
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got[ti] = append(got[ti], ns...)
+			issued.Add(int64(len(ns)))
+		}
+	})
 }
 
 // The loss floor: Redis loses reservations it acknowledged, while issuers
