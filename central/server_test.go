@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
 
@@ -347,7 +347,7 @@ func TestConfig(t *testing.T) {
 	gen := newGen(t, core.Config{})
 	for _, tt := range tests {
 		err := tt.cfg.Validate()
-		if !errors.Is(err, central.ErrConfig) || !strings.Contains(err.Error(), tt.name) {
+		if !errtest.Wraps(err, central.ErrConfig, tt.name) {
 			t.Errorf("%+v: %v; want an error naming %s", tt.cfg, err, tt.name)
 		}
 		if _, err := central.NewServer(gen, tt.cfg); !errors.Is(err, central.ErrConfig) {

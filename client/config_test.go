@@ -2,12 +2,12 @@ package client_test
 
 import (
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/machineid"
 )
 
@@ -68,7 +68,7 @@ func TestConfigValidate(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, client.ErrConfig) || !strings.Contains(err.Error(), tt.field) {
+			if !errtest.Wraps(err, client.ErrConfig, tt.field) {
 				t.Fatalf("Validate = %v; want ErrConfig naming %s", err, tt.field)
 			}
 		})
@@ -82,8 +82,7 @@ func TestDefaultConfig(t *testing.T) {
 		t.Fatalf("DefaultConfig = %+v", c)
 	}
 	err := c.Validate()
-	if !errors.Is(err, client.ErrConfig) || !errors.Is(err, machineid.ErrNoMachineID) ||
-		!strings.Contains(err.Error(), "FallbackConfig.Machine") || !strings.Contains(err.Error(), "set NoFallback") {
+	if !errors.Is(err, client.ErrConfig) || !errtest.Wraps(err, machineid.ErrNoMachineID, "FallbackConfig.Machine", "set NoFallback") {
 		t.Fatalf("DefaultConfig().Validate() = %v; want ErrConfig wrapping machineid.ErrNoMachineID, naming FallbackConfig.Machine and NoFallback", err)
 	}
 }

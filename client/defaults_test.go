@@ -13,6 +13,7 @@ import (
 
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/internal/testkit/logtest"
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
@@ -217,8 +218,7 @@ func TestFallbackStateAndShape(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if err := c.FallbackState().ShapeMismatch; !errors.Is(err, client.ErrFallbackShape) ||
-		!strings.Contains(err.Error(), "layout sorted") || !strings.Contains(err.Error(), "layout vesta") {
+	if err := c.FallbackState().ShapeMismatch; !errtest.Wraps(err, client.ErrFallbackShape, "layout sorted", "layout vesta") {
 		t.Fatalf("ShapeMismatch = %v; want ErrFallbackShape naming both layouts", err)
 	}
 	if n := strings.Count(logs.String(), "level=ERROR"); n != 1 {
@@ -232,8 +232,7 @@ func TestFallbackStateAndShape(t *testing.T) {
 		func() error { _, err := c.NextIDs(context.Background(), 10); return err },
 	} {
 		err := call()
-		if !errors.Is(err, client.ErrFallbackShape) || !errors.Is(err, client.ErrUnavailable) ||
-			!strings.Contains(err.Error(), "layout sorted") || !strings.Contains(err.Error(), "layout vesta") {
+		if !errors.Is(err, client.ErrFallbackShape) || !errtest.Wraps(err, client.ErrUnavailable, "layout sorted", "layout vesta") {
 			t.Fatalf("a call with the server down = %v; want ErrFallbackShape naming both layouts, joined with ErrUnavailable", err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
@@ -78,7 +79,7 @@ func TestNewDoesNotWaitOutTheQuarantine(t *testing.T) {
 	waittest.Until(t, "the call to wait for the fallback", func() bool { return c.FallbackWaiters() == 1 })
 	stop()
 	if err := <-done; !errors.Is(err, client.ErrFallbackNotReady) || !errors.Is(err, client.ErrUnavailable) ||
-		!errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "connection refused") {
+		!errtest.Wraps(err, context.Canceled, "connection refused") {
 		t.Fatalf("NextID whose context ended first = %v; want ErrFallbackNotReady and context.Canceled joined with the servers' ErrUnavailable", err)
 	}
 
@@ -206,7 +207,7 @@ func TestNewRefusesAFallbackUnlikeItsFleet(t *testing.T) {
 	cfg.FallbackConfig.Machine.Providers = []string{machineid.ProviderRedis}
 	cfg.FallbackConfig.Machine.Redis.Addrs = []string{srv.Addr()}
 	_, err := client.New(context.Background(), cfg)
-	if !errors.Is(err, machineid.ErrFleet) || !strings.Contains(err.Error(), "id.layout vesta (the fleet's: sorted)") {
+	if !errtest.Wraps(err, machineid.ErrFleet, "id.layout vesta (the fleet's: sorted)") {
 		t.Fatalf("New with a vesta-layout fallback in a sorted fleet = %v; want ErrFleet naming both layouts", err)
 	}
 	if keys := rc.Keys(context.Background(), "*:lease").Val(); len(keys) != 0 {

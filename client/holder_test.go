@@ -3,13 +3,13 @@ package client_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/client"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 )
 
 // Client.Holder through real servers: the hold that covers an ID; a
@@ -39,8 +39,7 @@ func TestHolder(t *testing.T) {
 	})})
 	cd := newClient(t, testConfig(t, downSrv.addr))
 	_, err = cd.Holder(ctx, id)
-	if !errors.Is(err, client.ErrUnavailable) || !errors.Is(err, &api.Error{Code: api.Unavailable}) ||
-		!strings.Contains(err.Error(), "the hold history of machine 1000 cannot be read") {
+	if !errors.Is(err, client.ErrUnavailable) || !errtest.Wraps(err, &api.Error{Code: api.Unavailable}, "the hold history of machine 1000 cannot be read") {
 		t.Fatalf("Holder with the store down: %v", err)
 	}
 

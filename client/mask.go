@@ -32,28 +32,16 @@ const (
 // (errors.Is(err, &api.Error{Code: api.NotFound})); no server able to
 // answer is ErrUnavailable.
 func (c *Client) Mask(ctx context.Context, tenant, kind string, ids ...core.ID) ([]string, error) {
-	out := make([]string, 0, len(ids))
-	for len(out) < len(ids) {
-		var got []string
-		err := c.seqServers(ctx, func(ctx context.Context, deadline time.Time, cn *conn) error {
-			k := min(len(ids)-len(out), cn.info.maxBatch, maskChunk)
+	out, err := inParts(ctx, c, len(ids), maskChunk, "Vesta.Mask: %d masks for %d IDs", ids,
+		func(ctx context.Context, deadline time.Time, cn *conn, ids []core.ID, start, k int, got *[]string) error {
 			piece := make([]uint64, k)
 			for i := range piece {
-				piece[i] = uint64(ids[len(out)+i])
+				piece[i] = uint64(ids[start+i])
 			}
-			got = got[:0]
-			if err := cn.invoke(ctx, deadline, wire.ProcMask, &wire.MaskParams{IDs: piece, Tenant: tenant, Kind: kind}, &got); err != nil {
-				return err
-			}
-			if len(got) != k {
-				return fmt.Errorf("%w: Vesta.Mask: %d masks for %d IDs", ErrProtocol, len(got), k)
-			}
-			return nil
+			return cn.invoke(ctx, deadline, wire.ProcMask, &wire.MaskParams{IDs: piece, Tenant: tenant, Kind: kind}, got)
 		})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, got...)
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -64,27 +52,19 @@ func (c *Client) Mask(ctx context.Context, tenant, kind string, ids ...core.ID) 
 // code invalid_argument naming it (masks[i]) and why, decided by the
 // server from the text alone, before any lookup of yours.
 func (c *Client) Unmask(ctx context.Context, tenant, kind string, masks ...string) ([]core.ID, error) {
-	out := make([]core.ID, 0, len(masks))
-	for len(out) < len(masks) {
-		var got []uint64
-		start := len(out)
-		err := c.seqServers(ctx, func(ctx context.Context, deadline time.Time, cn *conn) error {
-			k := min(len(masks)-start, cn.info.maxBatch, unmaskChunk)
-			got = got[:0]
-			if err := cn.invoke(ctx, deadline, wire.ProcUnmask, &wire.UnmaskParams{Masks: masks[start : start+k], Tenant: tenant, Kind: kind}, &got); err != nil {
+	got, err := inParts(ctx, c, len(masks), unmaskChunk, "Vesta.Unmask: %d IDs for %d masks", masks,
+		func(ctx context.Context, deadline time.Time, cn *conn, masks []string, start, k int, got *[]uint64) error {
+			if err := cn.invoke(ctx, deadline, wire.ProcUnmask, &wire.UnmaskParams{Masks: masks[start : start+k], Tenant: tenant, Kind: kind}, got); err != nil {
 				return fmt.Errorf("client: Unmask of masks %d-%d: %w", start, start+k-1, err)
-			}
-			if len(got) != k {
-				return fmt.Errorf("%w: Vesta.Unmask: %d IDs for %d masks", ErrProtocol, len(got), k)
 			}
 			return nil
 		})
-		if err != nil {
-			return nil, err
-		}
-		for _, v := range got {
-			out = append(out, core.ID(v))
-		}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]core.ID, len(got))
+	for i, v := range got {
+		out[i] = core.ID(v)
 	}
 	return out, nil
 }

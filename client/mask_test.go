@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/internal/testkit/masktest"
 	"github.com/vesta-go/vesta/mask"
 )
@@ -61,12 +61,11 @@ func TestMaskUnmask(t *testing.T) {
 	bad := slices.Clone(masks[:1500])
 	bad[1200] = "ord_0000000000000"
 	_, err = c.Unmask(ctx, "acme", "ord", bad...)
-	if !errors.Is(err, &api.Error{Code: api.InvalidArgument}) || !strings.Contains(err.Error(), "masks 1200-1499") ||
-		!strings.Contains(err.Error(), "masks[0]") || !strings.Contains(err.Error(), "not a masked ID of this deployment") {
+	if !errtest.Wraps(err, &api.Error{Code: api.InvalidArgument}, "masks 1200-1499", "masks[0]", "not a masked ID of this deployment") {
 		t.Fatalf("a bad mask: %v", err)
 	}
 	_, err = c.Unmask(ctx, "acme", "usr", masks[0])
-	if !errors.Is(err, &api.Error{Code: api.InvalidArgument}) || !strings.Contains(err.Error(), `is a mask of kind "ord", not "usr"`) {
+	if !errtest.Wraps(err, &api.Error{Code: api.InvalidArgument}, `is a mask of kind "ord", not "usr"`) {
 		t.Fatalf("another kind: %v", err)
 	}
 	if _, err := c.Mask(ctx, "acme", "o-rd", ids[0]); !errors.Is(err, &api.Error{Code: api.InvalidArgument}) {
@@ -77,7 +76,7 @@ func TestMaskUnmask(t *testing.T) {
 	plain := startCentral(t, 1010, central.Config{})
 	cfg = testConfig(t, plain.addr)
 	c = newClient(t, cfg)
-	if _, err := c.Mask(ctx, "", "", ids[0]); !errors.Is(err, &api.Error{Code: api.NotFound}) || !strings.Contains(err.Error(), "VESTA_MASK_KEY_FILE") {
+	if _, err := c.Mask(ctx, "", "", ids[0]); !errtest.Wraps(err, &api.Error{Code: api.NotFound}, "VESTA_MASK_KEY_FILE") {
 		t.Fatalf("no key: %v", err)
 	}
 	// No server: unavailable, no fallback.

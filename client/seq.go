@@ -115,17 +115,34 @@ func (c *Client) NextSeqs(ctx context.Context, tag string, n int) ([]int64, erro
 // fetchSeq gets n numbers of tag from the servers; on error it returns
 // what came before it.
 func (c *Client) fetchSeq(ctx context.Context, tag string, n int) ([]int64, error) {
-	out := make([]int64, 0, n)
+	return inParts(ctx, c, n, 0, "Vesta.NextSeqs: %d numbers for a count of %d", tag,
+		func(ctx context.Context, deadline time.Time, cn *conn, tag string, _, k int, got *[]int64) error {
+			return cn.invoke(ctx, deadline, wire.ProcNextSeqs, wire.NextSeqsParams{Tag: tag, Count: uint64(k)}, got)
+		})
+}
+
+// inParts makes a call of n items (numbers, IDs, masks) as parts a server
+// takes, each of at most its max_batch and of most (0: no other limit),
+// one seqServers call each, and returns the answers in order; on an error,
+// the answers before it. call asks cn for the k answers of the part at
+// start into got (arg is the call's own, so that a call that needs no
+// more captures nothing); an answer that is not k long is ErrProtocol,
+// told by short (a format of the answers' and the items' count).
+func inParts[T, A any](ctx context.Context, c *Client, n, most int, short string, arg A, call func(ctx context.Context, deadline time.Time, cn *conn, arg A, start, k int, got *[]T) error) ([]T, error) {
+	out := make([]T, 0, n)
 	for len(out) < n {
-		var got []int64
+		var got []T
 		err := c.seqServers(ctx, func(ctx context.Context, deadline time.Time, cn *conn) error {
 			k := min(n-len(out), cn.info.maxBatch)
+			if most > 0 {
+				k = min(k, most)
+			}
 			got = got[:0]
-			if err := cn.invoke(ctx, deadline, wire.ProcNextSeqs, wire.NextSeqsParams{Tag: tag, Count: uint64(k)}, &got); err != nil {
+			if err := call(ctx, deadline, cn, arg, len(out), k, &got); err != nil {
 				return err
 			}
 			if len(got) != k {
-				return fmt.Errorf("%w: Vesta.NextSeqs: %d numbers for a count of %d", ErrProtocol, len(got), k)
+				return fmt.Errorf("%w: "+short, ErrProtocol, len(got), k)
 			}
 			return nil
 		})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/vesta-go/vesta/central"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/internal/testkit/segtest"
 	"github.com/vesta-go/vesta/segment"
 )
@@ -176,7 +176,7 @@ func TestSeqConfig(t *testing.T) {
 			cfg := testConfig(t, "127.0.0.1:1")
 			tc.mod(&cfg)
 			err := cfg.Validate()
-			if !errors.Is(err, client.ErrConfig) || !strings.Contains(err.Error(), tc.mention) {
+			if !errtest.Wraps(err, client.ErrConfig, tc.mention) {
 				t.Fatalf("%v; want ErrConfig naming %s", err, tc.mention)
 			}
 		})

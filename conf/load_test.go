@@ -17,6 +17,7 @@ import (
 
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/machineid"
 )
 
@@ -425,7 +426,7 @@ func TestLoadFileErrors(t *testing.T) {
 	}
 	for _, bad := range []string{"id: [", "- a\n- b\n", "5", "id: {layout: a}\nid: {layout: b}\n"} {
 		_, err := loadYAML(t, bad)
-		if !errors.Is(err, conf.ErrConfig) || !strings.Contains(err.Error(), "vesta.yaml") {
+		if !errtest.Wraps(err, conf.ErrConfig, "vesta.yaml") {
 			t.Errorf("%q: %v; want ErrConfig naming the file", bad, err)
 		}
 	}

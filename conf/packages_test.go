@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/rest"
@@ -109,7 +109,7 @@ func TestCentralAndRESTConfig(t *testing.T) {
 	}
 	for name, path := range map[string]string{"missing": files.CA + ".missing", "no PEM certificate": files.ServerKey} {
 		c.REST.TLS.ClientCA = path
-		if _, err := c.RESTConfig(); !errors.Is(err, conf.ErrConfig) || !strings.Contains(err.Error(), "rest.tls.client_ca") {
+		if _, err := c.RESTConfig(); !errtest.Wraps(err, conf.ErrConfig, "rest.tls.client_ca") {
 			t.Errorf("RESTConfig with a %s client_ca file: %v; want ErrConfig naming rest.tls.client_ca", name, err)
 		}
 	}
@@ -129,7 +129,7 @@ func TestCentralAndRESTConfig(t *testing.T) {
 		t.Errorf("metrics.tls with a client CA: %v; want the certificate, client certificates required", err)
 	}
 	c.Metrics.TLS.Key = c.Metrics.TLS.Cert
-	if _, err := c.Metrics.TLS.Load(); !errors.Is(err, conf.ErrConfig) || !strings.Contains(err.Error(), "metrics.tls.cert") {
+	if _, err := c.Metrics.TLS.Load(); !errtest.Wraps(err, conf.ErrConfig, "metrics.tls.cert") {
 		t.Errorf("metrics.tls with a bad key file: %v; want ErrConfig naming metrics.tls", err)
 	}
 	c = conf.DefaultConfig()

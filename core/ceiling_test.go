@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"math"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
@@ -198,7 +198,7 @@ func TestReadyAfterStepBack(t *testing.T) {
 		t.Fatalf("an hour back: %d IDs, retry %v, %v; want none, for an hour", len(more), d, err)
 	}
 	err = g.Ready()
-	if !errors.Is(err, core.ErrClockBehind) || !strings.Contains(err.Error(), "resumes at") {
+	if !errtest.Wraps(err, core.ErrClockBehind, "resumes at") {
 		t.Fatalf("Ready an hour back: %v; want ErrClockBehind saying when issuing resumes", err)
 	}
 

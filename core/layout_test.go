@@ -3,11 +3,11 @@ package core_test
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"pgregory.net/rapid"
 )
 
@@ -314,7 +314,7 @@ func TestCodecEpoch(t *testing.T) {
 	}
 	// Leaf's epoch given explicitly is Leaf's; any other is refused.
 	mustCodec(t, core.Leaf, time.UnixMilli(1288834974657))
-	if _, err := core.NewCodec(core.Leaf, core.SortedEpoch); !errors.Is(err, core.ErrConfig) || !strings.Contains(err.Error(), "1288834974657") {
+	if _, err := core.NewCodec(core.Leaf, core.SortedEpoch); !errtest.Wraps(err, core.ErrConfig, "1288834974657") {
 		t.Errorf("leaf with another epoch: %v", err)
 	}
 	if _, err := core.NewCodec(core.Layout(7), time.Time{}); !errors.Is(err, core.ErrUnknownName) {

@@ -2,10 +2,10 @@ package core_test
 
 import (
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 )
 
 // The default ranges of package machineid.
@@ -51,7 +51,7 @@ func TestMachineRangeCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := r.Check(5, "server")
-	if !errors.Is(err, core.ErrMachineRange) || !strings.Contains(err.Error(), "5") || !strings.Contains(err.Error(), "924-1023") {
+	if !errtest.Wraps(err, core.ErrMachineRange, "5", "924-1023") {
 		t.Fatalf("Check(5) = %v; want ErrMachineRange naming 5 and 924-1023", err)
 	}
 }

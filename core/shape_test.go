@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 )
 
 // ledger records every ID issued across generators, as numbers: two
@@ -257,7 +258,7 @@ func TestRekeyOntoAnotherLayoutIsRefused(t *testing.T) {
 	other := core.NewMemGuard(t0)
 	other.SetShape(core.Shape{Layout: core.Vesta, EpochMs: core.VestaEpoch.UnixMilli()})
 	err := g.Control().Rekey(context.Background(), 8, other)
-	if !errors.Is(err, core.ErrShape) || !strings.Contains(err.Error(), "machine 8") {
+	if !errtest.Wraps(err, core.ErrShape, "machine 8") {
 		t.Fatalf("Rekey onto a Vesta-layout mark: %v; want ErrShape naming machine 8", err)
 	}
 }

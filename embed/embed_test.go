@@ -14,6 +14,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
 	"github.com/vesta-go/vesta/internal/testkit/embedtest"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid"
@@ -43,7 +44,7 @@ func TestConfigErrors(t *testing.T) {
 			cfg.DataDir = t.TempDir()
 			tc.edit(&cfg)
 			_, err := embed.Open(context.Background(), cfg)
-			if !errors.Is(err, embed.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+			if !errtest.Wraps(err, embed.ErrConfig, tc.want) {
 				t.Fatalf("Open: %v; want ErrConfig naming %q", err, tc.want)
 			}
 		})

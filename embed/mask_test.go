@@ -3,7 +3,6 @@ package embed_test
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
 	"github.com/vesta-go/vesta/internal/testkit/embedtest"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/mask"
 )
@@ -66,7 +66,7 @@ func TestIssuerMasker(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := orders.Unmask(off.Mask(other)); !errors.Is(err, mask.ErrImplausible) || !strings.Contains(err.Error(), "machine ID") {
+			if _, err := orders.Unmask(off.Mask(other)); !errtest.Wraps(err, mask.ErrImplausible, "machine ID") {
 				t.Errorf("machine 500: %v", err)
 			}
 			// Another tenant's masker reads none of them.

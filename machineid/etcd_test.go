@@ -13,6 +13,7 @@ import (
 
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/internal/testkit/etcdtest"
 	"github.com/vesta-go/vesta/internal/testkit/logtest"
 	"github.com/vesta-go/vesta/internal/testkit/tlstest"
@@ -147,7 +148,7 @@ func TestEtcdUnreachable(t *testing.T) {
 		t.Fatalf("%s %d; want static 1023", l.Provider(), l.ID())
 	}
 	c.Providers = []string{machineid.ProviderEtcd}
-	if _, err := acquire(t, c, core.Central); !errors.Is(err, machineid.ErrUnavailable) || !strings.Contains(err.Error(), "etcd") {
+	if _, err := acquire(t, c, core.Central); !errtest.Wraps(err, machineid.ErrUnavailable, "etcd") {
 		t.Fatalf("Acquire with etcd down: %v; want ErrUnavailable naming etcd", err)
 	}
 }
@@ -161,7 +162,7 @@ func TestEtcdFleetRecord(t *testing.T) {
 	generator(t, mustAcquire(t, c, core.Central), core.Config{})
 	l := mustAcquire(t, c, core.Central)
 	_, err := l.NewGenerator(context.Background(), core.Config{Layout: core.Vesta}, "")
-	if !errors.Is(err, machineid.ErrFleet) || !strings.Contains(err.Error(), "id.layout vesta (the fleet's: sorted)") || !strings.Contains(err.Error(), "vesta/fleet") {
+	if !errtest.Wraps(err, machineid.ErrFleet, "id.layout vesta (the fleet's: sorted)", "vesta/fleet") {
 		t.Fatalf("a Vesta-layout host in a sorted fleet: %v; want ErrFleet naming both layouts and the record", err)
 	}
 	c.Etcd.LeaseTTL = 5 * time.Second

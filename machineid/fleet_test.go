@@ -2,12 +2,11 @@ package machineid_test
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/machineid"
 )
 
@@ -47,7 +46,7 @@ func TestRedisFleetRecord(t *testing.T) {
 			}
 			l := mustAcquire(t, mc, core.Central)
 			_, err := l.NewGenerator(context.Background(), g, "")
-			if !errors.Is(err, machineid.ErrFleet) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "vesta:fleet") {
+			if !errtest.Wraps(err, machineid.ErrFleet, tc.want, "vesta:fleet") {
 				t.Fatalf("NewGenerator: %v; want ErrFleet naming %q and the record's key", err, tc.want)
 			}
 		})
@@ -61,7 +60,7 @@ func TestRedisFleetRecord(t *testing.T) {
 	timedGen := generator(t, timed, core.Config{})
 	// A borrow past the bound: refused before anything else, naming it.
 	far := mustAcquire(t, base, core.Central)
-	if _, err := far.NewGenerator(context.Background(), core.Config{MaxBorrow: testReach}, ""); !errors.Is(err, machineid.ErrConfig) || !strings.Contains(err.Error(), "MaxBorrow") {
+	if _, err := far.NewGenerator(context.Background(), core.Config{MaxBorrow: testReach}, ""); !errtest.Wraps(err, machineid.ErrConfig, "MaxBorrow") {
 		t.Fatalf("NewGenerator with MaxBorrow %s: %v; want ErrConfig naming MaxBorrow", testReach, err)
 	}
 	far.Close(context.Background())

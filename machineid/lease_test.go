@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
 )
@@ -414,7 +415,7 @@ func (h *holder) drain() {
 func takeOver(t testing.TB, addr string) *machineid.Lease {
 	t.Helper()
 	c := holderConfig(addr)
-	if _, err := acquire(t, c, core.Central); !errors.Is(err, machineid.ErrRangeFull) || !strings.Contains(err.Error(), "1000-1000") {
+	if _, err := acquire(t, c, core.Central); !errtest.Wraps(err, machineid.ErrRangeFull, "1000-1000") {
 		t.Fatalf("Acquire while the holder's lease stands: %v; want ErrRangeFull naming 1000-1000", err)
 	}
 	var l *machineid.Lease

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/machineid"
 )
 
@@ -143,7 +144,7 @@ func TestRedisClaimsFromTheLeaseRangeOnly(t *testing.T) {
 			t.Fatalf("Range() = %s; want the lease range %s", l.Range(), c.ServerLeaseRange)
 		}
 	}
-	if _, err := acquire(t, c, core.Central); !errors.Is(err, machineid.ErrRangeFull) || !strings.Contains(err.Error(), "1000-1002") {
+	if _, err := acquire(t, c, core.Central); !errtest.Wraps(err, machineid.ErrRangeFull, "1000-1002") {
 		t.Fatalf("fourth Acquire = %v; want ErrRangeFull naming 1000-1002", err)
 	}
 }

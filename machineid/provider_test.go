@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/internal/testkit/logtest"
 	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/machineid"
@@ -175,8 +176,7 @@ func TestUnreachableRedisAtStart(t *testing.T) {
 	c.Redis.Addrs = []string{deadAddr(t)}
 	c.Providers, c.Static = []string{"redis", "static"}, new(core.MachineID(1023))
 	_, err := acquire(t, c, core.Central)
-	if !errors.Is(err, machineid.ErrConfig) || !strings.Contains(err.Error(), "Static: 1023") ||
-		!strings.Contains(err.Error(), "ServerLeaseRange 924-1023, all of ServerRange") {
+	if !errtest.Wraps(err, machineid.ErrConfig, "Static: 1023", "ServerLeaseRange 924-1023, all of ServerRange") {
 		t.Fatalf("redis then static 1023 on the default ranges: %v; want ErrConfig naming Static and ServerLeaseRange", err)
 	}
 
@@ -191,8 +191,7 @@ func TestUnreachableRedisAtStart(t *testing.T) {
 
 	c.Providers = []string{"redis"}
 	_, err = acquire(t, c, core.Central)
-	if !errors.Is(err, machineid.ErrNoProvider) || !errors.Is(err, machineid.ErrUnavailable) ||
-		!strings.Contains(err.Error(), c.Redis.Addrs[0]) {
+	if !errors.Is(err, machineid.ErrNoProvider) || !errtest.Wraps(err, machineid.ErrUnavailable, c.Redis.Addrs[0]) {
 		t.Fatalf("redis alone: %v; want ErrNoProvider naming %s", err, c.Redis.Addrs[0])
 	}
 }

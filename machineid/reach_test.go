@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/machineid/internal/redisstore"
 	"github.com/vesta-go/vesta/machineid/redislease"
@@ -34,7 +34,7 @@ func TestQuarantineCountsTheBound(t *testing.T) {
 			q.Format(time.RFC3339Nano), since.Format(time.RFC3339Nano), machineid.MaxRedisReach, want.Format(time.RFC3339Nano))
 	}
 	// A borrow that takes this host past the bound is refused.
-	if err := l.Prepare(context.Background(), core.Config{MaxBorrow: machineid.MaxRedisReach}); !errors.Is(err, machineid.ErrConfig) || !strings.Contains(err.Error(), "MaxRedisReach") {
+	if err := l.Prepare(context.Background(), core.Config{MaxBorrow: machineid.MaxRedisReach}); !errtest.Wraps(err, machineid.ErrConfig, "MaxRedisReach") {
 		t.Fatalf("Prepare with a borrow past the bound: %v; want ErrConfig naming MaxRedisReach", err)
 	}
 }
@@ -130,7 +130,7 @@ func TestSentinelClocks(t *testing.T) {
 	clock.SetShift(3 * time.Second)
 	c.Clock = clock
 	_, err := acquire(t, c, core.Central)
-	if !errors.Is(err, machineid.ErrUnavailable) || !strings.Contains(err.Error(), "the Sentinel's clock") || !strings.Contains(err.Error(), "no majority") {
+	if !errtest.Wraps(err, machineid.ErrUnavailable, "the Sentinel's clock", "no majority") {
 		t.Fatalf("Acquire with the clock 3s ahead of every Sentinel's: %v; want unavailable: no majority, naming the Sentinels' clocks", err)
 	}
 	clock.SetShift(0)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/machineid/redislease"
@@ -63,7 +64,7 @@ func TestRacingLeasersNeverShareAnID(t *testing.T) {
 		t.Fatalf("%d leases and %d errors; want 10 and 20 (errors: %v)", len(leases), len(errs), errors.Join(errs...))
 	}
 	for _, err := range errs {
-		if !errors.Is(err, machineid.ErrRangeFull) || !strings.Contains(err.Error(), "924-933") {
+		if !errtest.Wraps(err, machineid.ErrRangeFull, "924-933") {
 			t.Fatalf("error %q; want ErrRangeFull naming the range 924-933", err)
 		}
 		if errors.Is(err, machineid.ErrUnavailable) {
@@ -212,7 +213,7 @@ func TestClusterIsRefused(t *testing.T) {
 	c.Providers = []string{machineid.ProviderRedis}
 	c.Redis.Addrs = []string{"a:6379", "b:6379", "c:6379"}
 	err := c.Validate()
-	if !errors.Is(err, machineid.ErrConfig) || !strings.Contains(err.Error(), "Redis.Addrs") || !strings.Contains(err.Error(), "Cluster") {
+	if !errtest.Wraps(err, machineid.ErrConfig, "Redis.Addrs", "Cluster") {
 		t.Fatalf("Validate with 3 addresses and no master name: %v; want ErrConfig naming Redis.Addrs and Cluster", err)
 	}
 	srv := redistest.StartCluster(t)

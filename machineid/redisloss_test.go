@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/machineid/redislease"
@@ -308,7 +309,7 @@ func TestMinReplicas(t *testing.T) {
 	c.ServerRange = oneID
 	c.Redis.MinReplicas = 1
 	_, err := machineid.Acquire(context.Background(), c, core.Central)
-	if !errors.Is(err, machineid.ErrReplicas) || !errors.Is(err, machineid.ErrUnavailable) || !strings.Contains(err.Error(), "min_replicas 1") {
+	if !errors.Is(err, machineid.ErrReplicas) || !errtest.Wraps(err, machineid.ErrUnavailable, "min_replicas 1") {
 		t.Fatalf("Acquire with no replica: %v; want ErrReplicas (unavailable) naming min_replicas", err)
 	}
 	if n := client(t, srv).Exists(context.Background(), leaseKeyOf(oneID.First)).Val(); n != 0 {
@@ -335,7 +336,7 @@ func TestClockSkewBoundRequiredWithRedis(t *testing.T) {
 	c.Providers = []string{machineid.ProviderRedis}
 	c.Redis.MaxClockSkew = 0
 	err := c.Validate()
-	if !errors.Is(err, machineid.ErrConfig) || !strings.Contains(err.Error(), "Redis.MaxClockSkew") {
+	if !errtest.Wraps(err, machineid.ErrConfig, "Redis.MaxClockSkew") {
 		t.Fatalf("Validate with max_clock_skew 0 and the redis provider: %v; want ErrConfig naming Redis.MaxClockSkew", err)
 	}
 	c.Providers, c.Static = []string{machineid.ProviderStatic}, new(core.MachineID(1))
@@ -344,7 +345,7 @@ func TestClockSkewBoundRequiredWithRedis(t *testing.T) {
 	}
 	c.Providers = []string{machineid.ProviderRedis}
 	c.Redis.MaxClockSkew, c.Redis.MinReplicas = time.Second, -1
-	if err := c.Validate(); !errors.Is(err, machineid.ErrConfig) || !strings.Contains(err.Error(), "Redis.MinReplicas") {
+	if err := c.Validate(); !errtest.Wraps(err, machineid.ErrConfig, "Redis.MinReplicas") {
 		t.Fatalf("negative MinReplicas: %v", err)
 	}
 }
@@ -431,12 +432,12 @@ func TestRedisMarkKnowsItsShape(t *testing.T) {
 	release(t, gen, l)
 	l = mustAcquire(t, c, core.Central) // after a clean release: at once
 	_, err := l.NewGenerator(context.Background(), core.Config{Layout: core.Vesta}, "")
-	if !errors.Is(err, machineid.ErrFleet) || !strings.Contains(err.Error(), "id.layout vesta (the fleet's: sorted)") {
+	if !errtest.Wraps(err, machineid.ErrFleet, "id.layout vesta (the fleet's: sorted)") {
 		t.Fatalf("a Vesta-layout generator in a sorted-layout fleet: %v; want ErrFleet naming both layouts", err)
 	}
 	dropFleetRecord(t, srv)
 	_, err = l.NewGenerator(context.Background(), core.Config{Layout: core.Vesta}, "")
-	if !errors.Is(err, core.ErrShape) || !strings.Contains(err.Error(), "layout sorted") || !strings.Contains(err.Error(), "layout vesta") {
+	if !errtest.Wraps(err, core.ErrShape, "layout sorted", "layout vesta") {
 		t.Fatalf("a Vesta-layout generator on a sorted-layout mark: %v; want ErrShape naming both layouts", err)
 	}
 	l.Close(context.Background())

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/machineid"
 )
 
@@ -61,7 +62,7 @@ func TestSentinelMajorityRequired(t *testing.T) {
 		t.Fatalf("NextID while fenced: %v; want ErrFenced", err)
 	}
 	c.ServerRange = core.MachineRange{First: 1001, Count: 1}
-	if _, err := acquire(t, c, core.Central); !errors.Is(err, machineid.ErrUnavailable) || !strings.Contains(err.Error(), "no majority") {
+	if _, err := acquire(t, c, core.Central); !errtest.Wraps(err, machineid.ErrUnavailable, "no majority") {
 		t.Fatalf("Acquire without a majority of the Sentinels: %v; want ErrUnavailable naming the missing majority", err)
 	}
 }

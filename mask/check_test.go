@@ -2,12 +2,12 @@ package mask_test
 
 import (
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/mask"
 )
 
@@ -37,7 +37,7 @@ func TestCheckValidate(t *testing.T) {
 		{"not_before past the end", mask.Check{NotBefore: time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)}, "NotBefore"},
 	} {
 		err := c.check.Validate()
-		if c.field == "" && err != nil || c.field != "" && (!errors.Is(err, mask.ErrCheck) || !strings.Contains(err.Error(), c.field+":")) {
+		if c.field == "" && err != nil || c.field != "" && (!errtest.Wraps(err, mask.ErrCheck, c.field+":")) {
 			t.Errorf("%s: %v; want an error naming %q", c.name, err, c.field)
 		}
 	}

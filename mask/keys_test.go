@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/mask"
 )
 
@@ -42,7 +43,7 @@ func TestParseKeys(t *testing.T) {
 	for _, c := range cases {
 		k, err := mask.ParseKeys(c.text)
 		if c.current < 0 {
-			if !errors.Is(err, mask.ErrKeys) || !strings.Contains(err.Error(), c.why) {
+			if !errtest.Wraps(err, mask.ErrKeys, c.why) {
 				t.Errorf("%s: %v; want ErrKeys saying %q", c.name, err, c.why)
 			}
 			if err != nil && (strings.Contains(err.Error(), s3[:12]) || strings.Contains(err.Error(), "long")) {
@@ -81,7 +82,7 @@ func TestReadKeyFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("slot 0 x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := mask.ReadKeyFile(path); !errors.Is(err, mask.ErrKeys) || !strings.Contains(err.Error(), path) {
+	if _, err := mask.ReadKeyFile(path); !errtest.Wraps(err, mask.ErrKeys, path) {
 		t.Errorf("bad file: %v; want ErrKeys naming the path", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/mask"
 )
 
@@ -312,7 +313,7 @@ func TestCheck(t *testing.T) {
 		switch {
 		case tc.why == "" && (err != nil || got != id):
 			t.Errorf("%s: %v", tc.name, err)
-		case tc.why != "" && (!errors.Is(err, mask.ErrImplausible) || !strings.Contains(err.Error(), tc.why)):
+		case tc.why != "" && (!errtest.Wraps(err, mask.ErrImplausible, tc.why)):
 			t.Errorf("%s: %v; want ErrImplausible saying %q", tc.name, err, tc.why)
 		}
 	}

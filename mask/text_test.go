@@ -1,11 +1,10 @@
 package mask_test
 
 import (
-	"errors"
 	"math"
-	"strings"
 	"testing"
 
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/mask"
 )
 
@@ -40,7 +39,7 @@ func TestParse(t *testing.T) {
 	for _, c := range cases {
 		got, err := mask.Parse(c.in)
 		if c.out == "" {
-			if !errors.Is(err, mask.ErrSyntax) || !strings.Contains(err.Error(), c.why) {
+			if !errtest.Wraps(err, mask.ErrSyntax, c.why) {
 				t.Errorf("Parse(%q) = %+v, %v; want ErrSyntax saying %q", c.in, got, err, c.why)
 			}
 			continue

@@ -1,14 +1,13 @@
 package rest_test
 
 import (
-	"errors"
 	"net/http/httptest"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/rest"
 )
@@ -118,7 +117,7 @@ func TestCeilingConfig(t *testing.T) {
 		{rest.Config{MaxWaitingCalls: -1}, "MaxWaitingCalls"},
 		{rest.Config{MaxWaitingIDs: 1<<30 + 1}, "MaxWaitingIDs"},
 	} {
-		if _, err := rest.NewServer(gen, tt.cfg); !errors.Is(err, rest.ErrConfig) || !strings.Contains(err.Error(), tt.field) {
+		if _, err := rest.NewServer(gen, tt.cfg); !errtest.Wraps(err, rest.ErrConfig, tt.field) {
 			t.Errorf("NewServer(%+v): %v; want ErrConfig naming %s", tt.cfg, err, tt.field)
 		}
 	}

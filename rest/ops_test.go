@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/internal/testkit"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 
@@ -394,7 +395,7 @@ func TestConfigValidate(t *testing.T) {
 		switch {
 		case tc.field == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
-		case tc.field != "" && (!errors.Is(err, rest.ErrConfig) || !strings.Contains(err.Error(), tc.field+":")):
+		case tc.field != "" && (!errtest.Wraps(err, rest.ErrConfig, tc.field+":")):
 			t.Errorf("%s: %v, want ErrConfig naming %s", tc.name, err, tc.field)
 		}
 		if tc.field == "Token" && err != nil && strings.Contains(err.Error(), tc.cfg.Token) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/internal/testkit/segtest"
 	"github.com/vesta-go/vesta/segment"
 )
@@ -81,7 +82,7 @@ func TestConfigValidate(t *testing.T) {
 			cfg := segment.DefaultConfig()
 			tc.mod(&cfg)
 			err := cfg.Validate()
-			if !errors.Is(err, segment.ErrConfig) || !strings.Contains(err.Error(), tc.field) {
+			if !errtest.Wraps(err, segment.ErrConfig, tc.field) {
 				t.Fatalf("Validate() = %v; want ErrConfig naming %s", err, tc.field)
 			}
 			if _, err := segment.Open(context.Background(), segment.NewMemStore(), cfg); !errors.Is(err, segment.ErrConfig) {
@@ -120,7 +121,7 @@ func TestTagInfoValidate(t *testing.T) {
 			i := ok
 			tc.mod(&i)
 			err := i.Validate()
-			if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.field) {
+			if !errtest.Wraps(err, tc.is, tc.field) {
 				t.Fatalf("Validate() = %v; want %v naming %s", err, tc.is, tc.field)
 			}
 			if err := segment.NewMemStore().Create(context.Background(), i); !errors.Is(err, tc.is) {
@@ -192,7 +193,7 @@ func TestBadInput(t *testing.T) {
 	cfg := segment.DefaultConfig()
 	cfg.Preload = []string{"a", "missing"}
 	_, err := segment.Open(ctx, newStore(t, 10, "a"), cfg)
-	if !errors.Is(err, segment.ErrUnknownTag) || !strings.Contains(err.Error(), `"missing"`) {
+	if !errtest.Wraps(err, segment.ErrUnknownTag, `"missing"`) {
 		t.Fatalf("Open with an unknown preload: %v", err)
 	}
 }

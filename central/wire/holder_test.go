@@ -11,6 +11,7 @@ import (
 
 	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 )
 
 // holderSample is a conflict of two holds, every field set, a long
@@ -99,7 +100,7 @@ func TestDecodeHolderResult(t *testing.T) {
 		"known not a number": {byCodec(t, map[string]any{"known": true}), `"known"`},
 	} {
 		err := wire.DecodeResult(tc.b, &h)
-		if !errors.Is(err, wire.ErrMalformed) || !strings.Contains(err.Error(), tc.want) {
+		if !errtest.Wraps(err, wire.ErrMalformed, tc.want) {
 			t.Errorf("%s: %v; want ErrMalformed naming %s", name, err, tc.want)
 		}
 	}
@@ -122,7 +123,7 @@ func TestDecodeHolderParams(t *testing.T) {
 		"unknown":  {map[string]any{"id": 1, "holder": 1}, "holder"},
 	} {
 		err := wire.DecodeParams(byCodec(t, tc.params), &p)
-		if !errors.Is(err, &api.Error{Code: api.InvalidArgument}) || !strings.Contains(err.Error(), tc.want) {
+		if !errtest.Wraps(err, &api.Error{Code: api.InvalidArgument}, tc.want) {
 			t.Errorf("%s: %v; want invalid_argument naming %s", name, err, tc.want)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central/wire"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 )
 
 func TestDecodeMaskParams(t *testing.T) {
@@ -72,7 +73,7 @@ func decodeCase[T any](t *testing.T, params []byte, want T, wantErr string) {
 		}
 		return
 	}
-	if !errors.Is(err, &api.Error{Code: api.InvalidArgument}) || !strings.Contains(err.Error(), wantErr) {
+	if !errtest.Wraps(err, &api.Error{Code: api.InvalidArgument}, wantErr) {
 		t.Fatalf("error %v; want invalid_argument containing %q", err, wantErr)
 	}
 }

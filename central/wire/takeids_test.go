@@ -11,6 +11,7 @@ import (
 	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 )
 
 // TestTakeIDsFrames: the hand-written TakeIDs frames are the codec's, byte
@@ -97,7 +98,7 @@ func TestDecodeTakeIDsResult(t *testing.T) {
 			got := wire.TakeIDsResult{IDs: make([]uint64, 0, 4)}
 			err := wire.DecodeResult(tt.in, &got)
 			if tt.err != "" {
-				if !errors.Is(err, wire.ErrMalformed) || !strings.Contains(err.Error(), tt.err) {
+				if !errtest.Wraps(err, wire.ErrMalformed, tt.err) {
 					t.Fatalf("err %v; want ErrMalformed with %q", err, tt.err)
 				}
 				return

@@ -17,15 +17,16 @@
 //     nettest gives a dead address, serves a server on loopback for the
 //     length of a test (the one serve helper) and forwards TCP through a
 //     delay (the one slow network), tlstest a throwaway CA,
-//     latencytest latency percentiles for benchmarks.
+//     latencytest latency percentiles for benchmarks, errtest the check of
+//     an error a test expects (its sentinel and what it names).
 //   - gentest starts core generators, embedtest embedded issuers,
 //     segtest segment sequencers and the ledger of their numbers, and
 //     clienttest opens Go clients of servers a test started: the only
 //     kits that import product packages.
 //
-// Imports only go down, so that no cycle is possible: this package and
-// servetest import the standard library only; every other kit may import
-// this package (Closed, Short); nettest imports waittest; redistest,
+// Imports only go down, so that no cycle is possible: this package,
+// servetest and errtest import the standard library only; every other kit
+// may import this package (Closed, Short); nettest imports waittest; redistest,
 // mariadbtest and etcdtest import proctest, netnstest and tlstest; gentest
 // imports core, embedtest embed, segtest segment and clienttest client (so
 // those packages' own tests use them from external test packages); no kit

@@ -12,6 +12,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/internal/testkit/mariadbtest"
 	"github.com/vesta-go/vesta/internal/testkit/segtest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
@@ -209,7 +210,7 @@ func testCreateAndErrors(t *testing.T, srv *mariadbtest.Server, db *sql.DB) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := mysqlstore.Open(tc.cfg)
-			if !errors.Is(err, mysqlstore.ErrConfig) || !strings.Contains(err.Error(), tc.field) {
+			if !errtest.Wraps(err, mysqlstore.ErrConfig, tc.field) {
 				t.Fatalf("Open = %v; want ErrConfig naming %s", err, tc.field)
 			}
 			if strings.Contains(err.Error(), "s3cret") {

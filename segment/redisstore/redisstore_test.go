@@ -3,14 +3,13 @@ package redisstore_test
 import (
 	"context"
 	"errors"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/segtest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
@@ -59,7 +58,7 @@ func TestBasics(t *testing.T) {
 	}
 	// A start above the line a loss would jump to is refused.
 	err := st.Create(ctx, segment.TagInfo{Tag: "high", MaxID: lineNow(t, srv.Addr()) + 2*redisstore.Ahead, Step: 1})
-	if !errors.Is(err, segment.ErrConfig) || !strings.Contains(err.Error(), "MaxID") {
+	if !errtest.Wraps(err, segment.ErrConfig, "MaxID") {
 		t.Fatalf("Create above the line = %v", err)
 	}
 	r, err := st.Next(ctx, "inv", 0)
@@ -109,7 +108,7 @@ func TestBasics(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := redisstore.Open(tc.cfg)
-			if !errors.Is(err, redisstore.ErrConfig) || !strings.Contains(err.Error(), tc.field) {
+			if !errtest.Wraps(err, redisstore.ErrConfig, tc.field) {
 				t.Fatalf("Open = %v; want ErrConfig naming %s", err, tc.field)
 			}
 		})
@@ -130,37 +129,28 @@ func TestLedger(t *testing.T) {
 // ErrUnavailable (the store is being broken), and returns what each caller
 // got, for segtest.Check.
 func run(t *testing.T, iss []*segment.Sequencer, tags []string, stop <-chan struct{}, issued *atomic.Int64) func() [][][]int64 {
-	const callers = 8
-	got := make([][][]int64, callers)
-	var wg sync.WaitGroup
-	for c := range callers {
-		got[c] = make([][]int64, len(tags))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx := context.Background()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				ti := (c + i) % len(tags)
-				ns, err := iss[c%len(iss)].NextN(ctx, tags[ti], 1+i%3)
-				if errors.Is(err, segment.ErrUnavailable) {
-					time.Sleep(time.Millisecond)
-					continue
-				}
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				got[c][ti] = append(got[c][ti], ns...)
-				issued.Add(int64(len(ns)))
+	return segtest.Callers(8, len(tags), func(c int, got [][]int64) {
+		ctx := context.Background()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
 			}
-		}()
-	}
-	return func() [][][]int64 { wg.Wait(); return got }
+			ti := (c + i) % len(tags)
+			ns, err := iss[c%len(iss)].NextN(ctx, tags[ti], 1+i%3)
+			if errors.Is(err, segment.ErrUnavailable) {
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got[ti] = append(got[ti], ns...)
+			issued.Add(int64(len(ns)))
+		}
+	})
 }
 
 // The loss floor: Redis loses reservations it acknowledged, while issuers

@@ -55,42 +55,48 @@ func StoreLedger(t testing.TB, open func() segment.Store) (iss []*segment.Sequen
 // many numbers it checked.
 func Ledger(t testing.TB, issuers []*segment.Sequencer, tags []string, callers, perCaller int) int {
 	t.Helper()
-	got := make([][][]int64, callers) // caller -> tag -> numbers
-	var wg sync.WaitGroup
-	for c := range callers {
-		got[c] = make([][]int64, len(tags))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx := context.Background()
-			is := issuers[c%len(issuers)]
-			for done := 0; done < perCaller; {
-				ti := (c + done/97) % len(tags)
-				if done%5 == 0 {
-					n, err := is.Next(ctx, tags[ti])
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					got[c][ti] = append(got[c][ti], n)
-					done++
-					continue
-				}
-				ns, err := is.NextN(ctx, tags[ti], 97)
+	got := Callers(callers, len(tags), func(c int, got [][]int64) {
+		ctx := context.Background()
+		is := issuers[c%len(issuers)]
+		for done := 0; done < perCaller; {
+			ti := (c + done/97) % len(tags)
+			if done%5 == 0 {
+				n, err := is.Next(ctx, tags[ti])
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				got[c][ti] = append(got[c][ti], ns...)
-				done += len(ns)
+				got[ti] = append(got[ti], n)
+				done++
+				continue
 			}
-		}()
-	}
-	wg.Wait()
+			ns, err := is.NextN(ctx, tags[ti], 97)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got[ti] = append(got[ti], ns...)
+			done += len(ns)
+		}
+	})()
 	if t.Failed() {
 		t.FailNow()
 	}
 	return Check(t, got)
+}
+
+// Callers runs callers goroutines, each calling body with its number
+// and its numbers by tag (tags of them, to append to in the order it
+// receives them), and returns a wait for them that returns caller -> tag
+// -> numbers, for Check.
+func Callers(callers, tags int, body func(c int, got [][]int64)) (wait func() [][][]int64) {
+	got := make([][][]int64, callers)
+	var wg sync.WaitGroup
+	for c := range callers {
+		got[c] = make([][]int64, tags)
+		wg.Go(func() { body(c, got[c]) })
+	}
+	return func() [][][]int64 { wg.Wait(); return got }
 }
 
 // Check fails the test on a number issued twice within a tag, or a caller's

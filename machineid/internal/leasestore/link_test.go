@@ -2,10 +2,10 @@ package leasestore_test
 
 import (
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/errtest"
 	"github.com/vesta-go/vesta/machineid"
 )
 
@@ -22,8 +22,7 @@ func TestUnlinkedProvider(t *testing.T) {
 		cfg := machineid.DefaultConfig()
 		cfg.Providers = []string{tc.provider}
 		err := cfg.Validate()
-		if !errors.Is(err, machineid.ErrConfig) || !strings.Contains(err.Error(), `import _ "`+tc.pkg+`"`) ||
-			!strings.Contains(err.Error(), "Providers") {
+		if !errtest.Wraps(err, machineid.ErrConfig, `import _ "`+tc.pkg+`"`, "Providers") {
 			t.Errorf("%s: Validate() = %v; want ErrConfig naming Providers and the import of %s", tc.provider, err, tc.pkg)
 		}
 		if _, err := machineid.Acquire(t.Context(), cfg, core.Central); !errors.Is(err, machineid.ErrConfig) {
