@@ -1,15 +1,13 @@
 package assemble_test
 
 import (
-	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/cmd/vesta/assemble"
+	"github.com/vesta-go/vesta/cmd/vesta/assemble/assembletest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 )
 
@@ -20,16 +18,11 @@ func TestAssembledFleet(t *testing.T) {
 	rds.Established("vesta") // in service: a new Redis would cost each first claim a quarantine
 	var as []*assemble.Assembled
 	for range 3 {
-		cfg := assembleConfig(t)
-		cfg.Machine.ID, cfg.Machine.Providers = nil, []string{"redis"}
+		cfg := assembletest.Config(t)
+		cfg.Machine.Providers = []string{"redis"}
 		cfg.Machine.Redis.Addrs = []string{rds.Addr()}
 		cfg.Machine.Redis.LeaseTTL, cfg.Machine.Redis.MaxClockSkew = 2*time.Second, 20*time.Millisecond
-		a, err := assemble.Assemble(context.Background(), cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { a.Stop(context.Background()) })
-		as = append(as, a)
+		as = append(as, assembletest.Start(t, cfg))
 	}
 	at := map[uint16]*assemble.Assembled{}
 	for _, a := range as {
