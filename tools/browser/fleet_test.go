@@ -26,20 +26,13 @@ import (
 // (dir/operator-page.png) and its fleet (dir/operator-page-fleet.png).
 func TestFleetPageInBrowser(t *testing.T) {
 	rds := redistest.Start(t)
-	rds.Established("fleetpage") // in service: a new Redis would cost each first claim a quarantine
 	seg := conf.DefaultConfig().Segment
 	seg.Store, seg.Redis.Addrs = conf.SegmentStoreRedis, []string{rds.Addr()}
 	assembletest.CreateTag(t, seg, segment.TagInfo{Tag: "orders", MaxID: 1, Step: 1000})
-	var fleet []*assemble.Assembled
-	for range 3 {
-		cfg := assembletest.Config(t)
+	fleet := assembletest.Fleet(t, rds, 3, "fleetpage", func(cfg *conf.Config) {
 		cfg.Segment = seg
-		cfg.Machine.Providers = []string{"redis"}
-		cfg.Machine.Redis.Addrs = []string{rds.Addr()}
-		cfg.Machine.Redis.KeyPrefix = "fleetpage"
 		cfg.Machine.Redis.MaxClockSkew = 100 * time.Millisecond // one host's clocks
-		fleet = append(fleet, assembletest.Start(t, cfg))
-	}
+	})
 	byMachine := map[string]*assemble.Assembled{}
 	for _, a := range fleet {
 		byMachine[strconv.Itoa(int(a.Generator().Machine()))] = a

@@ -8,22 +8,16 @@ import (
 
 	"github.com/vesta-go/vesta/cmd/vesta/assemble"
 	"github.com/vesta-go/vesta/cmd/vesta/assemble/assembletest"
+	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 )
 
 // TestAssembledFleet: three servers assembled on one Redis each list the
 // three in GET /v1/fleet, with the addresses they serve on.
 func TestAssembledFleet(t *testing.T) {
-	rds := redistest.Start(t)
-	rds.Established("vesta") // in service: a new Redis would cost each first claim a quarantine
-	var as []*assemble.Assembled
-	for range 3 {
-		cfg := assembletest.Config(t)
-		cfg.Machine.Providers = []string{"redis"}
-		cfg.Machine.Redis.Addrs = []string{rds.Addr()}
+	as := assembletest.Fleet(t, redistest.Start(t), 3, "vesta", func(cfg *conf.Config) {
 		cfg.Machine.Redis.LeaseTTL, cfg.Machine.Redis.MaxClockSkew = 2*time.Second, 20*time.Millisecond
-		as = append(as, assembletest.Start(t, cfg))
-	}
+	})
 	at := map[uint16]*assemble.Assembled{}
 	for _, a := range as {
 		at[uint16(a.Generator().Machine())] = a

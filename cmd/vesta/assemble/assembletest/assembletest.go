@@ -13,6 +13,7 @@ import (
 
 	"github.com/vesta-go/vesta/cmd/vesta/assemble"
 	"github.com/vesta-go/vesta/conf"
+	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/segment"
 )
 
@@ -40,6 +41,26 @@ func Start(tb testing.TB, cfg conf.Config) *assemble.Assembled {
 		}
 	})
 	return a
+}
+
+// Fleet starts n servers (Config, Start) that lease their machine IDs
+// from rds under the key prefix prefix, rds looking to them like a Redis in
+// service (Established), so that no claim waits out a new Redis's
+// quarantine. edit, unless nil, changes each one's configuration first.
+func Fleet(tb testing.TB, rds *redistest.Server, n int, prefix string, edit func(*conf.Config)) []*assemble.Assembled {
+	tb.Helper()
+	rds.Established(prefix)
+	var fleet []*assemble.Assembled
+	for range n {
+		cfg := Config(tb)
+		cfg.Machine.Providers = []string{"redis"}
+		cfg.Machine.Redis.Addrs, cfg.Machine.Redis.KeyPrefix = []string{rds.Addr()}, prefix
+		if edit != nil {
+			edit(&cfg)
+		}
+		fleet = append(fleet, Start(tb, cfg))
+	}
+	return fleet
 }
 
 // CreateTag creates the tag of info in the segment store s names, as
