@@ -156,11 +156,7 @@ func TestSystemdAnalyzeCatches(t *testing.T) {
 
 func readYAML(tb testing.TB, path string) map[string]any {
 	tb.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	m, err := yaml.Parser().Unmarshal(b)
+	m, err := yaml.Parser().Unmarshal([]byte(readFile(tb, path)))
 	if err != nil {
 		tb.Fatalf("%s: %v", path, err)
 	}

@@ -79,17 +79,6 @@ func clientConfig(t testing.TB, servers []string, attempt time.Duration, rds *re
 	return cfg
 }
 
-// newClient returns a client, closed when the test ends.
-func newClient(t testing.TB, cfg client.Config) *client.Client {
-	t.Helper()
-	c, err := client.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal("client.New:", err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 // redisClient is a plain go-redis client of rds, closed when the test ends.
 func redisClient(t testing.TB, rds *redistest.Server) *redis.Client {
 	return redisClientVia(t, rds.Addr(), nil)

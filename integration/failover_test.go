@@ -10,6 +10,7 @@ import (
 
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/clienttest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 	"github.com/vesta-go/vesta/machineid/redislease"
@@ -56,7 +57,7 @@ func TestFailover(t *testing.T) {
 		if i == 1 {
 			cfg.Prefetch = 2000
 		}
-		clients = append(clients, newClient(t, cfg))
+		clients = append(clients, clienttest.Open(t, cfg))
 	}
 	led := newLedger(core.MaxPeak)
 	ld := newLoad(5 * time.Second)

@@ -19,9 +19,9 @@ import (
 
 	"github.com/vesta-go/vesta/api"
 	"github.com/vesta-go/vesta/central/wire"
-	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit"
+	"github.com/vesta-go/vesta/internal/testkit/clienttest"
 )
 
 // hostileMaxConns is central.max_conns of TestHostileClients's server.
@@ -44,9 +44,9 @@ func TestHostileClients(t *testing.T) {
 	led := newLedger(core.MaxPeak)
 	ld := newLoad(10 * time.Second)
 
-	cfg := client.DefaultConfig(p.Central)
-	cfg.NoFallback, cfg.Timeout, cfg.Retries = true, 5*time.Second, -1
-	c := newClient(t, cfg)
+	cfg := clienttest.Direct(p.Central)
+	cfg.Retries = -1
+	c := clienttest.Open(t, cfg)
 	// Both of its connections open before the flood, as a running
 	// service's would be.
 	for range 4 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vesta-go/vesta/client"
+	"github.com/vesta-go/vesta/internal/testkit/clienttest"
 )
 
 // TestPrefetchBatchOrder: NextIDs promises n IDs in increasing order, also
@@ -16,7 +17,7 @@ func TestPrefetchBatchOrder(t *testing.T) {
 	b := serve(t, "b", serverEnv(t, nil, "", 0, "VESTA_MACHINE_ID", "1001"))
 	cfg := client.DefaultConfig(b.Central, a.Central)
 	cfg.NoFallback, cfg.Prefetch = true, 20000
-	c := newClient(t, cfg)
+	c := clienttest.Open(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for i := range 400 {

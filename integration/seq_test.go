@@ -17,6 +17,7 @@ import (
 
 	"github.com/vesta-go/vesta/central/wire"
 	"github.com/vesta-go/vesta/client"
+	"github.com/vesta-go/vesta/internal/testkit/clienttest"
 	"github.com/vesta-go/vesta/internal/testkit/mariadbtest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/segment"
@@ -143,7 +144,7 @@ func TestSeqFleet(t *testing.T) {
 		if i == 1 {
 			ccfg.SeqPrefetch, ccfg.SeqMaxTags = 200, 8 // fewer buffers than tags: some are dropped
 		}
-		clients = append(clients, newClient(t, ccfg))
+		clients = append(clients, clienttest.Open(t, ccfg))
 	}
 
 	led := newSeqLedger()

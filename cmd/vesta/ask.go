@@ -96,3 +96,26 @@ func askDocument[D any](cmd *cobra.Command, a *serverAsk, name, path, what strin
 	}
 	return u, d, err
 }
+
+// documentCmd completes cmd (its Use, Short and Long set) into a command
+// of no arguments that reads path's JSON document of a running server and
+// prints it, as askDocument does, with the flags of serverAsk and --json.
+// judge is the command's outcome once the document is printed: nil, or
+// why the server is not well, u being the URL asked.
+func documentCmd[D any](cmd *cobra.Command, path, what string, write func(io.Writer, D) error, judge func(u *url.URL, d D) error) *cobra.Command {
+	var (
+		ask    serverAsk
+		asJSON bool
+	)
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		u, d, err := askDocument(cmd, &ask, cmd.Name(), path, what, asJSON, write)
+		if err != nil {
+			return err
+		}
+		return judge(u, d)
+	}
+	ask.register(cmd.Flags(), path)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the "+path+" document")
+	return cmd
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"net/url"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -13,11 +14,7 @@ import (
 )
 
 func newCapacityCmd() *cobra.Command {
-	var (
-		ask    serverAsk
-		asJSON bool
-	)
-	cmd := &cobra.Command{
+	return documentCmd(&cobra.Command{
 		Use:   "capacity [--url URL] [--token-file FILE] [--json]",
 		Short: "Show how far a running server is from each limit: time field, machine IDs, sequence, segment tags",
 		Long: `Read GET /v1/capacity of a running vesta serve at --url (its REST listener,
@@ -30,21 +27,12 @@ Each line ends with ok, warning or critical; --json prints the document
 itself. Exit 0 unless a part is critical, or the server cannot be reached
 or answers with an error. The token as for status: --token-file FILE,
 --token, else $` + envToken + `.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			u, r, err := askDocument(cmd, &ask, "capacity", "/v1/capacity", "a capacity document", asJSON, writeCapacity)
-			if err != nil {
-				return err
-			}
-			if r.Status == capacity.Critical {
-				return fmt.Errorf("capacity: %s: critical (the lines above say which)", u)
-			}
-			return nil
-		},
-	}
-	ask.register(cmd.Flags(), "/v1/capacity")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the /v1/capacity document")
-	return cmd
+	}, "/v1/capacity", "a capacity document", writeCapacity, func(u *url.URL, r capacity.Report) error {
+		if r.Status == capacity.Critical {
+			return fmt.Errorf("capacity: %s: critical (the lines above say which)", u)
+		}
+		return nil
+	})
 }
 
 // writeCapacity prints a capacity report, a line per part.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -80,25 +81,9 @@ also says which config file and time guard directory it uses.`,
 				}
 			}
 			log.Info("gen: issuing", "version", buildinfo.Read().String(), "config", fileOf(loaded), "time_guard.dir", orNone(cfg.TimeGuard.DataDir))
-			var is vesta.Issuer
-			if len(cfg.Client.Servers) > 0 {
-				ccfg, err := cfg.ClientConfig()
-				if err != nil {
-					return configIf(loaded, err)
-				}
-				ccfg.Logger = log
-				if is, err = client.New(cmd.Context(), ccfg); err != nil {
-					return configIf(loaded, err)
-				}
-			} else {
-				ecfg, err := cfg.EmbedConfig()
-				if err != nil {
-					return configIf(loaded, err)
-				}
-				ecfg.Logger = log
-				if is, err = embed.Open(cmd.Context(), ecfg); err != nil {
-					return configIf(loaded, err)
-				}
+			is, err := openIssuer(cmd.Context(), cfg, log)
+			if err != nil {
+				return configIf(loaded, err)
 			}
 			return errors.Join(writeIDs(cmd, is, count, asJSON), is.Close())
 		},
@@ -114,6 +99,26 @@ also says which config file and time guard directory it uses.`,
 	ll := fs.Lookup("log-level")
 	ll.DefValue, ll.Usage = "warn", "log level: debug, info, warn or error (gen logs warnings only, without -v or this flag)"
 	return cmd
+}
+
+// openIssuer opens gen's issuer, logging to log: the Go client of
+// client.servers (with its embedded fallback) when there are servers,
+// else an embedded issuer.
+func openIssuer(ctx context.Context, cfg conf.Config, log *slog.Logger) (vesta.Issuer, error) {
+	if len(cfg.Client.Servers) == 0 {
+		ecfg, err := cfg.EmbedConfig()
+		if err != nil {
+			return nil, err
+		}
+		ecfg.Logger = log
+		return embed.Open(ctx, ecfg)
+	}
+	ccfg, err := cfg.ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	ccfg.Logger = log
+	return client.New(ctx, ccfg)
 }
 
 func orNone(s string) string {

@@ -8,20 +8,14 @@ import (
 
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
+	"github.com/vesta-go/vesta/internal/testkit/clienttest"
 )
 
 // rpcClient is a Go client of the central server of s alone (no
 // fallback), closed at the test's end.
 func rpcClient(t *testing.T, s served) *client.Client {
 	t.Helper()
-	ccfg := client.DefaultConfig(s.central)
-	ccfg.NoFallback = true
-	c, err := client.New(context.Background(), ccfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return clienttest.Open(t, clienttest.Direct(s.central))
 }
 
 // rpcHolder asks the central server of s, through the Go client

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -56,11 +57,7 @@ type serverStatus struct {
 }
 
 func newStatusCmd() *cobra.Command {
-	var (
-		ask    serverAsk
-		asJSON bool
-	)
-	cmd := &cobra.Command{
+	return documentCmd(&cobra.Command{
 		Use:   "status [--url URL] [--token-file FILE] [--json]",
 		Short: "Show a running server's state: ready, machine ID, lease, version, clock",
 		Long: `Read GET /v1/status of a running vesta serve at --url (its REST listener,
@@ -71,21 +68,12 @@ ready; 1 when it cannot be reached, answers with an error, or is not ready
 (the summary says why). A server with rest.token wants it: --token-file FILE
 or --token (which other users can read in the process list), else
 $` + envToken + `.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			u, st, err := askDocument(cmd, &ask, "status", "/v1/status", "a vesta status document", asJSON, writeStatus)
-			if err != nil {
-				return err
-			}
-			if st.Ready != "ok" {
-				return fmt.Errorf("status: %s: not ready: %s", u, st.Ready)
-			}
-			return nil
-		},
-	}
-	ask.register(cmd.Flags(), "/v1/status")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the /v1/status document")
-	return cmd
+	}, "/v1/status", "a vesta status document", writeStatus, func(u *url.URL, st serverStatus) error {
+		if st.Ready != "ok" {
+			return fmt.Errorf("status: %s: not ready: %s", u, st.Ready)
+		}
+		return nil
+	})
 }
 
 // statusToken is --token-file's content, else --token when given, else

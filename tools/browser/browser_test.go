@@ -2,8 +2,6 @@ package browser_test
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -145,22 +143,10 @@ func TestPageInBrowser(t *testing.T) {
 }
 
 // apiExplain is GET /v1/ids/{id} as the page's field texts.
-func apiExplain(t testing.TB, base, id string) map[string]string {
+func apiExplain(t *testing.T, base, id string) map[string]string {
 	t.Helper()
-	q, _ := http.NewRequest(http.MethodGet, base+"/v1/ids/"+id, nil)
-	q.Header.Set("Authorization", "Bearer "+token)
-	client := &http.Client{Transport: &http.Transport{}}
-	defer client.CloseIdleConnections()
-	res, err := client.Do(q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("explain %s: %s", id, b)
-	}
+	newPageClient(t, base).json("/v1/ids/"+id, &m)
 	out := map[string]string{}
 	for k, v := range m {
 		out["f-"+strings.ReplaceAll(k, "_", "-")] = strings.Trim(string(v), `"`)

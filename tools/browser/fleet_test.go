@@ -2,7 +2,6 @@ package browser_test
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,11 +9,11 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/cmd/vesta/assemble"
+	"github.com/vesta-go/vesta/cmd/vesta/assemble/assembletest"
 	"github.com/vesta-go/vesta/conf"
+	"github.com/vesta-go/vesta/internal/testkit/clienttest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/segment"
 )
@@ -27,39 +26,13 @@ import (
 // (dir/operator-page.png) and its fleet (dir/operator-page-fleet.png).
 func TestFleetPageInBrowser(t *testing.T) {
 	rds := redistest.Start(t)
-	rds.Established("fleetpage") // in service: a new Redis would cost each first claim a quarantine
-	ctx := context.Background()
 	seg := conf.DefaultConfig().Segment
 	seg.Store, seg.Redis.Addrs = conf.SegmentStoreRedis, []string{rds.Addr()}
-	store, err := assemble.OpenSegmentStore(seg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Create(ctx, segment.TagInfo{Tag: "orders", MaxID: 1, Step: 1000}); err != nil {
-		t.Fatal(err)
-	}
-	store.Close()
-	var fleet []*assemble.Assembled
-	for range 3 {
-		cfg := conf.DefaultConfig()
+	assembletest.CreateTag(t, seg, segment.TagInfo{Tag: "orders", MaxID: 1, Step: 1000})
+	fleet := assembletest.Fleet(t, rds, 3, "fleetpage", func(cfg *conf.Config) {
 		cfg.Segment = seg
-		cfg.Machine.Providers = []string{"redis"}
-		cfg.Machine.Redis.Addrs = []string{rds.Addr()}
-		cfg.Machine.Redis.KeyPrefix = "fleetpage"
 		cfg.Machine.Redis.MaxClockSkew = 100 * time.Millisecond // one host's clocks
-		cfg.TimeGuard.DataDir = t.TempDir()
-		cfg.Central.Listen, cfg.REST.Listen, cfg.Metrics.Listen = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-		a, err := assemble.Assemble(ctx, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := a.Stop(context.Background()); err != nil {
-				t.Errorf("stop: %v", err)
-			}
-		})
-		fleet = append(fleet, a)
-	}
+	})
 	byMachine := map[string]*assemble.Assembled{}
 	for _, a := range fleet {
 		byMachine[strconv.Itoa(int(a.Generator().Machine()))] = a
@@ -111,13 +84,7 @@ func TestFleetPageInBrowser(t *testing.T) {
 // REST, sequence numbers, a few bad requests), then saves its page as
 // dir/operator-page.png and its fleet as dir/operator-page-fleet.png.
 func screenshots(t *testing.T, bctx context.Context, a *assemble.Assembled, dir string) {
-	ccfg := client.DefaultConfig(a.CentralAddr())
-	ccfg.NoFallback = true
-	cl, err := client.New(context.Background(), ccfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := clienttest.Open(t, clienttest.Direct(a.CentralAddr()))
 	api := newPageClient(t, "http://"+a.RESTAddr())
 	deadline := time.Now().Add(2 * time.Minute)
 	for i := 0; time.Now().Before(deadline); i++ {

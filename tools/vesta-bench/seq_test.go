@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"log/slog"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/vesta-go/vesta/cmd/vesta/assemble"
+	"github.com/vesta-go/vesta/cmd/vesta/assemble/assembletest"
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/segment"
@@ -18,31 +15,13 @@ import (
 // flags are usage errors.
 func TestBenchSeq(t *testing.T) {
 	rs := redistest.Start(t)
-	cfg := conf.DefaultConfig()
+	cfg := assembletest.Config(t)
 	cfg.Machine.ID = new(1023)
-	cfg.TimeGuard.DataDir = t.TempDir()
-	cfg.Central.Listen, cfg.REST.Listen, cfg.Metrics.Listen = "127.0.0.1:0", "", ""
+	cfg.REST.Listen, cfg.Metrics.Listen = "", ""
 	cfg.Segment.Store = conf.SegmentStoreRedis
 	cfg.Segment.Redis.Addrs = []string{rs.Addr()}
-	st, err := assemble.OpenSegmentStore(cfg.Segment)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = st.Create(context.Background(), segment.TagInfo{Tag: "orders", MaxID: 1000, Step: 50})
-	st.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := assemble.Assemble(context.Background(), cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := a.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
-	addr := a.CentralAddr()
+	assembletest.CreateTag(t, cfg.Segment, segment.TagInfo{Tag: "orders", MaxID: 1000, Step: 50})
+	addr := assembletest.Start(t, cfg).CentralAddr()
 	for _, tc := range []struct {
 		target string
 		batch  string

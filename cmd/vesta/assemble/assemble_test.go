@@ -15,9 +15,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/cmd/vesta/assemble"
+	"github.com/vesta-go/vesta/cmd/vesta/assemble/assembletest"
 	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/buildinfo"
+	"github.com/vesta-go/vesta/internal/testkit/clienttest"
 	"github.com/vesta-go/vesta/internal/testkit/promtest"
 )
 
@@ -25,10 +27,8 @@ import (
 // guard in a temporary directory and every listener on 127.0.0.1:0.
 func assembleConfig(tb testing.TB) conf.Config {
 	tb.Helper()
-	cfg := conf.DefaultConfig()
+	cfg := assembletest.Config(tb)
 	cfg.Machine.ID = new(1000)
-	cfg.TimeGuard.DataDir = tb.TempDir()
-	cfg.Central.Listen, cfg.REST.Listen, cfg.Metrics.Listen = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	return cfg
 }
 
@@ -107,19 +107,10 @@ func TestAssembleUndoes(t *testing.T) {
 // at its address and counts the central server's IDs by method, read from
 // the registry the servers share.
 func TestAssembleStatus(t *testing.T) {
-	cfg := assembleConfig(t)
-	a, err := assemble.Assemble(context.Background(), cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Stop(context.Background()) })
-	ccfg := client.DefaultConfig(a.CentralAddr())
-	ccfg.NoFallback, ccfg.Timeout = true, 30*time.Second
-	cl, err := client.New(context.Background(), ccfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	a := assembletest.Start(t, assembleConfig(t))
+	ccfg := clienttest.Direct(a.CentralAddr())
+	ccfg.Timeout = 30 * time.Second
+	cl := clienttest.Open(t, ccfg)
 	for range 5 {
 		if _, err := cl.NextID(context.Background()); err != nil {
 			t.Fatal(err)

@@ -1,36 +1,23 @@
 package assemble_test
 
 import (
-	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vesta-go/vesta/cmd/vesta/assemble"
+	"github.com/vesta-go/vesta/cmd/vesta/assemble/assembletest"
+	"github.com/vesta-go/vesta/conf"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 )
 
 // TestAssembledFleet: three servers assembled on one Redis each list the
 // three in GET /v1/fleet, with the addresses they serve on.
 func TestAssembledFleet(t *testing.T) {
-	rds := redistest.Start(t)
-	rds.Established("vesta") // in service: a new Redis would cost each first claim a quarantine
-	var as []*assemble.Assembled
-	for range 3 {
-		cfg := assembleConfig(t)
-		cfg.Machine.ID, cfg.Machine.Providers = nil, []string{"redis"}
-		cfg.Machine.Redis.Addrs = []string{rds.Addr()}
+	as := assembletest.Fleet(t, redistest.Start(t), 3, "vesta", func(cfg *conf.Config) {
 		cfg.Machine.Redis.LeaseTTL, cfg.Machine.Redis.MaxClockSkew = 2*time.Second, 20*time.Millisecond
-		a, err := assemble.Assemble(context.Background(), cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { a.Stop(context.Background()) })
-		as = append(as, a)
-	}
+	})
 	at := map[uint16]*assemble.Assembled{}
 	for _, a := range as {
 		at[uint16(a.Generator().Machine())] = a

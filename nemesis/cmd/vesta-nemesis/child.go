@@ -324,7 +324,8 @@ func (p *clientProc) kill() { p.end(syscall.SIGKILL, 10*time.Second) }
 func (p *clientProc) stop() { p.end(syscall.SIGTERM, 5*time.Second) }
 
 // staticConfig is an embedded issuer's configuration on machine id, with
-// its data under dir and clk for its clock.
+// its data under dir and clk for its clock (nil: the system's); the
+// nemesis's own embedded issuers and fallbacks take it too.
 func staticConfig(dir string, id core.MachineID, clk core.Clock) embed.Config {
 	cfg := embed.DefaultConfig()
 	cfg.DataDir = dir

@@ -15,7 +15,6 @@ import (
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
-	"github.com/vesta-go/vesta/machineid"
 	"github.com/vesta-go/vesta/nemesis/ledger"
 	"github.com/vesta-go/vesta/nemesis/report"
 )
@@ -311,12 +310,7 @@ func (w *workload) start() error {
 	for i := range 2 {
 		cfg := client.DefaultConfig(centrals...)
 		cfg.Prefetch = 256
-		fb := embed.DefaultConfig()
-		fb.DataDir = t.TempDir()
-		fb.Machine.Providers = []string{machineid.ProviderStatic}
-		fid := core.MachineID(fallbackID + i)
-		fb.Machine.Static = &fid
-		cfg.FallbackConfig = fb // the fallback is on by default
+		cfg.FallbackConfig = staticConfig(t.TempDir(), core.MachineID(fallbackID+i), nil) // the fallback is on by default
 		c, err := newClient(cfg)
 		if err != nil {
 			return fmt.Errorf("client %d: %w", i, err)
@@ -369,15 +363,9 @@ func (w *workload) start() error {
 	// Embedded issuers, static IDs of the embedded range, on clocks the
 	// faults step.
 	for i := range 2 {
-		cfg := embed.DefaultConfig()
-		cfg.DataDir = t.TempDir()
-		cfg.Machine.Providers = []string{machineid.ProviderStatic}
-		eid := core.MachineID(20 + i)
-		cfg.Machine.Static = &eid
 		clk := core.NewOffsetClock(core.NewSystemClock())
-		cfg.Clock = clk
 		f.embClocks = append(f.embClocks, clk)
-		is, err := embed.Open(w.ctx, cfg)
+		is, err := embed.Open(w.ctx, staticConfig(t.TempDir(), core.MachineID(20+i), clk))
 		if err != nil {
 			return fmt.Errorf("embedded %d: %w", i, err)
 		}
