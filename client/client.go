@@ -459,7 +459,9 @@ func (c *Client) central(ctx context.Context, dst []core.ID, n int, eager bool) 
 		})
 		if err == nil {
 			dst = out
-			if c.fallback.CompareAndSwap(true, false) {
+			// Read first: a compare-and-swap takes the line for writing even
+			// when it fails, and every call passes here.
+			if c.fallback.Load() && c.fallback.CompareAndSwap(true, false) {
 				c.log.Info("client: a server answers again (method central)", "server", s.addr)
 			}
 			if retry > 0 {
