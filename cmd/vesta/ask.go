@@ -76,30 +76,11 @@ func (a *serverAsk) get(cmd *cobra.Command, name, path string, fixed bool) (*url
 	return u, body, nil
 }
 
-// askDocument asks the server for path's JSON document as get does and
-// decodes it into a D, then prints it: as the server sent it with asJSON,
-// else through write. what names the document in the error of an answer
-// that is not one. It returns the URL asked and the document.
-func askDocument[D any](cmd *cobra.Command, a *serverAsk, name, path, what string, asJSON bool, write func(io.Writer, D) error) (*url.URL, D, error) {
-	var d D
-	u, body, err := a.get(cmd, name, path, false)
-	if err != nil {
-		return u, d, err
-	}
-	if err := json.Unmarshal(body, &d); err != nil {
-		return u, d, fmt.Errorf("%s: %s: the answer is not %s: %w", name, u, what, err)
-	}
-	if asJSON {
-		_, err = cmd.OutOrStdout().Write(printableJSON(append(bytes.TrimRight(body, "\n"), '\n')))
-	} else {
-		err = write(cmd.OutOrStdout(), d)
-	}
-	return u, d, err
-}
-
 // documentCmd completes cmd (its Use, Short and Long set) into a command
-// of no arguments that reads path's JSON document of a running server and
-// prints it, as askDocument does, with the flags of serverAsk and --json.
+// of no arguments, with the flags of serverAsk and --json, that asks a
+// running server for path's JSON document as get does, decodes it into a
+// D and prints it: as the server sent it with --json, else through write.
+// what names the document in the error of an answer that is not one.
 // judge is the command's outcome once the document is printed: nil, or
 // why the server is not well, u being the URL asked.
 func documentCmd[D any](cmd *cobra.Command, path, what string, write func(io.Writer, D) error, judge func(u *url.URL, d D) error) *cobra.Command {
@@ -109,7 +90,20 @@ func documentCmd[D any](cmd *cobra.Command, path, what string, write func(io.Wri
 	)
 	cmd.Args = cobra.NoArgs
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		u, d, err := askDocument(cmd, &ask, cmd.Name(), path, what, asJSON, write)
+		name := cmd.Name()
+		u, body, err := ask.get(cmd, name, path, false)
+		if err != nil {
+			return err
+		}
+		var d D
+		if err := json.Unmarshal(body, &d); err != nil {
+			return fmt.Errorf("%s: %s: the answer is not %s: %w", name, u, what, err)
+		}
+		if asJSON {
+			_, err = cmd.OutOrStdout().Write(printableJSON(append(bytes.TrimRight(body, "\n"), '\n')))
+		} else {
+			err = write(cmd.OutOrStdout(), d)
+		}
 		if err != nil {
 			return err
 		}

@@ -111,14 +111,22 @@ func openIssuer(ctx context.Context, cfg conf.Config, log *slog.Logger) (vesta.I
 			return nil, err
 		}
 		ecfg.Logger = log
-		return embed.Open(ctx, ecfg)
+		is, err := embed.Open(ctx, ecfg)
+		if err != nil {
+			return nil, err // not a nil *embed.Issuer in a non-nil Issuer
+		}
+		return is, nil
 	}
 	ccfg, err := cfg.ClientConfig()
 	if err != nil {
 		return nil, err
 	}
 	ccfg.Logger = log
-	return client.New(ctx, ccfg)
+	c, err := client.New(ctx, ccfg)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 func orNone(s string) string {
