@@ -9,7 +9,8 @@ import (
 	"testing"
 )
 
-// A program pays for what it uses: the programs of testdata/libdeps, as a
+// A program pays for what it uses: the programs of testdata/libdeps (one
+// main.go, a file per way of making the issuer, picked by build tag), as a
 // user would write them, link only what their configuration needs. Each
 // goal is checked on what `go list -deps` lists, so that a new import that
 // drags a client library into the library's packages fails here, naming
@@ -31,8 +32,9 @@ var heavy = []string{
 // machine ID, the program's own main package left out.
 const maxFixedDeps = 15
 
-// maxEmbedBytes bounds the size of testdata/libdeps/embed built with a
-// plain go build (not stripped), as a new user builds it.
+// maxEmbedBytes bounds the size of testdata/libdeps built with no tag (the
+// embed program) with a plain go build (not stripped), as a new user
+// builds it.
 const maxEmbedBytes = 5_000_000
 
 type pkg struct {
@@ -42,13 +44,18 @@ type pkg struct {
 	Imports    []string
 }
 
-// deps lists what program (a directory of testdata/libdeps) links that is
-// not of the standard library, the program's own package left out.
+// deps lists what program (a build tag of testdata/libdeps; "embed" is the
+// program with no tag) links that is not of the standard library, the
+// program's own package left out.
 func deps(t *testing.T, program string) map[string]pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-deps", "-f",
+	tag := program
+	if program == "embed" {
+		tag = ""
+	}
+	cmd := exec.Command("go", "list", "-deps", "-tags", tag, "-f",
 		`{{if not .Standard}}{{.ImportPath}} {{with .Module}}{{.Path}}{{end}}|{{join .Imports " "}}{{end}}`,
-		"./testdata/libdeps/"+program)
+		"./testdata/libdeps")
 	cmd.Env = append(os.Environ(), "GOFLAGS=")
 	out, err := cmd.Output()
 	if err != nil {
@@ -163,9 +170,9 @@ func TestLibraryDeps(t *testing.T) {
 		wants   string   // the module the program must add
 		allowed []string // heavy modules it may add
 	}{
-		{"embedredis", "github.com/redis/go-redis/v9", []string{"github.com/redis/go-redis"}},
-		{"embedetcd", "go.etcd.io/etcd/client/v3", []string{"go.etcd.io/etcd", "google.golang.org/grpc", "google.golang.org/protobuf", "github.com/golang/protobuf", "go.uber.org/zap"}},
-		{"embedprom", "github.com/prometheus/client_golang", []string{"github.com/prometheus", "google.golang.org/protobuf"}},
+		{"redis", "github.com/redis/go-redis/v9", []string{"github.com/redis/go-redis"}},
+		{"etcd", "go.etcd.io/etcd/client/v3", []string{"go.etcd.io/etcd", "google.golang.org/grpc", "google.golang.org/protobuf", "github.com/golang/protobuf", "go.uber.org/zap"}},
+		{"prom", "github.com/prometheus/client_golang", []string{"github.com/prometheus", "google.golang.org/protobuf"}},
 	} {
 		ps := deps(t, tc.program)
 		var added []string
@@ -199,7 +206,7 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 // most maxEmbedBytes.
 func TestEmbedProgramSize(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "embed")
-	cmd := exec.Command("go", "build", "-o", bin, "./testdata/libdeps/embed")
+	cmd := exec.Command("go", "build", "-o", bin, "./testdata/libdeps")
 	cmd.Env = append(os.Environ(), "GOFLAGS=")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -209,7 +216,7 @@ func TestEmbedProgramSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	if fi.Size() > maxEmbedBytes {
-		t.Errorf("testdata/libdeps/embed is %d bytes built; want at most %d", fi.Size(), maxEmbedBytes)
+		t.Errorf("testdata/libdeps (no tag) is %d bytes built; want at most %d", fi.Size(), maxEmbedBytes)
 	}
-	t.Logf("testdata/libdeps/embed: %d bytes (go build, not stripped)", fi.Size())
+	t.Logf("testdata/libdeps (no tag): %d bytes (go build, not stripped)", fi.Size())
 }

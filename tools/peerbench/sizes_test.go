@@ -2,6 +2,7 @@ package peers_test
 
 import (
 	"fmt"
+	"go/build"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,26 +39,29 @@ func TestProgramSizes(t *testing.T) {
 		return strings.TrimSpace(string(out))
 	}
 	vesta := "require github.com/vesta-go/vesta v0.0.0\n\nreplace github.com/vesta-go/vesta => " + root + "\n"
-	programs := []struct{ name, src, requires string }{
-		{"vesta embed, static machine ID", filepath.Join(root, "testdata/libdeps/embed"), vesta},
-		{"vesta client, static fallback", filepath.Join(root, "testdata/libdeps/client"), vesta},
-		{"vesta embed, Redis lease", filepath.Join(root, "testdata/libdeps/embedredis"), vesta},
-		{"vesta embed, etcd lease", filepath.Join(root, "testdata/libdeps/embedetcd"), vesta},
-		{"vesta embed, static ID, Prometheus metrics", filepath.Join(root, "testdata/libdeps/embedprom"), vesta},
-		{"bwmarrin/snowflake", "testdata/bwmarrin", "require github.com/bwmarrin/snowflake " + version("github.com/bwmarrin/snowflake") + "\n"},
-		{"sony/sonyflake v2", "testdata/sonyflake", "require github.com/sony/sonyflake/v2 " + version("github.com/sony/sonyflake/v2") + "\n"},
+	// A program is the Go files of dir that its build tag picks:
+	// testdata/libdeps's main.go and the files of one way of making an
+	// issuer, or a peer's main.go.
+	libdeps := filepath.Join(root, "testdata/libdeps")
+	programs := []struct{ name, dir, tag, requires string }{
+		{"vesta embed, static machine ID", libdeps, "", vesta},
+		{"vesta client, static fallback", libdeps, "client", vesta},
+		{"vesta embed, Redis lease", libdeps, "redis", vesta},
+		{"vesta embed, etcd lease", libdeps, "etcd", vesta},
+		{"vesta embed, static ID, Prometheus metrics", libdeps, "prom", vesta},
+		{"bwmarrin/snowflake", "testdata/bwmarrin", "", "require github.com/bwmarrin/snowflake " + version("github.com/bwmarrin/snowflake") + "\n"},
+		{"sony/sonyflake v2", "testdata/sonyflake", "", "require github.com/sony/sonyflake/v2 " + version("github.com/sony/sonyflake/v2") + "\n"},
 	}
 	var table strings.Builder
 	table.WriteString("| program | go build | stripped (-ldflags=\"-s -w\") | non-standard packages | go.sum lines |\n|---|--:|--:|--:|--:|\n")
 	for _, p := range programs {
 		dir := t.TempDir()
-		src, err := os.ReadFile(filepath.Join(p.src, "main.go"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		write(t, filepath.Join(dir, "main.go"), string(src))
+		copyProgram(t, p.dir, p.tag, dir)
 		write(t, filepath.Join(dir, "go.mod"), "module example\n\ngo 1.26.0\n\n"+p.requires)
 		run := func(args ...string) string {
+			if args[0] != "mod" {
+				args = append([]string{args[0], "-tags", p.tag}, args[1:]...)
+			}
 			cmd := exec.Command("go", args...)
 			cmd.Dir = dir
 			cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOSUMDB=off", "GOWORK=off")
@@ -79,6 +83,30 @@ func TestProgramSizes(t *testing.T) {
 			len(deps)-1, strings.Count(string(sum), "\n"))
 	}
 	t.Log("\n" + table.String())
+}
+
+// copyProgram copies the Go files of src that tag's build picks into dst,
+// so that the module there sees only what the program is made of.
+func copyProgram(t *testing.T, src, tag, dst string) {
+	t.Helper()
+	bctx := build.Default
+	bctx.BuildTags = []string{tag}
+	files, err := filepath.Glob(filepath.Join(src, "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("%s: no Go files (%v)", src, err)
+	}
+	for _, f := range files {
+		if ok, err := bctx.MatchFile(src, filepath.Base(f)); err != nil {
+			t.Fatal(err)
+		} else if !ok {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(dst, filepath.Base(f)), string(b))
+	}
 }
 
 func write(t *testing.T, path, s string) {

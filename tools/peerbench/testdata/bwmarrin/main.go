@@ -1,4 +1,4 @@
-// bwmarrin/snowflake's counterpart of vesta's testdata/libdeps/embed: a
+// bwmarrin/snowflake's counterpart of vesta's testdata/libdeps (no tag): a
 // node on a fixed number, printing one ID (sizes_test.go).
 package main
 

@@ -1,4 +1,4 @@
-// sony/sonyflake's counterpart of vesta's testdata/libdeps/embed: a
+// sony/sonyflake's counterpart of vesta's testdata/libdeps (no tag): a
 // generator on a fixed machine ID, printing one ID (sizes_test.go).
 package main
 
