@@ -10,6 +10,7 @@ import (
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/internal/testkit/clienttest"
+	"github.com/vesta-go/vesta/internal/testkit/floortest"
 	"github.com/vesta-go/vesta/internal/testkit/latencytest"
 	"github.com/vesta-go/vesta/internal/testkit/waittest"
 )
@@ -69,30 +70,8 @@ func latencies(b *testing.B, callers int, call func() error) {
 // Each reports ns/id.
 func BenchmarkNextIDs1000(b *testing.B) {
 	const n = 1000
-	perID := func(b *testing.B) {
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/id")
-	}
-	b.Run("append", func(b *testing.B) {
-		out := make([]uint64, 0, n)
-		for b.Loop() {
-			out = out[:0]
-			for i := range uint64(n) {
-				out = append(out, i)
-			}
-		}
-		sinkU = out
-		perID(b)
-	})
-	b.Run("append-new", func(b *testing.B) {
-		for b.Loop() {
-			out := make([]uint64, 0, n)
-			for i := range uint64(n) {
-				out = append(out, i)
-			}
-			sinkU = out
-		}
-		perID(b)
-	})
+	b.Run("append", func(b *testing.B) { floortest.Fill(b, n, false) })
+	b.Run("append-new", func(b *testing.B) { floortest.Fill(b, n, true) })
 	for _, reuse := range []bool{false, true} {
 		name := "client"
 		if reuse {
@@ -128,9 +107,7 @@ func BenchmarkNextIDs1000(b *testing.B) {
 					taken = 0
 				}
 			}
-			perID(b)
+			floortest.PerID(b, n)
 		})
 	}
 }
-
-var sinkU []uint64

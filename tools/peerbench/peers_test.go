@@ -15,6 +15,7 @@ import (
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
 	"github.com/vesta-go/vesta/internal/testkit/embedtest"
+	"github.com/vesta-go/vesta/internal/testkit/floortest"
 )
 
 var sustain = flag.Duration("sustain", 3*time.Second, "how long BenchmarkSustained measures each generator, in whole seconds")
@@ -281,9 +282,6 @@ func BenchmarkBatch(b *testing.B) {
 		cfg.Machine.Static = new(core.MachineID(0))
 		return embedtest.Open(b, cfg)
 	}
-	perID := func(b *testing.B) {
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/id")
-	}
 	b.Run("vesta", func(b *testing.B) {
 		is := issuer(b)
 		ctx := context.Background()
@@ -294,18 +292,9 @@ func BenchmarkBatch(b *testing.B) {
 			}
 			sinkIDs = ids
 		}
-		perID(b)
+		floortest.PerID(b, batch)
 	})
-	b.Run("fill-new", func(b *testing.B) {
-		for b.Loop() {
-			out := make([]uint64, 0, batch)
-			for i := range uint64(batch) {
-				out = append(out, i)
-			}
-			sinkU = out
-		}
-		perID(b)
-	})
+	b.Run("fill-new", func(b *testing.B) { floortest.Fill(b, batch, true) })
 	b.Run("vesta-append", func(b *testing.B) {
 		gen := issuer(b).Generator()
 		ctx := context.Background()
@@ -317,19 +306,7 @@ func BenchmarkBatch(b *testing.B) {
 			}
 		}
 		sinkIDs = buf
-		perID(b)
+		floortest.PerID(b, batch)
 	})
-	b.Run("fill", func(b *testing.B) {
-		out := make([]uint64, 0, batch)
-		for b.Loop() {
-			out = out[:0]
-			for i := range uint64(batch) {
-				out = append(out, i)
-			}
-			sinkU = out
-		}
-		perID(b)
-	})
+	b.Run("fill", func(b *testing.B) { floortest.Fill(b, batch, false) })
 }
-
-var sinkU []uint64
