@@ -226,36 +226,27 @@ func (r *reader) length(w int) (uint64, error) {
 	return l, nil
 }
 
-func (r *reader) arrayLen() (uint64, error) {
-	if r.i >= len(r.b) {
-		return 0, r.want("array")
-	}
-	switch c := r.b[r.i]; {
-	case c >= 0x90 && c <= 0x9f:
-		r.i++
-		return uint64(c & 0x0f), nil
-	case c == 0xdc:
-		return r.length(2)
-	case c == 0xdd:
-		return r.length(4)
-	}
-	return 0, r.want("array")
-}
+func (r *reader) arrayLen() (uint64, error) { return r.containerLen(0x90, 0xdc, 0xdd, "array") }
 
-func (r *reader) mapLen() (uint64, error) {
+func (r *reader) mapLen() (uint64, error) { return r.containerLen(0x80, 0xde, 0xdf, "map") }
+
+// containerLen reads the length of an array or a map (what): its fix form
+// (fix with the length in the low four bits), or its 16- or 32-bit form
+// (the codes c16 and c32).
+func (r *reader) containerLen(fix, c16, c32 byte, what string) (uint64, error) {
 	if r.i >= len(r.b) {
-		return 0, r.want("map")
+		return 0, r.want(what)
 	}
 	switch c := r.b[r.i]; {
-	case c >= 0x80 && c <= 0x8f:
+	case c&0xf0 == fix:
 		r.i++
 		return uint64(c & 0x0f), nil
-	case c == 0xde:
+	case c == c16:
 		return r.length(2)
-	case c == 0xdf:
+	case c == c32:
 		return r.length(4)
 	}
-	return 0, r.want("map")
+	return 0, r.want(what)
 }
 
 // str reads a string; binary is accepted too, as old-spec encoders write

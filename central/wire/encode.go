@@ -126,22 +126,31 @@ func appendStr(dst []byte, s string) []byte {
 		dst = append(dst, 0xa0|byte(n))
 	case n <= 0xff:
 		dst = append(dst, 0xd9, byte(n))
-	case n <= 0xffff:
-		dst = binary.BigEndian.AppendUint16(append(dst, 0xda), uint16(n))
 	default:
-		dst = binary.BigEndian.AppendUint32(append(dst, 0xdb), uint32(n))
+		dst = appendWideLen(dst, n, 0xda, 0xdb)
 	}
 	return append(dst, s...)
 }
 
-func appendArrayLen(dst []byte, n int) []byte {
-	switch {
-	case n <= 15:
-		return append(dst, 0x90|byte(n))
-	case n <= 0xffff:
-		return binary.BigEndian.AppendUint16(append(dst, 0xdc), uint16(n))
+func appendArrayLen(dst []byte, n int) []byte { return appendContainerLen(dst, n, 0x90, 0xdc, 0xdd) }
+
+// appendContainerLen writes the header of an array or a map of n items:
+// its fix form (fix with n in the low four bits), or its 16- or 32-bit
+// form (the codes c16 and c32).
+func appendContainerLen(dst []byte, n int, fix, c16, c32 byte) []byte {
+	if n <= 15 {
+		return append(dst, fix|byte(n))
 	}
-	return binary.BigEndian.AppendUint32(append(dst, 0xdd), uint32(n))
+	return appendWideLen(dst, n, c16, c32)
+}
+
+// appendWideLen writes a length past the short forms: code c16 and n in two
+// bytes, or past 0xffff code c32 and n in four.
+func appendWideLen(dst []byte, n int, c16, c32 byte) []byte {
+	if n <= 0xffff {
+		return binary.BigEndian.AppendUint16(append(dst, c16), uint16(n))
+	}
+	return binary.BigEndian.AppendUint32(append(dst, c32), uint32(n))
 }
 
 // DecodeResult decodes a Response's Result into v: *uint64 (Vesta.GenID,

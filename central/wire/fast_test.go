@@ -24,6 +24,39 @@ func byCodec(t *testing.T, v any) []byte {
 
 var edges = []uint64{0, 1, 127, 128, 255, 256, 65535, 65536, math.MaxUint32, math.MaxUint32 + 1, 1 << 62, math.MaxUint64}
 
+// TestHeaders: the headers of arrays, maps, strs and bins of every size
+// class, at its edges, are the bytes the codec writes, and an array's and
+// a map's read back as their length.
+func TestHeaders(t *testing.T) {
+	for _, n := range []int{0, 15, 16, 31, 32, 0xff, 0x100, 0xffff, 0x10000} {
+		m := make(map[int]bool, n)
+		for i := range n {
+			m[i] = true
+		}
+		for _, tc := range []struct {
+			what string
+			got  []byte
+			want []byte // the codec's encoding, which starts with got
+			read func([]byte) (uint64, int, error)
+		}{
+			{"array", wire.AppendArrayLen(nil, n), byCodec(t, make([]any, n)), wire.ReadArrayLen},
+			{"map", wire.AppendMapLen(nil, n), byCodec(t, m), wire.ReadMapLen},
+			{"str", wire.AppendStr(nil, strings.Repeat("s", n)), byCodec(t, strings.Repeat("s", n)), nil},
+			{"bin", wire.AppendBin(nil, bytes.Repeat([]byte{'b'}, n)), byCodec(t, bytes.Repeat([]byte{'b'}, n)), nil},
+		} {
+			if !bytes.HasPrefix(tc.want, tc.got) || len(tc.got) == 0 || tc.read == nil && len(tc.got) != len(tc.want) {
+				t.Errorf("%s of %d: % x...; the codec writes % x...", tc.what, n, tc.got[:min(len(tc.got), 5)], tc.want[:min(len(tc.want), 5)])
+			}
+			if tc.read == nil {
+				continue
+			}
+			if l, took, err := tc.read(tc.got); err != nil || l != uint64(n) || took != len(tc.got) {
+				t.Errorf("%s of %d: read back %d, %v, taking %d of %d bytes", tc.what, n, l, err, took, len(tc.got))
+			}
+		}
+	}
+}
+
 // TestFastFrames: the frames written without the codec are the codec's,
 // byte for byte.
 func TestFastFrames(t *testing.T) {

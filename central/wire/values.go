@@ -180,25 +180,14 @@ func appendMap[V any](dst []byte, m map[string]V) ([]byte, error) {
 	return dst, nil
 }
 
-func appendMapLen(dst []byte, n int) []byte {
-	switch {
-	case n <= 15:
-		return append(dst, 0x80|byte(n))
-	case n <= 0xffff:
-		return binary.BigEndian.AppendUint16(append(dst, 0xde), uint16(n))
-	}
-	return binary.BigEndian.AppendUint32(append(dst, 0xdf), uint32(n))
-}
+func appendMapLen(dst []byte, n int) []byte { return appendContainerLen(dst, n, 0x80, 0xde, 0xdf) }
 
 // appendBin writes b as bin (the current spec).
 func appendBin(dst, b []byte) []byte {
-	switch n := len(b); {
-	case n <= 0xff:
+	if n := len(b); n <= 0xff {
 		dst = append(dst, 0xc4, byte(n))
-	case n <= 0xffff:
-		dst = binary.BigEndian.AppendUint16(append(dst, 0xc5), uint16(n))
-	default:
-		dst = binary.BigEndian.AppendUint32(append(dst, 0xc6), uint32(n))
+	} else {
+		dst = appendWideLen(dst, n, 0xc5, 0xc6)
 	}
 	return append(dst, b...)
 }
