@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"os"
@@ -21,6 +20,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/internal/testkit"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 )
 
@@ -189,13 +189,8 @@ func (r restClient) get(path string) (int, string, error) {
 	if r.token != "" {
 		req.Header.Set("Authorization", "Bearer "+r.token)
 	}
-	resp, err := (&http.Client{Transport: r.tr, Timeout: 5 * time.Second}).Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), nil
+	code, b, err := nettest.Do(&http.Client{Transport: r.tr, Timeout: 5 * time.Second}, req)
+	return code, string(b), err
 }
 
 // waitReady polls /readyz; the bound is generous and only catches a server

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 )
 
@@ -214,17 +214,12 @@ func (r *restClient) get(ctx context.Context, path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := r.hc.Do(req)
+	status, body, err := nettest.Do(r.hc, req)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		e := &restError{status: resp.StatusCode, body: string(body)}
+	if status != http.StatusOK {
+		e := &restError{status: status, body: string(body)}
 		var j struct {
 			Error struct{ Code string } `json:"error"`
 		}

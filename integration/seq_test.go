@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/internal/testkit/clienttest"
 	"github.com/vesta-go/vesta/internal/testkit/mariadbtest"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/segment"
 	"github.com/vesta-go/vesta/segment/redisstore"
@@ -73,13 +73,8 @@ func httpClient(t testing.TB) *http.Client {
 }
 
 func getBody(hc *http.Client, url string) (int, string, error) {
-	resp, err := hc.Get(url)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), err
+	code, b, err := nettest.Get(hc, url)
+	return code, string(b), err
 }
 
 // seqEnv is the environment of a server issuing sequences from store.

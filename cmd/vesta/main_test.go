@@ -26,6 +26,7 @@ import (
 	"github.com/vesta-go/vesta/internal/testkit"
 	"github.com/vesta-go/vesta/internal/testkit/gentest"
 	"github.com/vesta-go/vesta/internal/testkit/logtest"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/redistest"
 	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 	"github.com/vesta-go/vesta/machineid/redislease"
@@ -425,13 +426,11 @@ func getJSON(tb testing.TB, s served, path string, v any) {
 
 func httpGet(tb testing.TB, url string) (int, string) {
 	tb.Helper()
-	resp, err := http.Get(url)
+	code, b, err := nettest.Get(http.DefaultClient, url)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return code, string(b)
 }
 
 func TestServe(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -25,6 +24,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/internal/testkit/proctest"
 	"github.com/vesta-go/vesta/internal/testkit/tlstest"
 )
@@ -248,17 +248,12 @@ func (m *Member) argv(bin string) []string {
 // joined a quorum, so the first members of a new cluster could never be
 // ready one after another on the client port.
 func (m *Member) answersPeers() error {
-	resp, err := m.http.Get(m.PeerURL() + "/version")
+	code, b, err := nettest.Get(m.http, m.PeerURL()+"/version")
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"etcdserver"`) {
-		return fmt.Errorf("GET /version on the peer port: %s %q", resp.Status, b)
+	if code != http.StatusOK || !strings.Contains(string(b), `"etcdserver"`) {
+		return fmt.Errorf("GET /version on the peer port: %d %q", code, b)
 	}
 	return nil
 }

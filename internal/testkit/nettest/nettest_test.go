@@ -101,3 +101,20 @@ func (r *recordTB) cleanup() {
 		r.cleanups[i]()
 	}
 }
+
+// TestGet: Get answers any status with its whole body, and a refused
+// dial as an error.
+func TestGet(t *testing.T) {
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+		fmt.Fprintf(w, "%s %s", r.Method, r.URL.Path)
+	})}
+	addr := nettest.Serve(t, srv, nil, http.ErrServerClosed)
+	code, body, err := nettest.Get(http.DefaultClient, "http://"+addr.String()+"/brew")
+	if err != nil || code != http.StatusTeapot || string(body) != "GET /brew" {
+		t.Errorf("Get = %d %q, %v; want 418 \"GET /brew\"", code, body, err)
+	}
+	if code, _, err := nettest.Get(http.DefaultClient, "http://"+nettest.DeadAddr(t)+"/"); err == nil {
+		t.Errorf("Get of a dead address = %d, nil; want an error", code)
+	}
+}

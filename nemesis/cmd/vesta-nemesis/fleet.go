@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"os"
@@ -597,17 +596,12 @@ func (f *fleet) status(ctx context.Context, s *server) (leaseStatus, error) {
 	}
 	req.Host = s.rest
 	req.Header.Set("Authorization", "Bearer "+restToken)
-	resp, err := hc.Do(req)
+	code, b, err := nettest.Do(hc, req)
 	if err != nil {
 		return leaseStatus{}, err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return leaseStatus{}, err
-	}
-	if resp.StatusCode != 200 {
-		return leaseStatus{}, fmt.Errorf("%s /v1/status: %d %s", s.name, resp.StatusCode, b)
+	if code != 200 {
+		return leaseStatus{}, fmt.Errorf("%s /v1/status: %d %s", s.name, code, b)
 	}
 	var body struct {
 		Lease *struct {

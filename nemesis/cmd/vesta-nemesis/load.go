@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/vesta-go/vesta/client"
 	"github.com/vesta-go/vesta/core"
 	"github.com/vesta-go/vesta/embed"
+	"github.com/vesta-go/vesta/internal/testkit/nettest"
 	"github.com/vesta-go/vesta/nemesis/ledger"
 	"github.com/vesta-go/vesta/nemesis/report"
 )
@@ -231,17 +231,12 @@ func restGet(ctx context.Context, hc *http.Client, addr, path string) ([]uint64,
 	}
 	req.Host = addr
 	req.Header.Set("Authorization", "Bearer "+restToken)
-	resp, err := hc.Do(req)
+	status, body, err := nettest.Do(hc, req)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != 200 {
-		return nil, fmt.Errorf("%s: %d %s", path, resp.StatusCode, body)
+	if status != 200 {
+		return nil, fmt.Errorf("%s: %d %s", path, status, body)
 	}
 	var r struct {
 		IDs []string `json:"ids"`
