@@ -111,22 +111,23 @@ func openIssuer(ctx context.Context, cfg conf.Config, log *slog.Logger) (vesta.I
 			return nil, err
 		}
 		ecfg.Logger = log
-		is, err := embed.Open(ctx, ecfg)
-		if err != nil {
-			return nil, err // not a nil *embed.Issuer in a non-nil Issuer
-		}
-		return is, nil
+		return opened(embed.Open(ctx, ecfg))
 	}
 	ccfg, err := cfg.ClientConfig()
 	if err != nil {
 		return nil, err
 	}
 	ccfg.Logger = log
-	c, err := client.New(ctx, ccfg)
+	return opened(client.New(ctx, ccfg))
+}
+
+// opened is is as an Issuer, or nil with err: never a nil pointer in a
+// non-nil Issuer.
+func opened[T vesta.Issuer](is T, err error) (vesta.Issuer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c, nil
+	return is, nil
 }
 
 func orNone(s string) string {
